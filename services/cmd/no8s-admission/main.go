@@ -1,0 +1,44 @@
+// Command no8s-admission runs the admission service: schema validation and
+// defaulting of resources before they are stored.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"os"
+
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/admission"
+	"github.com/no8s/no8s/services/internal/grpcserver"
+	"github.com/no8s/no8s/services/internal/proc"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "no8s-admission:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg := admission.DefaultConfig()
+	fs := flag.NewFlagSet("no8s-admission", flag.ExitOnError)
+	storeAddr := fs.String("store-addr", proc.Env("NO8S_STORE_ADDR", "127.0.0.1:7001"), "store gRPC address")
+	listen := fs.String("listen", proc.Env("NO8S_ADMISSION_LISTEN", "127.0.0.1:7002"), "gRPC listen address")
+	_ = fs.Parse(os.Args[1:])
+	log := proc.Logger("admission")
+	ctx, cancel := proc.SignalContext()
+	defer cancel()
+
+	conn, err := grpcserver.Dial(*storeAddr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	lis, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	return admission.New(cfg, storev1.NewStoreServiceClient(conn), log).Serve(ctx, lis)
+}

@@ -1,0 +1,57 @@
+// Command no8s-gateway runs the api-gateway: the public REST API.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+
+	"google.golang.org/grpc"
+
+	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/gateway"
+	"github.com/no8s/no8s/services/internal/grpcserver"
+	"github.com/no8s/no8s/services/internal/proc"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "no8s-gateway:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg := gateway.DefaultConfig()
+	fs := flag.NewFlagSet("no8s-gateway", flag.ExitOnError)
+	storeAddr := fs.String("store-addr", proc.Env("NO8S_STORE_ADDR", "127.0.0.1:7001"), "store gRPC address")
+	admissionAddr := fs.String("admission-addr", proc.Env("NO8S_ADMISSION_ADDR", "127.0.0.1:7002"), "admission gRPC address")
+	listen := fs.String("listen", proc.Env("NO8S_GATEWAY_LISTEN", ":8000"), "HTTP listen address")
+	_ = fs.Parse(os.Args[1:])
+	log := proc.Logger("gateway")
+	ctx, cancel := proc.SignalContext()
+	defer cancel()
+
+	storeConn, err := grpcserver.Dial(*storeAddr)
+	if err != nil {
+		return err
+	}
+	defer storeConn.Close()
+	admissionConn, err := grpcserver.Dial(*admissionAddr)
+	if err != nil {
+		return err
+	}
+	defer admissionConn.Close()
+	cfg.Health = func(ctx context.Context) error {
+		return grpcserver.CheckHealth(ctx, map[string]*grpc.ClientConn{"store": storeConn, "admission": admissionConn})
+	}
+	lis, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	svc := gateway.New(cfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), log)
+	return svc.Serve(ctx, lis)
+}

@@ -1,0 +1,188 @@
+// Package devstack runs a whole no8s control plane in one process for
+// development: an embedded NATS server with JetStream, and the store,
+// admission and api-gateway services, each on its own loopback port and
+// talking over real gRPC exactly as they do when deployed apart.
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+
+	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/admission"
+	"github.com/no8s/no8s/services/gateway"
+	"github.com/no8s/no8s/services/internal/grpcserver"
+	"github.com/no8s/no8s/services/internal/natsconn"
+	"github.com/no8s/no8s/services/internal/natsembed"
+	"github.com/no8s/no8s/services/store"
+)
+
+// Config configures the development stack.
+type Config struct {
+	// HTTPAddr is the REST API address (":8000" as in the seed).
+	HTTPAddr string
+	// DatabaseURL is the PostgreSQL database; it is created when missing.
+	DatabaseURL string
+	// DataDir holds the embedded JetStream's files.
+	DataDir string
+	// NATSPort is the embedded NATS server's port (0 picks a free one).
+	NATSPort int
+	// StoreAddr and AdmissionAddr are the internal gRPC addresses.
+	StoreAddr, AdmissionAddr string
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	dir := ".no8s"
+	if home, err := os.UserCacheDir(); err == nil {
+		dir = filepath.Join(home, "no8s", "dev")
+	}
+	return Config{
+		HTTPAddr:      ":8000",
+		DatabaseURL:   store.DefaultDatabaseURL,
+		DataDir:       dir,
+		NATSPort:      4333,
+		StoreAddr:     "127.0.0.1:7001",
+		AdmissionAddr: "127.0.0.1:7002",
+	}
+}
+
+// Run runs the stack until ctx ends, then stops the services in reverse
+// dependency order: gateway, admission, store, NATS.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if err := ensureDatabase(ctx, cfg.DatabaseURL); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	port := cfg.NATSPort
+	if port == 0 {
+		port = -1
+	}
+	ns, err := natsembed.Start(filepath.Join(cfg.DataDir, "jetstream"), port)
+	if err != nil {
+		return fmt.Errorf("embedded nats: %w", err)
+	}
+	defer func() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	}()
+	log.Info("embedded NATS with JetStream", "url", ns.ClientURL())
+	nc, err := natsconn.Connect(ns.ClientURL(), "no8s-dev", log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	storeLis, err := net.Listen("tcp", cfg.StoreAddr)
+	if err != nil {
+		return fmt.Errorf("store listen: %w", err)
+	}
+	admissionLis, err := net.Listen("tcp", cfg.AdmissionAddr)
+	if err != nil {
+		return fmt.Errorf("admission listen: %w", err)
+	}
+	httpLis, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("http listen: %w", err)
+	}
+	scfg := store.DefaultConfig()
+	scfg.DatabaseURL = cfg.DatabaseURL
+	storeSvc, err := store.New(ctx, scfg, nc, log.With("service", "store"))
+	if err != nil {
+		return err
+	}
+	storeConn, err := grpcserver.Dial(storeLis.Addr().String())
+	if err != nil {
+		return err
+	}
+	defer storeConn.Close()
+	admissionConn, err := grpcserver.Dial(admissionLis.Addr().String())
+	if err != nil {
+		return err
+	}
+	defer admissionConn.Close()
+	admissionSvc := admission.New(admission.DefaultConfig(), storev1.NewStoreServiceClient(storeConn), log.With("service", "admission"))
+	gcfg := gateway.DefaultConfig()
+	gcfg.Health = func(ctx context.Context) error {
+		return grpcserver.CheckHealth(ctx, map[string]*grpc.ClientConn{"store": storeConn, "admission": admissionConn})
+	}
+	gatewaySvc := gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), log.With("service", "gateway"))
+
+	// Each tier stops only after the tier in front of it has stopped.
+	gatewayCtx, stopGateway := context.WithCancel(ctx)
+	defer stopGateway()
+	admissionCtx, stopAdmission := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAdmission()
+	storeCtx, stopStore := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopStore()
+
+	var g errgroup.Group
+	g.Go(func() error { return storeSvc.Serve(storeCtx, storeLis) })
+	g.Go(func() error { return admissionSvc.Serve(admissionCtx, admissionLis) })
+	g.Go(func() error {
+		err := gatewaySvc.Serve(gatewayCtx, httpLis)
+		stopAdmission()
+		stopStore()
+		return err
+	})
+	log.Info("no8s dev is up", "api", "http://"+displayAddr(httpLis.Addr()), "database", redact(cfg.DatabaseURL))
+	return g.Wait()
+}
+
+// ensureDatabase creates the database named in dbURL when it does not exist.
+func ensureDatabase(ctx context.Context, dbURL string) error {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err == nil {
+		return conn.Close(ctx)
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "3D000" { // invalid_catalog_name
+		return fmt.Errorf("connect to %s: %w (is PostgreSQL running? set DATABASE_URL)", redact(dbURL), err)
+	}
+	u, perr := url.Parse(dbURL)
+	if perr != nil {
+		return fmt.Errorf("parse database url: %w", perr)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	u.Path = "/postgres"
+	admin, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		return fmt.Errorf("connect to create database %s: %w", name, err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}
+
+func redact(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "(unparseable)"
+	}
+	return u.Redacted()
+}
+
+func displayAddr(a net.Addr) string {
+	s := a.String()
+	if strings.HasPrefix(s, "[::]:") {
+		return "localhost:" + strings.TrimPrefix(s, "[::]:")
+	}
+	return s
+}

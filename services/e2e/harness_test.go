@@ -1,0 +1,366 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/no8s/no8s/services/internal/testenv"
+)
+
+// binDir holds the binaries under test, built once in TestMain.
+var binDir string
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "no8s-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/no8s", "./cmd/no8s-store", "./cmd/no8s-admission", "./cmd/no8s-gateway")
+	cmd.Dir = ".."
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build binaries:", err)
+		return 1
+	}
+	binDir = dir
+	return m.Run()
+}
+
+// natsServerBinary finds a real nats-server: $NO8S_NATS_SERVER, the repo's
+// bin/ (make nats-server), or PATH.
+func natsServerBinary(t *testing.T) string {
+	if p := os.Getenv("NO8S_NATS_SERVER"); p != "" {
+		return p
+	}
+	if p, err := filepath.Abs("../../bin/nats-server"); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	p, err := exec.LookPath("nats-server")
+	if err != nil {
+		t.Fatal("no nats-server binary: run `make nats-server` or set NO8S_NATS_SERVER")
+	}
+	return p
+}
+
+// proc is a child process under test.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  *os.File
+	done chan struct{}
+	err  error
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// start runs a binary with its output in a log file that is printed when
+// the test fails.
+func start(t *testing.T, name, bin string, args []string, env ...string) *proc {
+	t.Helper()
+	logf, err := os.CreateTemp(t.TempDir(), name+"-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, log: logf, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.stop(syscall.SIGTERM, 10*time.Second)
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			if len(b) > 8000 {
+				b = b[len(b)-8000:]
+			}
+			t.Logf("---- %s log (tail) ----\n%s", name, b)
+		}
+	})
+	return p
+}
+
+// stop sends sig and waits up to grace, then kills.
+func (p *proc) stop(sig syscall.Signal, grace time.Duration) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// kill9 kills the process at once.
+func (p *proc) kill9() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// cluster is a control plane of real processes.
+type cluster struct {
+	t          *testing.T
+	dbURL      string
+	natsURL    string
+	natsDir    string
+	natsAddr   string
+	nats       *proc
+	stores     []*proc
+	storeAddrs []string
+	admissions []string
+	gateways   []string
+	pool       *pgxpool.Pool
+}
+
+// newCluster starts a nats-server process on a fresh database.
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dbURL: testenv.Database(t), natsDir: t.TempDir(), natsAddr: freeAddr(t)}
+	c.natsURL = "nats://" + c.natsAddr
+	c.startNATS()
+	pool, err := pgxpool.New(t.Context(), c.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	c.pool = pool
+	return c
+}
+
+func (c *cluster) startNATS() {
+	host, port, _ := net.SplitHostPort(c.natsAddr)
+	c.nats = start(c.t, "nats-server", natsServerBinary(c.t), []string{"-a", host, "-p", port, "-js", "-sd", c.natsDir})
+	waitFor(c.t, 10*time.Second, "nats-server", func() error {
+		nc, err := nats.Connect(c.natsURL)
+		if err != nil {
+			return err
+		}
+		nc.Close()
+		return nil
+	})
+}
+
+// startStore starts a store process (or restarts one on addr).
+func (c *cluster) startStore(addr string) *proc {
+	if addr == "" {
+		addr = freeAddr(c.t)
+		c.storeAddrs = append(c.storeAddrs, addr)
+	}
+	p := start(c.t, "store", filepath.Join(binDir, "no8s-store"),
+		[]string{"--listen", addr, "--database-url", c.dbURL, "--nats-url", c.natsURL}, "NO8S_LOG_LEVEL=debug")
+	c.stores = append(c.stores, p)
+	waitTCP(c.t, addr, p)
+	return p
+}
+
+func (c *cluster) startAdmission(storeAddr string) string {
+	addr := freeAddr(c.t)
+	p := start(c.t, "admission", filepath.Join(binDir, "no8s-admission"), []string{"--listen", addr, "--store-addr", storeAddr})
+	waitTCP(c.t, addr, p)
+	c.admissions = append(c.admissions, addr)
+	return addr
+}
+
+// startGateway starts a gateway and returns its base URL.
+func (c *cluster) startGateway(storeAddr, admissionAddr string) string {
+	addr := freeAddr(c.t)
+	start(c.t, "gateway", filepath.Join(binDir, "no8s-gateway"),
+		[]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr})
+	base := "http://" + addr
+	waitFor(c.t, 20*time.Second, "gateway health", func() error {
+		resp, err := http.Get(base + "/health")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("health %d", resp.StatusCode)
+		}
+		return nil
+	})
+	c.gateways = append(c.gateways, base)
+	return base
+}
+
+// startAll starts one store, one admission and one gateway.
+func (c *cluster) startAll() string {
+	c.startStore("")
+	adm := c.startAdmission(c.storeAddrs[0])
+	return c.startGateway(c.storeAddrs[0], adm)
+}
+
+func (c *cluster) jetstream() (jetstream.JetStream, *nats.Conn) {
+	nc, err := nats.Connect(c.natsURL)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return js, nc
+}
+
+// count returns a row count from the database.
+func (c *cluster) count(query string, args ...any) int {
+	c.t.Helper()
+	var n int
+	if err := c.pool.QueryRow(c.t.Context(), query, args...).Scan(&n); err != nil {
+		c.t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func waitTCP(t *testing.T, addr string, p *proc) {
+	t.Helper()
+	waitFor(t, 20*time.Second, p.name+" on "+addr, func() error {
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited: %v", p.name, p.err)
+		default:
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	})
+}
+
+// waitFor polls f until it succeeds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// response is an HTTP answer with its decoded JSON body.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("response %d is not a JSON object: %s", r.status, r.body)
+	}
+	return m
+}
+
+func (r response) list(t *testing.T) []map[string]any {
+	t.Helper()
+	var l []map[string]any
+	if err := json.Unmarshal(r.body, &l); err != nil {
+		t.Fatalf("response %d is not a JSON array: %s", r.status, r.body)
+	}
+	return l
+}
+
+var httpClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+func do(t *testing.T, method, url string, body any) response {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// curl runs a curl command line as a user would type it, with $BASE
+// standing for the gateway, and returns the status and body.
+func curl(t *testing.T, base, cmdline string) response {
+	t.Helper()
+	cmdline = strings.ReplaceAll(cmdline, "http://localhost:8000", base)
+	script := cmdline + ` -s -o "$OUT" -w '%{http_code}'`
+	out := filepath.Join(t.TempDir(), "body")
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Env = append(os.Environ(), "OUT="+out)
+	code, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("curl: %v\n%s", err, cmdline)
+	}
+	var status int
+	fmt.Sscan(string(code), &status)
+	body, _ := os.ReadFile(out)
+	return response{status: status, body: body}
+}
+

@@ -1,0 +1,48 @@
+package gateway
+
+import (
+	"context"
+	"time"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	// DefaultShutdownGrace bounds the graceful stop.
+	DefaultShutdownGrace = 10 * time.Second
+	// DefaultRequestTimeout bounds each call to a backend.
+	DefaultRequestTimeout = 30 * time.Second
+	// MaxPatchAttempts bounds the read-merge-write rounds of a PATCH without
+	// an explicit resource_version.
+	MaxPatchAttempts = 5
+	// maxSchemaRetries is how many times a write is re-admitted after the
+	// store answered schema_changed.
+	maxSchemaRetries = 2
+)
+
+// Config configures the gateway.
+type Config struct {
+	// ShutdownGrace bounds how long Serve waits for in-flight requests once
+	// its context ends (default DefaultShutdownGrace).
+	ShutdownGrace time.Duration
+	// RequestTimeout bounds each call to a backend (store or admission);
+	// default DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// Health, when set, is called by GET /health; an error answers 503. Build
+	// one from the backends' connections with GRPCHealthCheck.
+	Health func(ctx context.Context) error
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{ShutdownGrace: DefaultShutdownGrace, RequestTimeout: DefaultRequestTimeout}
+}
+
+func (c Config) withDefaults() Config {
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = DefaultShutdownGrace
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	return c
+}

@@ -1,0 +1,283 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/labstack/echo/v5"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/resource"
+)
+
+//go:embed openapi.json
+var openAPIDocument []byte
+
+// HeaderRequestID carries the request id, echoed back or generated.
+const HeaderRequestID = "X-Request-Id"
+
+// Response headers of a resource list.
+const (
+	HeaderContinueToken   = "X-Continue-Token"
+	HeaderResourceVersion = "X-Resource-Version"
+)
+
+// Error codes that only the HTTP edge produces.
+const (
+	codeMethodNotAllowed     = "method_not_allowed"
+	codeUnsupportedMediaType = "unsupported_media_type"
+)
+
+const ctxKeyRequestID = "no8s.request_id"
+
+// errorBody is the JSON document of every error response.
+type errorBody struct {
+	Detail    string               `json:"detail"`
+	Code      string               `json:"code"`
+	Errors    []problem.FieldError `json:"errors"`
+	RequestID string               `json:"request_id,omitempty"`
+}
+
+// httpError is an error answered with a status that no problem kind has
+// (405, 415).
+type httpError struct {
+	status int
+	code   string
+	detail string
+}
+
+func (e *httpError) Error() string { return e.detail }
+
+// routes builds the echo instance with every route and middleware.
+func (s *Service) routes() *echo.Echo {
+	e := echo.NewWithConfig(echo.Config{
+		Logger: s.log,
+		Router: echo.NewRouter(echo.RouterConfig{
+			NotFoundHandler: func(c *echo.Context) error {
+				return problem.NotFoundf("no route for %s %s", c.Request().Method, c.Request().URL.Path)
+			},
+			MethodNotAllowedHandler: func(c *echo.Context) error {
+				if allow, ok := c.Get(echo.ContextKeyHeaderAllow).(string); ok && allow != "" {
+					c.Response().Header().Set(echo.HeaderAllow, allow)
+				}
+				return &httpError{status: http.StatusMethodNotAllowed, code: codeMethodNotAllowed,
+					detail: fmt.Sprintf("method %s is not allowed on %s", c.Request().Method, c.Request().URL.Path)}
+			},
+		}),
+		HTTPErrorHandler: s.handleError,
+	})
+	e.Use(s.requestID, s.accessLog, s.recoverPanic)
+
+	e.GET("/health", s.health)
+	e.GET("/api/v1/openapi.json", s.openAPI)
+
+	e.POST("/api/v1/resource-types", s.createType)
+	e.GET("/api/v1/resource-types", s.listTypes)
+	e.GET("/api/v1/resource-types/:id", s.getType)
+	e.GET("/api/v1/resource-types/:id/:version", s.getTypeByName)
+	e.PUT("/api/v1/resource-types/:id", s.updateType)
+	e.DELETE("/api/v1/resource-types/:id", s.deleteType)
+
+	e.POST("/api/v1/resources", s.createResource)
+	e.GET("/api/v1/resources", s.listResources)
+	e.GET("/api/v1/resources/by-name/:type/:version/:name", s.getResourceByName)
+	e.GET("/api/v1/resources/:id", s.getResource)
+	e.PUT("/api/v1/resources/:id", s.updateResource)
+	e.PATCH("/api/v1/resources/:id", s.patchResource)
+	e.DELETE("/api/v1/resources/:id", s.deleteResource)
+	e.PUT("/api/v1/resources/:id/finalizers", s.updateFinalizers)
+	return e
+}
+
+// requestID echoes a well-formed X-Request-Id or generates one, and passes
+// it on to the backends as gRPC metadata.
+func (s *Service) requestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		id := c.Request().Header.Get(HeaderRequestID)
+		if !validRequestID(id) {
+			b := make([]byte, 16)
+			_, _ = rand.Read(b)
+			id = hex.EncodeToString(b)
+		}
+		c.Set(ctxKeyRequestID, id)
+		c.Response().Header().Set(HeaderRequestID, id)
+		req := c.Request()
+		c.SetRequest(req.WithContext(metadata.AppendToOutgoingContext(req.Context(), "x-request-id", id)))
+		return next(c)
+	}
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func requestIDOf(c *echo.Context) string {
+	id, _ := c.Get(ctxKeyRequestID).(string)
+	return id
+}
+
+// accessLog writes one line per request. It answers errors itself so that
+// the status it logs is the one sent.
+func (s *Service) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		start := time.Now()
+		if err := next(c); err != nil {
+			s.handleError(c, err)
+		}
+		status := http.StatusOK
+		if r, _ := echo.UnwrapResponse(c.Response()); r != nil && r.Status != 0 {
+			status = r.Status
+		}
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelWarn
+		}
+		s.log.LogAttrs(c.Request().Context(), level, "http request",
+			slog.String("method", c.Request().Method),
+			slog.String("path", c.Request().URL.Path),
+			slog.Int("status", status),
+			slog.Duration("duration", time.Since(start)),
+			slog.String("request_id", requestIDOf(c)),
+		)
+		return nil
+	}
+}
+
+// recoverPanic turns a handler panic into a 500 answer.
+func (s *Service) recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) (err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("handler panic", "panic", fmt.Sprint(v), "request_id", requestIDOf(c), "stack", string(debug.Stack()))
+				err = errors.New("handler panic")
+			}
+		}()
+		return next(c)
+	}
+}
+
+// handleError answers err as a JSON error document.
+func (s *Service) handleError(c *echo.Context, err error) {
+	if r, _ := echo.UnwrapResponse(c.Response()); r != nil && r.Committed {
+		return
+	}
+	status, body := s.errorResponse(c, err)
+	body.RequestID = requestIDOf(c)
+	if body.Errors == nil {
+		body.Errors = []problem.FieldError{}
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(status)
+		return
+	}
+	b, merr := resource.Marshal(body)
+	if merr != nil {
+		b = []byte(`{"detail":"internal error","code":"internal","errors":[]}`)
+	}
+	_ = c.JSONBlob(status, b)
+}
+
+func (s *Service) errorResponse(c *echo.Context, err error) (int, errorBody) {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he.status, errorBody{Detail: he.detail, Code: he.code}
+	}
+	if pe := problem.As(err); pe != nil {
+		status := pe.Kind.HTTPStatus()
+		if pe.Kind == problem.Internal {
+			s.log.Error("internal error", "error", pe.Error(), "request_id", requestIDOf(c))
+			return status, errorBody{Detail: "internal error", Code: problem.CodeInternal}
+		}
+		if pe.Kind == problem.Unavailable {
+			s.log.Warn("backend unavailable", "error", pe.Error(), "request_id", requestIDOf(c))
+			return status, errorBody{Detail: "a backend service is unavailable; retry later", Code: problem.CodeUnavailable}
+		}
+		return status, errorBody{Detail: pe.Detail, Code: pe.Code, Errors: pe.Fields}
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, errorBody{Detail: "a backend service did not answer in time; retry later", Code: problem.CodeUnavailable}
+	case errors.Is(err, context.Canceled):
+		return 499, errorBody{Detail: "request canceled", Code: "canceled"}
+	}
+	if code := echo.StatusCode(err); code != 0 {
+		return code, errorBody{Detail: http.StatusText(code), Code: codeForStatus(code)}
+	}
+	s.log.Error("internal error", "error", err.Error(), "request_id", requestIDOf(c))
+	return http.StatusInternalServerError, errorBody{Detail: "internal error", Code: problem.CodeInternal}
+}
+
+func codeForStatus(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return problem.CodeNotFound
+	case http.StatusMethodNotAllowed:
+		return codeMethodNotAllowed
+	case http.StatusRequestEntityTooLarge:
+		return problem.CodeTooLarge
+	case http.StatusUnsupportedMediaType:
+		return codeUnsupportedMediaType
+	case http.StatusServiceUnavailable:
+		return problem.CodeUnavailable
+	}
+	if status >= 500 {
+		return problem.CodeInternal
+	}
+	return problem.CodeInvalid
+}
+
+// health answers 200 when the backends answer, 503 otherwise.
+func (s *Service) health(c *echo.Context) error {
+	if s.cfg.Health != nil {
+		ctx, cancel := s.backendCtx(c)
+		defer cancel()
+		if err := s.cfg.Health(ctx); err != nil {
+			s.log.Warn("health check failed", "error", err)
+			return writeJSON(c, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "detail": err.Error()})
+		}
+	}
+	return writeJSON(c, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Service) openAPI(c *echo.Context) error {
+	return c.JSONBlob(http.StatusOK, openAPIDocument)
+}
+
+// backendCtx bounds the backend calls of one step of a request.
+func (s *Service) backendCtx(c *echo.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)
+}
+
+// writeJSON answers v as JSON without HTML escaping.
+func writeJSON(c *echo.Context, status int, v any) error {
+	b, err := resource.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("marshal response: %w", err)
+	}
+	return c.JSONBlob(status, b)
+}
+
+// backendErr converts an error from a gRPC call into a domain error.
+func backendErr(err error) error {
+	return problem.FromStatus(err)
+}

@@ -1,0 +1,557 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/labstack/echo/v5"
+
+	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/internal/resourcepb"
+)
+
+// Resource list limits (the store's).
+const (
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
+// createResourceBody is the body of POST /api/v1/resources.
+type createResourceBody struct {
+	Name                string                    `json:"name"`
+	ResourceTypeName    string                    `json:"resource_type_name"`
+	ResourceTypeVersion string                    `json:"resource_type_version"`
+	Spec                json.RawMessage           `json:"spec"`
+	Labels              map[string]string         `json:"labels"`
+	Annotations         map[string]string         `json:"annotations"`
+	OwnerReferences     []resource.OwnerReference `json:"owner_references"`
+	Finalizers          []string                  `json:"finalizers"`
+}
+
+// updateResourceBody is the body of PUT /api/v1/resources/{id}: the spec is
+// replaced; labels and annotations only when given.
+type updateResourceBody struct {
+	Spec            json.RawMessage    `json:"spec"`
+	Labels          *map[string]string `json:"labels"`
+	Annotations     *map[string]string `json:"annotations"`
+	ResourceVersion int64              `json:"resource_version"`
+}
+
+// finalizersBody is the body of PUT /api/v1/resources/{id}/finalizers.
+type finalizersBody struct {
+	Add             []string `json:"add"`
+	Remove          []string `json:"remove"`
+	ResourceVersion int64    `json:"resource_version"`
+}
+
+// patchDocument is what a merge patch applies to.
+type patchDocument struct {
+	Spec        json.RawMessage   `json:"spec"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// patchFields are the top-level fields a merge patch may carry.
+var patchFields = []string{"spec", "labels", "annotations", "resource_version"}
+
+func checkSpec(raw json.RawMessage, errs []problem.FieldError) ([]byte, []problem.FieldError) {
+	if isNull(raw) {
+		return nil, append(errs, problem.FieldError{Path: "/spec", Message: "spec is required"})
+	}
+	spec, perr := resource.CompactObject("/spec", raw)
+	if perr != nil {
+		return nil, append(errs, perr.Fields...)
+	}
+	return spec, errs
+}
+
+func checkResourceVersion(rv int64, errs []problem.FieldError) []problem.FieldError {
+	if rv < 0 {
+		errs = append(errs, problem.FieldError{Path: "/resource_version", Message: "must be a positive integer"})
+	}
+	return errs
+}
+
+func (s *Service) createResource(c *echo.Context) error {
+	dry, err := dryRun(c)
+	if err != nil {
+		return err
+	}
+	data, err := readBody(c, mediaJSON)
+	if err != nil {
+		return err
+	}
+	var body createResourceBody
+	if err := decodeStrict(data, &body); err != nil {
+		return err
+	}
+	var errs []problem.FieldError
+	if fe := resource.ValidateName("/name", body.Name); fe != nil {
+		errs = append(errs, *fe)
+	}
+	if body.ResourceTypeName == "" {
+		errs = append(errs, problem.FieldError{Path: "/resource_type_name", Message: "resource_type_name is required"})
+	} else if fe := resource.ValidateTypeName("/resource_type_name", body.ResourceTypeName); fe != nil {
+		errs = append(errs, *fe)
+	}
+	if body.ResourceTypeVersion == "" {
+		errs = append(errs, problem.FieldError{Path: "/resource_type_version", Message: "resource_type_version is required"})
+	} else if fe := resource.ValidateTypeVersion("/resource_type_version", body.ResourceTypeVersion); fe != nil {
+		errs = append(errs, *fe)
+	}
+	spec, errs := checkSpec(body.Spec, errs)
+	errs = append(errs, resource.ValidateMetadata(body.Labels, body.Annotations, body.OwnerReferences)...)
+	for i, f := range body.Finalizers {
+		if fe := resource.ValidateFinalizer(fmt.Sprintf("/finalizers/%d", i), f); fe != nil {
+			errs = append(errs, *fe)
+		}
+	}
+	if len(body.Finalizers) > resource.MaxFinalizers {
+		errs = append(errs, problem.FieldError{Path: "/finalizers", Message: fmt.Sprintf("at most %d finalizers", resource.MaxFinalizers)})
+	}
+	if err := fieldsError("invalid resource", errs); err != nil {
+		return err
+	}
+	in := &resource.Resource{
+		Name:                body.Name,
+		ResourceTypeName:    body.ResourceTypeName,
+		ResourceTypeVersion: body.ResourceTypeVersion,
+		Labels:              body.Labels,
+		Annotations:         body.Annotations,
+		OwnerReferences:     body.OwnerReferences,
+		Spec:                spec,
+		Finalizers:          body.Finalizers,
+	}
+	in.Normalize()
+	areq := &admissionv1.AdmitResourceRequest{Operation: admissionv1.Operation_OPERATION_CREATE, Resource: resourcepb.ToProto(in), DryRun: dry}
+	var out *storev1.Resource
+	err = s.admitAndWrite(c, areq, func(admitted *storev1.Resource, rev int64) error {
+		resp, err := call(s, c, s.store.CreateResource, &storev1.CreateResourceRequest{Resource: admitted, SchemaRevision: rev, DryRun: dry})
+		out = resp.GetResource()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	doc := resourcepb.FromProto(out)
+	if !dry && doc != nil && doc.ID != 0 {
+		c.Response().Header().Set(echo.HeaderLocation, "/api/v1/resources/"+strconv.FormatInt(doc.ID, 10))
+	}
+	return writeJSON(c, http.StatusCreated, doc)
+}
+
+// admitAndWrite admits req and hands the admitted resource and its schema
+// revision to write. When the store answers schema_changed, it admits again
+// against a freshly read schema, up to maxSchemaRetries times.
+func (s *Service) admitAndWrite(c *echo.Context, req *admissionv1.AdmitResourceRequest, write func(admitted *storev1.Resource, schemaRevision int64) error) error {
+	for attempt := 0; ; attempt++ {
+		ar, err := call(s, c, s.admission.AdmitResource, req)
+		if err != nil {
+			return err
+		}
+		admitted := ar.GetResource()
+		if admitted == nil {
+			return fmt.Errorf("admission answered without a resource")
+		}
+		err = write(admitted, ar.GetSchemaRevision())
+		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeSchemaChanged && attempt < maxSchemaRetries {
+			req.RefreshSchema = true
+			continue
+		}
+		return err
+	}
+}
+
+func (s *Service) getResourceByID(c *echo.Context, id int64) (*storev1.Resource, error) {
+	resp, err := call(s, c, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Id{Id: id}})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetResource(), nil
+}
+
+func (s *Service) getResource(c *echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	r, err := s.getResourceByID(c, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, resourcepb.FromProto(r))
+}
+
+func (s *Service) getResourceByName(c *echo.Context) error {
+	resp, err := call(s, c, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: &storev1.ResourceName{
+		ResourceTypeName: c.Param("type"), ResourceTypeVersion: c.Param("version"), Name: c.Param("name"),
+	}}})
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, resourcepb.FromProto(resp.GetResource()))
+}
+
+func (s *Service) listResources(c *echo.Context) error {
+	limit, given, err := queryInt(c, "limit", 1, maxListLimit)
+	if err != nil {
+		return err
+	}
+	if !given {
+		limit = defaultListLimit
+	}
+	resp, err := call(s, c, s.store.ListResources, &storev1.ListResourcesRequest{
+		ResourceTypeName:    c.QueryParam("resource_type"),
+		ResourceTypeVersion: c.QueryParam("resource_type_version"),
+		Status:              c.QueryParam("status"),
+		LabelSelector:       c.QueryParam("label_selector"),
+		Limit:               int32(limit),
+		ContinueToken:       c.QueryParam("continue"),
+	})
+	if err != nil {
+		return err
+	}
+	out := make([]*resource.Resource, 0, len(resp.GetResources()))
+	for _, r := range resp.GetResources() {
+		out = append(out, resourcepb.FromProto(r))
+	}
+	h := c.Response().Header()
+	if tok := resp.GetContinueToken(); tok != "" {
+		h.Set(HeaderContinueToken, tok)
+	}
+	h.Set(HeaderResourceVersion, strconv.FormatInt(resp.GetResourceVersion(), 10))
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// staleError is the answer to a precondition that no longer holds.
+func staleError(id, have, want int64) error {
+	return problem.New(problem.Conflict, problem.CodeConflict,
+		"resource %d has resource_version %d, not %d: it changed since you read it; read it again and retry", id, have, want)
+}
+
+// update describes one admitted update of a resource.
+type update struct {
+	cur                       *storev1.Resource
+	next                      *resource.Resource
+	setLabels, setAnnotations bool
+	expected                  int64
+	dryRun                    bool
+}
+
+// writeUpdate admits u.next against u.cur and stores it.
+func (s *Service) writeUpdate(c *echo.Context, u update) (*storev1.Resource, error) {
+	areq := &admissionv1.AdmitResourceRequest{
+		Operation:   admissionv1.Operation_OPERATION_UPDATE,
+		Resource:    resourcepb.ToProto(u.next),
+		OldResource: u.cur,
+		DryRun:      u.dryRun,
+	}
+	var out *storev1.Resource
+	err := s.admitAndWrite(c, areq, func(admitted *storev1.Resource, rev int64) error {
+		req := &storev1.UpdateResourceRequest{
+			Id:                      u.cur.GetId(),
+			Spec:                    admitted.GetSpec(),
+			Labels:                  stringMap(admitted.GetLabels(), u.cur.GetLabels(), u.setLabels),
+			Annotations:             stringMap(admitted.GetAnnotations(), u.cur.GetAnnotations(), u.setAnnotations),
+			ExpectedResourceVersion: u.expected,
+			SchemaRevision:          rev,
+			DryRun:                  u.dryRun,
+		}
+		if req.Spec == nil {
+			req.Spec = []byte("{}")
+		}
+		resp, err := call(s, c, s.store.UpdateResource, req)
+		out = resp.GetResource()
+		return err
+	})
+	return out, err
+}
+
+// stringMap is the labels or annotations to send: the admitted ones when
+// the request sets them or admission changed them, else nil (unchanged).
+func stringMap(admitted, cur map[string]string, set bool) *storev1.StringMap {
+	if set || (len(admitted) > 0 && !maps.Equal(admitted, cur)) {
+		if admitted == nil {
+			admitted = map[string]string{}
+		}
+		return &storev1.StringMap{Entries: admitted}
+	}
+	return nil
+}
+
+func (s *Service) updateResource(c *echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	dry, err := dryRun(c)
+	if err != nil {
+		return err
+	}
+	data, err := readBody(c, mediaJSON)
+	if err != nil {
+		return err
+	}
+	var body updateResourceBody
+	if err := decodeStrict(data, &body); err != nil {
+		return err
+	}
+	spec, errs := checkSpec(body.Spec, nil)
+	errs = checkResourceVersion(body.ResourceVersion, errs)
+	var labels, annotations map[string]string
+	if body.Labels != nil {
+		labels = *body.Labels
+	}
+	if body.Annotations != nil {
+		annotations = *body.Annotations
+	}
+	errs = append(errs, resource.ValidateMetadata(labels, annotations, nil)...)
+	if err := fieldsError("invalid resource", errs); err != nil {
+		return err
+	}
+	cur, err := s.getResourceByID(c, id)
+	if err != nil {
+		return err
+	}
+	if body.ResourceVersion != 0 && body.ResourceVersion != cur.GetResourceVersion() {
+		return staleError(id, cur.GetResourceVersion(), body.ResourceVersion)
+	}
+	next := resourcepb.FromProto(cur)
+	next.Spec = spec
+	if body.Labels != nil {
+		next.Labels = orEmpty(labels)
+	}
+	if body.Annotations != nil {
+		next.Annotations = orEmpty(annotations)
+	}
+	out, err := s.writeUpdate(c, update{
+		cur: cur, next: next, setLabels: body.Labels != nil, setAnnotations: body.Annotations != nil,
+		expected: body.ResourceVersion, dryRun: dry,
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, resourcepb.FromProto(out))
+}
+
+// parsePatch checks a merge patch: a JSON object with only spec, labels,
+// annotations and resource_version, each of the right shape. It returns the
+// patch without resource_version, and resource_version (0 when absent).
+func parsePatch(data []byte) ([]byte, int64, error) {
+	trimmed := bytes.TrimSpace(data)
+	if !json.Valid(trimmed) {
+		return nil, 0, malformed(trimmed, nil)
+	}
+	if trimmed[0] != '{' {
+		return nil, 0, problem.New(problem.Invalid, problem.CodeInvalid, "a merge patch must be a JSON object").
+			WithFields(problem.FieldError{Path: "", Message: "must be a JSON object"})
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &top); err != nil {
+		return nil, 0, malformed(trimmed, err)
+	}
+	var errs []problem.FieldError
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		if !slices.Contains(patchFields, k) {
+			errs = append(errs, problem.FieldError{Path: "/" + escapePointer(k), Message: "unknown field: a patch may change only spec, labels and annotations (resource_version is a precondition)"})
+		}
+	}
+	var rv int64
+	if raw, ok := top["resource_version"]; ok {
+		if !isNull(raw) {
+			if err := json.Unmarshal(raw, &rv); err != nil || rv < 0 {
+				errs = append(errs, problem.FieldError{Path: "/resource_version", Message: "must be a positive integer"})
+			}
+		}
+		delete(top, "resource_version")
+	}
+	if raw, ok := top["spec"]; ok && !isNull(raw) && !isObject(raw) {
+		errs = append(errs, problem.FieldError{Path: "/spec", Message: "must be a JSON object or null"})
+	}
+	for _, field := range []string{"labels", "annotations"} {
+		raw, ok := top[field]
+		if !ok || isNull(raw) {
+			continue
+		}
+		var entries map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &entries); err != nil {
+			errs = append(errs, problem.FieldError{Path: "/" + field, Message: "must be a JSON object or null"})
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(entries)) {
+			v := bytes.TrimSpace(entries[k])
+			if !isNull(v) && v[0] != '"' {
+				errs = append(errs, problem.FieldError{Path: "/" + field + "/" + escapePointer(k), Message: "must be a string, or null to remove the key"})
+			}
+		}
+	}
+	if err := fieldsError("invalid merge patch", errs); err != nil {
+		return nil, 0, err
+	}
+	patch, err := json.Marshal(top)
+	if err != nil {
+		return nil, 0, fmt.Errorf("re-encode patch: %w", err)
+	}
+	return patch, rv, nil
+}
+
+// applyPatch merges patch into cur's spec, labels and annotations.
+func applyPatch(cur *storev1.Resource, patch []byte) (*patchDocument, error) {
+	doc, err := resource.Marshal(patchDocument{Spec: orEmptyObject(cur.GetSpec()), Labels: orEmpty(cur.GetLabels()), Annotations: orEmpty(cur.GetAnnotations())})
+	if err != nil {
+		return nil, fmt.Errorf("marshal patch target: %w", err)
+	}
+	merged, err := jsonpatch.MergePatch(doc, patch)
+	if err != nil {
+		return nil, problem.New(problem.Invalid, problem.CodeMalformedJSON, "the merge patch cannot be applied: %v", err)
+	}
+	var out patchDocument
+	if err := json.Unmarshal(merged, &out); err != nil {
+		return nil, decodeError(merged, err)
+	}
+	if isNull(out.Spec) {
+		out.Spec = json.RawMessage("{}")
+	}
+	return &out, nil
+}
+
+func (s *Service) patchResource(c *echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	dry, err := dryRun(c)
+	if err != nil {
+		return err
+	}
+	data, err := readBody(c, mediaMergePatch, mediaJSON)
+	if err != nil {
+		return err
+	}
+	patch, rv, err := parsePatch(data)
+	if err != nil {
+		return err
+	}
+	for attempt := 1; ; attempt++ {
+		cur, err := s.getResourceByID(c, id)
+		if err != nil {
+			return err
+		}
+		if rv != 0 && rv != cur.GetResourceVersion() {
+			return staleError(id, cur.GetResourceVersion(), rv)
+		}
+		merged, err := applyPatch(cur, patch)
+		if err != nil {
+			return err
+		}
+		spec, errs := checkSpec(merged.Spec, nil)
+		errs = append(errs, resource.ValidateMetadata(merged.Labels, merged.Annotations, nil)...)
+		if err := fieldsError("invalid resource after applying the patch", errs); err != nil {
+			return err
+		}
+		next := resourcepb.FromProto(cur)
+		next.Spec = spec
+		next.Labels, next.Annotations = orEmpty(merged.Labels), orEmpty(merged.Annotations)
+		expected := rv
+		if expected == 0 {
+			expected = cur.GetResourceVersion()
+		}
+		out, err := s.writeUpdate(c, update{
+			cur: cur, next: next,
+			setLabels:      !maps.Equal(next.Labels, orEmpty(cur.GetLabels())),
+			setAnnotations: !maps.Equal(next.Annotations, orEmpty(cur.GetAnnotations())),
+			expected:       expected, dryRun: dry,
+		})
+		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 && attempt < MaxPatchAttempts {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		return writeJSON(c, http.StatusOK, resourcepb.FromProto(out))
+	}
+}
+
+func (s *Service) deleteResource(c *echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	dry, err := dryRun(c)
+	if err != nil {
+		return err
+	}
+	rv, _, err := queryInt(c, "resource_version", 1, math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	resp, err := call(s, c, s.store.DeleteResource, &storev1.DeleteResourceRequest{Id: id, ExpectedResourceVersion: rv, DryRun: dry})
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusAccepted, resourcepb.FromProto(resp.GetResource()))
+}
+
+func (s *Service) updateFinalizers(c *echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	dry, err := dryRun(c)
+	if err != nil {
+		return err
+	}
+	data, err := readBody(c, mediaJSON)
+	if err != nil {
+		return err
+	}
+	var body finalizersBody
+	if err := decodeStrict(data, &body); err != nil {
+		return err
+	}
+	errs := checkResourceVersion(body.ResourceVersion, nil)
+	for i, f := range body.Add {
+		if fe := resource.ValidateFinalizer(fmt.Sprintf("/add/%d", i), f); fe != nil {
+			errs = append(errs, *fe)
+		}
+	}
+	for i, f := range body.Remove {
+		if f == "" {
+			errs = append(errs, problem.FieldError{Path: fmt.Sprintf("/remove/%d", i), Message: "must not be empty"})
+		}
+	}
+	if err := fieldsError("invalid finalizers", errs); err != nil {
+		return err
+	}
+	resp, err := call(s, c, s.store.UpdateFinalizers, &storev1.UpdateFinalizersRequest{
+		Id: id, Add: body.Add, Remove: body.Remove, ExpectedResourceVersion: body.ResourceVersion, DryRun: dry,
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, resourcepb.FromProto(resp.GetResource()))
+}
+
+func orEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func orEmptyObject(b []byte) json.RawMessage {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return json.RawMessage("{}")
+	}
+	return b
+}

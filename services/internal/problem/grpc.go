@@ -1,0 +1,108 @@
+package problem
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+)
+
+// errorDomain tags the ErrorInfo details that no8s services attach.
+const errorDomain = "no8s.io"
+
+var kindCodes = map[Kind]codes.Code{
+	Internal:      codes.Internal,
+	Invalid:       codes.InvalidArgument,
+	NotFound:      codes.NotFound,
+	AlreadyExists: codes.AlreadyExists,
+	Conflict:      codes.Aborted,
+	TooLarge:      codes.ResourceExhausted,
+	Unavailable:   codes.Unavailable,
+	Forbidden:     codes.PermissionDenied,
+	Gone:          codes.OutOfRange,
+}
+
+// ToStatus turns err into a gRPC status error carrying kind, code and fields.
+// Context errors become Canceled or DeadlineExceeded; anything that is not a
+// *Error becomes Internal with a generic message (the cause is logged by the
+// caller, not sent).
+func ToStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok && As(err) == nil {
+		return err
+	}
+	pe := As(err)
+	if pe == nil {
+		switch {
+		case errors.Is(err, context.Canceled):
+			return status.Error(codes.Canceled, err.Error())
+		case errors.Is(err, context.DeadlineExceeded):
+			return status.Error(codes.DeadlineExceeded, err.Error())
+		}
+		pe = New(Internal, CodeInternal, "internal error")
+	}
+	st := status.New(kindCodes[pe.Kind], pe.Detail)
+	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: pe.Code, Domain: errorDomain}}
+	if len(pe.Fields) > 0 {
+		br := &errdetails.BadRequest{}
+		for _, f := range pe.Fields {
+			br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{Field: f.Path, Description: f.Message})
+		}
+		details = append(details, br)
+	}
+	if withDetails, derr := st.WithDetails(details...); derr == nil {
+		st = withDetails
+	}
+	return st.Err()
+}
+
+// FromStatus turns a gRPC error from another no8s service back into a *Error.
+// Transport failures (Unavailable without details, DeadlineExceeded) become
+// Unavailable so the gateway answers 503.
+func FromStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	pe := &Error{Detail: st.Message()}
+	pe.Kind = Internal
+	for k, c := range kindCodes {
+		if c == st.Code() {
+			pe.Kind = k
+		}
+	}
+	switch st.Code() {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		pe.Kind = Unavailable
+		pe.Code = CodeUnavailable
+	case codes.Canceled:
+		return context.Canceled
+	}
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.ErrorInfo:
+			if d.GetDomain() == errorDomain {
+				pe.Code = d.GetReason()
+			}
+		case *errdetails.BadRequest:
+			for _, v := range d.GetFieldViolations() {
+				pe.Fields = append(pe.Fields, FieldError{Path: v.GetField(), Message: v.GetDescription()})
+			}
+		}
+	}
+	if pe.Code == "" {
+		pe.Code = CodeInternal
+		if pe.Kind == Unavailable {
+			pe.Code = CodeUnavailable
+		}
+	}
+	return pe
+}

@@ -1,0 +1,148 @@
+// Package problem is the error vocabulary shared by every no8s service: a
+// domain error with a kind, a machine-readable code, a human detail and the
+// offending fields (JSON pointers), and its translation to gRPC status (in the
+// services' handlers) and to HTTP status (in the api-gateway).
+package problem
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Kind classifies an error by what the caller should do about it.
+type Kind int
+
+// The kinds of error. Each maps to one gRPC code and one HTTP status.
+const (
+	// Internal is a bug or an unexpected failure.
+	Internal Kind = iota
+	// Invalid is bad input: fix the request.
+	Invalid
+	// NotFound means the named object does not exist.
+	NotFound
+	// AlreadyExists means the name is taken.
+	AlreadyExists
+	// Conflict means the object changed or is in a state that refuses the
+	// request (stale resource_version, deleting, still in use).
+	Conflict
+	// TooLarge means the request or the resulting object exceeds a size limit.
+	TooLarge
+	// Unavailable means a dependency is down; retry later.
+	Unavailable
+	// Forbidden means policy refused the request.
+	Forbidden
+	// Gone means the requested history has been compacted.
+	Gone
+)
+
+// Machine-readable codes carried in error bodies.
+const (
+	CodeInvalid          = "invalid"
+	CodeValidation       = "validation_failed"
+	CodeMalformedJSON    = "malformed_json"
+	CodeUnknownType      = "unknown_type"
+	CodeInvalidSchema    = "invalid_schema"
+	CodeNotFound         = "not_found"
+	CodeNameTaken        = "name_taken"
+	CodeConflict         = "conflict"
+	CodeDeleting         = "deleting"
+	CodeInUse            = "in_use"
+	CodeSchemaChanged    = "schema_changed"
+	CodeTooLarge         = "too_large"
+	CodeUnavailable      = "unavailable"
+	CodeInternal         = "internal"
+	CodeFinalizerBlocked = "finalizer_not_allowed"
+)
+
+// FieldError names one offending field by JSON pointer (for example /spec/x).
+type FieldError struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// Error is a domain error. Create one with New or the helpers below.
+type Error struct {
+	Kind   Kind
+	Code   string
+	Detail string
+	Fields []FieldError
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if len(e.Fields) == 0 {
+		return e.Detail
+	}
+	parts := make([]string, 0, len(e.Fields))
+	for _, f := range e.Fields {
+		parts = append(parts, f.Path+": "+f.Message)
+	}
+	return e.Detail + " (" + strings.Join(parts, "; ") + ")"
+}
+
+// New returns an error of the given kind and code.
+func New(kind Kind, code, format string, args ...any) *Error {
+	return &Error{Kind: kind, Code: code, Detail: fmt.Sprintf(format, args...)}
+}
+
+// WithFields returns e with the field errors appended.
+func (e *Error) WithFields(fields ...FieldError) *Error {
+	e.Fields = append(e.Fields, fields...)
+	return e
+}
+
+// Invalidf is an Invalid error with code CodeInvalid.
+func Invalidf(format string, args ...any) *Error {
+	return New(Invalid, CodeInvalid, format, args...)
+}
+
+// Field is an Invalid error about one field.
+func Field(path, message string) *Error {
+	return New(Invalid, CodeInvalid, "%s: %s", path, message).WithFields(FieldError{Path: path, Message: message})
+}
+
+// NotFoundf is a NotFound error.
+func NotFoundf(format string, args ...any) *Error {
+	return New(NotFound, CodeNotFound, format, args...)
+}
+
+// As returns the *Error in err's chain, or nil.
+func As(err error) *Error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return nil
+}
+
+// KindOf returns the kind of err: Internal when err is not a *Error.
+func KindOf(err error) Kind {
+	if pe := As(err); pe != nil {
+		return pe.Kind
+	}
+	return Internal
+}
+
+// HTTPStatus is the HTTP status for a kind.
+func (k Kind) HTTPStatus() int {
+	switch k {
+	case Invalid:
+		return http.StatusBadRequest
+	case NotFound:
+		return http.StatusNotFound
+	case AlreadyExists, Conflict:
+		return http.StatusConflict
+	case TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case Unavailable:
+		return http.StatusServiceUnavailable
+	case Forbidden:
+		return http.StatusForbidden
+	case Gone:
+		return http.StatusGone
+	default:
+		return http.StatusInternalServerError
+	}
+}

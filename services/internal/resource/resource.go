@@ -1,0 +1,132 @@
+// Package resource defines the canonical document of a no8s resource and
+// resource type: the snake_case JSON shape that the REST API returns and that
+// every event carries as resource_data, plus the naming rules and size limits
+// that every writer enforces.
+package resource
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Lifecycle statuses of a resource.
+const (
+	StatusPending     = "pending"
+	StatusReconciling = "reconciling"
+	StatusReady       = "ready"
+	StatusFailed      = "failed"
+	StatusDeleting    = "deleting"
+)
+
+// Phases summarise conditions (seed 004).
+const (
+	PhaseProgressing = "Progressing"
+	PhaseReady       = "Ready"
+	PhaseTerminating = "Terminating"
+)
+
+// Statuses lists every lifecycle status, for validating filters.
+var Statuses = []string{StatusPending, StatusReconciling, StatusReady, StatusFailed, StatusDeleting}
+
+// Type is a registered resource type.
+type Type struct {
+	ID              int64           `json:"id"`
+	Name            string          `json:"name"`
+	Version         string          `json:"version"`
+	Description     string          `json:"description"`
+	Schema          json.RawMessage `json:"schema"`
+	ResourceVersion int64           `json:"resource_version"`
+	CreatedAt       time.Time       `json:"created_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
+}
+
+// OwnerReference points at an owning resource.
+type OwnerReference struct {
+	UID                 string `json:"uid"`
+	ResourceTypeName    string `json:"resource_type_name"`
+	ResourceTypeVersion string `json:"resource_type_version"`
+	Name                string `json:"name"`
+	Controller          bool   `json:"controller,omitempty"`
+	BlockOwnerDeletion  bool   `json:"block_owner_deletion,omitempty"`
+}
+
+// Condition is one observed aspect of a resource.
+type Condition struct {
+	Type               string    `json:"type"`
+	Status             string    `json:"status"`
+	Reason             string    `json:"reason,omitempty"`
+	Message            string    `json:"message,omitempty"`
+	ObservedGeneration int64     `json:"observed_generation"`
+	LastTransitionTime time.Time `json:"last_transition_time"`
+}
+
+// Resource is the canonical document of a resource.
+type Resource struct {
+	ID                  int64             `json:"id"`
+	UID                 string            `json:"uid"`
+	Name                string            `json:"name"`
+	ResourceTypeName    string            `json:"resource_type_name"`
+	ResourceTypeVersion string            `json:"resource_type_version"`
+	Labels              map[string]string `json:"labels"`
+	Annotations         map[string]string `json:"annotations"`
+	OwnerReferences     []OwnerReference  `json:"owner_references"`
+	Spec                json.RawMessage   `json:"spec"`
+	Status              string            `json:"status"`
+	StatusMessage       string            `json:"status_message"`
+	Generation          int64             `json:"generation"`
+	ObservedGeneration  int64             `json:"observed_generation"`
+	ResourceVersion     int64             `json:"resource_version"`
+	Conditions          []Condition       `json:"conditions"`
+	Phase               string            `json:"phase"`
+	Outputs             json.RawMessage   `json:"outputs"`
+	Finalizers          []string          `json:"finalizers"`
+	CreatedAt           time.Time         `json:"created_at"`
+	UpdatedAt           time.Time         `json:"updated_at"`
+	DeletedAt           *time.Time        `json:"deleted_at"`
+	LastReconcileTime   *time.Time        `json:"last_reconcile_time"`
+}
+
+// Normalize replaces nil collections with empty ones so documents always carry
+// {} and [] rather than null.
+func (r *Resource) Normalize() {
+	if r.Labels == nil {
+		r.Labels = map[string]string{}
+	}
+	if r.Annotations == nil {
+		r.Annotations = map[string]string{}
+	}
+	if r.OwnerReferences == nil {
+		r.OwnerReferences = []OwnerReference{}
+	}
+	if r.Conditions == nil {
+		r.Conditions = []Condition{}
+	}
+	if r.Finalizers == nil {
+		r.Finalizers = []string{}
+	}
+	if len(r.Spec) == 0 {
+		r.Spec = json.RawMessage("{}")
+	}
+	if len(r.Outputs) == 0 {
+		r.Outputs = json.RawMessage("{}")
+	}
+}
+
+// PhaseFor derives the phase from the lifecycle status and conditions:
+// Terminating while deleting, Ready when ready and every condition is True,
+// otherwise Progressing.
+func PhaseFor(status string, conditions []Condition) string {
+	switch status {
+	case StatusDeleting:
+		return PhaseTerminating
+	case StatusReady:
+		for _, c := range conditions {
+			if c.Status != "True" {
+				return PhaseProgressing
+			}
+		}
+		return PhaseReady
+	default:
+		return PhaseProgressing
+	}
+}

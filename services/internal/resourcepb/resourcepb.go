@@ -1,0 +1,149 @@
+// Package resourcepb converts between the canonical resource documents
+// (package resource) and their protobuf form (no8s.store.v1), so that
+// protobuf types stay at the services' gRPC edges.
+package resourcepb
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/resource"
+)
+
+// ToProto converts a resource to protobuf.
+func ToProto(r *resource.Resource) *storev1.Resource {
+	if r == nil {
+		return nil
+	}
+	out := &storev1.Resource{
+		Id:                  r.ID,
+		Uid:                 r.UID,
+		Name:                r.Name,
+		ResourceTypeName:    r.ResourceTypeName,
+		ResourceTypeVersion: r.ResourceTypeVersion,
+		Labels:              r.Labels,
+		Annotations:         r.Annotations,
+		Spec:                r.Spec,
+		Status:              r.Status,
+		StatusMessage:       r.StatusMessage,
+		Generation:          r.Generation,
+		ObservedGeneration:  r.ObservedGeneration,
+		ResourceVersion:     r.ResourceVersion,
+		Phase:               r.Phase,
+		Outputs:             r.Outputs,
+		Finalizers:          r.Finalizers,
+		CreatedAt:           ts(r.CreatedAt),
+		UpdatedAt:           ts(r.UpdatedAt),
+		DeletedAt:           tsPtr(r.DeletedAt),
+		LastReconcileTime:   tsPtr(r.LastReconcileTime),
+	}
+	for _, o := range r.OwnerReferences {
+		out.OwnerReferences = append(out.OwnerReferences, &storev1.OwnerReference{
+			Uid: o.UID, ResourceTypeName: o.ResourceTypeName, ResourceTypeVersion: o.ResourceTypeVersion,
+			Name: o.Name, Controller: o.Controller, BlockOwnerDeletion: o.BlockOwnerDeletion,
+		})
+	}
+	for _, c := range r.Conditions {
+		out.Conditions = append(out.Conditions, &storev1.Condition{
+			Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
+			ObservedGeneration: c.ObservedGeneration, LastTransitionTime: ts(c.LastTransitionTime),
+		})
+	}
+	return out
+}
+
+// FromProto converts a protobuf resource to its canonical document.
+func FromProto(p *storev1.Resource) *resource.Resource {
+	if p == nil {
+		return nil
+	}
+	r := &resource.Resource{
+		ID:                  p.GetId(),
+		UID:                 p.GetUid(),
+		Name:                p.GetName(),
+		ResourceTypeName:    p.GetResourceTypeName(),
+		ResourceTypeVersion: p.GetResourceTypeVersion(),
+		Labels:              p.GetLabels(),
+		Annotations:         p.GetAnnotations(),
+		Spec:                p.GetSpec(),
+		Status:              p.GetStatus(),
+		StatusMessage:       p.GetStatusMessage(),
+		Generation:          p.GetGeneration(),
+		ObservedGeneration:  p.GetObservedGeneration(),
+		ResourceVersion:     p.GetResourceVersion(),
+		Phase:               p.GetPhase(),
+		Outputs:             p.GetOutputs(),
+		Finalizers:          p.GetFinalizers(),
+		CreatedAt:           asTime(p.GetCreatedAt()),
+		UpdatedAt:           asTime(p.GetUpdatedAt()),
+		DeletedAt:           asTimePtr(p.GetDeletedAt()),
+		LastReconcileTime:   asTimePtr(p.GetLastReconcileTime()),
+	}
+	for _, o := range p.GetOwnerReferences() {
+		r.OwnerReferences = append(r.OwnerReferences, resource.OwnerReference{
+			UID: o.GetUid(), ResourceTypeName: o.GetResourceTypeName(), ResourceTypeVersion: o.GetResourceTypeVersion(),
+			Name: o.GetName(), Controller: o.GetController(), BlockOwnerDeletion: o.GetBlockOwnerDeletion(),
+		})
+	}
+	for _, c := range p.GetConditions() {
+		r.Conditions = append(r.Conditions, resource.Condition{
+			Type: c.GetType(), Status: c.GetStatus(), Reason: c.GetReason(), Message: c.GetMessage(),
+			ObservedGeneration: c.GetObservedGeneration(), LastTransitionTime: asTime(c.GetLastTransitionTime()),
+		})
+	}
+	r.Normalize()
+	return r
+}
+
+// TypeToProto converts a resource type to protobuf.
+func TypeToProto(t *resource.Type) *storev1.ResourceType {
+	if t == nil {
+		return nil
+	}
+	return &storev1.ResourceType{
+		Id: t.ID, Name: t.Name, Version: t.Version, Description: t.Description, Schema: t.Schema,
+		ResourceVersion: t.ResourceVersion, CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt),
+	}
+}
+
+// TypeFromProto converts a protobuf resource type.
+func TypeFromProto(p *storev1.ResourceType) *resource.Type {
+	if p == nil {
+		return nil
+	}
+	return &resource.Type{
+		ID: p.GetId(), Name: p.GetName(), Version: p.GetVersion(), Description: p.GetDescription(), Schema: p.GetSchema(),
+		ResourceVersion: p.GetResourceVersion(), CreatedAt: asTime(p.GetCreatedAt()), UpdatedAt: asTime(p.GetUpdatedAt()),
+	}
+}
+
+func ts(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+func tsPtr(t *time.Time) *timestamppb.Timestamp {
+	if t == nil {
+		return nil
+	}
+	return timestamppb.New(*t)
+}
+
+func asTime(p *timestamppb.Timestamp) time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	return p.AsTime().UTC()
+}
+
+func asTimePtr(p *timestamppb.Timestamp) *time.Time {
+	if p == nil {
+		return nil
+	}
+	t := p.AsTime().UTC()
+	return &t
+}

@@ -1,0 +1,39 @@
+package store
+
+import (
+	"time"
+
+	"github.com/no8s/no8s/services/internal/eventstream"
+	"github.com/no8s/no8s/services/store/outbox"
+)
+
+// DefaultDatabaseURL is the local PostgreSQL server's no8s database.
+const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/no8s?sslmode=disable"
+
+// Config configures the store service.
+type Config struct {
+	// DatabaseURL is the PostgreSQL connection string.
+	DatabaseURL string
+	// MaxConns is the pool size.
+	MaxConns int32
+	// Migrate applies pending migrations at start (under an advisory lock).
+	Migrate bool
+	// Relay tunes the outbox relay.
+	Relay outbox.Config
+	// Stream configures the NO8S_EVENTS stream.
+	Stream eventstream.StreamConfig
+	// ShutdownGrace bounds the graceful stop.
+	ShutdownGrace time.Duration
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		DatabaseURL:   DefaultDatabaseURL,
+		MaxConns:      32,
+		Migrate:       true,
+		Relay:         outbox.DefaultConfig(),
+		Stream:        eventstream.DefaultStreamConfig(),
+		ShutdownGrace: 10 * time.Second,
+	}
+}

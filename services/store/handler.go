@@ -1,0 +1,144 @@
+package store
+
+import (
+	"context"
+
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/resourcepb"
+	"github.com/no8s/no8s/services/store/pgstore"
+)
+
+// handler is the gRPC edge of the store: the only place protobuf types meet
+// pgstore's domain types.
+type handler struct {
+	storev1.UnimplementedStoreServiceServer
+	store *pgstore.Store
+}
+
+func (h *handler) CreateResourceType(ctx context.Context, req *storev1.CreateResourceTypeRequest) (*storev1.CreateResourceTypeResponse, error) {
+	t := req.GetResourceType()
+	out, err := h.store.CreateType(ctx, pgstore.CreateTypeRequest{
+		Name: t.GetName(), Version: t.GetVersion(), Description: t.GetDescription(), Schema: t.GetSchema(), DryRun: req.GetDryRun(),
+	})
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &storev1.CreateResourceTypeResponse{ResourceType: resourcepb.TypeToProto(out)}, nil
+}
+
+func (h *handler) GetResourceType(ctx context.Context, req *storev1.GetResourceTypeRequest) (*storev1.GetResourceTypeResponse, error) {
+	out, err := h.store.GetType(ctx, pgstore.TypeKey{ID: req.GetId(), Name: req.GetName(), Version: req.GetVersion()})
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &storev1.GetResourceTypeResponse{ResourceType: resourcepb.TypeToProto(out)}, nil
+}
+
+func (h *handler) ListResourceTypes(ctx context.Context, req *storev1.ListResourceTypesRequest) (*storev1.ListResourceTypesResponse, error) {
+	types, err := h.store.ListTypes(ctx, req.GetName())
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	out := &storev1.ListResourceTypesResponse{ResourceTypes: make([]*storev1.ResourceType, 0, len(types))}
+	for _, t := range types {
+		out.ResourceTypes = append(out.ResourceTypes, resourcepb.TypeToProto(t))
+	}
+	return out, nil
+}
+
+func (h *handler) UpdateResourceType(ctx context.Context, req *storev1.UpdateResourceTypeRequest) (*storev1.UpdateResourceTypeResponse, error) {
+	out, err := h.store.UpdateType(ctx, pgstore.UpdateTypeRequest{
+		ID: req.GetId(), Description: req.Description, Schema: req.GetSchema(), DryRun: req.GetDryRun(),
+	})
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &storev1.UpdateResourceTypeResponse{ResourceType: resourcepb.TypeToProto(out)}, nil
+}
+
+func (h *handler) DeleteResourceType(ctx context.Context, req *storev1.DeleteResourceTypeRequest) (*storev1.DeleteResourceTypeResponse, error) {
+	if err := h.store.DeleteType(ctx, req.GetId(), req.GetDryRun()); err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &storev1.DeleteResourceTypeResponse{}, nil
+}
+
+func (h *handler) CreateResource(ctx context.Context, req *storev1.CreateResourceRequest) (*storev1.CreateResourceResponse, error) {
+	in := resourcepb.FromProto(req.GetResource())
+	if in == nil {
+		return nil, problem.ToStatus(problem.Invalidf("resource is required"))
+	}
+	out, err := h.store.CreateResource(ctx, pgstore.CreateResourceRequest{Resource: *in, SchemaRevision: req.GetSchemaRevision(), DryRun: req.GetDryRun()})
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &storev1.CreateResourceResponse{Resource: resourcepb.ToProto(out)}, nil
+}
+
+func (h *handler) GetResource(ctx context.Context, req *storev1.GetResourceRequest) (*storev1.GetResourceResponse, error) {
+	key := pgstore.ResourceKey{ID: req.GetId()}
+	if n := req.GetName(); n != nil {
+		key = pgstore.ResourceKey{ResourceTypeName: n.GetResourceTypeName(), ResourceTypeVersion: n.GetResourceTypeVersion(), Name: n.GetName()}
+	}
+	out, err := h.store.GetResource(ctx, key)
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &storev1.GetResourceResponse{Resource: resourcepb.ToProto(out)}, nil
+}
+
+func (h *handler) ListResources(ctx context.Context, req *storev1.ListResourcesRequest) (*storev1.ListResourcesResponse, error) {
+	res, err := h.store.ListResources(ctx, pgstore.ListResourcesRequest{
+		ResourceTypeName: req.GetResourceTypeName(), ResourceTypeVersion: req.GetResourceTypeVersion(), Status: req.GetStatus(),
+		LabelSelector: req.GetLabelSelector(), Limit: int(req.GetLimit()), Continue: req.GetContinueToken(),
+	})
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	out := &storev1.ListResourcesResponse{
+		Resources:       make([]*storev1.Resource, 0, len(res.Resources)),
+		ContinueToken:   res.Continue,
+		ResourceVersion: res.ResourceVersion,
+	}
+	for _, r := range res.Resources {
+		out.Resources = append(out.Resources, resourcepb.ToProto(r))
+	}
+	return out, nil
+}
+
+func (h *handler) UpdateResource(ctx context.Context, req *storev1.UpdateResourceRequest) (*storev1.UpdateResourceResponse, error) {
+	out, err := h.store.UpdateResource(ctx, pgstore.UpdateResourceRequest{
+		ID:                      req.GetId(),
+		Spec:                    req.GetSpec(),
+		Labels:                  req.GetLabels().GetEntries(),
+		SetLabels:               req.GetLabels() != nil,
+		Annotations:             req.GetAnnotations().GetEntries(),
+		SetAnnotations:          req.GetAnnotations() != nil,
+		ExpectedResourceVersion: req.GetExpectedResourceVersion(),
+		SchemaRevision:          req.GetSchemaRevision(),
+		DryRun:                  req.GetDryRun(),
+	})
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &storev1.UpdateResourceResponse{Resource: resourcepb.ToProto(out)}, nil
+}
+
+func (h *handler) DeleteResource(ctx context.Context, req *storev1.DeleteResourceRequest) (*storev1.DeleteResourceResponse, error) {
+	res, err := h.store.DeleteResource(ctx, req.GetId(), req.GetExpectedResourceVersion(), req.GetDryRun())
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &storev1.DeleteResourceResponse{Resource: resourcepb.ToProto(res.Resource), Purged: res.Purged}, nil
+}
+
+func (h *handler) UpdateFinalizers(ctx context.Context, req *storev1.UpdateFinalizersRequest) (*storev1.UpdateFinalizersResponse, error) {
+	res, err := h.store.UpdateFinalizers(ctx, pgstore.UpdateFinalizersRequest{
+		ID: req.GetId(), Add: req.GetAdd(), Remove: req.GetRemove(), ExpectedResourceVersion: req.GetExpectedResourceVersion(), DryRun: req.GetDryRun(),
+	})
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &storev1.UpdateFinalizersResponse{Resource: resourcepb.ToProto(res.Resource), Purged: res.Purged}, nil
+}

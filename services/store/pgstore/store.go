@@ -1,0 +1,142 @@
+// Package pgstore implements the store's domain operations on PostgreSQL:
+// resource types and resources with a global revision, generation, optimistic
+// concurrency, finalizers and soft delete, each change recorded in the outbox
+// in the same transaction. It is the only package that speaks SQL.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/no8s/no8s/services/internal/problem"
+)
+
+// Store is the PostgreSQL implementation of the store.
+type Store struct {
+	pool *pgxpool.Pool
+	// afterCommit is called after every committed change (wakes the relay).
+	afterCommit func()
+	// beforeCommit, when set, runs inside every write transaction just before
+	// commit; an error rolls the transaction back. Tests use it to inject
+	// delays and rollbacks.
+	beforeCommit func(ctx context.Context) error
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithAfterCommit sets a function called after each committed change.
+func WithAfterCommit(f func()) Option { return func(s *Store) { s.afterCommit = f } }
+
+// WithBeforeCommit sets a hook run inside each write transaction before commit.
+func WithBeforeCommit(f func(ctx context.Context) error) Option {
+	return func(s *Store) { s.beforeCommit = f }
+}
+
+// New returns a Store over pool.
+func New(pool *pgxpool.Pool, opts ...Option) *Store {
+	s := &Store{pool: pool}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Pool returns the underlying pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// write runs fn in a read-committed transaction. fn's changes are rolled back
+// when dryRun is set, when fn fails, or when the before-commit hook fails.
+func (s *Store) write(ctx context.Context, dryRun bool, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(tx); err != nil {
+		return translate(err)
+	}
+	if dryRun {
+		return nil
+	}
+	if s.beforeCommit != nil {
+		if err := s.beforeCommit(ctx); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return translate(err)
+	}
+	if s.afterCommit != nil {
+		s.afterCommit()
+	}
+	return nil
+}
+
+// revisions takes n consecutive revisions for the transaction. It first makes
+// sure the transaction has an id, so that the relay, which waits for every
+// transaction older than its snapshot, cannot miss a revision taken here.
+func revisions(ctx context.Context, tx pgx.Tx, n int) ([]int64, time.Time, error) {
+	rows, err := tx.Query(ctx, `WITH x AS MATERIALIZED (SELECT pg_current_xact_id() AS xid)
+		SELECT nextval('revision_seq'), now() FROM x, generate_series(1, $1)`, n)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer rows.Close()
+	var revs []int64
+	var now time.Time
+	for rows.Next() {
+		var r int64
+		if err := rows.Scan(&r, &now); err != nil {
+			return nil, time.Time{}, err
+		}
+		revs = append(revs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, time.Time{}, err
+	}
+	if len(revs) != n {
+		return nil, time.Time{}, fmt.Errorf("got %d revisions, want %d", len(revs), n)
+	}
+	return revs, now.UTC(), nil
+}
+
+// translate maps database errors to domain errors.
+func translate(err error) error {
+	if err == nil || problem.As(err) != nil {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505": // unique_violation
+			return problem.New(problem.AlreadyExists, problem.CodeNameTaken, "name already taken")
+		case "40001", "40P01": // serialization failure, deadlock
+			return problem.New(problem.Conflict, problem.CodeConflict, "concurrent change, retry: %s", pgErr.Message)
+		case "57P01", "57P02", "57P03", "08000", "08003", "08006": // shutdown, connection
+			return unavailable(err)
+		}
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) {
+		return unavailable(err)
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return unavailable(err)
+	}
+	return err
+}
+
+func unavailable(err error) error {
+	return &problem.Error{Kind: problem.Unavailable, Code: problem.CodeUnavailable, Detail: "database unavailable: " + err.Error()}
+}

@@ -1,0 +1,215 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/resource"
+)
+
+const typeColumns = `id, name, version, description, schema, resource_version, created_at, updated_at`
+
+// MaxDescriptionBytes bounds a resource type description.
+const MaxDescriptionBytes = 4096
+
+func scanType(row pgx.Row) (*resource.Type, error) {
+	var t resource.Type
+	var schema []byte
+	if err := row.Scan(&t.ID, &t.Name, &t.Version, &t.Description, &schema, &t.ResourceVersion, &t.CreatedAt, &t.UpdatedAt); err != nil {
+		return nil, err
+	}
+	t.Schema = compactJSON(schema)
+	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
+	return &t, nil
+}
+
+// CreateTypeRequest registers a resource type. The schema must already have
+// been checked by admission.
+type CreateTypeRequest struct {
+	Name, Version, Description string
+	Schema                     []byte
+	DryRun                     bool
+}
+
+func validateTypeFields(description string, schema []byte) (compacted []byte, errs []problem.FieldError) {
+	if len(description) > MaxDescriptionBytes {
+		errs = append(errs, problem.FieldError{Path: "/description", Message: fmt.Sprintf("longer than %d bytes", MaxDescriptionBytes)})
+	}
+	if len(schema) > resource.MaxSchemaBytes {
+		errs = append(errs, problem.FieldError{Path: "/schema", Message: fmt.Sprintf("schema is %d bytes, more than the %d allowed", len(schema), resource.MaxSchemaBytes)})
+		return nil, errs
+	}
+	c, perr := resource.CompactObject("/schema", schema)
+	if perr != nil {
+		errs = append(errs, perr.Fields...)
+	}
+	return c, errs
+}
+
+// CreateType registers a resource type.
+func (s *Store) CreateType(ctx context.Context, req CreateTypeRequest) (*resource.Type, error) {
+	var errs []problem.FieldError
+	if fe := resource.ValidateTypeName("/name", req.Name); fe != nil {
+		errs = append(errs, *fe)
+	}
+	if fe := resource.ValidateTypeVersion("/version", req.Version); fe != nil {
+		errs = append(errs, *fe)
+	}
+	schema, ferrs := validateTypeFields(req.Description, req.Schema)
+	errs = append(errs, ferrs...)
+	if len(req.Schema) == 0 {
+		errs = append(errs, problem.FieldError{Path: "/schema", Message: "schema is required"})
+	}
+	if len(errs) > 0 {
+		return nil, problem.New(problem.Invalid, problem.CodeInvalid, "invalid resource type").WithFields(errs...)
+	}
+	var out *resource.Type
+	err := s.write(ctx, req.DryRun, func(tx pgx.Tx) error {
+		revs, now, err := revisions(ctx, tx, 1)
+		if err != nil {
+			return err
+		}
+		out, err = scanType(tx.QueryRow(ctx, `INSERT INTO resource_types (name, version, description, schema, resource_version, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING `+typeColumns,
+			req.Name, req.Version, req.Description, schema, revs[0], now))
+		return err
+	})
+	if problem.KindOf(err) == problem.AlreadyExists {
+		return nil, problem.New(problem.AlreadyExists, problem.CodeNameTaken, "resource type %s/%s already exists", req.Name, req.Version)
+	}
+	return out, err
+}
+
+// TypeKey names a type by id, or by name and version.
+type TypeKey struct {
+	ID            int64
+	Name, Version string
+}
+
+func (k TypeKey) String() string {
+	if k.ID != 0 {
+		return fmt.Sprintf("resource type %d", k.ID)
+	}
+	return fmt.Sprintf("resource type %s/%s", k.Name, k.Version)
+}
+
+// GetType returns a resource type.
+func (s *Store) GetType(ctx context.Context, key TypeKey) (*resource.Type, error) {
+	var row pgx.Row
+	if key.ID != 0 {
+		row = s.pool.QueryRow(ctx, `SELECT `+typeColumns+` FROM resource_types WHERE id = $1`, key.ID)
+	} else {
+		row = s.pool.QueryRow(ctx, `SELECT `+typeColumns+` FROM resource_types WHERE name = $1 AND version = $2`, key.Name, key.Version)
+	}
+	t, err := scanType(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, problem.NotFoundf("%s not found", key)
+	}
+	return t, translate(err)
+}
+
+// ListTypes lists resource types, optionally of one name, by name and version.
+func (s *Store) ListTypes(ctx context.Context, name string) ([]*resource.Type, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+typeColumns+` FROM resource_types WHERE $1 = '' OR name = $1 ORDER BY name, version, id`, name)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := []*resource.Type{}
+	for rows.Next() {
+		t, err := scanType(rows)
+		if err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, t)
+	}
+	return out, translate(rows.Err())
+}
+
+// UpdateTypeRequest changes a type's description and/or schema. Name and
+// version are immutable. Existing resources are re-validated only when next
+// written.
+type UpdateTypeRequest struct {
+	ID          int64
+	Description *string
+	Schema      []byte
+	DryRun      bool
+}
+
+// UpdateType changes a resource type.
+func (s *Store) UpdateType(ctx context.Context, req UpdateTypeRequest) (*resource.Type, error) {
+	desc := ""
+	if req.Description != nil {
+		desc = *req.Description
+	}
+	var schema []byte
+	var errs []problem.FieldError
+	if len(req.Schema) > 0 {
+		schema, errs = validateTypeFields(desc, req.Schema)
+	} else if len(desc) > MaxDescriptionBytes {
+		errs = append(errs, problem.FieldError{Path: "/description", Message: fmt.Sprintf("longer than %d bytes", MaxDescriptionBytes)})
+	}
+	if len(errs) > 0 {
+		return nil, problem.New(problem.Invalid, problem.CodeInvalid, "invalid resource type").WithFields(errs...)
+	}
+	var out *resource.Type
+	err := s.write(ctx, req.DryRun, func(tx pgx.Tx) error {
+		cur, err := scanType(tx.QueryRow(ctx, `SELECT `+typeColumns+` FROM resource_types WHERE id = $1 FOR UPDATE`, req.ID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return problem.NotFoundf("resource type %d not found", req.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if req.Description == nil {
+			desc = cur.Description
+		}
+		if schema == nil {
+			schema = cur.Schema
+		}
+		if desc == cur.Description && jsonEqual(schema, cur.Schema) {
+			out = cur
+			return nil
+		}
+		revs, now, err := revisions(ctx, tx, 1)
+		if err != nil {
+			return err
+		}
+		out, err = scanType(tx.QueryRow(ctx, `UPDATE resource_types SET description = $2, schema = $3, resource_version = $4, updated_at = $5
+			WHERE id = $1 RETURNING `+typeColumns, req.ID, desc, schema, revs[0], now))
+		return err
+	})
+	return out, err
+}
+
+// DeleteType removes a resource type that no resource uses.
+func (s *Store) DeleteType(ctx context.Context, id int64, dryRun bool) error {
+	return s.write(ctx, dryRun, func(tx pgx.Tx) error {
+		var name, version string
+		err := tx.QueryRow(ctx, `SELECT name, version FROM resource_types WHERE id = $1 FOR UPDATE`, id).Scan(&name, &version)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return problem.NotFoundf("resource type %d not found", id)
+		}
+		if err != nil {
+			return err
+		}
+		var n int64
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM resources WHERE resource_type_id = $1`, id).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return problem.New(problem.Conflict, problem.CodeInUse, "resource type %s/%s still has %d resources; delete them first", name, version, n)
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM resource_types WHERE id = $1`, id)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation: a create raced us
+			return problem.New(problem.Conflict, problem.CodeInUse, "resource type %s/%s still has resources; delete them first", name, version)
+		}
+		return err
+	})
+}
