@@ -363,4 +363,3 @@ func curl(t *testing.T, base, cmdline string) response {
 	body, _ := os.ReadFile(out)
 	return response{status: status, body: body}
 }
-

@@ -61,8 +61,14 @@ type patchDocument struct {
 	Annotations map[string]string `json:"annotations"`
 }
 
-// patchFields are the top-level fields a merge patch may carry.
-var patchFields = []string{"spec", "labels", "annotations", "resource_version"}
+// isPatchField reports whether a merge patch may carry a top-level field.
+func isPatchField(k string) bool {
+	switch k {
+	case "spec", "labels", "annotations", "resource_version":
+		return true
+	}
+	return false
+}
 
 func checkSpec(raw json.RawMessage, errs []problem.FieldError) ([]byte, []problem.FieldError) {
 	if isNull(raw) {
@@ -362,7 +368,7 @@ func parsePatch(data []byte) ([]byte, int64, error) {
 	}
 	var errs []problem.FieldError
 	for _, k := range slices.Sorted(maps.Keys(top)) {
-		if !slices.Contains(patchFields, k) {
+		if !isPatchField(k) {
 			errs = append(errs, problem.FieldError{Path: "/" + escapePointer(k), Message: "unknown field: a patch may change only spec, labels and annotations (resource_version is a precondition)"})
 		}
 	}

@@ -17,6 +17,13 @@
 // self-contained document: only local references ("#...") are allowed and
 // nothing is ever fetched. The top level must describe an object.
 //
+// Defaults are applied before validating (so a bad default surfaces), into
+// missing properties only, following $ref, allOf, properties,
+// patternProperties, additionalProperties and array items; jsonschema itself
+// never applies them. Hostile specs are refused before validation: nesting
+// deeper than 64 levels, or number literals that exact (math/big) arithmetic
+// would make expensive.
+//
 // Compile once per resource type version; a *Schema is immutable and safe for
 // concurrent use, and Admit never recompiles.
 package schema

@@ -169,8 +169,14 @@ func (r *Relay) lead(ctx context.Context) error {
 
 	// The lock lives as long as the connection: watch it.
 	lctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	watchDone := make(chan struct{})
+	// Runs before the deferred conn.Close: the watcher must be done with conn.
+	defer func() {
+		cancel(nil)
+		<-watchDone
+	}()
 	go func() {
+		defer close(watchDone)
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {

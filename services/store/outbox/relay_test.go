@@ -170,4 +170,3 @@ func TestRelayPublishesExactlyTheCommittedChanges(t *testing.T) {
 
 	outboxtest.CheckStreamMatchesOutbox(t, ctx, pool, stream)
 }
-
