@@ -1,0 +1,60 @@
+// Command no8s-bench measures the figures the issues ask for, against real
+// processes: each no8s service runs as its own process, the load generator
+// is this process, and every figure that has a baseline is printed as a ratio
+// against a baseline measured in the same run.
+//
+//	no8s-bench                 run every scenario
+//	no8s-bench -run api        run the scenarios whose name contains "api"
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/no8s/no8s/services/internal/proc"
+)
+
+// scenario is one benchmark. run prints its figures to stdout.
+type scenario struct {
+	name string
+	run  func(ctx context.Context, env *benchEnv) error
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "no8s-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	filter := flag.String("run", "", "run only scenarios whose name contains this")
+	flag.Parse()
+	// Scenarios, in the order they run. Each issue's benchmark adds one line.
+	scenarios := []scenario{
+		{"api", benchAPI}, // issue 2: creates/s vs the PostgreSQL ceiling, list 10,000, RSS at 50,000
+	}
+	ctx, cancel := proc.SignalContext()
+	defer cancel()
+	env, err := newBenchEnv(ctx)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	for _, s := range scenarios {
+		if *filter != "" && !strings.Contains(s.name, *filter) {
+			continue
+		}
+		fmt.Printf("\n== %s\n", s.name)
+		start := time.Now()
+		if err := s.run(ctx, env); err != nil {
+			return env.failed(fmt.Errorf("%s: %w", s.name, err))
+		}
+		fmt.Printf("(%s took %s)\n", s.name, time.Since(start).Round(time.Second))
+	}
+	return nil
+}
