@@ -5,15 +5,21 @@ import (
 	"errors"
 
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission/schema"
+	"github.com/no8s/no8s/services/admission/webhook"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/internal/resourcepb"
+	"github.com/no8s/no8s/services/internal/webhookconf"
 )
 
 // handler is the gRPC edge of the admission service.
 type handler struct {
 	admissionv1.UnimplementedAdmissionServiceServer
-	cache *schemaCache
+	cache    *schemaCache
+	webhooks *webhook.Registry
+	chain    *webhook.Chain
 }
 
 func (h *handler) CheckSchema(_ context.Context, req *admissionv1.CheckSchemaRequest) (*admissionv1.CheckSchemaResponse, error) {
@@ -44,12 +50,28 @@ func checkSchema(raw []byte) error {
 }
 
 func (h *handler) AdmitResource(ctx context.Context, req *admissionv1.AdmitResourceRequest) (*admissionv1.AdmitResourceResponse, error) {
+	out, rev, err := h.admit(ctx, req)
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &admissionv1.AdmitResourceResponse{Resource: out, SchemaRevision: rev}, nil
+}
+
+func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceRequest) (*storev1.Resource, int64, error) {
 	r := req.GetResource()
 	if r == nil {
-		return nil, problem.ToStatus(problem.Invalidf("resource is required"))
+		return nil, 0, problem.Invalidf("resource is required")
 	}
-	if req.GetOperation() == admissionv1.Operation_OPERATION_DELETE {
-		return &admissionv1.AdmitResourceResponse{Resource: r}, nil
+	var op string
+	switch req.GetOperation() {
+	case admissionv1.Operation_OPERATION_CREATE:
+		op = webhookconf.OpCreate
+	case admissionv1.Operation_OPERATION_UPDATE:
+		op = webhookconf.OpUpdate
+	case admissionv1.Operation_OPERATION_DELETE:
+		return r, 0, h.admitDelete(ctx, req)
+	default:
+		return nil, 0, problem.Invalidf("operation is required: CREATE, UPDATE or DELETE")
 	}
 	var errs []problem.FieldError
 	if fe := resource.ValidateTypeName("/resource_type_name", r.GetResourceTypeName()); fe != nil {
@@ -59,26 +81,52 @@ func (h *handler) AdmitResource(ctx context.Context, req *admissionv1.AdmitResou
 		errs = append(errs, *fe)
 	}
 	if len(errs) > 0 {
-		return nil, problem.ToStatus(problem.New(problem.Invalid, problem.CodeUnknownType, "resource type %s/%s does not exist",
-			r.GetResourceTypeName(), r.GetResourceTypeVersion()).WithFields(errs...))
+		return nil, 0, problem.New(problem.Invalid, problem.CodeUnknownType, "resource type %s/%s does not exist",
+			r.GetResourceTypeName(), r.GetResourceTypeVersion()).WithFields(errs...)
 	}
 	c, err := h.cache.get(ctx, r.GetResourceTypeName(), r.GetResourceTypeVersion(), req.GetRefreshSchema())
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, 0, err
 	}
 	spec, violations, err := c.schema.Admit(r.GetSpec())
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, 0, err
 	}
 	if len(violations) > 0 {
-		return nil, problem.ToStatus(problem.New(problem.Invalid, problem.CodeValidation,
-			"spec does not match the schema of %s/%s", r.GetResourceTypeName(), r.GetResourceTypeVersion()).WithFields(violations...))
+		return nil, 0, problem.New(problem.Invalid, problem.CodeValidation,
+			"spec does not match the schema of %s/%s", r.GetResourceTypeName(), r.GetResourceTypeVersion()).WithFields(violations...)
 	}
 	if len(spec) > resource.MaxSpecBytes {
-		return nil, problem.ToStatus(problem.New(problem.TooLarge, problem.CodeTooLarge, "spec is %d bytes with defaults, more than the %d allowed", len(spec), resource.MaxSpecBytes).
-			WithFields(problem.FieldError{Path: "/spec", Message: "too large"}))
+		return nil, 0, problem.New(problem.TooLarge, problem.CodeTooLarge, "spec is %d bytes with defaults, more than the %d allowed", len(spec), resource.MaxSpecBytes).
+			WithFields(problem.FieldError{Path: "/spec", Message: "too large"})
 	}
 	out := cloneResource(r)
 	out.Spec = spec
-	return &admissionv1.AdmitResourceResponse{Resource: out, SchemaRevision: c.revision}, nil
+	hooks, err := h.webhooks.Match(ctx, op, r.GetResourceTypeName(), r.GetResourceTypeVersion())
+	if err != nil || hooks.Empty() {
+		return out, c.revision, err
+	}
+	a := webhook.Admission{Operation: op, DryRun: req.GetDryRun(), Resource: resourcepb.FromProto(out)}
+	if op == webhookconf.OpUpdate {
+		a.Old = resourcepb.FromProto(req.GetOldResource())
+	}
+	admitted, err := h.chain.Run(ctx, hooks, a, c.schema.Admit)
+	if err != nil {
+		return nil, 0, err
+	}
+	out.Spec, out.Labels, out.Annotations = admitted.Spec, admitted.Labels, admitted.Annotations
+	return out, c.revision, nil
+}
+
+// admitDelete runs the validating webhooks that intercept DELETE on the
+// resource's current state.
+func (h *handler) admitDelete(ctx context.Context, req *admissionv1.AdmitResourceRequest) error {
+	r := req.GetResource()
+	hooks, err := h.webhooks.Match(ctx, webhookconf.OpDelete, r.GetResourceTypeName(), r.GetResourceTypeVersion())
+	if err != nil || hooks.Empty() {
+		return err
+	}
+	hooks.Mutating = nil
+	_, err = h.chain.Run(ctx, hooks, webhook.Admission{Operation: webhookconf.OpDelete, DryRun: req.GetDryRun(), Resource: resourcepb.FromProto(r)}, nil)
+	return err
 }

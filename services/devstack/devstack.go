@@ -1,7 +1,7 @@
 // Package devstack runs a whole no8s control plane in one process for
 // development: an embedded NATS server with JetStream, and the store,
-// admission and api-gateway services, each on its own loopback port and
-// talking over real gRPC exactly as they do when deployed apart.
+// admission, scheduler and api-gateway services, each on its own loopback
+// port and talking over real gRPC exactly as they do when deployed apart.
 package devstack
 
 import (
@@ -17,16 +17,19 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission"
 	"github.com/no8s/no8s/services/gateway"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/natsembed"
+	"github.com/no8s/no8s/services/scheduler"
 	"github.com/no8s/no8s/services/store"
 )
 
@@ -61,7 +64,7 @@ func DefaultConfig() Config {
 }
 
 // Run runs the stack until ctx ends, then stops the services in reverse
-// dependency order: gateway, admission, store, NATS.
+// dependency order: gateway and scheduler, admission, store, NATS.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := ensureDatabase(ctx, cfg.DatabaseURL); err != nil {
 		return err
@@ -118,8 +121,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer admissionConn.Close()
 	admissionSvc := admission.New(admission.DefaultConfig(), storev1.NewStoreServiceClient(storeConn), log.With("service", "admission"))
 	gcfg := gateway.DefaultConfig()
+	if gcfg.JetStream, err = jetstream.New(nc); err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
 	gcfg.Health = func(ctx context.Context) error {
 		return grpcserver.CheckHealth(ctx, map[string]*grpc.ClientConn{"store": storeConn, "admission": admissionConn})
+	}
+	gcfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
+	schedulerSvc, err := scheduler.New(scheduler.DefaultConfig(), gcfg.Reconcile, gcfg.JetStream, log.With("service", "scheduler"))
+	if err != nil {
+		return err
 	}
 	gatewaySvc := gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), log.With("service", "gateway"))
 
@@ -134,8 +145,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	var g errgroup.Group
 	g.Go(func() error { return storeSvc.Serve(storeCtx, storeLis) })
 	g.Go(func() error { return admissionSvc.Serve(admissionCtx, admissionLis) })
+	schedulerDone := make(chan struct{})
+	g.Go(func() error { defer close(schedulerDone); return schedulerSvc.Run(gatewayCtx) })
 	g.Go(func() error {
 		err := gatewaySvc.Serve(gatewayCtx, httpLis)
+		<-schedulerDone
 		stopAdmission()
 		stopStore()
 		return err

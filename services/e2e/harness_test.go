@@ -37,7 +37,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/no8s", "./cmd/no8s-store", "./cmd/no8s-admission", "./cmd/no8s-gateway")
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/no8s", "./cmd/no8s-store", "./cmd/no8s-admission", "./cmd/no8s-gateway", "./cmd/no8s-scheduler")
 	cmd.Dir = ".."
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -207,7 +207,7 @@ func (c *cluster) startAdmission(storeAddr string) string {
 func (c *cluster) startGateway(storeAddr, admissionAddr string) string {
 	addr := freeAddr(c.t)
 	start(c.t, "gateway", filepath.Join(binDir, "no8s-gateway"),
-		[]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr})
+		[]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr, "--nats-url", c.natsURL})
 	base := "http://" + addr
 	waitFor(c.t, 20*time.Second, "gateway health", func() error {
 		resp, err := http.Get(base + "/health")
@@ -222,6 +222,16 @@ func (c *cluster) startGateway(storeAddr, admissionAddr string) string {
 	})
 	c.gateways = append(c.gateways, base)
 	return base
+}
+
+// startScheduler starts a scheduler process named holder (its name in the
+// leadership lease) with the given lease (whole seconds; 0: the default 6 s).
+func (c *cluster) startScheduler(storeAddr, holder string, lease time.Duration) *proc {
+	args := []string{"--store-addr", storeAddr, "--nats-url", c.natsURL, "--holder", holder}
+	if lease > 0 {
+		args = append(args, "--lease", lease.String())
+	}
+	return start(c.t, "scheduler-"+holder, filepath.Join(binDir, "no8s-scheduler"), args, "NO8S_LOG_LEVEL=debug")
 }
 
 // startAll starts one store, one admission and one gateway.

@@ -3,6 +3,11 @@ package gateway
 import (
 	"context"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+	"github.com/no8s/no8s/services/gateway/watch"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -30,6 +35,14 @@ type Config struct {
 	// Health, when set, is called by GET /health; an error answers 503. Build
 	// one from the backends' connections with GRPCHealthCheck.
 	Health func(ctx context.Context) error
+	// JetStream reads the event stream for watches (GET .../events); nil
+	// turns them off (503).
+	JetStream jetstream.JetStream
+	// Watch tunes event streaming (heartbeat, bookmark, slow clients).
+	Watch watch.Config
+	// Reconcile serves the reconcile endpoints (manual trigger, history);
+	// nil answers them with 503. The store serves it beside StoreService.
+	Reconcile reconcilev1.ReconcileServiceClient
 }
 
 // DefaultConfig returns the defaults.

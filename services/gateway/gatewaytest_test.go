@@ -18,9 +18,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc"
 
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission"
 	"github.com/no8s/no8s/services/internal/grpcserver"
@@ -41,6 +43,10 @@ type stack struct {
 	store     storev1.StoreServiceClient
 	admission admissionv1.AdmissionServiceClient
 	conns     map[string]*grpc.ClientConn
+	// js reaches the stack's event stream (watch tests).
+	js jetstream.JetStream
+	// admissionSvc tells which webhook set admission has in force.
+	admissionSvc *admission.Service
 }
 
 var env *stack
@@ -139,6 +145,7 @@ func startStack() (*stack, func(), error) {
 
 	acfg := admission.DefaultConfig()
 	acfg.ShutdownGrace = 2 * time.Second
+	acfg.WebhookRefresh = 20 * time.Millisecond
 	admissionSvc := admission.New(acfg, storeClient, log.With("service", "admission"))
 	admissionAddr, err := serve("admission", admissionSvc.Serve)
 	if err != nil {
@@ -154,10 +161,19 @@ func startStack() (*stack, func(), error) {
 	conns := map[string]*grpc.ClientConn{"store": storeConn, "admission": admissionConn}
 	cfg := DefaultConfig()
 	cfg.Health = func(ctx context.Context) error { return grpcserver.CheckHealth(ctx, conns) }
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fail(err)
+	}
+	cfg.JetStream, cfg.Watch = js, watchTestConfig
+	cfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
 	gw := New(cfg, storeClient, admissionClient, log.With("service", "gateway"))
+	ectx, stopEvents := context.WithCancel(ctx)
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = gw.RunEvents(ectx) }()
 	srv := httptest.NewServer(gw.Handler())
-	cleanups = append(cleanups, srv.Close)
-	return &stack{gateway: gw, server: srv, store: storeClient, admission: admissionClient, conns: conns}, stop, nil
+	cleanups = append(cleanups, srv.Close, stopEvents) // watches end before the server closes
+	return &stack{gateway: gw, server: srv, store: storeClient, admission: admissionClient, conns: conns, admissionSvc: admissionSvc, js: js}, stop, nil
 }
 
 // response is one HTTP answer.

@@ -95,6 +95,18 @@ func (s *Service) routes() *echo.Echo {
 	e.PATCH("/api/v1/resources/:id", s.patchResource)
 	e.DELETE("/api/v1/resources/:id", s.deleteResource)
 	e.PUT("/api/v1/resources/:id/finalizers", s.updateFinalizers)
+	e.POST("/api/v1/resources/:id/reconcile", s.requestReconcile)
+	e.GET("/api/v1/resources/:id/history", s.listHistory)
+	e.GET("/api/v1/resources/:id/outputs", s.getOutputs)
+	e.GET("/api/v1/reconcilers", s.listReconcilers)
+	e.GET("/api/v1/resources/:id/events", s.watchResourceEvents)
+	e.GET("/api/v1/events", s.watchEvents)
+
+	e.POST("/api/v1/admission-webhooks", s.createWebhook)
+	e.GET("/api/v1/admission-webhooks", s.listWebhooks)
+	e.GET("/api/v1/admission-webhooks/:id", s.getWebhook)
+	e.PUT("/api/v1/admission-webhooks/:id", s.updateWebhook)
+	e.DELETE("/api/v1/admission-webhooks/:id", s.deleteWebhook)
 	return e
 }
 
@@ -208,7 +220,7 @@ func (s *Service) errorResponse(c *echo.Context, err error) (int, errorBody) {
 			s.log.Error("internal error", "error", pe.Error(), "request_id", requestIDOf(c))
 			return status, errorBody{Detail: "internal error", Code: problem.CodeInternal}
 		}
-		if pe.Kind == problem.Unavailable {
+		if pe.Kind == problem.Unavailable && pe.Code != problem.CodeWebhookFailed {
 			s.log.Warn("backend unavailable", "error", pe.Error(), "request_id", requestIDOf(c))
 			return status, errorBody{Detail: "a backend service is unavailable; retry later", Code: problem.CodeUnavailable}
 		}

@@ -121,7 +121,7 @@ func decodeError(data []byte, err error) error {
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		name, _ = strconv.Unquote(name)
-		path := "/" + escapePointer(name)
+		path := "/" + resource.EscapePointer(name)
 		return problem.New(problem.Invalid, problem.CodeInvalid, "unknown field %q", name).
 			WithFields(problem.FieldError{Path: path, Message: "unknown field"})
 	}
@@ -144,7 +144,7 @@ func stringMapErrors(data []byte, path string) []problem.FieldError {
 	for _, k := range slices.Sorted(maps.Keys(entries)) {
 		var s string
 		if json.Unmarshal(entries[k], &s) != nil {
-			out = append(out, problem.FieldError{Path: path + "/" + escapePointer(k), Message: "must be a string"})
+			out = append(out, problem.FieldError{Path: path + "/" + resource.EscapePointer(k), Message: "must be a string"})
 		}
 	}
 	return out
@@ -175,15 +175,15 @@ func fieldPointer(field string) string {
 	}
 	head, rest, found := strings.Cut(field, ".")
 	if !found {
-		return "/" + escapePointer(head)
+		return "/" + resource.EscapePointer(head)
 	}
 	switch head {
 	case "labels", "annotations":
-		return "/" + head + "/" + escapePointer(rest)
+		return "/" + head + "/" + resource.EscapePointer(rest)
 	}
 	parts := strings.Split(field, ".")
 	for i, p := range parts {
-		parts[i] = escapePointer(p)
+		parts[i] = resource.EscapePointer(p)
 	}
 	return "/" + strings.Join(parts, "/")
 }
@@ -220,10 +220,6 @@ func jsonTypeName(t reflect.Type) string {
 		return jsonTypeName(t.Elem())
 	}
 	return "a valid value"
-}
-
-func escapePointer(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
 
 // pathID parses a path id: a positive int64.

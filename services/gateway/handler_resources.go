@@ -223,20 +223,33 @@ func (s *Service) listResources(c *echo.Context) error {
 		LabelSelector:       c.QueryParam("label_selector"),
 		Limit:               int32(limit),
 		ContinueToken:       c.QueryParam("continue"),
+		Documents:           true,
 	})
 	if err != nil {
 		return err
-	}
-	out := make([]*resource.Resource, 0, len(resp.GetResources()))
-	for _, r := range resp.GetResources() {
-		out = append(out, resourcepb.FromProto(r))
 	}
 	h := c.Response().Header()
 	if tok := resp.GetContinueToken(); tok != "" {
 		h.Set(HeaderContinueToken, tok)
 	}
 	h.Set(HeaderResourceVersion, strconv.FormatInt(resp.GetResourceVersion(), 10))
-	return writeJSON(c, http.StatusOK, out)
+	// The store sends each resource's canonical document: serve them as
+	// they are, as one JSON array.
+	docs := resp.GetDocuments()
+	size := 2
+	for _, d := range docs {
+		size += len(d) + 1
+	}
+	body := make([]byte, 0, size)
+	body = append(body, '[')
+	for i, d := range docs {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, d...)
+	}
+	body = append(body, ']')
+	return c.JSONBlob(http.StatusOK, body)
 }
 
 // staleError is the answer to a precondition that no longer holds.
@@ -284,9 +297,10 @@ func (s *Service) writeUpdate(c *echo.Context, u update) (*storev1.Resource, err
 }
 
 // stringMap is the labels or annotations to send: the admitted ones when
-// the request sets them or admission changed them, else nil (unchanged).
+// the request sets them or admission (a mutating webhook) changed them, else
+// nil (unchanged).
 func stringMap(admitted, cur map[string]string, set bool) *storev1.StringMap {
-	if set || (len(admitted) > 0 && !maps.Equal(admitted, cur)) {
+	if set || !maps.Equal(admitted, cur) {
 		if admitted == nil {
 			admitted = map[string]string{}
 		}
@@ -369,7 +383,7 @@ func parsePatch(data []byte) ([]byte, int64, error) {
 	var errs []problem.FieldError
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if !isPatchField(k) {
-			errs = append(errs, problem.FieldError{Path: "/" + escapePointer(k), Message: "unknown field: a patch may change only spec, labels and annotations (resource_version is a precondition)"})
+			errs = append(errs, problem.FieldError{Path: "/" + resource.EscapePointer(k), Message: "unknown field: a patch may change only spec, labels and annotations (resource_version is a precondition)"})
 		}
 	}
 	var rv int64
@@ -397,7 +411,7 @@ func parsePatch(data []byte) ([]byte, int64, error) {
 		for _, k := range slices.Sorted(maps.Keys(entries)) {
 			v := bytes.TrimSpace(entries[k])
 			if !isNull(v) && v[0] != '"' {
-				errs = append(errs, problem.FieldError{Path: "/" + field + "/" + escapePointer(k), Message: "must be a string, or null to remove the key"})
+				errs = append(errs, problem.FieldError{Path: "/" + field + "/" + resource.EscapePointer(k), Message: "must be a string, or null to remove the key"})
 			}
 		}
 	}
@@ -501,11 +515,39 @@ func (s *Service) deleteResource(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	resp, err := call(s, c, s.store.DeleteResource, &storev1.DeleteResourceRequest{Id: id, ExpectedResourceVersion: rv, DryRun: dry})
-	if err != nil {
-		return err
+	for attempt := 1; ; attempt++ {
+		resp, err := s.admitDelete(c, id, rv, dry)
+		// The validating webhooks saw one state; a change since then is
+		// admitted again, unless the caller named the version to delete.
+		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 && attempt < MaxPatchAttempts {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		return writeJSON(c, http.StatusAccepted, resourcepb.FromProto(resp.GetResource()))
 	}
-	return writeJSON(c, http.StatusAccepted, resourcepb.FromProto(resp.GetResource()))
+}
+
+// admitDelete passes the current state of the resource through the
+// validating webhooks that intercept DELETE, then deletes exactly that
+// state. A resource already deleting is not admitted again.
+func (s *Service) admitDelete(c *echo.Context, id, rv int64, dry bool) (*storev1.DeleteResourceResponse, error) {
+	cur, err := s.getResourceByID(c, id)
+	if err != nil {
+		return nil, err
+	}
+	if rv != 0 && rv != cur.GetResourceVersion() {
+		return nil, staleError(id, cur.GetResourceVersion(), rv)
+	}
+	if cur.GetDeletedAt() == nil {
+		if _, err := call(s, c, s.admission.AdmitResource, &admissionv1.AdmitResourceRequest{
+			Operation: admissionv1.Operation_OPERATION_DELETE, Resource: cur, DryRun: dry,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return call(s, c, s.store.DeleteResource, &storev1.DeleteResourceRequest{Id: id, ExpectedResourceVersion: cur.GetResourceVersion(), DryRun: dry})
 }
 
 func (s *Service) updateFinalizers(c *echo.Context) error {

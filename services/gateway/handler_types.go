@@ -21,6 +21,8 @@ type createTypeBody struct {
 	Version     string          `json:"version"`
 	Description string          `json:"description"`
 	Schema      json.RawMessage `json:"schema"`
+	// ReconcilePolicy is optional (handler_reconcile.go).
+	ReconcilePolicy *policyBody `json:"reconcile_policy"`
 }
 
 // updateTypeBody is the body of PUT /api/v1/resource-types/{id}. Name and
@@ -30,6 +32,8 @@ type updateTypeBody struct {
 	Version     *string         `json:"version"`
 	Description *string         `json:"description"`
 	Schema      json.RawMessage `json:"schema"`
+	// ReconcilePolicy, when given, replaces the policy.
+	ReconcilePolicy *policyBody `json:"reconcile_policy"`
 }
 
 func checkSchemaShape(raw json.RawMessage, required bool) []problem.FieldError {
@@ -77,6 +81,8 @@ func (s *Service) createType(c *echo.Context) error {
 		errs = append(errs, *fe)
 	}
 	errs = append(errs, checkSchemaShape(body.Schema, true)...)
+	policy, perrs := body.ReconcilePolicy.toProto()
+	errs = append(errs, perrs...)
 	if err := fieldsError("invalid resource type", errs); err != nil {
 		return err
 	}
@@ -84,7 +90,7 @@ func (s *Service) createType(c *echo.Context) error {
 		return err
 	}
 	resp, err := call(s, c, s.store.CreateResourceType, &storev1.CreateResourceTypeRequest{
-		ResourceType: &storev1.ResourceType{Name: body.Name, Version: body.Version, Description: body.Description, Schema: body.Schema},
+		ResourceType: &storev1.ResourceType{Name: body.Name, Version: body.Version, Description: body.Description, Schema: body.Schema, ReconcilePolicy: policy},
 		DryRun:       dry,
 	})
 	if err != nil {
@@ -169,6 +175,8 @@ func (s *Service) updateType(c *echo.Context) error {
 		return err
 	}
 	errs := checkSchemaShape(body.Schema, false)
+	policy, perrs := body.ReconcilePolicy.toProto()
+	errs = append(errs, perrs...)
 	if err := fieldsError("invalid resource type", errs); err != nil {
 		return err
 	}
@@ -185,7 +193,7 @@ func (s *Service) updateType(c *echo.Context) error {
 	if err := fieldsError("name and version of a resource type cannot change", errs); err != nil {
 		return err
 	}
-	req := &storev1.UpdateResourceTypeRequest{Id: id, Description: body.Description, DryRun: dry}
+	req := &storev1.UpdateResourceTypeRequest{Id: id, Description: body.Description, DryRun: dry, ReconcilePolicy: policy}
 	if !isNull(body.Schema) {
 		if err := s.checkSchema(c, body.Schema); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/gateway/watch"
 )
 
 // Service serves the public REST API.
@@ -22,6 +23,8 @@ type Service struct {
 	admission admissionv1.AdmissionServiceClient
 	log       *slog.Logger
 	echo      *echo.Echo
+	// events fans the event stream out to watches; nil without JetStream.
+	events *watch.Hub
 }
 
 // New returns a gateway over the store and admission clients. Zero Config
@@ -31,12 +34,25 @@ func New(cfg Config, store storev1.StoreServiceClient, admission admissionv1.Adm
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{cfg: cfg.withDefaults(), store: store, admission: admission, log: log}
+	if s.cfg.JetStream != nil {
+		s.events = watch.NewHub(s.cfg.JetStream, s.cfg.Watch, s.publishedRevision, log.With("component", "watch"))
+	}
 	s.echo = s.routes()
 	return s
 }
 
-// Handler returns the http.Handler (for tests and for embedding).
+// Handler returns the http.Handler (for tests and for embedding). Watches
+// need RunEvents running beside it; Serve runs it itself.
 func (s *Service) Handler() http.Handler { return s.echo }
+
+// RunEvents follows the event stream for watches until ctx ends; then every
+// watch ends. It returns at once without JetStream.
+func (s *Service) RunEvents(ctx context.Context) error {
+	if s.events == nil {
+		return nil
+	}
+	return s.events.Run(ctx)
+}
 
 // Serve serves HTTP on lis until ctx ends, then shuts down gracefully: it
 // stops accepting, lets in-flight requests finish within ShutdownGrace and
@@ -49,6 +65,17 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	s.log.Info("gateway serving", "addr", lis.Addr().String())
+	// Watches end when ctx ends: the hub stops before the server drains.
+	ectx, stopEvents := context.WithCancel(ctx)
+	eventsDone := make(chan struct{})
+	go func() {
+		defer close(eventsDone)
+		_ = s.RunEvents(ectx)
+	}()
+	defer func() {
+		stopEvents()
+		<-eventsDone
+	}()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
 	select {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/store/outbox"
+	"github.com/no8s/no8s/services/store/pgstore"
 )
 
 // DefaultDatabaseURL is the local PostgreSQL server's no8s database.
@@ -24,6 +25,8 @@ type Config struct {
 	Stream eventstream.StreamConfig
 	// ShutdownGrace bounds the graceful stop.
 	ShutdownGrace time.Duration
+	// HistoryLimit bounds the reconciliation history rows kept per resource.
+	HistoryLimit int
 }
 
 // DefaultConfig returns the defaults.
@@ -35,5 +38,6 @@ func DefaultConfig() Config {
 		Relay:         outbox.DefaultConfig(),
 		Stream:        eventstream.DefaultStreamConfig(),
 		ShutdownGrace: 10 * time.Second,
+		HistoryLimit:  pgstore.DefaultHistoryLimit,
 	}
 }

@@ -20,6 +20,7 @@ func (h *handler) CreateResourceType(ctx context.Context, req *storev1.CreateRes
 	t := req.GetResourceType()
 	out, err := h.store.CreateType(ctx, pgstore.CreateTypeRequest{
 		Name: t.GetName(), Version: t.GetVersion(), Description: t.GetDescription(), Schema: t.GetSchema(), DryRun: req.GetDryRun(),
+		ReconcilePolicy: resourcepb.PolicyFromProto(t.GetReconcilePolicy()),
 	})
 	if err != nil {
 		return nil, problem.ToStatus(err)
@@ -48,9 +49,12 @@ func (h *handler) ListResourceTypes(ctx context.Context, req *storev1.ListResour
 }
 
 func (h *handler) UpdateResourceType(ctx context.Context, req *storev1.UpdateResourceTypeRequest) (*storev1.UpdateResourceTypeResponse, error) {
-	out, err := h.store.UpdateType(ctx, pgstore.UpdateTypeRequest{
-		ID: req.GetId(), Description: req.Description, Schema: req.GetSchema(), DryRun: req.GetDryRun(),
-	})
+	ureq := pgstore.UpdateTypeRequest{ID: req.GetId(), Description: req.Description, Schema: req.GetSchema(), DryRun: req.GetDryRun()}
+	if p := req.GetReconcilePolicy(); p != nil {
+		policy := resourcepb.PolicyFromProto(p)
+		ureq.ReconcilePolicy = &policy
+	}
+	out, err := h.store.UpdateType(ctx, ureq)
 	if err != nil {
 		return nil, problem.ToStatus(err)
 	}
@@ -92,6 +96,7 @@ func (h *handler) ListResources(ctx context.Context, req *storev1.ListResourcesR
 	res, err := h.store.ListResources(ctx, pgstore.ListResourcesRequest{
 		ResourceTypeName: req.GetResourceTypeName(), ResourceTypeVersion: req.GetResourceTypeVersion(), Status: req.GetStatus(),
 		LabelSelector: req.GetLabelSelector(), Limit: int(req.GetLimit()), Continue: req.GetContinueToken(),
+		Documents: req.GetDocuments(),
 	})
 	if err != nil {
 		return nil, problem.ToStatus(err)
@@ -100,6 +105,7 @@ func (h *handler) ListResources(ctx context.Context, req *storev1.ListResourcesR
 		Resources:       make([]*storev1.Resource, 0, len(res.Resources)),
 		ContinueToken:   res.Continue,
 		ResourceVersion: res.ResourceVersion,
+		Documents:       res.Documents,
 	}
 	for _, r := range res.Resources {
 		out.Resources = append(out.Resources, resourcepb.ToProto(r))

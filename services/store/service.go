@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/grpcserver"
@@ -81,7 +82,7 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, log *slog.Logger) (*Ser
 		cfg:   cfg,
 		log:   log,
 		pool:  pool,
-		store: pgstore.New(pool, pgstore.WithAfterCommit(relay.Hint)),
+		store: pgstore.New(pool, pgstore.WithAfterCommit(relay.Hint), pgstore.WithHistoryLimit(cfg.HistoryLimit)),
 		relay: relay,
 	}, nil
 }
@@ -98,6 +99,7 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 	defer s.pool.Close()
 	srv, hs := grpcserver.New()
 	storev1.RegisterStoreServiceServer(srv, &handler{store: s.store})
+	reconcilev1.RegisterReconcileServiceServer(srv, &reconcileHandler{store: s.store})
 	s.log.Info("store serving", "addr", lis.Addr().String())
 
 	g, gctx := errgroup.WithContext(ctx)

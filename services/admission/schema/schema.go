@@ -16,6 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/resource"
 )
 
 // resourceURL is the in-memory location the schema document is compiled at.
@@ -716,14 +717,7 @@ func pointer(tokens []string) string {
 	return sb.String()
 }
 
-var tokenEscaper = strings.NewReplacer("~", "~0", "/", "~1")
-
-func escapeToken(t string) string {
-	if !strings.ContainsAny(t, "~/") {
-		return t
-	}
-	return tokenEscaper.Replace(t)
-}
+func escapeToken(t string) string { return resource.EscapePointer(t) }
 
 // jsonKind names the JSON type of a decoded value.
 func jsonKind(v any) string {

@@ -1,5 +1,6 @@
 // Command no8s-admission runs the admission service: schema validation and
-// defaulting of resources before they are stored.
+// defaulting of resources, then the admission webhook chain, before they are
+// stored.
 package main
 
 import (
@@ -26,6 +27,8 @@ func run() error {
 	fs := flag.NewFlagSet("no8s-admission", flag.ExitOnError)
 	storeAddr := fs.String("store-addr", proc.Env("NO8S_STORE_ADDR", "127.0.0.1:7001"), "store gRPC address")
 	listen := fs.String("listen", proc.Env("NO8S_ADMISSION_LISTEN", "127.0.0.1:7002"), "gRPC listen address")
+	fs.DurationVar(&cfg.WebhookRefresh, "webhook-refresh", cfg.WebhookRefresh, "how often admission webhooks are polled from the store")
+	fs.DurationVar(&cfg.WebhookChainTimeout, "webhook-chain-timeout", cfg.WebhookChainTimeout, "bound of one request's whole admission webhook chain")
 	_ = fs.Parse(os.Args[1:])
 	log := proc.Logger("admission")
 	ctx, cancel := proc.SignalContext()

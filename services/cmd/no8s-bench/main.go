@@ -36,7 +36,8 @@ func run() error {
 	flag.Parse()
 	// Scenarios, in the order they run. Each issue's benchmark adds one line.
 	scenarios := []scenario{
-		{"api", benchAPI}, // issue 2: creates/s vs the PostgreSQL ceiling, list 10,000, RSS at 50,000
+		{"api", benchAPI},         // issue 2: creates/s vs the PostgreSQL ceiling, list 10,000, RSS at 50,000
+		{"webhook", benchWebhook}, // issue 5: p99 a local no-op admission webhook adds to API creates
 	}
 	ctx, cancel := proc.SignalContext()
 	defer cancel()

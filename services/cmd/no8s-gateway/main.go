@@ -8,12 +8,15 @@ import (
 	"net"
 	"os"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc"
 
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/gateway"
 	"github.com/no8s/no8s/services/internal/grpcserver"
+	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
 )
 
@@ -30,6 +33,10 @@ func run() error {
 	storeAddr := fs.String("store-addr", proc.Env("NO8S_STORE_ADDR", "127.0.0.1:7001"), "store gRPC address")
 	admissionAddr := fs.String("admission-addr", proc.Env("NO8S_ADMISSION_ADDR", "127.0.0.1:7002"), "admission gRPC address")
 	listen := fs.String("listen", proc.Env("NO8S_GATEWAY_LISTEN", ":8000"), "HTTP listen address")
+	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL for watches ($NATS_URL)")
+	fs.DurationVar(&cfg.Watch.Heartbeat, "watch-heartbeat", 0, "interval of SSE heartbeat comments on idle watches (default 15s)")
+	fs.DurationVar(&cfg.Watch.Bookmark, "watch-bookmark", 0, "interval of BOOKMARK events on watches (default 30s)")
+	fs.DurationVar(&cfg.Watch.StallTimeout, "watch-stall-timeout", 0, "a watch whose client accepts no data for this long ends with a too_slow event (default 30s)")
 	_ = fs.Parse(os.Args[1:])
 	log := proc.Logger("gateway")
 	ctx, cancel := proc.SignalContext()
@@ -45,6 +52,14 @@ func run() error {
 		return err
 	}
 	defer admissionConn.Close()
+	nc, err := natsconn.Connect(*natsURL, "no8s-gateway", log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if cfg.JetStream, err = jetstream.New(nc); err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
 	cfg.Health = func(ctx context.Context) error {
 		return grpcserver.CheckHealth(ctx, map[string]*grpc.ClientConn{"store": storeConn, "admission": admissionConn})
 	}
@@ -52,6 +67,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	cfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
 	svc := gateway.New(cfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), log)
 	return svc.Serve(ctx, lis)
 }

@@ -37,6 +37,7 @@ func run() error {
 	fs.DurationVar(&cfg.Relay.Retention, "outbox-retention", cfg.Relay.Retention, "how long published outbox rows are kept")
 	fs.DurationVar(&cfg.Stream.MaxAge, "event-retention", cfg.Stream.MaxAge, "how long the event stream keeps events")
 	maxConns := fs.Int("max-conns", int(cfg.MaxConns), "PostgreSQL pool size")
+	fs.IntVar(&cfg.HistoryLimit, "history-limit", cfg.HistoryLimit, "reconciliation history rows kept per resource")
 	_ = fs.Parse(os.Args[1:])
 	cfg.MaxConns = int32(*maxConns)
 	log := proc.Logger("store")

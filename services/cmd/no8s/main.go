@@ -36,10 +36,10 @@ func newDevCmd() *cobra.Command {
 	cfg.DatabaseURL = proc.Env("DATABASE_URL", cfg.DatabaseURL)
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run gateway, admission and store in one process with an embedded NATS JetStream",
+		Short: "Run gateway, admission, scheduler and store in one process with an embedded NATS JetStream",
 		Long: `Runs the whole control plane in one process: an embedded NATS server with
-JetStream, and the store, admission and api-gateway services talking over
-real gRPC on loopback. The REST API listens on :8000 as in the seed. The
+JetStream, and the store, admission, scheduler and api-gateway services
+talking over real gRPC on loopback. The REST API listens on :8000 as in the seed. The
 PostgreSQL database in DATABASE_URL (default: the local server's "no8s"
 database) is created when missing and migrated at start.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {

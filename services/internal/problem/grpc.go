@@ -14,15 +14,16 @@ import (
 const errorDomain = "no8s.io"
 
 var kindCodes = map[Kind]codes.Code{
-	Internal:      codes.Internal,
-	Invalid:       codes.InvalidArgument,
-	NotFound:      codes.NotFound,
-	AlreadyExists: codes.AlreadyExists,
-	Conflict:      codes.Aborted,
-	TooLarge:      codes.ResourceExhausted,
-	Unavailable:   codes.Unavailable,
-	Forbidden:     codes.PermissionDenied,
-	Gone:          codes.OutOfRange,
+	Internal:           codes.Internal,
+	Invalid:            codes.InvalidArgument,
+	NotFound:           codes.NotFound,
+	AlreadyExists:      codes.AlreadyExists,
+	Conflict:           codes.Aborted,
+	TooLarge:           codes.ResourceExhausted,
+	Unavailable:        codes.Unavailable,
+	Forbidden:          codes.PermissionDenied,
+	Gone:               codes.OutOfRange,
+	FailedPrecondition: codes.FailedPrecondition,
 }
 
 // ToStatus turns err into a gRPC status error carrying kind, code and fields.

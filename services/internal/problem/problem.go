@@ -35,6 +35,9 @@ const (
 	Forbidden
 	// Gone means the requested history has been compacted.
 	Gone
+	// FailedPrecondition means the request can never succeed in the state it
+	// names (a work item superseded by a newer dispatch); do not retry it.
+	FailedPrecondition
 )
 
 // Machine-readable codes carried in error bodies.
@@ -54,6 +57,23 @@ const (
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"
 	CodeFinalizerBlocked = "finalizer_not_allowed"
+	// CodeDenied is an admission webhook's denial (Forbidden).
+	CodeDenied = "denied"
+	// CodeWebhookFailed is an admission webhook that failed under failure
+	// policy Fail (Unavailable).
+	CodeWebhookFailed = "webhook_failed"
+	// CodeStaleEpoch is a write fenced by an epoch that is no longer the
+	// current one (Conflict): a reconcile lease or the scheduler's leadership
+	// has passed to someone else.
+	CodeStaleEpoch = "stale_epoch"
+	// CodeLeaseHeld is a reconcile lease held by another worker (Conflict).
+	CodeLeaseHeld = "lease_held"
+	// CodeStaleDispatch is a work item from a deposed scheduler or superseded
+	// by a newer dispatch (FailedPrecondition).
+	CodeStaleDispatch = "stale_dispatch"
+	// CodeNoReconciler is a resource type that no live reconciler serves
+	// (Invalid).
+	CodeNoReconciler = "no_reconciler"
 )
 
 // FieldError names one offending field by JSON pointer (for example /spec/x).
@@ -142,6 +162,8 @@ func (k Kind) HTTPStatus() int {
 		return http.StatusForbidden
 	case Gone:
 		return http.StatusGone
+	case FailedPrecondition:
+		return http.StatusConflict
 	default:
 		return http.StatusInternalServerError
 	}

@@ -38,6 +38,8 @@ type Type struct {
 	ResourceVersion int64           `json:"resource_version"`
 	CreatedAt       time.Time       `json:"created_at"`
 	UpdatedAt       time.Time       `json:"updated_at"`
+	// ReconcilePolicy tunes scheduling; read with every default filled in.
+	ReconcilePolicy ReconcilePolicy `json:"reconcile_policy"`
 }
 
 // OwnerReference points at an owning resource.

@@ -87,7 +87,7 @@ func ValidateMetadata(labels, annotations map[string]string, owners []OwnerRefer
 	var errs []problem.FieldError
 	size := 0
 	for k, v := range labels {
-		p := "/labels/" + escapePointer(k)
+		p := "/labels/" + EscapePointer(k)
 		if fe := validateQualifiedKey(p, k); fe != nil {
 			errs = append(errs, *fe)
 		}
@@ -97,7 +97,7 @@ func ValidateMetadata(labels, annotations map[string]string, owners []OwnerRefer
 		size += len(k) + len(v)
 	}
 	for k, v := range annotations {
-		p := "/annotations/" + escapePointer(k)
+		p := "/annotations/" + EscapePointer(k)
 		if fe := validateQualifiedKey(p, k); fe != nil {
 			errs = append(errs, *fe)
 		}
@@ -171,9 +171,12 @@ func Marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// escapePointer escapes a key as a JSON pointer token (RFC 6901).
-func escapePointer(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+// EscapePointer escapes a key as a JSON pointer token (RFC 6901).
+func EscapePointer(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 func truncate(s string) string {

@@ -105,6 +105,24 @@ func TypeToProto(t *resource.Type) *storev1.ResourceType {
 	return &storev1.ResourceType{
 		Id: t.ID, Name: t.Name, Version: t.Version, Description: t.Description, Schema: t.Schema,
 		ResourceVersion: t.ResourceVersion, CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt),
+		ReconcilePolicy: PolicyToProto(t.ReconcilePolicy),
+	}
+}
+
+// PolicyToProto converts a reconcile policy to protobuf.
+func PolicyToProto(p resource.ReconcilePolicy) *storev1.ReconcilePolicy {
+	return &storev1.ReconcilePolicy{
+		ResyncSeconds: p.ResyncSeconds, BackoffBaseSeconds: p.BackoffBaseSeconds,
+		BackoffMaxSeconds: p.BackoffMaxSeconds, TimeoutSeconds: p.TimeoutSeconds,
+	}
+}
+
+// PolicyFromProto converts a protobuf reconcile policy (nil: all defaults
+// unset).
+func PolicyFromProto(p *storev1.ReconcilePolicy) resource.ReconcilePolicy {
+	return resource.ReconcilePolicy{
+		ResyncSeconds: p.GetResyncSeconds(), BackoffBaseSeconds: p.GetBackoffBaseSeconds(),
+		BackoffMaxSeconds: p.GetBackoffMaxSeconds(), TimeoutSeconds: p.GetTimeoutSeconds(),
 	}
 }
 
@@ -116,6 +134,7 @@ func TypeFromProto(p *storev1.ResourceType) *resource.Type {
 	return &resource.Type{
 		ID: p.GetId(), Name: p.GetName(), Version: p.GetVersion(), Description: p.GetDescription(), Schema: p.GetSchema(),
 		ResourceVersion: p.GetResourceVersion(), CreatedAt: asTime(p.GetCreatedAt()), UpdatedAt: asTime(p.GetUpdatedAt()),
+		ReconcilePolicy: PolicyFromProto(p.GetReconcilePolicy()).WithDefaults(),
 	}
 }
 

@@ -51,11 +51,14 @@ type Config struct {
 	PruneInterval time.Duration
 	// LeaderRetry is how often a standby tries to become the leader.
 	LeaderRetry time.Duration
+	// RoundGap is the pause after a round that published, so that a busy
+	// store's commits are published in batches rather than one round each.
+	RoundGap time.Duration
 }
 
 // DefaultConfig returns the production defaults.
 func DefaultConfig() Config {
-	return Config{BatchSize: 512, PollInterval: 500 * time.Millisecond, Retention: time.Hour, PruneInterval: time.Minute, LeaderRetry: time.Second}
+	return Config{BatchSize: 512, PollInterval: 500 * time.Millisecond, Retention: time.Hour, PruneInterval: time.Minute, LeaderRetry: time.Second, RoundGap: 5 * time.Millisecond}
 }
 
 // Relay publishes outbox rows to JetStream.
@@ -102,10 +105,11 @@ func (r *Relay) Wake() {
 	}
 }
 
-// Hint wakes this relay and any relay in another store replica.
+// Hint wakes this relay, or the leader in another store replica when this
+// one is a standby.
 func (r *Relay) Hint() {
 	r.Wake()
-	if r.nc != nil {
+	if r.nc != nil && !r.leader.Load() {
 		_ = r.nc.Publish(eventstream.WakeSubject, nil)
 	}
 }
@@ -231,7 +235,12 @@ func (r *Relay) publishLoop(ctx context.Context, epoch, cursor int64) error {
 			r.cursor.Store(cursor)
 		}
 		if next > 0 {
-			// More may have committed meanwhile: look again before sleeping.
+			// More may have committed meanwhile: look again after a short gap.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(r.cfg.RoundGap):
+			}
 			continue
 		}
 		select {

@@ -31,11 +31,15 @@ type ListResourcesRequest struct {
 	LabelSelector       string
 	Limit               int
 	Continue            string
+	// Documents asks for canonical JSON documents instead of resources.
+	Documents bool
 }
 
 // ListResourcesResult is one page.
 type ListResourcesResult struct {
 	Resources []*resource.Resource
+	// Documents holds the canonical JSON documents when asked for.
+	Documents [][]byte
 	// Continue is empty on the last page.
 	Continue string
 	// ResourceVersion is the revision the first page was read at: every
@@ -120,6 +124,8 @@ func (s *Store) ListResources(ctx context.Context, req ListResourcesRequest) (*L
 	query := `SELECT ` + resourceColumns + ` FROM resources WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY id LIMIT ` + arg(limit+1)
 
+	var more bool
+	var lastID int64
 	out := &ListResourcesResult{Resources: make([]*resource.Resource, 0, min(limit, 128)), ResourceVersion: tok.Revision}
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if req.Continue == "" {
@@ -133,6 +139,19 @@ func (s *Store) ListResources(ctx context.Context, req ListResourcesRequest) (*L
 		}
 		defer rows.Close()
 		for rows.Next() {
+			if req.Documents {
+				if len(out.Documents) == limit {
+					more = true
+					break
+				}
+				doc, id, err := scanDocument(rows)
+				if err != nil {
+					return err
+				}
+				out.Documents = append(out.Documents, doc)
+				lastID = id
+				continue
+			}
 			r, err := scanResource(rows)
 			if err != nil {
 				return err
@@ -146,7 +165,10 @@ func (s *Store) ListResources(ctx context.Context, req ListResourcesRequest) (*L
 	}
 	if len(out.Resources) > limit {
 		out.Resources = out.Resources[:limit]
-		next := continueToken{AfterID: out.Resources[limit-1].ID, Revision: out.ResourceVersion, Filter: req.fingerprint()}
+		more, lastID = true, out.Resources[limit-1].ID
+	}
+	if more {
+		next := continueToken{AfterID: lastID, Revision: out.ResourceVersion, Filter: req.fingerprint()}
 		raw, _ := json.Marshal(next)
 		out.Continue = base64.RawURLEncoding.EncodeToString(raw)
 	}

@@ -1,9 +1,12 @@
 package pgstore_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -293,5 +296,92 @@ func TestListPagingAndSelectors(t *testing.T) {
 	_, err = s.ListResources(ctx, pgstore.ListResourcesRequest{Limit: 1001})
 	if problem.KindOf(err) != problem.Invalid {
 		t.Fatalf("limit 1001: %v", err)
+	}
+}
+
+// TestTypeDeleteRacesCreates deletes a type while creates of its resources
+// run: either the delete is refused, or no resource of the type remains.
+func TestTypeDeleteRacesCreates(t *testing.T) {
+	s, pool := newStore(t)
+	ctx := t.Context()
+	for round := 0; round < 20; round++ {
+		typ := mustType(t, s, "Widget", "v1")
+		done := make(chan struct{})
+		for w := 0; w < 4; w++ {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for i := 0; i < 5; i++ {
+					_, _ = s.CreateResource(ctx, pgstore.CreateResourceRequest{Resource: resource.Resource{
+						Name: fmt.Sprintf("r%d-%d-%d", round, w, i), ResourceTypeName: "Widget", ResourceTypeVersion: "v1"}})
+				}
+			}()
+		}
+		delErr := s.DeleteType(ctx, typ.ID, false)
+		for w := 0; w < 4; w++ {
+			<-done
+		}
+		var orphans int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM resources r WHERE NOT EXISTS (SELECT 1 FROM resource_types t WHERE t.id = r.resource_type_id)`).Scan(&orphans); err != nil {
+			t.Fatal(err)
+		}
+		if orphans != 0 {
+			t.Fatalf("round %d: %d resources outlived their type (delete: %v)", round, orphans, delErr)
+		}
+		if _, err := pool.Exec(ctx, `DELETE FROM resources; DELETE FROM resource_types`); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestListDocumentsMatchResources checks that the documents a list returns
+// are the canonical documents of the same resources.
+func TestListDocumentsMatchResources(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := t.Context()
+	mustType(t, s, "Widget", "v1")
+	for i, ann := range []string{"plain", "quote \" back\\slash \n tab\t ctl\x01 <html>&", "ünïcødé ✓ \u2028"} {
+		_, err := s.CreateResource(ctx, pgstore.CreateResourceRequest{Resource: resource.Resource{
+			Name: fmt.Sprintf("doc-%d", i), ResourceTypeName: "Widget", ResourceTypeVersion: "v1",
+			Labels: map[string]string{"app": "web", "tier": "a"}, Annotations: map[string]string{"example.com/note": ann},
+			Finalizers: []string{"example.com/hold"}, Spec: json.RawMessage(`{"size":12345678901234567890,"nested":{"a":[1,2,{"b":null}]}}`),
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.DeleteResource(ctx, 1, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	typed, err := s.ListResources(ctx, pgstore.ListResourcesRequest{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := s.ListResources(ctx, pgstore.ListResourcesRequest{Limit: 2, Documents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs.Documents) != 2 || docs.Continue == "" || docs.Continue != typed.Continue {
+		t.Fatalf("documents page: %d documents, continue %q (typed %q)", len(docs.Documents), docs.Continue, typed.Continue)
+	}
+	rest, err := s.ListResources(ctx, pgstore.ListResourcesRequest{Limit: 2, Documents: true, Continue: docs.Continue})
+	if err != nil || len(rest.Documents) != 1 || rest.Continue != "" {
+		t.Fatalf("second page: %+v %v", rest, err)
+	}
+	for i, r := range typed.Resources {
+		want, err := resource.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !json.Valid(docs.Documents[i]) {
+			t.Fatalf("document %d is not valid JSON: %s", i, docs.Documents[i])
+		}
+		var a, b any
+		da := json.NewDecoder(bytes.NewReader(want))
+		da.UseNumber()
+		db := json.NewDecoder(bytes.NewReader(docs.Documents[i]))
+		db.UseNumber()
+		if da.Decode(&a) != nil || db.Decode(&b) != nil || !reflect.DeepEqual(a, b) {
+			t.Fatalf("document %d differs:\n got %s\nwant %s", i, docs.Documents[i], want)
+		}
 	}
 }

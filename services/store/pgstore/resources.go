@@ -145,39 +145,43 @@ func (s *Store) CreateResource(ctx context.Context, req CreateResourceRequest) (
 	}
 	r.Phase = resource.PhaseFor(r.Status, nil)
 	r.Normalize()
-	err = s.write(ctx, req.DryRun, func(tx pgx.Tx) error {
-		var typeID, typeRev int64
-		err := tx.QueryRow(ctx, `SELECT id, resource_version FROM resource_types WHERE name = $1 AND version = $2 FOR SHARE`,
-			r.ResourceTypeName, r.ResourceTypeVersion).Scan(&typeID, &typeRev)
+	var typeID, typeRev int64
+	var now time.Time
+	err = s.pipelinedWrite(ctx, req.DryRun, func(b *pgx.Batch) {
+		b.Queue(typeLockSQL, r.ResourceTypeName, r.ResourceTypeVersion)
+		b.Queue(`SELECT id, resource_version FROM resource_types WHERE name = $1 AND version = $2`, r.ResourceTypeName, r.ResourceTypeVersion)
+		// The transaction id first, then the revision (see revisions).
+		b.Queue(`WITH x AS MATERIALIZED (SELECT pg_current_xact_id())
+			SELECT nextval('revision_seq'), nextval('resources_id_seq'), now() FROM x`)
+	}, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		err := br.QueryRow().Scan(&typeID, &typeRev)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return unknownType(r.ResourceTypeName, r.ResourceTypeVersion)
 		}
 		if err != nil {
 			return err
 		}
+		return br.QueryRow().Scan(&r.ResourceVersion, &r.ID, &now)
+	}, func(b *pgx.Batch) error {
 		if req.SchemaRevision != 0 && req.SchemaRevision != typeRev {
 			return problem.New(problem.Conflict, problem.CodeSchemaChanged, "the schema of %s/%s changed during admission; retry", r.ResourceTypeName, r.ResourceTypeVersion)
 		}
-		revs, now, err := revisions(ctx, tx, 1)
-		if err != nil {
-			return err
-		}
-		if err := tx.QueryRow(ctx, `SELECT nextval('resources_id_seq')`).Scan(&r.ID); err != nil {
-			return err
-		}
-		r.ResourceVersion, r.CreatedAt, r.UpdatedAt = revs[0], now, now
+		now = now.UTC()
+		r.CreatedAt, r.UpdatedAt = now, now
 		doc, err := eventDoc(r)
 		if err != nil {
 			return err
 		}
-		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO resources (id, uid, name, resource_type_id, resource_type_name, resource_type_version, labels, annotations,
 			owner_references, spec, status, generation, resource_version, phase, finalizers, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16)`,
 			r.ID, r.UID, r.Name, typeID, r.ResourceTypeName, r.ResourceTypeVersion, r.Labels, r.Annotations,
 			r.OwnerReferences, []byte(r.Spec), r.Status, r.Generation, r.ResourceVersion, r.Phase, r.Finalizers, now)
 		queueOutbox(b, eventstream.Created, r, doc, now)
-		return tx.SendBatch(ctx, b).Close()
+		return nil
 	})
 	if err != nil {
 		if problem.KindOf(err) == problem.AlreadyExists {
@@ -304,7 +308,9 @@ func (s *Store) UpdateResource(ctx context.Context, req UpdateResourceRequest) (
 				return problem.New(problem.Conflict, problem.CodeDeleting, "resource %d is being deleted; its spec can no longer change", r.ID)
 			}
 			var typeRev int64
-			err := tx.QueryRow(ctx, `SELECT resource_version FROM resource_types WHERE name = $1 AND version = $2 FOR SHARE`,
+			// No lock: a type cannot be deleted while this resource exists,
+			// and a schema change committing meanwhile orders after us.
+			err := tx.QueryRow(ctx, `SELECT resource_version FROM resource_types WHERE name = $1 AND version = $2`,
 				r.ResourceTypeName, r.ResourceTypeVersion).Scan(&typeRev)
 			if err != nil {
 				return err
@@ -343,8 +349,10 @@ func (s *Store) UpdateResource(ctx context.Context, req UpdateResourceRequest) (
 			return err
 		}
 		b := &pgx.Batch{}
-		b.Queue(`UPDATE resources SET spec = $2, labels = $3, annotations = $4, generation = $5, resource_version = $6, updated_at = $7 WHERE id = $1`,
-			r.ID, []byte(r.Spec), r.Labels, r.Annotations, r.Generation, r.ResourceVersion, now)
+		// A spec change resets the reconcile backoff (docs/design/reconcile.md).
+		b.Queue(`UPDATE resources SET spec = $2, labels = $3, annotations = $4, generation = $5, resource_version = $6, updated_at = $7,
+			failures = CASE WHEN $8 THEN 0 ELSE failures END WHERE id = $1`,
+			r.ID, []byte(r.Spec), r.Labels, r.Annotations, r.Generation, r.ResourceVersion, now, specChanged)
 		queueOutbox(b, eventstream.Modified, r, doc, now)
 		return tx.SendBatch(ctx, b).Close()
 	})
@@ -402,7 +410,9 @@ func (s *Store) DeleteResource(ctx context.Context, id, expected int64, dryRun b
 			queueOutbox(b, eventstream.Purged, &purged, pdoc, now)
 			res.Resource, res.Purged = &purged, true
 		} else {
-			b.Queue(`UPDATE resources SET status = $2, phase = $3, deleted_at = $4, updated_at = $4, resource_version = $5 WHERE id = $1`,
+			// Deletion is dispatched at once: earlier failures' backoff is reset.
+			b.Queue(`UPDATE resources SET status = $2, phase = $3, deleted_at = $4, updated_at = $4, resource_version = $5,
+				failures = 0, terminal_generation = 0 WHERE id = $1`,
 				r.ID, r.Status, r.Phase, now, r.ResourceVersion)
 		}
 		return tx.SendBatch(ctx, b).Close()

@@ -26,6 +26,9 @@ type Store struct {
 	// commit; an error rolls the transaction back. Tests use it to inject
 	// delays and rollbacks.
 	beforeCommit func(ctx context.Context) error
+	// historyLimit bounds reconciliation history rows per resource (0:
+	// DefaultHistoryLimit); see WithHistoryLimit.
+	historyLimit int
 }
 
 // Option configures a Store.
@@ -78,6 +81,77 @@ func (s *Store) write(ctx context.Context, dryRun bool, fn func(tx pgx.Tx) error
 	}
 	return nil
 }
+
+// pipelinedWrite runs one write transaction in two round trips: BEGIN and
+// the reads queued by read go in one batch (scan reads their results), then
+// the writes that write queues go with COMMIT in a second batch. It is the hot
+// path's version of write; the before-commit hook, when set, costs one more
+// round trip.
+func (s *Store) pipelinedWrite(ctx context.Context, dryRun bool, read func(b *pgx.Batch), scan func(br pgx.BatchResults) error, write func(b *pgx.Batch) error) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer conn.Release()
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		// Leave the connection clean, or drop it when that fails.
+		if _, err := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}()
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	read(b)
+	br := conn.SendBatch(ctx, b)
+	_, err = br.Exec()
+	if err == nil {
+		err = scan(br)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return translate(err)
+	}
+	w := &pgx.Batch{}
+	if err := write(w); err != nil {
+		return translate(err)
+	}
+	commitInBatch := !dryRun && s.beforeCommit == nil
+	if commitInBatch {
+		w.Queue("COMMIT")
+	}
+	if err := conn.SendBatch(ctx, w).Close(); err != nil {
+		return translate(err)
+	}
+	if dryRun {
+		return nil
+	}
+	if !commitInBatch {
+		if err := s.beforeCommit(ctx); err != nil {
+			return err
+		}
+		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+			return translate(err)
+		}
+	}
+	done = true
+	if s.afterCommit != nil {
+		s.afterCommit()
+	}
+	return nil
+}
+
+// typeLockSQL takes a transaction-level advisory lock on a type's name and
+// version: shared by every create of a resource of the type, exclusive by
+// the type's deletion, so a type cannot go while a create is in flight.
+const typeLockSQL = `SELECT pg_advisory_xact_lock_shared(hashtextextended($1 || '/' || $2, 7))`
+
+const typeLockExclusiveSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 7))`
 
 // revisions takes n consecutive revisions for the transaction. It first makes
 // sure the transaction has an id, so that the relay, which waits for every

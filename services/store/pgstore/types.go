@@ -2,28 +2,29 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
-const typeColumns = `id, name, version, description, schema, resource_version, created_at, updated_at`
+const typeColumns = `id, name, version, description, schema, resource_version, created_at, updated_at, reconcile_policy`
 
 // MaxDescriptionBytes bounds a resource type description.
 const MaxDescriptionBytes = 4096
 
 func scanType(row pgx.Row) (*resource.Type, error) {
 	var t resource.Type
-	var schema []byte
-	if err := row.Scan(&t.ID, &t.Name, &t.Version, &t.Description, &schema, &t.ResourceVersion, &t.CreatedAt, &t.UpdatedAt); err != nil {
+	var schema, policy []byte
+	if err := row.Scan(&t.ID, &t.Name, &t.Version, &t.Description, &schema, &t.ResourceVersion, &t.CreatedAt, &t.UpdatedAt, &policy); err != nil {
 		return nil, err
 	}
 	t.Schema = compactJSON(schema)
+	t.ReconcilePolicy = decodePolicy(policy).WithDefaults()
 	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
 	return &t, nil
 }
@@ -33,7 +34,10 @@ func scanType(row pgx.Row) (*resource.Type, error) {
 type CreateTypeRequest struct {
 	Name, Version, Description string
 	Schema                     []byte
-	DryRun                     bool
+	// ReconcilePolicy holds the fields the type sets; zero fields take the
+	// defaults.
+	ReconcilePolicy resource.ReconcilePolicy
+	DryRun          bool
 }
 
 func validateTypeFields(description string, schema []byte) (compacted []byte, errs []problem.FieldError) {
@@ -65,6 +69,7 @@ func (s *Store) CreateType(ctx context.Context, req CreateTypeRequest) (*resourc
 	if len(req.Schema) == 0 {
 		errs = append(errs, problem.FieldError{Path: "/schema", Message: "schema is required"})
 	}
+	errs = append(errs, req.ReconcilePolicy.Validate("/reconcile_policy")...)
 	if len(errs) > 0 {
 		return nil, problem.New(problem.Invalid, problem.CodeInvalid, "invalid resource type").WithFields(errs...)
 	}
@@ -74,9 +79,9 @@ func (s *Store) CreateType(ctx context.Context, req CreateTypeRequest) (*resourc
 		if err != nil {
 			return err
 		}
-		out, err = scanType(tx.QueryRow(ctx, `INSERT INTO resource_types (name, version, description, schema, resource_version, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING `+typeColumns,
-			req.Name, req.Version, req.Description, schema, revs[0], now))
+		out, err = scanType(tx.QueryRow(ctx, `INSERT INTO resource_types (name, version, description, schema, resource_version, created_at, updated_at, reconcile_policy)
+			VALUES ($1, $2, $3, $4, $5, $6, $6, $7) RETURNING `+typeColumns,
+			req.Name, req.Version, req.Description, schema, revs[0], now, encodePolicy(req.ReconcilePolicy)))
 		return err
 	})
 	if problem.KindOf(err) == problem.AlreadyExists {
@@ -138,7 +143,9 @@ type UpdateTypeRequest struct {
 	ID          int64
 	Description *string
 	Schema      []byte
-	DryRun      bool
+	// ReconcilePolicy, when set, replaces the policy (zero fields: defaults).
+	ReconcilePolicy *resource.ReconcilePolicy
+	DryRun          bool
 }
 
 // UpdateType changes a resource type.
@@ -154,6 +161,9 @@ func (s *Store) UpdateType(ctx context.Context, req UpdateTypeRequest) (*resourc
 	} else if len(desc) > MaxDescriptionBytes {
 		errs = append(errs, problem.FieldError{Path: "/description", Message: fmt.Sprintf("longer than %d bytes", MaxDescriptionBytes)})
 	}
+	if req.ReconcilePolicy != nil {
+		errs = append(errs, req.ReconcilePolicy.Validate("/reconcile_policy")...)
+	}
 	if len(errs) > 0 {
 		return nil, problem.New(problem.Invalid, problem.CodeInvalid, "invalid resource type").WithFields(errs...)
 	}
@@ -166,13 +176,22 @@ func (s *Store) UpdateType(ctx context.Context, req UpdateTypeRequest) (*resourc
 		if err != nil {
 			return err
 		}
+		// The policy as the type set it (cur's has the defaults filled in).
+		var curPolicy []byte
+		if err := tx.QueryRow(ctx, `SELECT reconcile_policy FROM resource_types WHERE id = $1`, req.ID).Scan(&curPolicy); err != nil {
+			return err
+		}
+		policy := decodePolicy(curPolicy)
+		if req.ReconcilePolicy != nil {
+			policy = *req.ReconcilePolicy
+		}
 		if req.Description == nil {
 			desc = cur.Description
 		}
 		if schema == nil {
 			schema = cur.Schema
 		}
-		if desc == cur.Description && jsonEqual(schema, cur.Schema) {
+		if desc == cur.Description && jsonEqual(schema, cur.Schema) && policy == decodePolicy(curPolicy) {
 			out = cur
 			return nil
 		}
@@ -180,8 +199,8 @@ func (s *Store) UpdateType(ctx context.Context, req UpdateTypeRequest) (*resourc
 		if err != nil {
 			return err
 		}
-		out, err = scanType(tx.QueryRow(ctx, `UPDATE resource_types SET description = $2, schema = $3, resource_version = $4, updated_at = $5
-			WHERE id = $1 RETURNING `+typeColumns, req.ID, desc, schema, revs[0], now))
+		out, err = scanType(tx.QueryRow(ctx, `UPDATE resource_types SET description = $2, schema = $3, resource_version = $4, updated_at = $5,
+			reconcile_policy = $6 WHERE id = $1 RETURNING `+typeColumns, req.ID, desc, schema, revs[0], now, encodePolicy(policy)))
 		return err
 	})
 	return out, err
@@ -198,6 +217,10 @@ func (s *Store) DeleteType(ctx context.Context, id int64, dryRun bool) error {
 		if err != nil {
 			return err
 		}
+		// Wait for creates in flight, and keep new ones out until we commit.
+		if _, err := tx.Exec(ctx, typeLockExclusiveSQL, name, version); err != nil {
+			return err
+		}
 		var n int64
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM resources WHERE resource_type_id = $1`, id).Scan(&n); err != nil {
 			return err
@@ -206,10 +229,33 @@ func (s *Store) DeleteType(ctx context.Context, id int64, dryRun bool) error {
 			return problem.New(problem.Conflict, problem.CodeInUse, "resource type %s/%s still has %d resources; delete them first", name, version, n)
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM resource_types WHERE id = $1`, id)
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation: a create raced us
-			return problem.New(problem.Conflict, problem.CodeInUse, "resource type %s/%s still has resources; delete them first", name, version)
-		}
 		return err
 	})
+}
+
+// storedPolicy is a reconcile policy as stored: only the fields a type set.
+type storedPolicy struct {
+	ResyncSeconds      int32 `json:"resync_seconds,omitempty"`
+	BackoffBaseSeconds int32 `json:"backoff_base_seconds,omitempty"`
+	BackoffMaxSeconds  int32 `json:"backoff_max_seconds,omitempty"`
+	TimeoutSeconds     int32 `json:"timeout_seconds,omitempty"`
+}
+
+// encodePolicy returns the stored form of p: nil (SQL NULL) when p sets
+// nothing.
+func encodePolicy(p resource.ReconcilePolicy) []byte {
+	if p == (resource.ReconcilePolicy{}) {
+		return nil
+	}
+	b, _ := json.Marshal(storedPolicy(p))
+	return b
+}
+
+// decodePolicy reads a stored policy; defaults are not filled in.
+func decodePolicy(b []byte) resource.ReconcilePolicy {
+	var sp storedPolicy
+	if len(b) > 0 {
+		_ = json.Unmarshal(b, &sp)
+	}
+	return resource.ReconcilePolicy(sp)
 }

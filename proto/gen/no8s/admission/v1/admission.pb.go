@@ -156,11 +156,13 @@ func (*CheckSchemaResponse) Descriptor() ([]byte, []int) {
 }
 
 type AdmitResourceRequest struct {
-	state       protoimpl.MessageState `protogen:"open.v1"`
-	Operation   Operation              `protobuf:"varint,1,opt,name=operation,proto3,enum=no8s.admission.v1.Operation" json:"operation,omitempty"`
-	Resource    *v1.Resource           `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
-	OldResource *v1.Resource           `protobuf:"bytes,3,opt,name=old_resource,json=oldResource,proto3" json:"old_resource,omitempty"`
-	DryRun      bool                   `protobuf:"varint,4,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Operation Operation              `protobuf:"varint,1,opt,name=operation,proto3,enum=no8s.admission.v1.Operation" json:"operation,omitempty"`
+	// resource is the proposed state (CREATE, UPDATE) or the current state
+	// (DELETE); old_resource the current state on UPDATE.
+	Resource    *v1.Resource `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	OldResource *v1.Resource `protobuf:"bytes,3,opt,name=old_resource,json=oldResource,proto3" json:"old_resource,omitempty"`
+	DryRun      bool         `protobuf:"varint,4,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	// refresh_schema forces a fresh read of the type (after schema_changed).
 	RefreshSchema bool `protobuf:"varint,5,opt,name=refresh_schema,json=refreshSchema,proto3" json:"refresh_schema,omitempty"`
 	unknownFields protoimpl.UnknownFields

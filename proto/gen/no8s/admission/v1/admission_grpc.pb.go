@@ -31,10 +31,17 @@ const (
 type AdmissionServiceClient interface {
 	// CheckSchema compiles a resource type schema and reports why it does not.
 	CheckSchema(ctx context.Context, in *CheckSchemaRequest, opts ...grpc.CallOption) (*CheckSchemaResponse, error)
-	// AdmitResource validates a resource's spec against its type's schema and
-	// applies defaults. Violations come back as InvalidArgument with a
-	// google.rpc.BadRequest; an unknown type/version as InvalidArgument with
-	// reason unknown_type.
+	// AdmitResource runs the admission chain (docs/webhooks.md). CREATE and
+	// UPDATE: schema validation and defaults, the matching mutating webhooks in
+	// order, the schema again after each webhook that patched, then the
+	// matching validating webhooks in order. DELETE: the matching validating
+	// webhooks only, resource being the current state.
+	//
+	// Errors: schema violations (also those a webhook's patch caused) are
+	// InvalidArgument with a google.rpc.BadRequest; an unknown type/version is
+	// InvalidArgument with reason unknown_type; a webhook's denial is
+	// PermissionDenied with reason denied; a failed webhook whose policy is
+	// Fail is Unavailable with reason webhook_failed.
 	AdmitResource(ctx context.Context, in *AdmitResourceRequest, opts ...grpc.CallOption) (*AdmitResourceResponse, error)
 }
 
@@ -74,10 +81,17 @@ func (c *admissionServiceClient) AdmitResource(ctx context.Context, in *AdmitRes
 type AdmissionServiceServer interface {
 	// CheckSchema compiles a resource type schema and reports why it does not.
 	CheckSchema(context.Context, *CheckSchemaRequest) (*CheckSchemaResponse, error)
-	// AdmitResource validates a resource's spec against its type's schema and
-	// applies defaults. Violations come back as InvalidArgument with a
-	// google.rpc.BadRequest; an unknown type/version as InvalidArgument with
-	// reason unknown_type.
+	// AdmitResource runs the admission chain (docs/webhooks.md). CREATE and
+	// UPDATE: schema validation and defaults, the matching mutating webhooks in
+	// order, the schema again after each webhook that patched, then the
+	// matching validating webhooks in order. DELETE: the matching validating
+	// webhooks only, resource being the current state.
+	//
+	// Errors: schema violations (also those a webhook's patch caused) are
+	// InvalidArgument with a google.rpc.BadRequest; an unknown type/version is
+	// InvalidArgument with reason unknown_type; a webhook's denial is
+	// PermissionDenied with reason denied; a failed webhook whose policy is
+	// Fail is Unavailable with reason webhook_failed.
 	AdmitResource(context.Context, *AdmitResourceRequest) (*AdmitResourceResponse, error)
 	mustEmbedUnimplementedAdmissionServiceServer()
 }

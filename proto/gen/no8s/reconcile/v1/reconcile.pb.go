@@ -35,6 +35,8 @@ const (
 	Reason_REASON_RESYNC      Reason = 5
 	Reason_REASON_RETRY       Reason = 6
 	Reason_REASON_PENDING     Reason = 7
+	// REASON_REQUEUE: the previous attempt asked to come back (requeue_at).
+	Reason_REASON_REQUEUE Reason = 8
 )
 
 // Enum value maps for Reason.
@@ -48,6 +50,7 @@ var (
 		5: "REASON_RESYNC",
 		6: "REASON_RETRY",
 		7: "REASON_PENDING",
+		8: "REASON_REQUEUE",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED": 0,
@@ -58,6 +61,7 @@ var (
 		"REASON_RESYNC":      5,
 		"REASON_RETRY":       6,
 		"REASON_PENDING":     7,
+		"REASON_REQUEUE":     8,
 	}
 )
 
@@ -325,7 +329,8 @@ type AcquireLeaseRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	ResourceId int64                  `protobuf:"varint,1,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
 	// holder names the worker replica (reconciler name and replica id).
-	Holder         string `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
+	Holder string `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
+	// lease_seconds is the lease length (1..3600; 0 = 30).
 	LeaseSeconds   int32  `protobuf:"varint,3,opt,name=lease_seconds,json=leaseSeconds,proto3" json:"lease_seconds,omitempty"`
 	SchedulerEpoch int64  `protobuf:"varint,4,opt,name=scheduler_epoch,json=schedulerEpoch,proto3" json:"scheduler_epoch,omitempty"`
 	DispatchId     string `protobuf:"bytes,5,opt,name=dispatch_id,json=dispatchId,proto3" json:"dispatch_id,omitempty"`
@@ -920,7 +925,11 @@ type BecomeSchedulerRequest struct {
 	Holder       string                 `protobuf:"bytes,1,opt,name=holder,proto3" json:"holder,omitempty"`
 	LeaseSeconds int32                  `protobuf:"varint,2,opt,name=lease_seconds,json=leaseSeconds,proto3" json:"lease_seconds,omitempty"`
 	// epoch is the epoch held so far (0 when campaigning).
-	Epoch         int64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Epoch int64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// release gives the lease up (a graceful stop): when epoch is the current
+	// one, the lease expires at once so that a standby takes over at its next
+	// campaign; the answer has leader false.
+	Release       bool `protobuf:"varint,4,opt,name=release,proto3" json:"release,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -974,6 +983,13 @@ func (x *BecomeSchedulerRequest) GetEpoch() int64 {
 		return x.Epoch
 	}
 	return 0
+}
+
+func (x *BecomeSchedulerRequest) GetRelease() bool {
+	if x != nil {
+		return x.Release
+	}
+	return false
 }
 
 type BecomeSchedulerResponse struct {
@@ -1170,8 +1186,20 @@ type ReconcileState struct {
 	Policy               *ReconcilePolicy       `protobuf:"bytes,17,opt,name=policy,proto3" json:"policy,omitempty"`
 	ResourceVersion      int64                  `protobuf:"varint,18,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
 	RequeueAt            *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=requeue_at,json=requeueAt,proto3" json:"requeue_at,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// lease_epoch is the epoch of the newest lease (never decreases; it moves
+	// when a worker acquires). With lease_expires_at it tells a scheduler
+	// whether the attempt it dispatched has started or finished.
+	LeaseEpoch int64 `protobuf:"varint,20,opt,name=lease_epoch,json=leaseEpoch,proto3" json:"lease_epoch,omitempty"`
+	// lease_holder is the worker holding the lease ("" once released).
+	LeaseHolder string `protobuf:"bytes,21,opt,name=lease_holder,json=leaseHolder,proto3" json:"lease_holder,omitempty"`
+	// dispatch_id is the last recorded dispatch.
+	DispatchId string `protobuf:"bytes,22,opt,name=dispatch_id,json=dispatchId,proto3" json:"dispatch_id,omitempty"`
+	// reconciler_unavailable is true while condition ReconcilerAvailable is
+	// present and not True.
+	ReconcilerUnavailable bool   `protobuf:"varint,23,opt,name=reconciler_unavailable,json=reconcilerUnavailable,proto3" json:"reconciler_unavailable,omitempty"`
+	Name                  string `protobuf:"bytes,24,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *ReconcileState) Reset() {
@@ -1337,12 +1365,50 @@ func (x *ReconcileState) GetRequeueAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ReconcileState) GetLeaseEpoch() int64 {
+	if x != nil {
+		return x.LeaseEpoch
+	}
+	return 0
+}
+
+func (x *ReconcileState) GetLeaseHolder() string {
+	if x != nil {
+		return x.LeaseHolder
+	}
+	return ""
+}
+
+func (x *ReconcileState) GetDispatchId() string {
+	if x != nil {
+		return x.DispatchId
+	}
+	return ""
+}
+
+func (x *ReconcileState) GetReconcilerUnavailable() bool {
+	if x != nil {
+		return x.ReconcilerUnavailable
+	}
+	return false
+}
+
+func (x *ReconcileState) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 type ListReconcileStateRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	AfterId int64                  `protobuf:"varint,1,opt,name=after_id,json=afterId,proto3" json:"after_id,omitempty"`
 	Limit   int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
 	// resource_id, when set, returns just that resource.
-	ResourceId    int64 `protobuf:"varint,3,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	ResourceId int64 `protobuf:"varint,3,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	// resource_ids, when set, returns just those resources (at most 1000; the
+	// ones that no longer exist are left out).
+	ResourceIds   []int64 `protobuf:"varint,4,rep,packed,name=resource_ids,json=resourceIds,proto3" json:"resource_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1396,6 +1462,13 @@ func (x *ListReconcileStateRequest) GetResourceId() int64 {
 		return x.ResourceId
 	}
 	return 0
+}
+
+func (x *ListReconcileStateRequest) GetResourceIds() []int64 {
+	if x != nil {
+		return x.ResourceIds
+	}
+	return nil
 }
 
 type ListReconcileStateResponse struct {
@@ -1830,11 +1903,12 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\x15requeue_after_seconds\x18\f \x01(\x05R\x13requeueAfterSeconds\"h\n" +
 	"\x19CompleteReconcileResponse\x123\n" +
 	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\x12\x16\n" +
-	"\x06purged\x18\x02 \x01(\bR\x06purged\"k\n" +
+	"\x06purged\x18\x02 \x01(\bR\x06purged\"\x85\x01\n" +
 	"\x16BecomeSchedulerRequest\x12\x16\n" +
 	"\x06holder\x18\x01 \x01(\tR\x06holder\x12#\n" +
 	"\rlease_seconds\x18\x02 \x01(\x05R\fleaseSeconds\x12\x14\n" +
-	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"\xa9\x01\n" +
+	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\x12\x18\n" +
+	"\arelease\x18\x04 \x01(\bR\arelease\"\xa9\x01\n" +
 	"\x17BecomeSchedulerResponse\x12\x16\n" +
 	"\x06leader\x18\x01 \x01(\bR\x06leader\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x129\n" +
@@ -1848,7 +1922,7 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\vdispatch_id\x18\x03 \x01(\tR\n" +
 	"dispatchId\x121\n" +
 	"\x06reason\x18\x04 \x01(\x0e2\x19.no8s.reconcile.v1.ReasonR\x06reason\"\x18\n" +
-	"\x16RecordDispatchResponse\"\xaf\a\n" +
+	"\x16RecordDispatchResponse\"\xdf\b\n" +
 	"\x0eReconcileState\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\x03R\n" +
 	"resourceId\x12!\n" +
@@ -1873,12 +1947,20 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\x06policy\x18\x11 \x01(\v2\".no8s.reconcile.v1.ReconcilePolicyR\x06policy\x12)\n" +
 	"\x10resource_version\x18\x12 \x01(\x03R\x0fresourceVersion\x129\n" +
 	"\n" +
-	"requeue_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\trequeueAt\"m\n" +
+	"requeue_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\trequeueAt\x12\x1f\n" +
+	"\vlease_epoch\x18\x14 \x01(\x03R\n" +
+	"leaseEpoch\x12!\n" +
+	"\flease_holder\x18\x15 \x01(\tR\vleaseHolder\x12\x1f\n" +
+	"\vdispatch_id\x18\x16 \x01(\tR\n" +
+	"dispatchId\x125\n" +
+	"\x16reconciler_unavailable\x18\x17 \x01(\bR\x15reconcilerUnavailable\x12\x12\n" +
+	"\x04name\x18\x18 \x01(\tR\x04name\"\x90\x01\n" +
 	"\x19ListReconcileStateRequest\x12\x19\n" +
 	"\bafter_id\x18\x01 \x01(\x03R\aafterId\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x1f\n" +
 	"\vresource_id\x18\x03 \x01(\x03R\n" +
-	"resourceId\"\x82\x01\n" +
+	"resourceId\x12!\n" +
+	"\fresource_ids\x18\x04 \x03(\x03R\vresourceIds\"\x82\x01\n" +
 	"\x1aListReconcileStateResponse\x129\n" +
 	"\x06states\x18\x01 \x03(\v2!.no8s.reconcile.v1.ReconcileStateR\x06states\x12)\n" +
 	"\x10resource_version\x18\x02 \x01(\x03R\x0fresourceVersion\"\x97\x01\n" +
@@ -1899,7 +1981,7 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x1b\n" +
 	"\tbefore_id\x18\x03 \x01(\x03R\bbeforeId\"P\n" +
 	"\x13ListHistoryResponse\x129\n" +
-	"\aentries\x18\x01 \x03(\v2\x1f.no8s.reconcile.v1.HistoryEntryR\aentries*\xaf\x01\n" +
+	"\aentries\x18\x01 \x03(\v2\x1f.no8s.reconcile.v1.HistoryEntryR\aentries*\xc3\x01\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11REASON_GENERATION\x10\x01\x12\x13\n" +
@@ -1908,7 +1990,8 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\x11REASON_ANNOTATION\x10\x04\x12\x11\n" +
 	"\rREASON_RESYNC\x10\x05\x12\x10\n" +
 	"\fREASON_RETRY\x10\x06\x12\x12\n" +
-	"\x0eREASON_PENDING\x10\a*u\n" +
+	"\x0eREASON_PENDING\x10\a\x12\x12\n" +
+	"\x0eREASON_REQUEUE\x10\b*u\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fOUTCOME_SUCCESS\x10\x01\x12\x13\n" +

@@ -44,30 +44,50 @@ type ReconcileServiceClient interface {
 	// marks the resource reconciling. Refused with Aborted/"lease_held" while
 	// another holder's lease is unexpired, and with FailedPrecondition/
 	// "stale_dispatch" when the item was dispatched by a scheduler epoch older
-	// than the current leader's.
+	// than the current leader's, or when a newer dispatch of the resource has
+	// been recorded since (its dispatch_id is not the resource's latest).
+	// scheduler_epoch 0 and an empty dispatch_id skip those checks (tools and
+	// tests acquiring without a scheduler). It consumes a pending manual
+	// trigger and requeue, and sets condition ReconcilerAvailable back to True
+	// when present. NotFound when the resource is gone.
 	AcquireLease(ctx context.Context, in *AcquireLeaseRequest, opts ...grpc.CallOption) (*AcquireLeaseResponse, error)
-	// RenewLease extends a held lease while long work continues.
+	// RenewLease extends a held lease while long work continues. Refused with
+	// Aborted/"stale_epoch" once another holder acquired a newer epoch or the
+	// lease was released.
 	RenewLease(ctx context.Context, in *RenewLeaseRequest, opts ...grpc.CallOption) (*RenewLeaseResponse, error)
 	// CompleteReconcile saves the outcome of one attempt in one transaction:
 	// status, conditions, outputs, observed generation, a history row, finalizer
 	// and annotation changes, and releases the lease. A success is a RECONCILED
 	// event; a failure a MODIFIED event; a deleting resource whose last
-	// finalizer goes is PURGED.
+	// finalizer goes is PURGED. Conditions are merged by type into the
+	// existing ones (a type not named is kept); last_transition_time is set by
+	// the store and moves only when a condition's status changes.
 	CompleteReconcile(ctx context.Context, in *CompleteReconcileRequest, opts ...grpc.CallOption) (*CompleteReconcileResponse, error)
-	// BecomeScheduler takes or renews the scheduler leadership lease.
+	// BecomeScheduler takes or renews the scheduler leadership lease. A call
+	// presenting the current epoch as its holder renews it (also after expiry,
+	// if nobody took over). Otherwise the lease is taken, with epoch + 1, when it
+	// is free, expired, or already recorded for this holder (a restarted
+	// process); else leader is false and current_holder names the leader.
 	BecomeScheduler(ctx context.Context, in *BecomeSchedulerRequest, opts ...grpc.CallOption) (*BecomeSchedulerResponse, error)
 	// RecordDispatch records that the scheduler dispatched a work item, fenced
-	// by the scheduler epoch.
+	// by the scheduler epoch: refused with Aborted/"stale_epoch" unless the
+	// epoch is the current one and its lease is unexpired. It changes no field
+	// of the resource document, so it writes no event.
 	RecordDispatch(ctx context.Context, in *RecordDispatchRequest, opts ...grpc.CallOption) (*RecordDispatchResponse, error)
 	// ListReconcileState pages through every resource with what the scheduler
 	// needs to rebuild its state.
 	ListReconcileState(ctx context.Context, in *ListReconcileStateRequest, opts ...grpc.CallOption) (*ListReconcileStateResponse, error)
 	// SetCondition writes one condition outside a reconcile (for example
-	// ReconcilerAvailable=False), fenced by the scheduler epoch.
+	// ReconcilerAvailable=False), fenced by the scheduler epoch like
+	// RecordDispatch. A MODIFIED event; nothing is written when the condition
+	// already has that status, reason and message.
 	SetCondition(ctx context.Context, in *SetConditionRequest, opts ...grpc.CallOption) (*SetConditionResponse, error)
-	// RequestReconcile records a manual trigger (POST /resources/{id}/reconcile).
+	// RequestReconcile records a manual trigger (POST /resources/{id}/reconcile):
+	// a MODIFIED event, so that the scheduler hears of it. The next attempt
+	// consumes it.
 	RequestReconcile(ctx context.Context, in *RequestReconcileRequest, opts ...grpc.CallOption) (*RequestReconcileResponse, error)
-	// ListHistory returns reconciliation history, newest first.
+	// ListHistory returns reconciliation history, newest first (NotFound when
+	// the resource does not exist).
 	ListHistory(ctx context.Context, in *ListHistoryRequest, opts ...grpc.CallOption) (*ListHistoryResponse, error)
 }
 
@@ -183,30 +203,50 @@ type ReconcileServiceServer interface {
 	// marks the resource reconciling. Refused with Aborted/"lease_held" while
 	// another holder's lease is unexpired, and with FailedPrecondition/
 	// "stale_dispatch" when the item was dispatched by a scheduler epoch older
-	// than the current leader's.
+	// than the current leader's, or when a newer dispatch of the resource has
+	// been recorded since (its dispatch_id is not the resource's latest).
+	// scheduler_epoch 0 and an empty dispatch_id skip those checks (tools and
+	// tests acquiring without a scheduler). It consumes a pending manual
+	// trigger and requeue, and sets condition ReconcilerAvailable back to True
+	// when present. NotFound when the resource is gone.
 	AcquireLease(context.Context, *AcquireLeaseRequest) (*AcquireLeaseResponse, error)
-	// RenewLease extends a held lease while long work continues.
+	// RenewLease extends a held lease while long work continues. Refused with
+	// Aborted/"stale_epoch" once another holder acquired a newer epoch or the
+	// lease was released.
 	RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error)
 	// CompleteReconcile saves the outcome of one attempt in one transaction:
 	// status, conditions, outputs, observed generation, a history row, finalizer
 	// and annotation changes, and releases the lease. A success is a RECONCILED
 	// event; a failure a MODIFIED event; a deleting resource whose last
-	// finalizer goes is PURGED.
+	// finalizer goes is PURGED. Conditions are merged by type into the
+	// existing ones (a type not named is kept); last_transition_time is set by
+	// the store and moves only when a condition's status changes.
 	CompleteReconcile(context.Context, *CompleteReconcileRequest) (*CompleteReconcileResponse, error)
-	// BecomeScheduler takes or renews the scheduler leadership lease.
+	// BecomeScheduler takes or renews the scheduler leadership lease. A call
+	// presenting the current epoch as its holder renews it (also after expiry,
+	// if nobody took over). Otherwise the lease is taken, with epoch + 1, when it
+	// is free, expired, or already recorded for this holder (a restarted
+	// process); else leader is false and current_holder names the leader.
 	BecomeScheduler(context.Context, *BecomeSchedulerRequest) (*BecomeSchedulerResponse, error)
 	// RecordDispatch records that the scheduler dispatched a work item, fenced
-	// by the scheduler epoch.
+	// by the scheduler epoch: refused with Aborted/"stale_epoch" unless the
+	// epoch is the current one and its lease is unexpired. It changes no field
+	// of the resource document, so it writes no event.
 	RecordDispatch(context.Context, *RecordDispatchRequest) (*RecordDispatchResponse, error)
 	// ListReconcileState pages through every resource with what the scheduler
 	// needs to rebuild its state.
 	ListReconcileState(context.Context, *ListReconcileStateRequest) (*ListReconcileStateResponse, error)
 	// SetCondition writes one condition outside a reconcile (for example
-	// ReconcilerAvailable=False), fenced by the scheduler epoch.
+	// ReconcilerAvailable=False), fenced by the scheduler epoch like
+	// RecordDispatch. A MODIFIED event; nothing is written when the condition
+	// already has that status, reason and message.
 	SetCondition(context.Context, *SetConditionRequest) (*SetConditionResponse, error)
-	// RequestReconcile records a manual trigger (POST /resources/{id}/reconcile).
+	// RequestReconcile records a manual trigger (POST /resources/{id}/reconcile):
+	// a MODIFIED event, so that the scheduler hears of it. The next attempt
+	// consumes it.
 	RequestReconcile(context.Context, *RequestReconcileRequest) (*RequestReconcileResponse, error)
-	// ListHistory returns reconciliation history, newest first.
+	// ListHistory returns reconciliation history, newest first (NotFound when
+	// the resource does not exist).
 	ListHistory(context.Context, *ListHistoryRequest) (*ListHistoryResponse, error)
 	mustEmbedUnimplementedReconcileServiceServer()
 }

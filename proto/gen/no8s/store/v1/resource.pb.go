@@ -36,6 +36,10 @@ type ResourceType struct {
 	ResourceVersion int64                  `protobuf:"varint,6,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
 	CreatedAt       *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt       *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// reconcile_policy tunes scheduling of the type's resources. The store
+	// answers it with every default filled in; on writes, zero fields take the
+	// defaults (see docs/design/reconcile.md).
+	ReconcilePolicy *ReconcilePolicy `protobuf:"bytes,9,opt,name=reconcile_policy,json=reconcilePolicy,proto3" json:"reconcile_policy,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -126,6 +130,84 @@ func (x *ResourceType) GetUpdatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ResourceType) GetReconcilePolicy() *ReconcilePolicy {
+	if x != nil {
+		return x.ReconcilePolicy
+	}
+	return nil
+}
+
+// ReconcilePolicy tunes scheduling for the resources of a type, in seconds.
+// Zero means the default: resync 300, backoff base 60, backoff max 61440,
+// timeout 300.
+type ReconcilePolicy struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	ResyncSeconds      int32                  `protobuf:"varint,1,opt,name=resync_seconds,json=resyncSeconds,proto3" json:"resync_seconds,omitempty"`
+	BackoffBaseSeconds int32                  `protobuf:"varint,2,opt,name=backoff_base_seconds,json=backoffBaseSeconds,proto3" json:"backoff_base_seconds,omitempty"`
+	BackoffMaxSeconds  int32                  `protobuf:"varint,3,opt,name=backoff_max_seconds,json=backoffMaxSeconds,proto3" json:"backoff_max_seconds,omitempty"`
+	TimeoutSeconds     int32                  `protobuf:"varint,4,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *ReconcilePolicy) Reset() {
+	*x = ReconcilePolicy{}
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconcilePolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconcilePolicy) ProtoMessage() {}
+
+func (x *ReconcilePolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconcilePolicy.ProtoReflect.Descriptor instead.
+func (*ReconcilePolicy) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_resource_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ReconcilePolicy) GetResyncSeconds() int32 {
+	if x != nil {
+		return x.ResyncSeconds
+	}
+	return 0
+}
+
+func (x *ReconcilePolicy) GetBackoffBaseSeconds() int32 {
+	if x != nil {
+		return x.BackoffBaseSeconds
+	}
+	return 0
+}
+
+func (x *ReconcilePolicy) GetBackoffMaxSeconds() int32 {
+	if x != nil {
+		return x.BackoffMaxSeconds
+	}
+	return 0
+}
+
+func (x *ReconcilePolicy) GetTimeoutSeconds() int32 {
+	if x != nil {
+		return x.TimeoutSeconds
+	}
+	return 0
+}
+
 // OwnerReference points at the resource that owns this one.
 type OwnerReference struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
@@ -141,7 +223,7 @@ type OwnerReference struct {
 
 func (x *OwnerReference) Reset() {
 	*x = OwnerReference{}
-	mi := &file_no8s_store_v1_resource_proto_msgTypes[1]
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -153,7 +235,7 @@ func (x *OwnerReference) String() string {
 func (*OwnerReference) ProtoMessage() {}
 
 func (x *OwnerReference) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_resource_proto_msgTypes[1]
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -166,7 +248,7 @@ func (x *OwnerReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerReference.ProtoReflect.Descriptor instead.
 func (*OwnerReference) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_resource_proto_rawDescGZIP(), []int{1}
+	return file_no8s_store_v1_resource_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *OwnerReference) GetUid() string {
@@ -226,7 +308,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_no8s_store_v1_resource_proto_msgTypes[2]
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -238,7 +320,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_resource_proto_msgTypes[2]
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -251,7 +333,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_resource_proto_rawDescGZIP(), []int{2}
+	return file_no8s_store_v1_resource_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Condition) GetType() string {
@@ -329,7 +411,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_no8s_store_v1_resource_proto_msgTypes[3]
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -341,7 +423,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_resource_proto_msgTypes[3]
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -354,7 +436,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_resource_proto_rawDescGZIP(), []int{3}
+	return file_no8s_store_v1_resource_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Resource) GetId() int64 {
@@ -515,7 +597,7 @@ var File_no8s_store_v1_resource_proto protoreflect.FileDescriptor
 
 const file_no8s_store_v1_resource_proto_rawDesc = "" +
 	"\n" +
-	"\x1cno8s/store/v1/resource.proto\x12\rno8s.store.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x02\n" +
+	"\x1cno8s/store/v1/resource.proto\x12\rno8s.store.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf2\x02\n" +
 	"\fResourceType\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -526,7 +608,13 @@ const file_no8s_store_v1_resource_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xea\x01\n" +
+	"updated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12I\n" +
+	"\x10reconcile_policy\x18\t \x01(\v2\x1e.no8s.store.v1.ReconcilePolicyR\x0freconcilePolicy\"\xc3\x01\n" +
+	"\x0fReconcilePolicy\x12%\n" +
+	"\x0eresync_seconds\x18\x01 \x01(\x05R\rresyncSeconds\x120\n" +
+	"\x14backoff_base_seconds\x18\x02 \x01(\x05R\x12backoffBaseSeconds\x12.\n" +
+	"\x13backoff_max_seconds\x18\x03 \x01(\x05R\x11backoffMaxSeconds\x12'\n" +
+	"\x0ftimeout_seconds\x18\x04 \x01(\x05R\x0etimeoutSeconds\"\xea\x01\n" +
 	"\x0eOwnerReference\x12\x10\n" +
 	"\x03uid\x18\x01 \x01(\tR\x03uid\x12,\n" +
 	"\x12resource_type_name\x18\x02 \x01(\tR\x10resourceTypeName\x122\n" +
@@ -596,33 +684,35 @@ func file_no8s_store_v1_resource_proto_rawDescGZIP() []byte {
 	return file_no8s_store_v1_resource_proto_rawDescData
 }
 
-var file_no8s_store_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_no8s_store_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_no8s_store_v1_resource_proto_goTypes = []any{
 	(*ResourceType)(nil),          // 0: no8s.store.v1.ResourceType
-	(*OwnerReference)(nil),        // 1: no8s.store.v1.OwnerReference
-	(*Condition)(nil),             // 2: no8s.store.v1.Condition
-	(*Resource)(nil),              // 3: no8s.store.v1.Resource
-	nil,                           // 4: no8s.store.v1.Resource.LabelsEntry
-	nil,                           // 5: no8s.store.v1.Resource.AnnotationsEntry
-	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
+	(*ReconcilePolicy)(nil),       // 1: no8s.store.v1.ReconcilePolicy
+	(*OwnerReference)(nil),        // 2: no8s.store.v1.OwnerReference
+	(*Condition)(nil),             // 3: no8s.store.v1.Condition
+	(*Resource)(nil),              // 4: no8s.store.v1.Resource
+	nil,                           // 5: no8s.store.v1.Resource.LabelsEntry
+	nil,                           // 6: no8s.store.v1.Resource.AnnotationsEntry
+	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
 }
 var file_no8s_store_v1_resource_proto_depIdxs = []int32{
-	6,  // 0: no8s.store.v1.ResourceType.created_at:type_name -> google.protobuf.Timestamp
-	6,  // 1: no8s.store.v1.ResourceType.updated_at:type_name -> google.protobuf.Timestamp
-	6,  // 2: no8s.store.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	4,  // 3: no8s.store.v1.Resource.labels:type_name -> no8s.store.v1.Resource.LabelsEntry
-	5,  // 4: no8s.store.v1.Resource.annotations:type_name -> no8s.store.v1.Resource.AnnotationsEntry
-	1,  // 5: no8s.store.v1.Resource.owner_references:type_name -> no8s.store.v1.OwnerReference
-	2,  // 6: no8s.store.v1.Resource.conditions:type_name -> no8s.store.v1.Condition
-	6,  // 7: no8s.store.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
-	6,  // 8: no8s.store.v1.Resource.updated_at:type_name -> google.protobuf.Timestamp
-	6,  // 9: no8s.store.v1.Resource.deleted_at:type_name -> google.protobuf.Timestamp
-	6,  // 10: no8s.store.v1.Resource.last_reconcile_time:type_name -> google.protobuf.Timestamp
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	7,  // 0: no8s.store.v1.ResourceType.created_at:type_name -> google.protobuf.Timestamp
+	7,  // 1: no8s.store.v1.ResourceType.updated_at:type_name -> google.protobuf.Timestamp
+	1,  // 2: no8s.store.v1.ResourceType.reconcile_policy:type_name -> no8s.store.v1.ReconcilePolicy
+	7,  // 3: no8s.store.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	5,  // 4: no8s.store.v1.Resource.labels:type_name -> no8s.store.v1.Resource.LabelsEntry
+	6,  // 5: no8s.store.v1.Resource.annotations:type_name -> no8s.store.v1.Resource.AnnotationsEntry
+	2,  // 6: no8s.store.v1.Resource.owner_references:type_name -> no8s.store.v1.OwnerReference
+	3,  // 7: no8s.store.v1.Resource.conditions:type_name -> no8s.store.v1.Condition
+	7,  // 8: no8s.store.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
+	7,  // 9: no8s.store.v1.Resource.updated_at:type_name -> google.protobuf.Timestamp
+	7,  // 10: no8s.store.v1.Resource.deleted_at:type_name -> google.protobuf.Timestamp
+	7,  // 11: no8s.store.v1.Resource.last_reconcile_time:type_name -> google.protobuf.Timestamp
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_no8s_store_v1_resource_proto_init() }
@@ -636,7 +726,7 @@ func file_no8s_store_v1_resource_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_no8s_store_v1_resource_proto_rawDesc), len(file_no8s_store_v1_resource_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -316,10 +316,12 @@ type UpdateResourceTypeRequest struct {
 	Id          int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	Description *string                `protobuf:"bytes,2,opt,name=description,proto3,oneof" json:"description,omitempty"`
 	// schema replaces the schema when set (non-empty).
-	Schema        []byte `protobuf:"bytes,3,opt,name=schema,proto3" json:"schema,omitempty"`
-	DryRun        bool   `protobuf:"varint,4,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Schema []byte `protobuf:"bytes,3,opt,name=schema,proto3" json:"schema,omitempty"`
+	DryRun bool   `protobuf:"varint,4,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// reconcile_policy replaces the policy when set (zero fields: defaults).
+	ReconcilePolicy *ReconcilePolicy `protobuf:"bytes,5,opt,name=reconcile_policy,json=reconcilePolicy,proto3" json:"reconcile_policy,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *UpdateResourceTypeRequest) Reset() {
@@ -378,6 +380,13 @@ func (x *UpdateResourceTypeRequest) GetDryRun() bool {
 		return x.DryRun
 	}
 	return false
+}
+
+func (x *UpdateResourceTypeRequest) GetReconcilePolicy() *ReconcilePolicy {
+	if x != nil {
+		return x.ReconcilePolicy
+	}
+	return nil
 }
 
 type UpdateResourceTypeResponse struct {
@@ -816,6 +825,10 @@ type ListResourcesRequest struct {
 	LabelSelector string `protobuf:"bytes,4,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
 	Limit         int32  `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
 	ContinueToken string `protobuf:"bytes,6,opt,name=continue_token,json=continueToken,proto3" json:"continue_token,omitempty"`
+	// documents asks for the resources' canonical JSON documents (documents)
+	// instead of protobuf messages (resources): the gateway serves them as they
+	// are, with no re-encoding.
+	Documents     bool `protobuf:"varint,7,opt,name=documents,proto3" json:"documents,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -892,6 +905,13 @@ func (x *ListResourcesRequest) GetContinueToken() string {
 	return ""
 }
 
+func (x *ListResourcesRequest) GetDocuments() bool {
+	if x != nil {
+		return x.Documents
+	}
+	return false
+}
+
 type ListResourcesResponse struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Resources []*Resource            `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
@@ -900,8 +920,10 @@ type ListResourcesResponse struct {
 	// resource_version is the revision the first page was read at: every change
 	// after it is delivered by a watch that starts from it.
 	ResourceVersion int64 `protobuf:"varint,3,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// documents holds the resources' canonical JSON documents when asked for.
+	Documents     [][]byte `protobuf:"bytes,4,rep,name=documents,proto3" json:"documents,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListResourcesResponse) Reset() {
@@ -953,6 +975,13 @@ func (x *ListResourcesResponse) GetResourceVersion() int64 {
 		return x.ResourceVersion
 	}
 	return 0
+}
+
+func (x *ListResourcesResponse) GetDocuments() [][]byte {
+	if x != nil {
+		return x.Documents
+	}
+	return nil
 }
 
 // StringMap is a map that can be told apart from "not given".
@@ -1386,7 +1415,7 @@ var File_no8s_store_v1_store_proto protoreflect.FileDescriptor
 
 const file_no8s_store_v1_store_proto_rawDesc = "" +
 	"\n" +
-	"\x19no8s/store/v1/store.proto\x12\rno8s.store.v1\x1a\x1cno8s/store/v1/resource.proto\"v\n" +
+	"\x19no8s/store/v1/store.proto\x12\rno8s.store.v1\x1a\x1cno8s/store/v1/resource.proto\x1a\x1bno8s/store/v1/webhook.proto\"v\n" +
 	"\x19CreateResourceTypeRequest\x12@\n" +
 	"\rresource_type\x18\x01 \x01(\v2\x1b.no8s.store.v1.ResourceTypeR\fresourceType\x12\x17\n" +
 	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"^\n" +
@@ -1401,12 +1430,13 @@ const file_no8s_store_v1_store_proto_rawDesc = "" +
 	"\x18ListResourceTypesRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"_\n" +
 	"\x19ListResourceTypesResponse\x12B\n" +
-	"\x0eresource_types\x18\x01 \x03(\v2\x1b.no8s.store.v1.ResourceTypeR\rresourceTypes\"\x93\x01\n" +
+	"\x0eresource_types\x18\x01 \x03(\v2\x1b.no8s.store.v1.ResourceTypeR\rresourceTypes\"\xde\x01\n" +
 	"\x19UpdateResourceTypeRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12%\n" +
 	"\vdescription\x18\x02 \x01(\tH\x00R\vdescription\x88\x01\x01\x12\x16\n" +
 	"\x06schema\x18\x03 \x01(\fR\x06schema\x12\x17\n" +
-	"\adry_run\x18\x04 \x01(\bR\x06dryRunB\x0e\n" +
+	"\adry_run\x18\x04 \x01(\bR\x06dryRun\x12I\n" +
+	"\x10reconcile_policy\x18\x05 \x01(\v2\x1e.no8s.store.v1.ReconcilePolicyR\x0freconcilePolicyB\x0e\n" +
 	"\f_description\"^\n" +
 	"\x1aUpdateResourceTypeResponse\x12@\n" +
 	"\rresource_type\x18\x01 \x01(\v2\x1b.no8s.store.v1.ResourceTypeR\fresourceType\"D\n" +
@@ -1429,18 +1459,20 @@ const file_no8s_store_v1_store_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\v2\x1b.no8s.store.v1.ResourceNameH\x00R\x04nameB\x05\n" +
 	"\x03key\"J\n" +
 	"\x13GetResourceResponse\x123\n" +
-	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\"\xf4\x01\n" +
+	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\"\x92\x02\n" +
 	"\x14ListResourcesRequest\x12,\n" +
 	"\x12resource_type_name\x18\x01 \x01(\tR\x10resourceTypeName\x122\n" +
 	"\x15resource_type_version\x18\x02 \x01(\tR\x13resourceTypeVersion\x12\x16\n" +
 	"\x06status\x18\x03 \x01(\tR\x06status\x12%\n" +
 	"\x0elabel_selector\x18\x04 \x01(\tR\rlabelSelector\x12\x14\n" +
 	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12%\n" +
-	"\x0econtinue_token\x18\x06 \x01(\tR\rcontinueToken\"\xa0\x01\n" +
+	"\x0econtinue_token\x18\x06 \x01(\tR\rcontinueToken\x12\x1c\n" +
+	"\tdocuments\x18\a \x01(\bR\tdocuments\"\xbe\x01\n" +
 	"\x15ListResourcesResponse\x125\n" +
 	"\tresources\x18\x01 \x03(\v2\x17.no8s.store.v1.ResourceR\tresources\x12%\n" +
 	"\x0econtinue_token\x18\x02 \x01(\tR\rcontinueToken\x12)\n" +
-	"\x10resource_version\x18\x03 \x01(\x03R\x0fresourceVersion\"\x88\x01\n" +
+	"\x10resource_version\x18\x03 \x01(\x03R\x0fresourceVersion\x12\x1c\n" +
+	"\tdocuments\x18\x04 \x03(\fR\tdocuments\"\x88\x01\n" +
 	"\tStringMap\x12?\n" +
 	"\aentries\x18\x01 \x03(\v2%.no8s.store.v1.StringMap.EntriesEntryR\aentries\x1a:\n" +
 	"\fEntriesEntry\x12\x10\n" +
@@ -1471,7 +1503,7 @@ const file_no8s_store_v1_store_proto_rawDesc = "" +
 	"\adry_run\x18\x05 \x01(\bR\x06dryRun\"g\n" +
 	"\x18UpdateFinalizersResponse\x123\n" +
 	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\x12\x16\n" +
-	"\x06purged\x18\x02 \x01(\bR\x06purged2\xcd\b\n" +
+	"\x06purged\x18\x02 \x01(\bR\x06purged2\x94\r\n" +
 	"\fStoreService\x12i\n" +
 	"\x12CreateResourceType\x12(.no8s.store.v1.CreateResourceTypeRequest\x1a).no8s.store.v1.CreateResourceTypeResponse\x12`\n" +
 	"\x0fGetResourceType\x12%.no8s.store.v1.GetResourceTypeRequest\x1a&.no8s.store.v1.GetResourceTypeResponse\x12f\n" +
@@ -1483,7 +1515,12 @@ const file_no8s_store_v1_store_proto_rawDesc = "" +
 	"\rListResources\x12#.no8s.store.v1.ListResourcesRequest\x1a$.no8s.store.v1.ListResourcesResponse\x12]\n" +
 	"\x0eUpdateResource\x12$.no8s.store.v1.UpdateResourceRequest\x1a%.no8s.store.v1.UpdateResourceResponse\x12]\n" +
 	"\x0eDeleteResource\x12$.no8s.store.v1.DeleteResourceRequest\x1a%.no8s.store.v1.DeleteResourceResponse\x12c\n" +
-	"\x10UpdateFinalizers\x12&.no8s.store.v1.UpdateFinalizersRequest\x1a'.no8s.store.v1.UpdateFinalizersResponseB\xab\x01\n" +
+	"\x10UpdateFinalizers\x12&.no8s.store.v1.UpdateFinalizersRequest\x1a'.no8s.store.v1.UpdateFinalizersResponse\x12u\n" +
+	"\x16CreateAdmissionWebhook\x12,.no8s.store.v1.CreateAdmissionWebhookRequest\x1a-.no8s.store.v1.CreateAdmissionWebhookResponse\x12l\n" +
+	"\x13GetAdmissionWebhook\x12).no8s.store.v1.GetAdmissionWebhookRequest\x1a*.no8s.store.v1.GetAdmissionWebhookResponse\x12r\n" +
+	"\x15ListAdmissionWebhooks\x12+.no8s.store.v1.ListAdmissionWebhooksRequest\x1a,.no8s.store.v1.ListAdmissionWebhooksResponse\x12u\n" +
+	"\x16UpdateAdmissionWebhook\x12,.no8s.store.v1.UpdateAdmissionWebhookRequest\x1a-.no8s.store.v1.UpdateAdmissionWebhookResponse\x12u\n" +
+	"\x16DeleteAdmissionWebhook\x12,.no8s.store.v1.DeleteAdmissionWebhookRequest\x1a-.no8s.store.v1.DeleteAdmissionWebhookResponseB\xab\x01\n" +
 	"\x11com.no8s.store.v1B\n" +
 	"StoreProtoP\x01Z4github.com/no8s/no8s/proto/gen/no8s/store/v1;storev1\xa2\x02\x03NSX\xaa\x02\rNo8s.Store.V1\xca\x02\rNo8s\\Store\\V1\xe2\x02\x19No8s\\Store\\V1\\GPBMetadata\xea\x02\x0fNo8s::Store::V1b\x06proto3"
 
@@ -1501,78 +1538,100 @@ func file_no8s_store_v1_store_proto_rawDescGZIP() []byte {
 
 var file_no8s_store_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_no8s_store_v1_store_proto_goTypes = []any{
-	(*CreateResourceTypeRequest)(nil),  // 0: no8s.store.v1.CreateResourceTypeRequest
-	(*CreateResourceTypeResponse)(nil), // 1: no8s.store.v1.CreateResourceTypeResponse
-	(*GetResourceTypeRequest)(nil),     // 2: no8s.store.v1.GetResourceTypeRequest
-	(*GetResourceTypeResponse)(nil),    // 3: no8s.store.v1.GetResourceTypeResponse
-	(*ListResourceTypesRequest)(nil),   // 4: no8s.store.v1.ListResourceTypesRequest
-	(*ListResourceTypesResponse)(nil),  // 5: no8s.store.v1.ListResourceTypesResponse
-	(*UpdateResourceTypeRequest)(nil),  // 6: no8s.store.v1.UpdateResourceTypeRequest
-	(*UpdateResourceTypeResponse)(nil), // 7: no8s.store.v1.UpdateResourceTypeResponse
-	(*DeleteResourceTypeRequest)(nil),  // 8: no8s.store.v1.DeleteResourceTypeRequest
-	(*DeleteResourceTypeResponse)(nil), // 9: no8s.store.v1.DeleteResourceTypeResponse
-	(*CreateResourceRequest)(nil),      // 10: no8s.store.v1.CreateResourceRequest
-	(*CreateResourceResponse)(nil),     // 11: no8s.store.v1.CreateResourceResponse
-	(*ResourceName)(nil),               // 12: no8s.store.v1.ResourceName
-	(*GetResourceRequest)(nil),         // 13: no8s.store.v1.GetResourceRequest
-	(*GetResourceResponse)(nil),        // 14: no8s.store.v1.GetResourceResponse
-	(*ListResourcesRequest)(nil),       // 15: no8s.store.v1.ListResourcesRequest
-	(*ListResourcesResponse)(nil),      // 16: no8s.store.v1.ListResourcesResponse
-	(*StringMap)(nil),                  // 17: no8s.store.v1.StringMap
-	(*UpdateResourceRequest)(nil),      // 18: no8s.store.v1.UpdateResourceRequest
-	(*UpdateResourceResponse)(nil),     // 19: no8s.store.v1.UpdateResourceResponse
-	(*DeleteResourceRequest)(nil),      // 20: no8s.store.v1.DeleteResourceRequest
-	(*DeleteResourceResponse)(nil),     // 21: no8s.store.v1.DeleteResourceResponse
-	(*UpdateFinalizersRequest)(nil),    // 22: no8s.store.v1.UpdateFinalizersRequest
-	(*UpdateFinalizersResponse)(nil),   // 23: no8s.store.v1.UpdateFinalizersResponse
-	nil,                                // 24: no8s.store.v1.StringMap.EntriesEntry
-	(*ResourceType)(nil),               // 25: no8s.store.v1.ResourceType
-	(*Resource)(nil),                   // 26: no8s.store.v1.Resource
+	(*CreateResourceTypeRequest)(nil),      // 0: no8s.store.v1.CreateResourceTypeRequest
+	(*CreateResourceTypeResponse)(nil),     // 1: no8s.store.v1.CreateResourceTypeResponse
+	(*GetResourceTypeRequest)(nil),         // 2: no8s.store.v1.GetResourceTypeRequest
+	(*GetResourceTypeResponse)(nil),        // 3: no8s.store.v1.GetResourceTypeResponse
+	(*ListResourceTypesRequest)(nil),       // 4: no8s.store.v1.ListResourceTypesRequest
+	(*ListResourceTypesResponse)(nil),      // 5: no8s.store.v1.ListResourceTypesResponse
+	(*UpdateResourceTypeRequest)(nil),      // 6: no8s.store.v1.UpdateResourceTypeRequest
+	(*UpdateResourceTypeResponse)(nil),     // 7: no8s.store.v1.UpdateResourceTypeResponse
+	(*DeleteResourceTypeRequest)(nil),      // 8: no8s.store.v1.DeleteResourceTypeRequest
+	(*DeleteResourceTypeResponse)(nil),     // 9: no8s.store.v1.DeleteResourceTypeResponse
+	(*CreateResourceRequest)(nil),          // 10: no8s.store.v1.CreateResourceRequest
+	(*CreateResourceResponse)(nil),         // 11: no8s.store.v1.CreateResourceResponse
+	(*ResourceName)(nil),                   // 12: no8s.store.v1.ResourceName
+	(*GetResourceRequest)(nil),             // 13: no8s.store.v1.GetResourceRequest
+	(*GetResourceResponse)(nil),            // 14: no8s.store.v1.GetResourceResponse
+	(*ListResourcesRequest)(nil),           // 15: no8s.store.v1.ListResourcesRequest
+	(*ListResourcesResponse)(nil),          // 16: no8s.store.v1.ListResourcesResponse
+	(*StringMap)(nil),                      // 17: no8s.store.v1.StringMap
+	(*UpdateResourceRequest)(nil),          // 18: no8s.store.v1.UpdateResourceRequest
+	(*UpdateResourceResponse)(nil),         // 19: no8s.store.v1.UpdateResourceResponse
+	(*DeleteResourceRequest)(nil),          // 20: no8s.store.v1.DeleteResourceRequest
+	(*DeleteResourceResponse)(nil),         // 21: no8s.store.v1.DeleteResourceResponse
+	(*UpdateFinalizersRequest)(nil),        // 22: no8s.store.v1.UpdateFinalizersRequest
+	(*UpdateFinalizersResponse)(nil),       // 23: no8s.store.v1.UpdateFinalizersResponse
+	nil,                                    // 24: no8s.store.v1.StringMap.EntriesEntry
+	(*ResourceType)(nil),                   // 25: no8s.store.v1.ResourceType
+	(*ReconcilePolicy)(nil),                // 26: no8s.store.v1.ReconcilePolicy
+	(*Resource)(nil),                       // 27: no8s.store.v1.Resource
+	(*CreateAdmissionWebhookRequest)(nil),  // 28: no8s.store.v1.CreateAdmissionWebhookRequest
+	(*GetAdmissionWebhookRequest)(nil),     // 29: no8s.store.v1.GetAdmissionWebhookRequest
+	(*ListAdmissionWebhooksRequest)(nil),   // 30: no8s.store.v1.ListAdmissionWebhooksRequest
+	(*UpdateAdmissionWebhookRequest)(nil),  // 31: no8s.store.v1.UpdateAdmissionWebhookRequest
+	(*DeleteAdmissionWebhookRequest)(nil),  // 32: no8s.store.v1.DeleteAdmissionWebhookRequest
+	(*CreateAdmissionWebhookResponse)(nil), // 33: no8s.store.v1.CreateAdmissionWebhookResponse
+	(*GetAdmissionWebhookResponse)(nil),    // 34: no8s.store.v1.GetAdmissionWebhookResponse
+	(*ListAdmissionWebhooksResponse)(nil),  // 35: no8s.store.v1.ListAdmissionWebhooksResponse
+	(*UpdateAdmissionWebhookResponse)(nil), // 36: no8s.store.v1.UpdateAdmissionWebhookResponse
+	(*DeleteAdmissionWebhookResponse)(nil), // 37: no8s.store.v1.DeleteAdmissionWebhookResponse
 }
 var file_no8s_store_v1_store_proto_depIdxs = []int32{
 	25, // 0: no8s.store.v1.CreateResourceTypeRequest.resource_type:type_name -> no8s.store.v1.ResourceType
 	25, // 1: no8s.store.v1.CreateResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
 	25, // 2: no8s.store.v1.GetResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
 	25, // 3: no8s.store.v1.ListResourceTypesResponse.resource_types:type_name -> no8s.store.v1.ResourceType
-	25, // 4: no8s.store.v1.UpdateResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
-	26, // 5: no8s.store.v1.CreateResourceRequest.resource:type_name -> no8s.store.v1.Resource
-	26, // 6: no8s.store.v1.CreateResourceResponse.resource:type_name -> no8s.store.v1.Resource
-	12, // 7: no8s.store.v1.GetResourceRequest.name:type_name -> no8s.store.v1.ResourceName
-	26, // 8: no8s.store.v1.GetResourceResponse.resource:type_name -> no8s.store.v1.Resource
-	26, // 9: no8s.store.v1.ListResourcesResponse.resources:type_name -> no8s.store.v1.Resource
-	24, // 10: no8s.store.v1.StringMap.entries:type_name -> no8s.store.v1.StringMap.EntriesEntry
-	17, // 11: no8s.store.v1.UpdateResourceRequest.labels:type_name -> no8s.store.v1.StringMap
-	17, // 12: no8s.store.v1.UpdateResourceRequest.annotations:type_name -> no8s.store.v1.StringMap
-	26, // 13: no8s.store.v1.UpdateResourceResponse.resource:type_name -> no8s.store.v1.Resource
-	26, // 14: no8s.store.v1.DeleteResourceResponse.resource:type_name -> no8s.store.v1.Resource
-	26, // 15: no8s.store.v1.UpdateFinalizersResponse.resource:type_name -> no8s.store.v1.Resource
-	0,  // 16: no8s.store.v1.StoreService.CreateResourceType:input_type -> no8s.store.v1.CreateResourceTypeRequest
-	2,  // 17: no8s.store.v1.StoreService.GetResourceType:input_type -> no8s.store.v1.GetResourceTypeRequest
-	4,  // 18: no8s.store.v1.StoreService.ListResourceTypes:input_type -> no8s.store.v1.ListResourceTypesRequest
-	6,  // 19: no8s.store.v1.StoreService.UpdateResourceType:input_type -> no8s.store.v1.UpdateResourceTypeRequest
-	8,  // 20: no8s.store.v1.StoreService.DeleteResourceType:input_type -> no8s.store.v1.DeleteResourceTypeRequest
-	10, // 21: no8s.store.v1.StoreService.CreateResource:input_type -> no8s.store.v1.CreateResourceRequest
-	13, // 22: no8s.store.v1.StoreService.GetResource:input_type -> no8s.store.v1.GetResourceRequest
-	15, // 23: no8s.store.v1.StoreService.ListResources:input_type -> no8s.store.v1.ListResourcesRequest
-	18, // 24: no8s.store.v1.StoreService.UpdateResource:input_type -> no8s.store.v1.UpdateResourceRequest
-	20, // 25: no8s.store.v1.StoreService.DeleteResource:input_type -> no8s.store.v1.DeleteResourceRequest
-	22, // 26: no8s.store.v1.StoreService.UpdateFinalizers:input_type -> no8s.store.v1.UpdateFinalizersRequest
-	1,  // 27: no8s.store.v1.StoreService.CreateResourceType:output_type -> no8s.store.v1.CreateResourceTypeResponse
-	3,  // 28: no8s.store.v1.StoreService.GetResourceType:output_type -> no8s.store.v1.GetResourceTypeResponse
-	5,  // 29: no8s.store.v1.StoreService.ListResourceTypes:output_type -> no8s.store.v1.ListResourceTypesResponse
-	7,  // 30: no8s.store.v1.StoreService.UpdateResourceType:output_type -> no8s.store.v1.UpdateResourceTypeResponse
-	9,  // 31: no8s.store.v1.StoreService.DeleteResourceType:output_type -> no8s.store.v1.DeleteResourceTypeResponse
-	11, // 32: no8s.store.v1.StoreService.CreateResource:output_type -> no8s.store.v1.CreateResourceResponse
-	14, // 33: no8s.store.v1.StoreService.GetResource:output_type -> no8s.store.v1.GetResourceResponse
-	16, // 34: no8s.store.v1.StoreService.ListResources:output_type -> no8s.store.v1.ListResourcesResponse
-	19, // 35: no8s.store.v1.StoreService.UpdateResource:output_type -> no8s.store.v1.UpdateResourceResponse
-	21, // 36: no8s.store.v1.StoreService.DeleteResource:output_type -> no8s.store.v1.DeleteResourceResponse
-	23, // 37: no8s.store.v1.StoreService.UpdateFinalizers:output_type -> no8s.store.v1.UpdateFinalizersResponse
-	27, // [27:38] is the sub-list for method output_type
-	16, // [16:27] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	26, // 4: no8s.store.v1.UpdateResourceTypeRequest.reconcile_policy:type_name -> no8s.store.v1.ReconcilePolicy
+	25, // 5: no8s.store.v1.UpdateResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
+	27, // 6: no8s.store.v1.CreateResourceRequest.resource:type_name -> no8s.store.v1.Resource
+	27, // 7: no8s.store.v1.CreateResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	12, // 8: no8s.store.v1.GetResourceRequest.name:type_name -> no8s.store.v1.ResourceName
+	27, // 9: no8s.store.v1.GetResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	27, // 10: no8s.store.v1.ListResourcesResponse.resources:type_name -> no8s.store.v1.Resource
+	24, // 11: no8s.store.v1.StringMap.entries:type_name -> no8s.store.v1.StringMap.EntriesEntry
+	17, // 12: no8s.store.v1.UpdateResourceRequest.labels:type_name -> no8s.store.v1.StringMap
+	17, // 13: no8s.store.v1.UpdateResourceRequest.annotations:type_name -> no8s.store.v1.StringMap
+	27, // 14: no8s.store.v1.UpdateResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	27, // 15: no8s.store.v1.DeleteResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	27, // 16: no8s.store.v1.UpdateFinalizersResponse.resource:type_name -> no8s.store.v1.Resource
+	0,  // 17: no8s.store.v1.StoreService.CreateResourceType:input_type -> no8s.store.v1.CreateResourceTypeRequest
+	2,  // 18: no8s.store.v1.StoreService.GetResourceType:input_type -> no8s.store.v1.GetResourceTypeRequest
+	4,  // 19: no8s.store.v1.StoreService.ListResourceTypes:input_type -> no8s.store.v1.ListResourceTypesRequest
+	6,  // 20: no8s.store.v1.StoreService.UpdateResourceType:input_type -> no8s.store.v1.UpdateResourceTypeRequest
+	8,  // 21: no8s.store.v1.StoreService.DeleteResourceType:input_type -> no8s.store.v1.DeleteResourceTypeRequest
+	10, // 22: no8s.store.v1.StoreService.CreateResource:input_type -> no8s.store.v1.CreateResourceRequest
+	13, // 23: no8s.store.v1.StoreService.GetResource:input_type -> no8s.store.v1.GetResourceRequest
+	15, // 24: no8s.store.v1.StoreService.ListResources:input_type -> no8s.store.v1.ListResourcesRequest
+	18, // 25: no8s.store.v1.StoreService.UpdateResource:input_type -> no8s.store.v1.UpdateResourceRequest
+	20, // 26: no8s.store.v1.StoreService.DeleteResource:input_type -> no8s.store.v1.DeleteResourceRequest
+	22, // 27: no8s.store.v1.StoreService.UpdateFinalizers:input_type -> no8s.store.v1.UpdateFinalizersRequest
+	28, // 28: no8s.store.v1.StoreService.CreateAdmissionWebhook:input_type -> no8s.store.v1.CreateAdmissionWebhookRequest
+	29, // 29: no8s.store.v1.StoreService.GetAdmissionWebhook:input_type -> no8s.store.v1.GetAdmissionWebhookRequest
+	30, // 30: no8s.store.v1.StoreService.ListAdmissionWebhooks:input_type -> no8s.store.v1.ListAdmissionWebhooksRequest
+	31, // 31: no8s.store.v1.StoreService.UpdateAdmissionWebhook:input_type -> no8s.store.v1.UpdateAdmissionWebhookRequest
+	32, // 32: no8s.store.v1.StoreService.DeleteAdmissionWebhook:input_type -> no8s.store.v1.DeleteAdmissionWebhookRequest
+	1,  // 33: no8s.store.v1.StoreService.CreateResourceType:output_type -> no8s.store.v1.CreateResourceTypeResponse
+	3,  // 34: no8s.store.v1.StoreService.GetResourceType:output_type -> no8s.store.v1.GetResourceTypeResponse
+	5,  // 35: no8s.store.v1.StoreService.ListResourceTypes:output_type -> no8s.store.v1.ListResourceTypesResponse
+	7,  // 36: no8s.store.v1.StoreService.UpdateResourceType:output_type -> no8s.store.v1.UpdateResourceTypeResponse
+	9,  // 37: no8s.store.v1.StoreService.DeleteResourceType:output_type -> no8s.store.v1.DeleteResourceTypeResponse
+	11, // 38: no8s.store.v1.StoreService.CreateResource:output_type -> no8s.store.v1.CreateResourceResponse
+	14, // 39: no8s.store.v1.StoreService.GetResource:output_type -> no8s.store.v1.GetResourceResponse
+	16, // 40: no8s.store.v1.StoreService.ListResources:output_type -> no8s.store.v1.ListResourcesResponse
+	19, // 41: no8s.store.v1.StoreService.UpdateResource:output_type -> no8s.store.v1.UpdateResourceResponse
+	21, // 42: no8s.store.v1.StoreService.DeleteResource:output_type -> no8s.store.v1.DeleteResourceResponse
+	23, // 43: no8s.store.v1.StoreService.UpdateFinalizers:output_type -> no8s.store.v1.UpdateFinalizersResponse
+	33, // 44: no8s.store.v1.StoreService.CreateAdmissionWebhook:output_type -> no8s.store.v1.CreateAdmissionWebhookResponse
+	34, // 45: no8s.store.v1.StoreService.GetAdmissionWebhook:output_type -> no8s.store.v1.GetAdmissionWebhookResponse
+	35, // 46: no8s.store.v1.StoreService.ListAdmissionWebhooks:output_type -> no8s.store.v1.ListAdmissionWebhooksResponse
+	36, // 47: no8s.store.v1.StoreService.UpdateAdmissionWebhook:output_type -> no8s.store.v1.UpdateAdmissionWebhookResponse
+	37, // 48: no8s.store.v1.StoreService.DeleteAdmissionWebhook:output_type -> no8s.store.v1.DeleteAdmissionWebhookResponse
+	33, // [33:49] is the sub-list for method output_type
+	17, // [17:33] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_no8s_store_v1_store_proto_init() }
@@ -1581,6 +1640,7 @@ func file_no8s_store_v1_store_proto_init() {
 		return
 	}
 	file_no8s_store_v1_resource_proto_init()
+	file_no8s_store_v1_webhook_proto_init()
 	file_no8s_store_v1_store_proto_msgTypes[6].OneofWrappers = []any{}
 	file_no8s_store_v1_store_proto_msgTypes[13].OneofWrappers = []any{
 		(*GetResourceRequest_Id)(nil),

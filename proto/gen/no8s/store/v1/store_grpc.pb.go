@@ -19,17 +19,22 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	StoreService_CreateResourceType_FullMethodName = "/no8s.store.v1.StoreService/CreateResourceType"
-	StoreService_GetResourceType_FullMethodName    = "/no8s.store.v1.StoreService/GetResourceType"
-	StoreService_ListResourceTypes_FullMethodName  = "/no8s.store.v1.StoreService/ListResourceTypes"
-	StoreService_UpdateResourceType_FullMethodName = "/no8s.store.v1.StoreService/UpdateResourceType"
-	StoreService_DeleteResourceType_FullMethodName = "/no8s.store.v1.StoreService/DeleteResourceType"
-	StoreService_CreateResource_FullMethodName     = "/no8s.store.v1.StoreService/CreateResource"
-	StoreService_GetResource_FullMethodName        = "/no8s.store.v1.StoreService/GetResource"
-	StoreService_ListResources_FullMethodName      = "/no8s.store.v1.StoreService/ListResources"
-	StoreService_UpdateResource_FullMethodName     = "/no8s.store.v1.StoreService/UpdateResource"
-	StoreService_DeleteResource_FullMethodName     = "/no8s.store.v1.StoreService/DeleteResource"
-	StoreService_UpdateFinalizers_FullMethodName   = "/no8s.store.v1.StoreService/UpdateFinalizers"
+	StoreService_CreateResourceType_FullMethodName     = "/no8s.store.v1.StoreService/CreateResourceType"
+	StoreService_GetResourceType_FullMethodName        = "/no8s.store.v1.StoreService/GetResourceType"
+	StoreService_ListResourceTypes_FullMethodName      = "/no8s.store.v1.StoreService/ListResourceTypes"
+	StoreService_UpdateResourceType_FullMethodName     = "/no8s.store.v1.StoreService/UpdateResourceType"
+	StoreService_DeleteResourceType_FullMethodName     = "/no8s.store.v1.StoreService/DeleteResourceType"
+	StoreService_CreateResource_FullMethodName         = "/no8s.store.v1.StoreService/CreateResource"
+	StoreService_GetResource_FullMethodName            = "/no8s.store.v1.StoreService/GetResource"
+	StoreService_ListResources_FullMethodName          = "/no8s.store.v1.StoreService/ListResources"
+	StoreService_UpdateResource_FullMethodName         = "/no8s.store.v1.StoreService/UpdateResource"
+	StoreService_DeleteResource_FullMethodName         = "/no8s.store.v1.StoreService/DeleteResource"
+	StoreService_UpdateFinalizers_FullMethodName       = "/no8s.store.v1.StoreService/UpdateFinalizers"
+	StoreService_CreateAdmissionWebhook_FullMethodName = "/no8s.store.v1.StoreService/CreateAdmissionWebhook"
+	StoreService_GetAdmissionWebhook_FullMethodName    = "/no8s.store.v1.StoreService/GetAdmissionWebhook"
+	StoreService_ListAdmissionWebhooks_FullMethodName  = "/no8s.store.v1.StoreService/ListAdmissionWebhooks"
+	StoreService_UpdateAdmissionWebhook_FullMethodName = "/no8s.store.v1.StoreService/UpdateAdmissionWebhook"
+	StoreService_DeleteAdmissionWebhook_FullMethodName = "/no8s.store.v1.StoreService/DeleteAdmissionWebhook"
 )
 
 // StoreServiceClient is the client API for StoreService service.
@@ -52,6 +57,14 @@ type StoreServiceClient interface {
 	UpdateResource(ctx context.Context, in *UpdateResourceRequest, opts ...grpc.CallOption) (*UpdateResourceResponse, error)
 	DeleteResource(ctx context.Context, in *DeleteResourceRequest, opts ...grpc.CallOption) (*DeleteResourceResponse, error)
 	UpdateFinalizers(ctx context.Context, in *UpdateFinalizersRequest, opts ...grpc.CallOption) (*UpdateFinalizersResponse, error)
+	// Admission webhook registrations. Each write takes a revision; writes are
+	// serialized so that ListAdmissionWebhooks' set_version changes whenever
+	// the set does.
+	CreateAdmissionWebhook(ctx context.Context, in *CreateAdmissionWebhookRequest, opts ...grpc.CallOption) (*CreateAdmissionWebhookResponse, error)
+	GetAdmissionWebhook(ctx context.Context, in *GetAdmissionWebhookRequest, opts ...grpc.CallOption) (*GetAdmissionWebhookResponse, error)
+	ListAdmissionWebhooks(ctx context.Context, in *ListAdmissionWebhooksRequest, opts ...grpc.CallOption) (*ListAdmissionWebhooksResponse, error)
+	UpdateAdmissionWebhook(ctx context.Context, in *UpdateAdmissionWebhookRequest, opts ...grpc.CallOption) (*UpdateAdmissionWebhookResponse, error)
+	DeleteAdmissionWebhook(ctx context.Context, in *DeleteAdmissionWebhookRequest, opts ...grpc.CallOption) (*DeleteAdmissionWebhookResponse, error)
 }
 
 type storeServiceClient struct {
@@ -172,6 +185,56 @@ func (c *storeServiceClient) UpdateFinalizers(ctx context.Context, in *UpdateFin
 	return out, nil
 }
 
+func (c *storeServiceClient) CreateAdmissionWebhook(ctx context.Context, in *CreateAdmissionWebhookRequest, opts ...grpc.CallOption) (*CreateAdmissionWebhookResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateAdmissionWebhookResponse)
+	err := c.cc.Invoke(ctx, StoreService_CreateAdmissionWebhook_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeServiceClient) GetAdmissionWebhook(ctx context.Context, in *GetAdmissionWebhookRequest, opts ...grpc.CallOption) (*GetAdmissionWebhookResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetAdmissionWebhookResponse)
+	err := c.cc.Invoke(ctx, StoreService_GetAdmissionWebhook_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeServiceClient) ListAdmissionWebhooks(ctx context.Context, in *ListAdmissionWebhooksRequest, opts ...grpc.CallOption) (*ListAdmissionWebhooksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAdmissionWebhooksResponse)
+	err := c.cc.Invoke(ctx, StoreService_ListAdmissionWebhooks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeServiceClient) UpdateAdmissionWebhook(ctx context.Context, in *UpdateAdmissionWebhookRequest, opts ...grpc.CallOption) (*UpdateAdmissionWebhookResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateAdmissionWebhookResponse)
+	err := c.cc.Invoke(ctx, StoreService_UpdateAdmissionWebhook_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeServiceClient) DeleteAdmissionWebhook(ctx context.Context, in *DeleteAdmissionWebhookRequest, opts ...grpc.CallOption) (*DeleteAdmissionWebhookResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteAdmissionWebhookResponse)
+	err := c.cc.Invoke(ctx, StoreService_DeleteAdmissionWebhook_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // StoreServiceServer is the server API for StoreService service.
 // All implementations must embed UnimplementedStoreServiceServer
 // for forward compatibility.
@@ -192,6 +255,14 @@ type StoreServiceServer interface {
 	UpdateResource(context.Context, *UpdateResourceRequest) (*UpdateResourceResponse, error)
 	DeleteResource(context.Context, *DeleteResourceRequest) (*DeleteResourceResponse, error)
 	UpdateFinalizers(context.Context, *UpdateFinalizersRequest) (*UpdateFinalizersResponse, error)
+	// Admission webhook registrations. Each write takes a revision; writes are
+	// serialized so that ListAdmissionWebhooks' set_version changes whenever
+	// the set does.
+	CreateAdmissionWebhook(context.Context, *CreateAdmissionWebhookRequest) (*CreateAdmissionWebhookResponse, error)
+	GetAdmissionWebhook(context.Context, *GetAdmissionWebhookRequest) (*GetAdmissionWebhookResponse, error)
+	ListAdmissionWebhooks(context.Context, *ListAdmissionWebhooksRequest) (*ListAdmissionWebhooksResponse, error)
+	UpdateAdmissionWebhook(context.Context, *UpdateAdmissionWebhookRequest) (*UpdateAdmissionWebhookResponse, error)
+	DeleteAdmissionWebhook(context.Context, *DeleteAdmissionWebhookRequest) (*DeleteAdmissionWebhookResponse, error)
 	mustEmbedUnimplementedStoreServiceServer()
 }
 
@@ -234,6 +305,21 @@ func (UnimplementedStoreServiceServer) DeleteResource(context.Context, *DeleteRe
 }
 func (UnimplementedStoreServiceServer) UpdateFinalizers(context.Context, *UpdateFinalizersRequest) (*UpdateFinalizersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateFinalizers not implemented")
+}
+func (UnimplementedStoreServiceServer) CreateAdmissionWebhook(context.Context, *CreateAdmissionWebhookRequest) (*CreateAdmissionWebhookResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateAdmissionWebhook not implemented")
+}
+func (UnimplementedStoreServiceServer) GetAdmissionWebhook(context.Context, *GetAdmissionWebhookRequest) (*GetAdmissionWebhookResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetAdmissionWebhook not implemented")
+}
+func (UnimplementedStoreServiceServer) ListAdmissionWebhooks(context.Context, *ListAdmissionWebhooksRequest) (*ListAdmissionWebhooksResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListAdmissionWebhooks not implemented")
+}
+func (UnimplementedStoreServiceServer) UpdateAdmissionWebhook(context.Context, *UpdateAdmissionWebhookRequest) (*UpdateAdmissionWebhookResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateAdmissionWebhook not implemented")
+}
+func (UnimplementedStoreServiceServer) DeleteAdmissionWebhook(context.Context, *DeleteAdmissionWebhookRequest) (*DeleteAdmissionWebhookResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteAdmissionWebhook not implemented")
 }
 func (UnimplementedStoreServiceServer) mustEmbedUnimplementedStoreServiceServer() {}
 func (UnimplementedStoreServiceServer) testEmbeddedByValue()                      {}
@@ -454,6 +540,96 @@ func _StoreService_UpdateFinalizers_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _StoreService_CreateAdmissionWebhook_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateAdmissionWebhookRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServiceServer).CreateAdmissionWebhook(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StoreService_CreateAdmissionWebhook_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServiceServer).CreateAdmissionWebhook(ctx, req.(*CreateAdmissionWebhookRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StoreService_GetAdmissionWebhook_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetAdmissionWebhookRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServiceServer).GetAdmissionWebhook(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StoreService_GetAdmissionWebhook_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServiceServer).GetAdmissionWebhook(ctx, req.(*GetAdmissionWebhookRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StoreService_ListAdmissionWebhooks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAdmissionWebhooksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServiceServer).ListAdmissionWebhooks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StoreService_ListAdmissionWebhooks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServiceServer).ListAdmissionWebhooks(ctx, req.(*ListAdmissionWebhooksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StoreService_UpdateAdmissionWebhook_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateAdmissionWebhookRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServiceServer).UpdateAdmissionWebhook(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StoreService_UpdateAdmissionWebhook_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServiceServer).UpdateAdmissionWebhook(ctx, req.(*UpdateAdmissionWebhookRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StoreService_DeleteAdmissionWebhook_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteAdmissionWebhookRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServiceServer).DeleteAdmissionWebhook(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StoreService_DeleteAdmissionWebhook_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServiceServer).DeleteAdmissionWebhook(ctx, req.(*DeleteAdmissionWebhookRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // StoreService_ServiceDesc is the grpc.ServiceDesc for StoreService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -504,6 +680,26 @@ var StoreService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateFinalizers",
 			Handler:    _StoreService_UpdateFinalizers_Handler,
+		},
+		{
+			MethodName: "CreateAdmissionWebhook",
+			Handler:    _StoreService_CreateAdmissionWebhook_Handler,
+		},
+		{
+			MethodName: "GetAdmissionWebhook",
+			Handler:    _StoreService_GetAdmissionWebhook_Handler,
+		},
+		{
+			MethodName: "ListAdmissionWebhooks",
+			Handler:    _StoreService_ListAdmissionWebhooks_Handler,
+		},
+		{
+			MethodName: "UpdateAdmissionWebhook",
+			Handler:    _StoreService_UpdateAdmissionWebhook_Handler,
+		},
+		{
+			MethodName: "DeleteAdmissionWebhook",
+			Handler:    _StoreService_DeleteAdmissionWebhook_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,120 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/no8s/no8s/libs/sdk/conditions"
+)
+
+// Reader reads resources. A step that only reads takes a Reader.
+type Reader interface {
+	// Get returns the resource with the given id (ErrNotFound when absent).
+	Get(ctx context.Context, id int64) (*Resource, error)
+	// GetByName returns the resource called name of type t.
+	GetByName(ctx context.Context, t TypeRef, name string) (*Resource, error)
+	// List returns one page of resources.
+	List(ctx context.Context, opts ListOptions) (*ResourceList, error)
+}
+
+// ListOptions filters and pages List.
+type ListOptions struct {
+	// Type restricts the list to one type (Version optional).
+	Type TypeRef
+	// Status restricts it to one lifecycle status.
+	Status string
+	// LabelSelector uses the Kubernetes syntax: a=b,c!=d,e,!f,g in (x,y).
+	LabelSelector string
+	// Limit bounds the page (the store's default when zero).
+	Limit int
+	// Continue is the token of the previous page.
+	Continue string
+}
+
+// ResourceList is one page.
+type ResourceList struct {
+	Items []*Resource
+	// Continue is empty on the last page.
+	Continue string
+	// ResourceVersion is the revision the first page was read at.
+	ResourceVersion int64
+}
+
+// Writer changes resources outside their status. Spec changes of other
+// resources go through the public API (admission applies); the writer
+// covers what reconcilers need beside their own status.
+type Writer interface {
+	// UpdateFinalizers adds and removes finalizers of a resource. Removing
+	// the last finalizer of a deleting resource purges it.
+	UpdateFinalizers(ctx context.Context, id int64, add, remove []string) (*Resource, error)
+	// RequestReconcile asks for another reconcile of a resource (the manual
+	// trigger), for example of a parent after its child changed.
+	RequestReconcile(ctx context.Context, id int64) error
+}
+
+// ReadWriter is what a step gets: reads and non-status writes. The status of
+// the resource being reconciled belongs to the engine, which saves it once.
+type ReadWriter interface {
+	Reader
+	Writer
+}
+
+// StatusWriter saves the outcome of an attempt. The worker runtime's
+// implementation presents the reconcile lease's epoch, so that a stalled
+// attempt whose lease was taken over cannot overwrite a newer result
+// (ErrStaleEpoch).
+type StatusWriter interface {
+	Complete(ctx context.Context, c *Completion) (*Completed, error)
+}
+
+// Client combines them, as controller-runtime's client does.
+type Client interface {
+	Reader
+	Writer
+	Status() StatusWriter
+}
+
+// Changes counts what an attempt did to the world outside the control
+// plane; it goes into the history row.
+type Changes struct {
+	Created, Updated, Deleted int
+}
+
+// Completion is everything one attempt saves, in one store call.
+type Completion struct {
+	ResourceID int64
+	// Generation is the generation the attempt reconciled; on success it
+	// becomes observed_generation.
+	Generation int64
+	Outcome    Outcome
+	// RequeueAfter is set for OutcomeRequeue.
+	RequeueAfter time.Duration
+	// Message is the status message.
+	Message string
+	// Error is the error text of a failed attempt.
+	Error string
+	// Phase is Terminating, Ready or Progressing.
+	Phase string
+	// Conditions is the full list (Ready included).
+	Conditions []conditions.Condition
+	// Outputs replaces the outputs when non-nil (a JSON object).
+	Outputs json.RawMessage
+	// AddFinalizers, RemoveFinalizers and RemoveAnnotations change the
+	// resource's metadata together with the status.
+	AddFinalizers     []string
+	RemoveFinalizers  []string
+	RemoveAnnotations []string
+	Changes           Changes
+	StartedAt         time.Time
+	Duration          time.Duration
+}
+
+// Completed is what the store answered.
+type Completed struct {
+	// Resource is the saved resource; nil when purged.
+	Resource *Resource
+	// Purged is true when the last finalizer of a deleting resource went
+	// and the row is gone.
+	Purged bool
+}

@@ -1,0 +1,89 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/client"
+	"github.com/no8s/no8s/libs/sdk/conditions"
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+)
+
+func storeErr(t *testing.T, code codes.Code, reason string) error {
+	t.Helper()
+	st := status.New(code, "refused")
+	if reason != "" {
+		var err error
+		if st, err = st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: "no8s.io"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st.Err()
+}
+
+func TestWrap(t *testing.T) {
+	for _, tc := range []struct {
+		code   codes.Code
+		reason string
+		want   error
+	}{
+		{codes.Aborted, "stale_epoch", sdk.ErrStaleEpoch},
+		{codes.Aborted, "lease_held", sdk.ErrLeaseHeld},
+		{codes.FailedPrecondition, "stale_dispatch", sdk.ErrStaleDispatch},
+		{codes.NotFound, "not_found", sdk.ErrNotFound},
+		{codes.Aborted, "conflict", sdk.ErrConflict},
+		{codes.Unavailable, "", sdk.ErrUnavailable},
+		{codes.DeadlineExceeded, "", sdk.ErrUnavailable},
+	} {
+		err := client.Wrap("op", storeErr(t, tc.code, tc.reason))
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s/%s: %v does not match %v", tc.code, tc.reason, err, tc.want)
+		}
+		if st, ok := status.FromError(err); !ok || st.Code() != tc.code {
+			t.Errorf("%s/%s: status lost: %v", tc.code, tc.reason, err)
+		}
+	}
+	if err := client.Wrap("op", storeErr(t, codes.Canceled, "")); !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled: %v", err)
+	}
+	if client.Wrap("op", nil) != nil {
+		t.Error("nil error wrapped")
+	}
+}
+
+func TestCompleteRequest(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	lease := &client.Lease{ResourceID: 9, Epoch: 4, Holder: "widgets/r1", Reason: reconcilev1.Reason_REASON_RETRY}
+	req := client.CompleteRequest(&sdk.Completion{
+		ResourceID: 9, Generation: 2, Outcome: sdk.OutcomeRequeue, RequeueAfter: 1500 * time.Millisecond,
+		Message: "waiting", Conditions: []conditions.Condition{{Type: "Ready", Status: conditions.False}},
+		Changes: sdk.Changes{Created: 1}, StartedAt: start, Duration: 42 * time.Millisecond,
+		RemoveAnnotations: []string{sdk.OperationAnnotation},
+	}, lease)
+	h := req.GetHistory()
+	if req.GetLeaseEpoch() != 4 || req.GetOutcome() != reconcilev1.Outcome_OUTCOME_REQUEUE || req.GetRequeueAfterSeconds() != 2 ||
+		req.GetGeneration() != 2 || len(req.GetConditions()) != 1 || req.GetRemoveAnnotations()[0] != sdk.OperationAnnotation {
+		t.Fatalf("request %v", req)
+	}
+	if h.GetSuccess() || h.GetDurationMs() != 42 || h.GetResourcesCreated() != 1 || h.GetHolder() != "widgets/r1" ||
+		h.GetReason() != reconcilev1.Reason_REASON_RETRY || !h.GetStartedAt().AsTime().Equal(start) {
+		t.Fatalf("history %v", h)
+	}
+	if got := client.ReasonString(reconcilev1.Reason_REASON_GENERATION); got != "generation" {
+		t.Fatalf("reason %q", got)
+	}
+}
+
+func TestPolicyDefaults(t *testing.T) {
+	p := client.PolicyFromProto(&reconcilev1.ReconcilePolicy{TimeoutSeconds: 7})
+	if p.Timeout != 7*time.Second || p.Resync != client.DefaultResync || p.BackoffBase != client.DefaultBackoffBase || p.BackoffMax != client.DefaultBackoffMax {
+		t.Fatalf("%+v", p)
+	}
+}

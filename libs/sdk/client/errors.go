@@ -1,0 +1,86 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/no8s/no8s/libs/sdk"
+)
+
+// Reasons the store puts in a google.rpc.ErrorInfo.
+const (
+	ReasonStaleEpoch    = "stale_epoch"
+	ReasonLeaseHeld     = "lease_held"
+	ReasonStaleDispatch = "stale_dispatch"
+	ReasonIgnored       = "ignored"
+	ReasonNotFound      = "not_found"
+)
+
+// Error is a refusal from the store: its gRPC code, the ErrorInfo reason and
+// message, and the sdk sentinel it matches.
+type Error struct {
+	Op      string
+	Code    codes.Code
+	Reason  string
+	Message string
+	kind    error
+}
+
+func (e *Error) Error() string {
+	s := e.Op + ": " + e.Code.String()
+	if e.Reason != "" {
+		s += "/" + e.Reason
+	}
+	return s + ": " + e.Message
+}
+
+// Is matches the sdk sentinel.
+func (e *Error) Is(target error) bool { return e.kind != nil && target == e.kind }
+
+// GRPCStatus keeps the status available to status.FromError.
+func (e *Error) GRPCStatus() *status.Status { return status.New(e.Code, e.Message) }
+
+// Wrap turns an error from a gRPC call into an *Error matching the sdk
+// sentinels; context errors are returned as they are.
+func Wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	e := &Error{Op: op, Code: st.Code(), Message: st.Message()}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			e.Reason = info.GetReason()
+		}
+	}
+	switch {
+	case e.Reason == ReasonStaleEpoch:
+		e.kind = sdk.ErrStaleEpoch
+	case e.Reason == ReasonLeaseHeld:
+		e.kind = sdk.ErrLeaseHeld
+	case e.Reason == ReasonStaleDispatch:
+		e.kind = sdk.ErrStaleDispatch
+	case e.Reason == ReasonIgnored:
+		e.kind = sdk.ErrIgnored
+	case e.Code == codes.NotFound:
+		e.kind = sdk.ErrNotFound
+	case e.Code == codes.Aborted:
+		e.kind = sdk.ErrConflict
+	case e.Code == codes.Unavailable, e.Code == codes.DeadlineExceeded, e.Code == codes.ResourceExhausted:
+		e.kind = sdk.ErrUnavailable
+	case e.Code == codes.Canceled:
+		return fmt.Errorf("%s: %w", op, context.Canceled)
+	}
+	return e
+}

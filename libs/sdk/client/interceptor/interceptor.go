@@ -1,0 +1,71 @@
+package interceptor
+
+import (
+	"context"
+
+	"github.com/no8s/no8s/libs/sdk"
+)
+
+// Funcs replaces methods of the wrapped client.
+type Funcs struct {
+	Get              func(ctx context.Context, next sdk.Client, id int64) (*sdk.Resource, error)
+	GetByName        func(ctx context.Context, next sdk.Client, t sdk.TypeRef, name string) (*sdk.Resource, error)
+	List             func(ctx context.Context, next sdk.Client, opts sdk.ListOptions) (*sdk.ResourceList, error)
+	UpdateFinalizers func(ctx context.Context, next sdk.Client, id int64, add, remove []string) (*sdk.Resource, error)
+	RequestReconcile func(ctx context.Context, next sdk.Client, id int64) error
+	Complete         func(ctx context.Context, next sdk.StatusWriter, c *sdk.Completion) (*sdk.Completed, error)
+}
+
+// New wraps c.
+func New(c sdk.Client, f Funcs) sdk.Client { return &client{next: c, f: f} }
+
+type client struct {
+	next sdk.Client
+	f    Funcs
+}
+
+func (c *client) Get(ctx context.Context, id int64) (*sdk.Resource, error) {
+	if c.f.Get != nil {
+		return c.f.Get(ctx, c.next, id)
+	}
+	return c.next.Get(ctx, id)
+}
+
+func (c *client) GetByName(ctx context.Context, t sdk.TypeRef, name string) (*sdk.Resource, error) {
+	if c.f.GetByName != nil {
+		return c.f.GetByName(ctx, c.next, t, name)
+	}
+	return c.next.GetByName(ctx, t, name)
+}
+
+func (c *client) List(ctx context.Context, opts sdk.ListOptions) (*sdk.ResourceList, error) {
+	if c.f.List != nil {
+		return c.f.List(ctx, c.next, opts)
+	}
+	return c.next.List(ctx, opts)
+}
+
+func (c *client) UpdateFinalizers(ctx context.Context, id int64, add, remove []string) (*sdk.Resource, error) {
+	if c.f.UpdateFinalizers != nil {
+		return c.f.UpdateFinalizers(ctx, c.next, id, add, remove)
+	}
+	return c.next.UpdateFinalizers(ctx, id, add, remove)
+}
+
+func (c *client) RequestReconcile(ctx context.Context, id int64) error {
+	if c.f.RequestReconcile != nil {
+		return c.f.RequestReconcile(ctx, c.next, id)
+	}
+	return c.next.RequestReconcile(ctx, id)
+}
+
+func (c *client) Status() sdk.StatusWriter { return status{c} }
+
+type status struct{ c *client }
+
+func (s status) Complete(ctx context.Context, comp *sdk.Completion) (*sdk.Completed, error) {
+	if s.c.f.Complete != nil {
+		return s.c.f.Complete(ctx, s.c.next.Status(), comp)
+	}
+	return s.c.next.Status().Complete(ctx, comp)
+}

@@ -1,0 +1,201 @@
+package conditions
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// Status is a condition's status: True, False or Unknown.
+type Status string
+
+// The three condition statuses.
+const (
+	True    Status = "True"
+	False   Status = "False"
+	Unknown Status = "Unknown"
+)
+
+// Valid reports whether s is one of True, False and Unknown.
+func (s Status) Valid() bool { return s == True || s == False || s == Unknown }
+
+// StatusOf returns True for true and False for false.
+func StatusOf(ok bool) Status {
+	if ok {
+		return True
+	}
+	return False
+}
+
+// Ready is the type of the derived condition: True exactly when every other
+// condition is True and the last reconcile succeeded.
+const Ready = "Ready"
+
+// Phases aggregate the conditions into one word (seed 004).
+const (
+	// PhaseTerminating: the resource is being deleted.
+	PhaseTerminating = "Terminating"
+	// PhaseReady: not deleting, and every condition is True.
+	PhaseReady = "Ready"
+	// PhaseProgressing: anything else; at least one condition is not True
+	// and says why.
+	PhaseProgressing = "Progressing"
+)
+
+// Condition is one observed aspect of a resource's state.
+type Condition struct {
+	// Type is the key, unique within a list (for example DatabaseExists).
+	Type string `json:"type"`
+	// Status is True, False or Unknown.
+	Status Status `json:"status"`
+	// Reason is a CamelCase machine-readable word.
+	Reason string `json:"reason,omitempty"`
+	// Message is for humans.
+	Message string `json:"message,omitempty"`
+	// ObservedGeneration is the resource generation the condition was
+	// computed for.
+	ObservedGeneration int64 `json:"observed_generation"`
+	// LastTransitionTime is when Status last changed.
+	LastTransitionTime time.Time `json:"last_transition_time"`
+}
+
+// IsTrue reports whether the condition's status is True.
+func (c Condition) IsTrue() bool { return c.Status == True }
+
+// Find returns the condition of type typ.
+func Find(list []Condition, typ string) (Condition, bool) {
+	if i := index(list, typ); i >= 0 {
+		return list[i], true
+	}
+	return Condition{}, false
+}
+
+// IsTrue reports whether list has a condition of type typ whose status is
+// True.
+func IsTrue(list []Condition, typ string) bool {
+	c, ok := Find(list, typ)
+	return ok && c.IsTrue()
+}
+
+func index(list []Condition, typ string) int {
+	return slices.IndexFunc(list, func(c Condition) bool { return c.Type == typ })
+}
+
+// Set returns list with c stored under its type, replacing any condition of
+// the same type. LastTransitionTime is kept from the existing condition when
+// the status did not change and is set to now when it did (or when c is
+// new); a non-zero c.LastTransitionTime is ignored. An empty or invalid
+// status is stored as Unknown. list itself is not modified.
+func Set(list []Condition, c Condition, now time.Time) []Condition {
+	if !c.Status.Valid() {
+		c.Status = Unknown
+	}
+	out := slices.Clone(list)
+	if i := index(out, c.Type); i >= 0 {
+		c.LastTransitionTime = out[i].LastTransitionTime
+		if out[i].Status != c.Status || c.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = now
+		}
+		out[i] = c
+		return out
+	}
+	c.LastTransitionTime = now
+	return append(out, c)
+}
+
+// Initialize returns list with a condition of each given type added as
+// Unknown (reason Initializing) when the type is missing; existing
+// conditions are left alone.
+func Initialize(list []Condition, generation int64, now time.Time, types ...string) []Condition {
+	out := slices.Clone(list)
+	for _, t := range types {
+		if index(out, t) < 0 {
+			out = Set(out, Condition{Type: t, Status: Unknown, Reason: "Initializing", ObservedGeneration: generation}, now)
+		}
+	}
+	return out
+}
+
+// Remove returns list without the condition of type typ.
+func Remove(list []Condition, typ string) []Condition {
+	return slices.DeleteFunc(slices.Clone(list), func(c Condition) bool { return c.Type == typ })
+}
+
+// Normalize returns list with one condition per type (the last one wins),
+// invalid statuses as Unknown, sorted with Ready first and the rest by type,
+// so that equal sets compare equal.
+func Normalize(list []Condition) []Condition {
+	out := make([]Condition, 0, len(list))
+	for _, c := range list {
+		if !c.Status.Valid() {
+			c.Status = Unknown
+		}
+		if i := index(out, c.Type); i >= 0 {
+			out[i] = c
+			continue
+		}
+		out = append(out, c)
+	}
+	slices.SortStableFunc(out, func(a, b Condition) int {
+		switch {
+		case a.Type == b.Type:
+			return 0
+		case a.Type == Ready:
+			return -1
+		case b.Type == Ready:
+			return 1
+		}
+		return strings.Compare(a.Type, b.Type)
+	})
+	return out
+}
+
+// NotTrue returns the types of the conditions other than Ready whose status
+// is not True, in list order.
+func NotTrue(list []Condition) []string {
+	var out []string
+	for _, c := range list {
+		if c.Type != Ready && !c.IsTrue() {
+			out = append(out, c.Type)
+		}
+	}
+	return out
+}
+
+// DeriveReady returns the Ready condition that list implies for generation:
+// True (reason Reconciled) when every other condition is True, else False
+// with the first offending condition's type as reason and a message naming
+// them all. A resource with no other condition is Ready.
+func DeriveReady(list []Condition, generation int64) Condition {
+	bad := NotTrue(list)
+	if len(bad) == 0 {
+		return Condition{Type: Ready, Status: True, Reason: "Reconciled", Message: "all conditions are True", ObservedGeneration: generation}
+	}
+	first, _ := Find(list, bad[0])
+	msg := "not True: " + strings.Join(bad, ", ")
+	if first.Message != "" {
+		msg += " (" + first.Type + ": " + first.Message + ")"
+	}
+	return Condition{Type: Ready, Status: False, Reason: notTrueReason(first), Message: msg, ObservedGeneration: generation}
+}
+
+func notTrueReason(c Condition) string {
+	if c.Reason != "" && c.Reason != "Initializing" {
+		return c.Reason
+	}
+	return c.Type + string(c.Status)
+}
+
+// Phase aggregates the conditions: Terminating while deleting, Ready when
+// every condition (Ready included) is True, else Progressing.
+func Phase(deleting bool, list []Condition) string {
+	if deleting {
+		return PhaseTerminating
+	}
+	for _, c := range list {
+		if !c.IsTrue() {
+			return PhaseProgressing
+		}
+	}
+	return PhaseReady
+}

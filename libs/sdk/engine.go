@@ -1,0 +1,390 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/no8s/no8s/libs/sdk/conditions"
+	"github.com/no8s/no8s/libs/sdk/secret"
+)
+
+// Reconciler is what the worker runtime runs for each work item, once it
+// holds the resource's reconcile lease. Engine implements it; implement it
+// yourself only to replace the engine.
+type Reconciler interface {
+	// Name is the reconciler's registered name; its finalizer is
+	// reconciler.no8s.io/<name>.
+	Name() string
+	// Reconcile runs one attempt on att.Resource and saves its outcome with
+	// att.Client.Status() exactly once (unless the resource is ignored).
+	Reconcile(ctx context.Context, att *Attempt) Report
+}
+
+// Attempt is the input of one reconcile.
+type Attempt struct {
+	// ID is the reconcile id that every log line of the attempt carries.
+	ID string
+	// Resource is the fresh resource, already marked reconciling.
+	Resource *Resource
+	// Reason is why it was dispatched.
+	Reason string
+	// Client reads, writes finalizers and (Status) saves the outcome.
+	Client Client
+	// Secrets resolves secret references (Local when nil).
+	Secrets secret.Resolver
+	// Log is the base logger (discarded when nil).
+	Log *slog.Logger
+}
+
+// Report is how an attempt ended, for the runtime to map onto the broker.
+type Report struct {
+	Outcome Outcome
+	// RequeueAfter is set for OutcomeRequeue.
+	RequeueAfter time.Duration
+	// Err is the error of a failed attempt (OutcomeError or
+	// OutcomeTerminal).
+	Err error
+	// Skipped is true when the resource carries no8s.io/operation: ignore:
+	// no step ran and nothing was saved.
+	Skipped bool
+	// Completion is what was saved (or was to be saved).
+	Completion *Completion
+	// Completed is the store's answer; nil when the save failed.
+	Completed *Completed
+	// SaveErr is the error of the save (ErrStaleEpoch when the lease was
+	// lost to a newer attempt).
+	SaveErr error
+}
+
+// Engine runs Steps on a resource (okofw's reconcile request handler): it
+// decodes the spec, ensures its finalizer before the first Do, runs Do or
+// Cleanup and always Post, keeps conditions, derives Ready and the phase,
+// and saves status, conditions, outputs, finalizer and annotation changes
+// and one history row in one call at the end.
+type Engine[S any] struct {
+	name            string
+	steps           []Step[S]
+	initConditions  []string
+	notReadyRequeue time.Duration
+	saveTimeout     time.Duration
+	now             func() time.Time
+}
+
+// Engine defaults.
+const (
+	// DefaultNotReadyRequeue is how soon an attempt whose steps are all done
+	// while some condition is not True comes back.
+	DefaultNotReadyRequeue = 30 * time.Second
+	// DefaultSaveTimeout bounds the final save (which runs even after the
+	// attempt's context ended).
+	DefaultSaveTimeout = 15 * time.Second
+)
+
+// New returns an engine called name (the reconciler's registered name)
+// running steps in order.
+func New[S any](name string, steps ...Step[S]) *Engine[S] {
+	return &Engine[S]{
+		name: name, steps: slices.Clone(steps),
+		notReadyRequeue: DefaultNotReadyRequeue, saveTimeout: DefaultSaveTimeout, now: time.Now,
+	}
+}
+
+// WithConditions declares condition types that every attempt initializes
+// to Unknown when missing, so that Ready is False until a step sets each.
+func (e *Engine[S]) WithConditions(types ...string) *Engine[S] {
+	e.initConditions = append(e.initConditions, types...)
+	return e
+}
+
+// WithNotReadyRequeue sets how soon an attempt comes back when every step
+// is done but some condition is not True (default DefaultNotReadyRequeue).
+func (e *Engine[S]) WithNotReadyRequeue(d time.Duration) *Engine[S] {
+	if d > 0 {
+		e.notReadyRequeue = d
+	}
+	return e
+}
+
+// WithSaveTimeout bounds the final save (default DefaultSaveTimeout).
+func (e *Engine[S]) WithSaveTimeout(d time.Duration) *Engine[S] {
+	if d > 0 {
+		e.saveTimeout = d
+	}
+	return e
+}
+
+// WithClock replaces time.Now (for tests).
+func (e *Engine[S]) WithClock(now func() time.Time) *Engine[S] {
+	if now != nil {
+		e.now = now
+	}
+	return e
+}
+
+// Name implements Reconciler.
+func (e *Engine[S]) Name() string { return e.name }
+
+// Finalizer is the engine's own finalizer, reconciler.no8s.io/<name>.
+func (e *Engine[S]) Finalizer() string { return Finalizer(e.name) }
+
+// Condition reasons the engine writes on Ready.
+const (
+	ReasonReconciled     = "Reconciled"
+	ReasonReconcileError = "ReconcileError"
+	ReasonTerminalError  = "TerminalError"
+	ReasonRequeued       = "Requeued"
+	ReasonDeleting       = "Deleting"
+	ReasonInterrupted    = "Interrupted"
+)
+
+// Reconcile implements Reconciler.
+func (e *Engine[S]) Reconcile(ctx context.Context, att *Attempt) Report {
+	start := e.now()
+	res := att.Resource
+	log := att.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("reconcile_id", att.ID, "resource_id", res.ID, "type", res.Type.String(), "name", res.Name, "generation", res.Generation)
+
+	if res.Operation() == OperationIgnore {
+		log.Info("skipping resource: " + OperationAnnotation + ": " + OperationIgnore)
+		return Report{Skipped: true, Err: ErrIgnored}
+	}
+
+	var rw ReadWriter
+	if att.Client != nil {
+		rw = att.Client
+	}
+	req := newRequest[S](res, e.now)
+	req.ID, req.Reason, req.Log, req.Client, req.secrets = att.ID, att.Reason, log, rw, att.Secrets
+	req.conds = conditions.Initialize(req.conds, res.Generation, start, e.initConditions...)
+	deleting := res.Deleting()
+	fin := e.Finalizer()
+	comp := &Completion{ResourceID: res.ID, Generation: res.Generation, StartedAt: start}
+	if req.Force {
+		comp.RemoveAnnotations = []string{OperationAnnotation}
+		log.Info("forced reconcile (" + OperationAnnotation + ": " + OperationReconcile + ")")
+	}
+
+	var result Result
+	var err error
+	if derr := res.DecodeSpec(&req.Spec); derr != nil {
+		err = Terminal(derr)
+	}
+	switch {
+	case err != nil:
+	case deleting:
+		if res.HasFinalizer(fin) || req.Force {
+			result, err = e.cleanup(ctx, req)
+			if err == nil && result.IsZero() && res.HasFinalizer(fin) {
+				comp.RemoveFinalizers = []string{fin}
+			}
+		}
+	default:
+		if !res.HasFinalizer(fin) {
+			err = e.ensureFinalizer(ctx, req, fin)
+			comp.AddFinalizers = []string{fin}
+		}
+		if err == nil {
+			result, err = e.do(ctx, req)
+		}
+	}
+	if err != nil && ctx.Err() != nil {
+		// Say why the context ended (timeout, interruption, lost lease).
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+	}
+	if perr := e.post(ctx, req); perr != nil {
+		if err == nil {
+			err = perr
+		} else {
+			err = errors.Join(err, perr)
+		}
+	}
+
+	rep := e.conclude(req, comp, deleting, result, err)
+	comp.Changes = req.Changes
+	if req.outputsChanged {
+		if b, merr := json.Marshal(req.outputs); merr == nil {
+			comp.Outputs = b
+		} else {
+			log.Error("outputs are not JSON; not saved", "error", merr)
+		}
+	}
+	comp.Duration = e.now().Sub(start)
+	rep.Completion = comp
+
+	logAttempt(log, rep)
+	if att.Client == nil {
+		rep.SaveErr = ErrNoClient
+		return rep
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.saveTimeout)
+	defer cancel()
+	rep.Completed, rep.SaveErr = att.Client.Status().Complete(sctx, comp)
+	if rep.SaveErr != nil {
+		log.Warn("saving the result failed", "error", rep.SaveErr)
+	}
+	return rep
+}
+
+// conclude decides the outcome, Ready and the phase.
+func (e *Engine[S]) conclude(req *Request[S], comp *Completion, deleting bool, result Result, err error) Report {
+	gen := req.Resource.Generation
+	now := e.now()
+	rep := Report{Err: err}
+	var ready conditions.Condition
+	switch {
+	case err != nil && errors.Is(err, ErrInterrupted):
+		// The worker is stopping: not a failure, come back at once.
+		rep.Outcome, rep.RequeueAfter = OutcomeRequeue, DefaultRequeueDelay
+		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: ReasonInterrupted, Message: err.Error()}
+	case err != nil && IsTerminal(err):
+		rep.Outcome = OutcomeTerminal
+		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: ReasonTerminalError, Message: err.Error()}
+	case err != nil:
+		rep.Outcome = OutcomeError
+		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: ReasonReconcileError, Message: err.Error()}
+	case !result.IsZero():
+		rep.Outcome, rep.RequeueAfter = OutcomeRequeue, result.Delay()
+		ready = conditions.DeriveReady(req.conds, gen)
+		if ready.IsTrue() {
+			ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: ReasonRequeued,
+				Message: fmt.Sprintf("not done yet; next attempt in %s", rep.RequeueAfter)}
+		}
+	case deleting:
+		rep.Outcome = OutcomeSuccess
+		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: ReasonDeleting, Message: "the resource is being deleted"}
+	default:
+		ready = conditions.DeriveReady(req.conds, gen)
+		rep.Outcome = OutcomeSuccess
+		if !ready.IsTrue() {
+			// Every step is done but the conditions say "not yet": the
+			// lifecycle status must not say ready while the phase says
+			// Progressing, so this is a requeue.
+			rep.Outcome, rep.RequeueAfter = OutcomeRequeue, e.notReadyRequeue
+		}
+	}
+	ready.ObservedGeneration = gen
+	req.conds = conditions.Normalize(conditions.Set(req.conds, ready, now))
+
+	comp.Outcome, comp.RequeueAfter = rep.Outcome, rep.RequeueAfter
+	comp.Conditions = req.Conditions()
+	comp.Phase = conditions.Phase(deleting, req.conds)
+	if err != nil {
+		comp.Error = err.Error()
+	}
+	switch rep.Outcome {
+	case OutcomeSuccess:
+		comp.Message = "reconciled"
+		if deleting {
+			comp.Message = "cleanup finished"
+		}
+	case OutcomeRequeue:
+		comp.Message = ready.Message
+	default:
+		comp.Message = comp.Error
+	}
+	return rep
+}
+
+func (e *Engine[S]) ensureFinalizer(ctx context.Context, req *Request[S], fin string) error {
+	if req.Client == nil {
+		return fmt.Errorf("add finalizer %s: %w", fin, ErrNoClient)
+	}
+	if _, err := req.Client.UpdateFinalizers(ctx, req.Resource.ID, []string{fin}, nil); err != nil {
+		return fmt.Errorf("add finalizer %s before the first step: %w", fin, err)
+	}
+	req.Log.Info("finalizer added", "finalizer", fin)
+	return nil
+}
+
+// do runs Do of every step in order until one is not done.
+func (e *Engine[S]) do(ctx context.Context, req *Request[S]) (Result, error) {
+	for _, s := range e.steps {
+		if ctx.Err() != nil {
+			return Result{}, fmt.Errorf("before step %s: %w", s.Name(), context.Cause(ctx))
+		}
+		res, err := guard(req.Log, s.Name(), func() (Result, error) { return s.Do(ctx, req) })
+		if err != nil {
+			return res, stepError(s.Name(), err)
+		}
+		if !res.IsZero() {
+			req.Log.Debug("step not done yet", "step", s.Name(), "requeue_after", res.Delay())
+			return res, nil
+		}
+	}
+	return Result{}, nil
+}
+
+// cleanup runs Cleanup of the steps in reverse order until one is not done.
+func (e *Engine[S]) cleanup(ctx context.Context, req *Request[S]) (Result, error) {
+	for _, s := range slices.Backward(e.steps) {
+		c, ok := s.(Cleaner[S])
+		if !ok {
+			continue
+		}
+		if ctx.Err() != nil {
+			return Result{}, fmt.Errorf("before cleanup of step %s: %w", s.Name(), context.Cause(ctx))
+		}
+		res, err := guard(req.Log, s.Name(), func() (Result, error) { return c.Cleanup(ctx, req) })
+		if err != nil {
+			return res, fmt.Errorf("cleanup: %w", stepError(s.Name(), err))
+		}
+		if !res.IsZero() {
+			return res, nil
+		}
+	}
+	return Result{}, nil
+}
+
+// post runs Post of every step, whatever happened before.
+func (e *Engine[S]) post(ctx context.Context, req *Request[S]) error {
+	var errs []error
+	for _, s := range e.steps {
+		p, ok := s.(Poster[S])
+		if !ok {
+			continue
+		}
+		_, err := guard(req.Log, s.Name(), func() (Result, error) { return Result{}, p.Post(ctx, req) })
+		if err != nil {
+			errs = append(errs, fmt.Errorf("post: %w", stepError(s.Name(), err)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func stepError(name string, err error) error { return fmt.Errorf("step %s: %w", name, err) }
+
+// guard runs f, turning a panic into a *PanicError.
+func guard(log *slog.Logger, step string, f func() (Result, error)) (res Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			stack := debug.Stack()
+			log.Error("step panicked", "step", step, "panic", fmt.Sprint(v), "stack", string(stack))
+			res, err = Result{}, &PanicError{Step: step, Value: v, Stack: stack}
+		}
+	}()
+	return f()
+}
+
+func logAttempt(log *slog.Logger, rep Report) {
+	c := rep.Completion
+	attrs := []any{"outcome", rep.Outcome.String(), "phase", c.Phase, "duration", c.Duration}
+	switch rep.Outcome {
+	case OutcomeSuccess:
+		log.Info("reconciled", attrs...)
+	case OutcomeRequeue:
+		log.Info("requeued", append(attrs, "requeue_after", rep.RequeueAfter, "message", c.Message)...)
+	default:
+		log.Warn("reconcile failed", append(attrs, "error", rep.Err)...)
+	}
+}

@@ -1,0 +1,288 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/no8s/no8s/libs/sdk"
+)
+
+// Defaults of the design.
+const (
+	// Bucket is the KV bucket's name.
+	Bucket = "NO8S_RECONCILERS"
+	// TTL is the bucket's max age: a replica that stops refreshing is gone
+	// from the registry this long after its last heartbeat.
+	TTL = 15 * time.Second
+	// HeartbeatInterval is how often a replica refreshes its keys.
+	HeartbeatInterval = 5 * time.Second
+)
+
+// Sentinel errors.
+var (
+	// ErrTypeTaken: another reconciler serves one of the types.
+	ErrTypeTaken = errors.New("registry: type is served by another reconciler")
+	// ErrInvalid: a name, replica id or type is not usable in the registry.
+	ErrInvalid = errors.New("registry: invalid registration")
+)
+
+var (
+	nameRE    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	replicaRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+	typeRE    = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
+	versionRE = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
+)
+
+// ValidName checks a reconciler name: a DNS label (lower-case letters,
+// digits and dashes, at most 63), usable as finalizer suffix, consumer name
+// and KV key.
+func ValidName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("%w: reconciler name %q must be a DNS label (a-z, 0-9 and -, at most 63 characters)", ErrInvalid, name)
+	}
+	return nil
+}
+
+// ValidType checks a type reference.
+func ValidType(t sdk.TypeRef) error {
+	if !typeRE.MatchString(t.Name) || !versionRE.MatchString(t.Version) {
+		return fmt.Errorf("%w: type %q is not a valid type name and version (like PostgresDatabase/v1)", ErrInvalid, t)
+	}
+	return nil
+}
+
+// TypeKey is the key claiming type t.
+func TypeKey(t sdk.TypeRef) string { return "type." + t.Name + "." + t.Version }
+
+// ReplicaKey is the key of one replica.
+func ReplicaKey(name, replica string) string { return "replica." + name + "." + replica }
+
+// Replica is the value of a replica key.
+type Replica struct {
+	Name      string        `json:"name"`
+	ID        string        `json:"replica"`
+	Types     []sdk.TypeRef `json:"types"`
+	StartedAt time.Time     `json:"started_at"`
+}
+
+// Ensure returns the bucket, creating it (memory storage, max age ttl, one
+// value per key) when it does not exist.
+func Ensure(ctx context.Context, js jetstream.KeyValueManager, ttl time.Duration) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, Bucket)
+	if err == nil {
+		return kv, nil
+	}
+	if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("registry bucket %s: %w", Bucket, err)
+	}
+	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: Bucket, TTL: ttl, Storage: jetstream.MemoryStorage,
+	})
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = js.KeyValue(ctx, Bucket) // created meanwhile by someone else
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create registry bucket %s: %w", Bucket, err)
+	}
+	return kv, nil
+}
+
+// Registration is one replica's claim.
+type Registration struct {
+	kv      jetstream.KeyValue
+	replica Replica
+	value   []byte
+	mu      sync.Mutex
+	last    time.Time
+}
+
+// Register claims every type of r for r.Name (refused with ErrTypeTaken,
+// naming the holder, when another reconciler holds one) and announces the
+// replica. Claims already made are kept when a later one is refused; they
+// expire with the TTL.
+func Register(ctx context.Context, kv jetstream.KeyValue, r Replica) (*Registration, error) {
+	if err := ValidName(r.Name); err != nil {
+		return nil, err
+	}
+	if !replicaRE.MatchString(r.ID) {
+		return nil, fmt.Errorf("%w: replica id %q (A-Z, a-z, 0-9, _ and -, at most 128)", ErrInvalid, r.ID)
+	}
+	if len(r.Types) == 0 {
+		return nil, fmt.Errorf("%w: reconciler %s serves no type", ErrInvalid, r.Name)
+	}
+	for _, t := range r.Types {
+		if err := ValidType(t); err != nil {
+			return nil, err
+		}
+	}
+	if r.StartedAt.IsZero() {
+		r.StartedAt = time.Now().UTC()
+	}
+	value, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	reg := &Registration{kv: kv, replica: r, value: value}
+	return reg, reg.Refresh(ctx)
+}
+
+// Replica returns the registered replica.
+func (g *Registration) Replica() Replica { return g.replica }
+
+// LastRefresh is when the keys were last refreshed successfully.
+func (g *Registration) LastRefresh() time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.last
+}
+
+// Refresh re-claims the types and refreshes the replica key (the
+// heartbeat). A type found held by another reconciler is ErrTypeTaken.
+func (g *Registration) Refresh(ctx context.Context) error {
+	for _, t := range g.replica.Types {
+		if err := g.claim(ctx, t); err != nil {
+			return err
+		}
+	}
+	if _, err := g.kv.Put(ctx, ReplicaKey(g.replica.Name, g.replica.ID), g.value); err != nil {
+		return fmt.Errorf("registry: announce replica %s: %w", g.replica.ID, err)
+	}
+	g.mu.Lock()
+	g.last = time.Now()
+	g.mu.Unlock()
+	return nil
+}
+
+// claim creates the type key, or refreshes it with a compare-and-set when it
+// already names this reconciler.
+func (g *Registration) claim(ctx context.Context, t sdk.TypeRef) error {
+	key, name := TypeKey(t), []byte(g.replica.Name)
+	for range 5 {
+		e, err := g.kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			if _, err := g.kv.Create(ctx, key, name); err == nil {
+				return nil
+			} else if !errors.Is(err, jetstream.ErrKeyExists) {
+				return fmt.Errorf("registry: claim %s: %w", t, err)
+			}
+			continue // somebody created it meanwhile: look again
+		case err != nil:
+			return fmt.Errorf("registry: read %s: %w", t, err)
+		}
+		if holder := string(e.Value()); holder != g.replica.Name {
+			return fmt.Errorf("%w: %s is served by reconciler %q; reconciler %q may not serve it too", ErrTypeTaken, t, holder, g.replica.Name)
+		}
+		if _, err := g.kv.Update(ctx, key, name, e.Revision()); err == nil {
+			return nil
+		} else if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("registry: refresh %s: %w", t, err)
+		}
+		// Another replica refreshed it meanwhile: look again.
+	}
+	return fmt.Errorf("registry: claim %s: too many concurrent changes", t)
+}
+
+// Deregister removes the replica key, and the type keys too when no other
+// replica of the reconciler is announced (a clean stop makes the types
+// unserved at once instead of after the TTL).
+func (g *Registration) Deregister(ctx context.Context) error {
+	if err := g.kv.Delete(ctx, ReplicaKey(g.replica.Name, g.replica.ID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("registry: remove replica: %w", err)
+	}
+	live, err := Live(ctx, g.kv)
+	if err != nil {
+		return err
+	}
+	for _, r := range live {
+		if r.Name == g.replica.Name && len(r.Replicas) > 0 {
+			return nil
+		}
+	}
+	for _, t := range g.replica.Types {
+		e, err := g.kv.Get(ctx, TypeKey(t))
+		if err != nil || string(e.Value()) != g.replica.Name {
+			continue
+		}
+		_ = g.kv.Delete(ctx, TypeKey(t), jetstream.LastRevision(e.Revision()))
+	}
+	return nil
+}
+
+// Holder returns the reconciler serving t ("" when none is live).
+func Holder(ctx context.Context, kv jetstream.KeyValue, t sdk.TypeRef) (string, error) {
+	e, err := kv.Get(ctx, TypeKey(t))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(e.Value()), nil
+}
+
+// Reconciler is one live reconciler: the types it holds and its replicas.
+type Reconciler struct {
+	Name     string        `json:"name"`
+	Types    []sdk.TypeRef `json:"types"`
+	Replicas []Replica     `json:"replicas"`
+}
+
+// Live lists the live reconcilers, sorted by name.
+func Live(ctx context.Context, kv jetstream.KeyValue) ([]Reconciler, error) {
+	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("registry: list: %w", err)
+	}
+	defer func() { _ = w.Stop() }()
+	byName := map[string]*Reconciler{}
+	get := func(name string) *Reconciler {
+		if byName[name] == nil {
+			byName[name] = &Reconciler{Name: name}
+		}
+		return byName[name]
+	}
+	for {
+		var e jetstream.KeyValueEntry
+		select {
+		case e = <-w.Updates():
+		case <-ctx.Done():
+			return nil, fmt.Errorf("registry: list: %w", ctx.Err())
+		}
+		if e == nil {
+			break // every current value has been seen
+		}
+		key := e.Key()
+		switch {
+		case strings.HasPrefix(key, "type."):
+			parts := strings.Split(key, ".")
+			if len(parts) == 3 {
+				r := get(string(e.Value()))
+				r.Types = append(r.Types, sdk.TypeRef{Name: parts[1], Version: parts[2]})
+			}
+		case strings.HasPrefix(key, "replica."):
+			var rep Replica
+			if json.Unmarshal(e.Value(), &rep) == nil && rep.Name != "" {
+				r := get(rep.Name)
+				r.Replicas = append(r.Replicas, rep)
+			}
+		}
+	}
+	out := make([]Reconciler, 0, len(byName))
+	for _, r := range byName {
+		slices.SortFunc(r.Types, func(a, b sdk.TypeRef) int { return strings.Compare(a.String(), b.String()) })
+		slices.SortFunc(r.Replicas, func(a, b Replica) int { return strings.Compare(a.ID, b.ID) })
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b Reconciler) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}

@@ -1,0 +1,162 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"maps"
+	"time"
+
+	"github.com/no8s/no8s/libs/sdk/conditions"
+	"github.com/no8s/no8s/libs/sdk/secret"
+)
+
+// Request is one reconcile of one resource: a new Request is made for every
+// attempt and shared by its steps. S is the spec's Go type (decoded from the
+// resource's spec; use json.RawMessage or map[string]any to decode it
+// yourself).
+type Request[S any] struct {
+	// ID identifies the attempt in logs (the work item's dispatch id).
+	ID string
+	// Resource is the fresh resource as loaded for this attempt. Record
+	// results with SetCondition and SetOutput, not by changing it.
+	Resource *Resource
+	// Spec is Resource.Spec decoded.
+	Spec S
+	// Force is true when the resource carries no8s.io/operation: reconcile:
+	// every "nothing to do" shortcut must be skipped and the work done.
+	Force bool
+	// Reason is why the attempt was dispatched (generation, deletion,
+	// manual, annotation, resync, retry, pending).
+	Reason string
+	// Log carries the reconcile id and the resource's identity.
+	Log *slog.Logger
+	// Client reads other resources and changes finalizers.
+	Client ReadWriter
+	// Scratch is shared by the steps of this attempt: an earlier step
+	// leaves what a later one needs (a connection, a computed name). Read
+	// it with Lookup.
+	Scratch map[string]any
+	// Changes counts what the attempt created, updated and deleted outside
+	// the control plane; it is saved in the history row.
+	Changes Changes
+
+	secrets        secret.Resolver
+	conds          []conditions.Condition
+	outputs        map[string]any
+	outputsChanged bool
+	now            func() time.Time
+}
+
+// NewRequest builds the Request the engine would build for res (spec
+// decoded, conditions and outputs loaded, Force from the annotation), for
+// unit tests of single steps. Client is nil unless set; Secrets resolve from
+// the environment and files unless WithSecrets is used. A spec that does not
+// decode is a terminal error.
+func NewRequest[S any](res *Resource) (*Request[S], error) {
+	req := newRequest[S](res, time.Now)
+	if err := res.DecodeSpec(&req.Spec); err != nil {
+		return req, Terminal(err)
+	}
+	return req, nil
+}
+
+func newRequest[S any](res *Resource, now func() time.Time) *Request[S] {
+	return &Request[S]{
+		Resource: res, Force: res.Operation() == OperationReconcile,
+		Log: slog.New(slog.DiscardHandler), Scratch: map[string]any{},
+		conds: conditions.Normalize(res.Conditions), outputs: decodeOutputs(res.Outputs), now: now,
+	}
+}
+
+// WithSecrets sets the resolver Secret uses (for tests of single steps).
+func (r *Request[S]) WithSecrets(res secret.Resolver) *Request[S] {
+	r.secrets = res
+	return r
+}
+
+// Deleting reports whether the resource is being deleted (Cleanup runs).
+func (r *Request[S]) Deleting() bool { return r.Resource.Deleting() }
+
+// Generation is the generation this attempt reconciles.
+func (r *Request[S]) Generation() int64 { return r.Resource.Generation }
+
+// SetCondition records a condition for this generation. Its transition time
+// moves only when its status changes.
+func (r *Request[S]) SetCondition(typ string, status conditions.Status, reason, message string) {
+	r.conds = conditions.Set(r.conds, conditions.Condition{
+		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: r.Resource.Generation,
+	}, r.now())
+}
+
+// MarkTrue sets condition typ to True.
+func (r *Request[S]) MarkTrue(typ, reason, message string) {
+	r.SetCondition(typ, conditions.True, reason, message)
+}
+
+// MarkFalse sets condition typ to False.
+func (r *Request[S]) MarkFalse(typ, reason, message string) {
+	r.SetCondition(typ, conditions.False, reason, message)
+}
+
+// Condition returns the current condition of type typ (as loaded or as set
+// in this attempt).
+func (r *Request[S]) Condition(typ string) (conditions.Condition, bool) {
+	return conditions.Find(r.conds, typ)
+}
+
+// Conditions returns a copy of the current conditions.
+func (r *Request[S]) Conditions() []conditions.Condition {
+	out := make([]conditions.Condition, len(r.conds))
+	copy(out, r.conds)
+	return out
+}
+
+// SetOutput sets one key of the resource's outputs (a JSON object others
+// read through GET .../outputs). Never put a secret in an output.
+func (r *Request[S]) SetOutput(key string, value any) {
+	r.outputs[key] = value
+	r.outputsChanged = true
+}
+
+// DeleteOutput removes one key of the outputs.
+func (r *Request[S]) DeleteOutput(key string) {
+	if _, ok := r.outputs[key]; ok {
+		delete(r.outputs, key)
+		r.outputsChanged = true
+	}
+}
+
+// Outputs returns a copy of the current outputs.
+func (r *Request[S]) Outputs() map[string]any { return maps.Clone(r.outputs) }
+
+// Secret resolves a secret reference from the spec ({"env": "NAME"} or
+// {"file": "/path"}) with the worker's resolver. The error names the
+// reference, never the value.
+func (r *Request[S]) Secret(ctx context.Context, ref secret.Ref) (secret.Value, error) {
+	res := r.secrets
+	if res == nil {
+		res = secret.Local{}
+	}
+	return res.Resolve(ctx, ref)
+}
+
+// Now is the engine's clock.
+func (r *Request[S]) Now() time.Time { return r.now() }
+
+// Lookup returns the scratch value under key as a T.
+func Lookup[T any, S any](r *Request[S], key string) (T, bool) {
+	v, ok := r.Scratch[key].(T)
+	return v, ok
+}
+
+func decodeOutputs(raw json.RawMessage) map[string]any {
+	m := map[string]any{}
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &m)
+		if m == nil {
+			m = map[string]any{}
+		}
+	}
+	return m
+}

@@ -1,0 +1,126 @@
+package sdk
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Result says when to come back; together with the error a step returns it
+// decides how the attempt ends:
+//
+//	return sdk.Result{}, nil                 // done: go on with the next step
+//	return sdk.RequeueAfter(30*time.Second), nil // not done yet: come back later
+//	return sdk.Result{}, err                 // failed: retried with backoff
+//	return sdk.Result{}, sdk.Terminal(err)   // failed: not retried until the
+//	                                          // spec changes or a manual trigger
+//
+// A non-zero Result or an error ends the Do (or Cleanup) phase: later steps
+// do not run in this attempt, their Post still does. When both are
+// returned, the error wins.
+type Result struct {
+	// Requeue asks for another attempt soon (after DefaultRequeueDelay).
+	Requeue bool
+	// RequeueAfter asks for another attempt after this long (rounded up to
+	// whole seconds). No failure is counted: the scheduler's backoff is for
+	// errors.
+	RequeueAfter time.Duration
+}
+
+// DefaultRequeueDelay is the delay of Result{Requeue: true}.
+const DefaultRequeueDelay = time.Second
+
+// IsZero reports whether r means "done".
+func (r Result) IsZero() bool { return !r.Requeue && r.RequeueAfter <= 0 }
+
+// Delay is when to come back: RequeueAfter, or DefaultRequeueDelay for a
+// plain Requeue, or zero for done.
+func (r Result) Delay() time.Duration {
+	switch {
+	case r.RequeueAfter > 0:
+		return r.RequeueAfter
+	case r.Requeue:
+		return DefaultRequeueDelay
+	}
+	return 0
+}
+
+// RequeueAfter returns a Result that asks for another attempt after d.
+func RequeueAfter(d time.Duration) Result {
+	if d <= 0 {
+		return Result{Requeue: true}
+	}
+	return Result{RequeueAfter: d}
+}
+
+// TerminalError wraps an error that retrying cannot fix (a spec that cannot
+// work, a permission that is missing). The attempt fails, and the scheduler
+// does not retry it until the spec changes (a new generation) or a manual
+// trigger (POST .../reconcile or the reconcile annotation).
+type TerminalError struct{ Err error }
+
+func (e *TerminalError) Error() string { return "terminal: " + e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *TerminalError) Unwrap() error { return e.Err }
+
+// Terminal wraps err as a TerminalError (nil becomes a generic one).
+func Terminal(err error) error {
+	if err == nil {
+		err = errors.New("terminal error")
+	}
+	return &TerminalError{Err: err}
+}
+
+// Terminalf formats a TerminalError.
+func Terminalf(format string, args ...any) error { return Terminal(fmt.Errorf(format, args...)) }
+
+// IsTerminal reports whether err is or wraps a TerminalError.
+func IsTerminal(err error) bool {
+	var te *TerminalError
+	return errors.As(err, &te)
+}
+
+// PanicError is a panic in a step, recovered by the engine. It is an
+// ordinary (retried) error.
+type PanicError struct {
+	Step  string
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("step %s panicked: %v", e.Step, e.Value) }
+
+// Outcome is how an attempt ended. The values match the store's
+// no8s.reconcile.v1.Outcome.
+type Outcome int
+
+// Outcomes.
+const (
+	OutcomeUnspecified Outcome = iota
+	// OutcomeSuccess: every step done; the resource is ready (or, when
+	// deleting, its cleanup finished).
+	OutcomeSuccess
+	// OutcomeRequeue: not done yet, come back after Report.RequeueAfter;
+	// no failure counted.
+	OutcomeRequeue
+	// OutcomeError: failed; the scheduler retries with exponential backoff.
+	OutcomeError
+	// OutcomeTerminal: failed; not retried until the spec changes or a
+	// manual trigger.
+	OutcomeTerminal
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeSuccess:
+		return "success"
+	case OutcomeRequeue:
+		return "requeue"
+	case OutcomeError:
+		return "error"
+	case OutcomeTerminal:
+		return "terminal"
+	}
+	return "unspecified"
+}

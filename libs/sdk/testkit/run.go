@@ -1,0 +1,92 @@
+package testkit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/worker"
+)
+
+// Running is a worker started by RunReconciler.
+type Running struct {
+	Worker *worker.Worker
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// Stop stops the worker gracefully (as SIGTERM does) and waits for it.
+func (r *Running) Stop() error {
+	r.cancel()
+	<-r.done
+	return r.err
+}
+
+// Done is closed when the worker has stopped.
+func (r *Running) Done() <-chan struct{} { return r.done }
+
+// Err is Run's error once Done is closed.
+func (r *Running) Err() error {
+	select {
+	case <-r.done:
+		return r.err
+	default:
+		return nil
+	}
+}
+
+// RunReconciler runs rec with the real worker runtime in this process,
+// serving types, and waits until it is registered (so that resources of its
+// types can be created). It stops when the test ends.
+func (e *Env) RunReconciler(t testing.TB, rec sdk.Reconciler, types ...sdk.TypeRef) *Running {
+	t.Helper()
+	return e.RunWorker(t, rec, types)
+}
+
+// RunWorker is RunReconciler with worker options (after the test kit's
+// defaults: the Env's lease, 2 s shutdown grace, the Env's logger).
+func (e *Env) RunWorker(t testing.TB, rec sdk.Reconciler, types []sdk.TypeRef, opts ...worker.Option) *Running {
+	t.Helper()
+	r, err := e.StartWorker(rec, types, opts...)
+	if err != nil {
+		t.Fatalf("start reconciler %s: %v", rec.Name(), err)
+	}
+	t.Cleanup(func() { _ = r.Stop() })
+	return r
+}
+
+// StartWorker starts a worker and waits until it is ready or has failed; the
+// caller stops it.
+func (e *Env) StartWorker(rec sdk.Reconciler, types []sdk.TypeRef, opts ...worker.Option) (*Running, error) {
+	all := append([]worker.Option{
+		worker.WithLease(e.opts.lease), worker.WithShutdownGrace(2*time.Second, 2*time.Second),
+		worker.WithLogger(e.Log.With("reconciler", rec.Name())),
+	}, opts...)
+	w, err := worker.New(rec, worker.Config{Types: types, NATS: e.NATS, Store: e.StoreConn}, all...)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Running{Worker: w, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.err = w.Run(ctx)
+	}()
+	deadline := time.After(10 * time.Second)
+	for !w.Ready() {
+		select {
+		case <-r.done:
+			cancel()
+			return nil, r.err
+		case <-deadline:
+			cancel()
+			<-r.done
+			return nil, context.DeadlineExceeded
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	e.onStop(func() { _ = r.Stop() })
+	return r, nil
+}

@@ -1,0 +1,37 @@
+// Package worker is the reconciler runtime: it registers a reconciler in the
+// live-reconciler registry, consumes its work items from JetStream and runs
+// each under the store's reconcile lease.
+//
+// For every work item (stream NO8S_RECONCILE, subjects
+// no8s.reconcile.<Type>.<version>, one durable pull consumer per reconciler
+// shared by its replicas, AckWait = the lease): AcquireLease (holder
+// <name>/<replica>) returns the fresh resource and its type's policy; the
+// reconciler (normally an sdk.Engine) runs under the policy's timeout while
+// the runtime sends InProgress and RenewLease every lease/3; the engine
+// saves the outcome with CompleteReconcile, presenting the lease epoch; then
+// one function, settle, maps the outcome onto the broker:
+//
+//	outcome                                  broker        why
+//	success, requeue-after, error (saved)    Ack           the scheduler re-dispatches (requeue_at, backoff)
+//	terminal error (saved)                   Term          not retried until the spec changes or a trigger
+//	lease held by another worker             NakWithDelay  comes back once that attempt can be over
+//	store unreachable (acquire or save)      NakWithDelay  growing with the delivery count
+//	stale dispatch, resource gone, ignored   Term          the item is obsolete
+//	save refused for a stale epoch           Term          a newer attempt owns the resource
+//	undecodable item                         Term          it can never succeed
+//	fetched but not started at shutdown      Nak           another replica takes it now
+//	still running when shutdown gives up     Nak           likewise, once the lease expires
+//	running                                  InProgress    every lease/3, with RenewLease
+//
+// The keepalive stops at the per-reconcile timeout: an attempt stuck past it
+// loses its lease, the item is redelivered to another worker, and the stuck
+// attempt's late write is refused for its stale epoch.
+//
+// Cancelling Run's context (SIGTERM) stops fetching, lets in-flight attempts
+// finish within the shutdown grace, then interrupts them (cause
+// sdk.ErrInterrupted: they save a requeue, not a failure) and naks whatever
+// still has not finished.
+//
+// Worker.Handler serves /healthz and /readyz for the binary to mount; Main
+// wires everything from environment variables for a one-line main.
+package worker

@@ -1,0 +1,249 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"google.golang.org/grpc"
+
+	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/registry"
+	"github.com/no8s/no8s/libs/sdk/secret"
+)
+
+// Sentinel errors, matchable with errors.Is.
+var (
+	// ErrInvalidConfig: the Config is incomplete or inconsistent.
+	ErrInvalidConfig = errors.New("worker: invalid config")
+	// ErrInvalidOption: an Option's value is out of range.
+	ErrInvalidOption = errors.New("worker: invalid option")
+	// ErrTypeTaken: another reconciler serves one of the types (registration
+	// refused). Same as registry.ErrTypeTaken.
+	ErrTypeTaken = registry.ErrTypeTaken
+	// ErrAlreadyRunning: Run was called twice.
+	ErrAlreadyRunning = errors.New("worker: already running")
+)
+
+// Defaults.
+const (
+	DefaultMaxConcurrency = 8
+	DefaultLease          = 30 * time.Second
+	DefaultShutdownGrace  = 25 * time.Second
+	DefaultInterruptWait  = 5 * time.Second
+	DefaultFetchWait      = 5 * time.Second
+	DefaultStream         = "NO8S_RECONCILE"
+	// SubjectPrefix prefixes the work item subjects: no8s.reconcile.<Type>.<version>.
+	SubjectPrefix = "no8s.reconcile."
+)
+
+// Subject is the work item subject of type t.
+func Subject(t sdk.TypeRef) string { return SubjectPrefix + t.Name + "." + t.Version }
+
+// Config is what the worker registers and connects to (the server side).
+type Config struct {
+	// Types are the resource types the reconciler serves. Required.
+	Types []sdk.TypeRef
+	// NATS is the connection to the JetStream server. Required.
+	NATS *nats.Conn
+	// Store is the connection to the store's gRPC API (StoreService and
+	// ReconcileService). Required.
+	Store grpc.ClientConnInterface
+}
+
+func (c Config) validate(rec sdk.Reconciler) error {
+	if rec == nil {
+		return fmt.Errorf("%w: no reconciler", ErrInvalidConfig)
+	}
+	if err := registry.ValidName(rec.Name()); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if len(c.Types) == 0 {
+		return fmt.Errorf("%w: Types is empty: name at least one type the reconciler serves", ErrInvalidConfig)
+	}
+	seen := map[sdk.TypeRef]bool{}
+	for _, t := range c.Types {
+		if err := registry.ValidType(t); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+		if seen[t] {
+			return fmt.Errorf("%w: type %s listed twice", ErrInvalidConfig, t)
+		}
+		seen[t] = true
+	}
+	if c.NATS == nil {
+		return fmt.Errorf("%w: NATS connection is nil", ErrInvalidConfig)
+	}
+	if c.Store == nil {
+		return fmt.Errorf("%w: Store connection is nil", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// Option tunes the worker's behaviour; each validates its value.
+type Option func(*options) error
+
+type options struct {
+	maxConcurrency int
+	lease          time.Duration
+	shutdownGrace  time.Duration
+	interruptWait  time.Duration
+	fetchWait      time.Duration
+	heartbeat      time.Duration
+	registryTTL    time.Duration
+	maxTimeout     time.Duration
+	replicaID      string
+	stream         string
+	createStream   bool
+	log            *slog.Logger
+	secrets        secret.Resolver
+	wrapClient     func(sdk.Client) sdk.Client
+}
+
+func defaults() options {
+	return options{
+		maxConcurrency: DefaultMaxConcurrency, lease: DefaultLease, shutdownGrace: DefaultShutdownGrace,
+		interruptWait: DefaultInterruptWait, fetchWait: DefaultFetchWait,
+		heartbeat: registry.HeartbeatInterval, registryTTL: registry.TTL,
+		stream: DefaultStream, createStream: true, secrets: secret.Local{},
+	}
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+}
+
+// WithMaxConcurrency bounds the attempts run at once by this replica
+// (default DefaultMaxConcurrency).
+func WithMaxConcurrency(n int) Option {
+	return func(o *options) error {
+		if n < 1 || n > 10000 {
+			return invalid("max concurrency %d: want 1..10000", n)
+		}
+		o.maxConcurrency = n
+		return nil
+	}
+}
+
+// WithLease sets the reconcile lease length, which is also the consumer's
+// AckWait: a crashed worker's item returns after it (default 30 s).
+func WithLease(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 3*time.Second || d > time.Hour {
+			return invalid("lease %s: want 3s..1h", d)
+		}
+		if d%time.Second != 0 {
+			return invalid("lease %s: want whole seconds", d)
+		}
+		o.lease = d
+		return nil
+	}
+}
+
+// WithShutdownGrace sets how long in-flight attempts may finish after Run's
+// context ends before they are interrupted (default 25 s), and how long
+// interrupted ones then get to save (default 5 s).
+func WithShutdownGrace(grace, interruptWait time.Duration) Option {
+	return func(o *options) error {
+		if grace < 0 || interruptWait < 0 {
+			return invalid("negative shutdown grace")
+		}
+		o.shutdownGrace, o.interruptWait = grace, interruptWait
+		return nil
+	}
+}
+
+// WithFetchWait sets how long one fetch waits for items (default 5 s).
+func WithFetchWait(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 100*time.Millisecond || d > time.Minute {
+			return invalid("fetch wait %s: want 100ms..1m", d)
+		}
+		o.fetchWait = d
+		return nil
+	}
+}
+
+// WithHeartbeat sets the registry heartbeat interval and the TTL used when
+// the worker creates the bucket (defaults 5 s and 15 s; ttl must be at
+// least twice the interval).
+func WithHeartbeat(interval, ttl time.Duration) Option {
+	return func(o *options) error {
+		if interval < 100*time.Millisecond || ttl < 2*interval {
+			return invalid("heartbeat %s with ttl %s: want interval >= 100ms and ttl >= 2 intervals", interval, ttl)
+		}
+		o.heartbeat, o.registryTTL = interval, ttl
+		return nil
+	}
+}
+
+// WithMaxTimeout caps the per-reconcile timeout the type's policy sets
+// (default: no cap).
+func WithMaxTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return invalid("max timeout %s: want > 0", d)
+		}
+		o.maxTimeout = d
+		return nil
+	}
+}
+
+// WithReplicaID names this replica (default: host name, process id and a
+// random suffix).
+func WithReplicaID(id string) Option {
+	return func(o *options) error {
+		if id == "" {
+			return invalid("empty replica id")
+		}
+		o.replicaID = id
+		return nil
+	}
+}
+
+// WithStream sets the work item stream's name (default NO8S_RECONCILE) and
+// whether the worker creates it when missing (default true).
+func WithStream(name string, create bool) Option {
+	return func(o *options) error {
+		if name == "" {
+			return invalid("empty stream name")
+		}
+		o.stream, o.createStream = name, create
+		return nil
+	}
+}
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error {
+		o.log = l
+		return nil
+	}
+}
+
+// WithSecretResolver sets how secret references are resolved (default
+// secret.Local{}: the worker's environment and files).
+func WithSecretResolver(r secret.Resolver) Option {
+	return func(o *options) error {
+		if r == nil {
+			return invalid("nil secret resolver")
+		}
+		o.secrets = r
+		return nil
+	}
+}
+
+// WithClientWrapper wraps the client each attempt gets (reads, finalizers
+// and the fenced save), for tests that inject faults into a real client
+// (package client/interceptor) rather than fake it.
+func WithClientWrapper(wrap func(sdk.Client) sdk.Client) Option {
+	return func(o *options) error {
+		if wrap == nil {
+			return invalid("nil client wrapper")
+		}
+		o.wrapClient = wrap
+		return nil
+	}
+}

@@ -1,0 +1,588 @@
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/client"
+	"github.com/no8s/no8s/libs/sdk/registry"
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+)
+
+// errLeaseLost cancels an attempt whose lease was taken over.
+var errLeaseLost = errors.New("worker: reconcile lease lost to a newer attempt")
+
+// Worker runs one reconciler. Create it with New, run it with Run.
+type Worker struct {
+	rec     sdk.Reconciler
+	cfg     Config
+	o       options
+	name    string
+	replica string
+	holder  string
+	log     *slog.Logger
+	store   *client.Store
+	leases  *client.Leases
+
+	running   atomic.Bool
+	ready     atomic.Bool
+	draining  atomic.Bool
+	stopped   atomic.Bool
+	notReady  atomic.Value // string: why not ready
+	reg       atomic.Pointer[registry.Registration]
+	startedAt time.Time
+
+	mu       sync.Mutex
+	inflight map[*item]struct{}
+	wg       sync.WaitGroup
+	stats    Stats
+}
+
+// Stats counts what the worker did.
+type Stats struct {
+	Fetched, Acked, Naked, Termed, Succeeded, Requeued, Failed, Terminal atomic.Int64
+}
+
+// item is one fetched message.
+type item struct {
+	msg     jetstream.Msg
+	settled atomic.Bool
+}
+
+// New validates the configuration and options and returns a worker for rec.
+func New(rec sdk.Reconciler, cfg Config, opts ...Option) (*Worker, error) {
+	if err := cfg.validate(rec); err != nil {
+		return nil, err
+	}
+	o := defaults()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.replicaID == "" {
+		o.replicaID = defaultReplicaID()
+	}
+	if !validReplicaRE.MatchString(o.replicaID) {
+		return nil, invalid("replica id %q: want A-Z, a-z, 0-9, _ and -, at most 128", o.replicaID)
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	w := &Worker{
+		rec: rec, cfg: cfg, o: o, name: rec.Name(), replica: o.replicaID,
+		holder: rec.Name() + "/" + o.replicaID,
+		store:  client.NewStore(cfg.Store), leases: client.NewLeases(cfg.Store),
+		inflight: map[*item]struct{}{},
+	}
+	w.log = o.log.With("reconciler", w.name, "replica", w.replica)
+	w.notReady.Store("not started")
+	return w, nil
+}
+
+var validReplicaRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+func defaultReplicaID() string {
+	host, _ := os.Hostname()
+	host = regexp.MustCompile(`[^A-Za-z0-9_-]+`).ReplaceAllString(host, "-")
+	if len(host) > 64 {
+		host = host[:64]
+	}
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// Name is the reconciler's name.
+func (w *Worker) Name() string { return w.name }
+
+// Holder is the lease holder name of this replica: <name>/<replica>.
+func (w *Worker) Holder() string { return w.holder }
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() *Stats { return &w.stats }
+
+// Ready reports whether the worker is registered and consuming.
+func (w *Worker) Ready() bool { return w.ready.Load() && !w.draining.Load() }
+
+// Run registers the reconciler and processes work items until ctx ends, then
+// drains (see the package doc) and deregisters. It returns an error when
+// registration is refused (ErrTypeTaken) or the broker cannot be set up.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	defer w.stopped.Store(true)
+	w.startedAt = time.Now()
+	js, err := jetstream.New(w.cfg.NATS)
+	if err != nil {
+		return fmt.Errorf("worker: jetstream: %w", err)
+	}
+	kv, err := registry.Ensure(ctx, js, w.o.registryTTL)
+	if err != nil {
+		return err
+	}
+	reg, err := registry.Register(ctx, kv, registry.Replica{Name: w.name, ID: w.replica, Types: w.cfg.Types, StartedAt: w.startedAt.UTC()})
+	if err != nil {
+		return fmt.Errorf("worker %s: register: %w", w.name, err)
+	}
+	w.reg.Store(reg)
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := reg.Deregister(dctx); err != nil {
+			w.log.Warn("deregister failed; the registry forgets this replica after its TTL", "error", err)
+		}
+	}()
+	cons, err := w.consumer(ctx, js)
+	if err != nil {
+		return err
+	}
+	w.log.Info("worker started", "types", fmt.Sprint(w.cfg.Types), "max_concurrency", w.o.maxConcurrency, "lease", w.o.lease)
+
+	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		w.heartbeat(hbCtx, reg)
+	}()
+	defer func() {
+		stopHB()
+		<-hbDone
+	}()
+
+	// Attempts run on workCtx, which outlives ctx by the shutdown grace.
+	workCtx, interrupt := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer interrupt(nil)
+	w.ready.Store(true)
+	w.notReady.Store("")
+	w.fetchLoop(ctx, workCtx, js, cons)
+	w.drain(interrupt)
+	w.log.Info("worker stopped")
+	return nil
+}
+
+// consumer ensures the stream (when allowed) and the reconciler's durable
+// consumer, filtered on its types.
+func (w *Worker) consumer(ctx context.Context, js jetstream.JetStream) (jetstream.Consumer, error) {
+	stream, err := js.Stream(ctx, w.o.stream)
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrStreamNotFound) || !w.o.createStream {
+			return nil, fmt.Errorf("worker: stream %s: %w", w.o.stream, err)
+		}
+		stream, err = js.CreateStream(ctx, jetstream.StreamConfig{
+			Name: w.o.stream, Description: "no8s work items (created by a worker)", Subjects: []string{SubjectPrefix + ">"},
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute,
+			MaxAge: 24 * time.Hour, Discard: jetstream.DiscardOld,
+		})
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			stream, err = js.Stream(ctx, w.o.stream)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("worker: create stream %s: %w", w.o.stream, err)
+		}
+	}
+	subjects := make([]string, 0, len(w.cfg.Types))
+	for _, t := range w.cfg.Types {
+		subjects = append(subjects, Subject(t))
+	}
+	if err := w.removeStaleConsumers(ctx, stream, subjects); err != nil {
+		return nil, err
+	}
+	cfg := jetstream.ConsumerConfig{
+		Durable: w.name, Description: "no8s reconciler " + w.name, FilterSubjects: subjects,
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: w.o.lease, MaxDeliver: -1,
+		MaxAckPending: max(1000, 4*w.o.maxConcurrency), DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	if len(subjects) == 1 {
+		cfg.FilterSubject, cfg.FilterSubjects = subjects[0], nil
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, w.o.stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("worker: consumer %s on %s: %w", w.name, w.o.stream, err)
+	}
+	return cons, nil
+}
+
+// removeStaleConsumers deletes other reconcilers' consumers that filter on
+// this reconciler's subjects. The registry has just granted this reconciler
+// its types, so such a consumer belongs to a reconciler that no longer
+// serves them (renamed or replaced); a work-queue stream would refuse a
+// second consumer of the same subjects. Its unacknowledged items stay in
+// the stream and come to the new consumer.
+func (w *Worker) removeStaleConsumers(ctx context.Context, stream jetstream.Stream, subjects []string) error {
+	lister := stream.ListConsumers(ctx)
+	var stale []string
+	for info := range lister.Info() {
+		if info.Name == w.name {
+			continue
+		}
+		filters := info.Config.FilterSubjects
+		if info.Config.FilterSubject != "" {
+			filters = append(filters, info.Config.FilterSubject)
+		}
+		for _, f := range filters {
+			if slices.Contains(subjects, f) {
+				stale = append(stale, info.Name)
+				break
+			}
+		}
+	}
+	if err := lister.Err(); err != nil {
+		return fmt.Errorf("worker: list consumers of %s: %w", w.o.stream, err)
+	}
+	for _, name := range stale {
+		w.log.Warn("removing the consumer of a reconciler that no longer serves these types", "consumer", name)
+		if err := stream.DeleteConsumer(ctx, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("worker: remove stale consumer %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (w *Worker) heartbeat(ctx context.Context, reg *registry.Registration) {
+	t := time.NewTicker(w.o.heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, w.o.heartbeat)
+		err := reg.Refresh(rctx)
+		cancel()
+		switch {
+		case err == nil:
+			if w.notReady.Load() != "" && !w.draining.Load() {
+				w.log.Info("registry heartbeat recovered")
+				w.notReady.Store("")
+				w.ready.Store(true)
+			}
+		case errors.Is(err, registry.ErrTypeTaken):
+			w.log.Error("lost a type to another reconciler", "error", err)
+			w.ready.Store(false)
+			w.notReady.Store(err.Error())
+		default:
+			w.log.Warn("registry heartbeat failed", "error", err)
+			if time.Since(reg.LastRefresh()) > w.o.registryTTL-w.o.heartbeat {
+				w.ready.Store(false)
+				w.notReady.Store("registry heartbeat failing: " + err.Error())
+			}
+		}
+	}
+}
+
+// fetchLoop fetches as many items as there are free slots and starts an
+// attempt for each, until ctx ends.
+func (w *Worker) fetchLoop(ctx, workCtx context.Context, js jetstream.JetStream, cons jetstream.Consumer) {
+	slots := make(chan struct{}, w.o.maxConcurrency)
+	var failures int
+	for ctx.Err() == nil {
+		select { // wait for one free slot, then take every other free one
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		n := 1
+	more:
+		for n < w.o.maxConcurrency {
+			select {
+			case slots <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		fctx, cancel := context.WithTimeout(ctx, w.o.fetchWait)
+		batch, err := cons.Fetch(n, jetstream.FetchContext(fctx))
+		if err != nil {
+			cancel()
+			for range n {
+				<-slots
+			}
+			failures++
+			w.log.Warn("fetch failed", "error", err)
+			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
+				if c, cerr := w.consumer(ctx, js); cerr == nil {
+					cons = c
+				}
+			}
+			sleep(ctx, backoff(uint64(failures), 100*time.Millisecond, 5*time.Second))
+			continue
+		}
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			w.stats.Fetched.Add(1)
+			it := w.track(msg)
+			if ctx.Err() != nil {
+				w.finish(it, outcome{stage: stageNotStarted})
+				<-slots
+				continue
+			}
+			w.wg.Add(1)
+			go func() {
+				defer w.wg.Done()
+				defer func() { <-slots }()
+				w.process(workCtx, it)
+			}()
+		}
+		cancel()
+		for range n - got {
+			<-slots
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, jetstream.ErrNoMessages) {
+			failures++
+			w.log.Warn("fetch ended with an error", "error", err)
+			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
+				if c, cerr := w.consumer(ctx, js); cerr == nil {
+					cons = c
+				}
+			}
+			sleep(ctx, backoff(uint64(failures), 100*time.Millisecond, 5*time.Second))
+			continue
+		}
+		failures = 0
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (w *Worker) track(msg jetstream.Msg) *item {
+	it := &item{msg: msg}
+	w.mu.Lock()
+	w.inflight[it] = struct{}{}
+	w.mu.Unlock()
+	return it
+}
+
+// finish settles an item once.
+func (w *Worker) finish(it *item, o outcome) {
+	if !it.settled.CompareAndSwap(false, true) {
+		return
+	}
+	w.mu.Lock()
+	delete(w.inflight, it)
+	w.mu.Unlock()
+	if md, err := it.msg.Metadata(); err == nil && o.deliveries == 0 {
+		o.deliveries = md.NumDelivered
+	}
+	a := settle(o, w.o.lease)
+	switch a.verb {
+	case ack:
+		w.stats.Acked.Add(1)
+	case nak:
+		w.stats.Naked.Add(1)
+	case term:
+		w.stats.Termed.Add(1)
+	}
+	if err := apply(it.msg, a); err != nil {
+		w.log.Warn("settling a work item failed; it returns after the lease", "action", a.verb.String(), "error", err)
+	}
+}
+
+// drain waits for in-flight attempts within the grace, interrupts them,
+// waits a little more for their saves and naks whatever is left.
+func (w *Worker) drain(interrupt context.CancelCauseFunc) {
+	w.draining.Store(true)
+	w.ready.Store(false)
+	w.notReady.Store("draining")
+	done := make(chan struct{})
+	go func() {
+		w.wg.Wait()
+		close(done)
+	}()
+	w.mu.Lock()
+	n := len(w.inflight)
+	w.mu.Unlock()
+	if n > 0 {
+		w.log.Info("draining in-flight attempts", "count", n, "grace", w.o.shutdownGrace)
+	}
+	select {
+	case <-done:
+		return
+	case <-time.After(w.o.shutdownGrace):
+	}
+	w.log.Warn("shutdown grace over: interrupting in-flight attempts")
+	interrupt(sdk.ErrInterrupted)
+	select {
+	case <-done:
+		return
+	case <-time.After(w.o.interruptWait):
+	}
+	w.mu.Lock()
+	left := make([]*item, 0, len(w.inflight))
+	for it := range w.inflight {
+		left = append(left, it)
+	}
+	w.mu.Unlock()
+	w.log.Warn("attempts did not stop; their items are handed back", "count", len(left))
+	for _, it := range left {
+		w.finish(it, outcome{stage: stageAbandoned})
+	}
+}
+
+// process runs one item: decode, acquire, reconcile (with keepalive), settle.
+func (w *Worker) process(workCtx context.Context, it *item) {
+	wi, err := decodeItem(it.msg.Data())
+	if err != nil {
+		w.log.Error("dropping a message that is not a work item", "subject", it.msg.Subject(), "error", err)
+		w.finish(it, outcome{stage: stageDecode, err: err})
+		return
+	}
+	log := w.log.With("resource_id", wi.GetResourceId(), "dispatch_id", wi.GetDispatchId())
+	actx, cancel := context.WithTimeout(workCtx, w.o.lease)
+	lease, err := w.leases.Acquire(actx, wi, w.holder, w.o.lease)
+	cancel()
+	if err != nil {
+		log.Debug("lease not acquired", "error", err)
+		w.finish(it, outcome{stage: stageAcquire, err: err})
+		return
+	}
+	timeout := lease.Policy.Timeout
+	if w.o.maxTimeout > 0 {
+		timeout = min(timeout, w.o.maxTimeout)
+	}
+	runCtx, cancelRun := context.WithCancelCause(workCtx)
+	defer cancelRun(nil)
+	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, timeout, fmt.Errorf("reconcile timeout of %s exceeded", timeout))
+	defer cancelTimeout()
+	kaDone := make(chan struct{})
+	stopKA := make(chan struct{})
+	go func() {
+		defer close(kaDone)
+		w.keepalive(runCtx, stopKA, it.msg, lease, cancelRun, log)
+	}()
+
+	id := wi.GetDispatchId()
+	if id == "" {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		id = hex.EncodeToString(b)
+	}
+	cl := client.ForAttempt(w.store, w.leases.StatusWriter(lease))
+	if w.o.wrapClient != nil {
+		cl = w.o.wrapClient(cl)
+	}
+	att := &sdk.Attempt{
+		ID: id, Resource: lease.Resource, Reason: client.ReasonString(wi.GetReason()),
+		Client:  cl,
+		Secrets: w.o.secrets, Log: w.log.With("holder", w.holder, "lease_epoch", lease.Epoch, "reason", client.ReasonString(wi.GetReason())),
+	}
+	rep := w.reconcile(runCtx, att)
+	if rep.Skipped {
+		rep = w.release(workCtx, lease)
+	}
+	close(stopKA)
+	<-kaDone
+	switch rep.Outcome {
+	case sdk.OutcomeSuccess:
+		w.stats.Succeeded.Add(1)
+	case sdk.OutcomeRequeue:
+		w.stats.Requeued.Add(1)
+	case sdk.OutcomeError:
+		w.stats.Failed.Add(1)
+	case sdk.OutcomeTerminal:
+		w.stats.Terminal.Add(1)
+	}
+	w.finish(it, outcome{stage: stageRun, report: rep})
+}
+
+// reconcile calls the reconciler, turning a panic outside the engine's steps
+// into an error report.
+func (w *Worker) reconcile(ctx context.Context, att *sdk.Attempt) (rep sdk.Report) {
+	defer func() {
+		if v := recover(); v != nil {
+			w.log.Error("reconciler panicked", "panic", fmt.Sprint(v))
+			rep = sdk.Report{Outcome: sdk.OutcomeError, Err: fmt.Errorf("reconciler panicked: %v", v),
+				SaveErr: errors.New("nothing saved: the reconciler panicked")}
+		}
+	}()
+	return w.rec.Reconcile(ctx, att)
+}
+
+// release ends the attempt on an ignored resource: nothing ran; the lease is
+// given back with a requeue that leaves the conditions as they are.
+func (w *Worker) release(ctx context.Context, lease *client.Lease) sdk.Report {
+	comp := &sdk.Completion{
+		ResourceID: lease.ResourceID, Generation: lease.Resource.Generation, Outcome: sdk.OutcomeRequeue,
+		RequeueAfter: time.Second, Message: "skipped: " + sdk.OperationAnnotation + ": " + sdk.OperationIgnore, StartedAt: time.Now(),
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sdk.DefaultSaveTimeout)
+	defer cancel()
+	done, err := w.leases.StatusWriter(lease).Complete(sctx, comp)
+	return sdk.Report{Outcome: sdk.OutcomeRequeue, Skipped: true, Err: sdk.ErrIgnored, Completion: comp, Completed: done, SaveErr: err}
+}
+
+// keepalive tells the broker the item is in progress and renews the lease
+// every lease/3 until stop, or until ctx ends (the reconcile timeout: a
+// stuck attempt then loses its lease, and its late write is refused).
+func (w *Worker) keepalive(ctx context.Context, stop <-chan struct{}, msg jetstream.Msg, lease *client.Lease, cancel context.CancelCauseFunc, log *slog.Logger) {
+	t := time.NewTicker(w.o.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := msg.InProgress(); err != nil {
+			log.Warn("in-progress signal failed", "error", err)
+		}
+		rctx, c := context.WithTimeout(ctx, w.o.lease/3)
+		err := w.leases.Renew(rctx, lease, w.o.lease)
+		c()
+		switch {
+		case err == nil:
+		case errors.Is(err, sdk.ErrStaleEpoch), errors.Is(err, sdk.ErrNotFound):
+			log.Warn("lease lost; cancelling the attempt", "error", err)
+			cancel(errLeaseLost)
+			return
+		default:
+			log.Warn("lease renewal failed", "error", err)
+		}
+	}
+}
+
+// decodeItem reads a WorkItem in protobuf binary or JSON form.
+func decodeItem(data []byte) (*reconcilev1.WorkItem, error) {
+	wi := &reconcilev1.WorkItem{}
+	var err error
+	if len(data) > 0 && data[0] == '{' {
+		err = protojson.Unmarshal(data, wi)
+	} else {
+		err = proto.Unmarshal(data, wi)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if wi.GetResourceId() <= 0 {
+		return nil, fmt.Errorf("work item without a resource id")
+	}
+	return wi, nil
+}

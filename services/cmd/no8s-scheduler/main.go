@@ -1,0 +1,66 @@
+// Command no8s-scheduler runs the scheduler: it decides which resources
+// need a reconcile and dispatches work items on NO8S_RECONCILE. Run two or
+// more; one leads (a lease with a fencing epoch in the store), the others
+// stand by and take over within --lease + --renew.
+//
+//	no8s-scheduler --store-addr 127.0.0.1:7001 --nats-url nats://127.0.0.1:4222 --holder sched-a --lease 6s
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+	"github.com/no8s/no8s/services/internal/grpcserver"
+	"github.com/no8s/no8s/services/internal/natsconn"
+	"github.com/no8s/no8s/services/internal/proc"
+	"github.com/no8s/no8s/services/scheduler"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "no8s-scheduler:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg := scheduler.DefaultConfig()
+	fs := flag.NewFlagSet("no8s-scheduler", flag.ExitOnError)
+	storeAddr := fs.String("store-addr", proc.Env("NO8S_STORE_ADDR", "127.0.0.1:7001"), "store gRPC address ($NO8S_STORE_ADDR)")
+	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL ($NATS_URL)")
+	fs.StringVar(&cfg.Holder, "holder", proc.Env("NO8S_SCHEDULER_HOLDER", ""), "this process's name in the leadership lease (default hostname-pid)")
+	fs.DurationVar(&cfg.Lease, "lease", cfg.Lease, "leadership lease, whole seconds; a standby takes over within lease + renew")
+	fs.DurationVar(&cfg.Renew, "renew", 0, "how often the leader renews and standbys campaign (default lease/3)")
+	fs.DurationVar(&cfg.ItemLease, "item-lease", cfg.ItemLease, "how long a dispatched item may wait unstarted before it is checked and dispatched again")
+	fs.IntVar(&cfg.Dispatchers, "dispatchers", cfg.Dispatchers, "concurrent dispatches")
+	fs.DurationVar(&cfg.LivenessPoll, "liveness-poll", cfg.LivenessPoll, "how often the live reconciler registry is read")
+	fs.DurationVar(&cfg.Relist, "relist", cfg.Relist, "how often every resource's state is read again as a safety net (negative: never)")
+	_ = fs.Parse(os.Args[1:])
+	log := proc.Logger("scheduler")
+	ctx, cancel := proc.SignalContext()
+	defer cancel()
+
+	conn, err := grpcserver.Dial(*storeAddr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	nc, err := natsconn.Connect(*natsURL, "no8s-scheduler", log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	svc, err := scheduler.New(cfg, reconcilev1.NewReconcileServiceClient(conn), js, log)
+	if err != nil {
+		return err
+	}
+	return svc.Run(ctx)
+}

@@ -1,0 +1,225 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/resourcepb"
+	"github.com/no8s/no8s/services/internal/webhookconf"
+)
+
+// webhookDoc is the JSON document of an admission webhook registration.
+type webhookDoc struct {
+	ID                  int64     `json:"id"`
+	Name                string    `json:"name"`
+	ResourceTypeName    *string   `json:"resource_type_name"`
+	ResourceTypeVersion *string   `json:"resource_type_version"`
+	WebhookURL          string    `json:"webhook_url"`
+	WebhookType         string    `json:"webhook_type"`
+	Operations          []string  `json:"operations"`
+	TimeoutSeconds      int       `json:"timeout_seconds"`
+	FailurePolicy       string    `json:"failure_policy"`
+	Ordering            int       `json:"ordering"`
+	CABundle            *string   `json:"ca_bundle"`
+	ResourceVersion     int64     `json:"resource_version"`
+	CreatedAt           time.Time `json:"created_at"`
+	UpdatedAt           time.Time `json:"updated_at"`
+}
+
+// webhookBody is the body of POST /api/v1/admission-webhooks and of PUT
+// /api/v1/admission-webhooks/{id}, which replaces the whole registration.
+// Omitted optional fields take their defaults. A PUT may carry back the
+// server-assigned fields of a GET: id must then match the path,
+// resource_version is a precondition and the timestamps are ignored.
+type webhookBody struct {
+	Name                string          `json:"name"`
+	ResourceTypeName    *string         `json:"resource_type_name"`
+	ResourceTypeVersion *string         `json:"resource_type_version"`
+	WebhookURL          string          `json:"webhook_url"`
+	WebhookType         string          `json:"webhook_type"`
+	Operations          []string        `json:"operations"`
+	TimeoutSeconds      *int            `json:"timeout_seconds"`
+	FailurePolicy       *string         `json:"failure_policy"`
+	Ordering            *int            `json:"ordering"`
+	CABundle            *string         `json:"ca_bundle"`
+	ID                  *int64          `json:"id"`
+	ResourceVersion     *int64          `json:"resource_version"`
+	CreatedAt           json.RawMessage `json:"created_at"`
+	UpdatedAt           json.RawMessage `json:"updated_at"`
+}
+
+func toWebhookDoc(w *webhookconf.Webhook) *webhookDoc {
+	if w == nil {
+		return nil
+	}
+	ops := w.Operations
+	if ops == nil {
+		ops = []string{}
+	}
+	return &webhookDoc{
+		ID: w.ID, Name: w.Name, ResourceTypeName: orNull(w.ResourceTypeName), ResourceTypeVersion: orNull(w.ResourceTypeVersion),
+		WebhookURL: w.URL, WebhookType: w.Type, Operations: ops, TimeoutSeconds: w.TimeoutSeconds,
+		FailurePolicy: w.FailurePolicy, Ordering: w.Ordering, CABundle: orNull(w.CABundle),
+		ResourceVersion: w.ResourceVersion, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
+	}
+}
+
+func orNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// parseWebhook reads a registration body, applies defaults and checks it.
+func parseWebhook(c *echo.Context, create bool) (*webhookconf.Webhook, webhookBody, error) {
+	var body webhookBody
+	data, err := readBody(c, mediaJSON)
+	if err != nil {
+		return nil, body, err
+	}
+	if err := decodeStrict(data, &body); err != nil {
+		return nil, body, err
+	}
+	w := &webhookconf.Webhook{
+		Name: body.Name, URL: body.WebhookURL, Type: body.WebhookType, Operations: body.Operations,
+		TimeoutSeconds: webhookconf.DefaultTimeoutSeconds, FailurePolicy: webhookconf.PolicyFail,
+	}
+	var errs []problem.FieldError
+	optional := func(path string, v *string, dst *string, what string) {
+		if v == nil {
+			return
+		}
+		if *v == "" {
+			errs = append(errs, problem.FieldError{Path: path, Message: "must not be empty: use null " + what})
+			return
+		}
+		*dst = *v
+	}
+	optional("/resource_type_name", body.ResourceTypeName, &w.ResourceTypeName, "to match every resource type")
+	optional("/resource_type_version", body.ResourceTypeVersion, &w.ResourceTypeVersion, "to match every version")
+	optional("/ca_bundle", body.CABundle, &w.CABundle, "to trust the system's roots")
+	if body.TimeoutSeconds != nil {
+		w.TimeoutSeconds = *body.TimeoutSeconds
+	}
+	if body.FailurePolicy != nil {
+		w.FailurePolicy = *body.FailurePolicy
+	}
+	if body.Ordering != nil {
+		w.Ordering = *body.Ordering
+	}
+	if create {
+		for _, f := range []struct {
+			path  string
+			given bool
+		}{
+			{"/id", body.ID != nil}, {"/resource_version", body.ResourceVersion != nil},
+			{"/created_at", body.CreatedAt != nil}, {"/updated_at", body.UpdatedAt != nil},
+		} {
+			if f.given {
+				errs = append(errs, problem.FieldError{Path: f.path, Message: "assigned by the server: leave it out"})
+			}
+		}
+	} else if body.ResourceVersion != nil && *body.ResourceVersion < 0 {
+		errs = append(errs, problem.FieldError{Path: "/resource_version", Message: "must be a positive integer"})
+	}
+	errs = append(errs, webhookconf.Validate(w)...)
+	if err := fieldsError("invalid admission webhook", errs); err != nil {
+		return nil, body, err
+	}
+	return w, body, nil
+}
+
+func (s *Service) createWebhook(c *echo.Context) error {
+	dry, err := dryRun(c)
+	if err != nil {
+		return err
+	}
+	w, _, err := parseWebhook(c, true)
+	if err != nil {
+		return err
+	}
+	resp, err := call(s, c, s.store.CreateAdmissionWebhook, &storev1.CreateAdmissionWebhookRequest{Webhook: resourcepb.WebhookToProto(w), DryRun: dry})
+	if err != nil {
+		return err
+	}
+	out := resourcepb.WebhookFromProto(resp.GetWebhook())
+	if !dry && out != nil && out.ID != 0 {
+		c.Response().Header().Set(echo.HeaderLocation, "/api/v1/admission-webhooks/"+strconv.FormatInt(out.ID, 10))
+	}
+	return writeJSON(c, http.StatusCreated, toWebhookDoc(out))
+}
+
+func (s *Service) listWebhooks(c *echo.Context) error {
+	resp, err := call(s, c, s.store.ListAdmissionWebhooks, &storev1.ListAdmissionWebhooksRequest{})
+	if err != nil {
+		return err
+	}
+	out := make([]*webhookDoc, 0, len(resp.GetWebhooks()))
+	for _, w := range resp.GetWebhooks() {
+		out = append(out, toWebhookDoc(resourcepb.WebhookFromProto(w)))
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+func (s *Service) getWebhook(c *echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	resp, err := call(s, c, s.store.GetAdmissionWebhook, &storev1.GetAdmissionWebhookRequest{Id: id})
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, toWebhookDoc(resourcepb.WebhookFromProto(resp.GetWebhook())))
+}
+
+func (s *Service) updateWebhook(c *echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	dry, err := dryRun(c)
+	if err != nil {
+		return err
+	}
+	w, body, err := parseWebhook(c, false)
+	if err != nil {
+		return err
+	}
+	if body.ID != nil && *body.ID != id {
+		return problem.New(problem.Invalid, problem.CodeInvalid, "the body's id %d is not the path's id %d", *body.ID, id).
+			WithFields(problem.FieldError{Path: "/id", Message: "must equal the id in the path"})
+	}
+	w.ID = id
+	req := &storev1.UpdateAdmissionWebhookRequest{Webhook: resourcepb.WebhookToProto(w), DryRun: dry}
+	if body.ResourceVersion != nil {
+		req.ExpectedResourceVersion = *body.ResourceVersion
+	}
+	resp, err := call(s, c, s.store.UpdateAdmissionWebhook, req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, toWebhookDoc(resourcepb.WebhookFromProto(resp.GetWebhook())))
+}
+
+func (s *Service) deleteWebhook(c *echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	dry, err := dryRun(c)
+	if err != nil {
+		return err
+	}
+	if _, err := call(s, c, s.store.DeleteAdmissionWebhook, &storev1.DeleteAdmissionWebhookRequest{Id: id, DryRun: dry}); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -1,0 +1,427 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/no8s/no8s/services/internal/eventstream"
+)
+
+// Defaults of Config.
+const (
+	DefaultHeartbeat    = 15 * time.Second
+	DefaultBookmark     = 30 * time.Second
+	DefaultBuffer       = 256
+	DefaultStallTimeout = 30 * time.Second
+	DefaultWriteTimeout = 2 * time.Minute
+	DefaultRetry        = 2 * time.Second
+	DefaultCatchUpBatch = 64
+)
+
+// Config tunes watches. Zero fields take the defaults above.
+type Config struct {
+	// Heartbeat is how long a watch may stay silent before a comment line
+	// keeps the connection alive.
+	Heartbeat time.Duration
+	// Bookmark is the interval of BOOKMARK events.
+	Bookmark time.Duration
+	// Buffer is how many events the hub queues for one live watcher before
+	// it sends that watcher back to catch up from the stream.
+	Buffer int
+	// StallTimeout: a single write to a client blocked longer than this ends
+	// the watch with a too_slow ERROR event once the write completes.
+	StallTimeout time.Duration
+	// WriteTimeout: a single write blocked longer than this closes the
+	// connection without a final event.
+	WriteTimeout time.Duration
+	// Retry is the reconnection delay advertised to EventSource clients.
+	Retry time.Duration
+	// CatchUpBatch is how many messages a catching-up watcher's consumer
+	// buffers.
+	CatchUpBatch int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = DefaultHeartbeat
+	}
+	if c.Bookmark <= 0 {
+		c.Bookmark = DefaultBookmark
+	}
+	if c.Buffer <= 0 {
+		c.Buffer = DefaultBuffer
+	}
+	if c.StallTimeout <= 0 {
+		c.StallTimeout = DefaultStallTimeout
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.WriteTimeout < c.StallTimeout {
+		c.WriteTimeout = 2 * c.StallTimeout
+	}
+	if c.Retry <= 0 {
+		c.Retry = DefaultRetry
+	}
+	if c.CatchUpBatch <= 0 {
+		c.CatchUpBatch = DefaultCatchUpBatch
+	}
+	return c
+}
+
+// ErrNotReady means the hub does not follow the event stream (yet).
+var ErrNotReady = errors.New("the event stream is not available yet")
+
+// PublishedFunc returns the store's published revision: every event up to it
+// has been published to the stream.
+type PublishedFunc func(ctx context.Context) (int64, error)
+
+// Hub follows the event stream and fans events out to the live watchers.
+type Hub struct {
+	js        jetstream.JetStream
+	cfg       Config
+	published PublishedFunc
+	log       *slog.Logger
+
+	ready     chan struct{} // closed once the hub follows the stream
+	done      chan struct{} // closed when Run returns
+	readyOnce sync.Once
+
+	mu      sync.Mutex
+	stream  jetstream.Stream
+	lastSeq uint64 // every message up to lastSeq has been fanned out
+	lastRev int64  // the revision of the newest message fanned out
+	subs    map[*sub]struct{}
+	closed  bool
+
+	stats counters
+}
+
+// sub is one live watcher's registration with the hub.
+type sub struct {
+	f  Filter
+	ch chan *event
+	// resume is set before ch is closed: the first sequence the hub did not
+	// deliver; gone marks a registration ended because history was lost.
+	resume uint64
+	gone   bool
+}
+
+type counters struct {
+	watchers  atomic.Int64
+	overflows atomic.Int64
+	catchUps  atomic.Int64
+	tooSlow   atomic.Int64
+	gone      atomic.Int64
+	events    atomic.Int64
+}
+
+// Stats is a snapshot of the hub's counters.
+type Stats struct {
+	// Watchers is the number of open watches; Live of those in the fan-out.
+	Watchers, Live int
+	// Overflows counts watchers sent back to the stream for being slow;
+	// CatchUps the catch-up consumers created (resumes and overflows).
+	Overflows, CatchUps int64
+	// TooSlow counts watches ended for a stalled client; Gone those ended
+	// because their resume point expired.
+	TooSlow, Gone int64
+	// Events counts the events the hub has fanned out.
+	Events int64
+	// Seq and Revision are the hub's position in the stream.
+	Seq      uint64
+	Revision int64
+}
+
+// NewHub returns a hub over js. published may be nil; it is consulted only
+// when every event in the stream has expired.
+func NewHub(js jetstream.JetStream, cfg Config, published PublishedFunc, log *slog.Logger) *Hub {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Hub{
+		js: js, cfg: cfg.withDefaults(), published: published, log: log,
+		ready: make(chan struct{}), done: make(chan struct{}), subs: map[*sub]struct{}{},
+	}
+}
+
+// Config returns the effective configuration.
+func (h *Hub) Config() Config { return h.cfg }
+
+// Stats returns the hub's counters.
+func (h *Hub) Stats() Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return Stats{
+		Watchers: int(h.stats.watchers.Load()), Live: len(h.subs),
+		Overflows: h.stats.overflows.Load(), CatchUps: h.stats.catchUps.Load(),
+		TooSlow: h.stats.tooSlow.Load(), Gone: h.stats.gone.Load(), Events: h.stats.events.Load(),
+		Seq: h.lastSeq, Revision: h.lastRev,
+	}
+}
+
+// WaitReady waits until the hub follows the stream, ctx ends or the hub
+// stops.
+func (h *Hub) WaitReady(ctx context.Context) error {
+	select {
+	case <-h.ready:
+		return nil
+	case <-h.done:
+		return ErrNotReady
+	case <-ctx.Done():
+		return ErrNotReady
+	}
+}
+
+// Run follows the stream until ctx ends; then every watch ends.
+func (h *Hub) Run(ctx context.Context) error {
+	defer func() {
+		h.mu.Lock()
+		h.closed = true
+		h.subs = map[*sub]struct{}{}
+		h.mu.Unlock()
+		close(h.done)
+	}()
+	for {
+		err := h.follow(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, errResync) {
+			h.log.Debug("event hub: a message was dropped; reading again", "from_seq", h.position().seq+1)
+			continue
+		}
+		h.log.Warn("event hub: following the stream failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// follow reads the stream from the hub's position until ctx ends or an
+// error occurs.
+func (h *Hub) follow(ctx context.Context) error {
+	stream, err := h.js.Stream(ctx, eventstream.StreamName)
+	if err != nil {
+		return fmt.Errorf("open stream %s: %w", eventstream.StreamName, err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("stream info: %w", err)
+	}
+	h.mu.Lock()
+	started := h.stream != nil
+	h.mu.Unlock()
+	if !started || info.State.LastSeq < h.position().seq {
+		// First start, or the stream was recreated: begin at its end.
+		rev, err := lastRevision(ctx, stream, info)
+		if err != nil {
+			return err
+		}
+		h.mu.Lock()
+		if started {
+			h.log.Warn("event stream was reset; ending every watch", "last_seq", info.State.LastSeq, "hub_seq", h.lastSeq)
+			h.endAllLocked(true)
+		}
+		h.lastSeq, h.lastRev = info.State.LastSeq, rev
+		h.mu.Unlock()
+	}
+	h.mu.Lock()
+	h.stream = stream
+	start := h.lastSeq + 1
+	h.mu.Unlock()
+	h.readyOnce.Do(func() { close(h.ready) })
+
+	cons, err := stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		Description:       "no8s gateway event hub",
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       start,
+		AckPolicy:         jetstream.AckNonePolicy,
+		InactiveThreshold: time.Minute,
+		MemoryStorage:     true,
+		Replicas:          1,
+	})
+	if err != nil {
+		return fmt.Errorf("create hub consumer: %w", err)
+	}
+	defer deleteConsumer(ctx, stream, cons)
+	it, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(256, 8<<20))
+	if err != nil {
+		return fmt.Errorf("hub consumer: %w", err)
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	h.log.Info("event hub follows the stream", "from_seq", start)
+
+	nextBookmark := time.Now().Add(h.cfg.Bookmark)
+	var delivered uint64
+	for {
+		wait := min(max(time.Until(nextBookmark), 5*time.Millisecond), time.Second)
+		msg, err := it.Next(jetstream.NextMaxWait(wait))
+		if ctx.Err() != nil {
+			return nil
+		}
+		switch {
+		case errors.Is(err, nats.ErrTimeout):
+		case err != nil:
+			return fmt.Errorf("read stream: %w", err)
+		default:
+			md, err := msg.Metadata()
+			if err != nil {
+				return fmt.Errorf("read stream: %w", err)
+			}
+			// The client library drops messages when its buffer is
+			// full: a gap in the delivery sequence means one is missing.
+			if md.Sequence.Consumer != delivered+1 {
+				return errResync
+			}
+			delivered = md.Sequence.Consumer
+			h.dispatch(msg)
+		}
+		if now := time.Now(); !now.Before(nextBookmark) {
+			h.bookmark()
+			nextBookmark = now.Add(h.cfg.Bookmark)
+		}
+	}
+}
+
+// dispatch fans one message out to the matching live watchers.
+func (h *Hub) dispatch(msg jetstream.Msg) {
+	ev, err := decode(msg)
+	if err != nil {
+		h.log.Error("event hub: undecodable message; skipped", "err", err)
+		if ev == nil {
+			return
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ev.seq <= h.lastSeq {
+		return // already seen (a recreated consumer)
+	}
+	if ev.seq > h.lastSeq+1 {
+		// Messages between expired before the hub read them: the live
+		// watchers cannot know whether they missed events.
+		h.log.Warn("event hub fell behind the stream's retention; ending every watch", "expected_seq", h.lastSeq+1, "got_seq", ev.seq)
+		h.endAllLocked(true)
+	}
+	h.lastSeq = ev.seq
+	if ev.revision > h.lastRev {
+		h.lastRev = ev.revision
+	}
+	h.stats.events.Add(1)
+	for s := range h.subs {
+		if !s.f.match(ev) {
+			continue
+		}
+		select {
+		case s.ch <- ev:
+		default:
+			// The watcher is behind: it catches up from the stream from here.
+			delete(h.subs, s)
+			s.resume = ev.seq
+			close(s.ch)
+			h.stats.overflows.Add(1)
+		}
+	}
+}
+
+// bookmark queues a bookmark with the hub's position to every live watcher
+// that has room for it.
+func (h *Hub) bookmark() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lastRev == 0 {
+		return
+	}
+	bm := &event{bookmark: true, seq: h.lastSeq, revision: h.lastRev}
+	for s := range h.subs {
+		select {
+		case s.ch <- bm:
+		default:
+		}
+	}
+}
+
+// endAllLocked ends every live registration.
+func (h *Hub) endAllLocked(gone bool) {
+	for s := range h.subs {
+		delete(h.subs, s)
+		s.gone = gone
+		s.resume = h.lastSeq + 1
+		close(s.ch)
+	}
+}
+
+type position struct {
+	seq uint64
+	rev int64
+}
+
+func (h *Hub) position() position {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return position{h.lastSeq, h.lastRev}
+}
+
+func (h *Hub) streamRef() jetstream.Stream {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stream
+}
+
+// errShutdown ends watches when the hub stops.
+var errShutdown = errors.New("the gateway is shutting down")
+
+// subscribe registers a live watcher; events after the returned position
+// reach it through its channel.
+func (h *Hub) subscribe(f Filter) (*sub, position, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, position{}, errShutdown
+	}
+	s := &sub{f: f, ch: make(chan *event, h.cfg.Buffer)}
+	h.subs[s] = struct{}{}
+	return s, position{h.lastSeq, h.lastRev}, nil
+}
+
+func (h *Hub) unsubscribe(s *sub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.subs, s)
+}
+
+// lastRevision is the revision of the stream's newest message, 0 if none.
+func lastRevision(ctx context.Context, stream jetstream.Stream, info *jetstream.StreamInfo) (int64, error) {
+	if info.State.Msgs == 0 {
+		return 0, nil
+	}
+	m, err := stream.GetMsg(ctx, info.State.LastSeq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the newest event: %w", err)
+	}
+	return revisionOf(m)
+}
+
+// deleteConsumer removes an ephemeral consumer now rather than after its
+// inactivity threshold.
+func deleteConsumer(ctx context.Context, stream jetstream.Stream, cons jetstream.Consumer) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_ = stream.DeleteConsumer(ctx, cons.CachedInfo().Name)
+}

@@ -1,0 +1,133 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// GoneError means a resume point is older than the retained history: events
+// after it may have expired, and the client must list again.
+type GoneError struct {
+	// Since is the refused resume point.
+	Since int64
+	// Oldest is the oldest resumable revision now.
+	Oldest int64
+}
+
+func (e *GoneError) Error() string {
+	return fmt.Sprintf("resume point %d is older than the retained event history (the oldest resumable revision is %d)", e.Since, e.Oldest)
+}
+
+// Start is where a watch begins, from Resolve.
+type Start struct {
+	now bool
+	seq uint64 // the first stream sequence to read
+	rev int64  // only revisions above rev are sent
+}
+
+// Now is a watch of new events only.
+func Now() Start { return Start{now: true} }
+
+// Resolve finds where a watch that resumes after revision since starts. It
+// answers a *GoneError when since is older than the retained history.
+func (h *Hub) Resolve(ctx context.Context, since int64) (Start, error) {
+	if since < 0 {
+		since = 0
+	}
+	stream := h.streamRef()
+	if stream == nil {
+		return Start{}, ErrNotReady
+	}
+	// Fast path: at or past the hub's position, nothing stored is needed.
+	if pos := h.position(); pos.rev > 0 && since >= pos.rev {
+		return Start{seq: pos.seq + 1, rev: since}, nil
+	}
+	var lastErr error
+	for range 5 {
+		st, err := h.resolve(ctx, stream, since)
+		if !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return st, err
+		}
+		lastErr = err // a message expired under us: look again
+	}
+	return Start{}, fmt.Errorf("resolve resume point %d: %w", since, lastErr)
+}
+
+func (h *Hub) resolve(ctx context.Context, stream jetstream.Stream, since int64) (Start, error) {
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return Start{}, fmt.Errorf("stream info: %w", err)
+	}
+	st := info.State
+	if st.Msgs == 0 {
+		if st.LastSeq == 0 {
+			return Start{seq: 1, rev: since}, nil // nothing was ever published
+		}
+		// Every event expired. The store's published revision bounds them
+		// all: resuming at or after it misses nothing.
+		var published int64
+		if h.published != nil {
+			if published, err = h.published(ctx); err != nil {
+				return Start{}, fmt.Errorf("read the published revision: %w", err)
+			}
+		}
+		if h.published == nil || since < published {
+			return Start{}, &GoneError{Since: since, Oldest: published}
+		}
+		return Start{seq: st.LastSeq + 1, rev: since}, nil
+	}
+	// FirstSeq 1: nothing was ever removed from the stream, so every
+	// revision since any resume point is here. Otherwise events before the
+	// first retained one expired, and revisions are sparse: whether any
+	// event lay between since and the first retained revision is unknown
+	// unless since is right before it.
+	if st.FirstSeq > 1 {
+		firstRev, err := revisionAt(ctx, stream, st.FirstSeq)
+		if err != nil {
+			return Start{}, err
+		}
+		if since < firstRev-1 {
+			return Start{}, &GoneError{Since: since, Oldest: firstRev - 1}
+		}
+	}
+	// The first sequence whose revision is above since: revisions increase
+	// with sequence, so binary search over [first, last+1].
+	lo, hi := st.FirstSeq, st.LastSeq+1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		m, err := stream.GetMsg(ctx, mid, jetstream.WithGetMsgSubject(allSubjects))
+		if errors.Is(err, jetstream.ErrMsgNotFound) && mid > st.FirstSeq {
+			// Nothing at or after mid (a concurrent purge, or deletes).
+			hi = mid
+			continue
+		}
+		if err != nil {
+			return Start{}, fmt.Errorf("read stream sequence %d: %w", mid, err)
+		}
+		rev, err := revisionOf(m)
+		if err != nil {
+			return Start{}, err
+		}
+		if rev > since {
+			hi = mid
+		} else {
+			lo = m.Sequence + 1
+		}
+	}
+	return Start{seq: lo, rev: since}, nil
+}
+
+// revisionAt reads the revision of the message at seq.
+func revisionAt(ctx context.Context, stream jetstream.Stream, seq uint64) (int64, error) {
+	m, err := stream.GetMsg(ctx, seq)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return 0, err
+		}
+		return 0, fmt.Errorf("read stream sequence %d: %w", seq, err)
+	}
+	return revisionOf(m)
+}

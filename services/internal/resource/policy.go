@@ -1,0 +1,104 @@
+package resource
+
+import (
+	"fmt"
+
+	"github.com/no8s/no8s/services/internal/problem"
+)
+
+// Reconcile policy defaults (the seed's: resync every 5 minutes, backoff from
+// 1 minute doubling to 1024 minutes).
+const (
+	DefaultResyncSeconds      = 300
+	DefaultBackoffBaseSeconds = 60
+	DefaultBackoffMaxSeconds  = 61440
+	DefaultTimeoutSeconds     = 300
+	// MaxTimeoutSeconds bounds a reconcile's timeout.
+	MaxTimeoutSeconds = 3600
+)
+
+// ReconcilePolicy tunes scheduling for the resources of a type. A zero field
+// means its default; documents read from the store always carry every field.
+type ReconcilePolicy struct {
+	// ResyncSeconds is how often a ready resource is reconciled again (drift
+	// detection).
+	ResyncSeconds int32 `json:"resync_seconds"`
+	// BackoffBaseSeconds is the delay after the first failure; it doubles with
+	// each further failure up to BackoffMaxSeconds.
+	BackoffBaseSeconds int32 `json:"backoff_base_seconds"`
+	BackoffMaxSeconds  int32 `json:"backoff_max_seconds"`
+	// TimeoutSeconds bounds one attempt.
+	TimeoutSeconds int32 `json:"timeout_seconds"`
+}
+
+// WithDefaults returns p with every zero field set to its default.
+func (p ReconcilePolicy) WithDefaults() ReconcilePolicy {
+	if p.ResyncSeconds == 0 {
+		p.ResyncSeconds = DefaultResyncSeconds
+	}
+	if p.BackoffBaseSeconds == 0 {
+		p.BackoffBaseSeconds = DefaultBackoffBaseSeconds
+	}
+	if p.BackoffMaxSeconds == 0 {
+		p.BackoffMaxSeconds = max(DefaultBackoffMaxSeconds, p.BackoffBaseSeconds)
+	}
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = DefaultTimeoutSeconds
+	}
+	return p
+}
+
+// Validate checks a policy as written (zero fields take defaults): no
+// negative values, backoff_max_seconds at least backoff_base_seconds, and a
+// timeout of at most MaxTimeoutSeconds. path prefixes the field paths.
+func (p ReconcilePolicy) Validate(path string) []problem.FieldError {
+	var errs []problem.FieldError
+	for _, f := range []struct {
+		name string
+		v    int32
+	}{
+		{"resync_seconds", p.ResyncSeconds},
+		{"backoff_base_seconds", p.BackoffBaseSeconds},
+		{"backoff_max_seconds", p.BackoffMaxSeconds},
+		{"timeout_seconds", p.TimeoutSeconds},
+	} {
+		if f.v < 0 {
+			errs = append(errs, problem.FieldError{Path: path + "/" + f.name, Message: "must be a positive integer"})
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	d := p.WithDefaults()
+	if d.BackoffMaxSeconds < d.BackoffBaseSeconds {
+		errs = append(errs, problem.FieldError{Path: path + "/backoff_max_seconds",
+			Message: fmt.Sprintf("must be at least backoff_base_seconds (%d)", d.BackoffBaseSeconds)})
+	}
+	if d.TimeoutSeconds > MaxTimeoutSeconds {
+		errs = append(errs, problem.FieldError{Path: path + "/timeout_seconds", Message: fmt.Sprintf("must be between 1 and %d", MaxTimeoutSeconds)})
+	}
+	return errs
+}
+
+// Operation annotations (seed 004).
+const (
+	// AnnotationOperation asks for an operation on a resource.
+	AnnotationOperation = "no8s.io/operation"
+	// OperationReconcile triggers one reconcile that skips every "nothing to
+	// do" shortcut; the reconciler removes the annotation afterwards.
+	OperationReconcile = "reconcile"
+	// OperationIgnore pauses reconciliation of the resource.
+	OperationIgnore = "ignore"
+)
+
+// Condition statuses.
+const (
+	ConditionTrue    = "True"
+	ConditionFalse   = "False"
+	ConditionUnknown = "Unknown"
+)
+
+// ConditionReconcilerAvailable says whether a live reconciler serves the
+// resource's type. The scheduler sets it False when none does; the store sets
+// it True again when a worker acquires the resource.
+const ConditionReconcilerAvailable = "ReconcilerAvailable"

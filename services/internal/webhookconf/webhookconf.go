@@ -1,0 +1,225 @@
+// Package webhookconf defines an admission webhook registration: its fields,
+// defaults and validation rules. The api-gateway checks registrations with it
+// to answer 400 with field paths, the store checks them again before writing,
+// and admission reads them to build its webhook chain.
+package webhookconf
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/resource"
+)
+
+// Webhook types.
+const (
+	TypeMutating   = "mutating"
+	TypeValidating = "validating"
+)
+
+// Operations a webhook can intercept.
+const (
+	OpCreate = "CREATE"
+	OpUpdate = "UPDATE"
+	OpDelete = "DELETE"
+)
+
+// Failure policies: what a failed call (unreachable, slow, erroring or
+// nonsensical webhook) means for the request.
+const (
+	// PolicyFail refuses the request (503 naming the webhook).
+	PolicyFail = "Fail"
+	// PolicyIgnore goes on as if the webhook had not been registered.
+	PolicyIgnore = "Ignore"
+)
+
+// Defaults and bounds.
+const (
+	DefaultTimeoutSeconds = 10
+	MinTimeoutSeconds     = 1
+	MaxTimeoutSeconds     = 30
+	MaxNameLength         = 253
+	MaxURLLength          = 2048
+	MaxCABundleBytes      = 64 << 10
+)
+
+// Webhook is one registration. An empty ResourceTypeName or
+// ResourceTypeVersion matches every type or version; an empty CABundle means
+// the system's roots.
+type Webhook struct {
+	ID                  int64
+	Name                string
+	ResourceTypeName    string
+	ResourceTypeVersion string
+	URL                 string
+	Type                string
+	Operations          []string
+	TimeoutSeconds      int
+	FailurePolicy       string
+	Ordering            int
+	CABundle            string
+	ResourceVersion     int64
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+}
+
+// Timeout is the bound of one call.
+func (w *Webhook) Timeout() time.Duration { return time.Duration(w.TimeoutSeconds) * time.Second }
+
+// Matches reports whether the webhook intercepts op on the type and version.
+func (w *Webhook) Matches(op, typeName, typeVersion string) bool {
+	return (w.ResourceTypeName == "" || w.ResourceTypeName == typeName) &&
+		(w.ResourceTypeVersion == "" || w.ResourceTypeVersion == typeVersion) &&
+		slices.Contains(w.Operations, op)
+}
+
+// Less orders webhooks as the chain calls them: by ordering, then name.
+func Less(a, b *Webhook) bool {
+	if a.Ordering != b.Ordering {
+		return a.Ordering < b.Ordering
+	}
+	return a.Name < b.Name
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// Validate returns every violation of w's registration fields, with JSON
+// pointers as the public API names them (/name, /webhook_url, ...).
+func Validate(w *Webhook) []problem.FieldError {
+	var errs []problem.FieldError
+	add := func(path, format string, args ...any) {
+		errs = append(errs, problem.FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	switch {
+	case w.Name == "":
+		add("/name", "name is required")
+	case len(w.Name) > MaxNameLength || !nameRE.MatchString(w.Name):
+		add("/name", "%q is not a valid webhook name: at most %d lowercase letters, digits, '-' and '.', each dot-separated part starting and ending with a letter or digit (policy.example.com)", truncate(w.Name), MaxNameLength)
+	}
+	if w.ResourceTypeName != "" {
+		if fe := resource.ValidateTypeName("/resource_type_name", w.ResourceTypeName); fe != nil {
+			errs = append(errs, *fe)
+		}
+	}
+	if w.ResourceTypeVersion != "" {
+		if fe := resource.ValidateTypeVersion("/resource_type_version", w.ResourceTypeVersion); fe != nil {
+			errs = append(errs, *fe)
+		}
+	}
+	u, uerr := checkURL(w.URL)
+	if uerr != "" {
+		add("/webhook_url", "%s", uerr)
+	}
+	switch w.Type {
+	case TypeMutating, TypeValidating:
+	case "":
+		add("/webhook_type", "webhook_type is required: mutating or validating")
+	default:
+		add("/webhook_type", "%q is not a webhook type: mutating or validating", truncate(w.Type))
+	}
+	if len(w.Operations) == 0 {
+		add("/operations", "at least one operation is required: CREATE, UPDATE or DELETE")
+	}
+	for i, op := range w.Operations {
+		p := fmt.Sprintf("/operations/%d", i)
+		switch {
+		case op != OpCreate && op != OpUpdate && op != OpDelete:
+			add(p, "%q is not an operation: CREATE, UPDATE or DELETE", truncate(op))
+		case slices.Index(w.Operations, op) != i:
+			add(p, "%s is listed twice", op)
+		case op == OpDelete && w.Type == TypeMutating:
+			add(p, "mutating webhooks are not called on DELETE: register a validating webhook for it")
+		}
+	}
+	if w.TimeoutSeconds < MinTimeoutSeconds || w.TimeoutSeconds > MaxTimeoutSeconds {
+		add("/timeout_seconds", "must be between %d and %d", MinTimeoutSeconds, MaxTimeoutSeconds)
+	}
+	switch w.FailurePolicy {
+	case PolicyFail, PolicyIgnore:
+	default:
+		add("/failure_policy", "%q is not a failure policy: Fail or Ignore", truncate(w.FailurePolicy))
+	}
+	if w.Ordering < math.MinInt32 || w.Ordering > math.MaxInt32 {
+		add("/ordering", "must be a 32-bit integer")
+	}
+	if w.CABundle != "" {
+		if len(w.CABundle) > MaxCABundleBytes {
+			add("/ca_bundle", "longer than %d bytes", MaxCABundleBytes)
+		} else if _, err := ParseCABundle(w.CABundle); err != nil {
+			add("/ca_bundle", "%v", err)
+		} else if u != nil && u.Scheme != "https" {
+			add("/ca_bundle", "a CA bundle only applies to an https webhook_url")
+		}
+	}
+	return errs
+}
+
+func checkURL(raw string) (*url.URL, string) {
+	if raw == "" {
+		return nil, "webhook_url is required"
+	}
+	if len(raw) > MaxURLLength {
+		return nil, fmt.Sprintf("longer than %d bytes", MaxURLLength)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Sprintf("not a URL: %v", err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, "must be an absolute http:// or https:// URL"
+	case u.Host == "" || u.Hostname() == "":
+		return nil, "must name a host"
+	case u.User != nil:
+		return nil, "must not carry user information; authenticate with TLS instead"
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return nil, "must not have a fragment"
+	}
+	return u, ""
+}
+
+// ParseCABundle parses PEM certificates into a pool. Anything but
+// CERTIFICATE blocks and surrounding whitespace is an error.
+func ParseCABundle(bundle string) (*x509.CertPool, error) {
+	pool := x509.NewCertPool()
+	rest := []byte(bundle)
+	n := 0
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		n++
+		if block.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("PEM block %d is a %q, not a CERTIFICATE", n, block.Type)
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("PEM block %d is not a valid certificate: %v", n, err)
+		}
+		pool.AddCert(cert)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("no PEM certificate found")
+	}
+	if len(strings.TrimSpace(string(rest))) > 0 {
+		return nil, fmt.Errorf("unexpected data after PEM certificate %d", n)
+	}
+	return pool, nil
+}
+
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}

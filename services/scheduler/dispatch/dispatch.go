@@ -1,0 +1,138 @@
+// Package dispatch is the scheduler's side of the work queue: the JetStream
+// stream NO8S_RECONCILE (work-queue retention, subjects
+// no8s.reconcile.<Type>.<version>) and the publication of work items
+// (no8s.reconcile.v1.WorkItem, Nats-Msg-Id = the dispatch id).
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+	"github.com/no8s/no8s/services/scheduler/trigger"
+)
+
+// Stream and subject names (shared with the workers: libs/sdk/worker).
+const (
+	StreamName    = "NO8S_RECONCILE"
+	SubjectPrefix = "no8s.reconcile"
+)
+
+// Subject is the subject of work items for one type and version.
+func Subject(typeName, version string) string {
+	return SubjectPrefix + "." + typeName + "." + version
+}
+
+// StreamConfig configures the work stream when the scheduler creates it.
+type StreamConfig struct {
+	// MaxAge drops items nobody consumed for this long (the scheduler
+	// dispatches again whatever still needs it).
+	MaxAge time.Duration
+	// Duplicates is the window in which a republished dispatch id is dropped.
+	Duplicates time.Duration
+	// Replicas is the replication factor.
+	Replicas int
+	// Memory keeps the stream in memory (tests only).
+	Memory bool
+}
+
+// DefaultStreamConfig is a day of retention and a 2 minute dedup window.
+func DefaultStreamConfig() StreamConfig {
+	return StreamConfig{MaxAge: 24 * time.Hour, Duplicates: 2 * time.Minute, Replicas: 1}
+}
+
+// Ensure returns the work stream, creating it when missing. An existing
+// stream (a worker may have created it first) is used as it is.
+func Ensure(ctx context.Context, js jetstream.StreamManager, c StreamConfig) (jetstream.Stream, error) {
+	s, err := js.Stream(ctx, StreamName)
+	if err == nil {
+		return s, nil
+	}
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("work stream %s: %w", StreamName, err)
+	}
+	storage := jetstream.FileStorage
+	if c.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	s, err = js.CreateStream(ctx, jetstream.StreamConfig{
+		Name:        StreamName,
+		Description: "no8s work items: one per dispatch, consumed once by the reconciler serving the type",
+		Subjects:    []string{SubjectPrefix + ".>"},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     storage,
+		MaxAge:      c.MaxAge,
+		Duplicates:  c.Duplicates,
+		Replicas:    max(c.Replicas, 1),
+		Discard:     jetstream.DiscardOld,
+	})
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return js.Stream(ctx, StreamName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create work stream %s: %w", StreamName, err)
+	}
+	return s, nil
+}
+
+// Item is one dispatch.
+type Item struct {
+	ResourceID     int64
+	ResourceUID    string
+	TypeName       string
+	TypeVersion    string
+	Reason         trigger.Reason
+	SchedulerEpoch int64
+	DispatchID     string
+	DispatchedAt   time.Time
+}
+
+// Proto is the item's wire form.
+func (it Item) Proto() *reconcilev1.WorkItem {
+	return &reconcilev1.WorkItem{
+		ResourceId:          it.ResourceID,
+		ResourceUid:         it.ResourceUID,
+		ResourceTypeName:    it.TypeName,
+		ResourceTypeVersion: it.TypeVersion,
+		Reason:              reconcilev1.Reason(it.Reason),
+		SchedulerEpoch:      it.SchedulerEpoch,
+		DispatchId:          it.DispatchID,
+		DispatchedAt:        timestamppb.New(it.DispatchedAt),
+	}
+}
+
+// Publish publishes an item and returns its stream sequence.
+func Publish(ctx context.Context, js jetstream.Publisher, it Item) (uint64, error) {
+	data, err := protoMarshal(it)
+	if err != nil {
+		return 0, err
+	}
+	ack, err := js.Publish(ctx, Subject(it.TypeName, it.TypeVersion), data, jetstream.WithMsgID(it.DispatchID))
+	if err != nil {
+		return 0, fmt.Errorf("publish work item: %w", err)
+	}
+	return ack.Sequence, nil
+}
+
+func protoMarshal(it Item) ([]byte, error) {
+	data, err := proto.Marshal(it.Proto())
+	if err != nil {
+		return nil, fmt.Errorf("encode work item: %w", err)
+	}
+	return data, nil
+}
+
+// Decode parses a work item (tests and tools).
+func Decode(data []byte) (*reconcilev1.WorkItem, error) {
+	var w reconcilev1.WorkItem
+	if err := proto.Unmarshal(data, &w); err != nil {
+		return nil, fmt.Errorf("decode work item: %w", err)
+	}
+	return &w, nil
+}

@@ -1,0 +1,656 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/eventstream"
+	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/reconcilers"
+	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/scheduler/dispatch"
+	"github.com/no8s/no8s/services/scheduler/leader"
+	"github.com/no8s/no8s/services/scheduler/queue"
+	"github.com/no8s/no8s/services/scheduler/trigger"
+)
+
+// leaseGrace is added to a worker's lease expiry before the scheduler looks
+// again, so that a completion committed just before the expiry has arrived.
+const leaseGrace = 200 * time.Millisecond
+
+// maxFetch bounds the resources read in one ListReconcileState call.
+const maxFetch = 1000
+
+// loop is one leader term: the state of every resource, the wake-ups, and
+// the dispatches in flight. Only run's goroutine touches its fields; the
+// dispatchers talk to it through jobs and results.
+type loop struct {
+	s      *Service
+	term   *leader.Term
+	log    *slog.Logger
+	stream jetstream.Stream // the work stream
+
+	entries map[int64]*entry
+	delay   *queue.Delay
+	// live is the set of types a live reconciler serves; nil until the
+	// registry has been read once.
+	live map[reconcilers.TypeRef]bool
+	// fetch holds resources whose state must be read again; not before
+	// fetchAfter (a backoff after a failed read).
+	fetch      map[int64]struct{}
+	fetchAfter time.Time
+	pending    []job
+	jobs       chan job
+	results    chan result
+}
+
+// entry is one resource.
+type entry struct {
+	st     trigger.State
+	flight *flight
+	// condBusy: a SetCondition for the resource is in progress.
+	condBusy bool
+}
+
+// flight is the one outstanding dispatch of a resource.
+type flight struct {
+	id string
+	at time.Time
+	// baseEpoch is the resource's lease epoch when dispatched: a higher one
+	// means a worker took the item.
+	baseEpoch int64
+	seq       uint64
+	sent      bool
+	// checking: the scheduler is asking whether the item is still queued.
+	checking bool
+}
+
+type jobKind int
+
+const (
+	jobDispatch jobKind = iota
+	jobCondition
+	jobCheck
+)
+
+type job struct {
+	kind jobKind
+	id   int64
+	// dispatch
+	item dispatch.Item
+	// condition
+	cond *storev1.Condition
+	// check
+	seq uint64
+}
+
+type result struct {
+	job
+	seq     uint64
+	present bool
+	err     error
+}
+
+// event is what the loop needs of a change event.
+type event struct {
+	id     int64
+	purged bool
+}
+
+func newLoop(s *Service, t *leader.Term, stream jetstream.Stream) *loop {
+	return &loop{
+		s: s, term: t, stream: stream,
+		log:     s.log.With("epoch", t.Epoch),
+		entries: map[int64]*entry{},
+		delay:   queue.New(),
+		fetch:   map[int64]struct{}{},
+		jobs:    make(chan job),
+		results: make(chan result, s.cfg.Dispatchers),
+	}
+}
+
+// run leads until ctx ends or the epoch is found stale (leader.ErrStale).
+func (l *loop) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	// Follow events from now on before reading the state: every change
+	// committed before the read is in it, every later one arrives as an
+	// event (a change seen both ways is merely evaluated twice).
+	events := make(chan event, 4096)
+	eventsDone := make(chan error, 1)
+	cons, err := l.consumer(ctx)
+	if err != nil {
+		return nil // ctx ended
+	}
+	wg.Go(func() { eventsDone <- l.follow(ctx, cons, events) })
+
+	liveCh := make(chan map[reconcilers.TypeRef]bool, 1)
+	l.live = l.readLive(ctx)
+	wg.Go(func() { l.pollLive(ctx, liveCh) })
+
+	start := time.Now()
+	if err := l.list(ctx); err != nil {
+		return nil // ctx ended
+	}
+	l.s.setStatus(func(st *Status) { st.Ready, st.Tracked = true, len(l.entries) })
+	l.log.Info("scheduler state rebuilt from the store", "resources", len(l.entries), "duration", time.Since(start).Round(time.Millisecond),
+		"live_types", len(l.live))
+
+	for range l.s.cfg.Dispatchers {
+		wg.Go(func() { l.dispatcher(ctx) })
+	}
+	var relist <-chan time.Time
+	if l.s.cfg.Relist > 0 {
+		tk := time.NewTicker(l.s.cfg.Relist)
+		defer tk.Stop()
+		relist = tk.C
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := time.Now()
+		if len(l.fetch) > 0 && !now.Before(l.fetchAfter) {
+			l.refetch(ctx)
+			now = time.Now()
+		}
+		next := now.Add(time.Hour)
+		if at, ok := l.delay.Next(); ok && at.Before(next) {
+			next = at
+		}
+		if len(l.fetch) > 0 && l.fetchAfter.Before(next) {
+			next = l.fetchAfter
+		}
+		timer.Reset(time.Until(next))
+		var send chan job
+		var head job
+		if len(l.pending) > 0 {
+			send, head = l.jobs, l.pending[0]
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-eventsDone:
+			if ctx.Err() != nil {
+				return nil
+			}
+			l.log.Warn("event stream ended; ending the term to rebuild", "error", err)
+			return err
+		case ev := <-events:
+			l.onEvent(ev)
+		drain: // take what else is there, to read states in one batch
+			for range 1000 {
+				select {
+				case ev := <-events:
+					l.onEvent(ev)
+				default:
+					break drain
+				}
+			}
+		case live := <-liveCh:
+			l.onLive(live)
+		case <-timer.C:
+			now := time.Now()
+			for _, id := range l.delay.PopDue(now) {
+				l.onDue(id, now)
+			}
+		case r := <-l.results:
+			if err := l.onResult(r); err != nil {
+				return err
+			}
+		case send <- head:
+			l.pending = l.pending[1:]
+		case <-relist:
+			if err := l.list(ctx); err != nil {
+				return nil
+			}
+		}
+		l.s.setStatus(func(st *Status) { st.Tracked = len(l.entries) })
+	}
+}
+
+// consumer opens an ordered consumer on NO8S_EVENTS that starts after the
+// newest event stored now. It retries until ctx ends.
+func (l *loop) consumer(ctx context.Context) (jetstream.Consumer, error) {
+	for {
+		cons, err := l.openConsumer(ctx)
+		if err == nil {
+			return cons, nil
+		}
+		l.log.Warn("event stream not available; retrying", "error", err)
+		if !sleep(ctx, l.s.cfg.RetryDelay) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (l *loop) openConsumer(ctx context.Context) (jetstream.Consumer, error) {
+	cctx, cancel := context.WithTimeout(ctx, l.s.cfg.CallTimeout)
+	defer cancel()
+	st, err := l.s.js.Stream(cctx, eventstream.StreamName)
+	if err != nil {
+		return nil, err
+	}
+	info, err := st.Info(cctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.s.js.OrderedConsumer(cctx, eventstream.StreamName, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{eventstream.SubjectPrefix + ".>"},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    info.State.LastSeq + 1,
+	})
+}
+
+// follow decodes events into out until ctx ends.
+func (l *loop) follow(ctx context.Context, cons jetstream.Consumer, out chan<- event) error {
+	it, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return ctx.Err()
+			}
+			l.log.Warn("reading events", "error", err)
+			continue
+		}
+		ev, err := eventstream.Decode(msg.Data())
+		if err != nil {
+			l.log.Warn("undecodable event skipped", "error", err)
+			continue
+		}
+		select {
+		case out <- event{id: ev.ResourceID, purged: ev.Type == eventstream.Purged}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// readLive reads the registry once; nil when it cannot be read.
+func (l *loop) readLive(ctx context.Context) map[reconcilers.TypeRef]bool {
+	rctx, cancel := context.WithTimeout(ctx, min(l.s.cfg.CallTimeout, reconcilers.ReadTimeout))
+	defer cancel()
+	reg, err := reconcilers.Read(rctx, l.s.js)
+	if err != nil {
+		if ctx.Err() == nil {
+			l.log.Warn("reconciler registry not readable", "error", err)
+		}
+		return nil
+	}
+	live := make(map[reconcilers.TypeRef]bool, len(reg.Owners))
+	for t := range reg.Owners {
+		live[t] = true
+	}
+	return live
+}
+
+// pollLive sends the registry's live types whenever they change.
+func (l *loop) pollLive(ctx context.Context, out chan map[reconcilers.TypeRef]bool) {
+	last := l.live
+	t := time.NewTicker(l.s.cfg.LivenessPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		live := l.readLive(ctx)
+		if live == nil || (last != nil && maps.Equal(live, last)) {
+			continue
+		}
+		last = live
+		select {
+		case <-out: // replace an update the loop has not taken yet
+		default:
+		}
+		out <- live
+	}
+}
+
+// list reads every resource's state (a rebuild, or the periodic safety
+// net) and evaluates each.
+func (l *loop) list(ctx context.Context) error {
+	var after int64
+	for {
+		var resp *reconcilev1.ListReconcileStateResponse
+		for {
+			cctx, cancel := context.WithTimeout(ctx, l.s.cfg.CallTimeout)
+			var err error
+			resp, err = l.s.rc.ListReconcileState(cctx, &reconcilev1.ListReconcileStateRequest{AfterId: after, Limit: int32(l.s.cfg.StatePage)})
+			cancel()
+			if err == nil {
+				break
+			}
+			l.log.Warn("listing reconcile state failed; retrying", "error", err)
+			if !sleep(ctx, l.s.cfg.RetryDelay) {
+				return ctx.Err()
+			}
+		}
+		now := time.Now()
+		for _, p := range resp.GetStates() {
+			l.evaluate(l.upsert(p), now)
+			after = p.GetResourceId()
+		}
+		if len(resp.GetStates()) < l.s.cfg.StatePage {
+			return nil
+		}
+	}
+}
+
+func (l *loop) upsert(p *reconcilev1.ReconcileState) *entry {
+	st := stateFromProto(p)
+	e := l.entries[st.ID]
+	if e == nil {
+		e = &entry{}
+		l.entries[st.ID] = e
+	}
+	e.st = st
+	return e
+}
+
+func (l *loop) remove(id int64) {
+	delete(l.entries, id)
+	delete(l.fetch, id)
+	l.delay.Remove(id)
+}
+
+// refetch reads the state of the resources in l.fetch and evaluates them;
+// the ones that no longer exist are forgotten.
+func (l *loop) refetch(ctx context.Context) {
+	ids := slices.Collect(maps.Keys(l.fetch))
+	clear(l.fetch)
+	for chunk := range slices.Chunk(ids, maxFetch) {
+		cctx, cancel := context.WithTimeout(ctx, l.s.cfg.CallTimeout)
+		resp, err := l.s.rc.ListReconcileState(cctx, &reconcilev1.ListReconcileStateRequest{ResourceIds: chunk, Limit: int32(len(chunk))})
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				l.log.Warn("reading reconcile state failed; retrying", "resources", len(chunk), "error", err)
+			}
+			for _, id := range chunk {
+				l.fetch[id] = struct{}{}
+			}
+			l.fetchAfter = time.Now().Add(l.s.cfg.RetryDelay)
+			continue
+		}
+		seen := make(map[int64]bool, len(chunk))
+		now := time.Now()
+		for _, p := range resp.GetStates() {
+			seen[p.GetResourceId()] = true
+			l.evaluate(l.upsert(p), now)
+		}
+		for _, id := range chunk {
+			if !seen[id] {
+				l.remove(id)
+			}
+		}
+	}
+}
+
+func (l *loop) onEvent(ev event) {
+	if ev.purged {
+		l.remove(ev.id)
+		return
+	}
+	l.fetch[ev.id] = struct{}{}
+}
+
+// onDue handles a wake-up. Resources with work in progress are read again
+// first: a worker's lease renewals and the queue are not visible as events.
+func (l *loop) onDue(id int64, now time.Time) {
+	e := l.entries[id]
+	if e == nil {
+		return
+	}
+	if e.st.LeaseHolder != "" || e.flight != nil {
+		l.fetch[id] = struct{}{}
+		return
+	}
+	l.evaluate(e, now)
+}
+
+// onLive takes a new set of live types and evaluates the resources of the
+// types whose liveness changed.
+func (l *loop) onLive(live map[reconcilers.TypeRef]bool) {
+	prev := l.live
+	l.live = live
+	changed := map[reconcilers.TypeRef]bool{}
+	for t := range live {
+		if prev == nil || !prev[t] {
+			changed[t] = true
+		}
+	}
+	for t := range prev {
+		if !live[t] {
+			changed[t] = true
+		}
+	}
+	if len(changed) == 0 && prev != nil {
+		return
+	}
+	l.log.Info("live reconciler types changed", "live", len(live), "changed", len(changed))
+	now := time.Now()
+	for _, e := range l.entries {
+		if prev == nil || changed[reconcilers.TypeRef{Name: e.st.TypeName, Version: e.st.TypeVersion}] {
+			l.evaluate(e, now)
+		}
+	}
+}
+
+// evaluate decides what to do about one resource now.
+func (l *loop) evaluate(e *entry, now time.Time) {
+	st := &e.st
+	if f := e.flight; f != nil {
+		active := st.LeaseActive(now)
+		switch {
+		case st.LeaseEpoch > f.baseEpoch && !active:
+			// The attempt we dispatched finished, or its worker died and
+			// its lease ran out: decide afresh.
+			e.flight = nil
+		case active:
+			l.delay.Schedule(st.ID, st.LeaseExpiresAt.Add(leaseGrace))
+			return
+		case !f.sent || f.checking:
+			return // a dispatcher will report back
+		case now.Before(f.at.Add(l.s.cfg.ItemLease)):
+			l.delay.Schedule(st.ID, f.at.Add(l.s.cfg.ItemLease))
+			return
+		default:
+			// Not started within the item lease: still queued?
+			f.checking = true
+			l.enqueue(job{kind: jobCheck, id: st.ID, seq: f.seq, item: dispatch.Item{DispatchID: f.id}})
+			return
+		}
+	}
+	if st.AnnotationIgnore {
+		return
+	}
+	if l.live != nil {
+		live := l.live[reconcilers.TypeRef{Name: st.TypeName, Version: st.TypeVersion}]
+		if !live {
+			if !st.ReconcilerUnavailable && !e.condBusy {
+				l.setCondition(e, resource.ConditionFalse, "NoLiveReconciler",
+					"no live reconciler serves "+st.TypeName+"/"+st.TypeVersion+"; start one to reconcile this resource")
+			}
+			return
+		}
+		if st.ReconcilerUnavailable && !e.condBusy {
+			l.setCondition(e, resource.ConditionTrue, "ReconcilerLive", "a live reconciler serves "+st.TypeName+"/"+st.TypeVersion)
+		}
+	}
+	d := trigger.Evaluate(*st, now)
+	if !d.Due(now) {
+		if !d.At.IsZero() {
+			l.delay.Schedule(st.ID, d.At)
+		}
+		return
+	}
+	f := &flight{id: uuid.NewString(), at: now, baseEpoch: st.LeaseEpoch}
+	e.flight = f
+	l.enqueue(job{kind: jobDispatch, id: st.ID, item: dispatch.Item{
+		ResourceID: st.ID, ResourceUID: st.UID, TypeName: st.TypeName, TypeVersion: st.TypeVersion,
+		Reason: d.Reason, SchedulerEpoch: l.term.Epoch, DispatchID: f.id, DispatchedAt: now,
+	}})
+	l.log.Debug("dispatch", "resource", st.ID, "name", st.Name, "type", st.TypeName+"/"+st.TypeVersion,
+		"reason", d.Reason.String(), "dispatch_id", f.id)
+}
+
+func (l *loop) setCondition(e *entry, status, reason, message string) {
+	e.condBusy = true
+	l.enqueue(job{kind: jobCondition, id: e.st.ID, cond: &storev1.Condition{
+		Type: resource.ConditionReconcilerAvailable, Status: status, Reason: reason, Message: message,
+	}})
+}
+
+func (l *loop) enqueue(j job) { l.pending = append(l.pending, j) }
+
+// dispatcher runs jobs until ctx ends.
+func (l *loop) dispatcher(ctx context.Context) {
+	for {
+		var j job
+		select {
+		case <-ctx.Done():
+			return
+		case j = <-l.jobs:
+		}
+		r := l.do(ctx, j)
+		select {
+		case <-ctx.Done():
+			return
+		case l.results <- r:
+		}
+	}
+}
+
+// do runs one job. A dispatch is recorded in the store first (fenced by
+// the leader epoch) and published only while the term is still valid.
+func (l *loop) do(ctx context.Context, j job) result {
+	r := result{job: j}
+	cctx, cancel := context.WithTimeout(ctx, l.s.cfg.CallTimeout)
+	defer cancel()
+	switch j.kind {
+	case jobDispatch:
+		if !l.term.Valid() {
+			r.err = errLeaseLost
+			return r
+		}
+		_, err := l.s.rc.RecordDispatch(cctx, &reconcilev1.RecordDispatchRequest{
+			SchedulerEpoch: l.term.Epoch, ResourceId: j.id, DispatchId: j.item.DispatchID, Reason: reconcilev1.Reason(j.item.Reason),
+		})
+		if err != nil {
+			r.err = problem.FromStatus(err)
+			return r
+		}
+		if !l.term.Valid() {
+			r.err = errLeaseLost
+			return r
+		}
+		r.seq, r.err = dispatch.Publish(cctx, l.s.js, j.item)
+		if r.err == nil {
+			l.s.dispatched.Add(1)
+		}
+	case jobCondition:
+		if !l.term.Valid() {
+			r.err = errLeaseLost
+			return r
+		}
+		_, err := l.s.rc.SetCondition(cctx, &reconcilev1.SetConditionRequest{SchedulerEpoch: l.term.Epoch, ResourceId: j.id, Condition: j.cond})
+		r.err = problem.FromStatus(err)
+	case jobCheck:
+		_, err := l.stream.GetMsg(cctx, j.seq)
+		switch {
+		case err == nil:
+			r.present = true
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+		default:
+			r.present, r.err = true, err
+		}
+	}
+	return r
+}
+
+// onResult takes a job's outcome. A stale epoch ends the term at once.
+func (l *loop) onResult(r result) error {
+	if pe := problem.As(r.err); pe != nil && pe.Code == problem.CodeStaleEpoch {
+		l.log.Warn("the store refused this leader's epoch; stopping", "error", r.err)
+		return leader.ErrStale
+	}
+	e := l.entries[r.id]
+	if e == nil {
+		return nil
+	}
+	now := time.Now()
+	if problem.KindOf(r.err) == problem.NotFound {
+		l.remove(r.id)
+		return nil
+	}
+	switch r.kind {
+	case jobCondition:
+		e.condBusy = false
+		switch {
+		case r.err == nil:
+			// Until the change's event arrives.
+			e.st.ReconcilerUnavailable = r.cond.GetStatus() != resource.ConditionTrue
+		case !errors.Is(r.err, errLeaseLost):
+			l.log.Warn("setting condition failed", "resource", r.id, "error", r.err)
+			l.delay.Schedule(r.id, now.Add(l.s.cfg.RetryDelay))
+		}
+	case jobDispatch:
+		f := e.flight
+		if f == nil || f.id != r.item.DispatchID {
+			return nil
+		}
+		if r.err != nil {
+			e.flight = nil
+			if !errors.Is(r.err, errLeaseLost) {
+				l.log.Warn("dispatch failed; retrying", "resource", r.id, "error", r.err)
+				l.delay.Schedule(r.id, now.Add(l.s.cfg.RetryDelay))
+			}
+			return nil
+		}
+		f.sent, f.seq = true, r.seq
+		if f.at.Add(l.s.cfg.ItemLease).After(now) {
+			l.delay.Schedule(r.id, f.at.Add(l.s.cfg.ItemLease))
+		} else {
+			l.evaluate(e, now)
+		}
+	case jobCheck:
+		f := e.flight
+		if f == nil || f.id != r.item.DispatchID {
+			return nil
+		}
+		f.checking = false
+		if r.err != nil {
+			l.log.Warn("checking a work item failed", "resource", r.id, "error", r.err)
+		}
+		if r.present {
+			// Still queued (workers are behind) or being redelivered: wait.
+			f.at = now
+			l.delay.Schedule(r.id, now.Add(l.s.cfg.ItemLease))
+			return nil
+		}
+		l.log.Info("work item was not started within the item lease; dispatching again", "resource", r.id, "dispatch_id", f.id)
+		e.flight = nil
+		l.evaluate(e, now)
+	}
+	return nil
+}

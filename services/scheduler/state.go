@@ -1,0 +1,57 @@
+package scheduler
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/scheduler/trigger"
+)
+
+// stateFromProto maps the store's ReconcileState onto the scheduler's own.
+func stateFromProto(p *reconcilev1.ReconcileState) trigger.State {
+	pol := p.GetPolicy()
+	return trigger.State{
+		ID:                    p.GetResourceId(),
+		UID:                   p.GetResourceUid(),
+		Name:                  p.GetName(),
+		TypeName:              p.GetResourceTypeName(),
+		TypeVersion:           p.GetResourceTypeVersion(),
+		Generation:            p.GetGeneration(),
+		ObservedGeneration:    p.GetObservedGeneration(),
+		Status:                p.GetStatus(),
+		Deleting:              p.GetDeleting(),
+		Failures:              int(p.GetFailures()),
+		TerminalGeneration:    p.GetTerminalGeneration(),
+		LastReconcile:         asTime(p.GetLastReconcileTime()),
+		RequestedAt:           asTime(p.GetReconcileRequestedAt()),
+		AnnotationReconcile:   p.GetAnnotationReconcile(),
+		AnnotationIgnore:      p.GetAnnotationIgnore(),
+		LeaseExpiresAt:        asTime(p.GetLeaseExpiresAt()),
+		LeaseHolder:           p.GetLeaseHolder(),
+		LeaseEpoch:            p.GetLeaseEpoch(),
+		RequeueAt:             asTime(p.GetRequeueAt()),
+		ReconcilerUnavailable: p.GetReconcilerUnavailable(),
+		Policy: trigger.Policy{
+			Resync:      seconds(pol.GetResyncSeconds(), resource.DefaultResyncSeconds),
+			BackoffBase: seconds(pol.GetBackoffBaseSeconds(), resource.DefaultBackoffBaseSeconds),
+			BackoffMax:  seconds(pol.GetBackoffMaxSeconds(), resource.DefaultBackoffMaxSeconds),
+		},
+	}
+}
+
+func seconds(n, def int32) time.Duration {
+	if n <= 0 {
+		n = def
+	}
+	return time.Duration(n) * time.Second
+}
+
+func asTime(t *timestamppb.Timestamp) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.AsTime()
+}

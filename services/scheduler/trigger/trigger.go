@@ -1,0 +1,166 @@
+// Package trigger decides when a resource needs a reconcile and why: the
+// scheduling rules of docs/design/reconcile.md as one pure function of a
+// resource's reconcile state and the time, so that a scheduler rebuilding
+// its state from the store decides exactly as its predecessor would have.
+package trigger
+
+import (
+	"time"
+
+	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/scheduler/backoff"
+)
+
+// Reason says why a resource is dispatched.
+type Reason int
+
+// Reasons, in the contract's order (reconcilev1.Reason).
+const (
+	None Reason = iota
+	Generation
+	Deletion
+	Manual
+	Annotation
+	Resync
+	Retry
+	Pending
+	Requeue
+)
+
+var reasonNames = [...]string{"none", "generation", "deletion", "manual", "annotation", "resync", "retry", "pending", "requeue"}
+
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// Policy is a type's scheduling policy.
+type Policy struct {
+	Resync      time.Duration
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+}
+
+// State is what the scheduler knows of one resource (from the store).
+type State struct {
+	ID                  int64
+	UID                 string
+	Name                string
+	TypeName            string
+	TypeVersion         string
+	Generation          int64
+	ObservedGeneration  int64
+	Status              string
+	Deleting            bool
+	Failures            int
+	TerminalGeneration  int64
+	LastReconcile       time.Time
+	RequestedAt         time.Time
+	AnnotationReconcile bool
+	AnnotationIgnore    bool
+	LeaseExpiresAt      time.Time
+	LeaseHolder         string
+	LeaseEpoch          int64
+	RequeueAt           time.Time
+	Policy              Policy
+	// ReconcilerUnavailable: condition ReconcilerAvailable is not True.
+	ReconcilerUnavailable bool
+}
+
+// LeaseActive reports whether a worker holds an unexpired lease at now.
+func (s *State) LeaseActive(now time.Time) bool {
+	return s.LeaseHolder != "" && s.LeaseExpiresAt.After(now)
+}
+
+// Terminal reports whether the last attempt failed terminally for the
+// current generation: no retry until the spec changes or a manual trigger.
+func (s *State) Terminal() bool {
+	return s.Failures > 0 && s.TerminalGeneration != 0 && s.TerminalGeneration == s.Generation
+}
+
+// RetryAt is when a failed resource is retried: the last attempt plus the
+// backoff for its failure count, with a jitter fixed by the resource, its
+// failure count and its last attempt.
+func (s *State) RetryAt() time.Time {
+	d := backoff.Delay(s.Policy.BackoffBase, s.Policy.BackoffMax, s.Failures, backoff.DefaultJitter,
+		backoff.Seed(s.ID, int64(s.Failures), s.LastReconcile.UnixNano()))
+	return s.LastReconcile.Add(d)
+}
+
+// Decision is the outcome of Evaluate.
+type Decision struct {
+	// Reason is why the resource needs a reconcile; None when it does not.
+	Reason Reason
+	// At is when: at or before now means dispatch now. With Reason None, a
+	// non-zero At is when to look again (a running attempt's lease expiry).
+	At time.Time
+}
+
+// Due reports whether the decision is to dispatch at now.
+func (d Decision) Due(now time.Time) bool { return d.Reason != None && !d.At.After(now) }
+
+// Evaluate decides whether and when s needs a reconcile. In order:
+//   - no8s.io/operation: ignore → never;
+//   - a running attempt (unexpired lease) → look again when the lease ends;
+//   - a manual trigger → now, even when failing or terminal;
+//   - deleting → now, or after the backoff once cleanup failed (never when
+//     terminal);
+//   - no8s.io/operation: reconcile → now, or after the backoff when the last
+//     attempt failed (so that a reconciler that forgets to remove it cannot
+//     spin);
+//   - pending → now;
+//   - a requeue → at requeue_at;
+//   - generation > observed_generation → now, or after the backoff when the
+//     last attempt (of this generation: a spec change resets failures)
+//     failed; never when terminal;
+//   - reconciling without a lease (a crashed attempt) → now;
+//   - failed → after the backoff, base·2^(failures-1) capped, ±10 % jitter;
+//     never when terminal;
+//   - ready → resync_seconds after the last attempt.
+func Evaluate(s State, now time.Time) Decision {
+	if s.AnnotationIgnore {
+		return Decision{}
+	}
+	if s.LeaseActive(now) {
+		return Decision{At: s.LeaseExpiresAt}
+	}
+	failed := s.Failures > 0
+	retry := func(r Reason) Decision {
+		if s.Terminal() {
+			return Decision{}
+		}
+		return Decision{Reason: r, At: s.RetryAt()}
+	}
+	switch {
+	case !s.RequestedAt.IsZero():
+		return Decision{Reason: Manual, At: now}
+	case s.Deleting:
+		if failed {
+			return retry(Deletion)
+		}
+		return Decision{Reason: Deletion, At: now}
+	case s.AnnotationReconcile:
+		if failed {
+			return Decision{Reason: Annotation, At: s.RetryAt()}
+		}
+		return Decision{Reason: Annotation, At: now}
+	case s.Status == resource.StatusPending:
+		return Decision{Reason: Pending, At: now}
+	case !s.RequeueAt.IsZero():
+		return Decision{Reason: Requeue, At: s.RequeueAt}
+	case s.Generation > s.ObservedGeneration:
+		if failed {
+			return retry(Retry)
+		}
+		return Decision{Reason: Generation, At: now}
+	case s.Status == resource.StatusReconciling:
+		return Decision{Reason: Retry, At: now}
+	case failed:
+		return retry(Retry)
+	case s.Status == resource.StatusReady:
+		return Decision{Reason: Resync, At: s.LastReconcile.Add(s.Policy.Resync)}
+	}
+	return Decision{}
+}

@@ -1,0 +1,223 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/internal/resourcepb"
+	"github.com/no8s/no8s/services/store/pgstore"
+)
+
+// reconcileHandler is the gRPC edge of ReconcileService: it maps the
+// protobuf contract (proto/no8s/reconcile/v1) onto pgstore's reconcile
+// operations.
+type reconcileHandler struct {
+	reconcilev1.UnimplementedReconcileServiceServer
+	store *pgstore.Store
+}
+
+func seconds(n int32) time.Duration { return time.Duration(n) * time.Second }
+
+func (h *reconcileHandler) AcquireLease(ctx context.Context, req *reconcilev1.AcquireLeaseRequest) (*reconcilev1.AcquireLeaseResponse, error) {
+	l, err := h.store.AcquireLease(ctx, pgstore.AcquireLeaseRequest{
+		ResourceID: req.GetResourceId(), Holder: req.GetHolder(), Lease: seconds(req.GetLeaseSeconds()),
+		SchedulerEpoch: req.GetSchedulerEpoch(), DispatchID: req.GetDispatchId(),
+	})
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &reconcilev1.AcquireLeaseResponse{
+		LeaseEpoch: l.Epoch, ExpiresAt: timestamppb.New(l.ExpiresAt), Resource: resourcepb.ToProto(l.Resource), Policy: policyToProto(l.Policy),
+	}, nil
+}
+
+func (h *reconcileHandler) RenewLease(ctx context.Context, req *reconcilev1.RenewLeaseRequest) (*reconcilev1.RenewLeaseResponse, error) {
+	exp, err := h.store.RenewLease(ctx, req.GetResourceId(), req.GetLeaseEpoch(), seconds(req.GetLeaseSeconds()))
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &reconcilev1.RenewLeaseResponse{ExpiresAt: timestamppb.New(exp)}, nil
+}
+
+var outcomes = map[reconcilev1.Outcome]pgstore.Outcome{
+	reconcilev1.Outcome_OUTCOME_SUCCESS:  pgstore.OutcomeSuccess,
+	reconcilev1.Outcome_OUTCOME_REQUEUE:  pgstore.OutcomeRequeue,
+	reconcilev1.Outcome_OUTCOME_ERROR:    pgstore.OutcomeError,
+	reconcilev1.Outcome_OUTCOME_TERMINAL: pgstore.OutcomeTerminal,
+}
+
+func (h *reconcileHandler) CompleteReconcile(ctx context.Context, req *reconcilev1.CompleteReconcileRequest) (*reconcilev1.CompleteReconcileResponse, error) {
+	hist := req.GetHistory()
+	in := pgstore.CompleteReconcileRequest{
+		ResourceID:    req.GetResourceId(),
+		LeaseEpoch:    req.GetLeaseEpoch(),
+		Outcome:       outcomes[req.GetOutcome()],
+		StatusMessage: req.GetStatusMessage(),
+		Conditions:    conditionsFromProto(req.GetConditions()),
+		Generation:    req.GetGeneration(),
+		History: pgstore.HistoryEntry{
+			Phase:            hist.GetPhase(),
+			ErrorMessage:     hist.GetErrorMessage(),
+			ResourcesCreated: hist.GetResourcesCreated(),
+			ResourcesUpdated: hist.GetResourcesUpdated(),
+			ResourcesDeleted: hist.GetResourcesDeleted(),
+			DurationMS:       hist.GetDurationMs(),
+			Reason:           reasonName(hist.GetReason()),
+		},
+		AddFinalizers:     req.GetAddFinalizers(),
+		RemoveFinalizers:  req.GetRemoveFinalizers(),
+		RemoveAnnotations: req.GetRemoveAnnotations(),
+		RequeueAfter:      seconds(req.GetRequeueAfterSeconds()),
+	}
+	if len(req.GetOutputs()) > 0 {
+		in.Outputs = req.GetOutputs()
+	}
+	if t := hist.GetStartedAt(); t != nil {
+		st := t.AsTime().UTC()
+		in.History.StartedAt = &st
+	}
+	res, err := h.store.CompleteReconcile(ctx, in)
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &reconcilev1.CompleteReconcileResponse{Resource: resourcepb.ToProto(res.Resource), Purged: res.Purged}, nil
+}
+
+func (h *reconcileHandler) BecomeScheduler(ctx context.Context, req *reconcilev1.BecomeSchedulerRequest) (*reconcilev1.BecomeSchedulerResponse, error) {
+	if req.GetRelease() {
+		if err := h.store.ReleaseScheduler(ctx, req.GetHolder(), req.GetEpoch()); err != nil {
+			return nil, problem.ToStatus(err)
+		}
+		return &reconcilev1.BecomeSchedulerResponse{Epoch: req.GetEpoch()}, nil
+	}
+	l, err := h.store.BecomeScheduler(ctx, req.GetHolder(), seconds(req.GetLeaseSeconds()), req.GetEpoch())
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &reconcilev1.BecomeSchedulerResponse{Leader: l.Leader, Epoch: l.Epoch, ExpiresAt: timestamppb.New(l.ExpiresAt), CurrentHolder: l.Holder}, nil
+}
+
+func (h *reconcileHandler) RecordDispatch(ctx context.Context, req *reconcilev1.RecordDispatchRequest) (*reconcilev1.RecordDispatchResponse, error) {
+	if err := h.store.RecordDispatch(ctx, req.GetSchedulerEpoch(), req.GetResourceId(), req.GetDispatchId()); err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &reconcilev1.RecordDispatchResponse{}, nil
+}
+
+func (h *reconcileHandler) ListReconcileState(ctx context.Context, req *reconcilev1.ListReconcileStateRequest) (*reconcilev1.ListReconcileStateResponse, error) {
+	in := pgstore.ListReconcileStateRequest{AfterID: req.GetAfterId(), Limit: int(req.GetLimit()), IDs: req.GetResourceIds()}
+	if id := req.GetResourceId(); id != 0 {
+		in.IDs = append(in.IDs, id)
+	}
+	res, err := h.store.ListReconcileState(ctx, in)
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	out := &reconcilev1.ListReconcileStateResponse{ResourceVersion: res.ResourceVersion, States: make([]*reconcilev1.ReconcileState, 0, len(res.States))}
+	for _, st := range res.States {
+		out.States = append(out.States, &reconcilev1.ReconcileState{
+			ResourceId:            st.ResourceID,
+			ResourceUid:           st.UID,
+			ResourceTypeName:      st.ResourceTypeName,
+			ResourceTypeVersion:   st.ResourceTypeVersion,
+			Generation:            st.Generation,
+			ObservedGeneration:    st.ObservedGeneration,
+			Status:                st.Status,
+			Deleting:              st.Deleting,
+			Failures:              st.Failures,
+			TerminalGeneration:    st.TerminalGeneration,
+			LastReconcileTime:     tsPtr(st.LastReconcileTime),
+			ReconcileRequestedAt:  tsPtr(st.ReconcileRequestedAt),
+			AnnotationReconcile:   st.AnnotationReconcile,
+			AnnotationIgnore:      st.AnnotationIgnore,
+			LeaseExpiresAt:        tsPtr(st.LeaseExpiresAt),
+			DispatchedAt:          tsPtr(st.DispatchedAt),
+			Policy:                policyToProto(st.Policy),
+			ResourceVersion:       st.ResourceVersion,
+			RequeueAt:             tsPtr(st.RequeueAt),
+			LeaseEpoch:            st.LeaseEpoch,
+			LeaseHolder:           st.LeaseHolder,
+			DispatchId:            st.DispatchID,
+			ReconcilerUnavailable: st.ReconcilerUnavailable,
+			Name:                  st.Name,
+		})
+	}
+	return out, nil
+}
+
+func (h *reconcileHandler) SetCondition(ctx context.Context, req *reconcilev1.SetConditionRequest) (*reconcilev1.SetConditionResponse, error) {
+	cs := conditionsFromProto([]*storev1.Condition{req.GetCondition()})
+	if _, err := h.store.SetCondition(ctx, req.GetSchedulerEpoch(), req.GetResourceId(), cs[0]); err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &reconcilev1.SetConditionResponse{}, nil
+}
+
+func (h *reconcileHandler) RequestReconcile(ctx context.Context, req *reconcilev1.RequestReconcileRequest) (*reconcilev1.RequestReconcileResponse, error) {
+	r, err := h.store.RequestReconcile(ctx, req.GetResourceId())
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	return &reconcilev1.RequestReconcileResponse{Resource: resourcepb.ToProto(r)}, nil
+}
+
+func (h *reconcileHandler) ListHistory(ctx context.Context, req *reconcilev1.ListHistoryRequest) (*reconcilev1.ListHistoryResponse, error) {
+	entries, err := h.store.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: req.GetResourceId(), Limit: int(req.GetLimit()), BeforeID: req.GetBeforeId()})
+	if err != nil {
+		return nil, problem.ToStatus(err)
+	}
+	out := &reconcilev1.ListHistoryResponse{Entries: make([]*reconcilev1.HistoryEntry, 0, len(entries))}
+	for _, e := range entries {
+		out.Entries = append(out.Entries, &reconcilev1.HistoryEntry{
+			Id: e.ID, ResourceId: e.ResourceID, Generation: e.Generation, Success: e.Success, Phase: e.Phase,
+			ErrorMessage: e.ErrorMessage, ResourcesCreated: e.ResourcesCreated, ResourcesUpdated: e.ResourcesUpdated,
+			ResourcesDeleted: e.ResourcesDeleted, StartedAt: tsPtr(e.StartedAt), DurationMs: e.DurationMS,
+			ReconcileTime: timestamppb.New(e.ReconcileTime), LeaseEpoch: e.LeaseEpoch, Holder: e.Holder, Reason: reasonFromName(e.Reason),
+		})
+	}
+	return out, nil
+}
+
+func policyToProto(p resource.ReconcilePolicy) *reconcilev1.ReconcilePolicy {
+	return &reconcilev1.ReconcilePolicy{
+		ResyncSeconds: p.ResyncSeconds, BackoffBaseSeconds: p.BackoffBaseSeconds,
+		BackoffMaxSeconds: p.BackoffMaxSeconds, TimeoutSeconds: p.TimeoutSeconds,
+	}
+}
+
+func conditionsFromProto(in []*storev1.Condition) []resource.Condition {
+	out := make([]resource.Condition, 0, len(in))
+	for _, c := range in {
+		out = append(out, resource.Condition{
+			Type: c.GetType(), Status: c.GetStatus(), Reason: c.GetReason(), Message: c.GetMessage(),
+			ObservedGeneration: c.GetObservedGeneration(),
+		})
+	}
+	return out
+}
+
+// reasonName is the name a Reason is stored under: "generation", "retry", ...
+func reasonName(r reconcilev1.Reason) string {
+	if r == reconcilev1.Reason_REASON_UNSPECIFIED {
+		return ""
+	}
+	return strings.ToLower(strings.TrimPrefix(r.String(), "REASON_"))
+}
+
+func reasonFromName(s string) reconcilev1.Reason {
+	return reconcilev1.Reason(reconcilev1.Reason_value["REASON_"+strings.ToUpper(s)])
+}
+
+func tsPtr(t *time.Time) *timestamppb.Timestamp {
+	if t == nil {
+		return nil
+	}
+	return timestamppb.New(*t)
+}

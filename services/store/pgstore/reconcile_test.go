@@ -1,0 +1,511 @@
+package pgstore_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/store/pgstore"
+)
+
+// events returns the event types of a resource's outbox rows in revision
+// order.
+func events(t *testing.T, pool *pgxpool.Pool, id int64) []string {
+	t.Helper()
+	rows, err := pool.Query(t.Context(), `SELECT event_type FROM outbox WHERE resource_id = $1 ORDER BY revision`, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var et string
+		if err := rows.Scan(&et); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, et)
+	}
+	return out
+}
+
+// expireLease moves a resource's lease expiry into the past, as if its
+// holder had stalled past it.
+func expireLease(t *testing.T, pool *pgxpool.Pool, id int64) {
+	t.Helper()
+	if _, err := pool.Exec(t.Context(), `UPDATE resources SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func acquire(t *testing.T, s *pgstore.Store, id int64, holder string) *pgstore.Lease {
+	t.Helper()
+	l, err := s.AcquireLease(t.Context(), pgstore.AcquireLeaseRequest{ResourceID: id, Holder: holder})
+	if err != nil {
+		t.Fatalf("acquire %d as %s: %v", id, holder, err)
+	}
+	return l
+}
+
+func complete(t *testing.T, s *pgstore.Store, req pgstore.CompleteReconcileRequest) *pgstore.CompleteResult {
+	t.Helper()
+	res, err := s.CompleteReconcile(t.Context(), req)
+	if err != nil {
+		t.Fatalf("complete %+v: %v", req, err)
+	}
+	return res
+}
+
+func TestLeaseExclusionAndFencing(t *testing.T) {
+	s, pool := newStore(t)
+	ctx := t.Context()
+	mustType(t, s, "Widget", "v1")
+	r := mustCreate(t, s, "one")
+
+	a := acquire(t, s, r.ID, "worker-a")
+	if a.Epoch != 1 || a.Resource.Status != resource.StatusReconciling || a.Policy.ResyncSeconds != resource.DefaultResyncSeconds {
+		t.Fatalf("first lease: epoch %d status %s policy %+v", a.Epoch, a.Resource.Status, a.Policy)
+	}
+	if !a.ExpiresAt.After(time.Now().Add(20*time.Second)) || a.ExpiresAt.After(time.Now().Add(40*time.Second)) {
+		t.Fatalf("default lease should be about 30s, expires %v", a.ExpiresAt)
+	}
+	// Another holder is refused while the lease runs.
+	_, err := s.AcquireLease(ctx, pgstore.AcquireLeaseRequest{ResourceID: r.ID, Holder: "worker-b"})
+	wantCode(t, err, problem.Conflict, problem.CodeLeaseHeld)
+	// Renewal with the current epoch works; with another it is refused.
+	if _, err := s.RenewLease(ctx, r.ID, a.Epoch, 10*time.Second); err != nil {
+		t.Fatalf("renew: %v", err)
+	}
+	_, err = s.RenewLease(ctx, r.ID, a.Epoch+1, 10*time.Second)
+	wantCode(t, err, problem.Conflict, problem.CodeStaleEpoch)
+
+	// a stalls past its lease; b takes over with a higher epoch.
+	expireLease(t, pool, r.ID)
+	b := acquire(t, s, r.ID, "worker-b")
+	if b.Epoch != a.Epoch+1 {
+		t.Fatalf("takeover epoch %d, want %d", b.Epoch, a.Epoch+1)
+	}
+	// a's late write and renewal are refused for their stale epoch.
+	_, err = s.CompleteReconcile(ctx, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: pgstore.OutcomeSuccess})
+	wantCode(t, err, problem.Conflict, problem.CodeStaleEpoch)
+	_, err = s.RenewLease(ctx, r.ID, a.Epoch, 10*time.Second)
+	wantCode(t, err, problem.Conflict, problem.CodeStaleEpoch)
+	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: pgstore.OutcomeSuccess})
+	// A completed lease cannot complete twice.
+	_, err = s.CompleteReconcile(ctx, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: pgstore.OutcomeSuccess})
+	wantCode(t, err, problem.Conflict, problem.CodeStaleEpoch)
+
+	// Completion after expiry is accepted when nobody took the lease.
+	c := acquire(t, s, r.ID, "worker-c")
+	expireLease(t, pool, r.ID)
+	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: c.Epoch, Outcome: pgstore.OutcomeSuccess})
+
+	// Exactly one history row per accepted completion, never the stale one.
+	h, err := s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: r.ID})
+	if err != nil || len(h) != 2 || h[0].LeaseEpoch != c.Epoch || h[1].LeaseEpoch != b.Epoch || h[1].Holder != "worker-b" ||
+		h[1].StartedAt == nil || h[1].StartedAt.After(h[1].ReconcileTime) {
+		t.Fatalf("history: %+v %v", h, err)
+	}
+	// The epoch never goes down.
+	if d := acquire(t, s, r.ID, "worker-a"); d.Epoch != c.Epoch+1 {
+		t.Fatalf("epoch %d after %d", d.Epoch, c.Epoch)
+	}
+	_, err = s.AcquireLease(ctx, pgstore.AcquireLeaseRequest{ResourceID: 999999, Holder: "x"})
+	wantCode(t, err, problem.NotFound, problem.CodeNotFound)
+}
+
+func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
+	s, pool := newStore(t)
+	ctx := t.Context()
+	mustType(t, s, "Widget", "v1")
+	r := mustCreate(t, s, "one")
+	if _, err := s.UpdateResource(ctx, pgstore.UpdateResourceRequest{ID: r.ID, SetAnnotations: true,
+		Annotations: map[string]string{resource.AnnotationOperation: resource.OperationReconcile, "keep": "me"}}); err != nil {
+		t.Fatal(err)
+	}
+	before := events(t, pool, r.ID)
+
+	l := acquire(t, s, r.ID, "w")
+	started := time.Now().Add(-1500 * time.Millisecond).UTC()
+	res := complete(t, s, pgstore.CompleteReconcileRequest{
+		ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: pgstore.OutcomeSuccess,
+		Conditions: []resource.Condition{
+			{Type: "DatabaseExists", Status: "True", Reason: "Created"},
+			{Type: "RoleExists", Status: "False", Reason: "Pending"},
+		},
+		Outputs:           []byte(`{"host": "db", "port": 5432}`),
+		AddFinalizers:     []string{"reconciler.no8s.io/widget"},
+		RemoveAnnotations: []string{resource.AnnotationOperation},
+		History:           pgstore.HistoryEntry{ResourcesCreated: 2, StartedAt: &started, Reason: "pending"},
+	})
+	got := res.Resource
+	if got.Status != resource.StatusReady || got.ObservedGeneration != 1 || got.Phase != resource.PhaseProgressing ||
+		string(got.Outputs) != `{"host":"db","port":5432}` || len(got.Finalizers) != 1 || got.LastReconcileTime == nil ||
+		got.Annotations["keep"] != "me" || got.Annotations[resource.AnnotationOperation] != "" || got.StatusMessage == "" {
+		t.Fatalf("after success: %+v", got)
+	}
+	t1 := got.Conditions[0].LastTransitionTime
+	if len(got.Conditions) != 2 || t1.IsZero() || got.Conditions[0].ObservedGeneration != 1 {
+		t.Fatalf("conditions: %+v", got.Conditions)
+	}
+	// The stored document equals the answer.
+	stored, err := s.GetResource(ctx, pgstore.ResourceKey{ID: r.ID})
+	if err != nil || stored.ResourceVersion != got.ResourceVersion || stored.Phase != got.Phase || len(stored.Conditions) != 2 {
+		t.Fatalf("stored %+v %v", stored, err)
+	}
+	// Acquire (pending → reconciling) is one MODIFIED, the completion one RECONCILED.
+	after := events(t, pool, r.ID)
+	if len(after) != len(before)+2 || after[len(after)-2] != "MODIFIED" || after[len(after)-1] != "RECONCILED" {
+		t.Fatalf("events %v after %v", after, before)
+	}
+	h, err := s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: r.ID})
+	if err != nil || len(h) != 1 || !h[0].Success || h[0].Generation != 1 || h[0].ResourcesCreated != 2 || h[0].Reason != "pending" ||
+		h[0].DurationMS < 1000 || h[0].Phase != "completed" || h[0].StartedAt == nil {
+		t.Fatalf("history %+v %v", h, err)
+	}
+
+	// Second attempt: same status keeps the transition time; a changed one
+	// moves it; a condition not named is kept; all True makes the phase Ready.
+	l = acquire(t, s, r.ID, "w")
+	got = complete(t, s, pgstore.CompleteReconcileRequest{
+		ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: pgstore.OutcomeSuccess,
+		Conditions: []resource.Condition{{Type: "RoleExists", Status: "True", Reason: "Created"}},
+	}).Resource
+	if got.Conditions[0].LastTransitionTime != t1 || !got.Conditions[1].LastTransitionTime.After(t1) || got.Phase != resource.PhaseReady {
+		t.Fatalf("transition times: %+v phase %s", got.Conditions, got.Phase)
+	}
+	// Outputs stay when not given.
+	if string(got.Outputs) != `{"host":"db","port":5432}` {
+		t.Fatalf("outputs %s", got.Outputs)
+	}
+
+	// Bad results are refused and write nothing.
+	l = acquire(t, s, r.ID, "w")
+	for _, bad := range []pgstore.CompleteReconcileRequest{
+		{Outcome: pgstore.OutcomeUnspecified},
+		{Outcome: pgstore.OutcomeSuccess, Conditions: []resource.Condition{{Type: "A", Status: "Maybe"}}},
+		{Outcome: pgstore.OutcomeSuccess, Conditions: []resource.Condition{{Type: "A", Status: "True"}, {Type: "A", Status: "True"}}},
+		{Outcome: pgstore.OutcomeSuccess, Outputs: []byte(`[1]`)},
+	} {
+		bad.ResourceID, bad.LeaseEpoch = r.ID, l.Epoch
+		_, err := s.CompleteReconcile(ctx, bad)
+		wantCode(t, err, problem.Invalid, problem.CodeInvalid)
+	}
+}
+
+func TestFailuresTerminalRequeue(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := t.Context()
+	mustType(t, s, "Widget", "v1")
+	r := mustCreate(t, s, "one")
+	state := func() pgstore.ReconcileState {
+		t.Helper()
+		res, err := s.ListReconcileState(ctx, pgstore.ListReconcileStateRequest{IDs: []int64{r.ID}})
+		if err != nil || len(res.States) != 1 {
+			t.Fatalf("state: %+v %v", res, err)
+		}
+		return res.States[0]
+	}
+	attempt := func(o pgstore.Outcome, msg string, requeue time.Duration) *pgstore.CompleteResult {
+		t.Helper()
+		l := acquire(t, s, r.ID, "w")
+		return complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: o, StatusMessage: msg, RequeueAfter: requeue})
+	}
+
+	res := attempt(pgstore.OutcomeError, "boom", 0)
+	if res.Resource.Status != resource.StatusFailed || res.Resource.StatusMessage != "boom" || res.Resource.ObservedGeneration != 0 {
+		t.Fatalf("after error: %+v", res.Resource)
+	}
+	attempt(pgstore.OutcomeError, "boom", 0)
+	if st := state(); st.Failures != 2 || st.Status != resource.StatusFailed || st.LastReconcileTime == nil || st.LeaseHolder != "" {
+		t.Fatalf("two failures: %+v", st)
+	}
+	h, _ := s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: r.ID})
+	if len(h) != 2 || h[0].Success || h[0].ErrorMessage != "boom" || h[0].Phase != "failed" {
+		t.Fatalf("failure history %+v", h)
+	}
+	// A spec change resets the count.
+	if _, err := s.UpdateResource(ctx, pgstore.UpdateResourceRequest{ID: r.ID, Spec: []byte(`{"size":2}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if st := state(); st.Failures != 0 || st.Generation != 2 {
+		t.Fatalf("after spec change: %+v", st)
+	}
+	// Terminal: counted, and remembered for this generation.
+	attempt(pgstore.OutcomeTerminal, "bad spec", 0)
+	if st := state(); st.Failures != 1 || st.TerminalGeneration != 2 {
+		t.Fatalf("terminal: %+v", st)
+	}
+	// Requeue: no failure counted, requeue_at set, status reconciling.
+	res = attempt(pgstore.OutcomeRequeue, "", 5*time.Second)
+	st := state()
+	if st.Failures != 1 || st.RequeueAt == nil || time.Until(*st.RequeueAt) < 3*time.Second || res.Resource.Status != resource.StatusReconciling {
+		t.Fatalf("requeue: %+v %s", st, res.Resource.Status)
+	}
+	// The next acquisition consumes the requeue; success resets everything.
+	res = attempt(pgstore.OutcomeSuccess, "", 0)
+	if st := state(); st.Failures != 0 || st.TerminalGeneration != 0 || st.RequeueAt != nil || st.ObservedGeneration != 2 || res.Resource.Status != resource.StatusReady {
+		t.Fatalf("success: %+v", st)
+	}
+	// Success with requeue-after: ready and come back later.
+	attempt(pgstore.OutcomeSuccess, "", time.Minute)
+	if st := state(); st.Status != resource.StatusReady || st.RequeueAt == nil {
+		t.Fatalf("success with requeue: %+v", st)
+	}
+
+	// A manual trigger is recorded (one MODIFIED event) and consumed by the
+	// next acquisition.
+	before, _ := s.GetResource(ctx, pgstore.ResourceKey{ID: r.ID})
+	trig, err := s.RequestReconcile(ctx, r.ID)
+	if err != nil || trig.ResourceVersion <= before.ResourceVersion {
+		t.Fatalf("request reconcile: %+v %v", trig, err)
+	}
+	if st := state(); st.ReconcileRequestedAt == nil {
+		t.Fatalf("trigger not recorded: %+v", st)
+	}
+	acquire(t, s, r.ID, "w")
+	if st := state(); st.ReconcileRequestedAt != nil || st.LeaseHolder != "w" || st.LeaseExpiresAt == nil {
+		t.Fatalf("trigger not consumed: %+v", st)
+	}
+	_, err = s.RequestReconcile(ctx, 999999)
+	wantCode(t, err, problem.NotFound, problem.CodeNotFound)
+}
+
+func TestHistoryBoundAndPaging(t *testing.T) {
+	_, pool := newStore(t)
+	s := pgstore.New(pool, pgstore.WithHistoryLimit(3))
+	ctx := t.Context()
+	mustType(t, s, "Widget", "v1")
+	r := mustCreate(t, s, "one")
+	for range 5 {
+		l := acquire(t, s, r.ID, "w")
+		complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: pgstore.OutcomeSuccess})
+	}
+	h, err := s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: r.ID})
+	if err != nil || len(h) != 3 || h[0].LeaseEpoch != 5 || h[2].LeaseEpoch != 3 {
+		t.Fatalf("bounded history: %+v %v", h, err)
+	}
+	page, err := s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: r.ID, Limit: 1, BeforeID: h[0].ID})
+	if err != nil || len(page) != 1 || page[0].ID != h[1].ID {
+		t.Fatalf("page: %+v %v", page, err)
+	}
+	_, err = s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: 999999})
+	wantCode(t, err, problem.NotFound, problem.CodeNotFound)
+	_, err = s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: r.ID, Limit: 501})
+	wantCode(t, err, problem.Invalid, problem.CodeInvalid)
+}
+
+func TestDeletionCleanupPurges(t *testing.T) {
+	s, pool := newStore(t)
+	ctx := t.Context()
+	mustType(t, s, "Widget", "v1")
+	own, ext := "reconciler.no8s.io/widget", "example.com/external"
+
+	// Own finalizer only: a successful cleanup that removes it purges.
+	r := mustCreate(t, s, "one", own)
+	if _, err := s.DeleteResource(ctx, r.ID, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	l := acquire(t, s, r.ID, "w")
+	if l.Resource.Status != resource.StatusDeleting {
+		t.Fatalf("acquire changed a deleting status: %s", l.Resource.Status)
+	}
+	// A failed cleanup keeps it deleting and counts the failure.
+	res := complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: pgstore.OutcomeError, StatusMessage: "cleanup failed"})
+	if res.Purged || res.Resource.Status != resource.StatusDeleting || res.Resource.Phase != resource.PhaseTerminating {
+		t.Fatalf("failed cleanup: %+v", res.Resource)
+	}
+	l = acquire(t, s, r.ID, "w")
+	res = complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: pgstore.OutcomeSuccess,
+		RemoveFinalizers: []string{own}, AddFinalizers: []string{"example.com/late"}})
+	if !res.Purged {
+		t.Fatalf("not purged: %+v", res.Resource)
+	}
+	if ev := events(t, pool, r.ID); ev[len(ev)-1] != "PURGED" || ev[len(ev)-2] != "MODIFIED" {
+		t.Fatalf("events %v", ev)
+	}
+	if _, err := s.GetResource(ctx, pgstore.ResourceKey{ID: r.ID}); problem.KindOf(err) != problem.NotFound {
+		t.Fatalf("purged resource still readable: %v", err)
+	}
+	if n := countRows(t, pool, "reconciliation_history"); n != 0 {
+		t.Fatalf("%d history rows outlive their resource", n)
+	}
+
+	// An external finalizer keeps it deleting after cleanup.
+	r2 := mustCreate(t, s, "two", own, ext)
+	if _, err := s.DeleteResource(ctx, r2.ID, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	l = acquire(t, s, r2.ID, "w")
+	res = complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r2.ID, LeaseEpoch: l.Epoch, Outcome: pgstore.OutcomeSuccess, RemoveFinalizers: []string{own}})
+	if res.Purged || res.Resource.Status != resource.StatusDeleting || len(res.Resource.Finalizers) != 1 {
+		t.Fatalf("external finalizer: %+v", res.Resource)
+	}
+	if ev := events(t, pool, r2.ID); ev[len(ev)-1] != "RECONCILED" {
+		t.Fatalf("events %v", ev)
+	}
+	fin, err := s.UpdateFinalizers(ctx, pgstore.UpdateFinalizersRequest{ID: r2.ID, Remove: []string{ext}})
+	if err != nil || !fin.Purged {
+		t.Fatalf("removing the external finalizer: %+v %v", fin, err)
+	}
+}
+
+func TestSchedulerLeadershipAndFencing(t *testing.T) {
+	s, pool := newStore(t)
+	ctx := t.Context()
+	mustType(t, s, "Widget", "v1")
+	r := mustCreate(t, s, "one")
+
+	a, err := s.BecomeScheduler(ctx, "sched-a", 5*time.Second, 0)
+	if err != nil || !a.Leader || a.Epoch != 1 {
+		t.Fatalf("first campaign: %+v %v", a, err)
+	}
+	b, err := s.BecomeScheduler(ctx, "sched-b", 5*time.Second, 0)
+	if err != nil || b.Leader || b.Holder != "sched-a" || b.Epoch != 1 {
+		t.Fatalf("standby campaign: %+v %v", b, err)
+	}
+	renewed, err := s.BecomeScheduler(ctx, "sched-a", 5*time.Second, a.Epoch)
+	if err != nil || !renewed.Leader || renewed.Epoch != a.Epoch {
+		t.Fatalf("renew: %+v %v", renewed, err)
+	}
+	if err := s.RecordDispatch(ctx, a.Epoch, r.ID, "d1"); err != nil {
+		t.Fatalf("record dispatch: %v", err)
+	}
+	wantCode(t, s.RecordDispatch(ctx, a.Epoch, 999999, "d1"), problem.NotFound, problem.CodeNotFound)
+
+	// a pauses past its lease: b takes over with epoch + 1.
+	if _, err := pool.Exec(ctx, `UPDATE scheduler_state SET lease_expires_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	b, err = s.BecomeScheduler(ctx, "sched-b", 5*time.Second, 0)
+	if err != nil || !b.Leader || b.Epoch != a.Epoch+1 {
+		t.Fatalf("takeover: %+v %v", b, err)
+	}
+	// a resumes: its renewal, dispatch records and conditions are refused.
+	again, err := s.BecomeScheduler(ctx, "sched-a", 5*time.Second, a.Epoch)
+	if err != nil || again.Leader || again.Holder != "sched-b" {
+		t.Fatalf("deposed renewal: %+v %v", again, err)
+	}
+	wantCode(t, s.RecordDispatch(ctx, a.Epoch, r.ID, "d2"), problem.Conflict, problem.CodeStaleEpoch)
+	_, err = s.SetCondition(ctx, a.Epoch, r.ID, resource.Condition{Type: resource.ConditionReconcilerAvailable, Status: "False"})
+	wantCode(t, err, problem.Conflict, problem.CodeStaleEpoch)
+	// An item a dispatched before is refused: a deposed epoch.
+	_, err = s.AcquireLease(ctx, pgstore.AcquireLeaseRequest{ResourceID: r.ID, Holder: "w", SchedulerEpoch: a.Epoch, DispatchID: "d1"})
+	wantCode(t, err, problem.FailedPrecondition, problem.CodeStaleDispatch)
+
+	// b's dispatch supersedes older ones of the current epoch too.
+	if err := s.RecordDispatch(ctx, b.Epoch, r.ID, "d3"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.AcquireLease(ctx, pgstore.AcquireLeaseRequest{ResourceID: r.ID, Holder: "w", SchedulerEpoch: b.Epoch, DispatchID: "d-old"})
+	wantCode(t, err, problem.FailedPrecondition, problem.CodeStaleDispatch)
+	if _, err := s.AcquireLease(ctx, pgstore.AcquireLeaseRequest{ResourceID: r.ID, Holder: "w", SchedulerEpoch: b.Epoch, DispatchID: "d3"}); err != nil {
+		t.Fatalf("current dispatch refused: %v", err)
+	}
+
+	// A leader whose lease expired cannot dispatch until it renews; it may
+	// renew while nobody took over.
+	if _, err := pool.Exec(ctx, `UPDATE scheduler_state SET lease_expires_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, s.RecordDispatch(ctx, b.Epoch, r.ID, "d4"), problem.Conflict, problem.CodeStaleEpoch)
+	if re, err := s.BecomeScheduler(ctx, "sched-b", 5*time.Second, b.Epoch); err != nil || !re.Leader || re.Epoch != b.Epoch {
+		t.Fatalf("renew after expiry: %+v %v", re, err)
+	}
+	// A restarted process with the same name takes over with a new epoch.
+	re, err := s.BecomeScheduler(ctx, "sched-b", 5*time.Second, 0)
+	if err != nil || !re.Leader || re.Epoch != b.Epoch+1 {
+		t.Fatalf("restart: %+v %v", re, err)
+	}
+	// A graceful stop releases the lease: a standby takes over at once.
+	if err := s.ReleaseScheduler(ctx, "sched-b", re.Epoch-1); err != nil { // a stale epoch: nothing happens
+		t.Fatal(err)
+	}
+	if c, _ := s.BecomeScheduler(ctx, "sched-c", 5*time.Second, 0); c.Leader {
+		t.Fatal("released with a stale epoch")
+	}
+	if err := s.ReleaseScheduler(ctx, "sched-b", re.Epoch); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, s.RecordDispatch(ctx, re.Epoch, r.ID, "d5"), problem.Conflict, problem.CodeStaleEpoch)
+	if c, err := s.BecomeScheduler(ctx, "sched-c", 5*time.Second, 0); err != nil || !c.Leader || c.Epoch != re.Epoch+1 {
+		t.Fatalf("takeover after release: %+v %v", c, err)
+	}
+}
+
+func TestSetConditionAndReconcilerAvailable(t *testing.T) {
+	s, pool := newStore(t)
+	ctx := t.Context()
+	mustType(t, s, "Widget", "v1")
+	r := mustCreate(t, s, "one")
+	lead, err := s.BecomeScheduler(ctx, "sched", 5*time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cond := resource.Condition{Type: resource.ConditionReconcilerAvailable, Status: "False", Reason: "NoLiveReconciler", Message: "none"}
+	got, err := s.SetCondition(ctx, lead.Epoch, r.ID, cond)
+	if err != nil || len(got.Conditions) != 1 || got.Conditions[0].ObservedGeneration != 1 || got.Phase != resource.PhaseProgressing {
+		t.Fatalf("set condition: %+v %v", got, err)
+	}
+	n := len(events(t, pool, r.ID))
+	// The same condition again writes nothing.
+	if _, err := s.SetCondition(ctx, lead.Epoch, r.ID, cond); err != nil {
+		t.Fatal(err)
+	}
+	if len(events(t, pool, r.ID)) != n {
+		t.Fatal("an unchanged condition wrote an event")
+	}
+	res, err := s.ListReconcileState(ctx, pgstore.ListReconcileStateRequest{})
+	if err != nil || len(res.States) != 1 || !res.States[0].ReconcilerUnavailable {
+		t.Fatalf("state: %+v %v", res, err)
+	}
+	// A worker acquiring shows that a reconciler is live again.
+	l := acquire(t, s, r.ID, "w")
+	if c := l.Resource.Conditions[0]; c.Status != "True" {
+		t.Fatalf("ReconcilerAvailable after acquire: %+v", c)
+	}
+	res, _ = s.ListReconcileState(ctx, pgstore.ListReconcileStateRequest{})
+	if res.States[0].ReconcilerUnavailable {
+		t.Fatal("still unavailable after acquire")
+	}
+}
+
+func TestReconcilePolicy(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := t.Context()
+	typ, err := s.CreateType(ctx, pgstore.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(schemaJSON),
+		ReconcilePolicy: resource.ReconcilePolicy{ResyncSeconds: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := resource.ReconcilePolicy{ResyncSeconds: 5, BackoffBaseSeconds: 60, BackoffMaxSeconds: 61440, TimeoutSeconds: 300}
+	if typ.ReconcilePolicy != want {
+		t.Fatalf("policy %+v, want %+v", typ.ReconcilePolicy, want)
+	}
+	b, _ := json.Marshal(typ)
+	if !json.Valid(b) || !strings.Contains(string(b), `"reconcile_policy":{"resync_seconds":5,"backoff_base_seconds":60`) {
+		t.Fatalf("type document %s", b)
+	}
+	// An update without a policy keeps it; with one replaces it.
+	desc := "d"
+	up, err := s.UpdateType(ctx, pgstore.UpdateTypeRequest{ID: typ.ID, Description: &desc})
+	if err != nil || up.ReconcilePolicy != want {
+		t.Fatalf("update keeps policy: %+v %v", up, err)
+	}
+	up, err = s.UpdateType(ctx, pgstore.UpdateTypeRequest{ID: typ.ID, ReconcilePolicy: &resource.ReconcilePolicy{BackoffBaseSeconds: 1, BackoffMaxSeconds: 4}})
+	if err != nil || up.ReconcilePolicy.BackoffBaseSeconds != 1 || up.ReconcilePolicy.ResyncSeconds != 300 || up.ResourceVersion <= typ.ResourceVersion {
+		t.Fatalf("update policy: %+v %v", up, err)
+	}
+	for _, bad := range []resource.ReconcilePolicy{
+		{ResyncSeconds: -1},
+		{BackoffBaseSeconds: 10, BackoffMaxSeconds: 5},
+		{TimeoutSeconds: 3601},
+	} {
+		_, err := s.UpdateType(ctx, pgstore.UpdateTypeRequest{ID: typ.ID, ReconcilePolicy: &bad})
+		wantCode(t, err, problem.Invalid, problem.CodeInvalid)
+	}
+}
