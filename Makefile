@@ -33,9 +33,10 @@ build:
 
 test: build nats-server
 	go test -count=1 -timeout $(TEST_TIMEOUT) work
+	cd examples/hello-reconciler && GOWORK=off go test -count=1 ./...
 
 stress: build nats-server
-	NO8S_STRESS=1 go test -count=1 -timeout 60m -run 'Stress|Outbox|Concurrency' -v ./services/e2e/
+	NO8S_STRESS=1 go test -count=1 -timeout 60m -run 'Stress|Outbox|Concurrency|Watch|Exclusion' -v ./services/e2e/
 
 bench: build nats-server
 	cd services && go run ./cmd/no8s-bench
@@ -44,6 +45,7 @@ lint: $(BIN)/staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)
 	go vet work
 	staticcheck work
+	cd examples/hello-reconciler && GOWORK=off go vet ./... && GOWORK=off $(BIN)/staticcheck ./...
 
 generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc
 	buf lint

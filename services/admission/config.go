@@ -3,6 +3,8 @@ package admission
 import (
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/no8s/no8s/services/admission/webhook"
 )
 
@@ -17,6 +19,12 @@ type Config struct {
 	WebhookRefresh time.Duration
 	// WebhookChainTimeout bounds one request's whole webhook chain.
 	WebhookChainTimeout time.Duration
+	// JetStream reaches the live reconciler registry (KV NO8S_RECONCILERS)
+	// for the live-reconciler rule: a new resource of a type that no live
+	// reconciler serves is refused (400 no_reconciler), and one that is
+	// admitted carries its reconciler's finalizer. Nil turns the rule off
+	// (admission tests of schemas and webhooks alone); every deployment sets it.
+	JetStream jetstream.KeyValueManager
 }
 
 // DefaultConfig returns the defaults.

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"slices"
 
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -20,6 +21,8 @@ type handler struct {
 	cache    *schemaCache
 	webhooks *webhook.Registry
 	chain    *webhook.Chain
+	// live is the live-reconciler rule (nil: off).
+	live *liveTypes
 }
 
 func (h *handler) CheckSchema(_ context.Context, req *admissionv1.CheckSchemaRequest) (*admissionv1.CheckSchemaResponse, error) {
@@ -102,6 +105,19 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 	}
 	out := cloneResource(r)
 	out.Spec = spec
+	if op == webhookconf.OpCreate && h.live != nil {
+		fin, err := h.live.requireReconciler(ctx, r.GetResourceTypeName(), r.GetResourceTypeVersion())
+		if err != nil {
+			return nil, 0, err
+		}
+		if !slices.Contains(out.Finalizers, fin) {
+			if len(out.Finalizers) >= resource.MaxFinalizers {
+				return nil, 0, problem.New(problem.Invalid, problem.CodeInvalid, "at most %d finalizers, including the reconciler's %s", resource.MaxFinalizers, fin).
+					WithFields(problem.FieldError{Path: "/finalizers", Message: "too many finalizers"})
+			}
+			out.Finalizers = append(out.Finalizers, fin)
+		}
+	}
 	hooks, err := h.webhooks.Match(ctx, op, r.GetResourceTypeName(), r.GetResourceTypeVersion())
 	if err != nil || hooks.Empty() {
 		return out, c.revision, err

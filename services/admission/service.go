@@ -1,6 +1,9 @@
 // Package admission is the admission service: it compiles resource type
-// schemas, validates specs and applies their defaults, then runs the
-// registered admission webhooks (package webhook) before anything is stored.
+// schemas, validates specs and applies their defaults, applies the
+// live-reconciler rule to new resources (a type no live reconciler serves is
+// refused; an admitted resource carries its reconciler's finalizer), then
+// runs the registered admission webhooks (package webhook) before anything
+// is stored.
 // Compiled schemas are cached per type and version and refreshed when the
 // store reports that a type changed; webhooks are polled from the store.
 package admission
@@ -24,6 +27,7 @@ type Service struct {
 	log      *slog.Logger
 	handler  *handler
 	webhooks *webhook.Registry
+	live     *liveTypes
 }
 
 // New returns an admission service that reads types and webhooks from
@@ -37,10 +41,15 @@ func New(cfg Config, store storev1.StoreServiceClient, log *slog.Logger) *Servic
 		cfg.WebhookChainTimeout = def.WebhookChainTimeout
 	}
 	reg := webhook.NewRegistry(webhookSource{store: store}, cfg.WebhookRefresh, log.With("component", "webhooks"))
-	return &Service{cfg: cfg, log: log, webhooks: reg, handler: &handler{
+	var live *liveTypes
+	if cfg.JetStream != nil {
+		live = newLiveTypes(cfg.JetStream, log.With("component", "reconcilers"))
+	}
+	return &Service{cfg: cfg, log: log, webhooks: reg, live: live, handler: &handler{
 		cache:    newSchemaCache(store),
 		webhooks: reg,
 		chain:    &webhook.Chain{Timeout: cfg.WebhookChainTimeout, Log: log.With("component", "webhooks")},
+		live:     live,
 	}}
 }
 
@@ -61,10 +70,18 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 		defer close(regDone)
 		_ = s.webhooks.Run(regCtx)
 	}()
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		if s.live != nil {
+			s.live.run(regCtx)
+		}
+	}()
 	err := grpcserver.Serve(ctx, srv, hs, lis, s.cfg.ShutdownGrace)
 	// The registry stops after the last request has been served.
 	stopRegistry()
 	<-regDone
+	<-liveDone
 	s.log.Info("admission stopped")
 	return err
 }

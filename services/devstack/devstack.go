@@ -119,11 +119,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer admissionConn.Close()
-	admissionSvc := admission.New(admission.DefaultConfig(), storev1.NewStoreServiceClient(storeConn), log.With("service", "admission"))
 	gcfg := gateway.DefaultConfig()
 	if gcfg.JetStream, err = jetstream.New(nc); err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
+	acfg := admission.DefaultConfig()
+	acfg.JetStream = gcfg.JetStream
+	admissionSvc := admission.New(acfg, storev1.NewStoreServiceClient(storeConn), log.With("service", "admission"))
 	gcfg.Health = func(ctx context.Context) error {
 		return grpcserver.CheckHealth(ctx, map[string]*grpc.ClientConn{"store": storeConn, "admission": admissionConn})
 	}

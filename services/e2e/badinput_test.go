@@ -14,6 +14,12 @@ func TestBadInputWritesNothing(t *testing.T) {
 	c := newCluster(t)
 	base := c.startAll()
 	curl(t, base, seedCreateType)
+	// The noop reconciler serves DatabaseCluster/v1 (the live-reconciler
+	// rule); no scheduler runs, so nothing changes behind the test's back.
+	c.startReconciler(c.storeAddrs[0], "DatabaseCluster/v1")
+	if r := do(t, "POST", base+"/api/v1/resource-types", `{"name":"Orphan","version":"v1","schema":{"type":"object"}}`); r.status != 201 {
+		t.Fatalf("create Orphan: %d %s", r.status, r.body)
+	}
 	if r := curl(t, base, seedCreateResource); r.status != 201 {
 		t.Fatalf("create production-pg: %d %s", r.status, r.body)
 	}
@@ -43,6 +49,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 		{"below minimum", "POST", "/api/v1/resources", spec(`"engine":"postgres","engine_version":"16","instance_class":"db.small","storage_gb":5`), 400, "validation_failed", []string{"/spec/storage_gb"}},
 		{"missing required", "POST", "/api/v1/resources", spec(``), 400, "validation_failed", []string{"/spec/engine", "/spec/engine_version", "/spec/instance_class", "/spec/storage_gb"}},
 		{"unknown type", "POST", "/api/v1/resources", `{"name":"x","resource_type_name":"Nope","resource_type_version":"v1","spec":{}}`, 400, "unknown_type", []string{"/resource_type_name"}},
+		{"no live reconciler", "POST", "/api/v1/resources", `{"name":"x","resource_type_name":"Orphan","resource_type_version":"v1","spec":{}}`, 400, "no_reconciler", []string{"/resource_type_name"}},
 		{"unknown version", "POST", "/api/v1/resources", `{"name":"x","resource_type_name":"DatabaseCluster","resource_type_version":"v9","spec":{}}`, 400, "unknown_type", []string{"/resource_type_name"}},
 		{"malformed JSON", "POST", "/api/v1/resources", `{"name": "x", "spec": {`, 400, "malformed_json", nil},
 		{"body over 1 MiB", "POST", "/api/v1/resources", spec(`"pad":"` + strings.Repeat("p", 1<<20) + `"`), 413, "too_large", nil},

@@ -23,6 +23,9 @@ func TestOptimisticConcurrency(t *testing.T) {
 	}); r.status != 201 {
 		t.Fatalf("create type: %d %s", r.status, r.body)
 	}
+	// A reconciler serves Counter (the live-reconciler rule); without a
+	// scheduler nothing is dispatched, so only the writers change it.
+	c.startReconciler(c.storeAddrs[0], "Counter/v1")
 	r := do(t, "POST", g2+"/api/v1/resources", map[string]any{
 		"name": "shared", "resource_type_name": "Counter", "resource_type_version": "v1", "spec": map[string]any{"n": 0},
 	})

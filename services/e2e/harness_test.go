@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/testenv"
 )
 
@@ -37,7 +39,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/no8s", "./cmd/no8s-store", "./cmd/no8s-admission", "./cmd/no8s-gateway", "./cmd/no8s-scheduler")
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/no8s", "./cmd/no8s-store", "./cmd/no8s-admission", "./cmd/no8s-gateway", "./cmd/no8s-scheduler", "./cmd/no8s-reconciler")
 	cmd.Dir = ".."
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -197,7 +199,7 @@ func (c *cluster) startStore(addr string) *proc {
 
 func (c *cluster) startAdmission(storeAddr string) string {
 	addr := freeAddr(c.t)
-	p := start(c.t, "admission", filepath.Join(binDir, "no8s-admission"), []string{"--listen", addr, "--store-addr", storeAddr})
+	p := start(c.t, "admission", filepath.Join(binDir, "no8s-admission"), []string{"--listen", addr, "--store-addr", storeAddr, "--nats-url", c.natsURL})
 	waitTCP(c.t, addr, p)
 	c.admissions = append(c.admissions, addr)
 	return addr
@@ -232,6 +234,58 @@ func (c *cluster) startScheduler(storeAddr, holder string, lease time.Duration) 
 		args = append(args, "--lease", lease.String())
 	}
 	return start(c.t, "scheduler-"+holder, filepath.Join(binDir, "no8s-scheduler"), args, "NO8S_LOG_LEVEL=debug")
+}
+
+// startReconciler runs the noop reconciler (the real no8s-reconciler
+// binary) serving types ("Type/v1") and waits until the registry says it
+// serves them, so that resources of those types can be created.
+func (c *cluster) startReconciler(storeAddr string, types ...string) *proc {
+	c.t.Helper()
+	return c.startReconcilerArgs("noop", storeAddr, nil, "noop", "--types", strings.Join(types, ","))
+}
+
+// startReconcilerArgs runs `no8s-reconciler <args>` as replica name, with
+// extra environment variables, and waits until the reconciler it names
+// serves every type it registers (for noop: --types; for
+// postgres-database: PostgresDatabase/v1).
+func (c *cluster) startReconcilerArgs(name, storeAddr string, env []string, args ...string) *proc {
+	c.t.Helper()
+	full := append(slices.Clone(args), "--nats-url", c.natsURL, "--store-addr", storeAddr,
+		"--health-listen", "off", "--replica-id", name, "--log-level", "debug")
+	p := start(c.t, "reconciler-"+name, filepath.Join(binDir, "no8s-reconciler"), full, env...)
+	var want []string
+	for i, a := range args {
+		if a == "--types" && i+1 < len(args) {
+			want = strings.Split(args[i+1], ",")
+		}
+	}
+	if args[0] == "postgres-database" {
+		want = []string{"PostgresDatabase/v1"}
+	}
+	_, nc := c.jetstream()
+	waitFor(c.t, 20*time.Second, "reconciler "+name+" registered", func() error {
+		select {
+		case <-p.done:
+			return fmt.Errorf("reconciler exited: %v", p.err)
+		default:
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return err
+		}
+		reg, err := reconcilers.Read(c.t.Context(), js)
+		if err != nil {
+			return err
+		}
+		for _, w := range want {
+			n, v, _ := strings.Cut(w, "/")
+			if reg.Owners[reconcilers.TypeRef{Name: n, Version: v}] == "" {
+				return fmt.Errorf("%s not served yet", w)
+			}
+		}
+		return nil
+	})
+	return p
 }
 
 // startAll starts one store, one admission and one gateway.

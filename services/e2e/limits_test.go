@@ -24,6 +24,7 @@ func TestLargestResourceEndToEnd(t *testing.T) {
 	}); r.status != 201 {
 		t.Fatalf("create type: %d %s", r.status, r.body)
 	}
+	c.startReconciler(c.storeAddrs[0], "Blob/v1")
 	// {"data":"xxx..."} exactly at the spec limit; annotations near theirs.
 	data := strings.Repeat("x", resource.MaxSpecBytes-len(`{"data":""}`))
 	annotation := strings.Repeat("a", resource.MaxMetadataBytes-1024)

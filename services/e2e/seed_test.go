@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The seed README's curl examples, as written there.
@@ -110,10 +113,14 @@ const (
 )
 
 // TestSeedReadmeFlow runs the seed README's examples against the real
-// binaries, each service its own process.
+// binaries, each service its own process, with the scheduler and the noop
+// reconciler in the loop: create → ready; update → generation 2 and
+// observed_generation 2; delete → cleanup, then gone once the external
+// finalizer is removed.
 func TestSeedReadmeFlow(t *testing.T) {
 	c := newCluster(t)
 	base := c.startAll()
+	c.startScheduler(c.storeAddrs[0], "sched", 0)
 
 	step := func(name, cmd string, wantStatus int) response {
 		t.Helper()
@@ -141,37 +148,145 @@ func TestSeedReadmeFlow(t *testing.T) {
 		t.Fatalf("DatabaseCluster/v1: %v", got)
 	}
 
+	// The live-reconciler rule: refused until a reconciler serves the type.
+	if e := step("create without a reconciler", seedCreateResource, 400).json(t); e["code"] != "no_reconciler" {
+		t.Fatalf("without a reconciler: %v", e)
+	}
+	if n := c.count(`SELECT count(*) FROM resources`); n != 0 {
+		t.Fatalf("a refused create wrote %d rows", n)
+	}
+	c.startReconciler(c.storeAddrs[0], "DatabaseCluster/v1")
+
 	res := step("create resource", seedCreateResource, 201).json(t)
-	if res["id"] != float64(1) || res["generation"] != float64(1) || res["status"] != "pending" {
+	if res["generation"] != float64(1) || res["status"] != "pending" || fmt.Sprint(res["finalizers"]) != "[reconciler.no8s.io/noop]" {
 		t.Fatalf("created resource: %v", res)
 	}
-	if got := step("get resource", seedGetResource, 200).json(t); got["name"] != "production-pg" {
-		t.Fatalf("resource 1: %v", got)
+	id := int64(res["id"].(float64))
+	seed := func(cmd string) string {
+		return strings.ReplaceAll(cmd, "resources/1", fmt.Sprintf("resources/%d", id))
 	}
-	if got := step("get by name", seedGetResourceByName, 200).json(t); got["id"] != float64(1) {
+	ready := waitResource(t, base, id, "ready, observed_generation 1", func(r map[string]any) bool {
+		return r["status"] == "ready" && r["phase"] == "Ready" && r["observed_generation"] == float64(1)
+	})
+	if cond := condition(ready, "Ready"); cond == nil || cond["status"] != "True" || cond["observed_generation"] != float64(1) {
+		t.Fatalf("Ready condition of a ready resource: %v", ready["conditions"])
+	}
+	if got := step("get resource", seed(seedGetResource), 200).json(t); got["name"] != "production-pg" {
+		t.Fatalf("resource: %v", got)
+	}
+	if got := step("get by name", seedGetResourceByName, 200).json(t); got["id"] != float64(id) {
 		t.Fatalf("by name: %v", got)
 	}
-	upd := step("update", seedUpdateResource, 200).json(t)
+	upd := step("update", seed(seedUpdateResource), 200).json(t)
 	spec := upd["spec"].(map[string]any)
 	if upd["generation"] != float64(2) || spec["instance_class"] != "db.xlarge" || spec["storage_gb"] != float64(1000) {
 		t.Fatalf("updated resource: %v", upd)
 	}
-	step("add finalizer", seedAddFinalizer, 200)
-	del := step("delete", seedDeleteResource, 202).json(t)
+	waitResource(t, base, id, "ready, observed_generation 2", func(r map[string]any) bool {
+		return r["status"] == "ready" && r["generation"] == float64(2) && r["observed_generation"] == float64(2)
+	})
+
+	step("add finalizer", seed(seedAddFinalizer), 200)
+	del := step("delete", seed(seedDeleteResource), 202).json(t)
 	if del["status"] != "deleting" || del["deleted_at"] == nil {
 		t.Fatalf("deleted resource: %v", del)
 	}
-	if got := step("get while deleting", seedGetResource, 200).json(t); got["status"] != "deleting" || got["phase"] != "Terminating" {
+	// The reconciler's cleanup runs and removes its own finalizer; the
+	// external one keeps the resource deleting.
+	waitResource(t, base, id, "cleanup done, external finalizer left", func(r map[string]any) bool {
+		return r["status"] == "deleting" && r["phase"] == "Terminating" && fmt.Sprint(r["finalizers"]) == "[external-controller]"
+	})
+	attempts := c.count(`SELECT count(*) FROM reconciliation_history WHERE resource_id = $1`, id)
+	time.Sleep(time.Second)
+	if got := step("get while deleting", seed(seedGetResource), 200).json(t); got["status"] != "deleting" || got["phase"] != "Terminating" {
 		t.Fatalf("resource while a finalizer remains: %v", got)
 	}
-	step("remove finalizer", seedRemoveFinalizer, 200)
-	step("get after purge", seedGetResource, 404)
+	if n := c.count(`SELECT count(*) FROM reconciliation_history WHERE resource_id = $1`, id); n != attempts {
+		t.Fatalf("%d more attempts on a deleting resource whose cleanup is done", n-attempts)
+	}
+	step("remove finalizer", seed(seedRemoveFinalizer), 200)
+	step("get after purge", seed(seedGetResource), 404)
 	if n := c.count(`SELECT count(*) FROM resources`); n != 0 {
 		t.Fatalf("%d resource rows remain", n)
 	}
-	// Every change reached the outbox: CREATED, MODIFIED (spec), MODIFIED
-	// (finalizer), DELETED, PURGED.
-	if n := c.count(`SELECT count(*) FROM outbox WHERE resource_id = 1`); n != 5 {
-		t.Fatalf("%d events for resource 1, want 5", n)
+	// Every change reached the outbox, a successful reconcile as RECONCILED.
+	for _, e := range []struct {
+		typ  string
+		want int
+	}{{"CREATED", 1}, {"RECONCILED", 3}, {"DELETED", 1}, {"PURGED", 1}} {
+		if n := c.count(`SELECT count(*) FROM outbox WHERE resource_id = $1 AND event_type = $2`, id, e.typ); n < e.want {
+			t.Errorf("%d %s events for the resource, want at least %d", n, e.typ, e.want)
+		}
 	}
+
+	// Without an external finalizer, a delete ends with the resource gone.
+	r := do(t, "POST", base+"/api/v1/resources", map[string]any{"name": "short-lived", "resource_type_name": "DatabaseCluster",
+		"resource_type_version": "v1", "spec": map[string]any{"engine": "mysql", "engine_version": "8", "instance_class": "db.small", "storage_gb": 10}})
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	id2 := int64(r.json(t)["id"].(float64))
+	if r := do(t, "DELETE", fmt.Sprintf("%s/api/v1/resources/%d", base, id2), nil); r.status != 202 {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	waitGone(t, base, id2)
+}
+
+// getResource reads a resource through the API (nil when 404).
+func getResource(t *testing.T, base string, id int64) map[string]any {
+	t.Helper()
+	r := do(t, "GET", fmt.Sprintf("%s/api/v1/resources/%d", base, id), nil)
+	switch r.status {
+	case 200:
+		return r.json(t)
+	case 404:
+		return nil
+	}
+	t.Fatalf("get resource %d: %d %s", id, r.status, r.body)
+	return nil
+}
+
+// waitResource polls a resource until ok says so (30 s at most).
+func waitResource(t *testing.T, base string, id int64, what string, ok func(map[string]any) bool) map[string]any {
+	t.Helper()
+	var last map[string]any
+	waitFor(t, 30*time.Second, fmt.Sprintf("resource %d %s", id, what), func() error {
+		last = getResource(t, base, id)
+		if last != nil && ok(last) {
+			return nil
+		}
+		return fmt.Errorf("resource is %v", brief(last))
+	})
+	return last
+}
+
+// waitGone polls until the resource is gone.
+func waitGone(t *testing.T, base string, id int64) {
+	t.Helper()
+	waitFor(t, 30*time.Second, fmt.Sprintf("resource %d gone", id), func() error {
+		if r := getResource(t, base, id); r != nil {
+			return fmt.Errorf("resource is %v", brief(r))
+		}
+		return nil
+	})
+}
+
+// brief is the part of a resource document worth printing when waiting.
+func brief(r map[string]any) string {
+	if r == nil {
+		return "gone"
+	}
+	return fmt.Sprintf("status=%v phase=%v generation=%v observed=%v finalizers=%v message=%q",
+		r["status"], r["phase"], r["generation"], r["observed_generation"], r["finalizers"], r["status_message"])
+}
+
+// condition returns a resource's condition of type typ.
+func condition(r map[string]any, typ string) map[string]any {
+	list, _ := r["conditions"].([]any)
+	for _, c := range list {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
 }

@@ -33,6 +33,7 @@ func TestWebhookAppliesOnEveryAdmissionReplica(t *testing.T) {
 	}); r.status != http.StatusCreated {
 		t.Fatalf("create type: %d %s", r.status, r.body)
 	}
+	c.startReconciler(c.storeAddrs[0], "Replicated/v1")
 	// Both replicas answer before any webhook exists.
 	for _, g := range []string{g1, g2} {
 		if got := probe(t, g); got != "plain" {

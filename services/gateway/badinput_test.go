@@ -224,6 +224,10 @@ func TestResourceTypeBadInput(t *testing.T) {
 			do(t, http.MethodDelete, base, nil).expectError(t, 409, "in_use")
 		})
 		do(t, http.MethodDelete, "/api/v1/resources/"+strconv.FormatInt(r.ID, 10), nil).expect(t, 202)
+		// Deleting still counts as in use until the reconciler's cleanup
+		// lets the resource go.
+		do(t, http.MethodDelete, base, nil).expectError(t, 409, "in_use")
+		cleanupAndWaitGone(t, r)
 		do(t, http.MethodDelete, base, nil).expect(t, 204)
 	})
 }

@@ -15,6 +15,10 @@
 //	{"detail": "...", "code": "...", "errors": [{"path": "/spec/x", "message": "..."}]}
 //
 // with the HTTP status derived from the problem kind (see package problem).
+//
+// Watches (GET /api/v1/events, GET /api/v1/resources/{id}/events) stream the
+// NO8S_EVENTS JetStream stream as Server-Sent Events, resumable by revision;
+// package watch holds the mechanism and docs/watch.md the contract.
 // The full API is described by the OpenAPI 3.0 document served at
 // GET /api/v1/openapi.json.
 package gateway

@@ -20,6 +20,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/worker"
 
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
@@ -30,13 +34,18 @@ import (
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/testenv"
+	"github.com/no8s/no8s/services/reconcilerworker/noop"
 	"github.com/no8s/no8s/services/store"
 )
 
 // stack is the real control plane behind the gateway under test: a fresh
 // PostgreSQL database, an embedded JetStream, the store and admission
 // services over real gRPC, and the gateway on an httptest server. One stack
-// serves the whole test package.
+// serves the whole test package. createType starts the noop reconciler (the
+// real SDK worker runtime, in-process) for each type, so that resources can
+// be created (the live-reconciler rule). No scheduler runs: nothing is
+// reconciled behind a test's back; a test that needs a reconcile (the
+// cleanup that lets a deleted resource go) dispatches one with reconcileNow.
 type stack struct {
 	gateway   *Service
 	server    *httptest.Server
@@ -47,6 +56,15 @@ type stack struct {
 	js jetstream.JetStream
 	// admissionSvc tells which webhook set admission has in force.
 	admissionSvc *admission.Service
+	// nc and storeConn are what the reconcilers connect with.
+	nc        *nats.Conn
+	storeConn *grpc.ClientConn
+	log       *slog.Logger
+	// ctx ends when the stack stops; workers run on it.
+	ctx     context.Context
+	wg      *sync.WaitGroup
+	mu      sync.Mutex
+	workers map[string]*worker.Worker
 }
 
 var env *stack
@@ -143,9 +161,14 @@ func startStack() (*stack, func(), error) {
 	cleanups = append(cleanups, func() { _ = storeConn.Close() })
 	storeClient := storev1.NewStoreServiceClient(storeConn)
 
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fail(err)
+	}
 	acfg := admission.DefaultConfig()
 	acfg.ShutdownGrace = 2 * time.Second
 	acfg.WebhookRefresh = 20 * time.Millisecond
+	acfg.JetStream = js
 	admissionSvc := admission.New(acfg, storeClient, log.With("service", "admission"))
 	admissionAddr, err := serve("admission", admissionSvc.Serve)
 	if err != nil {
@@ -161,10 +184,6 @@ func startStack() (*stack, func(), error) {
 	conns := map[string]*grpc.ClientConn{"store": storeConn, "admission": admissionConn}
 	cfg := DefaultConfig()
 	cfg.Health = func(ctx context.Context) error { return grpcserver.CheckHealth(ctx, conns) }
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fail(err)
-	}
 	cfg.JetStream, cfg.Watch = js, watchTestConfig
 	cfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
 	gw := New(cfg, storeClient, admissionClient, log.With("service", "gateway"))
@@ -173,7 +192,80 @@ func startStack() (*stack, func(), error) {
 	go func() { defer wg.Done(); _ = gw.RunEvents(ectx) }()
 	srv := httptest.NewServer(gw.Handler())
 	cleanups = append(cleanups, srv.Close, stopEvents) // watches end before the server closes
-	return &stack{gateway: gw, server: srv, store: storeClient, admission: admissionClient, conns: conns, admissionSvc: admissionSvc, js: js}, stop, nil
+	return &stack{gateway: gw, server: srv, store: storeClient, admission: admissionClient, conns: conns, admissionSvc: admissionSvc, js: js,
+		nc: nc, storeConn: storeConn, log: log, ctx: ctx, wg: &wg, workers: map[string]*worker.Worker{}}, stop, nil
+}
+
+// serveType runs the noop reconciler for name/version (once per type, for
+// the rest of the package) and waits until it is registered.
+func serveType(t testing.TB, name, version string) {
+	t.Helper()
+	key := name + "/" + version
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	if env.workers[key] != nil {
+		return
+	}
+	rname := strings.ToLower("noop-" + name + "-" + version)
+	if len(rname) > 63 {
+		rname = rname[:63]
+	}
+	w, err := worker.New(noop.New(rname), worker.Config{Types: []sdk.TypeRef{sdk.Type(name, version)}, NATS: env.nc, Store: env.storeConn},
+		worker.WithReplicaID("gateway-test"), worker.WithShutdownGrace(time.Second, time.Second), worker.WithFetchWait(time.Second),
+		worker.WithLogger(env.log.With("reconciler", rname)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.wg.Add(1)
+	go func() {
+		defer env.wg.Done()
+		if err := w.Run(env.ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "reconciler %s: %v\n", rname, err)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !w.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatalf("reconciler %s did not become ready", rname)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	env.workers[key] = w
+}
+
+// reconcileNow dispatches one work item for a resource, as the scheduler
+// would (outside any scheduler epoch), to the type's noop reconciler.
+func reconcileNow(t testing.TB, r resource.Resource) {
+	t.Helper()
+	data, err := proto.Marshal(&reconcilev1.WorkItem{ResourceId: r.ID, ResourceUid: r.UID, ResourceTypeName: r.ResourceTypeName,
+		ResourceTypeVersion: r.ResourceTypeVersion, Reason: reconcilev1.Reason_REASON_MANUAL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := env.js.Publish(ctx, worker.Subject(sdk.Type(r.ResourceTypeName, r.ResourceTypeVersion)), data); err != nil {
+		t.Fatalf("dispatch %d: %v", r.ID, err)
+	}
+}
+
+// cleanupAndWaitGone dispatches the deletion reconcile of a deleting
+// resource and waits until it is purged.
+func cleanupAndWaitGone(t testing.TB, r resource.Resource) {
+	t.Helper()
+	reconcileNow(t, r)
+	path := fmt.Sprintf("/api/v1/resources/%d", r.ID)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := do(t, http.MethodGet, path, nil)
+		if got.Status == http.StatusNotFound {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("resource %d not gone after its cleanup: %d %s", r.ID, got.Status, got.Body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // response is one HTTP answer.
@@ -347,8 +439,17 @@ func countResources(t testing.TB, typeName string) int {
 	return len(resp.GetResources())
 }
 
-// createType registers a resource type and returns it.
+// createType registers a resource type, starts the noop reconciler for it,
+// and returns it.
 func createType(t testing.TB, name, version, schema string) resource.Type {
+	t.Helper()
+	typ := createTypeUnserved(t, name, version, schema)
+	serveType(t, name, version)
+	return typ
+}
+
+// createTypeUnserved registers a resource type that no reconciler serves.
+func createTypeUnserved(t testing.TB, name, version, schema string) resource.Type {
 	t.Helper()
 	r := do(t, http.MethodPost, "/api/v1/resource-types", map[string]any{
 		"name": name, "version": version, "description": name + " " + version, "schema": json.RawMessage(schema),

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/no8s/no8s/services/internal/resource"
 )
@@ -145,17 +146,31 @@ func TestSeedFlow(t *testing.T) {
 		}
 	})
 	t.Run("delete with a finalizer", func(t *testing.T) {
+		// The resource carries its reconciler's finalizer from creation.
 		doc := decode[resource.Resource](t, do(t, http.MethodPut, base()+"/finalizers", `{"add": ["external-controller"]}`).expect(t, http.StatusOK))
-		if fmt.Sprint(doc.Finalizers) != "[external-controller]" {
+		if fmt.Sprint(doc.Finalizers) != "[reconciler.no8s.io/noop-databasecluster-v1 external-controller]" {
 			t.Fatalf("finalizers %v", doc.Finalizers)
 		}
 		doc = decode[resource.Resource](t, do(t, http.MethodDelete, base(), nil).expect(t, http.StatusAccepted))
 		if doc.Status != "deleting" || doc.DeletedAt == nil || doc.Phase != "Terminating" {
 			t.Fatalf("deleted: %+v", doc)
 		}
-		doc = decode[resource.Resource](t, do(t, http.MethodGet, base(), nil).expect(t, http.StatusOK))
-		if doc.Status != "deleting" {
-			t.Fatalf("after delete: %+v", doc)
+		// The reconciler's cleanup removes its own finalizer; the external
+		// one keeps the resource deleting.
+		reconcileNow(t, doc)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			doc = decode[resource.Resource](t, do(t, http.MethodGet, base(), nil).expect(t, http.StatusOK))
+			if fmt.Sprint(doc.Finalizers) == "[external-controller]" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cleanup did not remove the reconciler's finalizer: %+v", doc)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if doc.Status != "deleting" || doc.Phase != "Terminating" {
+			t.Fatalf("after cleanup: %+v", doc)
 		}
 	})
 	t.Run("spec change while deleting", func(t *testing.T) {

@@ -316,9 +316,14 @@ func TestWatchEventFormat(t *testing.T) {
 	}
 	m := modify(t, r.ID, 2)
 	del := do(t, http.MethodDelete, fmt.Sprintf("/api/v1/resources/%d", r.ID), nil).expect(t, http.StatusAccepted)
-	purged := decode[resource.Resource](t, del)
+	deleted := decode[resource.Resource](t, del)
+	// The reconciler's cleanup removes its finalizer: the resource is purged.
+	reconcileNow(t, deleted)
 	got := w.expectEvents(3)
-	checkEvents(t, got, []change{m, {eventstream.Deleted, r.ID, purged.ResourceVersion - 1}, {eventstream.Purged, r.ID, purged.ResourceVersion}})
+	checkEvents(t, got[:2], []change{m, {eventstream.Deleted, r.ID, deleted.ResourceVersion}})
+	if d := got[2].doc(t); got[2].Name != eventstream.Purged || d.ResourceID != r.ID || got[2].rev(t) <= deleted.ResourceVersion {
+		t.Fatalf("third event %s id %s of resource %d, want PURGED after %d", got[2].Name, got[2].ID, d.ResourceID, deleted.ResourceVersion)
+	}
 	if spec := got[0].doc(t).ResourceData.Spec; string(spec) != `{"n":2}` {
 		t.Fatalf("MODIFIED resource_data.spec %s", spec)
 	}

@@ -23,6 +23,7 @@ func stateFromProto(p *reconcilev1.ReconcileState) trigger.State {
 		ObservedGeneration:    p.GetObservedGeneration(),
 		Status:                p.GetStatus(),
 		Deleting:              p.GetDeleting(),
+		CleanupDone:           p.GetCleanupDone(),
 		Failures:              int(p.GetFailures()),
 		TerminalGeneration:    p.GetTerminalGeneration(),
 		LastReconcile:         asTime(p.GetLastReconcileTime()),

@@ -131,6 +131,7 @@ func (h *reconcileHandler) ListReconcileState(ctx context.Context, req *reconcil
 			ObservedGeneration:    st.ObservedGeneration,
 			Status:                st.Status,
 			Deleting:              st.Deleting,
+			CleanupDone:           st.CleanupDone,
 			Failures:              st.Failures,
 			TerminalGeneration:    st.TerminalGeneration,
 			LastReconcileTime:     tsPtr(st.LastReconcileTime),

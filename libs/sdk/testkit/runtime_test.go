@@ -307,3 +307,41 @@ func TestProbes(t *testing.T) {
 		t.Fatalf("healthz after stop %d", code)
 	}
 }
+
+func TestRunMainFromEnvironment(t *testing.T) {
+	env, p := start(t)
+	vars := map[string]string{
+		worker.EnvNATSURL: env.NATSURL, worker.EnvStoreAddr: env.StoreConn.Target(),
+		worker.EnvHealthListen: "off", worker.EnvMaxConcurrency: "4", worker.EnvReplicaID: "main-1", worker.EnvLogLevel: "error",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- worker.RunMain(ctx, p.engine("widgets"), []sdk.TypeRef{widget}, func(k string) string { return vars[k] })
+	}()
+	kv := registryBucketEventually(t, env)
+	deadline := time.Now().Add(wait)
+	for {
+		if h, _ := registry.Holder(context.Background(), kv, widget); h == "widgets" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("RunMain did not register")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	w := env.CreateResource(t, widget, "w", map[string]any{})
+	env.Dispatch(t, w, reconcilev1.Reason_REASON_PENDING)
+	w = env.WaitFor(t, w, testkit.Ready(), wait)
+	if h := env.History(t, w); h[0].GetHolder() != "widgets/main-1" {
+		t.Fatalf("holder %s", h[0].GetHolder())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	vars[worker.EnvMaxConcurrency] = "many"
+	if err := worker.RunMain(context.Background(), p.engine("widgets"), []sdk.TypeRef{widget}, func(k string) string { return vars[k] }); !errors.Is(err, worker.ErrInvalidConfig) {
+		t.Fatalf("bad concurrency: %v", err)
+	}
+}

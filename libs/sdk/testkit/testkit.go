@@ -187,7 +187,9 @@ func (e *Env) start(t testing.TB) error {
 	e.Reconcile = reconcilev1.NewReconcileServiceClient(e.StoreConn)
 	e.Client = client.NewStore(e.StoreConn)
 
-	admissionSvc := admission.New(admission.DefaultConfig(), e.Store, e.Log.With("service", "admission"))
+	acfg := admission.DefaultConfig()
+	acfg.JetStream = js // the live-reconciler rule
+	admissionSvc := admission.New(acfg, e.Store, e.Log.With("service", "admission"))
 	e.serve(func(ctx context.Context) error { return admissionSvc.Serve(ctx, admissionLis) })
 	admissionConn, err := Dial(admissionLis.Addr().String())
 	if err != nil {

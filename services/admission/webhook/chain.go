@@ -220,27 +220,12 @@ func stringMap(path string, raw json.RawMessage) (map[string]string, []problem.F
 	for k, v := range m {
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil || firstByte(v) != '"' {
-			errs = append(errs, problem.FieldError{Path: path + "/" + escapePointer(k), Message: "must be a string"})
+			errs = append(errs, problem.FieldError{Path: path + "/" + resource.EscapePointer(k), Message: "must be a string"})
 			continue
 		}
 		out[k] = s
 	}
 	return out, errs
-}
-
-func escapePointer(s string) string {
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '~':
-			b = append(b, '~', '0')
-		case '/':
-			b = append(b, '~', '1')
-		default:
-			b = append(b, s[i])
-		}
-	}
-	return string(b)
 }
 
 // ignored reports whether err, a failure of h, is to be ignored, and logs

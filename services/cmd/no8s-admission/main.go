@@ -1,6 +1,7 @@
 // Command no8s-admission runs the admission service: schema validation and
-// defaulting of resources, then the admission webhook chain, before they are
-// stored.
+// defaulting of resources, the live-reconciler rule (it reads the registry of
+// live reconcilers on NATS: --nats-url), then the admission webhook chain,
+// before they are stored.
 package main
 
 import (
@@ -9,9 +10,12 @@ import (
 	"net"
 	"os"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission"
 	"github.com/no8s/no8s/services/internal/grpcserver"
+	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
 )
 
@@ -27,6 +31,7 @@ func run() error {
 	fs := flag.NewFlagSet("no8s-admission", flag.ExitOnError)
 	storeAddr := fs.String("store-addr", proc.Env("NO8S_STORE_ADDR", "127.0.0.1:7001"), "store gRPC address")
 	listen := fs.String("listen", proc.Env("NO8S_ADMISSION_LISTEN", "127.0.0.1:7002"), "gRPC listen address")
+	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL, for the live reconciler registry ($NATS_URL)")
 	fs.DurationVar(&cfg.WebhookRefresh, "webhook-refresh", cfg.WebhookRefresh, "how often admission webhooks are polled from the store")
 	fs.DurationVar(&cfg.WebhookChainTimeout, "webhook-chain-timeout", cfg.WebhookChainTimeout, "bound of one request's whole admission webhook chain")
 	_ = fs.Parse(os.Args[1:])
@@ -39,6 +44,14 @@ func run() error {
 		return err
 	}
 	defer conn.Close()
+	nc, err := natsconn.Connect(*natsURL, "no8s-admission", log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if cfg.JetStream, err = jetstream.New(nc); err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
 	lis, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

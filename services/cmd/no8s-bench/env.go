@@ -1,7 +1,8 @@
 package main
 
 // env.go is the infrastructure every scenario shares: a control plane of real
-// processes (nats-server, no8s-store, no8s-admission, no8s-gateway) on a fresh
+// processes (nats-server, no8s-store, no8s-admission, no8s-gateway and a noop
+// no8s-reconciler serving the scenarios' types) on a fresh
 // database, an HTTP client tuned for load, a pgx pool on the same database,
 // process RSS, a closed-loop load generator with latency percentiles, and the
 // PASS/MISS report lines.
@@ -44,18 +45,25 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/testenv"
 )
 
 var (
-	binDirFlag   = flag.String("bin-dir", "", "directory with no8s-store, no8s-admission, no8s-gateway ($NO8S_BIN_DIR; default <repo>/bin, built when missing or stale)")
+	binDirFlag   = flag.String("bin-dir", "", "directory with no8s-store, no8s-admission, no8s-gateway, no8s-reconciler ($NO8S_BIN_DIR; default <repo>/bin, built when missing or stale)")
 	buildFlag    = flag.Bool("build", false, "always build the service binaries into a temporary directory")
 	keepLogsFlag = flag.Bool("keep-logs", false, "keep the service logs directory even when every scenario passes")
 )
 
 // serviceNames are the no8s processes of a stack, in start order.
-var serviceNames = []string{"store", "admission", "gateway"}
+var serviceNames = []string{"store", "admission", "gateway", "reconciler"}
+
+// benchTypes are the resource types the scenarios create resources of: the
+// stack's noop reconciler serves them (the live-reconciler rule). No
+// scheduler runs, so nothing is reconciled unless a scenario starts one.
+var benchTypes = []string{"DatabaseCluster/v1", "DatabaseCluster/v1beta1", "DatabaseCluster/v2", "WatchBenchA/v1", "WatchBenchB/v1"}
 
 // benchEnv is a control plane of real processes on a fresh PostgreSQL
 // database, for scenarios to measure. Each no8s service runs as its own
@@ -707,7 +715,7 @@ func (e *benchEnv) start(ctx context.Context) error {
 		return err
 	}
 	ap, err := e.startProc("admission", filepath.Join(e.binDir, "no8s-admission"),
-		"--listen", e.admissionAddr, "--store-addr", e.storeAddr)
+		"--listen", e.admissionAddr, "--store-addr", e.storeAddr, "--nats-url", e.natsURL)
 	if err != nil {
 		return err
 	}
@@ -721,7 +729,7 @@ func (e *benchEnv) start(ctx context.Context) error {
 		return err
 	}
 	gp, err := e.startProc("gateway", filepath.Join(e.binDir, "no8s-gateway"),
-		"--listen", gwAddr, "--store-addr", e.storeAddr, "--admission-addr", e.admissionAddr)
+		"--listen", gwAddr, "--store-addr", e.storeAddr, "--admission-addr", e.admissionAddr, "--nats-url", e.natsURL)
 	if err != nil {
 		return err
 	}
@@ -735,6 +743,18 @@ func (e *benchEnv) start(ctx context.Context) error {
 			return fmt.Errorf("health %d: %s", status, truncateBytes(body, 200))
 		}
 		return nil
+	}); err != nil {
+		return err
+	}
+
+	// the noop reconciler, serving the scenarios' types
+	rp, err := e.startProc("reconciler", filepath.Join(e.binDir, "no8s-reconciler"), "noop",
+		"--types", strings.Join(benchTypes, ","), "--nats-url", e.natsURL, "--store-addr", e.storeAddr, "--health-listen", "off")
+	if err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 30*time.Second, "noop reconciler registered", rp, func() error {
+		return registered(ctx, e.natsURL, benchTypes)
 	}); err != nil {
 		return err
 	}
@@ -982,4 +1002,29 @@ func repoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// registered reports whether the live reconciler registry serves every
+// type ("Type/version").
+func registered(ctx context.Context, natsURL string, types []string) error {
+	nc, err := nats.Connect(natsURL, nats.Timeout(time.Second))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	reg, err := reconcilers.Read(ctx, js)
+	if err != nil {
+		return err
+	}
+	for _, t := range types {
+		name, version, _ := strings.Cut(t, "/")
+		if reg.Owners[reconcilers.TypeRef{Name: name, Version: version}] == "" {
+			return fmt.Errorf("%s is not served yet", t)
+		}
+	}
+	return nil
 }

@@ -38,6 +38,7 @@ func run() error {
 	scenarios := []scenario{
 		{"api", benchAPI},         // issue 2: creates/s vs the PostgreSQL ceiling, list 10,000, RSS at 50,000
 		{"webhook", benchWebhook}, // issue 5: p99 a local no-op admission webhook adds to API creates
+		{"watch", benchWatch},     // issue 4: fan-out p99 to 1,000 SSE watchers at 200 changes/s, memory per idle watcher
 	}
 	ctx, cancel := proc.SignalContext()
 	defer cancel()

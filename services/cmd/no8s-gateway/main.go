@@ -37,6 +37,7 @@ func run() error {
 	fs.DurationVar(&cfg.Watch.Heartbeat, "watch-heartbeat", 0, "interval of SSE heartbeat comments on idle watches (default 15s)")
 	fs.DurationVar(&cfg.Watch.Bookmark, "watch-bookmark", 0, "interval of BOOKMARK events on watches (default 30s)")
 	fs.DurationVar(&cfg.Watch.StallTimeout, "watch-stall-timeout", 0, "a watch whose client accepts no data for this long ends with a too_slow event (default 30s)")
+	fs.DurationVar(&cfg.Watch.FlushInterval, "watch-flush-interval", 0, "a live watch writes at most once per interval, coalescing bursts; negative: at once (default 20ms)")
 	_ = fs.Parse(os.Args[1:])
 	log := proc.Logger("gateway")
 	ctx, cancel := proc.SignalContext()

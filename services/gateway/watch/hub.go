@@ -24,6 +24,8 @@ const (
 	DefaultWriteTimeout = 2 * time.Minute
 	DefaultRetry        = 2 * time.Second
 	DefaultCatchUpBatch = 64
+	// DefaultFlushInterval bounds how often a live watcher writes.
+	DefaultFlushInterval = 20 * time.Millisecond
 )
 
 // Config tunes watches. Zero fields take the defaults above.
@@ -47,6 +49,11 @@ type Config struct {
 	// CatchUpBatch is how many messages a catching-up watcher's consumer
 	// buffers.
 	CatchUpBatch int
+	// FlushInterval is the rest a live watcher takes after each write, so
+	// that the events of a burst go out together: an event waits at most
+	// this long, and an event after a quiet spell goes out at once.
+	// Negative turns it off.
+	FlushInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -73,6 +80,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CatchUpBatch <= 0 {
 		c.CatchUpBatch = DefaultCatchUpBatch
+	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = DefaultFlushInterval
 	}
 	return c
 }

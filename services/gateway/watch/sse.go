@@ -17,7 +17,9 @@ type sseWriter struct {
 	w            http.ResponseWriter
 	rc           *http.ResponseController
 	stall, limit time.Duration
-	last         time.Time // the last write or flush
+	last         time.Time // the last flush
+	start        time.Time // the start of the current batch
+	armed        bool      // a batch is being written
 	dirty        bool      // written since the last flush
 	err          error     // the first write error; every later write fails
 	slow         bool
@@ -40,14 +42,24 @@ func (o *sseWriter) header(retry time.Duration) error {
 	return o.flush()
 }
 
+// arm starts a batch of writes: one deadline covers it, and its duration
+// up to the flush decides whether the client is too slow.
+func (o *sseWriter) arm() {
+	if !o.armed {
+		o.armed = true
+		o.start = time.Now()
+		_ = o.rc.SetWriteDeadline(o.start.Add(o.limit))
+	}
+}
+
 func (o *sseWriter) write(b []byte) error {
 	if o.err != nil {
 		return o.err
 	}
-	start := time.Now()
-	_ = o.rc.SetWriteDeadline(start.Add(o.limit))
-	_, err := o.w.Write(b)
-	o.done(start, err)
+	o.arm()
+	if _, err := o.w.Write(b); err != nil {
+		o.err = err
+	}
 	o.dirty = true
 	return o.err
 }
@@ -59,25 +71,18 @@ func (o *sseWriter) flush() error {
 	if !o.dirty {
 		return nil
 	}
-	start := time.Now()
-	_ = o.rc.SetWriteDeadline(start.Add(o.limit))
+	o.arm()
 	err := o.rc.Flush()
-	o.done(start, err)
-	o.dirty = false
-	return o.err
-}
-
-func (o *sseWriter) done(start time.Time, err error) {
 	now := time.Now()
-	o.last = now
-	if err != nil {
+	o.last, o.dirty, o.armed = now, false, false
+	switch {
+	case err != nil:
 		o.err = err
-		return
-	}
-	if now.Sub(start) > o.stall {
+	case now.Sub(o.start) > o.stall:
 		o.slow = true
 		o.err = errTooSlow
 	}
+	return o.err
 }
 
 // heartbeat writes a comment when the stream has been silent for d.
@@ -96,7 +101,9 @@ func (o *sseWriter) heartbeat(d time.Duration) error {
 // one.
 func (o *sseWriter) final(frame []byte) {
 	if o.slow {
-		o.err = nil
+		// The client has been slow for StallTimeout already: it gets as
+		// long again to take the reason.
+		o.err, o.limit = nil, o.stall
 	}
 	if o.err != nil {
 		return

@@ -141,10 +141,19 @@ func (wt *watcher) join(ctx context.Context) error {
 	return wt.live(ctx, s)
 }
 
-// live serves events from the hub.
+// live serves events from the hub. It writes everything queued in one
+// batch and then rests FlushInterval before the next, so that a burst costs
+// one write (and one wake-up) per interval, not one per event, while an
+// event after a quiet spell goes out at once.
 func (wt *watcher) live(ctx context.Context, s *sub) error {
 	hb := time.NewTimer(wt.h.cfg.Heartbeat)
 	defer hb.Stop()
+	var rest *time.Timer
+	if gap := wt.h.cfg.FlushInterval; gap > 0 {
+		rest = time.NewTimer(gap)
+		rest.Stop()
+		defer rest.Stop()
+	}
 	for {
 		select {
 		case ev, ok := <-s.ch:
@@ -154,9 +163,8 @@ func (wt *watcher) live(ctx context.Context, s *sub) error {
 			if err := wt.deliverLive(ev); err != nil {
 				return err
 			}
-			// Send what is already queued in one flush.
 		batch:
-			for range 64 {
+			for range wt.h.cfg.Buffer {
 				select {
 				case ev, ok := <-s.ch:
 					if !ok {
@@ -176,6 +184,16 @@ func (wt *watcher) live(ctx context.Context, s *sub) error {
 				return err
 			}
 			hb.Reset(wt.h.cfg.Heartbeat)
+			if rest != nil {
+				rest.Reset(wt.h.cfg.FlushInterval)
+				select {
+				case <-rest.C:
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-wt.h.done:
+					return errShutdown
+				}
+			}
 		case <-hb.C:
 			if err := wt.out.heartbeat(wt.h.cfg.Heartbeat); err != nil {
 				return err

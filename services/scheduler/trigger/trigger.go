@@ -45,15 +45,18 @@ type Policy struct {
 
 // State is what the scheduler knows of one resource (from the store).
 type State struct {
-	ID                  int64
-	UID                 string
-	Name                string
-	TypeName            string
-	TypeVersion         string
-	Generation          int64
-	ObservedGeneration  int64
-	Status              string
-	Deleting            bool
+	ID                 int64
+	UID                string
+	Name               string
+	TypeName           string
+	TypeVersion        string
+	Generation         int64
+	ObservedGeneration int64
+	Status             string
+	Deleting           bool
+	// CleanupDone: deleting, and no reconciler finalizer remains (only
+	// other finalizers keep the resource): nothing to dispatch.
+	CleanupDone         bool
 	Failures            int
 	TerminalGeneration  int64
 	LastReconcile       time.Time
@@ -136,6 +139,8 @@ func Evaluate(s State, now time.Time) Decision {
 	switch {
 	case !s.RequestedAt.IsZero():
 		return Decision{Reason: Manual, At: now}
+	case s.Deleting && s.CleanupDone:
+		return Decision{}
 	case s.Deleting:
 		if failed {
 			return retry(Deletion)

@@ -43,6 +43,12 @@ func TestEvaluate(t *testing.T) {
 			s.Failures, s.Status, s.TerminalGeneration, s.RequestedAt = 1, resource.StatusFailed, 2, now
 		}, Manual, nil},
 		{"deleting: now", func(s *State) { s.Deleting, s.Status = true, resource.StatusDeleting }, Deletion, nil},
+		{"deleting, cleanup done (an external finalizer is left): never", func(s *State) {
+			s.Deleting, s.Status, s.CleanupDone = true, resource.StatusDeleting, true
+		}, None, nil},
+		{"deleting, cleanup done, manual trigger: now", func(s *State) {
+			s.Deleting, s.Status, s.CleanupDone, s.RequestedAt = true, resource.StatusDeleting, true, now
+		}, Manual, nil},
 		{"deleting after failed cleanup: backoff", func(s *State) { s.Deleting, s.Status, s.Failures = true, resource.StatusDeleting, 1 }, Deletion,
 			func(d Decision) bool { return near(d, last.Add(4*time.Second)) }},
 		{"reconcile annotation: now", func(s *State) { s.AnnotationReconcile = true }, Annotation, nil},

@@ -82,10 +82,15 @@ type extraRow struct {
 
 func (r extraRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.extra...)...) }
 
-// lockForReconcile reads a resource and its lease for update.
-func lockForReconcile(ctx context.Context, tx pgx.Tx, id int64) (*resource.Resource, *leaseRow, error) {
+// lockReconcileSQL reads a resource and its lease for update.
+const lockReconcileSQL = `SELECT ` + resourceColumns + `, ` + reconcileColumns + ` FROM resources WHERE id = $1 FOR UPDATE`
+
+// revisionSQL takes one revision, after the transaction id (see revisions).
+const revisionSQL = `WITH x AS MATERIALIZED (SELECT pg_current_xact_id()) SELECT nextval('revision_seq'), now() FROM x`
+
+// scanReconcile scans a row of lockReconcileSQL.
+func scanReconcile(row pgx.Row, id int64) (*resource.Resource, *leaseRow, error) {
 	var l leaseRow
-	row := tx.QueryRow(ctx, `SELECT `+resourceColumns+`, `+reconcileColumns+` FROM resources WHERE id = $1 FOR UPDATE`, id)
 	r, err := scanResource(extraRow{Row: row, extra: []any{&l.holder, &l.epoch, &l.expiresAt, &l.acquiredAt, &l.failures,
 		&l.terminalGeneration, &l.requestedAt, &l.dispatchID, &l.now}})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -96,6 +101,20 @@ func lockForReconcile(ctx context.Context, tx pgx.Tx, id int64) (*resource.Resou
 	}
 	l.now = l.now.UTC()
 	return r, &l, nil
+}
+
+// lockForReconcile reads a resource and its lease for update.
+func lockForReconcile(ctx context.Context, tx pgx.Tx, id int64) (*resource.Resource, *leaseRow, error) {
+	return scanReconcile(tx.QueryRow(ctx, lockReconcileSQL, id), id)
+}
+
+// leaseError explains why a write presenting epoch found no lease to write
+// under.
+func leaseError(id int64, l *leaseRow, epoch int64) error {
+	if l.epoch == epoch {
+		return staleEpoch("the lease of resource %d at epoch %d was already released", id, epoch)
+	}
+	return staleEpoch("lease epoch %d of resource %d is stale: the current epoch is %d (held by %q)", epoch, id, l.epoch, l.holder)
 }
 
 func staleEpoch(format string, args ...any) error {
@@ -117,19 +136,6 @@ func validateHolder(holder string) error {
 		return problem.Field("/holder", fmt.Sprintf("holder is required, at most %d bytes", MaxHolderBytes))
 	}
 	return nil
-}
-
-// typePolicy reads the reconcile policy of a resource's type, defaults
-// filled in.
-func typePolicy(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, typeName, version string) (resource.ReconcilePolicy, error) {
-	var raw []byte
-	err := q.QueryRow(ctx, `SELECT reconcile_policy FROM resource_types WHERE name = $1 AND version = $2`, typeName, version).Scan(&raw)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return resource.ReconcilePolicy{}, err
-	}
-	return decodePolicy(raw).WithDefaults(), nil
 }
 
 // AcquireLeaseRequest asks for the reconcile lease of a resource.
@@ -170,21 +176,38 @@ func (s *Store) AcquireLease(ctx context.Context, req AcquireLeaseRequest) (*Lea
 	if err != nil {
 		return nil, err
 	}
-	var out Lease
-	err = s.write(ctx, false, func(tx pgx.Tx) error {
-		if req.SchedulerEpoch != 0 {
-			var cur int64
-			if err := tx.QueryRow(ctx, `SELECT epoch FROM scheduler_state WHERE id = 1`).Scan(&cur); err != nil {
-				return err
-			}
-			if req.SchedulerEpoch < cur {
-				return problem.New(problem.FailedPrecondition, problem.CodeStaleDispatch,
-					"work item of scheduler epoch %d is stale: the current scheduler epoch is %d", req.SchedulerEpoch, cur)
-			}
-		}
-		r, l, err := lockForReconcile(ctx, tx, req.ResourceID)
-		if err != nil {
+	var (
+		out        Lease
+		r          *resource.Resource
+		l          *leaseRow
+		schedEpoch int64
+		policy     []byte
+		rev        int64
+		now        time.Time
+	)
+	// Two round trips: the reads (and a revision, used only when the
+	// document changes), then the writes with COMMIT.
+	err = s.pipelinedWrite(ctx, false, func(b *pgx.Batch) {
+		b.Queue(`SELECT epoch FROM scheduler_state WHERE id = 1`)
+		b.Queue(lockReconcileSQL, req.ResourceID)
+		b.Queue(`SELECT t.reconcile_policy FROM resources r JOIN resource_types t ON t.id = r.resource_type_id WHERE r.id = $1`, req.ResourceID)
+		b.Queue(revisionSQL)
+	}, func(br pgx.BatchResults) error {
+		if err := br.QueryRow().Scan(&schedEpoch); err != nil {
 			return err
+		}
+		var err error
+		if r, l, err = scanReconcile(br.QueryRow(), req.ResourceID); err != nil {
+			return err
+		}
+		if err := br.QueryRow().Scan(&policy); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		return br.QueryRow().Scan(&rev, &now)
+	}, func(b *pgx.Batch) error {
+		if req.SchedulerEpoch != 0 && req.SchedulerEpoch < schedEpoch {
+			return problem.New(problem.FailedPrecondition, problem.CodeStaleDispatch,
+				"work item of scheduler epoch %d is stale: the current scheduler epoch is %d", req.SchedulerEpoch, schedEpoch)
 		}
 		if req.DispatchID != "" && l.dispatchID != "" && req.DispatchID != l.dispatchID {
 			return problem.New(problem.FailedPrecondition, problem.CodeStaleDispatch,
@@ -194,9 +217,7 @@ func (s *Store) AcquireLease(ctx context.Context, req AcquireLeaseRequest) (*Lea
 			return problem.New(problem.Conflict, problem.CodeLeaseHeld,
 				"resource %d is being reconciled by %s until %s", r.ID, l.holder, l.expiresAt.Format(time.RFC3339Nano))
 		}
-		if out.Policy, err = typePolicy(ctx, tx, r.ResourceTypeName, r.ResourceTypeVersion); err != nil {
-			return err
-		}
+		out.Policy = decodePolicy(policy).WithDefaults()
 		out.Epoch, out.ExpiresAt = l.epoch+1, l.now.Add(lease)
 
 		changed := false
@@ -209,13 +230,9 @@ func (s *Store) AcquireLease(ctx context.Context, req AcquireLeaseRequest) (*Lea
 				Reason: "ReconcilerLive", Message: "a live reconciler took the resource", ObservedGeneration: r.Generation, LastTransitionTime: l.now}
 			changed = true
 		}
-		b := &pgx.Batch{}
 		if changed {
-			revs, now, err := revisions(ctx, tx, 1)
-			if err != nil {
-				return err
-			}
-			r.ResourceVersion, r.UpdatedAt = revs[0], now
+			now = now.UTC()
+			r.ResourceVersion, r.UpdatedAt = rev, now
 			r.Phase = resource.PhaseFor(r.Status, r.Conditions)
 			doc, err := eventDoc(r)
 			if err != nil {
@@ -229,7 +246,7 @@ func (s *Store) AcquireLease(ctx context.Context, req AcquireLeaseRequest) (*Lea
 			reconcile_requested_at = CASE WHEN reconcile_requested_at <= $5 THEN NULL ELSE reconcile_requested_at END
 			WHERE id = $1`, r.ID, req.Holder, out.Epoch, out.ExpiresAt, l.now)
 		out.Resource = r
-		return tx.SendBatch(ctx, b).Close()
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -454,19 +471,28 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 		return nil, err
 	}
 	limit := s.maxHistory()
-	var res CompleteResult
-	err = s.write(ctx, false, func(tx pgx.Tx) error {
-		r, l, err := lockForReconcile(ctx, tx, req.ResourceID)
-		if err != nil {
+	var (
+		res CompleteResult
+		r   *resource.Resource
+		l   *leaseRow
+		rev int64
+		now time.Time
+	)
+	// Two round trips: lock and revision, then every write with COMMIT.
+	err = s.pipelinedWrite(ctx, false, func(b *pgx.Batch) {
+		b.Queue(lockReconcileSQL, req.ResourceID)
+		b.Queue(revisionSQL)
+	}, func(br pgx.BatchResults) error {
+		var err error
+		if r, l, err = scanReconcile(br.QueryRow(), req.ResourceID); err != nil {
 			return err
 		}
+		return br.QueryRow().Scan(&rev, &now)
+	}, func(b *pgx.Batch) error {
 		if l.epoch != req.LeaseEpoch || l.holder == "" {
-			return leaseGone(ctx, tx, req.ResourceID, req.LeaseEpoch)
+			return leaseError(req.ResourceID, l, req.LeaseEpoch)
 		}
-		revs, now, err := revisions(ctx, tx, 1)
-		if err != nil {
-			return err
-		}
+		now = now.UTC()
 		gen := req.Generation
 		if gen == 0 || gen > r.Generation {
 			gen = r.Generation
@@ -544,19 +570,18 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 			r.Annotations = ann
 		}
 		r.Phase = resource.PhaseFor(r.Status, r.Conditions)
-		r.ResourceVersion, r.UpdatedAt, r.LastReconcileTime = revs[0], now, &now
+		r.ResourceVersion, r.UpdatedAt, r.LastReconcileTime = rev, now, &now
 		doc, err := eventDoc(r)
 		if err != nil {
 			return err
 		}
-		b := &pgx.Batch{}
 		res.Resource = r
 		if deleting && len(fins) == 0 {
 			// The row goes, and its history with it.
 			b.Queue(`DELETE FROM resources WHERE id = $1`, r.ID)
 			queueOutbox(b, eventstream.Purged, r, doc, now)
 			res.Purged = true
-			return tx.SendBatch(ctx, b).Close()
+			return nil
 		}
 		b.Queue(`UPDATE resources SET status = $2, status_message = $3, observed_generation = $4, conditions = $5, phase = $6,
 			outputs = $7, finalizers = $8, annotations = $9, resource_version = $10, updated_at = $11, last_reconcile_time = $11,
@@ -590,7 +615,7 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 			event = eventstream.Reconciled
 		}
 		queueOutbox(b, event, r, doc, now)
-		return tx.SendBatch(ctx, b).Close()
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -684,19 +709,20 @@ func (s *Store) RecordDispatch(ctx context.Context, schedulerEpoch, resourceID i
 	if dispatchID == "" || len(dispatchID) > 128 {
 		return problem.Field("/dispatch_id", "dispatch_id is required, at most 128 bytes")
 	}
-	return s.write(ctx, false, func(tx pgx.Tx) error {
-		var id int64
-		err := tx.QueryRow(ctx, `UPDATE resources SET dispatched_at = now(), dispatch_id = $3
-			WHERE id = $2 AND EXISTS (SELECT 1 FROM scheduler_state WHERE id = 1 AND epoch = $1 AND lease_expires_at > now())
-			RETURNING id`, schedulerEpoch, resourceID, dispatchID).Scan(&id)
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
+	// One statement, one round trip: the hot path of every dispatch.
+	var id int64
+	err := s.pool.QueryRow(ctx, `UPDATE resources SET dispatched_at = now(), dispatch_id = $3
+		WHERE id = $2 AND EXISTS (SELECT 1 FROM scheduler_state WHERE id = 1 AND epoch = $1 AND lease_expires_at > now())
+		RETURNING id`, schedulerEpoch, resourceID, dispatchID).Scan(&id)
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return translate(err)
+	}
+	return translate(pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if err := checkScheduler(ctx, tx, schedulerEpoch); err != nil {
 			return err
 		}
 		return problem.NotFoundf("resource %d not found", resourceID)
-	})
+	}))
 }
 
 // SetCondition writes one condition outside a reconcile, fenced by the
@@ -802,6 +828,8 @@ type ReconcileState struct {
 	LeaseHolder           string
 	DispatchID            string
 	ReconcilerUnavailable bool
+	// CleanupDone: deleting, and no reconciler finalizer remains.
+	CleanupDone bool
 }
 
 // ListReconcileStateRequest pages through reconcile states by id.
@@ -825,6 +853,9 @@ func (s *Store) ListReconcileState(ctx context.Context, req ListReconcileStateRe
 	limit := req.Limit
 	if limit == 0 {
 		limit = DefaultStatePage
+		if len(req.IDs) > 0 {
+			limit = min(len(req.IDs), MaxStatePage)
+		}
 	}
 	if limit < 1 || limit > MaxStatePage {
 		return nil, problem.Field("/limit", fmt.Sprintf("must be between 1 and %d", MaxStatePage))
@@ -846,6 +877,7 @@ func (s *Store) ListReconcileState(ctx context.Context, req ListReconcileStateRe
 			r.reconcile_requested_at, coalesce(r.annotations ->> $4, ''), r.lease_expires_at, r.dispatched_at, r.requeue_at,
 			r.resource_version, r.lease_epoch, r.lease_holder, r.dispatch_id,
 			EXISTS (SELECT 1 FROM jsonb_array_elements(r.conditions) c WHERE c ->> 'type' = $5 AND c ->> 'status' <> 'True'),
+			r.deleted_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(r.finalizers) f WHERE starts_with(f, 'reconciler.no8s.io/')),
 			t.reconcile_policy
 			FROM resources r LEFT JOIN resource_types t ON t.id = r.resource_type_id
 			WHERE r.id > $1 AND (cardinality($2::bigint[]) = 0 OR r.id = ANY($2)) ORDER BY r.id LIMIT $3`,
@@ -862,7 +894,7 @@ func (s *Store) ListReconcileState(ctx context.Context, req ListReconcileStateRe
 			if err := rows.Scan(&st.ResourceID, &uid, &st.Name, &st.ResourceTypeName, &st.ResourceTypeVersion, &st.Generation,
 				&st.ObservedGeneration, &st.Status, &st.Deleting, &st.Failures, &st.TerminalGeneration, &st.LastReconcileTime,
 				&st.ReconcileRequestedAt, &op, &st.LeaseExpiresAt, &st.DispatchedAt, &st.RequeueAt,
-				&st.ResourceVersion, &st.LeaseEpoch, &st.LeaseHolder, &st.DispatchID, &st.ReconcilerUnavailable, &policy); err != nil {
+				&st.ResourceVersion, &st.LeaseEpoch, &st.LeaseHolder, &st.DispatchID, &st.ReconcilerUnavailable, &st.CleanupDone, &policy); err != nil {
 				return err
 			}
 			st.UID = uid.String()

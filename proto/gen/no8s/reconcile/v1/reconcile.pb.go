@@ -1198,8 +1198,13 @@ type ReconcileState struct {
 	// present and not True.
 	ReconcilerUnavailable bool   `protobuf:"varint,23,opt,name=reconciler_unavailable,json=reconcilerUnavailable,proto3" json:"reconciler_unavailable,omitempty"`
 	Name                  string `protobuf:"bytes,24,opt,name=name,proto3" json:"name,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// cleanup_done is true while deleting once no reconciler finalizer
+	// (reconciler.no8s.io/...) remains: every reconciler's cleanup finished,
+	// and only other finalizers keep the resource. Nothing is dispatched for
+	// it then, except a manual trigger.
+	CleanupDone   bool `protobuf:"varint,25,opt,name=cleanup_done,json=cleanupDone,proto3" json:"cleanup_done,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReconcileState) Reset() {
@@ -1400,14 +1405,23 @@ func (x *ReconcileState) GetName() string {
 	return ""
 }
 
+func (x *ReconcileState) GetCleanupDone() bool {
+	if x != nil {
+		return x.CleanupDone
+	}
+	return false
+}
+
 type ListReconcileStateRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	AfterId int64                  `protobuf:"varint,1,opt,name=after_id,json=afterId,proto3" json:"after_id,omitempty"`
-	Limit   int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	// limit is the page size (1..5000; default 500).
+	Limit int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
 	// resource_id, when set, returns just that resource.
 	ResourceId int64 `protobuf:"varint,3,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
-	// resource_ids, when set, returns just those resources (at most 1000; the
-	// ones that no longer exist are left out).
+	// resource_ids, when set, returns just those resources (at most 5000;
+	// limit defaults to their number; the ones that no longer exist are left
+	// out).
 	ResourceIds   []int64 `protobuf:"varint,4,rep,packed,name=resource_ids,json=resourceIds,proto3" json:"resource_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1922,7 +1936,7 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\vdispatch_id\x18\x03 \x01(\tR\n" +
 	"dispatchId\x121\n" +
 	"\x06reason\x18\x04 \x01(\x0e2\x19.no8s.reconcile.v1.ReasonR\x06reason\"\x18\n" +
-	"\x16RecordDispatchResponse\"\xdf\b\n" +
+	"\x16RecordDispatchResponse\"\x82\t\n" +
 	"\x0eReconcileState\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\x03R\n" +
 	"resourceId\x12!\n" +
@@ -1954,7 +1968,8 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\vdispatch_id\x18\x16 \x01(\tR\n" +
 	"dispatchId\x125\n" +
 	"\x16reconciler_unavailable\x18\x17 \x01(\bR\x15reconcilerUnavailable\x12\x12\n" +
-	"\x04name\x18\x18 \x01(\tR\x04name\"\x90\x01\n" +
+	"\x04name\x18\x18 \x01(\tR\x04name\x12!\n" +
+	"\fcleanup_done\x18\x19 \x01(\bR\vcleanupDone\"\x90\x01\n" +
 	"\x19ListReconcileStateRequest\x12\x19\n" +
 	"\bafter_id\x18\x01 \x01(\x03R\aafterId\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x1f\n" +

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/conditions"
+	"github.com/no8s/no8s/libs/sdk/testkit"
+)
+
+// A step is plain Go: test it on a Request built from a resource.
+func TestGreetStep(t *testing.T) {
+	req, err := sdk.NewRequest[Spec](&sdk.Resource{ID: 1, Name: "g", Type: Type, Generation: 1,
+		Spec: json.RawMessage(`{"name":"world","style":"shout"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (greet{}).Do(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := req.Outputs()["message"]; got != "HELLO, WORLD!" {
+		t.Fatalf("message %v", got)
+	}
+	if c, _ := req.Condition(ConditionGreeted); c.Status != conditions.True {
+		t.Fatalf("condition %+v", c)
+	}
+}
+
+// The whole reconciler against a real control plane (PostgreSQL, NATS,
+// store, admission, gateway and scheduler, started by the test kit).
+func TestGreetingLifecycle(t *testing.T) {
+	env := testkit.Start(t)
+	env.CreateType(t, Type.Name, Type.Version, Schema)
+	env.RunReconciler(t, New(), Type)
+
+	g := env.CreateResource(t, Type, "hello-world", map[string]any{"name": "world"})
+	if !g.HasFinalizer(sdk.Finalizer("hello")) {
+		t.Fatalf("finalizers %v", g.Finalizers)
+	}
+	g = env.WaitFor(t, g, testkit.Ready(), 20*time.Second)
+	if string(g.Outputs) != `{"message":"Hello, world!"}` {
+		t.Fatalf("outputs %s", g.Outputs)
+	}
+
+	g = env.UpdateSpec(t, g, map[string]any{"name": "world", "style": "shout"})
+	g = env.WaitFor(t, g, testkit.All(testkit.Ready(), testkit.ObservedGeneration(2)), 20*time.Second)
+	if string(g.Outputs) != `{"message":"HELLO, WORLD!"}` {
+		t.Fatalf("outputs %s", g.Outputs)
+	}
+
+	env.Delete(t, g)
+	env.WaitFor(t, g, testkit.Gone(), 20*time.Second)
+}

@@ -1,0 +1,195 @@
+// Command no8s-reconciler runs one of no8s's built-in reconcilers on the SDK's
+// worker runtime. Each reconciler is deployable alone; run as many replicas
+// of one as you like (they share its work queue, and the store's leases keep
+// two attempts on one resource from overlapping).
+//
+//	no8s-reconciler noop --types DatabaseCluster/v1,Widget/v1
+//	no8s-reconciler postgres-database --register-type
+//
+// Flags default from the environment: --nats-url ($NATS_URL), --store-addr
+// ($NO8S_STORE_ADDR), --concurrency ($NO8S_MAX_CONCURRENCY), --replica-id
+// ($NO8S_REPLICA_ID), --health-listen ($NO8S_HEALTH_LISTEN), --log-level
+// ($NO8S_LOG_LEVEL). SIGTERM drains in-flight attempts.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/libs/sdk/worker"
+	"github.com/no8s/no8s/services/reconcilerworker/noop"
+	"github.com/no8s/no8s/services/reconcilerworker/postgresdb"
+)
+
+const usage = `usage: no8s-reconciler <reconciler> [flags]
+
+reconcilers:
+  noop                --types Type/v1[,Type/v1...]   marks every resource of those types ready
+  postgres-database   [--register-type]              PostgresDatabase/v1: a database and its owner role
+
+run "no8s-reconciler <reconciler> -h" for its flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		stop()
+		fmt.Fprintln(os.Stderr, "no8s-reconciler:", err)
+		os.Exit(1)
+	}
+}
+
+// common are the worker runtime's settings, shared by every reconciler.
+type common struct {
+	vars  map[string]*string
+	lease time.Duration
+}
+
+func commonFlags(fs *flag.FlagSet) *common {
+	c := &common{vars: map[string]*string{}}
+	str := func(name, env, def, help string) {
+		c.vars[env] = fs.String(name, envOr(env, def), help+" ($"+env+")")
+	}
+	str("nats-url", worker.EnvNATSURL, "nats://127.0.0.1:4222", "NATS server URL")
+	str("store-addr", worker.EnvStoreAddr, "127.0.0.1:7001", "store gRPC address")
+	str("concurrency", worker.EnvMaxConcurrency, strconv.Itoa(worker.DefaultMaxConcurrency), "attempts at once in this replica")
+	str("replica-id", worker.EnvReplicaID, "", "this replica's name in lease holders (default host-pid-random)")
+	str("health-listen", worker.EnvHealthListen, ":8081", `probe address for /healthz and /readyz ("off" disables)`)
+	str("log-level", worker.EnvLogLevel, "info", "debug, info, warn or error")
+	fs.DurationVar(&c.lease, "lease", envDuration("NO8S_LEASE", worker.DefaultLease), "reconcile lease, whole seconds; a crashed replica's items return after it ($NO8S_LEASE)")
+	return c
+}
+
+// getenv answers the worker runtime's variables from the flags.
+func (c *common) getenv(k string) string {
+	if p, ok := c.vars[k]; ok {
+		return *p
+	}
+	return os.Getenv(k)
+}
+
+func (c *common) options() []worker.Option {
+	return []worker.Option{worker.WithLease(c.lease)}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprint(os.Stderr, usage)
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			return nil
+		}
+		return errors.New("name a reconciler")
+	}
+	name, args := args[0], args[1:]
+	fs := flag.NewFlagSet("no8s-reconciler "+name, flag.ExitOnError)
+	c := commonFlags(fs)
+	switch name {
+	case "noop":
+		return runNoop(ctx, fs, c, args)
+	case "postgres-database":
+		return runPostgres(ctx, fs, c, args)
+	}
+	fmt.Fprint(os.Stderr, usage)
+	return fmt.Errorf("unknown reconciler %q", name)
+}
+
+func runNoop(ctx context.Context, fs *flag.FlagSet, c *common, args []string) error {
+	types := fs.String("types", os.Getenv("NO8S_NOOP_TYPES"), "comma-separated Type/version list to serve ($NO8S_NOOP_TYPES)")
+	name := fs.String("name", envOr("NO8S_NOOP_NAME", noop.DefaultName), "registered name; two noop deployments serving different types need different names ($NO8S_NOOP_NAME)")
+	// Knobs for tests and benchmarks: simulated work and stalls.
+	delay := fs.String("delay", "", "simulated work per attempt: a duration or a range min-max, such as 5ms-50ms (tests, benchmarks)")
+	stallFraction := fs.Float64("stall-fraction", 0, "fraction of attempts that stall, ignoring cancellation (tests)")
+	stall := fs.Duration("stall", 0, "how long a stalled attempt hangs (tests)")
+	_ = fs.Parse(args)
+	list, err := noop.ParseTypes(*types)
+	if err != nil {
+		return err
+	}
+	lo, hi, err := parseRange(*delay)
+	if err != nil {
+		return err
+	}
+	var rec sdk.Reconciler = noop.New(*name)
+	if hi > 0 || (*stallFraction > 0 && *stall > 0) {
+		rec = noop.NewWithWork(*name, func(ctx context.Context) {
+			if *stallFraction > 0 && rand.Float64() < *stallFraction {
+				time.Sleep(*stall) // ignores ctx on purpose: a stuck attempt
+				return
+			}
+			if hi > 0 {
+				d := lo + rand.N(hi-lo+1)
+				t := time.NewTimer(d)
+				defer t.Stop()
+				select {
+				case <-ctx.Done():
+				case <-t.C:
+				}
+			}
+		})
+	}
+	return worker.RunMain(ctx, rec, list, c.getenv, c.options()...)
+}
+
+func runPostgres(ctx context.Context, fs *flag.FlagSet, c *common, args []string) error {
+	register := fs.Bool("register-type", envOr("NO8S_REGISTER_TYPE", "") == "true", "create the PostgresDatabase/v1 resource type when missing ($NO8S_REGISTER_TYPE=true)")
+	envPrefix := fs.String("secret-env-prefix", os.Getenv("NO8S_SECRET_ENV_PREFIX"), "only environment variables with this prefix may be named by connection references ($NO8S_SECRET_ENV_PREFIX)")
+	secretDir := fs.String("secret-dir", os.Getenv("NO8S_SECRET_DIR"), "only files under this directory may be named by connection references ($NO8S_SECRET_DIR)")
+	_ = fs.Parse(args)
+	if *register {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := postgresdb.RegisterType(rctx, c.getenv(worker.EnvStoreAddr))
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	opts := append(c.options(), worker.WithSecretResolver(secret.Local{EnvPrefix: *envPrefix, FileDir: *secretDir}))
+	return worker.RunMain(ctx, postgresdb.New(), []sdk.TypeRef{postgresdb.Type}, c.getenv, opts...)
+}
+
+// parseRange reads "d" or "min-max".
+func parseRange(s string) (lo, hi time.Duration, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	a, b, isRange := strings.Cut(s, "-")
+	if lo, err = time.ParseDuration(a); err != nil {
+		return 0, 0, fmt.Errorf("--delay %q: %w", s, err)
+	}
+	hi = lo
+	if isRange {
+		if hi, err = time.ParseDuration(b); err != nil {
+			return 0, 0, fmt.Errorf("--delay %q: %w", s, err)
+		}
+	}
+	if lo < 0 || hi < lo {
+		return 0, 0, fmt.Errorf("--delay %q: want 0 <= min <= max", s)
+	}
+	return lo, hi, nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func envDuration(k string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(k)); err == nil {
+		return d
+	}
+	return def
+}
