@@ -222,6 +222,26 @@ func jsonTypeName(t reflect.Type) string {
 	return "a valid value"
 }
 
+// decodeJSONBody reads a JSON request body (bounded) and decodes it strictly
+// into v.
+func decodeJSONBody(c *echo.Context, v any) error {
+	data, err := readBody(c, mediaJSON)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(data, v)
+}
+
+// writeTarget parses what every write to one object starts with: the path
+// id and ?dry_run.
+func writeTarget(c *echo.Context) (id int64, dry bool, err error) {
+	if id, err = pathID(c); err != nil {
+		return 0, false, err
+	}
+	dry, err = dryRun(c)
+	return id, dry, err
+}
+
 // pathID parses a path id: a positive int64.
 func pathID(c *echo.Context) (int64, error) {
 	raw := c.Param("id")

@@ -93,12 +93,8 @@ func (s *Service) createResource(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	data, err := readBody(c, mediaJSON)
-	if err != nil {
-		return err
-	}
 	var body createResourceBody
-	if err := decodeStrict(data, &body); err != nil {
+	if err := decodeJSONBody(c, &body); err != nil {
 		return err
 	}
 	var errs []problem.FieldError
@@ -310,20 +306,12 @@ func stringMap(admitted, cur map[string]string, set bool) *storev1.StringMap {
 }
 
 func (s *Service) updateResource(c *echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	dry, err := dryRun(c)
-	if err != nil {
-		return err
-	}
-	data, err := readBody(c, mediaJSON)
+	id, dry, err := writeTarget(c)
 	if err != nil {
 		return err
 	}
 	var body updateResourceBody
-	if err := decodeStrict(data, &body); err != nil {
+	if err := decodeJSONBody(c, &body); err != nil {
 		return err
 	}
 	spec, errs := checkSpec(body.Spec, nil)
@@ -446,11 +434,7 @@ func applyPatch(cur *storev1.Resource, patch []byte) (*patchDocument, error) {
 }
 
 func (s *Service) patchResource(c *echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	dry, err := dryRun(c)
+	id, dry, err := writeTarget(c)
 	if err != nil {
 		return err
 	}
@@ -503,11 +487,7 @@ func (s *Service) patchResource(c *echo.Context) error {
 }
 
 func (s *Service) deleteResource(c *echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	dry, err := dryRun(c)
+	id, dry, err := writeTarget(c)
 	if err != nil {
 		return err
 	}
@@ -551,20 +531,12 @@ func (s *Service) admitDelete(c *echo.Context, id, rv int64, dry bool) (*storev1
 }
 
 func (s *Service) updateFinalizers(c *echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	dry, err := dryRun(c)
-	if err != nil {
-		return err
-	}
-	data, err := readBody(c, mediaJSON)
+	id, dry, err := writeTarget(c)
 	if err != nil {
 		return err
 	}
 	var body finalizersBody
-	if err := decodeStrict(data, &body); err != nil {
+	if err := decodeJSONBody(c, &body); err != nil {
 		return err
 	}
 	errs := checkResourceVersion(body.ResourceVersion, nil)

@@ -61,12 +61,8 @@ func (s *Service) createType(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	data, err := readBody(c, mediaJSON)
-	if err != nil {
-		return err
-	}
 	var body createTypeBody
-	if err := decodeStrict(data, &body); err != nil {
+	if err := decodeJSONBody(c, &body); err != nil {
 		return err
 	}
 	var errs []problem.FieldError
@@ -166,12 +162,8 @@ func (s *Service) updateType(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	data, err := readBody(c, mediaJSON)
-	if err != nil {
-		return err
-	}
 	var body updateTypeBody
-	if err := decodeStrict(data, &body); err != nil {
+	if err := decodeJSONBody(c, &body); err != nil {
 		return err
 	}
 	errs := checkSchemaShape(body.Schema, false)

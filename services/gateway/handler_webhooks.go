@@ -181,11 +181,7 @@ func (s *Service) getWebhook(c *echo.Context) error {
 }
 
 func (s *Service) updateWebhook(c *echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	dry, err := dryRun(c)
+	id, dry, err := writeTarget(c)
 	if err != nil {
 		return err
 	}
@@ -210,11 +206,7 @@ func (s *Service) updateWebhook(c *echo.Context) error {
 }
 
 func (s *Service) deleteWebhook(c *echo.Context) error {
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	dry, err := dryRun(c)
+	id, dry, err := writeTarget(c)
 	if err != nil {
 		return err
 	}
