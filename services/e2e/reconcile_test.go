@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -248,7 +249,9 @@ func TestReconcileRetriesAndAnnotations(t *testing.T) {
 // in the loop; one replica is killed with kill -9 midway and restarted.
 // Afterwards every resource is ready at its latest generation, no two
 // attempts on one resource overlap in history, lease epochs only grow, and
-// the stalled attempts' late writes were refused for their stale epoch.
+// the stalled attempts' late writes were refused for their stale epoch (one
+// such refusal is provoked deterministically by a replica that always
+// stalls).
 func TestReconcileExclusion(t *testing.T) {
 	resources, triggers := 100, 1000
 	if stress() {
@@ -329,7 +332,43 @@ func TestReconcileExclusion(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(7 * time.Second) // the last stalled attempts wake up and try their late writes
+	// A stall that always meets a newer lease, so that a late write is
+	// refused in every run, not only when a random stall happens to be
+	// re-triggered: both replicas stop (their own stalled attempts die with
+	// them); a replica whose every attempt stalls takes one resource; once
+	// its lease has expired the resource is triggered again and leased anew;
+	// the stalled attempt wakes and presents its old epoch.
+	a.stop(syscall.SIGTERM, 10*time.Second)
+	b.stop(syscall.SIGTERM, 10*time.Second)
+	s := c.startReconcilerArgs("s", c.storeAddrs[0], nil, "noop", "--types", "Contended/v1", "--lease", "3s",
+		"--delay", "1ms-2ms", "--stall-fraction", "1", "--stall", "6s")
+	x := ids[0]
+	trigger := func() { tryDo("POST", fmt.Sprintf("%s/api/v1/resources/%d/reconcile", base, x), nil) }
+	trigger()
+	var stalledEpoch int64
+	waitFor(t, 20*time.Second, "the stalling replica to lease the resource", func() error {
+		err := c.pool.QueryRow(t.Context(), `SELECT lease_epoch FROM resources WHERE id = $1 AND lease_holder LIKE '%/s'`, x).Scan(&stalledEpoch)
+		if err != nil {
+			return fmt.Errorf("not leased by s yet: %w", err)
+		}
+		return nil
+	})
+	waitFor(t, 20*time.Second, "a newer lease after the stalled one expired", func() error {
+		if c.count(`SELECT count(*) FROM resources WHERE id = $1 AND lease_epoch > $2`, x, stalledEpoch) > 0 {
+			return nil
+		}
+		trigger()
+		return fmt.Errorf("still at lease epoch %d", stalledEpoch)
+	})
+	waitFor(t, 20*time.Second, "the stalled attempt's late write to be refused", func() error {
+		data, _ := os.ReadFile(s.log.Name())
+		if strings.Contains(string(data), `"msg":"saving the result failed"`) && strings.Contains(string(data), "stale_epoch") {
+			return nil
+		}
+		return fmt.Errorf("no refused late write in s's log yet")
+	})
+	// Stop s before reading history: its later stalls must not land meanwhile.
+	s.kill9()
 
 	attempts, holders := 0, map[string]int{}
 	rows, err := c.pool.Query(t.Context(), `SELECT resource_id, started_at, duration_ms, lease_epoch, holder FROM reconciliation_history
@@ -368,7 +407,7 @@ func TestReconcileExclusion(t *testing.T) {
 	}
 	// The stalled attempts' late writes: refused for their stale epoch.
 	refused := 0
-	for _, p := range []*proc{a, b} {
+	for _, p := range []*proc{a, b, s} {
 		data, _ := os.ReadFile(p.log.Name())
 		for _, line := range strings.Split(string(data), "\n") {
 			if strings.Contains(line, `"msg":"saving the result failed"`) && strings.Contains(line, "stale_epoch") {
@@ -379,6 +418,6 @@ func TestReconcileExclusion(t *testing.T) {
 	t.Logf("%d resources, %d triggers, %d attempts in history by %v, %d late writes refused for a stale epoch",
 		resources, triggers, attempts, holders, refused)
 	if refused == 0 {
-		t.Errorf("no stalled attempt's late write was refused (stalls are 2 %% of %d attempts)", attempts)
+		t.Errorf("no stalled attempt's late write was refused (%d attempts)", attempts)
 	}
 }
