@@ -105,6 +105,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	scfg := store.DefaultConfig()
 	scfg.DatabaseURL = cfg.DatabaseURL
+	// A dev data directory outliving its database (or the reverse) is
+	// common: rebuild the stream rather than refuse to start.
+	scfg.RebuildStreamOnMismatch = true
 	storeSvc, err := store.New(ctx, scfg, nc, log.With("service", "store"))
 	if err != nil {
 		return err

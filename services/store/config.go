@@ -27,6 +27,13 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// HistoryLimit bounds the reconciliation history rows kept per resource.
 	HistoryLimit int
+	// RebuildStreamOnMismatch rebuilds the event stream at start when it
+	// does not belong to the database (outbox.Rebuild) instead of refusing
+	// to start. no8s dev sets it.
+	RebuildStreamOnMismatch bool
+	// RevisionMargin is how far a rebuild moves the revision past the
+	// highest one the database or the stream has seen.
+	RevisionMargin int64
 }
 
 // DefaultConfig returns the defaults.
@@ -39,5 +46,7 @@ func DefaultConfig() Config {
 		Stream:        eventstream.DefaultStreamConfig(),
 		ShutdownGrace: 10 * time.Second,
 		HistoryLimit:  pgstore.DefaultHistoryLimit,
+
+		RevisionMargin: outbox.DefaultRevisionMargin,
 	}
 }

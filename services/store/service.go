@@ -16,7 +16,6 @@ import (
 
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
-	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/store/migrate"
 	"github.com/no8s/no8s/services/store/outbox"
@@ -72,12 +71,11 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, log *slog.Logger) (*Ser
 		pool.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	stream, err := eventstream.Ensure(ctx, js, cfg.Stream)
-	if err != nil {
+	if err := outbox.Prepare(ctx, pool, js, cfg.Stream, cfg.RebuildStreamOnMismatch, cfg.RevisionMargin, log); err != nil {
 		pool.Close()
 		return nil, err
 	}
-	relay := outbox.New(pool, nc, js, stream, cfg.Relay, log.With("component", "outbox-relay"))
+	relay := outbox.New(pool, nc, js, cfg.Stream, cfg.Relay, log.With("component", "outbox-relay"))
 	return &Service{
 		cfg:   cfg,
 		log:   log,
@@ -102,11 +100,20 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 	reconcilev1.RegisterReconcileServiceServer(srv, &reconcileHandler{store: s.store})
 	s.log.Info("store serving", "addr", lis.Addr().String())
 
-	g, gctx := errgroup.WithContext(ctx)
+	// A relay that finds the stream is not this database's stops the store.
+	sctx, stopServing := context.WithCancelCause(ctx)
+	defer stopServing(nil)
+	g, gctx := errgroup.WithContext(sctx)
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRelay()
 	relayDone := make(chan error, 1)
-	go func() { relayDone <- s.relay.Run(relayCtx) }()
+	go func() {
+		err := s.relay.Run(relayCtx)
+		if err != nil {
+			stopServing(err)
+		}
+		relayDone <- err
+	}()
 	g.Go(func() error { return grpcserver.Serve(gctx, srv, hs, lis, s.cfg.ShutdownGrace) })
 	err := g.Wait()
 	// The relay stops after the last write has been served. Rows it has not

@@ -5,6 +5,9 @@
 //	no8s-store [flags]          serve
 //	no8s-store migrate          apply pending migrations and exit
 //	no8s-store migrate status   print the schema version
+//	no8s-store rebuild-stream   make the event stream this database's again
+//	                            after a mismatch (the store refuses to start
+//	                            and names this command)
 package main
 
 import (
@@ -13,11 +16,15 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
 	"github.com/no8s/no8s/services/store"
 	"github.com/no8s/no8s/services/store/migrate"
+	"github.com/no8s/no8s/services/store/outbox"
 )
 
 func main() {
@@ -38,14 +45,30 @@ func run() error {
 	fs.DurationVar(&cfg.Stream.MaxAge, "event-retention", cfg.Stream.MaxAge, "how long the event stream keeps events")
 	maxConns := fs.Int("max-conns", int(cfg.MaxConns), "PostgreSQL pool size")
 	fs.IntVar(&cfg.HistoryLimit, "history-limit", cfg.HistoryLimit, "reconciliation history rows kept per resource")
-	_ = fs.Parse(os.Args[1:])
+	fs.BoolVar(&cfg.RebuildStreamOnMismatch, "rebuild-stream-on-mismatch", false, "rebuild the event stream at start when it does not belong to the database, instead of refusing to start")
+	fs.Int64Var(&cfg.RevisionMargin, "revision-margin", cfg.RevisionMargin, "how far rebuild-stream moves the revision past the highest one the database or the stream has seen")
+	// Commands come first, flags after them or before: both parse.
+	args := os.Args[1:]
+	var cmd []string
+	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = append(cmd, args[0]), args[1:]
+	}
+	_ = fs.Parse(args)
+	cmd = append(cmd, fs.Args()...)
+	cmd = append(cmd, "", "")
 	cfg.MaxConns = int32(*maxConns)
 	log := proc.Logger("store")
 	ctx, cancel := proc.SignalContext()
 	defer cancel()
 
-	if fs.Arg(0) == "migrate" {
-		return runMigrate(ctx, cfg, fs.Arg(1) == "status")
+	switch cmd[0] {
+	case "migrate":
+		return runMigrate(ctx, cfg, cmd[1] == "status")
+	case "rebuild-stream":
+		return runRebuildStream(ctx, cfg, *natsURL)
+	case "":
+	default:
+		return fmt.Errorf("unknown command %q (commands: migrate, migrate status, rebuild-stream)", cmd[0])
 	}
 	nc, err := natsconn.Connect(*natsURL, "no8s-store", log)
 	if err != nil {
@@ -82,5 +105,36 @@ func runMigrate(ctx context.Context, cfg store.Config, statusOnly bool) error {
 		return err
 	}
 	fmt.Printf("schema at version %d\n", v)
+	return nil
+}
+
+// runRebuildStream rebuilds the event stream of the database after a
+// mismatch (outbox.Rebuild). Every store must be stopped.
+func runRebuildStream(ctx context.Context, cfg store.Config, natsURL string) error {
+	log := proc.Logger("store")
+	pool, err := store.OpenPool(ctx, cfg.DatabaseURL, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if cfg.Migrate {
+		if _, err := migrate.Up(ctx, pool, log); err != nil {
+			return err
+		}
+	}
+	nc, err := natsconn.Connect(natsURL, "no8s-store-rebuild", log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	bump, err := outbox.Rebuild(ctx, pool, js, cfg.Stream, cfg.RevisionMargin, log)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("event stream rebuilt: revisions continue after %d; watchers resuming before it get 410 and list again\n", bump)
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/no8s/no8s/services/internal/eventstream"
 )
 
 // GoneError means a resume point is older than the retained history: events
@@ -40,6 +42,15 @@ func (h *Hub) Resolve(ctx context.Context, since int64) (Start, error) {
 	stream := h.streamRef()
 	if stream == nil {
 		return Start{}, ErrNotReady
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return Start{}, fmt.Errorf("stream info: %w", err)
+	}
+	// A stream rebuilt after a database restore (or rebuilt from the outbox)
+	// holds nothing before its base: older resume points must list again.
+	if id, ok := eventstream.IdentityOf(info.Config); ok && since < id.Base {
+		return Start{}, &GoneError{Since: since, Oldest: id.Base}
 	}
 	// Fast path: at or past the hub's position, nothing stored is needed.
 	if pos := h.position(); pos.rev > 0 && since >= pos.rev {
@@ -79,12 +90,14 @@ func (h *Hub) resolve(ctx context.Context, stream jetstream.Stream, since int64)
 		}
 		return Start{seq: st.LastSeq + 1, rev: since}, nil
 	}
-	// FirstSeq 1: nothing was ever removed from the stream, so every
-	// revision since any resume point is here. Otherwise events before the
-	// first retained one expired, and revisions are sparse: whether any
+	// FirstSeq 1 (or, for a rebuilt stream, right after the rebuild):
+	// nothing was removed from the stream since, so every revision since
+	// any resume point Resolve let through is here. Otherwise events before
+	// the first retained one expired, and revisions are sparse: whether any
 	// event lay between since and the first retained revision is unknown
 	// unless since is right before it.
-	if st.FirstSeq > 1 {
+	id, _ := eventstream.IdentityOf(info.Config)
+	if st.FirstSeq > id.BaseSeq+1 {
 		firstRev, err := revisionAt(ctx, stream, st.FirstSeq)
 		if err != nil {
 			return Start{}, err

@@ -35,7 +35,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := eventstream.Ensure(t.Context(), js, eventstream.StreamConfig{MaxAge: time.Hour, Duplicates: time.Minute, Memory: true})
+	stream, err := eventstream.Ensure(t.Context(), js, eventstream.StreamConfig{MaxAge: time.Hour, Duplicates: time.Minute, Memory: true}, eventstream.Identity{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,8 +156,45 @@ func DefaultStreamConfig() StreamConfig {
 	return StreamConfig{MaxAge: 24 * time.Hour, Duplicates: 10 * time.Minute, Replicas: 1}
 }
 
-// Ensure creates the stream or updates its configuration.
-func Ensure(ctx context.Context, js jetstream.JetStream, c StreamConfig) (jetstream.Stream, error) {
+// Identity ties the stream to the database whose changes it carries. It is
+// kept in the stream's metadata (nats-server 2.10 or newer), and the store id
+// also travels on every event in StoreIDHeader.
+type Identity struct {
+	// StoreID is the database's identity (relay_state.store_id), made once
+	// when the database was created.
+	StoreID string
+	// Base is the revision the stream's history starts after: a watcher that
+	// resumes before it must list again (410). 0 for a stream that holds
+	// every revision since the database began.
+	Base int64
+	// BaseSeq is the stream sequence the history after Base follows: while
+	// the stream's first sequence is at most BaseSeq+1, nothing after Base
+	// has expired.
+	BaseSeq uint64
+}
+
+// Stream metadata keys and the event header that carry the identity.
+const (
+	StoreIDHeader = "No8s-Store-Id"
+	metaStoreID   = "no8s_store_id"
+	metaBase      = "no8s_base_revision"
+	metaBaseSeq   = "no8s_base_sequence"
+	minServerNote = "stream metadata needs nats-server 2.10 or newer"
+)
+
+// IdentityOf reads the identity from a stream's configuration; ok is false
+// for a stream created without one (by a release before identities).
+func IdentityOf(cfg jetstream.StreamConfig) (id Identity, ok bool) {
+	sid := cfg.Metadata[metaStoreID]
+	if sid == "" {
+		return Identity{}, false
+	}
+	base, _ := strconv.ParseInt(cfg.Metadata[metaBase], 10, 64)
+	seq, _ := strconv.ParseUint(cfg.Metadata[metaBaseSeq], 10, 64)
+	return Identity{StoreID: sid, Base: base, BaseSeq: seq}, true
+}
+
+func (c StreamConfig) jetstream(id Identity) jetstream.StreamConfig {
 	storage := jetstream.FileStorage
 	if c.Memory {
 		storage = jetstream.MemoryStorage
@@ -177,33 +214,62 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c StreamConfig) (jetstr
 		MaxMsgSize:  1 << 20,
 		Discard:     jetstream.DiscardOld,
 	}
+	if id.StoreID != "" {
+		cfg.Metadata = map[string]string{metaStoreID: id.StoreID, metaBase: strconv.FormatInt(id.Base, 10), metaBaseSeq: strconv.FormatUint(id.BaseSeq, 10)}
+	}
+	return cfg
+}
+
+// Ensure creates the stream or updates its configuration, recording id in
+// its metadata when id.StoreID is set (an empty id keeps what the stream
+// has). It fails when the server drops the metadata: identities need
+// nats-server 2.10 or newer.
+func Ensure(ctx context.Context, js jetstream.JetStream, c StreamConfig, id Identity) (jetstream.Stream, error) {
+	cfg := c.jetstream(id)
+	if id.StoreID == "" {
+		if s, err := js.Stream(ctx, StreamName); err == nil {
+			cfg.Metadata = s.CachedInfo().Config.Metadata
+		}
+	}
 	s, err := js.CreateOrUpdateStream(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", StreamName, err)
 	}
+	if id.StoreID != "" {
+		if got, ok := IdentityOf(s.CachedInfo().Config); !ok || got != id {
+			return nil, fmt.Errorf("ensure stream %s: the server did not keep the stream's identity metadata (%s)", StreamName, minServerNote)
+		}
+	}
 	return s, nil
+}
+
+// LastEvent returns the newest event in the stream and its revision, or
+// (0, nil) when the stream holds no event.
+func LastEvent(ctx context.Context, s jetstream.Stream) (int64, *jetstream.RawStreamMsg, error) {
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("stream info: %w", err)
+	}
+	if info.State.Msgs == 0 {
+		return 0, nil, nil
+	}
+	msg, err := s.GetMsg(ctx, info.State.LastSeq)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return 0, nil, nil
+		}
+		return 0, nil, fmt.Errorf("read last event: %w", err)
+	}
+	rev, err := strconv.ParseInt(msg.Header.Get(jetstream.MsgIDHeader), 10, 64)
+	if err != nil {
+		return 0, nil, fmt.Errorf("last event has no revision id: %w", err)
+	}
+	return rev, msg, nil
 }
 
 // LastRevision returns the revision of the newest event in the stream, or 0
 // when the stream is empty.
 func LastRevision(ctx context.Context, s jetstream.Stream) (int64, error) {
-	info, err := s.Info(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("stream info: %w", err)
-	}
-	if info.State.Msgs == 0 {
-		return 0, nil
-	}
-	msg, err := s.GetMsg(ctx, info.State.LastSeq)
-	if err != nil {
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return 0, nil
-		}
-		return 0, fmt.Errorf("read last event: %w", err)
-	}
-	rev, err := strconv.ParseInt(msg.Header.Get(jetstream.MsgIDHeader), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("last event has no revision id: %w", err)
-	}
-	return rev, nil
+	rev, _, err := LastEvent(ctx, s)
+	return rev, err
 }

@@ -63,21 +63,27 @@ func DefaultConfig() Config {
 
 // Relay publishes outbox rows to JetStream.
 type Relay struct {
-	pool   *pgxpool.Pool
-	js     jetstream.JetStream
-	stream jetstream.Stream
-	nc     *nats.Conn
-	cfg    Config
-	log    *slog.Logger
-	wake   chan struct{}
+	pool      *pgxpool.Pool
+	js        jetstream.JetStream
+	streamCfg eventstream.StreamConfig
+	nc        *nats.Conn
+	cfg       Config
+	log       *slog.Logger
+	wake      chan struct{}
+
+	// Owned by the leading goroutine: set by align at each leadership.
+	stream  jetstream.Stream
+	storeID string
 
 	published atomic.Int64
 	cursor    atomic.Int64
 	leader    atomic.Bool
 }
 
-// New returns a relay. nc carries commit hints (eventstream.WakeSubject).
-func New(pool *pgxpool.Pool, nc *nats.Conn, js jetstream.JetStream, stream jetstream.Stream, cfg Config, log *slog.Logger) *Relay {
+// New returns a relay that publishes to the stream configured by sc (it
+// creates the stream when missing). nc carries commit hints
+// (eventstream.WakeSubject).
+func New(pool *pgxpool.Pool, nc *nats.Conn, js jetstream.JetStream, sc eventstream.StreamConfig, cfg Config, log *slog.Logger) *Relay {
 	d := DefaultConfig()
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = d.BatchSize
@@ -94,7 +100,7 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, js jetstream.JetStream, stream jetst
 	if cfg.LeaderRetry <= 0 {
 		cfg.LeaderRetry = d.LeaderRetry
 	}
-	return &Relay{pool: pool, nc: nc, js: js, stream: stream, cfg: cfg, log: log, wake: make(chan struct{}, 1)}
+	return &Relay{pool: pool, nc: nc, js: js, streamCfg: sc, cfg: cfg, log: log, wake: make(chan struct{}, 1)}
 }
 
 // Wake tells the relay that a change was committed. It never blocks.
@@ -124,6 +130,8 @@ func (r *Relay) Cursor() int64 { return r.cursor.Load() }
 func (r *Relay) Leader() bool { return r.leader.Load() }
 
 // Run competes for leadership and publishes while leader, until ctx ends.
+// It returns a *MismatchError when the event stream turns out not to belong
+// to the database: the store must not go on.
 func (r *Relay) Run(ctx context.Context) error {
 	if r.nc != nil {
 		sub, err := r.nc.Subscribe(eventstream.WakeSubject, func(*nats.Msg) { r.Wake() })
@@ -137,6 +145,10 @@ func (r *Relay) Run(ctx context.Context) error {
 		r.leader.Store(false)
 		if ctx.Err() != nil {
 			return nil
+		}
+		var mis *MismatchError
+		if errors.As(err, &mis) {
+			return err
 		}
 		if err != nil {
 			r.log.Warn("outbox relay stopped; retrying", "err", err)
@@ -203,18 +215,9 @@ func (r *Relay) lead(ctx context.Context) error {
 }
 
 func (r *Relay) publishLoop(ctx context.Context, epoch, cursor int64) error {
-	// Everything up to the newest event in the stream is published: the
-	// chain of expected sequences guarantees there is no hole below it.
-	streamRev, err := eventstream.LastRevision(ctx, r.stream)
+	cursor, err := r.align(ctx, epoch, cursor)
 	if err != nil {
 		return err
-	}
-	if streamRev > cursor {
-		r.log.Info("stream is ahead of the cursor; skipping what it already holds", "cursor", cursor, "stream_revision", streamRev)
-		if err := r.moveCursor(ctx, epoch, streamRev); err != nil {
-			return err
-		}
-		cursor = streamRev
 	}
 	r.cursor.Store(cursor)
 	prune := time.NewTicker(r.cfg.PruneInterval)
@@ -249,7 +252,7 @@ func (r *Relay) publishLoop(ctx context.Context, epoch, cursor int64) error {
 		case <-r.wake:
 		case <-poll.C:
 		case <-prune.C:
-			if err := r.prune(ctx, cursor); err != nil {
+			if err := r.prune(ctx, epoch, cursor); err != nil {
 				r.log.Warn("prune outbox", "err", err)
 			}
 		}
@@ -336,6 +339,7 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 		for i, x := range batch {
 			msg := &nats.Msg{Subject: x.subject, Data: x.payload, Header: nats.Header{}}
 			msg.Header.Set(jetstream.MsgIDHeader, eventstream.MsgID(x.rev))
+			msg.Header.Set(eventstream.StoreIDHeader, r.storeID)
 			f, err := r.js.PublishMsgAsync(msg, jetstream.WithExpectLastSequence(seq+uint64(i)))
 			if err != nil {
 				return cursor, fmt.Errorf("publish revision %d: %w", x.rev, err)
@@ -354,14 +358,21 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 		r.published.Add(int64(len(batch)))
 		r.log.Debug("published", "first", batch[0].rev, "last", batch[len(batch)-1].rev, "count", len(batch), "cursor", newCursor)
 	}
-	if err := r.moveCursor(ctx, epoch, newCursor); err != nil {
+	lastEvent := int64(0)
+	if len(batch) > 0 {
+		lastEvent = batch[len(batch)-1].rev
+	}
+	if err := r.moveCursor(ctx, epoch, newCursor, lastEvent); err != nil {
 		return cursor, err
 	}
 	return newCursor, nil
 }
 
-func (r *Relay) moveCursor(ctx context.Context, epoch, cursor int64) error {
-	tag, err := r.pool.Exec(ctx, `UPDATE relay_state SET published_revision = $1, updated_at = now() WHERE id = 1 AND epoch = $2 AND published_revision < $1`, cursor, epoch)
+// moveCursor moves the cursor forward to cursor and, when lastEvent > 0,
+// records it as the newest event published; fenced by epoch.
+func (r *Relay) moveCursor(ctx context.Context, epoch, cursor, lastEvent int64) error {
+	tag, err := r.pool.Exec(ctx, `UPDATE relay_state SET published_revision = $1, last_event_revision = greatest(last_event_revision, $3), updated_at = now()
+		WHERE id = 1 AND epoch = $2 AND published_revision < $1`, cursor, epoch, lastEvent)
 	if err != nil {
 		return fmt.Errorf("move relay cursor: %w", err)
 	}
@@ -378,13 +389,22 @@ func (r *Relay) moveCursor(ctx context.Context, epoch, cursor int64) error {
 	return nil
 }
 
-func (r *Relay) prune(ctx context.Context, cursor int64) error {
-	tag, err := r.pool.Exec(ctx, `DELETE FROM outbox WHERE revision <= $1 AND created_at < now() - make_interval(secs => $2)`,
-		cursor, r.cfg.Retention.Seconds())
+// prune deletes published rows past retention and records the newest one
+// deleted: a stream rebuilt from the outbox starts after it.
+func (r *Relay) prune(ctx context.Context, epoch, cursor int64) error {
+	var n int64
+	err := r.pool.QueryRow(ctx, `WITH d AS (
+			DELETE FROM outbox WHERE revision <= $1 AND created_at < now() - make_interval(secs => $2)
+				AND EXISTS (SELECT 1 FROM relay_state WHERE id = 1 AND epoch = $3) RETURNING revision
+		), u AS (
+			UPDATE relay_state SET pruned_revision = greatest(pruned_revision, (SELECT max(revision) FROM d))
+			WHERE id = 1 AND EXISTS (SELECT 1 FROM d)
+		)
+		SELECT count(*) FROM d`, cursor, r.cfg.Retention.Seconds(), epoch).Scan(&n)
 	if err != nil {
 		return err
 	}
-	if n := tag.RowsAffected(); n > 0 {
+	if n > 0 {
 		r.log.Info("pruned published outbox rows", "rows", n)
 	}
 	return nil

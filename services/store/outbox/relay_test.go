@@ -45,7 +45,7 @@ func TestRelayPublishesExactlyTheCommittedChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := eventstream.Ensure(ctx, js, eventstream.DefaultStreamConfig())
+	stream, err := eventstream.Ensure(ctx, js, eventstream.DefaultStreamConfig(), eventstream.Identity{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestRelayPublishesExactlyTheCommittedChanges(t *testing.T) {
 	var current *outbox.Relay
 	startRelay := func(id int) {
 		rctx, cancel := context.WithCancel(ctx)
-		r := outbox.New(pool, nc, js, stream, cfg, log)
+		r := outbox.New(pool, nc, js, eventstream.DefaultStreamConfig(), cfg, log)
 		mu.Lock()
 		relays[id] = cancel
 		current = r

@@ -1,0 +1,383 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/no8s/no8s/services/internal/eventstream"
+	"github.com/no8s/no8s/services/internal/testenv"
+)
+
+// The event stream and the database know each other (issue 8, part 1): a
+// store never skips or repeats revisions of a stream it did not fill. Each
+// test ends with new resources reconciled, a watcher resuming before the
+// rebuild refused with 410, and one resuming after it given every later
+// change exactly once.
+
+// identityEnv is a control plane of real processes whose store can be
+// pointed at another database.
+type identityEnv struct {
+	t         *testing.T
+	c         *cluster
+	base      string
+	storeAddr string
+	store     *proc
+	pool      *pgxpool.Pool // the database the store uses now
+	dbURL     string
+}
+
+func newIdentityEnv(t *testing.T) *identityEnv {
+	c := newCluster(t)
+	base := c.startAll()
+	e := &identityEnv{t: t, c: c, base: base, storeAddr: c.storeAddrs[0], store: c.stores[0], pool: c.pool, dbURL: c.dbURL}
+	e.createType()
+	c.startScheduler(e.storeAddr, "sched", 0)
+	c.startReconciler(e.storeAddr, "Widget/v1")
+	return e
+}
+
+func (e *identityEnv) createType() {
+	e.t.Helper()
+	body := map[string]any{"name": "Widget", "version": "v1",
+		"schema": map[string]any{"type": "object", "properties": map[string]any{"size": map[string]any{"type": "integer"}}}}
+	r := do(e.t, "POST", e.base+"/api/v1/resource-types", body)
+	for deadline := time.Now().Add(10 * time.Second); r.status == 503 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		r = do(e.t, "POST", e.base+"/api/v1/resource-types", body)
+	}
+	if r.status != 201 {
+		e.t.Fatalf("create type: %d %s", r.status, r.body)
+	}
+}
+
+// createReady creates n widgets and waits until every one is ready.
+func (e *identityEnv) createReady(prefix string, n int) []int64 {
+	e.t.Helper()
+	var ids []int64
+	for i := range n {
+		body := map[string]any{"name": fmt.Sprintf("%s-%d", prefix, i), "resource_type_name": "Widget", "resource_type_version": "v1", "spec": map[string]any{"size": i}}
+		r := do(e.t, "POST", e.base+"/api/v1/resources", body)
+		// A restarted store is reconnected to within a second or two: a
+		// client retries 503 as the API says.
+		for deadline := time.Now().Add(10 * time.Second); r.status == 503 && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+			r = do(e.t, "POST", e.base+"/api/v1/resources", body)
+		}
+		if r.status != 201 {
+			e.t.Fatalf("create %s-%d: %d %s", prefix, i, r.status, r.body)
+		}
+		ids = append(ids, int64(r.json(e.t)["id"].(float64)))
+	}
+	for _, id := range ids {
+		waitResource(e.t, e.base, id, "ready", func(r map[string]any) bool { return r["status"] == "ready" })
+	}
+	return ids
+}
+
+// streamHigh is the newest revision in the event stream.
+func (e *identityEnv) streamHigh() int64 {
+	e.t.Helper()
+	js, _ := e.c.jetstream()
+	s, err := js.Stream(e.t.Context(), eventstream.StreamName)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rev, err := eventstream.LastRevision(e.t.Context(), s)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rev
+}
+
+// useDatabase stops the store and points the next start at dbURL.
+func (e *identityEnv) useDatabase(dbURL string) {
+	e.t.Helper()
+	e.store.stop(syscall.SIGTERM, 10*time.Second)
+	pool, err := pgxpool.New(e.t.Context(), dbURL)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(pool.Close)
+	e.pool, e.dbURL = pool, dbURL
+}
+
+// startStore starts the store on the current database, at the same address.
+func (e *identityEnv) startStore() *proc {
+	e.t.Helper()
+	p := start(e.t, "store", filepath.Join(binDir, "no8s-store"),
+		[]string{"--listen", e.storeAddr, "--database-url", e.dbURL, "--nats-url", e.c.natsURL}, "NO8S_LOG_LEVEL=debug")
+	e.store = p
+	return p
+}
+
+// expectRefusal starts the store and expects it to refuse to start with an
+// error that says what is wrong and names the command that fixes it.
+func (e *identityEnv) expectRefusal(reason string) {
+	e.t.Helper()
+	p := e.startStore()
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		p.kill9()
+		e.t.Fatalf("the store started on a database that does not match the stream; want a refusal naming %q", reason)
+	}
+	b, _ := os.ReadFile(p.log.Name())
+	if p.err == nil {
+		e.t.Fatalf("the store exited 0 on a mismatch:\n%s", b)
+	}
+	for _, want := range []string{reason, "no8s-store rebuild-stream"} {
+		if !strings.Contains(string(b), want) {
+			e.t.Fatalf("the store's refusal does not say %q:\n%s", want, b)
+		}
+	}
+	e.t.Logf("store refused to start: %s", lastLine(b))
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+// rebuild runs the command the refusal names and returns the bump.
+func (e *identityEnv) rebuild() int64 {
+	e.t.Helper()
+	out, err := exec.Command(filepath.Join(binDir, "no8s-store"), "rebuild-stream", "--database-url", e.dbURL, "--nats-url", e.c.natsURL).CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("rebuild-stream: %v\n%s", err, out)
+	}
+	var bump int64
+	if i := strings.Index(string(out), "revisions continue after "); i >= 0 {
+		bump, _ = strconv.ParseInt(strings.TrimRight(strings.Fields(string(out)[i+len("revisions continue after "):])[0], ";"), 10, 64)
+	}
+	if bump == 0 {
+		e.t.Fatalf("rebuild-stream did not report the bump:\n%s", out)
+	}
+	return bump
+}
+
+// startServing starts the store and waits for it to listen.
+func (e *identityEnv) startServing() {
+	e.t.Helper()
+	waitTCP(e.t, e.storeAddr, e.startStore())
+}
+
+// listRevision lists the resources and returns the list's revision.
+func (e *identityEnv) listRevision() int64 {
+	e.t.Helper()
+	r := do(e.t, "GET", e.base+"/api/v1/resources", nil)
+	if r.status != 200 {
+		e.t.Fatalf("list: %d %s", r.status, r.body)
+	}
+	rv, err := strconv.ParseInt(r.header.Get("X-Resource-Version"), 10, 64)
+	if err != nil {
+		e.t.Fatalf("list revision %q: %v", r.header.Get("X-Resource-Version"), err)
+	}
+	return rv
+}
+
+// expectGone checks that a watch resuming after since is refused with 410.
+func (e *identityEnv) expectGone(since int64) {
+	e.t.Helper()
+	_, status, err := dialWatch(e.t.Context(), e.base+"/api/v1/events", since, false, 16)
+	if status != 410 {
+		e.t.Fatalf("a watch resuming after %d (before the rebuild) got %d (%v), want 410", since, status, err)
+	}
+}
+
+// expectExactlyOnce watches from since until it has seen every change the
+// database committed after since, and checks it saw each once, in order.
+func (e *identityEnv) expectExactlyOnce(since int64) {
+	e.t.Helper()
+	want := e.outboxRevisions(since)
+	if len(want) == 0 {
+		e.t.Fatalf("no change after %d to watch", since)
+	}
+	ctx, cancel := context.WithTimeout(e.t.Context(), 30*time.Second)
+	defer cancel()
+	w, _, err := dialWatch(ctx, e.base+"/api/v1/events", since, false, 1024)
+	if err != nil {
+		e.t.Fatalf("watch from %d: %v", since, err)
+	}
+	defer w.close()
+	var got []int64
+	for len(got) < len(want) || got[len(got)-1] < want[len(want)-1] {
+		select {
+		case ev, ok := <-w.events:
+			if !ok {
+				e.t.Fatalf("watch from %d ended after %v: %v", since, got, w.err)
+			}
+			if isChange(ev.name) {
+				got = append(got, ev.id)
+			}
+		case <-ctx.Done():
+			e.t.Fatalf("watch from %d: got %v, want %v", since, got, want)
+		}
+	}
+	if !slices.Equal(got, want) {
+		e.t.Fatalf("watch from %d: got %v, want exactly %v", since, got, want)
+	}
+	e.t.Logf("a watch from %d got the %d later changes exactly once", since, len(got))
+}
+
+func isChange(name string) bool {
+	switch name {
+	case eventstream.Created, eventstream.Modified, eventstream.Deleted, eventstream.Reconciled, eventstream.Purged:
+		return true
+	}
+	return false
+}
+
+func (e *identityEnv) outboxRevisions(since int64) []int64 {
+	e.t.Helper()
+	rows, err := e.pool.Query(e.t.Context(), `SELECT revision FROM outbox WHERE revision > $1 ORDER BY revision`, since)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var r int64
+		if err := rows.Scan(&r); err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// settle waits until the relay has published every committed change.
+func (e *identityEnv) settle() {
+	e.t.Helper()
+	waitFor(e.t, 30*time.Second, "the relay to publish everything", func() error {
+		var last, published int64
+		var called bool
+		if err := e.pool.QueryRow(e.t.Context(), `SELECT s.last_value, s.is_called, r.published_revision FROM revision_seq s, relay_state r`).Scan(&last, &called, &published); err != nil {
+			return err
+		}
+		if called && published < last {
+			return fmt.Errorf("published up to %d of %d", published, last)
+		}
+		return nil
+	})
+}
+
+// afterRebuild checks what must hold once the stream is rebuilt at bump:
+// resumes before it are refused, new resources are reconciled and a watch
+// from a list after the rebuild sees each later change once.
+func (e *identityEnv) afterRebuild(bump int64, oldPoints ...int64) {
+	e.t.Helper()
+	for _, p := range append(oldPoints, bump-1) {
+		e.expectGone(p)
+	}
+	rv := e.listRevision()
+	if rv < bump {
+		e.t.Fatalf("a list after the rebuild returned revision %d, below the bump %d", rv, bump)
+	}
+	e.createReady("after", 5)
+	e.settle()
+	e.expectExactlyOnce(rv)
+}
+
+// TestStreamFreshDatabaseOldStream: the stream was filled by another
+// database (the dev data directory outlived its database, or DATABASE_URL
+// changed). The store refuses to start, naming the fix; after it, nothing is
+// skipped.
+func TestStreamFreshDatabaseOldStream(t *testing.T) {
+	e := newIdentityEnv(t)
+	e.createReady("before", 5)
+	e.settle()
+	oldHigh := e.streamHigh()
+
+	e.useDatabase(testenv.Database(t))
+	e.expectRefusal("filled by another database")
+	bump := e.rebuild()
+	if bump <= oldHigh {
+		t.Fatalf("bump %d is not past the old stream's revision %d", bump, oldHigh)
+	}
+	e.startServing()
+	e.createType()
+	e.afterRebuild(bump, oldHigh, 0)
+}
+
+// TestStreamRestoredOlderDump: the database is restored from an older
+// pg_dump while the stream went on: the database is behind the stream.
+func TestStreamRestoredOlderDump(t *testing.T) {
+	e := newIdentityEnv(t)
+	e.createReady("before", 3)
+	e.settle()
+	dump := filepath.Join(t.TempDir(), "dump.sql")
+	if out, err := exec.Command("pg_dump", "--no-owner", "-f", dump, e.dbURL).CombinedOutput(); err != nil {
+		t.Fatalf("pg_dump: %v\n%s", err, out)
+	}
+	var dumpRev int64
+	if err := e.pool.QueryRow(t.Context(), `SELECT last_value FROM revision_seq`).Scan(&dumpRev); err != nil {
+		t.Fatal(err)
+	}
+	e.createReady("later", 3)
+	e.settle()
+	newerHigh := e.streamHigh()
+
+	restored := testenv.Database(t)
+	if out, err := exec.Command("psql", "-q", "-v", "ON_ERROR_STOP=1", "-f", dump, restored).CombinedOutput(); err != nil {
+		t.Fatalf("restore: %v\n%s", err, out)
+	}
+	e.useDatabase(restored)
+	e.expectRefusal("which the database has not reached")
+	bump := e.rebuild()
+	if bump <= newerHigh {
+		t.Fatalf("bump %d is not past the stream's revision %d", bump, newerHigh)
+	}
+	e.startServing()
+	e.afterRebuild(bump, newerHigh, dumpRev)
+}
+
+// TestStreamDeletedRebuiltFromOutbox: the stream is deleted while the
+// database is intact and the store runs. The relay recreates it from the
+// outbox: a watcher resuming anywhere gets every later change once, and new
+// resources are reconciled.
+func TestStreamDeletedRebuiltFromOutbox(t *testing.T) {
+	e := newIdentityEnv(t)
+	e.createReady("before", 5)
+	e.settle()
+	mid := e.outboxRevisions(0)
+	resumeAt := mid[len(mid)/2]
+
+	js, _ := e.c.jetstream()
+	if err := js.DeleteStream(t.Context(), eventstream.StreamName); err != nil {
+		t.Fatal(err)
+	}
+	e.createReady("after", 5)
+	e.settle()
+	e.expectExactlyOnce(resumeAt)
+	e.expectExactlyOnce(0)
+	// The republished events are the outbox's own.
+	s, err := js.Stream(t.Context(), eventstream.StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.outboxRevisions(0)); info.State.Msgs != uint64(n) {
+		t.Fatalf("the rebuilt stream holds %d events, the outbox %d", info.State.Msgs, n)
+	}
+	m, err := s.GetMsg(t.Context(), info.State.FirstSeq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Header.Get(eventstream.StoreIDHeader) == "" {
+		t.Fatalf("a republished event carries no %s header", eventstream.StoreIDHeader)
+	}
+}

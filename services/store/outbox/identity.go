@@ -1,0 +1,367 @@
+package outbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/no8s/no8s/services/internal/eventstream"
+)
+
+// RebuildCommand is what an operator runs to rebuild the event stream of a
+// database after a mismatch; MismatchError names it.
+const RebuildCommand = "no8s-store rebuild-stream --database-url <DATABASE_URL> --nats-url <NATS_URL>"
+
+// DefaultRevisionMargin is how far past the highest revision either side has
+// seen a rebuild moves the database's revision.
+const DefaultRevisionMargin = 1000
+
+// MismatchError means the event stream does not belong to the database: it
+// was filled by another database, or the database is behind it (restored
+// from a backup). Publishing would skip or reuse revisions in silence, so
+// the store refuses to start until the stream is rebuilt.
+type MismatchError struct {
+	// Reason says what does not match.
+	Reason string
+	// StoreID is the database's identity; StreamStoreID the stream's.
+	StoreID, StreamStoreID string
+	// DatabaseRevision is the newest revision the database has handed out;
+	// StreamRevision the newest the stream has seen.
+	DatabaseRevision, StreamRevision int64
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("event stream %s does not belong to this database: %s (database %s at revision %d, stream of %s at revision %d); "+
+		"publishing would skip or repeat revisions. Rebuild the stream with `%s` "+
+		"(it moves the database's revision past both and marks everything at or below it compacted: watchers list again)",
+		eventstream.StreamName, e.Reason, e.StoreID, e.DatabaseRevision, orUnknown(e.StreamStoreID), e.StreamRevision, RebuildCommand)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "no recorded database"
+	}
+	return s
+}
+
+// dbState is what the database says about its revisions and the relay.
+type dbState struct {
+	storeID   string
+	revision  int64 // the newest revision handed out (revision_seq)
+	cursor    int64 // relay_state.published_revision
+	lastEvent int64 // relay_state.last_event_revision: the newest event published
+	// lastEventKnown is false for a store upgraded from a release that did
+	// not record lastEvent, until its relay next publishes.
+	lastEventKnown bool
+	pruned         int64 // relay_state.pruned_revision: outbox rows up to it are gone
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func readDBState(ctx context.Context, q querier) (dbState, error) {
+	var s dbState
+	var called bool
+	var lastEvent *int64
+	if err := q.QueryRow(ctx, `SELECT r.store_id::text, r.published_revision, r.last_event_revision, r.pruned_revision, s.last_value, s.is_called
+		FROM relay_state r, revision_seq s WHERE r.id = 1`).Scan(&s.storeID, &s.cursor, &lastEvent, &s.pruned, &s.revision, &called); err != nil {
+		return s, fmt.Errorf("read relay state: %w", err)
+	}
+	if !called {
+		s.revision = 0
+	}
+	if lastEvent != nil {
+		s.lastEvent, s.lastEventKnown = *lastEvent, true
+	}
+	return s, nil
+}
+
+// streamState is what the broker says about the event stream.
+type streamState struct {
+	stream  jetstream.Stream // nil when the stream does not exist
+	id      eventstream.Identity
+	hasID   bool
+	msgs    uint64
+	lastSeq uint64
+	lastRev int64 // revision of the newest event held, 0 when none
+	last    *jetstream.RawStreamMsg
+}
+
+// high is the newest revision the stream has seen: its newest event, or the
+// revision it was rebuilt at.
+func (s streamState) high() int64 { return max(s.lastRev, s.id.Base) }
+
+func readStreamState(ctx context.Context, js jetstream.JetStream) (streamState, error) {
+	var st streamState
+	s, err := js.Stream(ctx, eventstream.StreamName)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("open stream %s: %w", eventstream.StreamName, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return st, fmt.Errorf("stream info: %w", err)
+	}
+	st.stream = s
+	st.id, st.hasID = eventstream.IdentityOf(info.Config)
+	st.msgs, st.lastSeq = info.State.Msgs, info.State.LastSeq
+	if st.lastRev, st.last, err = eventstream.LastEvent(ctx, s); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// fresh reports whether the stream holds nothing and never did: it is
+// missing, or was created (perhaps by another service) and never written.
+func (s streamState) fresh() bool { return s.stream == nil || s.lastSeq == 0 }
+
+// check finds a mismatch between the database and the stream, or nil.
+func check(ctx context.Context, q querier, db dbState, st streamState) (*MismatchError, error) {
+	mis := func(reason string) *MismatchError {
+		return &MismatchError{Reason: reason, StoreID: db.storeID, StreamStoreID: st.id.StoreID, DatabaseRevision: db.revision, StreamRevision: st.high()}
+	}
+	if st.fresh() {
+		return nil, nil
+	}
+	if st.hasID && st.id.StoreID != db.storeID {
+		return mis("the stream was filled by another database"), nil
+	}
+	if h := st.high(); h > db.revision {
+		return mis(fmt.Sprintf("the stream has seen revision %d, which the database has not reached (restored from a backup, or a new database?)", h)), nil
+	}
+	if st.last != nil && db.lastEventKnown && st.lastRev > db.lastEvent {
+		// The relay may have published before it saved its cursor; then
+		// the newest event is this database's own outbox row.
+		var payload []byte
+		err := q.QueryRow(ctx, `SELECT payload FROM outbox WHERE revision = $1`, st.lastRev).Scan(&payload)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && !bytes.Equal(payload, st.last.Data)) {
+			return mis(fmt.Sprintf("the stream's revision %d is not this database's change at that revision", st.lastRev)), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read outbox revision %d: %w", st.lastRev, err)
+		}
+		if sid := st.last.Header.Get(eventstream.StoreIDHeader); sid != "" && sid != db.storeID {
+			return mis("the stream's newest event came from another database"), nil
+		}
+	}
+	return nil, nil
+}
+
+// Prepare makes sure the event stream exists and belongs to the database
+// before a store serves. A missing stream is created (the relay republishes
+// what the outbox still holds); a stream from a release without identities
+// is adopted; a mismatch is returned as a *MismatchError unless rebuild is
+// set, in which case the stream is rebuilt as Rebuild does.
+func Prepare(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream, sc eventstream.StreamConfig, rebuild bool, margin int64, log *slog.Logger) error {
+	db, err := readDBState(ctx, pool)
+	if err != nil {
+		return err
+	}
+	st, err := readStreamState(ctx, js)
+	if err != nil {
+		return err
+	}
+	mis, err := check(ctx, pool, db, st)
+	if err != nil {
+		return err
+	}
+	if mis != nil {
+		if !rebuild {
+			return mis
+		}
+		log.Warn("the event stream does not belong to this database; rebuilding it (no8s dev does this by default)", "reason", mis.Reason)
+		_, err := Rebuild(ctx, pool, js, sc, margin, log)
+		return err
+	}
+	id := eventstream.Identity{StoreID: db.storeID}
+	switch {
+	case st.fresh():
+		// Nothing in it: the relay republishes every outbox row after the
+		// pruned revision, and resumes before that are gone.
+		id.Base = db.pruned
+	case st.hasID:
+		id = st.id
+	}
+	_, err = eventstream.Ensure(ctx, js, sc, id)
+	return err
+}
+
+// Rebuild makes the stream this database's again after a mismatch, as
+// `etcdutl snapshot restore --bump-revision --mark-compacted` does: it moves
+// the database's revision to B = max(stream's, database's) + margin, empties
+// the stream and records B as its base, so a watcher resuming before B gets
+// 410 and lists again, and every later change is published exactly once.
+// Outbox rows at or below B are dropped: those changes are in the database
+// but not in the stream, and clients see them by listing. It refuses while
+// a relay is running. It returns B.
+func Rebuild(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream, sc eventstream.StreamConfig, margin int64, log *slog.Logger) (int64, error) {
+	if margin < 0 {
+		return 0, fmt.Errorf("rebuild stream: negative revision margin %d", margin)
+	}
+	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return 0, fmt.Errorf("rebuild stream: connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var got bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, lockKey).Scan(&got); err != nil {
+		return 0, fmt.Errorf("rebuild stream: relay lock: %w", err)
+	}
+	if !got {
+		return 0, errors.New("rebuild stream: an outbox relay is running on this database: stop every store first")
+	}
+	db, err := readDBState(ctx, pool)
+	if err != nil {
+		return 0, err
+	}
+	st, err := readStreamState(ctx, js)
+	if err != nil {
+		return 0, err
+	}
+	bump := max(st.high(), db.revision) + margin
+	// The stream first: if we stop half way, its base is past the database's
+	// revision and the next start reports the mismatch again.
+	id := eventstream.Identity{StoreID: db.storeID, Base: bump}
+	if st.stream != nil {
+		if id.BaseSeq, err = purge(ctx, st.stream); err != nil {
+			return 0, fmt.Errorf("rebuild stream: %w", err)
+		}
+	}
+	if _, err := eventstream.Ensure(ctx, js, sc, id); err != nil {
+		return 0, fmt.Errorf("rebuild stream: %w", err)
+	}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT setval('revision_seq', $1, true)`, bump); err != nil {
+			return fmt.Errorf("bump revision: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE relay_state SET published_revision = $1, last_event_revision = $1, pruned_revision = $1,
+			epoch = epoch + 1, updated_at = now() WHERE id = 1`, bump); err != nil {
+			return fmt.Errorf("move relay cursor: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE revision <= $1`, bump); err != nil {
+			return fmt.Errorf("compact outbox: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("rebuild stream: %w", err)
+	}
+	log.Warn("rebuilt the event stream: every revision at or below the bump is compacted; watchers resuming before it get 410 and list again",
+		"bump", bump, "database_revision", db.revision, "stream_revision", st.high(), "store_id", db.storeID)
+	return bump, nil
+}
+
+// align runs when the relay becomes leader: it checks that the stream
+// belongs to the database, recreates a missing stream, and finds where
+// publishing resumes so that the stream ends up holding every event after
+// its base exactly once:
+//   - a missing or never-written stream gets every outbox row after the
+//     pruned revision again;
+//   - a stream ahead of the cursor (published, cursor not yet saved) is
+//     skipped past, once check has verified that its newest event is this
+//     database's own;
+//   - a stream that lost its newest events (the broker acknowledges before
+//     it syncs to disk) gets them again from the outbox, or, when the outbox
+//     no longer holds them, is emptied and based after the pruned revision.
+func (r *Relay) align(ctx context.Context, epoch, cursor int64) (int64, error) {
+	db, err := readDBState(ctx, r.pool)
+	if err != nil {
+		return 0, err
+	}
+	st, err := readStreamState(ctx, r.js)
+	if err != nil {
+		return 0, err
+	}
+	mis, err := check(ctx, r.pool, db, st)
+	if err != nil {
+		return 0, err
+	}
+	if mis != nil {
+		r.log.Error("the event stream does not belong to this database; not publishing", "err", mis)
+		return 0, mis
+	}
+	r.storeID = db.storeID
+	if !db.lastEventKnown {
+		// Upgraded from a release that did not record it: the stream's
+		// chain of sequences makes its newest event the last one published.
+		db.lastEvent = max(st.lastRev, db.pruned)
+	}
+	id := eventstream.Identity{StoreID: db.storeID}
+	from := cursor // where publishing resumes
+	switch {
+	case st.fresh():
+		id.Base = max(st.id.Base, db.pruned)
+		if cursor > id.Base || db.lastEvent > id.Base {
+			r.log.Warn("the event stream is missing or empty; republishing the outbox", "after_revision", id.Base, "cursor", cursor)
+		}
+		from = id.Base
+	case !st.hasID:
+		r.log.Info("adopting an event stream made before stream identities", "store_id", db.storeID)
+	default:
+		id = st.id
+	}
+	if st.stream == nil || !st.hasID || id != st.id {
+		if _, err := eventstream.Ensure(ctx, r.js, r.streamCfg, id); err != nil {
+			return 0, err
+		}
+	}
+	if !st.fresh() && st.last != nil {
+		switch {
+		case st.lastRev > db.lastEvent:
+			r.log.Info("the stream holds events past the cursor; continuing after them", "cursor", cursor, "stream_revision", st.lastRev)
+			from = max(cursor, st.lastRev)
+		case st.lastRev < db.lastEvent && st.lastRev >= db.pruned:
+			r.log.Warn("the stream lost its newest events; republishing them from the outbox", "stream_revision", st.lastRev, "published_event", db.lastEvent)
+			from = st.lastRev
+		case st.lastRev < db.lastEvent:
+			r.log.Warn("the stream lost events the outbox no longer holds; emptying it and republishing after the pruned revision",
+				"stream_revision", st.lastRev, "published_event", db.lastEvent, "pruned_revision", db.pruned)
+			if id.BaseSeq, err = purge(ctx, st.stream); err != nil {
+				return 0, err
+			}
+			id.Base = db.pruned
+			if _, err := eventstream.Ensure(ctx, r.js, r.streamCfg, id); err != nil {
+				return 0, err
+			}
+			from = db.pruned
+		}
+	}
+	s, err := r.js.Stream(ctx, eventstream.StreamName)
+	if err != nil {
+		return 0, fmt.Errorf("open stream %s: %w", eventstream.StreamName, err)
+	}
+	r.stream = s
+	if from != cursor {
+		tag, err := r.pool.Exec(ctx, `UPDATE relay_state SET published_revision = $1, last_event_revision = $2, updated_at = now() WHERE id = 1 AND epoch = $3`,
+			from, min(from, max(db.lastEvent, st.lastRev)), epoch)
+		if err != nil {
+			return 0, fmt.Errorf("set relay cursor: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return 0, ErrLostLeadership
+		}
+	}
+	return from, nil
+}
+
+// purge empties the stream and returns its last sequence: the history that
+// follows starts after it.
+func purge(ctx context.Context, s jetstream.Stream) (uint64, error) {
+	if err := s.Purge(ctx); err != nil {
+		return 0, fmt.Errorf("purge %s: %w", eventstream.StreamName, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("stream info: %w", err)
+	}
+	return info.State.LastSeq, nil
+}
