@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/worker"
@@ -370,8 +371,32 @@ func TestReconcileExclusion(t *testing.T) {
 	// Stop s before reading history: its later stalls must not land meanwhile.
 	s.kill9()
 
+	attempts, holders := checkNoOverlap(t, c.pool)
+	// The stalled attempts' late writes: refused for their stale epoch.
+	refused := 0
+	for _, p := range []*proc{a, b, s} {
+		data, _ := os.ReadFile(p.log.Name())
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, `"msg":"saving the result failed"`) && strings.Contains(line, "stale_epoch") {
+				refused++
+			}
+		}
+	}
+	t.Logf("%d resources, %d triggers, %d attempts in history by %v, %d late writes refused for a stale epoch",
+		resources, triggers, attempts, holders, refused)
+	if refused == 0 {
+		t.Errorf("no stalled attempt's late write was refused (%d attempts)", attempts)
+	}
+}
+
+// checkNoOverlap reads the whole reconciliation history and fails the test
+// when two attempts on one resource overlap in time or a later attempt holds
+// a lease epoch that is not greater. It returns the number of attempts and
+// how many each holder (worker replica) made.
+func checkNoOverlap(t *testing.T, pool *pgxpool.Pool) (int, map[string]int) {
+	t.Helper()
 	attempts, holders := 0, map[string]int{}
-	rows, err := c.pool.Query(t.Context(), `SELECT resource_id, started_at, duration_ms, lease_epoch, holder FROM reconciliation_history
+	rows, err := pool.Query(t.Context(), `SELECT resource_id, started_at, duration_ms, lease_epoch, holder FROM reconciliation_history
 		ORDER BY resource_id, started_at`)
 	if err != nil {
 		t.Fatal(err)
@@ -391,7 +416,11 @@ func TestReconcileExclusion(t *testing.T) {
 	}
 	for i, x := range all {
 		attempts++
-		holders[strings.SplitN(x.holder, "/", 2)[1]]++
+		if _, h, ok := strings.Cut(x.holder, "/"); ok {
+			holders[h]++
+		} else {
+			holders[x.holder]++
+		}
 		if i == 0 || all[i-1].id != x.id {
 			continue
 		}
@@ -405,19 +434,5 @@ func TestReconcileExclusion(t *testing.T) {
 			t.Errorf("resource %d: epoch %d after %d", x.id, x.epoch, prev.epoch)
 		}
 	}
-	// The stalled attempts' late writes: refused for their stale epoch.
-	refused := 0
-	for _, p := range []*proc{a, b, s} {
-		data, _ := os.ReadFile(p.log.Name())
-		for _, line := range strings.Split(string(data), "\n") {
-			if strings.Contains(line, `"msg":"saving the result failed"`) && strings.Contains(line, "stale_epoch") {
-				refused++
-			}
-		}
-	}
-	t.Logf("%d resources, %d triggers, %d attempts in history by %v, %d late writes refused for a stale epoch",
-		resources, triggers, attempts, holders, refused)
-	if refused == 0 {
-		t.Errorf("no stalled attempt's late write was refused (%d attempts)", attempts)
-	}
+	return attempts, holders
 }
