@@ -327,6 +327,12 @@ func TestStreamRestoredOlderDump(t *testing.T) {
 	e.createReady("later", 3)
 	e.settle()
 	newerHigh := e.streamHigh()
+	// A watcher connected across the restore and the rebuild.
+	live, _, err := dialWatch(t.Context(), e.base+"/api/v1/events", -1, false, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.close()
 
 	restored := testenv.Database(t)
 	if out, err := exec.Command("psql", "-q", "-v", "ON_ERROR_STOP=1", "-f", dump, restored).CombinedOutput(); err != nil {
@@ -340,6 +346,35 @@ func TestStreamRestoredOlderDump(t *testing.T) {
 	}
 	e.startServing()
 	e.afterRebuild(bump, newerHigh, dumpRev)
+	expectEndedGone(t, live, bump)
+}
+
+// expectEndedGone checks that a watch open across a rebuild at bump ended
+// with ERROR gone before it delivered any change after the bump: it cannot
+// know what was compacted, so it must list again.
+func expectEndedGone(t *testing.T, w *sseConn, bump int64) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case ev, ok := <-w.events:
+			if !ok {
+				t.Fatalf("the live watch ended without ERROR gone: %v", w.err)
+			}
+			if ev.name == "ERROR" {
+				if !strings.Contains(string(ev.data), `"code":"gone"`) {
+					t.Fatalf("the live watch ended with %s", ev.data)
+				}
+				t.Logf("the watch open across the rebuild ended with %s", ev.data)
+				return
+			}
+			if isChange(ev.name) && ev.id > bump {
+				t.Fatalf("the live watch delivered revision %d after the rebuild at %d without ending first", ev.id, bump)
+			}
+		case <-timeout:
+			t.Fatal("the live watch open across the rebuild neither ended nor errored")
+		}
+	}
 }
 
 // TestStreamDeletedRebuiltFromOutbox: the stream is deleted while the

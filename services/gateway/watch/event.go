@@ -87,6 +87,8 @@ type event struct {
 	skip bool
 	// bookmark marks a hub bookmark: every event up to seq was fanned out.
 	bookmark bool
+	// base is the stream's base revision when the event was published.
+	base int64
 }
 
 // eventData is the data line of an event, as the seed defines it.
@@ -107,7 +109,7 @@ func decode(msg jetstream.Msg) (*event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("event metadata: %w", err)
 	}
-	ev := &event{seq: md.Sequence.Stream}
+	ev := &event{seq: md.Sequence.Stream, base: eventstream.BaseOf(msg.Headers())}
 	d, err := eventstream.Decode(msg.Data())
 	if err != nil {
 		ev.skip = true

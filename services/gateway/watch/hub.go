@@ -109,6 +109,10 @@ type Hub struct {
 	stream  jetstream.Stream
 	lastSeq uint64 // every message up to lastSeq has been fanned out
 	lastRev int64  // the revision of the newest message fanned out
+	// base is the stream's base revision (eventstream.Identity): when an
+	// event carries a newer one, the store rebuilt the stream and live
+	// watchers may have missed compacted changes.
+	base int64
 	subs    map[*sub]struct{}
 	closed  bool
 
@@ -248,6 +252,13 @@ func (h *Hub) follow(ctx context.Context) error {
 	}
 	h.mu.Lock()
 	h.stream = stream
+	if id, ok := eventstream.IdentityOf(info.Config); ok && id.Base > h.base {
+		if started {
+			h.log.Warn("event stream was rebuilt; ending every watch", "base_revision", id.Base)
+			h.endAllLocked(true)
+		}
+		h.base = id.Base
+	}
 	start := h.lastSeq + 1
 	h.mu.Unlock()
 	h.readyOnce.Do(func() { close(h.ready) })
@@ -325,6 +336,13 @@ func (h *Hub) dispatch(msg jetstream.Msg) {
 		// watchers cannot know whether they missed events.
 		h.log.Warn("event hub fell behind the stream's retention; ending every watch", "expected_seq", h.lastSeq+1, "got_seq", ev.seq)
 		h.endAllLocked(true)
+	}
+	if ev.base > h.base {
+		// The store rebuilt the stream at a new base: changes at or below
+		// it were compacted without events, so live watchers must list again.
+		h.log.Warn("event stream was rebuilt; ending every watch", "base_revision", ev.base)
+		h.endAllLocked(true)
+		h.base = ev.base
 	}
 	h.lastSeq = ev.seq
 	if ev.revision > h.lastRev {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -176,6 +177,9 @@ type Identity struct {
 // Stream metadata keys and the event header that carry the identity.
 const (
 	StoreIDHeader = "No8s-Store-Id"
+	// BaseHeader carries the stream's base revision at publish time: a
+	// reader that sees it grow knows the stream was rebuilt.
+	BaseHeader    = "No8s-Stream-Base"
 	metaStoreID   = "no8s_store_id"
 	metaBase      = "no8s_base_revision"
 	metaBaseSeq   = "no8s_base_sequence"
@@ -192,6 +196,13 @@ func IdentityOf(cfg jetstream.StreamConfig) (id Identity, ok bool) {
 	base, _ := strconv.ParseInt(cfg.Metadata[metaBase], 10, 64)
 	seq, _ := strconv.ParseUint(cfg.Metadata[metaBaseSeq], 10, 64)
 	return Identity{StoreID: sid, Base: base, BaseSeq: seq}, true
+}
+
+// BaseOf reads the base revision an event was published under (0 when the
+// header is absent).
+func BaseOf(h nats.Header) int64 {
+	b, _ := strconv.ParseInt(h.Get(BaseHeader), 10, 64)
+	return b
 }
 
 func (c StreamConfig) jetstream(id Identity) jetstream.StreamConfig {

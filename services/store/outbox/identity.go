@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -340,6 +341,7 @@ func (r *Relay) align(ctx context.Context, epoch, cursor int64) (int64, error) {
 		return 0, fmt.Errorf("open stream %s: %w", eventstream.StreamName, err)
 	}
 	r.stream = s
+	r.base = strconv.FormatInt(id.Base, 10)
 	if from != cursor {
 		tag, err := r.pool.Exec(ctx, `UPDATE relay_state SET published_revision = $1, last_event_revision = $2, updated_at = now() WHERE id = 1 AND epoch = $3`,
 			from, min(from, max(db.lastEvent, st.lastRev)), epoch)

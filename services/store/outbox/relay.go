@@ -74,6 +74,7 @@ type Relay struct {
 	// Owned by the leading goroutine: set by align at each leadership.
 	stream  jetstream.Stream
 	storeID string
+	base    string // the stream's base revision, for eventstream.BaseHeader
 
 	published atomic.Int64
 	cursor    atomic.Int64
@@ -340,6 +341,7 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 			msg := &nats.Msg{Subject: x.subject, Data: x.payload, Header: nats.Header{}}
 			msg.Header.Set(jetstream.MsgIDHeader, eventstream.MsgID(x.rev))
 			msg.Header.Set(eventstream.StoreIDHeader, r.storeID)
+			msg.Header.Set(eventstream.BaseHeader, r.base)
 			f, err := r.js.PublishMsgAsync(msg, jetstream.WithExpectLastSequence(seq+uint64(i)))
 			if err != nil {
 				return cursor, fmt.Errorf("publish revision %d: %w", x.rev, err)
