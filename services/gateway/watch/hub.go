@@ -112,9 +112,9 @@ type Hub struct {
 	// base is the stream's base revision (eventstream.Identity): when an
 	// event carries a newer one, the store rebuilt the stream and live
 	// watchers may have missed compacted changes.
-	base int64
-	subs    map[*sub]struct{}
-	closed  bool
+	base   int64
+	subs   map[*sub]struct{}
+	closed bool
 
 	stats counters
 }
