@@ -317,6 +317,16 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context, js jetstream.JetStream,
 			}
 		}
 		fctx, cancel := context.WithTimeout(ctx, w.o.fetchWait)
+		// A pull request sent before the connection dropped is lost with
+		// it: end the fetch when the connection comes back, not after the
+		// whole fetch wait.
+		go func() {
+			select {
+			case <-fctx.Done():
+			case <-reconnected:
+				cancel()
+			}
+		}()
 		batch, err := cons.Fetch(n, jetstream.FetchContext(fctx))
 		if err != nil {
 			cancel()
