@@ -396,15 +396,6 @@ func (w *Worker) recover(ctx context.Context, js jetstream.JetStream, cons jetst
 	return c
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
 func (w *Worker) track(msg jetstream.Msg) *item {
 	it := &item{msg: msg}
 	w.mu.Lock()
