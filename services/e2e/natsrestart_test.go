@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,13 +16,14 @@ import (
 // create load and restarted with its storage directory. Every process's
 // /readyz answers 503 naming nats within 5 s of the kill and 200 within 5 s
 // of the restart; with nothing restarted by hand, creates succeed again and
-// new resources reach ready within 10 s, and every acknowledged create
-// (201) ends ready.
+// new resources reach ready within 10 s, every acknowledged create (201)
+// ends ready, and a new watch hears of new changes.
 func TestNATSRestartKeepStorage(t *testing.T) { testNATSRestart(t, false) }
 
 // TestNATSRestartEmptyStorage is TestNATSRestartKeepStorage with a broker
 // that comes back with an empty storage directory: every stream, consumer
-// and bucket is gone and must be recreated by the services themselves.
+// and bucket is gone and must be recreated by the services themselves
+// (NO8S_EVENTS by the store's relay).
 func TestNATSRestartEmptyStorage(t *testing.T) { testNATSRestart(t, true) }
 
 // createLoad creates resources of one type through the gateway without
@@ -235,4 +238,31 @@ func testNATSRestart(t *testing.T, emptyStorage bool) {
 	if r := do(t, "GET", base+"/api/v1/reconcilers", nil); r.status != 200 || len(r.list(t)) == 0 {
 		t.Fatalf("reconcilers after the restart: %d %s", r.status, r.body)
 	}
+
+	// Watches work again: one opened now hears of a resource created after
+	// it. (With an empty broker this needs the store's relay to recreate
+	// NO8S_EVENTS and publish again.)
+	attempt := 0
+	waitFor(t, 10*time.Second, "a watch hears of a resource created after the restart", func() error {
+		attempt++
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		w, _, err := dialWatch(ctx, base+"/api/v1/events?resource_type=Load", -1, false, 256)
+		if err != nil {
+			return err
+		}
+		defer w.close()
+		name := fmt.Sprintf("watched-%d", attempt)
+		if r := tryDo("POST", base+"/api/v1/resources", map[string]any{
+			"name": name, "resource_type_name": "Load", "resource_type_version": "v1", "spec": map[string]any{"n": 0},
+		}); r.status != 201 {
+			return fmt.Errorf("create %s: %d %s", name, r.status, r.body)
+		}
+		for ev := range w.events {
+			if ev.name == "CREATED" && strings.Contains(string(ev.data), `"resource_name":"`+name+`"`) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no CREATED event for %s within 3 s (watch ended: %v)", name, w.err)
+	})
 }
