@@ -100,6 +100,7 @@ func (s *Service) Run(ctx context.Context) error {
 func (s *Service) lead(ctx context.Context, t *leader.Term) error {
 	s.setStatus(func(st *Status) { *st = Status{Leader: true, Epoch: t.Epoch, Since: t.Since} })
 	defer s.setStatus(func(st *Status) { st.Leader, st.Ready = false, false })
+	var lastRebuild time.Time
 	for {
 		stream, err := s.workStream(ctx)
 		if err != nil {
@@ -111,6 +112,12 @@ func (s *Service) lead(ctx context.Context, t *leader.Term) error {
 		}
 		s.log.Info("rebuilding the scheduler state", "reason", err)
 		s.setStatus(func(st *Status) { st.Ready = false })
+		// Rebuilds in quick succession (an event stream that keeps
+		// failing) are spaced by RetryDelay.
+		if time.Since(lastRebuild) < 5*s.cfg.RetryDelay && !sleep(ctx, s.cfg.RetryDelay) {
+			return nil
+		}
+		lastRebuild = time.Now()
 	}
 }
 
