@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/no8s/no8s/services/internal/problem"
@@ -48,13 +49,25 @@ func newLiveTypes(js jetstream.KeyValueManager, log *slog.Logger) *liveTypes {
 }
 
 // run keeps the cache until ctx ends: it waits for the bucket to exist, then
-// watches its type keys, and starts over when the watch ends.
+// watches its type keys, and starts over when the watch ends or the NATS
+// connection is re-established (a restarted broker may have lost the
+// bucket, which the workers then recreate, and the watch with it).
 func (l *liveTypes) run(ctx context.Context) {
+	var reconnected chan nats.Status
+	if c, ok := l.js.(interface{ Conn() *nats.Conn }); ok && c.Conn() != nil {
+		reconnected = c.Conn().StatusChanged(nats.CONNECTED)
+		defer c.Conn().RemoveStatusListener(reconnected)
+	}
 	delay := 250 * time.Millisecond
 	for ctx.Err() == nil {
 		kv, err := l.bucket(ctx)
 		if err == nil && kv != nil {
-			err = l.watch(ctx, kv)
+			err = l.watch(ctx, kv, reconnected)
+			if errors.Is(err, errReconnected) {
+				l.log.Info("nats reconnected: watching the reconciler registry again")
+				l.forget()
+				delay = 250 * time.Millisecond
+			}
 		}
 		if err != nil && ctx.Err() == nil {
 			l.log.Debug("reconciler registry watch", "error", err)
@@ -94,7 +107,18 @@ func (l *liveTypes) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
-func (l *liveTypes) watch(ctx context.Context, kv jetstream.KeyValue) error {
+// errReconnected ends a watch when the NATS connection is re-established.
+var errReconnected = errors.New("nats reconnected")
+
+// forget drops the bucket handle, so that the next use looks the bucket up
+// again (it may have been lost and recreated).
+func (l *liveTypes) forget() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.kv = nil
+}
+
+func (l *liveTypes) watch(ctx context.Context, kv jetstream.KeyValue, reconnected <-chan nats.Status) error {
 	w, err := kv.Watch(ctx, "type.>")
 	if err != nil {
 		return err
@@ -108,6 +132,8 @@ func (l *liveTypes) watch(ctx context.Context, kv jetstream.KeyValue) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-reconnected:
+			return errReconnected
 		case e, ok := <-w.Updates():
 			if !ok {
 				return errors.New("watch ended")
@@ -161,6 +187,10 @@ func (l *liveTypes) owner(ctx context.Context, name, version string) (string, er
 	}
 	e, err := kv.Get(ctx, reconcilers.TypeKey(reconcilers.TypeRef{Name: name, Version: version}))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", nil
+	}
+	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrNoResponders) {
+		l.forget() // lost with a broker's storage: no reconciler has registered since
 		return "", nil
 	}
 	if err != nil {

@@ -19,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
-	"google.golang.org/grpc"
 
+	"github.com/no8s/no8s/libs/sdk/health"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -129,9 +129,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	acfg := admission.DefaultConfig()
 	acfg.JetStream = gcfg.JetStream
 	admissionSvc := admission.New(acfg, storev1.NewStoreServiceClient(storeConn), log.With("service", "admission"))
-	gcfg.Health = func(ctx context.Context) error {
-		return grpcserver.CheckHealth(ctx, map[string]*grpc.ClientConn{"store": storeConn, "admission": admissionConn})
-	}
+	// One process: the gateway's probes cover every dependency.
+	gcfg.Health.Ready = append([]health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn)}, storeSvc.Probes().Ready...)
 	gcfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
 	schedulerSvc, err := scheduler.New(scheduler.DefaultConfig(), gcfg.Reconcile, gcfg.JetStream, log.With("service", "scheduler"))
 	if err != nil {

@@ -154,6 +154,19 @@ type cluster struct {
 	admissions []string
 	gateways   []string
 	pool       *pgxpool.Pool
+	// probes are the /readyz URLs of the processes started, by name.
+	probes map[string]string
+}
+
+// healthAddr returns a free address for a process's probes, remembered
+// under name.
+func (c *cluster) healthAddr(name string) string {
+	addr := freeAddr(c.t)
+	if c.probes == nil {
+		c.probes = map[string]string{}
+	}
+	c.probes[name] = "http://" + addr + "/readyz"
+	return addr
 }
 
 // newCluster starts a nats-server process on a fresh database.
@@ -191,7 +204,8 @@ func (c *cluster) startStore(addr string) *proc {
 		c.storeAddrs = append(c.storeAddrs, addr)
 	}
 	p := start(c.t, "store", filepath.Join(binDir, "no8s-store"),
-		[]string{"--listen", addr, "--database-url", c.dbURL, "--nats-url", c.natsURL}, "NO8S_LOG_LEVEL=debug")
+		[]string{"--listen", addr, "--database-url", c.dbURL, "--nats-url", c.natsURL,
+			"--health-listen", c.healthAddr(fmt.Sprintf("store-%d", len(c.stores)))}, "NO8S_LOG_LEVEL=debug")
 	c.stores = append(c.stores, p)
 	waitTCP(c.t, addr, p)
 	return p
@@ -199,7 +213,8 @@ func (c *cluster) startStore(addr string) *proc {
 
 func (c *cluster) startAdmission(storeAddr string) string {
 	addr := freeAddr(c.t)
-	p := start(c.t, "admission", filepath.Join(binDir, "no8s-admission"), []string{"--listen", addr, "--store-addr", storeAddr, "--nats-url", c.natsURL})
+	p := start(c.t, "admission", filepath.Join(binDir, "no8s-admission"), []string{"--listen", addr, "--store-addr", storeAddr, "--nats-url", c.natsURL,
+		"--health-listen", c.healthAddr(fmt.Sprintf("admission-%d", len(c.admissions)))})
 	waitTCP(c.t, addr, p)
 	c.admissions = append(c.admissions, addr)
 	return addr
@@ -222,6 +237,10 @@ func (c *cluster) startGateway(storeAddr, admissionAddr string) string {
 		}
 		return nil
 	})
+	if c.probes == nil {
+		c.probes = map[string]string{}
+	}
+	c.probes[fmt.Sprintf("gateway-%d", len(c.gateways))] = base + "/readyz"
 	c.gateways = append(c.gateways, base)
 	return base
 }
@@ -229,7 +248,7 @@ func (c *cluster) startGateway(storeAddr, admissionAddr string) string {
 // startScheduler starts a scheduler process named holder (its name in the
 // leadership lease) with the given lease (whole seconds; 0: the default 6 s).
 func (c *cluster) startScheduler(storeAddr, holder string, lease time.Duration) *proc {
-	args := []string{"--store-addr", storeAddr, "--nats-url", c.natsURL, "--holder", holder}
+	args := []string{"--store-addr", storeAddr, "--nats-url", c.natsURL, "--holder", holder, "--health-listen", c.healthAddr("scheduler-" + holder)}
 	if lease > 0 {
 		args = append(args, "--lease", lease.String())
 	}
@@ -251,7 +270,7 @@ func (c *cluster) startReconciler(storeAddr string, types ...string) *proc {
 func (c *cluster) startReconcilerArgs(name, storeAddr string, env []string, args ...string) *proc {
 	c.t.Helper()
 	full := append(slices.Clone(args), "--nats-url", c.natsURL, "--store-addr", storeAddr,
-		"--health-listen", "off", "--replica-id", name, "--log-level", "debug")
+		"--health-listen", c.healthAddr("reconciler-"+name), "--replica-id", name, "--log-level", "debug")
 	p := start(c.t, "reconciler-"+name, filepath.Join(binDir, "no8s-reconciler"), full, env...)
 	var want []string
 	for i, a := range args {

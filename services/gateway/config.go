@@ -1,11 +1,11 @@
 package gateway
 
 import (
-	"context"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/sdk/health"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/gateway/watch"
 )
@@ -32,9 +32,10 @@ type Config struct {
 	// RequestTimeout bounds each call to a backend (store or admission);
 	// default DefaultRequestTimeout.
 	RequestTimeout time.Duration
-	// Health, when set, is called by GET /health; an error answers 503. Build
-	// one from the backends' connections with GRPCHealthCheck.
-	Health func(ctx context.Context) error
+	// Health holds the probes (package health): GET /readyz and the seed's
+	// GET /health run Health.Ready (the store, admission and NATS: 503
+	// naming the failed ones), GET /healthz runs Health.Live.
+	Health health.Config
 	// JetStream reads the event stream for watches (GET .../events); nil
 	// turns them off (503).
 	JetStream jetstream.JetStream

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/worker"
 
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
@@ -183,7 +184,7 @@ func startStack() (*stack, func(), error) {
 
 	conns := map[string]*grpc.ClientConn{"store": storeConn, "admission": admissionConn}
 	cfg := DefaultConfig()
-	cfg.Health = func(ctx context.Context) error { return grpcserver.CheckHealth(ctx, conns) }
+	cfg.Health.Ready = []health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn), health.NATS(nc)}
 	cfg.JetStream, cfg.Watch = js, watchTestConfig
 	cfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
 	gw := New(cfg, storeClient, admissionClient, log.With("service", "gateway"))

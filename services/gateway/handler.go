@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v5"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 )
@@ -77,7 +78,10 @@ func (s *Service) routes() *echo.Echo {
 	})
 	e.Use(s.requestID, s.accessLog, s.recoverPanic)
 
-	e.GET("/health", s.health)
+	ready := echo.WrapHandler(health.ProbeHandler(s.cfg.Health, s.cfg.Health.Ready))
+	e.GET("/health", ready)
+	e.GET(health.ReadyPath, ready)
+	e.GET(health.LivePath, echo.WrapHandler(health.ProbeHandler(s.cfg.Health, s.cfg.Health.Live)))
 	e.GET("/api/v1/openapi.json", s.openAPI)
 
 	e.POST("/api/v1/resource-types", s.createType)
@@ -256,19 +260,6 @@ func codeForStatus(status int) string {
 		return problem.CodeInternal
 	}
 	return problem.CodeInvalid
-}
-
-// health answers 200 when the backends answer, 503 otherwise.
-func (s *Service) health(c *echo.Context) error {
-	if s.cfg.Health != nil {
-		ctx, cancel := s.backendCtx(c)
-		defer cancel()
-		if err := s.cfg.Health(ctx); err != nil {
-			s.log.Warn("health check failed", "error", err)
-			return writeJSON(c, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "detail": err.Error()})
-		}
-	}
-	return writeJSON(c, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 func (s *Service) openAPI(c *echo.Context) error {

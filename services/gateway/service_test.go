@@ -18,30 +18,52 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/no8s/no8s/libs/sdk/health"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 )
 
 func TestHealth(t *testing.T) {
-	r := do(t, http.MethodGet, "/health", nil).expect(t, http.StatusOK)
-	if got := decode[map[string]string](t, r); got["status"] != "ok" {
-		t.Fatalf("health %s", r.Body)
+	for _, path := range []string{"/health", "/readyz", "/healthz"} {
+		r := do(t, http.MethodGet, path, nil).expect(t, http.StatusOK)
+		if got := decode[map[string]any](t, r); got["status"] != "ok" {
+			t.Fatalf("%s %s", path, r.Body)
+		}
 	}
 
 	cfg := DefaultConfig()
-	cfg.Health = func(context.Context) error { return errors.New("store: connection refused") }
+	cfg.Health.Ready = []health.Check{
+		{Name: "store", Func: func(context.Context) error { return errors.New("connection refused") }},
+		{Name: "admission", Func: func(context.Context) error { return nil }},
+	}
 	srv := httptest.NewServer(New(cfg, env.store, env.admission, nil).Handler())
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/health")
+	for _, path := range []string{"/health", "/readyz"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Status string            `json:"status"`
+			Failed []string          `json:"failed"`
+			Errors map[string]string `json:"errors"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || body.Status != "unavailable" || !slices.Equal(body.Failed, []string{"store"}) ||
+			!strings.Contains(body.Errors["store"], "refused") {
+			t.Fatalf("%s: status %d body %+v", path, resp.StatusCode, body)
+		}
+	}
+	// Alive all the same.
+	resp, err := http.Get(srv.URL + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var body map[string]string
-	_ = json.NewDecoder(resp.Body).Decode(&body)
-	if resp.StatusCode != http.StatusServiceUnavailable || body["status"] != "unavailable" || !strings.Contains(body["detail"], "refused") {
-		t.Fatalf("status %d body %v", resp.StatusCode, body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz %d", resp.StatusCode)
 	}
 }
 

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
@@ -126,16 +128,32 @@ func (l *loop) run(ctx context.Context) error {
 	defer wg.Wait()
 	defer cancel()
 
+	// A broker restart may have lost the work stream, its items and the
+	// event consumer, or brought the event stream back with other
+	// sequences: when the connection comes back, rebuild from the store.
+	nc := l.s.js.Conn()
+	reconnected := nc.StatusChanged(nats.CONNECTED)
+	defer nc.RemoveStatusListener(reconnected)
+
 	// Follow events from now on before reading the state: every change
 	// committed before the read is in it, every later one arrives as an
-	// event (a change seen both ways is merely evaluated twice).
+	// event (a change seen both ways is merely evaluated twice). Without
+	// the event stream (a broker that lost it, until the store's relay
+	// recreates it) the state is read again every LivenessPoll instead.
 	events := make(chan event, 4096)
 	eventsDone := make(chan error, 1)
-	cons, err := l.consumer(ctx)
-	if err != nil {
-		return nil // ctx ended
+	var poll <-chan time.Time
+	if cons, err := l.openConsumer(ctx); err == nil {
+		wg.Go(func() { eventsDone <- l.follow(ctx, cons, events) })
+	} else {
+		if ctx.Err() != nil {
+			return nil
+		}
+		l.log.Warn("event stream not available: reading the store's state periodically until it is", "every", l.s.cfg.LivenessPoll, "error", err)
+		tk := time.NewTicker(l.s.cfg.LivenessPoll)
+		defer tk.Stop()
+		poll = tk.C
 	}
-	wg.Go(func() { eventsDone <- l.follow(ctx, cons, events) })
 
 	liveCh := make(chan map[reconcilers.TypeRef]bool, 1)
 	l.live = l.readLive(ctx)
@@ -186,8 +204,19 @@ func (l *loop) run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			l.log.Warn("event stream ended; ending the term to rebuild", "error", err)
-			return err
+			l.log.Warn("event stream ended; rebuilding", "error", err)
+			return fmt.Errorf("%w: event stream ended: %w", errRebuild, err)
+		case <-reconnected:
+			return fmt.Errorf("%w: the NATS connection was re-established", errRebuild)
+		case <-poll:
+			if cons, err := l.openConsumer(ctx); err == nil {
+				l.log.Info("event stream available again: following it")
+				wg.Go(func() { eventsDone <- l.follow(ctx, cons, events) })
+				poll = nil
+			}
+			if err := l.list(ctx); err != nil {
+				return nil
+			}
 		case ev := <-events:
 			l.onEvent(ev)
 		drain: // take what else is there, to read states in one batch
@@ -221,21 +250,8 @@ func (l *loop) run(ctx context.Context) error {
 	}
 }
 
-// consumer opens an ordered consumer on NO8S_EVENTS that starts after the
-// newest event stored now. It retries until ctx ends.
-func (l *loop) consumer(ctx context.Context) (jetstream.Consumer, error) {
-	for {
-		cons, err := l.openConsumer(ctx)
-		if err == nil {
-			return cons, nil
-		}
-		l.log.Warn("event stream not available; retrying", "error", err)
-		if !sleep(ctx, l.s.cfg.RetryDelay) {
-			return nil, ctx.Err()
-		}
-	}
-}
-
+// openConsumer opens an ordered consumer on NO8S_EVENTS that starts after
+// the newest event stored now.
 func (l *loop) openConsumer(ctx context.Context) (jetstream.Consumer, error) {
 	cctx, cancel := context.WithTimeout(ctx, l.s.cfg.CallTimeout)
 	defer cancel()
@@ -265,11 +281,12 @@ func (l *loop) follow(ctx context.Context, cons jetstream.Consumer, out chan<- e
 	for {
 		msg, err := it.Next()
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			l.log.Warn("reading events", "error", err)
-			continue
+			// The ordered consumer recreates itself after a lost
+			// message or heartbeat; an error means it could not.
+			return fmt.Errorf("read events: %w", err)
 		}
 		ev, err := eventstream.Decode(msg.Data())
 		if err != nil {
@@ -565,6 +582,14 @@ func (l *loop) do(ctx context.Context, j job) result {
 			return r
 		}
 		r.seq, r.err = dispatch.Publish(cctx, l.s.js, j.item)
+		if errors.Is(r.err, jetstream.ErrNoStreamResponse) {
+			// No stream takes the subject: the broker lost it. Recreate
+			// it and publish once more.
+			l.log.Warn("work stream missing; creating it again", "error", r.err)
+			if _, err := dispatch.Ensure(cctx, l.s.js, l.s.cfg.Stream); err == nil {
+				r.seq, r.err = dispatch.Publish(cctx, l.s.js, j.item)
+			}
+		}
 		if r.err == nil {
 			l.s.dispatched.Add(1)
 		}
@@ -576,11 +601,13 @@ func (l *loop) do(ctx context.Context, j job) result {
 		_, err := l.s.rc.SetCondition(cctx, &reconcilev1.SetConditionRequest{SchedulerEpoch: l.term.Epoch, ResourceId: j.id, Condition: j.cond})
 		r.err = problem.FromStatus(err)
 	case jobCheck:
-		_, err := l.stream.GetMsg(cctx, j.seq)
+		msg, err := l.stream.GetMsg(cctx, j.seq)
 		switch {
 		case err == nil:
-			r.present = true
-		case errors.Is(err, jetstream.ErrMsgNotFound):
+			// A stream recreated after a broker lost it numbers its
+			// messages afresh: the sequence must still hold this item.
+			r.present = msg.Header.Get(jetstream.MsgIDHeader) == j.item.DispatchID
+		case errors.Is(err, jetstream.ErrMsgNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
 		default:
 			r.present, r.err = true, err
 		}

@@ -93,25 +93,48 @@ func (s *Service) Run(ctx context.Context) error {
 	return err
 }
 
-// lead runs one term.
+// lead runs one term. The state is rebuilt within the term, without
+// giving up the lease, when the loop asks for it (errRebuild: the NATS
+// connection came back, and a restarted broker may have lost the work
+// stream, its items and the event consumer).
 func (s *Service) lead(ctx context.Context, t *leader.Term) error {
 	s.setStatus(func(st *Status) { *st = Status{Leader: true, Epoch: t.Epoch, Since: t.Since} })
 	defer s.setStatus(func(st *Status) { st.Leader, st.Ready = false, false })
-	var stream jetstream.Stream
+	var lastRebuild time.Time
 	for {
-		var err error
+		stream, err := s.workStream(ctx)
+		if err != nil {
+			return nil // ctx ended
+		}
+		err = newLoop(s, t, stream).run(ctx)
+		if !errors.Is(err, errRebuild) || ctx.Err() != nil {
+			return err
+		}
+		s.log.Info("rebuilding the scheduler state", "reason", err)
+		s.setStatus(func(st *Status) { st.Ready = false })
+		// Rebuilds in quick succession (an event stream that keeps
+		// failing) are spaced by RetryDelay.
+		if time.Since(lastRebuild) < 5*s.cfg.RetryDelay && !sleep(ctx, s.cfg.RetryDelay) {
+			return nil
+		}
+		lastRebuild = time.Now()
+	}
+}
+
+// workStream ensures NO8S_RECONCILE, retrying until ctx ends.
+func (s *Service) workStream(ctx context.Context) (jetstream.Stream, error) {
+	for {
 		cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-		stream, err = dispatch.Ensure(cctx, s.js, s.cfg.Stream)
+		stream, err := dispatch.Ensure(cctx, s.js, s.cfg.Stream)
 		cancel()
 		if err == nil {
-			break
+			return stream, nil
 		}
 		s.log.Warn("work stream not available; retrying", "error", err)
 		if !sleep(ctx, s.cfg.RetryDelay) {
-			return nil
+			return nil, ctx.Err()
 		}
 	}
-	return newLoop(s, t, stream).run(ctx)
 }
 
 // storeLease is the leadership lease in the store.
@@ -150,3 +173,6 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // errLeaseLost: the term's lease could not be confirmed before an action.
 var errLeaseLost = errors.New("scheduler lease not confirmed")
+
+// errRebuild ends a loop so that the term starts a new one from the store.
+var errRebuild = errors.New("scheduler state must be rebuilt")

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/no8s/no8s/libs/sdk/health"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/grpcserver"
@@ -29,6 +30,7 @@ type Service struct {
 	pool  *pgxpool.Pool
 	store *pgstore.Store
 	relay *outbox.Relay
+	nc    *nats.Conn
 }
 
 // OpenPool connects to PostgreSQL and checks the connection.
@@ -82,11 +84,21 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, log *slog.Logger) (*Ser
 		pool:  pool,
 		store: pgstore.New(pool, pgstore.WithAfterCommit(relay.Hint), pgstore.WithHistoryLimit(cfg.HistoryLimit)),
 		relay: relay,
+		nc:    nc,
 	}, nil
 }
 
 // Store returns the domain store (for in-process use and tests).
 func (s *Service) Store() *pgstore.Store { return s.store }
+
+// Probes returns the store's probes (package health): ready while
+// PostgreSQL and NATS answer.
+func (s *Service) Probes() health.Config {
+	return health.Config{Ready: []health.Check{
+		{Name: "postgres", Func: func(ctx context.Context) error { return s.pool.Ping(ctx) }},
+		health.NATS(s.nc),
+	}}
+}
 
 // Relay returns the outbox relay.
 func (s *Service) Relay() *outbox.Relay { return s.relay }

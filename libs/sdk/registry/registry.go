@@ -98,11 +98,27 @@ func Ensure(ctx context.Context, js jetstream.KeyValueManager, ttl time.Duration
 
 // Registration is one replica's claim.
 type Registration struct {
-	kv      jetstream.KeyValue
 	replica Replica
 	value   []byte
-	mu      sync.Mutex
-	last    time.Time
+	// ensure recreates the bucket (Join); nil for Register.
+	ensure func(ctx context.Context) (jetstream.KeyValue, error)
+
+	mu   sync.Mutex
+	kv   jetstream.KeyValue
+	last time.Time
+}
+
+// Join is Ensure followed by Register, and its Registration survives the
+// loss of the bucket: when a refresh fails (a broker restarted with empty
+// storage, the bucket deleted by hand), Refresh recreates the bucket and
+// claims the keys again.
+func Join(ctx context.Context, js jetstream.KeyValueManager, ttl time.Duration, r Replica) (*Registration, error) {
+	ensure := func(ctx context.Context) (jetstream.KeyValue, error) { return Ensure(ctx, js, ttl) }
+	kv, err := ensure(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return register(ctx, kv, r, ensure)
 }
 
 // Register claims every type of r for r.Name (refused with ErrTypeTaken,
@@ -110,6 +126,10 @@ type Registration struct {
 // replica. Claims already made are kept when a later one is refused; they
 // expire with the TTL.
 func Register(ctx context.Context, kv jetstream.KeyValue, r Replica) (*Registration, error) {
+	return register(ctx, kv, r, nil)
+}
+
+func register(ctx context.Context, kv jetstream.KeyValue, r Replica, ensure func(context.Context) (jetstream.KeyValue, error)) (*Registration, error) {
 	if err := ValidName(r.Name); err != nil {
 		return nil, err
 	}
@@ -131,7 +151,7 @@ func Register(ctx context.Context, kv jetstream.KeyValue, r Replica) (*Registrat
 	if err != nil {
 		return nil, err
 	}
-	reg := &Registration{kv: kv, replica: r, value: value}
+	reg := &Registration{kv: kv, replica: r, value: value, ensure: ensure}
 	return reg, reg.Refresh(ctx)
 }
 
@@ -146,14 +166,37 @@ func (g *Registration) LastRefresh() time.Time {
 }
 
 // Refresh re-claims the types and refreshes the replica key (the
-// heartbeat). A type found held by another reconciler is ErrTypeTaken.
+// heartbeat). A type found held by another reconciler is ErrTypeTaken. A
+// Registration made by Join that fails for another reason recreates the
+// bucket when it is missing and tries once more.
 func (g *Registration) Refresh(ctx context.Context) error {
+	err := g.refresh(ctx, g.bucket())
+	if err == nil || g.ensure == nil || errors.Is(err, ErrTypeTaken) || ctx.Err() != nil {
+		return err
+	}
+	kv, eerr := g.ensure(ctx)
+	if eerr != nil {
+		return fmt.Errorf("%w (and the bucket could not be ensured: %w)", err, eerr)
+	}
+	g.mu.Lock()
+	g.kv = kv
+	g.mu.Unlock()
+	return g.refresh(ctx, kv)
+}
+
+func (g *Registration) bucket() jetstream.KeyValue {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.kv
+}
+
+func (g *Registration) refresh(ctx context.Context, kv jetstream.KeyValue) error {
 	for _, t := range g.replica.Types {
-		if err := g.claim(ctx, t); err != nil {
+		if err := g.claim(ctx, kv, t); err != nil {
 			return err
 		}
 	}
-	if _, err := g.kv.Put(ctx, ReplicaKey(g.replica.Name, g.replica.ID), g.value); err != nil {
+	if _, err := kv.Put(ctx, ReplicaKey(g.replica.Name, g.replica.ID), g.value); err != nil {
 		return fmt.Errorf("registry: announce replica %s: %w", g.replica.ID, err)
 	}
 	g.mu.Lock()
@@ -164,13 +207,13 @@ func (g *Registration) Refresh(ctx context.Context) error {
 
 // claim creates the type key, or refreshes it with a compare-and-set when it
 // already names this reconciler.
-func (g *Registration) claim(ctx context.Context, t sdk.TypeRef) error {
+func (g *Registration) claim(ctx context.Context, kv jetstream.KeyValue, t sdk.TypeRef) error {
 	key, name := TypeKey(t), []byte(g.replica.Name)
 	for range 5 {
-		e, err := g.kv.Get(ctx, key)
+		e, err := kv.Get(ctx, key)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
-			if _, err := g.kv.Create(ctx, key, name); err == nil {
+			if _, err := kv.Create(ctx, key, name); err == nil {
 				return nil
 			} else if !errors.Is(err, jetstream.ErrKeyExists) {
 				return fmt.Errorf("registry: claim %s: %w", t, err)
@@ -182,7 +225,7 @@ func (g *Registration) claim(ctx context.Context, t sdk.TypeRef) error {
 		if holder := string(e.Value()); holder != g.replica.Name {
 			return fmt.Errorf("%w: %s is served by reconciler %q; reconciler %q may not serve it too", ErrTypeTaken, t, holder, g.replica.Name)
 		}
-		if _, err := g.kv.Update(ctx, key, name, e.Revision()); err == nil {
+		if _, err := kv.Update(ctx, key, name, e.Revision()); err == nil {
 			return nil
 		} else if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
 			return fmt.Errorf("registry: refresh %s: %w", t, err)
@@ -196,10 +239,11 @@ func (g *Registration) claim(ctx context.Context, t sdk.TypeRef) error {
 // replica of the reconciler is announced (a clean stop makes the types
 // unserved at once instead of after the TTL).
 func (g *Registration) Deregister(ctx context.Context) error {
-	if err := g.kv.Delete(ctx, ReplicaKey(g.replica.Name, g.replica.ID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	kv := g.bucket()
+	if err := kv.Delete(ctx, ReplicaKey(g.replica.Name, g.replica.ID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("registry: remove replica: %w", err)
 	}
-	live, err := Live(ctx, g.kv)
+	live, err := Live(ctx, kv)
 	if err != nil {
 		return err
 	}
@@ -209,11 +253,11 @@ func (g *Registration) Deregister(ctx context.Context) error {
 		}
 	}
 	for _, t := range g.replica.Types {
-		e, err := g.kv.Get(ctx, TypeKey(t))
+		e, err := kv.Get(ctx, TypeKey(t))
 		if err != nil || string(e.Value()) != g.replica.Name {
 			continue
 		}
-		_ = g.kv.Delete(ctx, TypeKey(t), jetstream.LastRevision(e.Revision()))
+		_ = kv.Delete(ctx, TypeKey(t), jetstream.LastRevision(e.Revision()))
 	}
 	return nil
 }

@@ -1,55 +1,53 @@
 package worker
 
 import (
-	"encoding/json"
+	"context"
+	"errors"
 	"net/http"
 	"time"
+
+	"github.com/no8s/no8s/libs/sdk/health"
 )
 
-// Handler serves the worker's probes for the binary to mount:
+// Handler serves the worker's probes (package health) for the binary to
+// mount:
 //
 //	GET /healthz  200 while the worker runs (liveness), 503 once Run returned
-//	GET /readyz   200 while registered, consuming and not draining, else 503
-//	              with the reason
+//	GET /readyz   200 while NATS answers and the worker is registered,
+//	              consuming and not draining, else 503 naming what failed:
+//	              "nats" or "worker" (with the reason: not started,
+//	              draining, registry heartbeat failing, type taken)
 //
-// Both answer a small JSON document.
-func (w *Worker) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
-		ok := !w.stopped.Load() && w.cfg.NATS != nil && !w.cfg.NATS.IsClosed()
-		status := "ok"
-		if !ok {
-			status = "stopped"
-		}
-		writeProbe(rw, ok, map[string]any{"status": status, "reconciler": w.name, "replica": w.replica})
-	})
-	mux.HandleFunc("GET /readyz", func(rw http.ResponseWriter, _ *http.Request) {
-		reason, _ := w.notReady.Load().(string)
-		ok := w.Ready() && w.cfg.NATS.IsConnected()
-		switch {
-		case ok:
-		case reason == "" && !w.cfg.NATS.IsConnected():
-			reason = "nats disconnected"
-		case reason == "":
-			reason = "not ready"
-		}
-		doc := map[string]any{"status": "ready", "reconciler": w.name, "replica": w.replica, "types": w.cfg.Types}
-		if !ok {
-			doc["status"], doc["reason"] = "not ready", reason
-		}
-		if reg := w.reg.Load(); reg != nil && !reg.LastRefresh().IsZero() {
-			doc["last_heartbeat"] = reg.LastRefresh().UTC().Format(time.RFC3339Nano)
-		}
-		writeProbe(rw, ok, doc)
-	})
-	return mux
-}
+// Both answer a small JSON document with the reconciler, the replica, the
+// types and the last registry heartbeat.
+func (w *Worker) Handler() http.Handler { return health.Handler(w.Probes()) }
 
-func writeProbe(rw http.ResponseWriter, ok bool, doc map[string]any) {
-	rw.Header().Set("Content-Type", "application/json")
-	rw.Header().Set("Cache-Control", "no-store")
-	if !ok {
-		rw.WriteHeader(http.StatusServiceUnavailable)
+// Probes returns the worker's probe configuration, for a binary that
+// serves more checks beside the worker's.
+func (w *Worker) Probes() health.Config {
+	return health.Config{
+		Live: []health.Check{{Name: "worker", Func: func(context.Context) error {
+			if w.stopped.Load() {
+				return errors.New("stopped")
+			}
+			return nil
+		}}},
+		Ready: []health.Check{health.NATS(w.cfg.NATS), {Name: "worker", Func: func(context.Context) error {
+			if w.Ready() {
+				return nil
+			}
+			reason, _ := w.notReady.Load().(string)
+			if reason == "" {
+				reason = "not ready"
+			}
+			return errors.New(reason)
+		}}},
+		Info: func() map[string]any {
+			doc := map[string]any{"reconciler": w.name, "replica": w.replica, "types": w.cfg.Types}
+			if reg := w.reg.Load(); reg != nil && !reg.LastRefresh().IsZero() {
+				doc["last_heartbeat"] = reg.LastRefresh().UTC().Format(time.RFC3339Nano)
+			}
+			return doc
+		},
 	}
-	_ = json.NewEncoder(rw).Encode(doc)
 }

@@ -2,15 +2,11 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/health"
 )
 
 // Environment variables read by Main and RunMain.
@@ -102,19 +99,10 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	if err != nil {
 		return err
 	}
-	if addr := env(EnvHealthListen, ":8081"); addr != "off" {
-		lis, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("probe listener: %w", err)
-		}
-		srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("probe server", "error", err)
-			}
-		}()
-		defer srv.Close()
-		log.Info("probes serving", "addr", lis.Addr().String(), "paths", strings.Join([]string{"/healthz", "/readyz"}, ","))
+	stopProbes, err := health.Serve(ctx, env(EnvHealthListen, ":8081"), w.Handler(), log)
+	if err != nil {
+		return err
 	}
+	defer stopProbes()
 	return w.Run(ctx)
 }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -133,11 +134,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker: jetstream: %w", err)
 	}
-	kv, err := registry.Ensure(ctx, js, w.o.registryTTL)
-	if err != nil {
-		return err
-	}
-	reg, err := registry.Register(ctx, kv, registry.Replica{Name: w.name, ID: w.replica, Types: w.cfg.Types, StartedAt: w.startedAt.UTC()})
+	reg, err := registry.Join(ctx, js, w.o.registryTTL, registry.Replica{Name: w.name, ID: w.replica, Types: w.cfg.Types, StartedAt: w.startedAt.UTC()})
 	if err != nil {
 		return fmt.Errorf("worker %s: register: %w", w.name, err)
 	}
@@ -255,14 +252,22 @@ func (w *Worker) removeStaleConsumers(ctx context.Context, stream jetstream.Stre
 	return nil
 }
 
+// heartbeat refreshes the registration every heartbeat interval, and at
+// once when the connection to NATS is re-established: a broker that lost
+// its storage has lost the bucket too, and admission refuses creates of
+// the types until the keys are back (Refresh recreates the bucket).
 func (w *Worker) heartbeat(ctx context.Context, reg *registry.Registration) {
 	t := time.NewTicker(w.o.heartbeat)
 	defer t.Stop()
+	reconnected := w.cfg.NATS.StatusChanged(nats.CONNECTED)
+	defer w.cfg.NATS.RemoveStatusListener(reconnected)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-reconnected:
+			w.log.Info("nats reconnected: renewing the registration")
 		}
 		rctx, cancel := context.WithTimeout(ctx, w.o.heartbeat)
 		err := reg.Refresh(rctx)
@@ -293,6 +298,8 @@ func (w *Worker) heartbeat(ctx context.Context, reg *registry.Registration) {
 func (w *Worker) fetchLoop(ctx, workCtx context.Context, js jetstream.JetStream, cons jetstream.Consumer) {
 	slots := make(chan struct{}, w.o.maxConcurrency)
 	var failures int
+	reconnected := w.cfg.NATS.StatusChanged(nats.CONNECTED)
+	defer w.cfg.NATS.RemoveStatusListener(reconnected)
 	for ctx.Err() == nil {
 		select { // wait for one free slot, then take every other free one
 		case slots <- struct{}{}:
@@ -310,6 +317,16 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context, js jetstream.JetStream,
 			}
 		}
 		fctx, cancel := context.WithTimeout(ctx, w.o.fetchWait)
+		// A pull request sent before the connection dropped is lost with
+		// it: end the fetch when the connection comes back, not after the
+		// whole fetch wait.
+		go func() {
+			select {
+			case <-fctx.Done():
+			case <-reconnected:
+				cancel()
+			}
+		}()
 		batch, err := cons.Fetch(n, jetstream.FetchContext(fctx))
 		if err != nil {
 			cancel()
@@ -318,12 +335,7 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context, js jetstream.JetStream,
 			}
 			failures++
 			w.log.Warn("fetch failed", "error", err)
-			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
-				if c, cerr := w.consumer(ctx, js); cerr == nil {
-					cons = c
-				}
-			}
-			sleep(ctx, backoff(uint64(failures), 100*time.Millisecond, 5*time.Second))
+			cons = w.recover(ctx, js, cons, failures, reconnected)
 			continue
 		}
 		got := 0
@@ -350,25 +362,38 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context, js jetstream.JetStream,
 		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, jetstream.ErrNoMessages) {
 			failures++
 			w.log.Warn("fetch ended with an error", "error", err)
-			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
-				if c, cerr := w.consumer(ctx, js); cerr == nil {
-					cons = c
-				}
-			}
-			sleep(ctx, backoff(uint64(failures), 100*time.Millisecond, 5*time.Second))
+			cons = w.recover(ctx, js, cons, failures, reconnected)
 			continue
 		}
 		failures = 0
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
+// recover follows a failed fetch: it waits a backoff growing with the
+// consecutive failures (cut short when the NATS connection comes back),
+// then ensures the work stream and the consumer again, which a broker
+// restarted without its storage has lost (a deleted consumer likewise). It
+// returns the consumer to fetch from next.
+func (w *Worker) recover(ctx context.Context, js jetstream.JetStream, cons jetstream.Consumer, failures int, reconnected <-chan nats.Status) jetstream.Consumer {
+	t := time.NewTimer(backoff(uint64(failures), 100*time.Millisecond, 2*time.Second))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+		return cons
 	case <-t.C:
+	case <-reconnected:
 	}
+	c, err := w.consumer(ctx, js)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("work queue consumer not available yet", "error", err)
+		}
+		return cons
+	}
+	if failures > 1 {
+		w.log.Info("work queue consumer ensured again", "failures", failures)
+	}
+	return c
 }
 
 func (w *Worker) track(msg jetstream.Msg) *item {

@@ -1,7 +1,8 @@
 // Command no8s-admission runs the admission service: schema validation and
 // defaulting of resources, the live-reconciler rule (it reads the registry of
 // live reconcilers on NATS: --nats-url), then the admission webhook chain,
-// before they are stored.
+// before they are stored. It serves /healthz and /readyz on --health-listen
+// (default 127.0.0.1:7102): ready while the store and NATS answer.
 package main
 
 import (
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/sdk/health"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission"
 	"github.com/no8s/no8s/services/internal/grpcserver"
@@ -32,6 +34,7 @@ func run() error {
 	storeAddr := fs.String("store-addr", proc.Env("NO8S_STORE_ADDR", "127.0.0.1:7001"), "store gRPC address")
 	listen := fs.String("listen", proc.Env("NO8S_ADMISSION_LISTEN", "127.0.0.1:7002"), "gRPC listen address")
 	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL, for the live reconciler registry ($NATS_URL)")
+	healthListen := proc.HealthListenFlag(fs, "127.0.0.1:7102")
 	fs.DurationVar(&cfg.WebhookRefresh, "webhook-refresh", cfg.WebhookRefresh, "how often admission webhooks are polled from the store")
 	fs.DurationVar(&cfg.WebhookChainTimeout, "webhook-chain-timeout", cfg.WebhookChainTimeout, "bound of one request's whole admission webhook chain")
 	_ = fs.Parse(os.Args[1:])
@@ -52,6 +55,13 @@ func run() error {
 	if cfg.JetStream, err = jetstream.New(nc); err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
+	stopProbes, err := health.Serve(ctx, *healthListen, health.Handler(health.Config{
+		Ready: []health.Check{health.GRPC("store", conn), health.NATS(nc)},
+	}), log)
+	if err != nil {
+		return err
+	}
+	defer stopProbes()
 	lis, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

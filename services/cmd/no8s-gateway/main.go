@@ -2,15 +2,14 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"net"
 	"os"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/grpc"
 
+	"github.com/no8s/no8s/libs/sdk/health"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -61,9 +60,7 @@ func run() error {
 	if cfg.JetStream, err = jetstream.New(nc); err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	cfg.Health = func(ctx context.Context) error {
-		return grpcserver.CheckHealth(ctx, map[string]*grpc.ClientConn{"store": storeConn, "admission": admissionConn})
-	}
+	cfg.Health.Ready = []health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn), health.NATS(nc)}
 	lis, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

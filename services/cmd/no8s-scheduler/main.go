@@ -4,6 +4,9 @@
 // stand by and take over within --lease + --renew.
 //
 //	no8s-scheduler --store-addr 127.0.0.1:7001 --nats-url nats://127.0.0.1:4222 --holder sched-a --lease 6s
+//
+// It serves /healthz and /readyz on --health-listen (default
+// 127.0.0.1:7103): ready while the store and NATS answer.
 package main
 
 import (
@@ -13,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/sdk/health"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsconn"
@@ -38,6 +42,7 @@ func run() error {
 	fs.DurationVar(&cfg.ItemLease, "item-lease", cfg.ItemLease, "how long a dispatched item may wait unstarted before it is checked and dispatched again")
 	fs.IntVar(&cfg.Dispatchers, "dispatchers", cfg.Dispatchers, "concurrent dispatches")
 	fs.DurationVar(&cfg.LivenessPoll, "liveness-poll", cfg.LivenessPoll, "how often the live reconciler registry is read")
+	healthListen := proc.HealthListenFlag(fs, "127.0.0.1:7103")
 	fs.DurationVar(&cfg.Relist, "relist", cfg.Relist, "how often every resource's state is read again as a safety net (negative: never)")
 	_ = fs.Parse(os.Args[1:])
 	log := proc.Logger("scheduler")
@@ -62,5 +67,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	stopProbes, err := health.Serve(ctx, *healthListen, health.Handler(health.Config{
+		Ready: []health.Check{health.GRPC("store", conn), health.NATS(nc)},
+	}), log)
+	if err != nil {
+		return err
+	}
+	defer stopProbes()
 	return svc.Run(ctx)
 }

@@ -2,7 +2,7 @@
 // serves the StoreService gRPC API and publishes committed changes to
 // JetStream through the transactional outbox.
 //
-//	no8s-store [flags]          serve
+//	no8s-store [flags]          serve (probes /healthz, /readyz on --health-listen)
 //	no8s-store migrate          apply pending migrations and exit
 //	no8s-store migrate status   print the schema version
 //	no8s-store rebuild-stream   make the event stream this database's again
@@ -20,6 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
 	"github.com/no8s/no8s/services/store"
@@ -43,6 +44,7 @@ func run() error {
 	fs.BoolVar(&cfg.Migrate, "migrate", true, "apply pending migrations at start")
 	fs.DurationVar(&cfg.Relay.Retention, "outbox-retention", cfg.Relay.Retention, "how long published outbox rows are kept")
 	fs.DurationVar(&cfg.Stream.MaxAge, "event-retention", cfg.Stream.MaxAge, "how long the event stream keeps events")
+	healthListen := proc.HealthListenFlag(fs, "127.0.0.1:7101")
 	maxConns := fs.Int("max-conns", int(cfg.MaxConns), "PostgreSQL pool size")
 	fs.IntVar(&cfg.HistoryLimit, "history-limit", cfg.HistoryLimit, "reconciliation history rows kept per resource")
 	fs.BoolVar(&cfg.RebuildStreamOnMismatch, "rebuild-stream-on-mismatch", false, "rebuild the event stream at start when it does not belong to the database, instead of refusing to start")
@@ -79,6 +81,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	stopProbes, err := health.Serve(ctx, *healthListen, health.Handler(svc.Probes()), log)
+	if err != nil {
+		return err
+	}
+	defer stopProbes()
 	lis, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

@@ -107,8 +107,9 @@ type Hub struct {
 
 	mu      sync.Mutex
 	stream  jetstream.Stream
-	lastSeq uint64 // every message up to lastSeq has been fanned out
-	lastRev int64  // the revision of the newest message fanned out
+	created time.Time // the stream's creation time: another one is a new stream
+	lastSeq uint64    // every message up to lastSeq has been fanned out
+	lastRev int64     // the revision of the newest message fanned out
 	// base is the stream's base revision (eventstream.Identity): when an
 	// event carries a newer one, the store rebuilt the stream and live
 	// watchers may have missed compacted changes.
@@ -204,13 +205,22 @@ func (h *Hub) Run(ctx context.Context) error {
 		h.mu.Unlock()
 		close(h.done)
 	}()
+	// A restarted broker may have lost the hub's consumer (memory storage)
+	// or the whole stream: follow again when the connection comes back.
+	nc := h.js.Conn()
+	reconnected := nc.StatusChanged(nats.CONNECTED)
+	defer nc.RemoveStatusListener(reconnected)
 	for {
-		err := h.follow(ctx)
+		err := h.follow(ctx, reconnected)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if errors.Is(err, errResync) {
 			h.log.Debug("event hub: a message was dropped; reading again", "from_seq", h.position().seq+1)
+			continue
+		}
+		if errors.Is(err, errReconnected) {
+			h.log.Info("event hub: nats reconnected; following the stream again", "from_seq", h.position().seq+1)
 			continue
 		}
 		h.log.Warn("event hub: following the stream failed; retrying", "err", err)
@@ -222,9 +232,12 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 }
 
-// follow reads the stream from the hub's position until ctx ends or an
-// error occurs.
-func (h *Hub) follow(ctx context.Context) error {
+// errReconnected ends a follow when the NATS connection is re-established.
+var errReconnected = errors.New("nats reconnected")
+
+// follow reads the stream from the hub's position until ctx ends, an error
+// occurs or the connection is re-established.
+func (h *Hub) follow(ctx context.Context, reconnected <-chan nats.Status) error {
 	stream, err := h.js.Stream(ctx, eventstream.StreamName)
 	if err != nil {
 		return fmt.Errorf("open stream %s: %w", eventstream.StreamName, err)
@@ -233,11 +246,15 @@ func (h *Hub) follow(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stream info: %w", err)
 	}
+	id, _ := eventstream.IdentityOf(info.Config)
 	h.mu.Lock()
 	started := h.stream != nil
+	recreated := started && !info.Created.Equal(h.created)
+	h.created = info.Created
 	h.mu.Unlock()
-	if !started || info.State.LastSeq < h.position().seq {
-		// First start, or the stream was recreated: begin at its end.
+	if !started || recreated || info.State.LastSeq < h.position().seq {
+		// First start, or the stream was recreated (a broker that lost
+		// its storage, a deleted stream): begin at its end.
 		rev, err := lastRevision(ctx, stream, info)
 		if err != nil {
 			return err
@@ -248,11 +265,12 @@ func (h *Hub) follow(ctx context.Context) error {
 			h.endAllLocked(true)
 		}
 		h.lastSeq, h.lastRev = info.State.LastSeq, rev
+		h.base = id.Base
 		h.mu.Unlock()
 	}
 	h.mu.Lock()
 	h.stream = stream
-	if id, ok := eventstream.IdentityOf(info.Config); ok && id.Base > h.base {
+	if id.Base > h.base {
 		if started {
 			h.log.Warn("event stream was rebuilt; ending every watch", "base_revision", id.Base)
 			h.endAllLocked(true)
@@ -288,6 +306,11 @@ func (h *Hub) follow(ctx context.Context) error {
 	nextBookmark := time.Now().Add(h.cfg.Bookmark)
 	var delivered uint64
 	for {
+		select {
+		case <-reconnected:
+			return errReconnected
+		default:
+		}
 		wait := min(max(time.Until(nextBookmark), 5*time.Millisecond), time.Second)
 		msg, err := it.Next(jetstream.NextMaxWait(wait))
 		if ctx.Err() != nil {

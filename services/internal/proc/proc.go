@@ -4,6 +4,7 @@ package proc
 
 import (
 	"context"
+	"flag"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -31,4 +32,11 @@ func Env(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// HealthListenFlag defines --health-listen ($NO8S_HEALTH_LISTEN): the
+// address of a process's /healthz and /readyz (package health), "off" for
+// none.
+func HealthListenFlag(fs *flag.FlagSet, def string) *string {
+	return fs.String("health-listen", Env("NO8S_HEALTH_LISTEN", def), `address of the /healthz and /readyz probes ($NO8S_HEALTH_LISTEN; "off": none)`)
 }
