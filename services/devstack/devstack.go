@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
+	"github.com/no8s/no8s/libs/sdk/outbound"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -35,7 +36,8 @@ import (
 
 // Config configures the development stack.
 type Config struct {
-	// HTTPAddr is the REST API address (":8000" as in the seed).
+	// HTTPAddr is the REST API address: loopback only by default
+	// ("127.0.0.1:8000"), as a development server should be.
 	HTTPAddr string
 	// DatabaseURL is the PostgreSQL database; it is created when missing.
 	DatabaseURL string
@@ -45,6 +47,9 @@ type Config struct {
 	NATSPort int
 	// StoreAddr and AdmissionAddr are the internal gRPC addresses.
 	StoreAddr, AdmissionAddr string
+	// Outbound is the address rule for webhook calls (outbound.DevPolicy:
+	// loopback and private addresses allowed, link-local refused).
+	Outbound outbound.Policy
 }
 
 // DefaultConfig returns the defaults.
@@ -54,12 +59,13 @@ func DefaultConfig() Config {
 		dir = filepath.Join(home, "no8s", "dev")
 	}
 	return Config{
-		HTTPAddr:      ":8000",
+		HTTPAddr:      "127.0.0.1:8000",
 		DatabaseURL:   store.DefaultDatabaseURL,
 		DataDir:       dir,
 		NATSPort:      4333,
 		StoreAddr:     "127.0.0.1:7001",
 		AdmissionAddr: "127.0.0.1:7002",
+		Outbound:      outbound.DevPolicy(),
 	}
 }
 
@@ -125,6 +131,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	acfg := admission.DefaultConfig()
 	acfg.JetStream = gcfg.JetStream
+	acfg.Outbound, gcfg.Outbound = cfg.Outbound, cfg.Outbound
 	admissionSvc := admission.New(acfg, storev1.NewStoreServiceClient(storeConn), log.With("service", "admission"))
 	gcfg.Health = func(ctx context.Context) error {
 		return grpcserver.CheckHealth(ctx, map[string]*grpc.ClientConn{"store": storeConn, "admission": admissionConn})

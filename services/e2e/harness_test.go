@@ -209,7 +209,7 @@ func (c *cluster) startAdmission(storeAddr string) string {
 func (c *cluster) startGateway(storeAddr, admissionAddr string) string {
 	addr := freeAddr(c.t)
 	start(c.t, "gateway", filepath.Join(binDir, "no8s-gateway"),
-		[]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr, "--nats-url", c.natsURL})
+		[]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr, "--nats-url", c.natsURL, "--outbound-allow", "loopback,private"})
 	base := "http://" + addr
 	waitFor(c.t, 20*time.Second, "gateway health", func() error {
 		resp, err := http.Get(base + "/health")

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/worker"
 
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
@@ -169,6 +170,7 @@ func startStack() (*stack, func(), error) {
 	acfg.ShutdownGrace = 2 * time.Second
 	acfg.WebhookRefresh = 20 * time.Millisecond
 	acfg.JetStream = js
+	acfg.Outbound = outbound.DevPolicy() // the webhooks under test listen on loopback
 	admissionSvc := admission.New(acfg, storeClient, log.With("service", "admission"))
 	admissionAddr, err := serve("admission", admissionSvc.Serve)
 	if err != nil {
@@ -186,6 +188,7 @@ func startStack() (*stack, func(), error) {
 	cfg.Health = func(ctx context.Context) error { return grpcserver.CheckHealth(ctx, conns) }
 	cfg.JetStream, cfg.Watch = js, watchTestConfig
 	cfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
+	cfg.Outbound = outbound.DevPolicy()
 	gw := New(cfg, storeClient, admissionClient, log.With("service", "gateway"))
 	ectx, stopEvents := context.WithCancel(ctx)
 	wg.Add(1)

@@ -35,6 +35,7 @@ const (
 const (
 	codeMethodNotAllowed     = "method_not_allowed"
 	codeUnsupportedMediaType = "unsupported_media_type"
+	codeRequestTimeout       = "request_timeout"
 )
 
 const ctxKeyRequestID = "no8s.request_id"
@@ -75,7 +76,8 @@ func (s *Service) routes() *echo.Echo {
 		}),
 		HTTPErrorHandler: s.handleError,
 	})
-	e.Use(s.requestID, s.accessLog, s.recoverPanic)
+	e.Pre(securityHeaders, headAsGet)
+	e.Use(s.requestID, s.accessLog, s.recoverPanic, s.boundBody, requireJSON)
 
 	e.GET("/health", s.health)
 	e.GET("/api/v1/openapi.json", s.openAPI)
@@ -195,6 +197,7 @@ func (s *Service) handleError(c *echo.Context, err error) {
 	}
 	status, body := s.errorResponse(c, err)
 	body.RequestID = requestIDOf(c)
+	setRetryAfter(c, status)
 	if body.Errors == nil {
 		body.Errors = []problem.FieldError{}
 	}
@@ -249,6 +252,8 @@ func codeForStatus(status int) string {
 		return problem.CodeTooLarge
 	case http.StatusUnsupportedMediaType:
 		return codeUnsupportedMediaType
+	case http.StatusRequestTimeout:
+		return codeRequestTimeout
 	case http.StatusServiceUnavailable:
 		return problem.CodeUnavailable
 	}
@@ -265,6 +270,7 @@ func (s *Service) health(c *echo.Context) error {
 		defer cancel()
 		if err := s.cfg.Health(ctx); err != nil {
 			s.log.Warn("health check failed", "error", err)
+			setRetryAfter(c, http.StatusServiceUnavailable)
 			return writeJSON(c, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "detail": err.Error()})
 		}
 	}

@@ -94,6 +94,20 @@ func ParsePolicy(s string) (Policy, error) {
 	return p, nil
 }
 
+// Set parses s into p (ParsePolicy's format), so that a *Policy is a
+// flag.Value.
+func (p *Policy) Set(s string) error {
+	v, err := ParsePolicy(s)
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
+// Type names the value in command-line help (spf13/pflag's Value).
+func (p *Policy) Type() string { return "classes" }
+
 // String is the policy in ParsePolicy's format.
 func (p Policy) String() string {
 	var parts []string
