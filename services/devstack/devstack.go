@@ -70,8 +70,11 @@ func DefaultConfig() Config {
 }
 
 // Run runs the stack until ctx ends, then stops the services in reverse
-// dependency order: gateway and scheduler, admission, store, NATS.
-func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+// dependency order: gateway and scheduler, admission, store, NATS. log is
+// the process logger without a service attribute: each service's lines get
+// their own (service=store, ...), the stack's own lines service=no8s-dev.
+func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
+	log := base.With("service", "no8s-dev")
 	if err := ensureDatabase(ctx, cfg.DatabaseURL); err != nil {
 		return err
 	}
@@ -111,7 +114,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	scfg := store.DefaultConfig()
 	scfg.DatabaseURL = cfg.DatabaseURL
-	storeSvc, err := store.New(ctx, scfg, nc, log.With("service", "store"))
+	storeSvc, err := store.New(ctx, scfg, nc, base.With("service", "store"))
 	if err != nil {
 		return err
 	}
@@ -132,16 +135,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	acfg := admission.DefaultConfig()
 	acfg.JetStream = gcfg.JetStream
 	acfg.Outbound, gcfg.Outbound = cfg.Outbound, cfg.Outbound
-	admissionSvc := admission.New(acfg, storev1.NewStoreServiceClient(storeConn), log.With("service", "admission"))
+	admissionSvc := admission.New(acfg, storev1.NewStoreServiceClient(storeConn), base.With("service", "admission"))
 	gcfg.Health = func(ctx context.Context) error {
 		return grpcserver.CheckHealth(ctx, map[string]*grpc.ClientConn{"store": storeConn, "admission": admissionConn})
 	}
 	gcfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
-	schedulerSvc, err := scheduler.New(scheduler.DefaultConfig(), gcfg.Reconcile, gcfg.JetStream, log.With("service", "scheduler"))
+	schedulerSvc, err := scheduler.New(scheduler.DefaultConfig(), gcfg.Reconcile, gcfg.JetStream, base.With("service", "scheduler"))
 	if err != nil {
 		return err
 	}
-	gatewaySvc := gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), log.With("service", "gateway"))
+	gatewaySvc := gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), base.With("service", "gateway"))
 
 	// Each tier stops only after the tier in front of it has stopped.
 	gatewayCtx, stopGateway := context.WithCancel(ctx)

@@ -46,7 +46,7 @@ database) is created when missing and migrated at start.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := proc.SignalContext()
 			defer cancel()
-			return devstack.Run(ctx, cfg, proc.Logger("no8s-dev"))
+			return devstack.Run(ctx, cfg, proc.BaseLogger())
 		},
 	}
 	f := cmd.Flags()
