@@ -199,7 +199,7 @@ func (c *cluster) startStore(addr string) *proc {
 
 func (c *cluster) startAdmission(storeAddr string) string {
 	addr := freeAddr(c.t)
-	p := start(c.t, "admission", filepath.Join(binDir, "no8s-admission"), []string{"--listen", addr, "--store-addr", storeAddr, "--nats-url", c.natsURL})
+	p := start(c.t, "admission", filepath.Join(binDir, "no8s-admission"), []string{"--listen", addr, "--store-addr", storeAddr, "--nats-url", c.natsURL, "--outbound-allow", "loopback,private"})
 	waitTCP(c.t, addr, p)
 	c.admissions = append(c.admissions, addr)
 	return addr
