@@ -213,7 +213,7 @@ func (b *boundedBody) Close() error { return b.body.Close() }
 func bodyReadError(err error) error {
 	switch {
 	case errors.Is(err, errBodySlots):
-		return problem.New(problem.Unavailable, problem.CodeUnavailable, "the gateway is reading too many request bodies; retry later")
+		return &httpError{status: http.StatusServiceUnavailable, code: problem.CodeUnavailable, detail: "the gateway is reading too many request bodies; retry later"}
 	case errors.Is(err, errBodyTimeout):
 		return &httpError{status: http.StatusRequestTimeout, code: codeRequestTimeout, detail: "the request body did not arrive in time"}
 	}
