@@ -64,8 +64,12 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 // Policy says which classes of address besides Public may be reached. The
 // zero Policy allows public addresses only.
 type Policy struct {
-	AllowLoopback  bool
-	AllowPrivate   bool
+	// AllowLoopback allows the Loopback class (webhooks on the same host).
+	AllowLoopback bool
+	// AllowPrivate allows the Private class (webhooks in a private network).
+	AllowPrivate bool
+	// AllowLinkLocal allows the LinkLocal class, cloud metadata included:
+	// almost never what you want.
 	AllowLinkLocal bool
 }
 
