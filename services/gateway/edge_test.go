@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -31,7 +32,18 @@ func serveReal(t *testing.T, cfg func(*Config)) string {
 		cfg(&c)
 	}
 	gw := New(c, env.store, env.admission, env.log.With("gateway", t.Name()))
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	// Receive buffers as small as a real network path's: on loopback the
+	// kernel would otherwise absorb megabytes a server never read.
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	lis, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +63,18 @@ func serveReal(t *testing.T, cfg func(*Config)) string {
 // as Python's urllib does, and reads one response.
 func rawExchange(t *testing.T, addr, head string, body func(w io.Writer) error) (*http.Response, []byte) {
 	t.Helper()
-	conn, err := net.Dial("tcp", addr)
+	// A send buffer as small as a real client's: the body cannot hide in
+	// the kernel either.
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 64<<10)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	conn, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
