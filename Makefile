@@ -13,19 +13,25 @@ NATS_SERVER_VERSION  := v2.15.2
 # Unit, integration and end-to-end tests of every module. Keep under 15 minutes.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: help run build test stress bench lint generate generate-check tools nats-server clean
+.PHONY: help run build test stress bench lint check-large-files generate generate-check tools nats-server clean
 
 help:
-	@echo "make run             run the whole control plane (no8s dev) on :8000"
+	@echo "make run             run the whole control plane (no8s dev) on 127.0.0.1:8000 (ARGS=... for more flags)"
 	@echo "make test            run every module's tests (needs PostgreSQL; see README)"
 	@echo "make stress          long soak versions of the outbox and concurrency tests"
 	@echo "make bench           the performance figures the issues ask for"
-	@echo "make lint            gofmt, go vet, staticcheck"
+	@echo "make lint            gofmt, go vet, staticcheck, no tracked file over 1 MiB"
 	@echo "make generate        regenerate protobuf code with buf"
 	@echo "make generate-check  regenerate and fail if the committed code differs"
 
+# Builds bin/no8s (incrementally: only the first build is slow), then becomes
+# it; no8s dev exits 0 on Ctrl-C, so make does too.
 run:
-	cd services && go run ./cmd/no8s dev
+	@mkdir -p $(BIN)
+	@echo "make run: building bin/no8s (the first build takes about a minute)..."
+	@cd services && go build -o $(BIN)/no8s ./cmd/no8s
+	@echo "make run: starting no8s dev (state: ~/.cache/no8s/dev and the PostgreSQL database no8s unless ARGS say otherwise); Ctrl-C stops it"
+	@exec $(BIN)/no8s dev $(ARGS)
 
 build:
 	@mkdir -p $(BIN)
@@ -41,11 +47,16 @@ stress: build nats-server
 bench: build nats-server
 	cd services && go run ./cmd/no8s-bench
 
-lint: $(BIN)/staticcheck
+lint: $(BIN)/staticcheck check-large-files
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)
 	go vet work
 	staticcheck work
 	cd examples/hello-reconciler && GOWORK=off go vet ./... && GOWORK=off $(BIN)/staticcheck ./...
+
+# A committed binary or dump bloats every clone: tracked files over 1 MiB
+# are refused outside testdata/.
+check-large-files:
+	@.ci/check-large-files
 
 generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc
 	buf lint

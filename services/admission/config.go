@@ -5,6 +5,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/services/admission/webhook"
 )
 
@@ -25,6 +26,13 @@ type Config struct {
 	// admitted carries its reconciler's finalizer. Nil turns the rule off
 	// (admission tests of schemas and webhooks alone); every deployment sets it.
 	JetStream jetstream.KeyValueManager
+	// Outbound is the address rule for calls to webhooks: the zero Policy
+	// allows public addresses only; `no8s dev` allows loopback and private
+	// ones too. Link-local addresses (cloud metadata) are refused unless
+	// named.
+	Outbound outbound.Policy
+	// Resolver resolves webhook host names (net.DefaultResolver when nil).
+	Resolver outbound.Resolver
 }
 
 // DefaultConfig returns the defaults.

@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/no8s/no8s/libs/sdk/outbound"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission/webhook"
@@ -40,7 +41,8 @@ func New(cfg Config, store storev1.StoreServiceClient, log *slog.Logger) *Servic
 	if cfg.WebhookChainTimeout <= 0 {
 		cfg.WebhookChainTimeout = def.WebhookChainTimeout
 	}
-	reg := webhook.NewRegistry(webhookSource{store: store}, cfg.WebhookRefresh, log.With("component", "webhooks"))
+	reg := webhook.NewRegistry(webhookSource{store: store}, cfg.WebhookRefresh,
+		&outbound.Dialer{Policy: cfg.Outbound, Resolver: cfg.Resolver}, log.With("component", "webhooks"))
 	var live *liveTypes
 	if cfg.JetStream != nil {
 		live = newLiveTypes(cfg.JetStream, log.With("component", "reconcilers"))
@@ -61,7 +63,7 @@ func (s *Service) WebhookSetVersion() string { return s.webhooks.Version() }
 // Serve serves gRPC on lis and keeps the webhook registry fresh until ctx
 // ends, then stops gracefully.
 func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
-	srv, hs := grpcserver.New()
+	srv, hs := grpcserver.New(grpcserver.LogInternal(s.log))
 	admissionv1.RegisterAdmissionServiceServer(srv, s.handler)
 	s.log.Info("admission serving", "addr", lis.Addr().String())
 	regCtx, stopRegistry := context.WithCancel(context.WithoutCancel(ctx))

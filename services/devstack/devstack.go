@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/outbound"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -35,7 +36,8 @@ import (
 
 // Config configures the development stack.
 type Config struct {
-	// HTTPAddr is the REST API address (":8000" as in the seed).
+	// HTTPAddr is the REST API address: loopback only by default
+	// ("127.0.0.1:8000"), as a development server should be.
 	HTTPAddr string
 	// DatabaseURL is the PostgreSQL database; it is created when missing.
 	DatabaseURL string
@@ -45,6 +47,9 @@ type Config struct {
 	NATSPort int
 	// StoreAddr and AdmissionAddr are the internal gRPC addresses.
 	StoreAddr, AdmissionAddr string
+	// Outbound is the address rule for webhook calls (outbound.DevPolicy:
+	// loopback and private addresses allowed, link-local refused).
+	Outbound outbound.Policy
 }
 
 // DefaultConfig returns the defaults.
@@ -54,18 +59,22 @@ func DefaultConfig() Config {
 		dir = filepath.Join(home, "no8s", "dev")
 	}
 	return Config{
-		HTTPAddr:      ":8000",
+		HTTPAddr:      "127.0.0.1:8000",
 		DatabaseURL:   store.DefaultDatabaseURL,
 		DataDir:       dir,
 		NATSPort:      4333,
 		StoreAddr:     "127.0.0.1:7001",
 		AdmissionAddr: "127.0.0.1:7002",
+		Outbound:      outbound.DevPolicy(),
 	}
 }
 
 // Run runs the stack until ctx ends, then stops the services in reverse
-// dependency order: gateway and scheduler, admission, store, NATS.
-func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+// dependency order: gateway and scheduler, admission, store, NATS. log is
+// the process logger without a service attribute: each service's lines get
+// their own (service=store, ...), the stack's own lines service=no8s-dev.
+func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
+	log := base.With("service", "no8s-dev")
 	if err := ensureDatabase(ctx, cfg.DatabaseURL); err != nil {
 		return err
 	}
@@ -108,7 +117,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// A dev data directory outliving its database (or the reverse) is
 	// common: rebuild the stream rather than refuse to start.
 	scfg.RebuildStreamOnMismatch = true
-	storeSvc, err := store.New(ctx, scfg, nc, log.With("service", "store"))
+	storeSvc, err := store.New(ctx, scfg, nc, base.With("service", "store"))
 	if err != nil {
 		return err
 	}
@@ -128,15 +137,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	acfg := admission.DefaultConfig()
 	acfg.JetStream = gcfg.JetStream
-	admissionSvc := admission.New(acfg, storev1.NewStoreServiceClient(storeConn), log.With("service", "admission"))
+	acfg.Outbound, gcfg.Outbound = cfg.Outbound, cfg.Outbound
+	admissionSvc := admission.New(acfg, storev1.NewStoreServiceClient(storeConn), base.With("service", "admission"))
 	// One process: the gateway's probes cover every dependency.
 	gcfg.Health.Ready = append([]health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn)}, storeSvc.Probes().Ready...)
 	gcfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
-	schedulerSvc, err := scheduler.New(scheduler.DefaultConfig(), gcfg.Reconcile, gcfg.JetStream, log.With("service", "scheduler"))
+	schedulerSvc, err := scheduler.New(scheduler.DefaultConfig(), gcfg.Reconcile, gcfg.JetStream, base.With("service", "scheduler"))
 	if err != nil {
 		return err
 	}
-	gatewaySvc := gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), log.With("service", "gateway"))
+	gatewaySvc := gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), base.With("service", "gateway"))
 
 	// Each tier stops only after the tier in front of it has stopped.
 	gatewayCtx, stopGateway := context.WithCancel(ctx)

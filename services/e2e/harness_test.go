@@ -214,7 +214,7 @@ func (c *cluster) startStore(addr string) *proc {
 func (c *cluster) startAdmission(storeAddr string) string {
 	addr := freeAddr(c.t)
 	p := start(c.t, "admission", filepath.Join(binDir, "no8s-admission"), []string{"--listen", addr, "--store-addr", storeAddr, "--nats-url", c.natsURL,
-		"--health-listen", c.healthAddr(fmt.Sprintf("admission-%d", len(c.admissions)))})
+		"--health-listen", c.healthAddr(fmt.Sprintf("admission-%d", len(c.admissions))), "--outbound-allow", "loopback,private"})
 	waitTCP(c.t, addr, p)
 	c.admissions = append(c.admissions, addr)
 	return addr
@@ -224,7 +224,7 @@ func (c *cluster) startAdmission(storeAddr string) string {
 func (c *cluster) startGateway(storeAddr, admissionAddr string) string {
 	addr := freeAddr(c.t)
 	start(c.t, "gateway", filepath.Join(binDir, "no8s-gateway"),
-		[]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr, "--nats-url", c.natsURL})
+		[]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr, "--nats-url", c.natsURL, "--outbound-allow", "loopback,private"})
 	base := "http://" + addr
 	waitFor(c.t, 20*time.Second, "gateway health", func() error {
 		resp, err := http.Get(base + "/health")

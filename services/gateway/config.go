@@ -6,6 +6,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/outbound"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/gateway/watch"
 )
@@ -16,6 +17,16 @@ const (
 	DefaultShutdownGrace = 10 * time.Second
 	// DefaultRequestTimeout bounds each call to a backend.
 	DefaultRequestTimeout = 30 * time.Second
+	// DefaultReadHeaderTimeout bounds reading a request's headers.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultBodyReadTimeout bounds reading a request's body, and waiting
+	// for a body-read slot.
+	DefaultBodyReadTimeout = 30 * time.Second
+	// DefaultIdleTimeout closes a kept-alive connection idle this long.
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultMaxConcurrentBodyReads bounds the request bodies read at once
+	// (each up to 1 MiB).
+	DefaultMaxConcurrentBodyReads = 64
 	// MaxPatchAttempts bounds the read-merge-write rounds of a PATCH without
 	// an explicit resource_version.
 	MaxPatchAttempts = 5
@@ -41,6 +52,29 @@ type Config struct {
 	JetStream jetstream.JetStream
 	// Watch tunes event streaming (heartbeat, bookmark, slow clients).
 	Watch watch.Config
+	// ReadHeaderTimeout bounds reading a request's headers (default
+	// DefaultReadHeaderTimeout).
+	ReadHeaderTimeout time.Duration
+	// BodyReadTimeout bounds reading one request body, from its first byte
+	// read to its last, and the wait for a body-read slot (default
+	// DefaultBodyReadTimeout). A body that does not arrive in time is
+	// answered 408 and its connection closed.
+	BodyReadTimeout time.Duration
+	// IdleTimeout closes kept-alive connections idle this long (default
+	// DefaultIdleTimeout).
+	IdleTimeout time.Duration
+	// MaxConcurrentBodyReads bounds the request bodies read at once; a
+	// request waits for a slot up to BodyReadTimeout, then gets 503
+	// (default DefaultMaxConcurrentBodyReads).
+	//
+	// No timeout applies to an event stream once it has started: watches
+	// run as long as their client reads; the watch package's own
+	// WriteTimeout ends one whose client stopped reading.
+	MaxConcurrentBodyReads int
+	// Outbound is the address rule applied to webhook URLs at registration
+	// (admission applies it again when it connects): the zero Policy allows
+	// public addresses only; `no8s dev` allows loopback and private ones.
+	Outbound outbound.Policy
 	// Reconcile serves the reconcile endpoints (manual trigger, history);
 	// nil answers them with 503. The store serves it beside StoreService.
 	Reconcile reconcilev1.ReconcileServiceClient
@@ -48,7 +82,9 @@ type Config struct {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{ShutdownGrace: DefaultShutdownGrace, RequestTimeout: DefaultRequestTimeout}
+	return Config{ShutdownGrace: DefaultShutdownGrace, RequestTimeout: DefaultRequestTimeout,
+		ReadHeaderTimeout: DefaultReadHeaderTimeout, BodyReadTimeout: DefaultBodyReadTimeout,
+		IdleTimeout: DefaultIdleTimeout, MaxConcurrentBodyReads: DefaultMaxConcurrentBodyReads}
 }
 
 func (c Config) withDefaults() Config {
@@ -57,6 +93,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		c.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if c.BodyReadTimeout <= 0 {
+		c.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxConcurrentBodyReads <= 0 {
+		c.MaxConcurrentBodyReads = DefaultMaxConcurrentBodyReads
 	}
 	return c
 }

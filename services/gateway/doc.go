@@ -10,11 +10,20 @@
 // calls) makes the gateway admit again with a fresh schema. Bad input never
 // reaches the store.
 //
+// Every request first passes the HTTP edge (handler_edge.go): security
+// headers, HEAD answered as GET, a JSON Content-Type on writes with a body,
+// and body reads bounded in time, number and size (an oversized body is
+// read and discarded up to MaxDrainBytes so that its client reads the 413).
+// Serve adds header and idle timeouts; event streams are exempt from all of
+// them. Webhook URLs are checked against the outbound address rule
+// (Config.Outbound, package libs/sdk/outbound) at registration.
+//
 // Every error is a JSON document
 //
 //	{"detail": "...", "code": "...", "errors": [{"path": "/spec/x", "message": "..."}]}
 //
-// with the HTTP status derived from the problem kind (see package problem).
+// with the HTTP status derived from the problem kind (see package problem);
+// every 503 carries Retry-After.
 //
 // Watches (GET /api/v1/events, GET /api/v1/resources/{id}/events) stream the
 // NO8S_EVENTS JetStream stream as Server-Sent Events, resumable by revision;

@@ -24,6 +24,7 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/worker"
 
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
@@ -170,6 +171,7 @@ func startStack() (*stack, func(), error) {
 	acfg.ShutdownGrace = 2 * time.Second
 	acfg.WebhookRefresh = 20 * time.Millisecond
 	acfg.JetStream = js
+	acfg.Outbound = outbound.DevPolicy() // the webhooks under test listen on loopback
 	admissionSvc := admission.New(acfg, storeClient, log.With("service", "admission"))
 	admissionAddr, err := serve("admission", admissionSvc.Serve)
 	if err != nil {
@@ -187,6 +189,7 @@ func startStack() (*stack, func(), error) {
 	cfg.Health.Ready = []health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn), health.NATS(nc)}
 	cfg.JetStream, cfg.Watch = js, watchTestConfig
 	cfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
+	cfg.Outbound = outbound.DevPolicy()
 	gw := New(cfg, storeClient, admissionClient, log.With("service", "gateway"))
 	ectx, stopEvents := context.WithCancel(ctx)
 	wg.Add(1)

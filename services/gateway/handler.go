@@ -36,6 +36,7 @@ const (
 const (
 	codeMethodNotAllowed     = "method_not_allowed"
 	codeUnsupportedMediaType = "unsupported_media_type"
+	codeRequestTimeout       = "request_timeout"
 )
 
 const ctxKeyRequestID = "no8s.request_id"
@@ -76,7 +77,8 @@ func (s *Service) routes() *echo.Echo {
 		}),
 		HTTPErrorHandler: s.handleError,
 	})
-	e.Use(s.requestID, s.accessLog, s.recoverPanic)
+	e.Pre(securityHeaders, headAsGet)
+	e.Use(s.requestID, s.accessLog, s.recoverPanic, s.boundBody, requireJSON)
 
 	ready := echo.WrapHandler(health.ProbeHandler(s.cfg.Health, s.cfg.Health.Ready))
 	e.GET("/health", ready)
@@ -199,6 +201,7 @@ func (s *Service) handleError(c *echo.Context, err error) {
 	}
 	status, body := s.errorResponse(c, err)
 	body.RequestID = requestIDOf(c)
+	setRetryAfter(c, status)
 	if body.Errors == nil {
 		body.Errors = []problem.FieldError{}
 	}
@@ -253,6 +256,8 @@ func codeForStatus(status int) string {
 		return problem.CodeTooLarge
 	case http.StatusUnsupportedMediaType:
 		return codeUnsupportedMediaType
+	case http.StatusRequestTimeout:
+		return codeRequestTimeout
 	case http.StatusServiceUnavailable:
 		return problem.CodeUnavailable
 	}

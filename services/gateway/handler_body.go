@@ -41,8 +41,8 @@ func call[Req, Resp any](s *Service, c *echo.Context, fn func(context.Context, R
 }
 
 // readBody checks the Content-Type and reads at most MaxRequestBytes of
-// body. A body without Content-Type is taken as JSON; any type other than
-// the accepted ones is refused with 415.
+// body. Any type other than the accepted ones is refused with 415 (a body
+// without one never gets here: see requireJSON).
 func readBody(c *echo.Context, accepted ...string) ([]byte, error) {
 	req := c.Request()
 	if ct := req.Header.Get(echo.HeaderContentType); ct != "" {
@@ -66,7 +66,7 @@ func readBody(c *echo.Context, accepted ...string) ([]byte, error) {
 	}
 	data, err := io.ReadAll(io.LimitReader(req.Body, resource.MaxRequestBytes+1))
 	if err != nil {
-		return nil, problem.New(problem.Invalid, problem.CodeMalformedJSON, "reading the request body failed: %v", err)
+		return nil, bodyReadError(err)
 	}
 	if len(data) > resource.MaxRequestBytes {
 		return nil, tooLarge()

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,9 @@ const HeaderLastEventID = "Last-Event-ID"
 
 // codeGone answers a resume point older than the retained event history.
 const codeGone = "gone"
+
+// codeTooNew answers a resume point ahead of the newest revision.
+const codeTooNew = "too_new"
 
 // watchReadyWait bounds how long a watch waits for the event hub to follow
 // the stream (at gateway start) before answering 503.
@@ -110,12 +114,21 @@ func (s *Service) serveWatch(c *echo.Context, f watch.Filter) error {
 			return problem.New(problem.Gone, codeGone,
 				"%s: list the resources again (GET /api/v1/resources) and watch from the list's %s", gone.Error(), HeaderResourceVersion)
 		}
+		var tooNew *watch.TooNewError
+		if errors.As(err, &tooNew) {
+			return problem.New(problem.Invalid, codeTooNew,
+				"%s: list the resources again (GET /api/v1/resources) and watch from the list's %s", tooNew.Error(), HeaderResourceVersion)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return problem.New(problem.Unavailable, problem.CodeUnavailable, "the event stream is not available: %v", err)
 		}
+	}
+	if isHead(c) {
+		c.Response().Header().Set(echo.HeaderContentType, "text/event-stream")
+		return c.NoContent(http.StatusOK)
 	}
 	if err := s.events.Stream(ctx, c.Response(), f, start); err != nil {
 		s.log.Debug("watch ended", "err", err, "request_id", requestIDOf(c))

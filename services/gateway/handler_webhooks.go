@@ -136,6 +136,15 @@ func parseWebhook(c *echo.Context, create bool) (*webhookconf.Webhook, webhookBo
 	return w, body, nil
 }
 
+// checkWebhookAddress refuses a webhook URL whose address the outbound rule
+// does not allow (admission checks again at connect time, after resolving).
+func (s *Service) checkWebhookAddress(w *webhookconf.Webhook) error {
+	if err := s.cfg.Outbound.CheckURL(w.URL); err != nil {
+		return fieldsError("invalid admission webhook", []problem.FieldError{{Path: "/webhook_url", Message: err.Error()}})
+	}
+	return nil
+}
+
 func (s *Service) createWebhook(c *echo.Context) error {
 	dry, err := dryRun(c)
 	if err != nil {
@@ -143,6 +152,9 @@ func (s *Service) createWebhook(c *echo.Context) error {
 	}
 	w, _, err := parseWebhook(c, true)
 	if err != nil {
+		return err
+	}
+	if err := s.checkWebhookAddress(w); err != nil {
 		return err
 	}
 	resp, err := call(s, c, s.store.CreateAdmissionWebhook, &storev1.CreateAdmissionWebhookRequest{Webhook: resourcepb.WebhookToProto(w), DryRun: dry})
@@ -187,6 +199,9 @@ func (s *Service) updateWebhook(c *echo.Context) error {
 	}
 	w, body, err := parseWebhook(c, false)
 	if err != nil {
+		return err
+	}
+	if err := s.checkWebhookAddress(w); err != nil {
 		return err
 	}
 	if body.ID != nil && *body.ID != id {

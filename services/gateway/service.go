@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v5"
 
@@ -25,6 +24,8 @@ type Service struct {
 	echo      *echo.Echo
 	// events fans the event stream out to watches; nil without JetStream.
 	events *watch.Hub
+	// bodySlots holds one token per request body being read.
+	bodySlots chan struct{}
 }
 
 // New returns a gateway over the store and admission clients. Zero Config
@@ -34,6 +35,7 @@ func New(cfg Config, store storev1.StoreServiceClient, admission admissionv1.Adm
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{cfg: cfg.withDefaults(), store: store, admission: admission, log: log}
+	s.bodySlots = make(chan struct{}, s.cfg.MaxConcurrentBodyReads)
 	if s.cfg.JetStream != nil {
 		s.events = watch.NewHub(s.cfg.JetStream, s.cfg.Watch, s.publishedRevision, log.With("component", "watch"))
 	}
@@ -56,12 +58,15 @@ func (s *Service) RunEvents(ctx context.Context) error {
 
 // Serve serves HTTP on lis until ctx ends, then shuts down gracefully: it
 // stops accepting, lets in-flight requests finish within ShutdownGrace and
-// then closes what is left.
+// then closes what is left. Headers must arrive within ReadHeaderTimeout
+// and idle connections close after IdleTimeout; bodies are bounded by
+// BodyReadTimeout per request (boundBody), not by a server-wide read or
+// write deadline, which would cut event streams.
 func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.echo,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	s.log.Info("gateway serving", "addr", lis.Addr().String())

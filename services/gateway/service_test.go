@@ -92,6 +92,9 @@ func TestBackendUnavailable(t *testing.T) {
 		{http.MethodPost, "/api/v1/resource-types", `{"name":"X","version":"v1","schema":{"type":"object"}}`},
 	} {
 		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
+		if tc.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -99,7 +102,7 @@ func TestBackendUnavailable(t *testing.T) {
 		var e errorDoc
 		_ = json.NewDecoder(resp.Body).Decode(&e)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusServiceUnavailable || e.Code != "unavailable" || strings.Contains(e.Detail, addr) {
+		if resp.StatusCode != http.StatusServiceUnavailable || e.Code != "unavailable" || strings.Contains(e.Detail, addr) || resp.Header.Get("Retry-After") == "" {
 			t.Errorf("%s %s: %d %+v", tc.method, tc.path, resp.StatusCode, e)
 		}
 	}

@@ -34,6 +34,7 @@ var watchTestConfig = watch.Config{
 	StallTimeout: time.Second,
 	WriteTimeout: 20 * time.Second,
 	Retry:        100 * time.Millisecond,
+	TooNewWait:   500 * time.Millisecond,
 }
 
 // sseEvent is one event (or, with Name "", one comment) read from a watch.

@@ -199,6 +199,12 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (
 	if err != nil {
 		return nil, fmt.Errorf("health listener on %s: %w", addr, err)
 	}
+	return ServeListener(ctx, lis, h, log), nil
+}
+
+// ServeListener serves h on lis as Serve does, for a caller that chose the
+// listener itself.
+func ServeListener(ctx context.Context, lis net.Listener, h http.Handler, log *slog.Logger) (stop func()) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
 	go func() {
@@ -215,5 +221,5 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (
 		stopped()
 		_ = srv.Close()
 		<-done
-	}, nil
+	}
 }

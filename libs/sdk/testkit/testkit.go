@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/no8s/no8s/libs/sdk/client"
+	"github.com/no8s/no8s/libs/sdk/outbound"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -189,6 +190,8 @@ func (e *Env) start(t testing.TB) error {
 
 	acfg := admission.DefaultConfig()
 	acfg.JetStream = js // the live-reconciler rule
+	// Webhooks under test listen on the test machine: allow them as no8s dev does.
+	acfg.Outbound = outbound.DevPolicy()
 	admissionSvc := admission.New(acfg, e.Store, e.Log.With("service", "admission"))
 	e.serve(func(ctx context.Context) error { return admissionSvc.Serve(ctx, admissionLis) })
 	admissionConn, err := Dial(admissionLis.Addr().String())
@@ -207,6 +210,7 @@ func (e *Env) start(t testing.TB) error {
 	gcfg.JetStream = js
 	gcfg.Reconcile = e.Reconcile
 	gcfg.ShutdownGrace = 2 * time.Second
+	gcfg.Outbound = acfg.Outbound
 	gatewaySvc := gateway.New(gcfg, e.Store, admissionv1.NewAdmissionServiceClient(admissionConn), e.Log.With("service", "gateway"))
 	e.serve(func(ctx context.Context) error { return gatewaySvc.Serve(ctx, httpLis) })
 	e.URL = "http://" + httpLis.Addr().String()

@@ -2,8 +2,10 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/logging"
 )
 
 // Environment variables read by Main and RunMain.
@@ -24,15 +27,49 @@ const (
 	EnvNATSURL = "NATS_URL"
 	// EnvStoreAddr is the store's gRPC address (default 127.0.0.1:7001).
 	EnvStoreAddr = "NO8S_STORE_ADDR"
-	// EnvHealthListen is the probe address (default :8081; "off" disables).
+	// EnvHealthListen is the probe address ("off" disables). Unset, it is
+	// DefaultHealthListen, or a free port when that is taken (a second
+	// reconciler on one machine); set, it must be free.
 	EnvHealthListen = "NO8S_HEALTH_LISTEN"
 	// EnvMaxConcurrency bounds concurrent attempts (default 8).
 	EnvMaxConcurrency = "NO8S_MAX_CONCURRENCY"
 	// EnvReplicaID names the replica (default host-pid-random).
 	EnvReplicaID = "NO8S_REPLICA_ID"
 	// EnvLogLevel is debug, info, warn or error (default info).
-	EnvLogLevel = "NO8S_LOG_LEVEL"
+	EnvLogLevel = logging.EnvLevel
+	// EnvLogFormat is text (default) or json: the format of every no8s
+	// process (package logging).
+	EnvLogFormat = logging.EnvFormat
 )
+
+// DefaultHealthListen is the probe address when EnvHealthListen is unset.
+const DefaultHealthListen = ":8081"
+
+// listenProbes listens on addr, or on def when addr is empty, falling back
+// to a free port when def is taken: two reconcilers started side by side on
+// a laptop must not clash, while a deployment that names the address gets
+// exactly it.
+func listenProbes(addr, def string, log *slog.Logger) (net.Listener, error) {
+	if addr != "" {
+		lis, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("probe listener: %w", err)
+		}
+		return lis, nil
+	}
+	lis, err := net.Listen("tcp", def)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		host, _, _ := net.SplitHostPort(def)
+		if lis, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err == nil {
+			log.Warn("the default probe address is taken (another reconciler on this machine?); probes listen on a free port instead",
+				"default", def, "addr", lis.Addr().String(), "set", EnvHealthListen)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("probe listener: %w", err)
+	}
+	return lis, nil
+}
 
 // Main runs rec as a worker process configured from the environment, until
 // SIGTERM or SIGINT, and exits: a reconciler binary's whole main is
@@ -58,11 +95,10 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 		}
 		return def
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(env(EnvLogLevel, "info"))); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrInvalidConfig, EnvLogLevel, err)
+	log, err := logging.New(os.Stderr, logging.FromEnv(getenv))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	all := []Option{WithLogger(log)}
 	if v := getenv(EnvMaxConcurrency); v != "" {
 		n, err := strconv.Atoi(v)
@@ -99,9 +135,13 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	if err != nil {
 		return err
 	}
-	stopProbes, err := health.Serve(ctx, env(EnvHealthListen, ":8081"), w.Handler(), log)
-	if err != nil {
-		return err
+	stopProbes := func() {}
+	if addr := getenv(EnvHealthListen); addr != health.Off {
+		lis, err := listenProbes(addr, DefaultHealthListen, log)
+		if err != nil {
+			return err
+		}
+		stopProbes = health.ServeListener(ctx, lis, w.Handler(), log)
 	}
 	defer stopProbes()
 	return w.Run(ctx)

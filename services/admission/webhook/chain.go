@@ -150,6 +150,14 @@ func (c *Chain) call(ctx, cctx context.Context, h *Hook, req Request) (*Response
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, ctx.Err()
 		}
+		if c.Log != nil {
+			attrs := []any{"webhook", h.Name, "url", h.URL, "error", err.Error()}
+			var ce *callError
+			if errors.As(err, &ce) && ce.cause != nil {
+				attrs = append(attrs, "cause", ce.cause.Error())
+			}
+			c.Log.Warn("admission webhook call failed", attrs...)
+		}
 		return nil, failed(h, err)
 	}
 	return resp, nil

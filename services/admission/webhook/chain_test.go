@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/webhookconf"
@@ -22,7 +23,7 @@ func testHook(name, url, policy string, timeout int) *Hook {
 			Name: name, URL: url, Type: webhookconf.TypeValidating, Operations: []string{webhookconf.OpCreate},
 			TimeoutSeconds: timeout, FailurePolicy: policy,
 		},
-		client: newTransportClient(nil),
+		client: newTransportClient(nil, &outbound.Dialer{Policy: outbound.DevPolicy()}),
 	}
 }
 

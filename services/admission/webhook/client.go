@@ -12,8 +12,9 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
+	"syscall"
 
+	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/services/internal/webhookconf"
 )
 
@@ -26,29 +27,19 @@ type Hook struct {
 }
 
 // newTransportClient returns a client with its own connection pool that
-// trusts roots (the system's when nil). Redirects are not followed: a
-// webhook answers itself.
-func newTransportClient(roots *x509.CertPool) *http.Client {
-	tr := &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   128,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		TLSClientConfig:       &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
-	}
-	return &http.Client{
-		Transport:     tr,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+// trusts roots (the system's when nil) and connects only where dialer's
+// address rule allows. Redirects are not followed: a webhook answers
+// itself.
+func newTransportClient(roots *x509.CertPool, dialer *outbound.Dialer) *http.Client {
+	return outbound.NewClient(outbound.NewTransport(dialer, &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}))
 }
 
 // clientPool keeps one client, and so one pool of kept-alive connections,
 // per CA bundle. It is used by one goroutine at a time (the registry's
 // refresh).
 type clientPool struct {
+	// dialer applies the outbound address rule to every connection.
+	dialer  *outbound.Dialer
 	clients map[[32]byte]*http.Client
 }
 
@@ -71,7 +62,7 @@ func (p *clientPool) rebuild(hooks []*Hook) {
 					continue
 				}
 			}
-			c = newTransportClient(roots)
+			c = newTransportClient(roots, p.dialer)
 		}
 		next[key] = c
 		h.client = c
@@ -90,8 +81,33 @@ func (p *clientPool) closeAll() {
 	}
 }
 
+// The classes of failure a client is told. The details (the remote answer,
+// the transport's error) go to admission's log only: echoing them would let
+// whoever registers a webhook scan ports and read services that admission
+// can reach.
+const (
+	classAddress  = "address not allowed"
+	classRefused  = "connection refused"
+	classConnect  = "connection failed"
+	classTimeout  = "timed out"
+	classTLS      = "TLS handshake failed"
+	classInvalid  = "invalid response"
+	classDeadline = "timed out: the admission chain's deadline passed before it answered"
+)
+
+// callError is a failed call: what the client is told, and why.
+type callError struct {
+	class string
+	cause error
+}
+
+func (e *callError) Error() string { return e.class }
+
+func (e *callError) Unwrap() error { return e.cause }
+
 // call POSTs body to the webhook within its timeout (and ctx's deadline) and
-// parses the answer. Any error is a failure of the webhook.
+// parses the answer. Any error is a failure of the webhook, a *callError
+// unless the registration itself is broken.
 func (h *Hook) call(ctx context.Context, body []byte) (*Response, error) {
 	if h.broken != nil {
 		return nil, h.broken
@@ -107,42 +123,65 @@ func (h *Hook) call(ctx context.Context, body []byte) (*Response, error) {
 	req.Header.Set("User-Agent", "no8s-admission")
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return nil, h.transportError(ctx, cctx, err)
+		return nil, transportError(ctx, cctx, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
-		return nil, h.transportError(ctx, cctx, err)
+		return nil, transportError(ctx, cctx, err)
 	}
 	if len(data) > MaxResponseBytes {
-		return nil, fmt.Errorf("its response is larger than %d bytes", MaxResponseBytes)
+		return nil, &callError{class: classInvalid, cause: fmt.Errorf("its response is larger than %d bytes", MaxResponseBytes)}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, fmt.Errorf("it answered HTTP %d%s", resp.StatusCode, snippet(data))
+		return nil, &callError{class: fmt.Sprintf("answered HTTP status %d", resp.StatusCode), cause: fmt.Errorf("HTTP %d%s", resp.StatusCode, snippet(data))}
 	}
 	r, err := ParseResponse(data, h.Type == webhookconf.TypeMutating)
 	if err != nil {
-		return nil, fmt.Errorf("its answer is not valid: %v", err)
+		return nil, &callError{class: classInvalid, cause: fmt.Errorf("its answer is not valid: %w", err)}
 	}
 	return r, nil
 }
 
-// transportError says why a call failed without the noise of url.Error.
-func (h *Hook) transportError(chain, call context.Context, err error) error {
+// transportError classifies a failed exchange.
+func transportError(chain, call context.Context, err error) error {
+	var (
+		netErr    net.Error
+		recordErr tls.RecordHeaderError
+		alertErr  tls.AlertError
+		verifyErr *tls.CertificateVerificationError
+		unknownCA x509.UnknownAuthorityError
+		hostErr   x509.HostnameError
+		certErr   x509.CertificateInvalidError
+		opErr     *net.OpError
+	)
+	class := classInvalid
 	switch {
 	case chain.Err() != nil && errors.Is(chain.Err(), context.DeadlineExceeded):
-		return errors.New("the admission chain's deadline passed before it answered")
-	case call.Err() != nil && errors.Is(call.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("it did not answer within its timeout of %ds", h.TimeoutSeconds)
+		class = classDeadline
+	case call.Err() != nil && errors.Is(call.Err(), context.DeadlineExceeded),
+		errors.As(err, &netErr) && netErr.Timeout():
+		class = classTimeout
+	case errors.Is(err, outbound.ErrRefused):
+		class = classAddress
+	case errors.Is(err, syscall.ECONNREFUSED):
+		class = classRefused
+	case errors.As(err, &recordErr), errors.As(err, &alertErr), errors.As(err, &verifyErr),
+		errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &certErr),
+		strings.Contains(err.Error(), "HTTP response to HTTPS client"), strings.Contains(err.Error(), "tls: "):
+		class = classTLS
+	case errors.As(err, &opErr) && opErr.Op == "dial", isDNSError(err):
+		class = classConnect
 	}
-	var ue interface{ Unwrap() error }
-	if errors.As(err, &ue) && ue.Unwrap() != nil {
-		err = ue.Unwrap()
-	}
-	return fmt.Errorf("calling it failed: %v", err)
+	return &callError{class: class, cause: err}
 }
 
-// snippet quotes the start of an error response body.
+func isDNSError(err error) bool {
+	var dnsErr *net.DNSError
+	return errors.As(err, &dnsErr)
+}
+
+// snippet quotes the start of an error response body (for the log).
 func snippet(b []byte) string {
 	s := strings.TrimSpace(strings.ToValidUTF8(string(b), "\uFFFD"))
 	if s == "" {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/webhookconf"
 )
@@ -53,8 +54,10 @@ type Registry struct {
 }
 
 // NewRegistry returns a registry that, once Run, polls src every interval.
-func NewRegistry(src Source, interval time.Duration, log *slog.Logger) *Registry {
-	return &Registry{src: src, interval: interval, log: log, ready: make(chan struct{})}
+// Its webhooks connect through dialer, which applies the outbound address
+// rule.
+func NewRegistry(src Source, interval time.Duration, dialer *outbound.Dialer, log *slog.Logger) *Registry {
+	return &Registry{src: src, interval: interval, log: log, ready: make(chan struct{}), pool: clientPool{dialer: dialer}}
 }
 
 // Run refreshes the registry at once and then every interval until ctx

@@ -37,6 +37,10 @@ func run() error {
 	healthListen := proc.HealthListenFlag(fs, "127.0.0.1:7102")
 	fs.DurationVar(&cfg.WebhookRefresh, "webhook-refresh", cfg.WebhookRefresh, "how often admission webhooks are polled from the store")
 	fs.DurationVar(&cfg.WebhookChainTimeout, "webhook-chain-timeout", cfg.WebhookChainTimeout, "bound of one request's whole admission webhook chain")
+	if err := cfg.Outbound.Set(proc.Env("NO8S_OUTBOUND_ALLOW", "")); err != nil {
+		return fmt.Errorf("NO8S_OUTBOUND_ALLOW: %w", err)
+	}
+	fs.Var(&cfg.Outbound, "outbound-allow", "classes of address besides public ones that webhooks may be called at: loopback, private, link-local, comma-separated ($NO8S_OUTBOUND_ALLOW; default none)")
 	_ = fs.Parse(os.Args[1:])
 	log := proc.Logger("admission")
 	ctx, cancel := proc.SignalContext()

@@ -715,7 +715,8 @@ func (e *benchEnv) start(ctx context.Context) error {
 		return err
 	}
 	ap, err := e.startProc("admission", filepath.Join(e.binDir, "no8s-admission"),
-		"--listen", e.admissionAddr, "--store-addr", e.storeAddr, "--nats-url", e.natsURL)
+		"--listen", e.admissionAddr, "--store-addr", e.storeAddr, "--nats-url", e.natsURL,
+		"--outbound-allow", "loopback") // the webhook benchmark's webhook listens on loopback
 	if err != nil {
 		return err
 	}
@@ -729,7 +730,8 @@ func (e *benchEnv) start(ctx context.Context) error {
 		return err
 	}
 	gp, err := e.startProc("gateway", filepath.Join(e.binDir, "no8s-gateway"),
-		"--listen", gwAddr, "--store-addr", e.storeAddr, "--admission-addr", e.admissionAddr, "--nats-url", e.natsURL)
+		"--listen", gwAddr, "--store-addr", e.storeAddr, "--admission-addr", e.admissionAddr, "--nats-url", e.natsURL,
+		"--outbound-allow", "loopback")
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,14 @@ func run() error {
 	fs.DurationVar(&cfg.Watch.Bookmark, "watch-bookmark", 0, "interval of BOOKMARK events on watches (default 30s)")
 	fs.DurationVar(&cfg.Watch.StallTimeout, "watch-stall-timeout", 0, "a watch whose client accepts no data for this long ends with a too_slow event (default 30s)")
 	fs.DurationVar(&cfg.Watch.FlushInterval, "watch-flush-interval", 0, "a live watch writes at most once per interval, coalescing bursts; negative: at once (default 20ms)")
+	fs.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "a request's headers must arrive within this")
+	fs.DurationVar(&cfg.BodyReadTimeout, "body-read-timeout", cfg.BodyReadTimeout, "a request's body must arrive within this (else 408); also the longest wait for a body-read slot (else 503)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "kept-alive connections idle this long are closed")
+	fs.IntVar(&cfg.MaxConcurrentBodyReads, "max-body-reads", cfg.MaxConcurrentBodyReads, "request bodies read at once")
+	if err := cfg.Outbound.Set(proc.Env("NO8S_OUTBOUND_ALLOW", "")); err != nil {
+		return fmt.Errorf("NO8S_OUTBOUND_ALLOW: %w", err)
+	}
+	fs.Var(&cfg.Outbound, "outbound-allow", "classes of address besides public ones that webhook URLs may name: loopback, private, link-local, comma-separated ($NO8S_OUTBOUND_ALLOW; default none)")
 	_ = fs.Parse(os.Args[1:])
 	log := proc.Logger("gateway")
 	ctx, cancel := proc.SignalContext()

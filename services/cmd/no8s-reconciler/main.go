@@ -66,8 +66,9 @@ func commonFlags(fs *flag.FlagSet) *common {
 	str("store-addr", worker.EnvStoreAddr, "127.0.0.1:7001", "store gRPC address")
 	str("concurrency", worker.EnvMaxConcurrency, strconv.Itoa(worker.DefaultMaxConcurrency), "attempts at once in this replica")
 	str("replica-id", worker.EnvReplicaID, "", "this replica's name in lease holders (default host-pid-random)")
-	str("health-listen", worker.EnvHealthListen, ":8081", `probe address for /healthz and /readyz ("off" disables)`)
+	str("health-listen", worker.EnvHealthListen, "", `probe address for /healthz and /readyz ("off" disables; default `+worker.DefaultHealthListen+`, or a free port when that is taken)`)
 	str("log-level", worker.EnvLogLevel, "info", "debug, info, warn or error")
+	str("log-format", worker.EnvLogFormat, "text", "text or json")
 	fs.DurationVar(&c.lease, "lease", envDuration("NO8S_LEASE", worker.DefaultLease), "reconcile lease, whole seconds; a crashed replica's items return after it ($NO8S_LEASE)")
 	return c
 }

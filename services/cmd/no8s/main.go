@@ -39,17 +39,19 @@ func newDevCmd() *cobra.Command {
 		Short: "Run gateway, admission, scheduler and store in one process with an embedded NATS JetStream",
 		Long: `Runs the whole control plane in one process: an embedded NATS server with
 JetStream, and the store, admission, scheduler and api-gateway services
-talking over real gRPC on loopback. The REST API listens on :8000 as in the seed. The
+talking over real gRPC on loopback. The REST API listens on 127.0.0.1:8000 (use
+--listen :8000 to serve other machines too). The
 PostgreSQL database in DATABASE_URL (default: the local server's "no8s"
 database) is created when missing and migrated at start.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := proc.SignalContext()
 			defer cancel()
-			return devstack.Run(ctx, cfg, proc.Logger("no8s-dev"))
+			return devstack.Run(ctx, cfg, proc.BaseLogger())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.HTTPAddr, "listen", cfg.HTTPAddr, "REST API listen address")
+	f.StringVar(&cfg.HTTPAddr, "listen", cfg.HTTPAddr, "REST API listen address (:8000 for every interface)")
+	f.Var(&cfg.Outbound, "outbound-allow", "classes of address besides public ones that webhooks may be called at: loopback, private, link-local")
 	f.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL connection string ($DATABASE_URL)")
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "where the embedded JetStream keeps its files")
 	f.IntVar(&cfg.NATSPort, "nats-port", cfg.NATSPort, "embedded NATS port (0 picks a free one)")

@@ -24,6 +24,10 @@ const (
 	DefaultWriteTimeout = 2 * time.Minute
 	DefaultRetry        = 2 * time.Second
 	DefaultCatchUpBatch = 64
+	// DefaultTooNewWait is how long a resume point ahead of the newest
+	// published revision waits for the relay to catch up before it is
+	// refused.
+	DefaultTooNewWait = 3 * time.Second
 	// DefaultFlushInterval bounds how often a live watcher writes.
 	DefaultFlushInterval = 20 * time.Millisecond
 )
@@ -54,6 +58,11 @@ type Config struct {
 	// this long, and an event after a quiet spell goes out at once.
 	// Negative turns it off.
 	FlushInterval time.Duration
+	// TooNewWait is how long a resume point ahead of the newest published
+	// revision may wait for the store's relay to catch up with it (a
+	// revision just committed, not yet published), as Kubernetes waits for
+	// its cache, before it is refused with a *TooNewError.
+	TooNewWait time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -77,6 +86,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Retry <= 0 {
 		c.Retry = DefaultRetry
+	}
+	if c.TooNewWait <= 0 {
+		c.TooNewWait = DefaultTooNewWait
 	}
 	if c.CatchUpBatch <= 0 {
 		c.CatchUpBatch = DefaultCatchUpBatch
@@ -157,7 +169,9 @@ type Stats struct {
 }
 
 // NewHub returns a hub over js. published may be nil; it is consulted only
-// when every event in the stream has expired.
+// when every event in the stream has expired, and when a resume point is
+// ahead of every event the hub has seen (to refuse one that is ahead of the
+// newest revision).
 func NewHub(js jetstream.JetStream, cfg Config, published PublishedFunc, log *slog.Logger) *Hub {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

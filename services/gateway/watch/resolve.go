@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -23,6 +24,23 @@ func (e *GoneError) Error() string {
 	return fmt.Sprintf("resume point %d is older than the retained event history (the oldest resumable revision is %d)", e.Since, e.Oldest)
 }
 
+// TooNewError means a resume point is beyond the newest revision published:
+// no such revision exists (yet), so waiting for it could take forever. The
+// client must list again.
+type TooNewError struct {
+	// Since is the refused resume point.
+	Since int64
+	// Newest is the newest published revision.
+	Newest int64
+}
+
+func (e *TooNewError) Error() string {
+	return fmt.Sprintf("resume point %d is ahead of the newest revision (the newest revision is %d)", e.Since, e.Newest)
+}
+
+// tooNewPoll is how often the published revision is read meanwhile.
+const tooNewPoll = 50 * time.Millisecond
+
 // Start is where a watch begins, from Resolve.
 type Start struct {
 	now bool
@@ -34,7 +52,9 @@ type Start struct {
 func Now() Start { return Start{now: true} }
 
 // Resolve finds where a watch that resumes after revision since starts. It
-// answers a *GoneError when since is older than the retained history.
+// answers a *GoneError when since is older than the retained history, and a
+// *TooNewError when since is ahead of the newest published revision (after
+// waiting briefly for the relay to catch up).
 func (h *Hub) Resolve(ctx context.Context, since int64) (Start, error) {
 	if since < 0 {
 		since = 0
@@ -51,6 +71,11 @@ func (h *Hub) Resolve(ctx context.Context, since int64) (Start, error) {
 	// holds nothing before its base: older resume points must list again.
 	if id, ok := eventstream.IdentityOf(info.Config); ok && since < id.Base {
 		return Start{}, &GoneError{Since: since, Oldest: id.Base}
+	}
+	if since > h.position().rev {
+		if err := h.checkNotAhead(ctx, since); err != nil {
+			return Start{}, err
+		}
 	}
 	// Fast path: at or past the hub's position, nothing stored is needed.
 	if pos := h.position(); pos.rev > 0 && since >= pos.rev {
@@ -131,6 +156,35 @@ func (h *Hub) resolve(ctx context.Context, stream jetstream.Stream, since int64)
 		}
 	}
 	return Start{seq: lo, rev: since}, nil
+}
+
+// checkNotAhead returns a *TooNewError when since stays ahead of the
+// store's published revision for Config.TooNewWait. Without a PublishedFunc it
+// cannot tell and lets the watch wait.
+func (h *Hub) checkNotAhead(ctx context.Context, since int64) error {
+	if h.published == nil {
+		return nil
+	}
+	deadline := time.Now().Add(h.cfg.TooNewWait)
+	for {
+		published, err := h.published(ctx)
+		if err != nil {
+			return fmt.Errorf("read the published revision: %w", err)
+		}
+		if since <= published {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return &TooNewError{Since: since, Newest: published}
+		}
+		t := time.NewTimer(tooNewPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // revisionAt reads the revision of the message at seq.

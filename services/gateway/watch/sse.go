@@ -33,7 +33,7 @@ func newSSEWriter(w http.ResponseWriter, cfg Config) *sseWriter {
 func (o *sseWriter) header(retry time.Duration) error {
 	h := o.w.Header()
 	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
+	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	o.w.WriteHeader(http.StatusOK)
 	if err := o.write([]byte("retry: " + strconv.FormatInt(retry.Milliseconds(), 10) + "\n\n")); err != nil {

@@ -44,7 +44,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) start(t *testing.T) {
 	t.Helper()
-	f.hub = NewHub(f.js, Config{Heartbeat: time.Second, Bookmark: time.Second, Buffer: 4}, func(context.Context) (int64, error) { return f.published, nil }, nil)
+	f.hub = NewHub(f.js, Config{Heartbeat: time.Second, Bookmark: time.Second, Buffer: 4, TooNewWait: 100 * time.Millisecond}, func(context.Context) (int64, error) { return f.published, nil }, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = f.hub.Run(ctx) }()
@@ -103,7 +103,7 @@ func TestResolveSparseRevisions(t *testing.T) {
 	cases := []struct {
 		since int64
 		seq   uint64
-	}{{9, 1}, {10, 2}, {15, 2}, {19, 2}, {20, 3}, {55, 6}, {99, 10}, {100, 11}, {1000, 11}}
+	}{{9, 1}, {10, 2}, {15, 2}, {19, 2}, {20, 3}, {55, 6}, {99, 10}, {100, 11}}
 	for _, c := range cases {
 		st, err := f.hub.Resolve(ctx, c.since)
 		if err != nil {
@@ -112,6 +112,11 @@ func TestResolveSparseRevisions(t *testing.T) {
 		if st.seq != c.seq || st.rev != c.since || st.now {
 			t.Fatalf("since %d: start %+v, want seq %d", c.since, st, c.seq)
 		}
+	}
+	// Beyond the newest revision: refused, naming it.
+	var tooNew *TooNewError
+	if _, err := f.hub.Resolve(ctx, 1000); !errors.As(err, &tooNew) || tooNew.Newest != 100 || tooNew.Since != 1000 {
+		t.Fatalf("since 1000: %v, want too new with newest 100", err)
 	}
 	// Nothing was removed from the stream: any resume point is served.
 	if st, err := f.hub.Resolve(ctx, 0); err != nil || st.seq != 1 {
@@ -155,7 +160,10 @@ func TestResolveGoneRule(t *testing.T) {
 	}
 	// A gateway that starts on the empty stream knows nothing but that.
 	f.start(t)
-	for since, ok := range map[int64]bool{0: false, 119: false, 120: true, 130: true} {
+	if _, err := f.hub.Resolve(ctx, 130); !errors.As(err, new(*TooNewError)) {
+		t.Fatalf("since 130 on an empty stream published to 120: %v, want too new", err)
+	}
+	for since, ok := range map[int64]bool{0: false, 119: false, 120: true} {
 		st, err := f.hub.Resolve(ctx, since)
 		if !ok {
 			if !errors.As(err, new(*GoneError)) {
@@ -172,9 +180,14 @@ func TestResolveGoneRule(t *testing.T) {
 func TestResolveEmptyStream(t *testing.T) {
 	f := newFixture(t)
 	f.start(t)
-	st, err := f.hub.Resolve(t.Context(), 42)
-	if err != nil || st.seq != 1 || st.rev != 42 {
+	st, err := f.hub.Resolve(t.Context(), 0)
+	if err != nil || st.seq != 1 || st.rev != 0 {
 		t.Fatalf("resolve on a stream that never had events: %+v %v", st, err)
+	}
+	// Nothing was ever published: any later resume point is ahead.
+	var tooNew *TooNewError
+	if _, err := f.hub.Resolve(t.Context(), 42); !errors.As(err, &tooNew) || tooNew.Newest != 0 {
+		t.Fatalf("since 42 on a stream that never had events: %v, want too new", err)
 	}
 }
 

@@ -7,12 +7,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // MaxMessageBytes bounds gRPC messages: a list page of up to 1,000
@@ -27,6 +31,32 @@ func New(opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
 	return srv, hs
+}
+
+// LogInternal logs every call answered with codes.Internal, with its cause
+// (which the client does not see) and the caller's request id.
+func LogInternal(log *slog.Logger) grpc.ServerOption {
+	return grpc.ChainUnaryInterceptor(logInternal(log))
+}
+
+func logInternal(log *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if err != nil && status.Code(err) == codes.Internal {
+			cause := err
+			if c := errors.Unwrap(err); c != nil {
+				cause = c
+			}
+			rid := ""
+			if md, ok := metadata.FromIncomingContext(ctx); ok {
+				if v := md.Get("x-request-id"); len(v) > 0 {
+					rid = v[0]
+				}
+			}
+			log.ErrorContext(ctx, "internal error", "method", info.FullMethod, "error", cause.Error(), "request_id", rid)
+		}
+		return resp, err
+	}
 }
 
 // Serve serves on lis until ctx ends, then stops gracefully within grace.

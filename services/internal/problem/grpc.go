@@ -28,8 +28,9 @@ var kindCodes = map[Kind]codes.Code{
 
 // ToStatus turns err into a gRPC status error carrying kind, code and fields.
 // Context errors become Canceled or DeadlineExceeded; anything that is not a
-// *Error becomes Internal with a generic message (the cause is logged by the
-// caller, not sent).
+// *Error becomes Internal with a generic message. The cause of an Internal
+// is not sent but stays reachable with errors.Unwrap, for the server's
+// interceptor to log (grpcserver.LogInternal).
 func ToStatus(err error) error {
 	if err == nil {
 		return nil
@@ -59,8 +60,25 @@ func ToStatus(err error) error {
 	if withDetails, derr := st.WithDetails(details...); derr == nil {
 		st = withDetails
 	}
+	if pe.Kind == Internal {
+		return &internalError{st: st, cause: err}
+	}
 	return st.Err()
 }
+
+// internalError is an Internal status that keeps its cause for the log.
+type internalError struct {
+	st    *status.Status
+	cause error
+}
+
+func (e *internalError) Error() string { return e.st.Err().Error() }
+
+// GRPCStatus is what gRPC sends.
+func (e *internalError) GRPCStatus() *status.Status { return e.st }
+
+// Unwrap returns the cause.
+func (e *internalError) Unwrap() error { return e.cause }
 
 // FromStatus turns a gRPC error from another no8s service back into a *Error.
 // Transport failures (Unavailable without details, DeadlineExceeded) become

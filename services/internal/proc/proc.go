@@ -5,20 +5,30 @@ package proc
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/no8s/no8s/libs/sdk/logging"
 )
 
-// Logger returns a text logger on stderr at the level named by NO8S_LOG_LEVEL
-// (debug, info, warn, error; default info).
+// Logger returns the process logger (package logging: NO8S_LOG_FORMAT,
+// NO8S_LOG_LEVEL) carrying service=service.
 func Logger(service string) *slog.Logger {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(Env("NO8S_LOG_LEVEL", "info"))); err != nil {
-		level = slog.LevelInfo
+	return BaseLogger().With("service", service)
+}
+
+// BaseLogger returns the process logger without attributes. A bad setting is
+// reported on stderr and the default (text, info) used.
+func BaseLogger() *slog.Logger {
+	log, err := logging.New(os.Stderr, logging.FromEnv(os.Getenv))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "no8s: %v; logging text at info\n", err)
+		log, _ = logging.New(os.Stderr, logging.Options{})
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("service", service)
+	return log
 }
 
 // SignalContext returns a context cancelled on SIGINT or SIGTERM.

@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -206,6 +208,13 @@ func translate(err error) error {
 	}
 	var connErr *pgconn.ConnectError
 	if errors.As(err, &connErr) {
+		return unavailable(err)
+	}
+	// A connection that broke mid-call (the server went away): the
+	// outcome of a write is unknown, and retrying with a resource_version
+	// precondition is safe.
+	var netErr net.Error
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.As(err, &netErr) {
 		return unavailable(err)
 	}
 	return err

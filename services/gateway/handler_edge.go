@@ -1,0 +1,228 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"github.com/no8s/no8s/services/internal/problem"
+)
+
+// The defences every request passes at the HTTP edge: security headers,
+// HEAD as GET, the Content-Type of a write with a body, and bounded body
+// reads. The server's own timeouts are set in Serve.
+
+// MaxDrainBytes bounds how much of a refused body (too large, or not read by
+// its handler) is read and discarded before the answer, so that a client
+// that writes its whole body before reading the answer gets the answer
+// rather than a reset. Beyond it the connection is closed.
+const MaxDrainBytes = 16 << 20
+
+// RetryAfterSeconds is the Retry-After of every 503.
+const RetryAfterSeconds = 2
+
+// contentSecurityPolicy forbids everything: the API serves JSON and event
+// streams, never a document to render.
+const contentSecurityPolicy = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
+const ctxKeyHead = "no8s.head"
+
+// securityHeaders sets the standard security headers on every answer.
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("Cache-Control", "no-store")
+		h.Set("Referrer-Policy", "no-referrer")
+		return next(c)
+	}
+}
+
+// headAsGet routes HEAD as GET. The handler sees a GET; net/http, which
+// still holds the HEAD request, sends no body.
+func headAsGet(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		if req := c.Request(); req.Method == http.MethodHead {
+			get := req.Clone(req.Context())
+			get.Method = http.MethodGet
+			c.SetRequest(get)
+			c.Set(ctxKeyHead, true)
+		}
+		return next(c)
+	}
+}
+
+// isHead reports whether the request came as HEAD.
+func isHead(c *echo.Context) bool {
+	h, _ := c.Get(ctxKeyHead).(bool)
+	return h
+}
+
+// hasBody reports whether a request carries a body.
+func hasBody(req *http.Request) bool {
+	return req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0
+}
+
+// requireJSON refuses a write with a body unless it is JSON (or, for PATCH,
+// a merge patch): a browser can send a cross-site form or text/plain POST
+// without asking, but not an application/json one. Body-less writes (a
+// DELETE, POST .../reconcile) need no Content-Type.
+func requireJSON(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		req := c.Request()
+		switch req.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		default:
+			return next(c)
+		}
+		if !hasBody(req) {
+			return next(c)
+		}
+		accepted := []string{mediaJSON}
+		if req.Method == http.MethodPatch {
+			accepted = []string{mediaMergePatch, mediaJSON}
+		}
+		ct := req.Header.Get(echo.HeaderContentType)
+		mt, _, err := mime.ParseMediaType(ct)
+		for _, a := range accepted {
+			if err == nil && mt == a {
+				return next(c)
+			}
+		}
+		detail := fmt.Sprintf("a %s with a body needs Content-Type %s", req.Method, accepted[0])
+		if len(accepted) > 1 {
+			detail += " or " + accepted[1]
+		}
+		if ct != "" {
+			detail = fmt.Sprintf("Content-Type %q is not supported here: %s", ct, detail)
+		}
+		return &httpError{status: http.StatusUnsupportedMediaType, code: codeUnsupportedMediaType, detail: detail}
+	}
+}
+
+// Body read failures that readBody turns into answers.
+var (
+	errBodySlots   = errors.New("too many request bodies are being read")
+	errBodyTimeout = errors.New("the request body did not arrive in time")
+)
+
+// boundBody makes every body read take one of MaxConcurrentBodyReads slots
+// (waiting at most BodyReadTimeout for one) and finish within
+// BodyReadTimeout, and reads and discards what the handler left unread (up
+// to MaxDrainBytes in all) before the answer is sent.
+func (s *Service) boundBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		req := c.Request()
+		if !hasBody(req) {
+			return next(c)
+		}
+		b := &boundedBody{body: req.Body, s: s, rc: http.NewResponseController(c.Response())}
+		req.Body = b
+		defer b.release()
+		err := next(c)
+		if req.ContentLength <= MaxDrainBytes {
+			b.drain()
+		}
+		return err
+	}
+}
+
+// boundedBody is a request body read under a slot and a deadline.
+type boundedBody struct {
+	body io.ReadCloser
+	s    *Service
+	rc   *http.ResponseController
+	// held is set while the body holds a slot; done once it hit EOF or an
+	// error.
+	held, done bool
+	err        error
+	n          int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, b.err
+	}
+	if !b.held {
+		if err := b.acquire(); err != nil {
+			b.done, b.err = true, err
+			return 0, err
+		}
+	}
+	n, err := b.body.Read(p)
+	b.n += int64(n)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
+			err = fmt.Errorf("%w: %w", errBodyTimeout, err)
+		}
+		b.done, b.err = true, err
+		b.release()
+	}
+	return n, err
+}
+
+func (b *boundedBody) acquire() error {
+	t := time.NewTimer(b.s.cfg.BodyReadTimeout)
+	defer t.Stop()
+	select {
+	case b.s.bodySlots <- struct{}{}:
+	case <-t.C:
+		return errBodySlots
+	}
+	b.held = true
+	_ = b.rc.SetReadDeadline(time.Now().Add(b.s.cfg.BodyReadTimeout))
+	return nil
+}
+
+// release frees the slot and, unless the body timed out, lifts the
+// deadline: an expired deadline would cancel a long request once its body
+// is read. A body that timed out keeps it, so that its connection is
+// closed rather than waited on.
+func (b *boundedBody) release() {
+	if !b.held {
+		return
+	}
+	b.held = false
+	if !errors.Is(b.err, errBodyTimeout) {
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	<-b.s.bodySlots
+}
+
+// drain reads and discards what is left of the body, up to MaxDrainBytes.
+func (b *boundedBody) drain() {
+	if b.done || b.n >= MaxDrainBytes {
+		return
+	}
+	_, _ = io.CopyN(io.Discard, b, MaxDrainBytes-b.n)
+}
+
+func (b *boundedBody) Close() error { return b.body.Close() }
+
+// bodyReadError answers a failed body read.
+func bodyReadError(err error) error {
+	switch {
+	case errors.Is(err, errBodySlots):
+		return &httpError{status: http.StatusServiceUnavailable, code: problem.CodeUnavailable, detail: "the gateway is reading too many request bodies; retry later"}
+	case errors.Is(err, errBodyTimeout):
+		return &httpError{status: http.StatusRequestTimeout, code: codeRequestTimeout, detail: "the request body did not arrive in time"}
+	}
+	return problem.New(problem.Invalid, problem.CodeMalformedJSON, "reading the request body failed: %v", err)
+}
+
+// setRetryAfter adds Retry-After to a 503.
+func setRetryAfter(c *echo.Context, status int) {
+	if status == http.StatusServiceUnavailable {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+	}
+}
