@@ -75,7 +75,7 @@ func (s *Service) routes() *echo.Echo {
 		}),
 		HTTPErrorHandler: s.handleError,
 	})
-	e.Use(s.requestID, s.accessLog, s.recoverPanic)
+	e.Use(s.requestID, s.accessLog, s.recoverPanic, checkRequestText)
 
 	e.GET("/health", s.health)
 	e.GET("/api/v1/openapi.json", s.openAPI)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/strictjson"
 )
 
 // databaseClusterSchema is the DatabaseCluster schema from the seed's
@@ -220,7 +221,7 @@ func TestAdmit(t *testing.T) {
 		{
 			name: "number with a huge exponent",
 			spec: `{"engine":"postgres","engine_version":"16","instance_class":"db.small","storage_gb":1e999999}`,
-			viol: []problem.FieldError{fe("/spec/storage_gb", numberRangeMsg)},
+			viol: []problem.FieldError{fe("/spec/storage_gb", strictjson.NumberRangeMessage)},
 		},
 		{
 			name: "HTML characters are not escaped",

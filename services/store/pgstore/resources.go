@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/internal/strictjson"
 )
 
 const resourceColumns = `id, uid, name, resource_type_name, resource_type_version, labels, annotations,
@@ -58,21 +58,6 @@ func compactJSON(b []byte) json.RawMessage {
 	return buf.Bytes()
 }
 
-// jsonEqual reports whether two JSON documents are equal as values.
-func jsonEqual(a, b []byte) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	var va, vb any
-	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
-	da.UseNumber()
-	db.UseNumber()
-	if da.Decode(&va) != nil || db.Decode(&vb) != nil {
-		return false
-	}
-	return reflect.DeepEqual(va, vb)
-}
-
 // CreateResourceRequest creates a resource. Spec must have been admitted
 // against the type revision SchemaRevision (0 skips that check).
 type CreateResourceRequest struct {
@@ -87,6 +72,9 @@ func validateSpec(spec []byte) ([]byte, error) {
 	}
 	c, perr := resource.CompactObject("/spec", spec)
 	if perr != nil {
+		return nil, perr
+	}
+	if perr := strictjson.Check(c, "/spec"); perr != nil {
 		return nil, perr
 	}
 	if len(c) > resource.MaxSpecBytes {
@@ -302,7 +290,7 @@ func (s *Store) UpdateResource(ctx context.Context, req UpdateResourceRequest) (
 			return err
 		}
 		changed := false
-		specChanged := spec != nil && !jsonEqual(spec, r.Spec)
+		specChanged := spec != nil && !strictjson.Equal(spec, r.Spec)
 		if specChanged {
 			if r.DeletedAt != nil {
 				return problem.New(problem.Conflict, problem.CodeDeleting, "resource %d is being deleted; its spec can no longer change", r.ID)
