@@ -106,6 +106,7 @@ func (s *Service) routes() *echo.Echo {
 	e.GET("/api/v1/admission-webhooks", s.listWebhooks)
 	e.GET("/api/v1/admission-webhooks/:id", s.getWebhook)
 	e.PUT("/api/v1/admission-webhooks/:id", s.updateWebhook)
+	e.PATCH("/api/v1/admission-webhooks/:id", s.patchWebhook)
 	e.DELETE("/api/v1/admission-webhooks/:id", s.deleteWebhook)
 	return e
 }
