@@ -233,7 +233,7 @@ func (s *Store) AcquireLease(ctx context.Context, req AcquireLeaseRequest) (*Lea
 		if changed {
 			now = now.UTC()
 			r.ResourceVersion, r.UpdatedAt = rev, now
-			r.Phase = resource.PhaseFor(r.Status, r.Conditions)
+			r.Phase = resource.PhaseFor(r.Status, r.Phase == resource.PhaseDegraded, r.Conditions)
 			doc, err := eventDoc(r)
 			if err != nil {
 				return err
@@ -358,6 +358,13 @@ type CompleteReconcileRequest struct {
 	// RequeueAfter asks for another attempt (with OutcomeRequeue or
 	// OutcomeSuccess).
 	RequeueAfter time.Duration
+	// Degraded reports a partial failure while the resource still serves
+	// (seed 003): with any outcome but OutcomeSuccess the phase is Degraded
+	// until the next completion.
+	Degraded bool
+	// Observed makes Generation the observed_generation whatever the outcome
+	// (seed 004); a success always does.
+	Observed bool
 }
 
 // CompleteResult is the resource after a completion.
@@ -507,10 +514,12 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 		h := req.History
 		h.Success = req.Outcome == OutcomeSuccess
 		r.StatusMessage = req.StatusMessage
+		if req.Observed || req.Outcome == OutcomeSuccess {
+			r.ObservedGeneration = max(r.ObservedGeneration, gen)
+		}
 		switch req.Outcome {
 		case OutcomeSuccess:
 			failures, terminal = 0, 0
-			r.ObservedGeneration = max(r.ObservedGeneration, gen)
 			if !deleting {
 				r.Status = resource.StatusReady
 			}
@@ -569,7 +578,7 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 			}
 			r.Annotations = ann
 		}
-		r.Phase = resource.PhaseFor(r.Status, r.Conditions)
+		r.Phase = resource.PhaseFor(r.Status, req.Degraded && req.Outcome != OutcomeSuccess, r.Conditions)
 		r.ResourceVersion, r.UpdatedAt, r.LastReconcileTime = rev, now, &now
 		doc, err := eventDoc(r)
 		if err != nil {
@@ -753,7 +762,7 @@ func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int
 		if err != nil {
 			return err
 		}
-		r.Phase = resource.PhaseFor(r.Status, r.Conditions)
+		r.Phase = resource.PhaseFor(r.Status, r.Phase == resource.PhaseDegraded, r.Conditions)
 		r.ResourceVersion, r.UpdatedAt = revs[0], now
 		doc, err := eventDoc(r)
 		if err != nil {

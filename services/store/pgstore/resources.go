@@ -131,7 +131,7 @@ func (s *Store) CreateResource(ctx context.Context, req CreateResourceRequest) (
 		Generation:          1,
 		Finalizers:          fins,
 	}
-	r.Phase = resource.PhaseFor(r.Status, nil)
+	r.Phase = resource.PhaseFor(r.Status, false, nil)
 	r.Normalize()
 	var typeID, typeRev int64
 	var now time.Time
@@ -380,7 +380,7 @@ func (s *Store) DeleteResource(ctx context.Context, id, expected int64, dryRun b
 			return err
 		}
 		r.Status, r.DeletedAt, r.UpdatedAt, r.ResourceVersion = resource.StatusDeleting, &now, now, revs[0]
-		r.Phase = resource.PhaseFor(r.Status, r.Conditions)
+		r.Phase = resource.PhaseFor(r.Status, r.Phase == resource.PhaseDegraded, r.Conditions)
 		doc, err := resource.Marshal(r)
 		if err != nil {
 			return err
