@@ -7,22 +7,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/no8s/no8s/services/internal/problem"
 )
 
 // MaxMessageBytes bounds gRPC messages: a list page of up to 1,000
 // resources must fit, so the bound is well above one resource's limit.
 const MaxMessageBytes = 64 << 20
 
-// New returns a server with the health service registered and the usual
-// message limits.
-func New(opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
-	opts = append([]grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes)}, opts...)
+// New returns a server with the health service registered, the usual
+// message limits, and the cause of every internal error logged to log (the
+// client gets only "internal error").
+func New(log *slog.Logger, opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
+	opts = append([]grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes),
+		grpc.ChainUnaryInterceptor(LogInternal(log))}, opts...)
 	srv := grpc.NewServer(opts...)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
@@ -67,4 +73,22 @@ func Dial(addr string) (*grpc.ClientConn, error) {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
 	return conn, nil
+}
+
+// LogInternal logs, with the method, the cause of an internal error that a
+// handler answers through problem.ToStatus, and any error that is not a gRPC
+// status at all.
+func LogInternal(log *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if err == nil {
+			return resp, nil
+		}
+		if cause := problem.InternalCause(err); cause != nil {
+			log.ErrorContext(ctx, "internal error", "method", info.FullMethod, "error", cause)
+		} else if _, ok := status.FromError(err); !ok {
+			log.ErrorContext(ctx, "handler error without a status", "method", info.FullMethod, "error", err)
+		}
+		return resp, err
+	}
 }
