@@ -13,6 +13,7 @@ import (
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/internal/strictjson"
 )
 
 // This file holds the store's side of reconciliation (docs/design/reconcile.md):
@@ -393,6 +394,11 @@ func validateConditions(path string, cs []resource.Condition) []problem.FieldErr
 		default:
 			errs = append(errs, problem.FieldError{Path: p + "/status", Message: fmt.Sprintf("%q is not True, False or Unknown", c.Status)})
 		}
+		for _, f := range []struct{ name, v string }{{"type", c.Type}, {"reason", c.Reason}, {"message", c.Message}} {
+			if fe := strictjson.CheckString(p+"/"+f.name, f.v); fe != nil {
+				errs = append(errs, *fe)
+			}
+		}
 	}
 	if len(cs) > MaxConditions {
 		errs = append(errs, problem.FieldError{Path: path, Message: fmt.Sprintf("more than %d conditions", MaxConditions)})
@@ -436,6 +442,9 @@ func (req *CompleteReconcileRequest) validate() ([]byte, error) {
 		errs = append(errs, problem.FieldError{Path: "/outcome", Message: "outcome is required: success, requeue, error or terminal"})
 	}
 	errs = append(errs, validateConditions("/conditions", req.Conditions)...)
+	if fe := strictjson.CheckString("/status_message", req.StatusMessage); fe != nil {
+		errs = append(errs, *fe)
+	}
 	for i, f := range req.AddFinalizers {
 		if fe := resource.ValidateFinalizer(fmt.Sprintf("/add_finalizers/%d", i), f); fe != nil {
 			errs = append(errs, *fe)
@@ -452,6 +461,8 @@ func (req *CompleteReconcileRequest) validate() ([]byte, error) {
 		if len(req.Outputs) > resource.MaxSpecBytes {
 			errs = append(errs, problem.FieldError{Path: "/outputs", Message: fmt.Sprintf("larger than %d bytes", resource.MaxSpecBytes)})
 		} else if c, perr := resource.CompactObject("/outputs", req.Outputs); perr != nil {
+			errs = append(errs, perr.Fields...)
+		} else if perr := strictjson.Check(c, "/outputs"); perr != nil {
 			errs = append(errs, perr.Fields...)
 		} else {
 			outputs = c

@@ -548,3 +548,26 @@ func TestCompletionObservedAndDegraded(t *testing.T) {
 		t.Fatalf("deleting: phase %s", del.Resource.Phase)
 	}
 }
+
+// A reconciler's result that PostgreSQL cannot hold is refused with its
+// path, not a database error: nothing is written and the lease stays.
+func TestCompletionTextRefused(t *testing.T) {
+	s, _ := newStore(t)
+	mustType(t, s, "Widget", "v1")
+	r := mustCreate(t, s, "texts")
+	a := acquire(t, s, r.ID, "worker-a")
+	for _, req := range []pgstore.CompleteReconcileRequest{
+		{StatusMessage: "a\x00b"},
+		{Conditions: []resource.Condition{{Type: "Ready", Status: resource.ConditionFalse, Message: "\x00"}}},
+		{Conditions: []resource.Condition{{Type: "Ready", Status: resource.ConditionFalse, Reason: "bad\xff"}}},
+		{Outputs: []byte(`{"url":"x\u0000"}`)},
+		{Outputs: []byte(`{"n":1e400}`)},
+	} {
+		req.ResourceID, req.LeaseEpoch, req.Outcome = r.ID, a.Epoch, pgstore.OutcomeError
+		_, err := s.CompleteReconcile(t.Context(), req)
+		if pe := problem.As(err); pe == nil || pe.Kind != problem.Invalid || len(pe.Fields) == 0 {
+			t.Errorf("%+v: error %v", req, err)
+		}
+	}
+	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: pgstore.OutcomeSuccess})
+}
