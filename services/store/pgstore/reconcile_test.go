@@ -511,8 +511,8 @@ func TestReconcilePolicy(t *testing.T) {
 }
 
 // A failure observes its generation when the reconciler says so (seed 004);
-// a partial failure while serving is phase Degraded (seed 003) and stays
-// Degraded through a new attempt and a delete request turns it Terminating.
+// a partial failure while serving is phase Degraded (seed 003), stays
+// Degraded through a new attempt, and a delete request makes it Terminating.
 func TestCompletionObservedAndDegraded(t *testing.T) {
 	s, _ := newStore(t)
 	mustType(t, s, "Widget", "v1")
