@@ -84,17 +84,26 @@ type Changes struct {
 // Completion is everything one attempt saves, in one store call.
 type Completion struct {
 	ResourceID int64
-	// Generation is the generation the attempt reconciled; on success it
-	// becomes observed_generation.
+	// Generation is the generation the attempt reconciled; it becomes
+	// observed_generation on success, and when Observed is set.
 	Generation int64
-	Outcome    Outcome
+	// Observed makes Generation the observed_generation whatever the
+	// outcome (seed 004). The engine sets it on every attempt that ran to
+	// an end (success, error, terminal), not on a requeue.
+	Observed bool
+	// Degraded reports a partial failure while the resource still serves
+	// (an sdk.Degraded error): the phase becomes Degraded.
+	Degraded bool
+	Outcome  Outcome
 	// RequeueAfter is set for OutcomeRequeue.
 	RequeueAfter time.Duration
 	// Message is the status message.
 	Message string
 	// Error is the error text of a failed attempt.
 	Error string
-	// Phase is Terminating, Ready or Progressing.
+	// Phase is the phase the store will derive from this completion with the
+	// same rule (conditions.PhaseOf): Terminating, Degraded, Ready or
+	// Progressing. It is not sent; the store computes it.
 	Phase string
 	// Conditions is the full list (Ready included).
 	Conditions []conditions.Condition

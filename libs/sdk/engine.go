@@ -141,6 +141,7 @@ const (
 	ReasonRequeued       = "Requeued"
 	ReasonDeleting       = "Deleting"
 	ReasonInterrupted    = "Interrupted"
+	ReasonDegraded       = "Degraded"
 )
 
 // Reconcile implements Reconciler.
@@ -253,6 +254,9 @@ func (e *Engine[S]) conclude(req *Request[S], comp *Completion, deleting bool, r
 	case err != nil:
 		rep.Outcome = OutcomeError
 		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: ReasonReconcileError, Message: err.Error()}
+		if IsDegraded(err) {
+			ready.Reason = ReasonDegraded
+		}
 	case !result.IsZero():
 		rep.Outcome, rep.RequeueAfter = OutcomeRequeue, result.Delay()
 		ready = conditions.DeriveReady(req.conds, gen)
@@ -278,7 +282,13 @@ func (e *Engine[S]) conclude(req *Request[S], comp *Completion, deleting bool, r
 
 	comp.Outcome, comp.RequeueAfter = rep.Outcome, rep.RequeueAfter
 	comp.Conditions = req.Conditions()
-	comp.Phase = conditions.Phase(deleting, req.conds)
+	// Every attempt that ran to an end observed its generation, failed or
+	// not (seed 004); the failure is in the conditions.
+	comp.Observed = rep.Outcome != OutcomeRequeue
+	comp.Degraded = err != nil && IsDegraded(err) && !deleting && rep.Outcome != OutcomeRequeue
+	comp.Phase = conditions.PhaseOf(conditions.PhaseFacts{
+		Deleting: deleting, Degraded: comp.Degraded, Succeeded: rep.Outcome == OutcomeSuccess, Statuses: conditions.Statuses(req.conds),
+	})
 	if err != nil {
 		comp.Error = err.Error()
 	}

@@ -187,6 +187,51 @@ func TestFailureStopsDoButPostAlwaysRuns(t *testing.T) {
 	}
 }
 
+// A partial failure while still serving: retried like an error, phase
+// Degraded, generation observed (seeds 003 and 004).
+func TestDegradedError(t *testing.T) {
+	f := newFixture(2)
+	f.steps[0].doErr = fmt.Errorf("relays: %w", sdk.Degradedf("1 of 2 connected"))
+	rep := f.run(t, resource())
+	wantCalls(t, f.calls, "do s1", "post s1", "post s2", "complete error")
+	c := f.saved(t)
+	if rep.Outcome != sdk.OutcomeError || !sdk.IsDegraded(rep.Err) || !c.Degraded || !c.Observed || c.Phase != conditions.PhaseDegraded {
+		t.Fatalf("report %+v completion %+v", rep, c)
+	}
+	if r, _ := conditions.Find(c.Conditions, conditions.Ready); r.Status != conditions.False || r.Reason != sdk.ReasonDegraded {
+		t.Fatalf("Ready %+v", r)
+	}
+	// While deleting, a partial failure of the cleanup is Terminating.
+	g := newFixture(1)
+	g.steps[0].cleanErr = sdk.Degraded(errors.New("half gone"))
+	g.run(t, deleting(resource()))
+	if c := g.saved(t); c.Degraded || c.Phase != conditions.PhaseTerminating {
+		t.Fatalf("deleting: completion %+v", c)
+	}
+}
+
+// Every attempt that ends observes its generation; a requeue does not.
+func TestObservedOnEveryEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		err    error
+		result sdk.Result
+		want   bool
+	}{
+		{"success", nil, sdk.Result{}, true},
+		{"error", errors.New("x"), sdk.Result{}, true},
+		{"terminal", sdk.Terminal(errors.New("x")), sdk.Result{}, true},
+		{"requeue", nil, sdk.RequeueAfter(time.Minute), false},
+	} {
+		f := newFixture(1)
+		f.steps[0].doErr, f.steps[0].doRes = tc.err, tc.result
+		f.run(t, resource())
+		if c := f.saved(t); c.Observed != tc.want || c.Degraded {
+			t.Errorf("%s: observed %v degraded %v", tc.name, c.Observed, c.Degraded)
+		}
+	}
+}
+
 func TestTerminalError(t *testing.T) {
 	f := newFixture(2)
 	f.steps[0].doErr = fmt.Errorf("validate: %w", sdk.Terminalf("size %d is too large", 2))

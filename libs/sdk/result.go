@@ -14,6 +14,8 @@ import (
 //	return sdk.Result{}, err                 // failed: retried with backoff
 //	return sdk.Result{}, sdk.Terminal(err)   // failed: not retried until the
 //	                                          // spec changes or a manual trigger
+//	return sdk.Result{}, sdk.Degraded(err)   // failed partially, still serving:
+//	                                          // retried with backoff, phase Degraded
 //
 // A non-zero Result or an error ends the Do (or Cleanup) phase: later steps
 // do not run in this attempt, their Post still does. When both are
@@ -79,6 +81,35 @@ func Terminalf(format string, args ...any) error { return Terminal(fmt.Errorf(fo
 func IsTerminal(err error) bool {
 	var te *TerminalError
 	return errors.As(err, &te)
+}
+
+// DegradedError wraps the error of a partial failure while the resource
+// still serves (seed 003: some replicas or some relays work, others not).
+// The attempt fails and is retried with backoff like any error (or not,
+// when it is also Terminal), Ready is False with reason Degraded, and the
+// phase is Degraded instead of Progressing until the next attempt ends.
+type DegradedError struct{ Err error }
+
+func (e *DegradedError) Error() string { return "degraded: " + e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *DegradedError) Unwrap() error { return e.Err }
+
+// Degraded wraps err as a DegradedError (nil becomes a generic one).
+func Degraded(err error) error {
+	if err == nil {
+		err = errors.New("partial failure")
+	}
+	return &DegradedError{Err: err}
+}
+
+// Degradedf formats a DegradedError.
+func Degradedf(format string, args ...any) error { return Degraded(fmt.Errorf(format, args...)) }
+
+// IsDegraded reports whether err is or wraps a DegradedError.
+func IsDegraded(err error) bool {
+	var de *DegradedError
+	return errors.As(err, &de)
 }
 
 // PanicError is a panic in a step, recovered by the engine. It is an

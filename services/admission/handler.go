@@ -12,6 +12,7 @@ import (
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/resourcepb"
+	"github.com/no8s/no8s/services/internal/strictjson"
 	"github.com/no8s/no8s/services/internal/webhookconf"
 )
 
@@ -41,7 +42,12 @@ func checkSchema(raw []byte) error {
 		return problem.New(problem.TooLarge, problem.CodeTooLarge, "schema is %d bytes, more than the %d allowed", len(raw), resource.MaxSchemaBytes).
 			WithFields(problem.FieldError{Path: "/schema", Message: "too large"})
 	}
-	if _, err := schema.Compile(raw); err != nil {
+	if perr := strictjson.Check(raw, "/schema"); perr != nil {
+		return problem.New(problem.Invalid, problem.CodeInvalidSchema, "the schema is not acceptable JSON: %s", perr.Detail).WithFields(perr.Fields...)
+	}
+	// Compile the schema as the store will hand it back (numbers without
+	// exponents), so that a schema accepted here compiles when it is read.
+	if _, err := schema.Compile(strictjson.Expanded(raw)); err != nil {
 		var ce *schema.CompileError
 		if errors.As(err, &ce) {
 			return problem.New(problem.Invalid, problem.CodeInvalidSchema, "the schema is not a valid OpenAPI v3 schema").WithFields(ce.Fields...)

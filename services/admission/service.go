@@ -63,7 +63,7 @@ func (s *Service) WebhookSetVersion() string { return s.webhooks.Version() }
 // Serve serves gRPC on lis and keeps the webhook registry fresh until ctx
 // ends, then stops gracefully.
 func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
-	srv, hs := grpcserver.New(grpcserver.LogInternal(s.log))
+	srv, hs := grpcserver.New(s.log)
 	admissionv1.RegisterAdmissionServiceServer(srv, s.handler)
 	s.log.Info("admission serving", "addr", lis.Addr().String())
 	regCtx, stopRegistry := context.WithCancel(context.WithoutCancel(ctx))

@@ -214,7 +214,16 @@ func serveType(t testing.TB, name, version string) {
 	if len(rname) > 63 {
 		rname = rname[:63]
 	}
-	w, err := worker.New(noop.New(rname), worker.Config{Types: []sdk.TypeRef{sdk.Type(name, version)}, NATS: env.nc, Store: env.storeConn},
+	startWorker(t, name, version, noop.New(rname))
+}
+
+// startWorker runs rec as the reconciler of name/version for the rest of the
+// package and waits until it is registered. The caller holds env.mu.
+func startWorker(t testing.TB, name, version string, rec sdk.Reconciler) {
+	t.Helper()
+	key := name + "/" + version
+	rname := rec.Name()
+	w, err := worker.New(rec, worker.Config{Types: []sdk.TypeRef{sdk.Type(name, version)}, NATS: env.nc, Store: env.storeConn},
 		worker.WithReplicaID("gateway-test"), worker.WithShutdownGrace(time.Second, time.Second), worker.WithFetchWait(time.Second),
 		worker.WithLogger(env.log.With("reconciler", rname)))
 	if err != nil {

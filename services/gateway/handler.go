@@ -78,7 +78,7 @@ func (s *Service) routes() *echo.Echo {
 		HTTPErrorHandler: s.handleError,
 	})
 	e.Pre(securityHeaders, headAsGet)
-	e.Use(s.requestID, s.accessLog, s.recoverPanic, s.boundBody, requireJSON)
+	e.Use(s.requestID, s.accessLog, s.recoverPanic, checkRequestText, s.boundBody, requireJSON)
 
 	ready := echo.WrapHandler(health.ProbeHandler(s.cfg.Health, s.cfg.Health.Ready))
 	e.GET("/health", ready)
@@ -112,6 +112,7 @@ func (s *Service) routes() *echo.Echo {
 	e.GET("/api/v1/admission-webhooks", s.listWebhooks)
 	e.GET("/api/v1/admission-webhooks/:id", s.getWebhook)
 	e.PUT("/api/v1/admission-webhooks/:id", s.updateWebhook)
+	e.PATCH("/api/v1/admission-webhooks/:id", s.patchWebhook)
 	e.DELETE("/api/v1/admission-webhooks/:id", s.deleteWebhook)
 	return e
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/internal/strictjson"
 )
 
 // Media types accepted for request bodies.
@@ -42,7 +43,8 @@ func call[Req, Resp any](s *Service, c *echo.Context, fn func(context.Context, R
 
 // readBody checks the Content-Type and reads at most MaxRequestBytes of
 // body. Any type other than the accepted ones is refused with 415 (a body
-// without one never gets here: see requireJSON).
+// without one never gets here: see requireJSON). Every body passes
+// strictjson.Check: valid UTF-8, unique keys, no NUL, numbers in range.
 func readBody(c *echo.Context, accepted ...string) ([]byte, error) {
 	req := c.Request()
 	if ct := req.Header.Get(echo.HeaderContentType); ct != "" {
@@ -74,7 +76,42 @@ func readBody(c *echo.Context, accepted ...string) ([]byte, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, emptyBody()
 	}
+	if perr := strictjson.Check(data, ""); perr != nil {
+		return nil, perr
+	}
 	return data, nil
+}
+
+// checkRequestText refuses path parameters and query values that cannot be
+// stored or compared as text: invalid UTF-8 or NUL characters (%00). The
+// error names the parameter.
+func checkRequestText(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		var errs []problem.FieldError
+		for _, p := range c.PathValues() {
+			if fe := strictjson.CheckString("/"+p.Name, p.Value); fe != nil {
+				errs = append(errs, *fe)
+			}
+		}
+		q := c.QueryParams()
+		for _, k := range slices.Sorted(maps.Keys(q)) {
+			path := "/" + strictjson.EscapePointer(strings.ToValidUTF8(k, "\uFFFD"))
+			if fe := strictjson.CheckString(path, k); fe != nil {
+				errs = append(errs, *fe)
+				continue
+			}
+			for _, v := range q[k] {
+				if fe := strictjson.CheckString(path, v); fe != nil {
+					errs = append(errs, *fe)
+					break
+				}
+			}
+		}
+		if len(errs) > 0 {
+			return problem.New(problem.Invalid, problem.CodeInvalid, "%s: %s", errs[0].Path, errs[0].Message).WithFields(errs...)
+		}
+		return next(c)
+	}
 }
 
 func tooLarge() error {

@@ -2,14 +2,17 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/labstack/echo/v5"
 
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/resourcepb"
 	"github.com/no8s/no8s/services/internal/webhookconf"
 )
@@ -32,11 +35,13 @@ type webhookDoc struct {
 	UpdatedAt           time.Time `json:"updated_at"`
 }
 
-// webhookBody is the body of POST /api/v1/admission-webhooks and of PUT
-// /api/v1/admission-webhooks/{id}, which replaces the whole registration.
-// Omitted optional fields take their defaults. A PUT may carry back the
-// server-assigned fields of a GET: id must then match the path,
-// resource_version is a precondition and the timestamps are ignored.
+// webhookBody is the body of POST /api/v1/admission-webhooks, and the
+// registration that a PUT or PATCH of /api/v1/admission-webhooks/{id}
+// results in. On POST omitted optional fields take their defaults. A PUT or
+// PATCH changes the fields it gives and keeps the rest (null clears an
+// optional field); it may carry back the server-assigned fields of a GET: id
+// must then match the path, resource_version is a precondition and the
+// timestamps are ignored.
 type webhookBody struct {
 	Name                string          `json:"name"`
 	ResourceTypeName    *string         `json:"resource_type_name"`
@@ -77,13 +82,10 @@ func orNull(s string) *string {
 	return &s
 }
 
-// parseWebhook reads a registration body, applies defaults and checks it.
-func parseWebhook(c *echo.Context, create bool) (*webhookconf.Webhook, webhookBody, error) {
+// parseWebhook decodes a registration document, applies defaults and
+// checks it.
+func parseWebhook(data []byte, create bool) (*webhookconf.Webhook, webhookBody, error) {
 	var body webhookBody
-	data, err := readBody(c, mediaJSON)
-	if err != nil {
-		return nil, body, err
-	}
 	if err := decodeStrict(data, &body); err != nil {
 		return nil, body, err
 	}
@@ -150,7 +152,11 @@ func (s *Service) createWebhook(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	w, _, err := parseWebhook(c, true)
+	data, err := readBody(c, mediaJSON)
+	if err != nil {
+		return err
+	}
+	w, _, err := parseWebhook(data, true)
 	if err != nil {
 		return err
 	}
@@ -192,32 +198,105 @@ func (s *Service) getWebhook(c *echo.Context) error {
 	return writeJSON(c, http.StatusOK, toWebhookDoc(resourcepb.WebhookFromProto(resp.GetWebhook())))
 }
 
+// updateWebhook is PUT /api/v1/admission-webhooks/{id}: the fields given
+// replace the registration's, the others are kept (as in the seed).
 func (s *Service) updateWebhook(c *echo.Context) error {
+	return s.changeWebhook(c, mediaJSON)
+}
+
+// patchWebhook is PATCH /api/v1/admission-webhooks/{id} with a JSON merge
+// patch.
+func (s *Service) patchWebhook(c *echo.Context) error {
+	return s.changeWebhook(c, mediaMergePatch, mediaJSON)
+}
+
+// changeWebhook merges the body (a JSON merge patch: given fields replace,
+// null clears, omitted ones are kept) into the current registration and
+// stores the result. Without a resource_version precondition, a concurrent
+// change is merged again, up to MaxPatchAttempts times.
+func (s *Service) changeWebhook(c *echo.Context, media ...string) error {
 	id, dry, err := writeTarget(c)
 	if err != nil {
 		return err
 	}
-	w, body, err := parseWebhook(c, false)
+	data, err := readBody(c, media...)
 	if err != nil {
 		return err
 	}
-	if err := s.checkWebhookAddress(w); err != nil {
-		return err
-	}
-	if body.ID != nil && *body.ID != id {
-		return problem.New(problem.Invalid, problem.CodeInvalid, "the body's id %d is not the path's id %d", *body.ID, id).
-			WithFields(problem.FieldError{Path: "/id", Message: "must equal the id in the path"})
-	}
-	w.ID = id
-	req := &storev1.UpdateAdmissionWebhookRequest{Webhook: resourcepb.WebhookToProto(w), DryRun: dry}
-	if body.ResourceVersion != nil {
-		req.ExpectedResourceVersion = *body.ResourceVersion
-	}
-	resp, err := call(s, c, s.store.UpdateAdmissionWebhook, req)
+	patch, rv, err := parseWebhookPatch(data, id)
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, toWebhookDoc(resourcepb.WebhookFromProto(resp.GetWebhook())))
+	for attempt := 1; ; attempt++ {
+		cur, err := call(s, c, s.store.GetAdmissionWebhook, &storev1.GetAdmissionWebhookRequest{Id: id})
+		if err != nil {
+			return err
+		}
+		doc, err := resource.Marshal(toWebhookDoc(resourcepb.WebhookFromProto(cur.GetWebhook())))
+		if err != nil {
+			return fmt.Errorf("marshal webhook %d: %w", id, err)
+		}
+		merged, err := jsonpatch.MergePatch(doc, patch)
+		if err != nil {
+			return problem.New(problem.Invalid, problem.CodeMalformedJSON, "the change cannot be applied: %v", err)
+		}
+		w, _, err := parseWebhook(merged, false)
+		if err != nil {
+			return err
+		}
+		if err := s.checkWebhookAddress(w); err != nil {
+			return err
+		}
+		w.ID = id
+		expected := rv
+		if expected == 0 {
+			expected = cur.GetWebhook().GetResourceVersion()
+		}
+		resp, err := call(s, c, s.store.UpdateAdmissionWebhook, &storev1.UpdateAdmissionWebhookRequest{
+			Webhook: resourcepb.WebhookToProto(w), ExpectedResourceVersion: expected, DryRun: dry,
+		})
+		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 && attempt < MaxPatchAttempts {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		return writeJSON(c, http.StatusOK, toWebhookDoc(resourcepb.WebhookFromProto(resp.GetWebhook())))
+	}
+}
+
+// parseWebhookPatch checks a change of registration id: a JSON object whose
+// id, when given, is id. It returns the patch without the server-assigned
+// fields, and its resource_version precondition (0 when absent).
+func parseWebhookPatch(data []byte, id int64) ([]byte, int64, error) {
+	var top map[string]json.RawMessage
+	if err := decodeStrict(data, &top); err != nil {
+		return nil, 0, err
+	}
+	var errs []problem.FieldError
+	if raw, ok := top["id"]; ok && !isNull(raw) {
+		var got int64
+		if json.Unmarshal(raw, &got) != nil || got != id {
+			errs = append(errs, problem.FieldError{Path: "/id", Message: fmt.Sprintf("must equal the id in the path, %d", id)})
+		}
+	}
+	var rv int64
+	if raw, ok := top["resource_version"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &rv); err != nil || rv < 0 {
+			errs = append(errs, problem.FieldError{Path: "/resource_version", Message: "must be a positive integer"})
+		}
+	}
+	if err := fieldsError("invalid admission webhook change", errs); err != nil {
+		return nil, 0, err
+	}
+	for _, k := range []string{"id", "resource_version", "created_at", "updated_at"} {
+		delete(top, k)
+	}
+	patch, err := json.Marshal(top)
+	if err != nil {
+		return nil, 0, fmt.Errorf("re-encode webhook patch: %w", err)
+	}
+	return patch, rv, nil
 }
 
 func (s *Service) deleteWebhook(c *echo.Context) error {

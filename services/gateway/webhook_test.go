@@ -234,7 +234,7 @@ func TestWebhookRegistrationAPI(t *testing.T) {
 		t.Fatalf("list %+v (the dry run must not have stored anything)", list)
 	}
 
-	// PUT replaces the whole registration; a GET body can be sent back.
+	// PUT changes the fields it gives; a GET body can be sent back.
 	var back map[string]any
 	_ = json.Unmarshal(do(t, http.MethodGet, path, nil).Body, &back)
 	back["failure_policy"], back["ordering"], back["resource_type_name"] = "Ignore", 5, "Widget"
@@ -245,8 +245,8 @@ func TestWebhookRegistrationAPI(t *testing.T) {
 	do(t, http.MethodPut, path, back).expectError(t, http.StatusConflict, "conflict")
 	delete(back, "resource_version")
 	delete(back, "ordering")
-	if up := decode[webhookJSON](t, do(t, http.MethodPut, path, back).expect(t, http.StatusOK)); up.Ordering != 0 {
-		t.Fatalf("an omitted ordering is the default 0, got %d", up.Ordering)
+	if up := decode[webhookJSON](t, do(t, http.MethodPut, path, back).expect(t, http.StatusOK)); up.Ordering != 5 {
+		t.Fatalf("an omitted ordering is kept (5), got %d", up.Ordering)
 	}
 	back["id"] = w.ID + 1
 	do(t, http.MethodPut, path, back).expectError(t, http.StatusBadRequest, "invalid", "/id")

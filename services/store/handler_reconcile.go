@@ -75,6 +75,8 @@ func (h *reconcileHandler) CompleteReconcile(ctx context.Context, req *reconcile
 		RemoveFinalizers:  req.GetRemoveFinalizers(),
 		RemoveAnnotations: req.GetRemoveAnnotations(),
 		RequeueAfter:      seconds(req.GetRequeueAfterSeconds()),
+		Degraded:          req.GetDegraded(),
+		Observed:          req.GetObserved(),
 	}
 	if len(req.GetOutputs()) > 0 {
 		in.Outputs = req.GetOutputs()

@@ -107,7 +107,7 @@ func (s *Service) Relay() *outbox.Relay { return s.relay }
 // in-flight calls, stops the relay and closes the pool.
 func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 	defer s.pool.Close()
-	srv, hs := grpcserver.New(grpcserver.LogInternal(s.log))
+	srv, hs := grpcserver.New(s.log)
 	storev1.RegisterStoreServiceServer(srv, &handler{store: s.store})
 	reconcilev1.RegisterReconcileServiceServer(srv, &reconcileHandler{store: s.store})
 	s.log.Info("store serving", "addr", lis.Addr().String())

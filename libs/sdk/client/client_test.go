@@ -76,6 +76,13 @@ func TestCompleteRequest(t *testing.T) {
 		h.GetReason() != reconcilev1.Reason_REASON_RETRY || !h.GetStartedAt().AsTime().Equal(start) {
 		t.Fatalf("history %v", h)
 	}
+	if req.GetDegraded() || req.GetObserved() {
+		t.Fatalf("a requeue sent degraded %v observed %v", req.GetDegraded(), req.GetObserved())
+	}
+	failed := client.CompleteRequest(&sdk.Completion{ResourceID: 9, Generation: 2, Outcome: sdk.OutcomeError, Degraded: true, Observed: true}, lease)
+	if !failed.GetDegraded() || !failed.GetObserved() {
+		t.Fatalf("degraded and observed not sent: %v", failed)
+	}
 	if got := client.ReasonString(reconcilev1.Reason_REASON_GENERATION); got != "generation" {
 		t.Fatalf("reason %q", got)
 	}

@@ -119,7 +119,7 @@ func CompleteRequest(c *sdk.Completion, lease *Lease) *reconcilev1.CompleteRecon
 		ResourceId: c.ResourceID, LeaseEpoch: lease.Epoch, Outcome: reconcilev1.Outcome(c.Outcome),
 		StatusMessage: c.Message, Conditions: sdk.ConditionsToProto(c.Conditions), Outputs: c.Outputs,
 		Generation: c.Generation, RemoveFinalizers: c.RemoveFinalizers, AddFinalizers: c.AddFinalizers,
-		RemoveAnnotations: c.RemoveAnnotations,
+		RemoveAnnotations: c.RemoveAnnotations, Degraded: c.Degraded, Observed: c.Observed,
 		History: &reconcilev1.HistoryEntry{
 			ResourceId: c.ResourceID, Generation: c.Generation, Success: c.Outcome == sdk.OutcomeSuccess,
 			ErrorMessage: c.Error, ResourcesCreated: int32(c.Changes.Created), ResourcesUpdated: int32(c.Changes.Updated),

@@ -122,3 +122,24 @@ func TestNormalize(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 }
+
+func TestPhaseOf(t *testing.T) {
+	T, F, U := conditions.True, conditions.False, conditions.Unknown
+	for _, tc := range []struct {
+		facts conditions.PhaseFacts
+		want  string
+	}{
+		{conditions.PhaseFacts{Deleting: true, Degraded: true, Succeeded: true}, conditions.PhaseTerminating},
+		{conditions.PhaseFacts{Degraded: true, Statuses: []conditions.Status{T}}, conditions.PhaseDegraded},
+		{conditions.PhaseFacts{Succeeded: true, Statuses: []conditions.Status{T, T}}, conditions.PhaseReady},
+		{conditions.PhaseFacts{Succeeded: true}, conditions.PhaseReady},
+		{conditions.PhaseFacts{Succeeded: true, Statuses: []conditions.Status{T, U}}, conditions.PhaseProgressing},
+		{conditions.PhaseFacts{Succeeded: true, Statuses: []conditions.Status{F}}, conditions.PhaseProgressing},
+		{conditions.PhaseFacts{Statuses: []conditions.Status{T}}, conditions.PhaseProgressing},
+		{conditions.PhaseFacts{}, conditions.PhaseProgressing},
+	} {
+		if got := conditions.PhaseOf(tc.facts); got != tc.want {
+			t.Errorf("PhaseOf(%+v) = %s, want %s", tc.facts, got, tc.want)
+		}
+	}
+}

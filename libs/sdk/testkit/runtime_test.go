@@ -113,8 +113,10 @@ func TestOutcomes(t *testing.T) {
 		w := env.CreateResource(t, widget, tc.mode, map[string]any{"mode": tc.mode})
 		env.Dispatch(t, w, reconcilev1.Reason_REASON_PENDING)
 		w = env.WaitFor(t, w, testkit.Status(sdk.StatusFailed), wait)
+		// A failed attempt observed its generation (seed 004); the failure is
+		// in Ready and the status.
 		ready, _ := w.Condition(conditions.Ready)
-		if w.Phase != conditions.PhaseProgressing || ready.Reason != tc.reason || !strings.Contains(w.StatusMessage, tc.message) || w.ObservedGeneration != 0 {
+		if w.Phase != conditions.PhaseProgressing || ready.Reason != tc.reason || !strings.Contains(w.StatusMessage, tc.message) || w.ObservedGeneration != w.Generation {
 			t.Fatalf("%s: phase %s Ready %+v message %q observed %d", tc.mode, w.Phase, ready, w.StatusMessage, w.ObservedGeneration)
 		}
 		h := env.History(t, w)

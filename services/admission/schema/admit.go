@@ -17,6 +17,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/strictjson"
 )
 
 // Admit validates spec (a JSON object, raw bytes) against the schema after
@@ -24,9 +25,9 @@ import (
 // (no HTML escaping, numbers preserved exactly), and every violation with its
 // JSON pointer prefixed with "/spec" (e.g. "/spec/storage_gb"), sorted by path.
 // A spec that is not a JSON object (or not JSON, or nested deeper than 64
-// levels) is one violation at "/spec"; a number literal longer than 256
-// characters or with a decimal exponent beyond ±1000 is a violation at its
-// path. In those cases nothing is validated and defaulted is nil.
+// levels) is one violation at "/spec"; a number that strictjson.NumberOK
+// refuses (outside a double's range, or too long as written or as stored) is
+// a violation at its path. In those cases nothing is validated and defaulted is nil.
 // violations == nil means valid. err is reserved for internal failures.
 func (s *Schema) Admit(spec []byte) (defaulted []byte, violations []problem.FieldError, err error) {
 	depth, badNumber := scan(spec)
@@ -117,7 +118,7 @@ func scan(b []byte) (depth int, badNumber bool) {
 			for j < len(b) && isNumberByte(b[j]) {
 				j++
 			}
-			if !numberOK(b[i:j]) {
+			if !strictjson.NumberOK(string(b[i:j])) {
 				badNumber = true
 			}
 			i = j - 1
@@ -130,45 +131,12 @@ func isNumberByte(c byte) bool {
 	return c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
 }
 
-// Number literals are limited so that the exact arithmetic of validation
-// (math/big) stays cheap and never fails: jsonschema v6 dereferences the
-// result of big.Rat.SetString unchecked, and SetString refuses exponents
-// beyond 1e6 after computing 5^exponent for smaller ones.
-const (
-	maxNumberLen      = 256
-	maxNumberExponent = 1000
-	numberRangeMsg    = "number out of range: at most 256 characters and a decimal exponent within ±1000"
-)
-
-// numberOK reports whether a number literal is within the limits.
-func numberOK[T string | []byte](lit T) bool {
-	if len(lit) > maxNumberLen {
-		return false
-	}
-	for i := 0; i < len(lit); i++ {
-		if lit[i] != 'e' && lit[i] != 'E' {
-			continue
-		}
-		exp := 0
-		for _, c := range []byte(string(lit[i+1:])) {
-			if c >= '0' && c <= '9' {
-				exp = exp*10 + int(c-'0')
-				if exp > maxNumberExponent {
-					return false
-				}
-			}
-		}
-		return true
-	}
-	return true
-}
-
 // badNumbers returns a violation at every out-of-range number in v.
 func badNumbers(v any, path string, out []problem.FieldError) []problem.FieldError {
 	switch v := v.(type) {
 	case json.Number:
-		if !numberOK(string(v)) {
-			out = append(out, problem.FieldError{Path: path, Message: numberRangeMsg})
+		if !strictjson.NumberOK(string(v)) {
+			out = append(out, problem.FieldError{Path: path, Message: strictjson.NumberRangeMessage})
 		}
 	case map[string]any:
 		for k, e := range v {

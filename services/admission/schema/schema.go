@@ -243,13 +243,11 @@ func schemaPath(loc string) string {
 }
 
 // checkTopLevel requires the top level to describe objects: type "object",
-// or no type but properties (then type "object" is implied and added).
+// or no type at all, which means an object (type "object" is added), so that
+// the empty schema {} is an object with any fields, as in the seed.
 func checkTopLevel(obj map[string]any) *CompileError {
 	t, ok := obj["type"]
 	if !ok {
-		if _, hasProps := obj["properties"]; !hasProps {
-			return compileErr("/schema", `top-level schema must have "type": "object"`)
-		}
 		obj["type"] = "object"
 		return nil
 	}

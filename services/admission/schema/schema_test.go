@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/strictjson"
 )
 
 // databaseClusterSchema is the DatabaseCluster schema from the seed's
@@ -220,7 +221,7 @@ func TestAdmit(t *testing.T) {
 		{
 			name: "number with a huge exponent",
 			spec: `{"engine":"postgres","engine_version":"16","instance_class":"db.small","storage_gb":1e999999}`,
-			viol: []problem.FieldError{fe("/spec/storage_gb", numberRangeMsg)},
+			viol: []problem.FieldError{fe("/spec/storage_gb", strictjson.NumberRangeMessage)},
 		},
 		{
 			name: "HTML characters are not escaped",
@@ -505,7 +506,6 @@ func TestCompileErrors(t *testing.T) {
 		{"required not an array", `{"type":"object","properties":{"a":{"type":"integer","required":true}}}`, "/schema/properties/a/required", "expected array, got boolean"},
 		{"top-level array type", `{"type":"array","items":{"type":"string"}}`, "/schema/type", `top-level type must be "object", got "array"`},
 		{"top-level string type", `{"type":"string"}`, "/schema/type", `top-level type must be "object"`},
-		{"top-level without type or properties", `{}`, "/schema", `"type": "object"`},
 		{"top-level nullable type list", `{"type":["object","null"]}`, "/schema/type", `top-level type must be "object"`},
 		{"JSON array", `[{"type":"object"}]`, "/schema", "schema must be a JSON object, got array"},
 		{"JSON string", `"object"`, "/schema", "schema must be a JSON object, got string"},
@@ -643,5 +643,24 @@ func BenchmarkAdmitInvalid(b *testing.B) {
 		if _, viol, err := s.Admit(spec); err != nil || viol == nil {
 			b.Fatalf("viol=%v err=%v", viol, err)
 		}
+	}
+}
+
+// The empty schema is an object with any fields; a schema without a type
+// describes objects.
+func TestUntypedTopLevelIsObject(t *testing.T) {
+	for _, raw := range []string{`{}`, `{"required":["a"]}`, `{"additionalProperties":{"type":"integer"}}`} {
+		s, err := Compile([]byte(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if _, viol, _ := s.Admit([]byte(`[]`)); len(viol) == 0 {
+			t.Errorf("%s: an array spec is accepted", raw)
+		}
+	}
+	s, _ := Compile([]byte(`{}`))
+	out, viol, err := s.Admit([]byte(`{"a":1,"b":{"c":[true]}}`))
+	if err != nil || viol != nil || string(out) != `{"a":1,"b":{"c":[true]}}` {
+		t.Fatalf("admit: %s %v %v", out, viol, err)
 	}
 }

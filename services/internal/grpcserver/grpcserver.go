@@ -17,46 +17,24 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/no8s/no8s/services/internal/problem"
 )
 
 // MaxMessageBytes bounds gRPC messages: a list page of up to 1,000
 // resources must fit, so the bound is well above one resource's limit.
 const MaxMessageBytes = 64 << 20
 
-// New returns a server with the health service registered and the usual
-// message limits.
-func New(opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
-	opts = append([]grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes)}, opts...)
+// New returns a server with the health service registered, the usual
+// message limits, and the cause of every internal error logged to log (the
+// client gets only "internal error").
+func New(log *slog.Logger, opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
+	opts = append([]grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes),
+		grpc.ChainUnaryInterceptor(LogInternal(log))}, opts...)
 	srv := grpc.NewServer(opts...)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
 	return srv, hs
-}
-
-// LogInternal logs every call answered with codes.Internal, with its cause
-// (which the client does not see) and the caller's request id.
-func LogInternal(log *slog.Logger) grpc.ServerOption {
-	return grpc.ChainUnaryInterceptor(logInternal(log))
-}
-
-func logInternal(log *slog.Logger) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		resp, err := handler(ctx, req)
-		if err != nil && status.Code(err) == codes.Internal {
-			cause := err
-			if c := errors.Unwrap(err); c != nil {
-				cause = c
-			}
-			rid := ""
-			if md, ok := metadata.FromIncomingContext(ctx); ok {
-				if v := md.Get("x-request-id"); len(v) > 0 {
-					rid = v[0]
-				}
-			}
-			log.ErrorContext(ctx, "internal error", "method", info.FullMethod, "error", cause.Error(), "request_id", rid)
-		}
-		return resp, err
-	}
 }
 
 // Serve serves on lis until ctx ends, then stops gracefully within grace.
@@ -97,4 +75,37 @@ func Dial(addr string) (*grpc.ClientConn, error) {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
 	return conn, nil
+}
+
+// LogInternal logs, with the method and the caller's request id, the cause
+// of an internal error that a handler answers through problem.ToStatus (the
+// client gets only "internal error"), any other Internal status, and any
+// error that is not a gRPC status at all.
+func LogInternal(log *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if err == nil {
+			return resp, nil
+		}
+		st, isStatus := status.FromError(err)
+		switch cause := problem.InternalCause(err); {
+		case cause != nil:
+			log.ErrorContext(ctx, "internal error", "method", info.FullMethod, "error", cause, "request_id", requestID(ctx))
+		case !isStatus:
+			log.ErrorContext(ctx, "handler error without a status", "method", info.FullMethod, "error", err, "request_id", requestID(ctx))
+		case st.Code() == codes.Internal:
+			log.ErrorContext(ctx, "internal error", "method", info.FullMethod, "error", err, "request_id", requestID(ctx))
+		}
+		return resp, err
+	}
+}
+
+// requestID is the request id the caller sent in the x-request-id metadata.
+func requestID(ctx context.Context) string {
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get("x-request-id"); len(v) > 0 {
+			return v[0]
+		}
+	}
+	return ""
 }

@@ -20,7 +20,7 @@ import (
 // client never sees, is logged with the cause and the request id.
 func TestLogInternalLogsTheCause(t *testing.T) {
 	var buf bytes.Buffer
-	interceptor := logInternal(slog.New(slog.NewTextHandler(&buf, nil)))
+	interceptor := LogInternal(slog.New(slog.NewTextHandler(&buf, nil)))
 	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-request-id", "req-123"))
 	_, err := interceptor(ctx, nil, &grpc.UnaryServerInfo{FullMethod: "/x/Y"}, func(context.Context, any) (any, error) {
 		return nil, problem.ToStatus(errors.New("postgres: relation \"nope\" does not exist"))

@@ -28,9 +28,8 @@ var kindCodes = map[Kind]codes.Code{
 
 // ToStatus turns err into a gRPC status error carrying kind, code and fields.
 // Context errors become Canceled or DeadlineExceeded; anything that is not a
-// *Error becomes Internal with a generic message. The cause of an Internal
-// is not sent but stays reachable with errors.Unwrap, for the server's
-// interceptor to log (grpcserver.LogInternal).
+// *Error becomes Internal with a generic message: the cause is not sent, but
+// stays attached for the server's log (InternalCause; grpcserver logs it).
 func ToStatus(err error) error {
 	if err == nil {
 		return nil
@@ -46,7 +45,11 @@ func ToStatus(err error) error {
 		case errors.Is(err, context.DeadlineExceeded):
 			return status.Error(codes.DeadlineExceeded, err.Error())
 		}
-		pe = New(Internal, CodeInternal, "internal error")
+		st := status.New(codes.Internal, "internal error")
+		if withDetails, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: CodeInternal, Domain: errorDomain}); derr == nil {
+			st = withDetails
+		}
+		return &internalError{st: st, cause: err}
 	}
 	st := status.New(kindCodes[pe.Kind], pe.Detail)
 	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: pe.Code, Domain: errorDomain}}
@@ -65,20 +68,6 @@ func ToStatus(err error) error {
 	}
 	return st.Err()
 }
-
-// internalError is an Internal status that keeps its cause for the log.
-type internalError struct {
-	st    *status.Status
-	cause error
-}
-
-func (e *internalError) Error() string { return e.st.Err().Error() }
-
-// GRPCStatus is what gRPC sends.
-func (e *internalError) GRPCStatus() *status.Status { return e.st }
-
-// Unwrap returns the cause.
-func (e *internalError) Unwrap() error { return e.cause }
 
 // FromStatus turns a gRPC error from another no8s service back into a *Error.
 // Transport failures (Unavailable without details, DeadlineExceeded) become
@@ -124,4 +113,29 @@ func FromStatus(err error) error {
 		}
 	}
 	return pe
+}
+
+// internalError is the status of an error that is not a *Error: clients get
+// only "internal error", the cause stays with it for the server's log.
+type internalError struct {
+	st    *status.Status
+	cause error
+}
+
+func (e *internalError) Error() string { return e.st.Err().Error() }
+
+// GRPCStatus is what gRPC sends.
+func (e *internalError) GRPCStatus() *status.Status { return e.st }
+
+// Unwrap returns the cause.
+func (e *internalError) Unwrap() error { return e.cause }
+
+// InternalCause returns the cause that ToStatus kept out of an internal
+// error's status, or nil when err is not such an error.
+func InternalCause(err error) error {
+	var ie *internalError
+	if errors.As(err, &ie) {
+		return ie.cause
+	}
+	return nil
 }

@@ -7,6 +7,8 @@ package resource
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/no8s/no8s/libs/sdk/conditions"
 )
 
 // Lifecycle statuses of a resource.
@@ -18,11 +20,13 @@ const (
 	StatusDeleting    = "deleting"
 )
 
-// Phases summarise conditions (seed 004).
+// Phases summarise a resource's state (seeds 003 and 004); the rule is
+// conditions.PhaseOf in libs/sdk, shared by the store and the SDK.
 const (
-	PhaseProgressing = "Progressing"
-	PhaseReady       = "Ready"
-	PhaseTerminating = "Terminating"
+	PhaseProgressing = conditions.PhaseProgressing
+	PhaseReady       = conditions.PhaseReady
+	PhaseDegraded    = conditions.PhaseDegraded
+	PhaseTerminating = conditions.PhaseTerminating
 )
 
 // Statuses lists every lifecycle status, for validating filters.
@@ -114,21 +118,17 @@ func (r *Resource) Normalize() {
 	}
 }
 
-// PhaseFor derives the phase from the lifecycle status and conditions:
-// Terminating while deleting, Ready when ready and every condition is True,
-// otherwise Progressing.
-func PhaseFor(status string, conditions []Condition) string {
-	switch status {
-	case StatusDeleting:
-		return PhaseTerminating
-	case StatusReady:
-		for _, c := range conditions {
-			if c.Status != "True" {
-				return PhaseProgressing
-			}
-		}
-		return PhaseReady
-	default:
-		return PhaseProgressing
+// PhaseFor derives the phase with the one phase rule (conditions.PhaseOf)
+// from the lifecycle status, whether the last attempt reported a partial
+// failure while still serving, and the conditions: Terminating while
+// deleting, Degraded when degraded, Ready when ready and every condition is
+// True, otherwise Progressing.
+func PhaseFor(status string, degraded bool, conds []Condition) string {
+	statuses := make([]conditions.Status, len(conds))
+	for i, c := range conds {
+		statuses[i] = conditions.Status(c.Status)
 	}
+	return conditions.PhaseOf(conditions.PhaseFacts{
+		Deleting: status == StatusDeleting, Degraded: degraded, Succeeded: status == StatusReady, Statuses: statuses,
+	})
 }

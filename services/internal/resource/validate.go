@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/strictjson"
 )
 
 // Size limits. They are chosen so that the largest allowed resource, with its
@@ -101,8 +101,8 @@ func ValidateMetadata(labels, annotations map[string]string, owners []OwnerRefer
 		if fe := validateQualifiedKey(p, k); fe != nil {
 			errs = append(errs, *fe)
 		}
-		if !utf8.ValidString(v) {
-			errs = append(errs, problem.FieldError{Path: p, Message: "value is not valid UTF-8"})
+		if fe := strictjson.CheckString(p, v); fe != nil {
+			errs = append(errs, *fe)
 		}
 		size += len(k) + len(v)
 	}
@@ -172,12 +172,7 @@ func Marshal(v any) ([]byte, error) {
 }
 
 // EscapePointer escapes a key as a JSON pointer token (RFC 6901).
-func EscapePointer(s string) string {
-	if !strings.ContainsAny(s, "~/") {
-		return s
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
+func EscapePointer(s string) string { return strictjson.EscapePointer(s) }
 
 func truncate(s string) string {
 	if len(s) > 80 {

@@ -37,6 +37,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/conditions"
 	"github.com/no8s/no8s/libs/sdk/secret"
 )
 
@@ -274,8 +275,10 @@ func (databaseStep) Do(ctx context.Context, req *sdk.Request[Spec]) (sdk.Result,
 		}
 		req.Changes.Created++
 		reason := "Created"
-		if req.Resource.ObservedGeneration > 0 {
-			reason = "Recreated" // it existed at an earlier reconcile: drift
+		if conditions.IsTrue(req.Resource.Conditions, CondDatabase) {
+			// An earlier attempt saw it (observed_generation alone does not
+			// tell: failed attempts set it too): drift.
+			reason = "Recreated"
 		}
 		req.Log.Info("database created", "database", db, "reason", reason)
 		req.MarkTrue(CondDatabase, reason, "database "+db+" created")

@@ -13,6 +13,7 @@ import (
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/internal/strictjson"
 )
 
 // This file holds the store's side of reconciliation (docs/design/reconcile.md):
@@ -233,7 +234,7 @@ func (s *Store) AcquireLease(ctx context.Context, req AcquireLeaseRequest) (*Lea
 		if changed {
 			now = now.UTC()
 			r.ResourceVersion, r.UpdatedAt = rev, now
-			r.Phase = resource.PhaseFor(r.Status, r.Conditions)
+			r.Phase = resource.PhaseFor(r.Status, r.Phase == resource.PhaseDegraded, r.Conditions)
 			doc, err := eventDoc(r)
 			if err != nil {
 				return err
@@ -358,6 +359,13 @@ type CompleteReconcileRequest struct {
 	// RequeueAfter asks for another attempt (with OutcomeRequeue or
 	// OutcomeSuccess).
 	RequeueAfter time.Duration
+	// Degraded reports a partial failure while the resource still serves
+	// (seed 003): with any outcome but OutcomeSuccess the phase is Degraded
+	// until the next completion.
+	Degraded bool
+	// Observed makes Generation the observed_generation whatever the outcome
+	// (seed 004); a success always does.
+	Observed bool
 }
 
 // CompleteResult is the resource after a completion.
@@ -385,6 +393,11 @@ func validateConditions(path string, cs []resource.Condition) []problem.FieldErr
 		case resource.ConditionTrue, resource.ConditionFalse, resource.ConditionUnknown:
 		default:
 			errs = append(errs, problem.FieldError{Path: p + "/status", Message: fmt.Sprintf("%q is not True, False or Unknown", c.Status)})
+		}
+		for _, f := range []struct{ name, v string }{{"type", c.Type}, {"reason", c.Reason}, {"message", c.Message}} {
+			if fe := strictjson.CheckString(p+"/"+f.name, f.v); fe != nil {
+				errs = append(errs, *fe)
+			}
 		}
 	}
 	if len(cs) > MaxConditions {
@@ -429,6 +442,9 @@ func (req *CompleteReconcileRequest) validate() ([]byte, error) {
 		errs = append(errs, problem.FieldError{Path: "/outcome", Message: "outcome is required: success, requeue, error or terminal"})
 	}
 	errs = append(errs, validateConditions("/conditions", req.Conditions)...)
+	if fe := strictjson.CheckString("/status_message", req.StatusMessage); fe != nil {
+		errs = append(errs, *fe)
+	}
 	for i, f := range req.AddFinalizers {
 		if fe := resource.ValidateFinalizer(fmt.Sprintf("/add_finalizers/%d", i), f); fe != nil {
 			errs = append(errs, *fe)
@@ -445,6 +461,8 @@ func (req *CompleteReconcileRequest) validate() ([]byte, error) {
 		if len(req.Outputs) > resource.MaxSpecBytes {
 			errs = append(errs, problem.FieldError{Path: "/outputs", Message: fmt.Sprintf("larger than %d bytes", resource.MaxSpecBytes)})
 		} else if c, perr := resource.CompactObject("/outputs", req.Outputs); perr != nil {
+			errs = append(errs, perr.Fields...)
+		} else if perr := strictjson.Check(c, "/outputs"); perr != nil {
 			errs = append(errs, perr.Fields...)
 		} else {
 			outputs = c
@@ -507,10 +525,12 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 		h := req.History
 		h.Success = req.Outcome == OutcomeSuccess
 		r.StatusMessage = req.StatusMessage
+		if req.Observed || req.Outcome == OutcomeSuccess {
+			r.ObservedGeneration = max(r.ObservedGeneration, gen)
+		}
 		switch req.Outcome {
 		case OutcomeSuccess:
 			failures, terminal = 0, 0
-			r.ObservedGeneration = max(r.ObservedGeneration, gen)
 			if !deleting {
 				r.Status = resource.StatusReady
 			}
@@ -569,7 +589,7 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 			}
 			r.Annotations = ann
 		}
-		r.Phase = resource.PhaseFor(r.Status, r.Conditions)
+		r.Phase = resource.PhaseFor(r.Status, req.Degraded && req.Outcome != OutcomeSuccess, r.Conditions)
 		r.ResourceVersion, r.UpdatedAt, r.LastReconcileTime = rev, now, &now
 		doc, err := eventDoc(r)
 		if err != nil {
@@ -753,7 +773,7 @@ func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int
 		if err != nil {
 			return err
 		}
-		r.Phase = resource.PhaseFor(r.Status, r.Conditions)
+		r.Phase = resource.PhaseFor(r.Status, r.Phase == resource.PhaseDegraded, r.Conditions)
 		r.ResourceVersion, r.UpdatedAt = revs[0], now
 		doc, err := eventDoc(r)
 		if err != nil {

@@ -509,3 +509,65 @@ func TestReconcilePolicy(t *testing.T) {
 		wantCode(t, err, problem.Invalid, problem.CodeInvalid)
 	}
 }
+
+// A failure observes its generation when the reconciler says so (seed 004);
+// a partial failure while serving is phase Degraded (seed 003), stays
+// Degraded through a new attempt, and a delete request makes it Terminating.
+func TestCompletionObservedAndDegraded(t *testing.T) {
+	s, _ := newStore(t)
+	mustType(t, s, "Widget", "v1")
+	r := mustCreate(t, s, "partial", "keep.example.com/x")
+
+	a := acquire(t, s, r.ID, "worker-a")
+	got := complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: pgstore.OutcomeError, StatusMessage: "boom"}).Resource
+	if got.ObservedGeneration != 0 || got.Phase != resource.PhaseProgressing {
+		t.Fatalf("an error without observed: observed_generation %d phase %s", got.ObservedGeneration, got.Phase)
+	}
+	b := acquire(t, s, r.ID, "worker-a")
+	got = complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: pgstore.OutcomeError,
+		StatusMessage: "1 of 2 relays", Observed: true, Degraded: true}).Resource
+	if got.ObservedGeneration != r.Generation || got.Phase != resource.PhaseDegraded || got.Status != resource.StatusFailed {
+		t.Fatalf("degraded: observed_generation %d phase %s status %s", got.ObservedGeneration, got.Phase, got.Status)
+	}
+	c := acquire(t, s, r.ID, "worker-a")
+	if c.Resource.Phase != resource.PhaseDegraded {
+		t.Fatalf("phase while the next attempt runs: %s", c.Resource.Phase)
+	}
+	got = complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: c.Epoch, Outcome: pgstore.OutcomeSuccess,
+		Conditions: []resource.Condition{{Type: "Ready", Status: resource.ConditionTrue}}}).Resource
+	if got.Phase != resource.PhaseReady {
+		t.Fatalf("after a success: phase %s", got.Phase)
+	}
+	d := acquire(t, s, r.ID, "worker-a")
+	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: d.Epoch, Outcome: pgstore.OutcomeError, Degraded: true})
+	del, err := s.DeleteResource(t.Context(), r.ID, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if del.Resource.Phase != resource.PhaseTerminating {
+		t.Fatalf("deleting: phase %s", del.Resource.Phase)
+	}
+}
+
+// A reconciler's result that PostgreSQL cannot hold is refused with its
+// path, not a database error: nothing is written and the lease stays.
+func TestCompletionTextRefused(t *testing.T) {
+	s, _ := newStore(t)
+	mustType(t, s, "Widget", "v1")
+	r := mustCreate(t, s, "texts")
+	a := acquire(t, s, r.ID, "worker-a")
+	for _, req := range []pgstore.CompleteReconcileRequest{
+		{StatusMessage: "a\x00b"},
+		{Conditions: []resource.Condition{{Type: "Ready", Status: resource.ConditionFalse, Message: "\x00"}}},
+		{Conditions: []resource.Condition{{Type: "Ready", Status: resource.ConditionFalse, Reason: "bad\xff"}}},
+		{Outputs: []byte(`{"url":"x\u0000"}`)},
+		{Outputs: []byte(`{"n":1e400}`)},
+	} {
+		req.ResourceID, req.LeaseEpoch, req.Outcome = r.ID, a.Epoch, pgstore.OutcomeError
+		_, err := s.CompleteReconcile(t.Context(), req)
+		if pe := problem.As(err); pe == nil || pe.Kind != problem.Invalid || len(pe.Fields) == 0 {
+			t.Errorf("%+v: error %v", req, err)
+		}
+	}
+	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: pgstore.OutcomeSuccess})
+}

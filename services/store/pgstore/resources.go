@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/internal/strictjson"
 )
 
 const resourceColumns = `id, uid, name, resource_type_name, resource_type_version, labels, annotations,
@@ -58,21 +58,6 @@ func compactJSON(b []byte) json.RawMessage {
 	return buf.Bytes()
 }
 
-// jsonEqual reports whether two JSON documents are equal as values.
-func jsonEqual(a, b []byte) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	var va, vb any
-	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
-	da.UseNumber()
-	db.UseNumber()
-	if da.Decode(&va) != nil || db.Decode(&vb) != nil {
-		return false
-	}
-	return reflect.DeepEqual(va, vb)
-}
-
 // CreateResourceRequest creates a resource. Spec must have been admitted
 // against the type revision SchemaRevision (0 skips that check).
 type CreateResourceRequest struct {
@@ -87,6 +72,9 @@ func validateSpec(spec []byte) ([]byte, error) {
 	}
 	c, perr := resource.CompactObject("/spec", spec)
 	if perr != nil {
+		return nil, perr
+	}
+	if perr := strictjson.Check(c, "/spec"); perr != nil {
 		return nil, perr
 	}
 	if len(c) > resource.MaxSpecBytes {
@@ -143,7 +131,7 @@ func (s *Store) CreateResource(ctx context.Context, req CreateResourceRequest) (
 		Generation:          1,
 		Finalizers:          fins,
 	}
-	r.Phase = resource.PhaseFor(r.Status, nil)
+	r.Phase = resource.PhaseFor(r.Status, false, nil)
 	r.Normalize()
 	var typeID, typeRev int64
 	var now time.Time
@@ -302,7 +290,7 @@ func (s *Store) UpdateResource(ctx context.Context, req UpdateResourceRequest) (
 			return err
 		}
 		changed := false
-		specChanged := spec != nil && !jsonEqual(spec, r.Spec)
+		specChanged := spec != nil && !strictjson.Equal(spec, r.Spec)
 		if specChanged {
 			if r.DeletedAt != nil {
 				return problem.New(problem.Conflict, problem.CodeDeleting, "resource %d is being deleted; its spec can no longer change", r.ID)
@@ -392,7 +380,7 @@ func (s *Store) DeleteResource(ctx context.Context, id, expected int64, dryRun b
 			return err
 		}
 		r.Status, r.DeletedAt, r.UpdatedAt, r.ResourceVersion = resource.StatusDeleting, &now, now, revs[0]
-		r.Phase = resource.PhaseFor(r.Status, r.Conditions)
+		r.Phase = resource.PhaseFor(r.Status, r.Phase == resource.PhaseDegraded, r.Conditions)
 		doc, err := resource.Marshal(r)
 		if err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/internal/strictjson"
 )
 
 const typeColumns = `id, name, version, description, schema, resource_version, created_at, updated_at, reconcile_policy`
@@ -44,11 +45,17 @@ func validateTypeFields(description string, schema []byte) (compacted []byte, er
 	if len(description) > MaxDescriptionBytes {
 		errs = append(errs, problem.FieldError{Path: "/description", Message: fmt.Sprintf("longer than %d bytes", MaxDescriptionBytes)})
 	}
+	if fe := strictjson.CheckString("/description", description); fe != nil {
+		errs = append(errs, *fe)
+	}
 	if len(schema) > resource.MaxSchemaBytes {
 		errs = append(errs, problem.FieldError{Path: "/schema", Message: fmt.Sprintf("schema is %d bytes, more than the %d allowed", len(schema), resource.MaxSchemaBytes)})
 		return nil, errs
 	}
 	c, perr := resource.CompactObject("/schema", schema)
+	if perr == nil {
+		perr = strictjson.Check(c, "/schema")
+	}
 	if perr != nil {
 		errs = append(errs, perr.Fields...)
 	}
@@ -191,7 +198,7 @@ func (s *Store) UpdateType(ctx context.Context, req UpdateTypeRequest) (*resourc
 		if schema == nil {
 			schema = cur.Schema
 		}
-		if desc == cur.Description && jsonEqual(schema, cur.Schema) && policy == decodePolicy(curPolicy) {
+		if desc == cur.Description && strictjson.Equal(schema, cur.Schema) && policy == decodePolicy(curPolicy) {
 			out = cur
 			return nil
 		}

@@ -750,8 +750,16 @@ type CompleteReconcileRequest struct {
 	RemoveAnnotations []string `protobuf:"bytes,11,rep,name=remove_annotations,json=removeAnnotations,proto3" json:"remove_annotations,omitempty"`
 	// requeue_after_seconds asks for another attempt (OUTCOME_REQUEUE).
 	RequeueAfterSeconds int32 `protobuf:"varint,12,opt,name=requeue_after_seconds,json=requeueAfterSeconds,proto3" json:"requeue_after_seconds,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// degraded reports a partial failure while the resource still serves
+	// (seed 003), with any outcome but OUTCOME_SUCCESS: the phase is Degraded
+	// until the next completion (the phase rule: libs/sdk/conditions.PhaseOf).
+	Degraded bool `protobuf:"varint,13,opt,name=degraded,proto3" json:"degraded,omitempty"`
+	// observed makes generation the observed_generation whatever the outcome
+	// (seed 004: set even when the attempt failed; the failure is in the
+	// conditions). A successful attempt always sets it.
+	Observed      bool `protobuf:"varint,14,opt,name=observed,proto3" json:"observed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CompleteReconcileRequest) Reset() {
@@ -866,6 +874,20 @@ func (x *CompleteReconcileRequest) GetRequeueAfterSeconds() int32 {
 		return x.RequeueAfterSeconds
 	}
 	return 0
+}
+
+func (x *CompleteReconcileRequest) GetDegraded() bool {
+	if x != nil {
+		return x.Degraded
+	}
+	return false
+}
+
+func (x *CompleteReconcileRequest) GetObserved() bool {
+	if x != nil {
+		return x.Observed
+	}
+	return false
 }
 
 type CompleteReconcileResponse struct {
@@ -1894,7 +1916,7 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\vlease_epoch\x18\r \x01(\x03R\n" +
 	"leaseEpoch\x12\x16\n" +
 	"\x06holder\x18\x0e \x01(\tR\x06holder\x121\n" +
-	"\x06reason\x18\x0f \x01(\x0e2\x19.no8s.reconcile.v1.ReasonR\x06reason\"\x9f\x04\n" +
+	"\x06reason\x18\x0f \x01(\x0e2\x19.no8s.reconcile.v1.ReasonR\x06reason\"\xd7\x04\n" +
 	"\x18CompleteReconcileRequest\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\x03R\n" +
 	"resourceId\x12\x1f\n" +
@@ -1914,7 +1936,9 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\x0eadd_finalizers\x18\n" +
 	" \x03(\tR\raddFinalizers\x12-\n" +
 	"\x12remove_annotations\x18\v \x03(\tR\x11removeAnnotations\x122\n" +
-	"\x15requeue_after_seconds\x18\f \x01(\x05R\x13requeueAfterSeconds\"h\n" +
+	"\x15requeue_after_seconds\x18\f \x01(\x05R\x13requeueAfterSeconds\x12\x1a\n" +
+	"\bdegraded\x18\r \x01(\bR\bdegraded\x12\x1a\n" +
+	"\bobserved\x18\x0e \x01(\bR\bobserved\"h\n" +
 	"\x19CompleteReconcileResponse\x123\n" +
 	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\x12\x16\n" +
 	"\x06purged\x18\x02 \x01(\bR\x06purged\"\x85\x01\n" +
