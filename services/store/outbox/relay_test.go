@@ -4,19 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/no8s/no8s/services/internal/eventstream"
-	"github.com/no8s/no8s/services/internal/testenv"
-	"github.com/no8s/no8s/services/store/migrate"
 	"github.com/no8s/no8s/services/store/outbox"
 	"github.com/no8s/no8s/services/store/outbox/outboxtest"
 	"github.com/no8s/no8s/services/store/pgstore"
@@ -31,20 +25,8 @@ var errInjected = errors.New("injected rollback")
 // in revision order.
 func TestRelayPublishesExactlyTheCommittedChanges(t *testing.T) {
 	ctx := t.Context()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	pool, err := pgxpool.New(ctx, testenv.Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if _, err := migrate.Up(ctx, pool, log); err != nil {
-		t.Fatal(err)
-	}
-	nc := testenv.Connect(t, testenv.NATS(t))
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newRelayEnv(t)
+	pool, nc, js, log := e.pool, e.nc, e.js, e.log
 	stream, err := eventstream.Ensure(ctx, js, eventstream.DefaultStreamConfig(), eventstream.Identity{})
 	if err != nil {
 		t.Fatal(err)
@@ -88,9 +70,6 @@ func TestRelayPublishesExactlyTheCommittedChanges(t *testing.T) {
 		}
 		return nil
 	}))
-	if _, err := pgstore.New(pool).CreateType(ctx, pgstore.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(`{"type":"object"}`)}); err != nil {
-		t.Fatal(err)
-	}
 
 	startRelay(0)
 	// A chaos loop stops and starts relays while the writers run.
