@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/store/outbox"
 	"github.com/no8s/no8s/services/store/outbox/outboxtest"
