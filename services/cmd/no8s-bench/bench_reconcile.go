@@ -28,16 +28,39 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/no8s/no8s/libs/sdk/worker"
+	"github.com/no8s/no8s/services/scheduler"
 )
 
 var (
 	reconcileDurationFlag  = flag.Duration("reconcile-duration", 30*time.Second, "reconcile scenario: measured time at each offered create rate, and the reconciles/s window")
 	reconcileWarmupFlag    = flag.Duration("reconcile-warmup", 5*time.Second, "reconcile scenario: warm-up before measuring at each offered create rate")
 	reconcileResourcesFlag = flag.Int("reconcile-resources", 20_000, "reconcile scenario: resources created, then changed once each, for reconciles/s at saturation")
+	// Knobs to find what limits the figures; 0 leaves the services' defaults.
+	reconcileDispatchersFlag = flag.Int("reconcile-dispatchers", 0, "reconcile scenario: the scheduler's --dispatchers (0: its default)")
+	reconcileConcurrencyFlag = flag.Int("reconcile-concurrency", 0, "reconcile scenario: each noop replica's --concurrency (0: its default)")
 )
+
+// reconcileSchedulerFlags and reconcileWorkerFlags are the flags the
+// knobs above add to the scheduler and to each noop replica.
+func reconcileSchedulerFlags() []string {
+	if n := *reconcileDispatchersFlag; n > 0 {
+		return []string{"--dispatchers", strconv.Itoa(n)}
+	}
+	return nil
+}
+
+func reconcileWorkerFlags() []string {
+	if n := *reconcileConcurrencyFlag; n > 0 {
+		return []string{"--concurrency", strconv.Itoa(n)}
+	}
+	return nil
+}
 
 const (
 	reconcileType       = "ReconcileBench"
@@ -45,7 +68,7 @@ const (
 	reconcileReconciler = "bench-noop"                  // its two replicas are reconciler-a and reconciler-b
 	reconcileSenders    = 512                           // goroutines sending creates, so the generator never waits for answers
 	reconcileLate       = 10 * time.Millisecond         // a create sent this long after its due time counts as late
-	reconcileReadyWait  = 30 * time.Second              // after a rate's load, how long its creates may take to become ready
+	reconcileEventWait  = 10 * time.Second              // how long a ready event may lag the database
 	reconcileStall      = 60 * time.Second              // saturation: fail after this long without progress
 	reconcileResync     = 3600                          // the type's resync_seconds: nothing is resynced during the run
 	reconcileTargetRate = 1000.0                        // noop reconciles/s sustained
@@ -71,16 +94,24 @@ func benchReconcile(ctx context.Context, env *benchEnv) error {
 	}); err != nil {
 		return err
 	}
-	if _, err := env.startScheduler(ctx, "bench-scheduler-1"); err != nil {
+	if _, err := env.startScheduler(ctx, "bench-scheduler-1", reconcileSchedulerFlags()...); err != nil {
 		return err
 	}
-	if err := env.startNoopReplicas(ctx, reconcileReconciler, []string{reconcileType + "/" + reconcileVersion}, []string{"a", "b"}); err != nil {
+	if err := env.startNoopReplicas(ctx, reconcileReconciler, []string{reconcileType + "/" + reconcileVersion}, []string{"a", "b"}, reconcileWorkerFlags()...); err != nil {
 		return err
+	}
+	dispatchers := fmt.Sprintf("default %d", scheduler.DefaultConfig().Dispatchers)
+	concurrency := fmt.Sprintf("default %d", worker.DefaultMaxConcurrency)
+	if n := *reconcileDispatchersFlag; n > 0 {
+		dispatchers = strconv.Itoa(n)
+	}
+	if n := *reconcileConcurrencyFlag; n > 0 {
+		concurrency = strconv.Itoa(n)
 	}
 	fmt.Printf("stack: %s\n", describeServices(env))
-	fmt.Printf("reconciler %s: noop, 2 replicas (reconciler-a, -b), default worker concurrency; scheduler with default flags;\n"+
+	fmt.Printf("reconciler %s: noop, 2 replicas (reconciler-a, -b), worker concurrency %s each; scheduler dispatchers %s;\n"+
 		"type %s/%s (DatabaseCluster schema, resync_seconds %d: no resync during the run); create body %d bytes\n",
-		reconcileReconciler, reconcileType, reconcileVersion, reconcileResync, len(createBody(reconcileType, reconcileVersion, "rc100-000000")))
+		reconcileReconciler, concurrency, dispatchers, reconcileType, reconcileVersion, reconcileResync, len(createBody(reconcileType, reconcileVersion, "rc100-000000")))
 
 	// One resource through the whole loop first: a smoke test, and the
 	// event the watch's starting BOOKMARK needs (none on an empty stream).
@@ -108,14 +139,29 @@ func benchReconcile(ctx context.Context, env *benchEnv) error {
 	watch.stop()
 	fmt.Printf("\ncreate→Ready, open loop, %s warm-up then %s measured per rate; from sending the create to the first watch event showing it ready\n", warmup, measure)
 	tw := newTable()
-	fmt.Fprintf(tw, "  offered\tanswered/s\tcounted\tlate >%s\tworst lag\terrors\tnot ready\tp50\tp99\tmax\t\n", fmtDur(reconcileLate))
+	fmt.Fprintf(tw, "  offered\tanswered/s\tcounted\tlate >%s\tworst lag\terrors\tno event\tp50\tp99\tmax\t\n", fmtDur(reconcileLate))
 	for _, r := range rates {
 		fmt.Fprintf(tw, "  %d/s\t%.0f\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t\n", r.rate, r.answered, r.counted, r.late, fmtDur(r.maxLag), r.errs, r.notReady,
 			fmtDur(percentile(r.lat, 50)), fmtDur(percentile(r.lat, 99)), fmtDur(percentile(r.lat, 100)))
 	}
 	tw.Flush()
 	fmt.Println("  (counted: creates due in the measured window; late: counted creates sent more than that after their due time;")
-	fmt.Printf("   not ready: counted creates without a ready event within %s of the end of the load)\n", reconcileReadyWait)
+	fmt.Printf("   each rate's resources all ready before the next rate; no event: ready in the database, no ready event within %s)\n", reconcileEventWait)
+	fmt.Println("where the time goes, p50 / p99 (this process's clocks and the database's, one machine):")
+	tw = newTable()
+	fmt.Fprintf(tw, "  offered\t")
+	for _, n := range stageNames {
+		fmt.Fprintf(tw, "%s\t", n)
+	}
+	fmt.Fprintf(tw, "\n")
+	for _, r := range rates {
+		fmt.Fprintf(tw, "  %d/s\t", r.rate)
+		for _, st := range r.stages {
+			fmt.Fprintf(tw, "%s / %s\t", fmtDur(percentile(st, 50)), fmtDur(percentile(st, 99)))
+		}
+		fmt.Fprintf(tw, "\n")
+	}
+	tw.Flush()
 	fmt.Println("CPU used in the measured window, in cores:")
 	tw = newTable()
 	disturbed := 0.0
@@ -145,7 +191,7 @@ func benchReconcile(ctx context.Context, env *benchEnv) error {
 		p99 := percentile(r.lat, 99)
 		detail := fmt.Sprintf("%s (target < %s)", fmtDur(p99), fmtDur(want))
 		if r.notReady > 0 || r.errs > 0 {
-			detail += fmt.Sprintf("; %d not ready, %d failed creates", r.notReady, r.errs)
+			detail += fmt.Sprintf("; %d without a ready event, %d failed creates", r.notReady, r.errs)
 		}
 		targets = append(targets, targetResult{
 			name:   fmt.Sprintf("create→Ready p99 at %d/s", r.rate),
@@ -176,10 +222,11 @@ type rateResult struct {
 	late     int           // counted creates sent more than reconcileLate after their due time
 	maxLag   time.Duration // the latest a counted create was sent after its due time
 	errs     int           // failed creates, warm-up included
-	notReady int           // counted creates with no ready event within reconcileReadyWait
+	notReady int           // counted creates ready in the database without a ready event within reconcileEventWait
 	lat      []time.Duration
-	cpu      string  // cores per process over the measured window
-	other    float64 // cores the rest of the machine used meanwhile
+	stages   [4][]time.Duration // the latency's parts (stageNames), for the counted resources seen ready
+	cpu      string             // cores per process over the measured window
+	other    float64            // cores the rest of the machine used meanwhile
 }
 
 // reconcileAtRate offers creates at rate per second for warmup + measure,
@@ -234,6 +281,7 @@ func reconcileAtRate(ctx context.Context, env *benchEnv, watch *readyWatch, rate
 					continue
 				}
 				created[j.seq] = true
+				watch.markAnswered(n, time.Now())
 			}
 		}()
 	}
@@ -269,10 +317,14 @@ func reconcileAtRate(ctx context.Context, env *benchEnv, watch *readyWatch, rate
 		fmt.Printf("%d/s: %d creates failed, the first: %v\n", rate, res.errs, firstErr.Load())
 	}
 
-	// Wait for every counted create to be ready.
+	// Wait for every create of this rate to be ready (so that the next rate
+	// starts with no backlog), then for the watch to have seen the counted.
 	var want []string
-	answered := 0
+	answered, all := 0, 0
 	for i := range total {
+		if created[i] {
+			all++
+		}
 		if !counted(start.Add(time.Duration(i) * period)) {
 			continue
 		}
@@ -283,7 +335,10 @@ func reconcileAtRate(ctx context.Context, env *benchEnv, watch *readyWatch, rate
 		}
 	}
 	res.answered = float64(answered) / measure.Seconds()
-	deadline := time.Now().Add(reconcileReadyWait)
+	if err := waitCount(ctx, env, fmt.Sprintf(`SELECT count(*) FROM resources WHERE name LIKE 'rc%d-%%' AND status = 'ready'`, rate), all, nil); err != nil {
+		return res, fmt.Errorf("waiting for the resources to be ready: %w", err)
+	}
+	deadline := time.Now().Add(reconcileEventWait)
 	for {
 		if err := watch.failed(); err != nil {
 			return res, err
@@ -296,7 +351,59 @@ func reconcileAtRate(ctx context.Context, env *benchEnv, watch *readyWatch, rate
 			return res, err
 		}
 	}
+	if err := res.readStages(ctx, env, watch, fmt.Sprintf("rc%d-%%", rate), want); err != nil {
+		return res, err
+	}
 	return res, env.checkAlive()
+}
+
+// stageNames name the parts of create→Ready, in order.
+var stageNames = [4]string{
+	"sent→answered",           // the create through gateway, admission and store
+	"created→attempt started", // event to the scheduler, dispatch, a worker's fetch and lease
+	"attempt",                 // the noop attempt and its completion (history started_at → reconcile_time)
+	"reconciled→ready event",  // outbox, NATS, gateway, SSE to this process
+}
+
+// readStages splits the latency of the counted resources seen ready into
+// stageNames, from this process's clocks (sent, answered, ready event) and
+// the database's (created_at, the first successful attempt's started_at
+// and reconcile_time), all of one machine.
+func (r *rateResult) readStages(ctx context.Context, env *benchEnv, watch *readyWatch, like string, names []string) error {
+	rows, err := env.pool.Query(ctx, `
+		SELECT r.name, r.created_at, h.started_at, h.reconcile_time
+		FROM resources r
+		JOIN LATERAL (SELECT started_at, reconcile_time FROM reconciliation_history h
+		              WHERE h.resource_id = r.id AND h.success ORDER BY h.id LIMIT 1) h ON true
+		WHERE r.name LIKE $1 AND h.started_at IS NOT NULL`, like)
+	if err != nil {
+		return err
+	}
+	type dbTimes struct{ created, started, reconciled time.Time }
+	db := map[string]dbTimes{}
+	for rows.Next() {
+		var name string
+		var t dbTimes
+		if err := rows.Scan(&name, &t.created, &t.started, &t.reconciled); err != nil {
+			return err
+		}
+		db[name] = t
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, n := range names {
+		sent, answered, ready, ok := watch.times(n)
+		t, inDB := db[n]
+		if !ok || !inDB {
+			continue
+		}
+		r.stages[0] = append(r.stages[0], answered.Sub(sent))
+		r.stages[1] = append(r.stages[1], t.started.Sub(t.created))
+		r.stages[2] = append(r.stages[2], t.reconciled.Sub(t.started))
+		r.stages[3] = append(r.stages[3], ready.Sub(t.reconciled))
+	}
+	return nil
 }
 
 // sleepUntil sleeps until t or until ctx ends (then it returns its error).
@@ -317,12 +424,13 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 
 // readyWatch is one SSE watch on the benchmark's type that notes, for each
 // resource whose create was sent (markSent), when the first event showing
-// it ready arrived.
+// it ready arrived; and when the create was answered (markAnswered).
 type readyWatch struct {
-	mu    sync.Mutex
-	sent  map[string]time.Time // by resource name
-	ready map[string]time.Time // the first ready event, by resource name
-	err   error                // why the watch ended early
+	mu       sync.Mutex
+	sent     map[string]time.Time // by resource name
+	answered map[string]time.Time // by resource name
+	ready    map[string]time.Time // the first ready event, by resource name
+	err      error                // why the watch ended early
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -332,7 +440,7 @@ type readyWatch struct {
 // first BOOKMARK).
 func startReadyWatch(ctx context.Context, env *benchEnv) (*readyWatch, error) {
 	wctx, cancel := context.WithCancel(ctx)
-	w := &readyWatch{sent: map[string]time.Time{}, ready: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
+	w := &readyWatch{sent: map[string]time.Time{}, answered: map[string]time.Time{}, ready: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
 	client := &http.Client{Transport: &http.Transport{ // no timeout: the stream lasts the whole phase
 		Proxy:              nil,
 		DialContext:        (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
@@ -380,6 +488,24 @@ func (w *readyWatch) markSent(name string, at time.Time) {
 	w.mu.Lock()
 	w.sent[name] = at
 	w.mu.Unlock()
+}
+
+// markAnswered notes when the create of name was answered 201.
+func (w *readyWatch) markAnswered(name string, at time.Time) {
+	w.mu.Lock()
+	w.answered[name] = at
+	w.mu.Unlock()
+}
+
+// times returns when the create of name was sent and answered, and when
+// its first ready event arrived; ok is false unless all three happened.
+func (w *readyWatch) times(name string) (sent, answered, ready time.Time, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sent, ok1 := w.sent[name]
+	answered, ok2 := w.answered[name]
+	ready, ok3 := w.ready[name]
+	return sent, answered, ready, ok1 && ok2 && ok3
 }
 
 // latencies returns, for the names that have been seen ready, the time from
@@ -541,7 +667,7 @@ func reconcileSaturation(ctx context.Context, env *benchEnv, n int, measure time
 		return res, err
 	}
 	t0 = time.Now()
-	if _, err := env.startScheduler(ctx, "bench-scheduler-2"); err != nil {
+	if _, err := env.startScheduler(ctx, "bench-scheduler-2", reconcileSchedulerFlags()...); err != nil {
 		return res, err
 	}
 	leading := time.Since(t0)

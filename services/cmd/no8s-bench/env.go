@@ -857,11 +857,11 @@ func (e *benchEnv) stopProc(p *benchProc) {
 }
 
 // startScheduler starts a no8s-scheduler (process "scheduler") whose lease
-// holder is name, and waits until it leads: it holds an unexpired scheduler
-// lease in the database.
-func (e *benchEnv) startScheduler(ctx context.Context, name string) (*benchProc, error) {
+// holder is name, with extra flags appended, and waits until it leads: it
+// holds an unexpired scheduler lease in the database.
+func (e *benchEnv) startScheduler(ctx context.Context, name string, extra ...string) (*benchProc, error) {
 	p, err := e.startProc("scheduler", filepath.Join(e.binDir, "no8s-scheduler"),
-		"--store-addr", e.storeAddr, "--nats-url", e.natsURL, "--holder", name)
+		append([]string{"--store-addr", e.storeAddr, "--nats-url", e.natsURL, "--holder", name}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
