@@ -53,11 +53,12 @@ const databaseClusterSchema = `{
 }`
 
 // apiBodyTemplate is a realistic create body: the seed's production-pg spec,
-// a few labels and annotations. %s is the name.
+// a few labels and annotations. %[1]s is the type, %[2]s the version, %[3]s
+// the name.
 var apiBodyTemplate = func() string {
 	body := map[string]any{
 		"name":                  "NAME",
-		"resource_type_name":    "DatabaseCluster",
+		"resource_type_name":    "TYPE",
 		"resource_type_version": "VERSION",
 		"labels": map[string]string{
 			"app.kubernetes.io/name":    "orders-db",
@@ -85,13 +86,20 @@ var apiBodyTemplate = func() string {
 	if err != nil {
 		panic(err)
 	}
-	s := strings.Replace(string(raw), `"NAME"`, `"%s"`, 1)
-	return strings.Replace(s, `"VERSION"`, `"%s"`, 1)
+	s := strings.Replace(string(raw), `"TYPE"`, `"%[1]s"`, 1)
+	s = strings.Replace(s, `"VERSION"`, `"%[2]s"`, 1)
+	return strings.Replace(s, `"NAME"`, `"%[3]s"`, 1)
 }()
 
-// apiCreateBody returns the create body of one resource.
+// apiCreateBody returns the create body of one DatabaseCluster.
 func apiCreateBody(version, name string) []byte {
-	return fmt.Appendf(nil, apiBodyTemplate, name, version)
+	return createBody("DatabaseCluster", version, name)
+}
+
+// createBody returns the create body of one resource of typeName/version
+// with the DatabaseCluster spec (the type's schema must accept it).
+func createBody(typeName, version, name string) []byte {
+	return fmt.Appendf(nil, apiBodyTemplate, typeName, version, name)
 }
 
 // apiCreate creates one resource through the API and expects 201.

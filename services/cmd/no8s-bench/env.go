@@ -2,7 +2,8 @@ package main
 
 // env.go is the infrastructure every scenario shares: a control plane of real
 // processes (nats-server, no8s-store, no8s-admission, no8s-gateway and a noop
-// no8s-reconciler serving the scenarios' types) on a fresh
+// no8s-reconciler serving the scenarios' types, plus whatever scheduler and
+// reconciler replicas a scenario starts on top) on a fresh
 // database, an HTTP client tuned for load, a pgx pool on the same database,
 // process RSS, a closed-loop load generator with latency percentiles, and the
 // PASS/MISS report lines.
@@ -52,13 +53,17 @@ import (
 )
 
 var (
-	binDirFlag   = flag.String("bin-dir", "", "directory with no8s-store, no8s-admission, no8s-gateway, no8s-reconciler ($NO8S_BIN_DIR; default <repo>/bin, built when missing or stale)")
+	binDirFlag   = flag.String("bin-dir", "", "directory with no8s-store, no8s-admission, no8s-gateway, no8s-reconciler, no8s-scheduler ($NO8S_BIN_DIR; default <repo>/bin, built when missing or stale)")
 	buildFlag    = flag.Bool("build", false, "always build the service binaries into a temporary directory")
 	keepLogsFlag = flag.Bool("keep-logs", false, "keep the service logs directory even when every scenario passes")
 )
 
 // serviceNames are the no8s processes of a stack, in start order.
 var serviceNames = []string{"store", "admission", "gateway", "reconciler"}
+
+// binaryNames are the no8s binaries the scenarios run: the stack's, and the
+// scheduler that scenarios measuring reconciles start themselves.
+var binaryNames = append(append([]string{}, serviceNames...), "scheduler")
 
 // benchTypes are the resource types the scenarios create resources of: the
 // stack's noop reconciler serves them (the live-reconciler rule). No
@@ -203,11 +208,11 @@ func (e *benchEnv) checkAlive() error {
 }
 
 // services returns the no8s processes of the stack (not PostgreSQL, not
-// nats-server), in start order.
+// nats-server), in start order, those a scenario started included.
 func (e *benchEnv) services() []procInfo {
 	var out []procInfo
 	for _, p := range e.procs {
-		if slices.Contains(serviceNames, p.name) {
+		if p.name != "nats-server" {
 			out = append(out, procInfo{name: p.name, pid: p.cmd.Process.Pid})
 		}
 	}
@@ -281,18 +286,26 @@ const clockTicks = 100
 type cpuSample struct {
 	at      time.Time
 	used    map[string]time.Duration
+	groups  []string      // the names of used, in print order
 	machine time.Duration // every non-idle CPU time of /proc/stat
 }
 
-// cpuGroups are the names of a cpuSample, in print order.
-var cpuGroups = append(append([]string{}, serviceNames...), "postgres", "nats-server", "bench")
-
-// sampleCPU reads the CPU times of the stack's processes, of every postgres
-// process, and of this process.
+// sampleCPU reads the CPU times of the stack's processes (those a scenario
+// started included), of every postgres process, and of this process.
+// Compare two samples taken while the same processes ran.
 func (e *benchEnv) sampleCPU() cpuSample {
 	s := cpuSample{at: time.Now(), used: map[string]time.Duration{}}
+	for _, p := range e.services() {
+		if _, ok := s.used[p.name]; !ok {
+			s.groups = append(s.groups, p.name)
+		}
+		s.used[p.name] += procCPU(strconv.Itoa(p.pid))
+	}
+	s.groups = append(s.groups, "postgres", "nats-server", "bench")
 	for _, p := range e.procs {
-		s.used[p.name] += procCPU(strconv.Itoa(p.cmd.Process.Pid))
+		if p.name == "nats-server" {
+			s.used[p.name] += procCPU(strconv.Itoa(p.cmd.Process.Pid))
+		}
 	}
 	s.used["bench"] = procCPU("self")
 	if ents, err := os.ReadDir("/proc"); err == nil {
@@ -358,7 +371,7 @@ func (s cpuSample) other(prev cpuSample) float64 {
 		return 0
 	}
 	var ours time.Duration
-	for _, g := range cpuGroups {
+	for _, g := range s.groups {
 		ours += s.used[g] - prev.used[g]
 	}
 	return max(0, (s.machine-prev.machine-ours).Seconds()/wall)
@@ -377,7 +390,7 @@ func (s cpuSample) cores(prev cpuSample) string {
 	}
 	var parts []string
 	var total float64
-	for _, g := range cpuGroups {
+	for _, g := range s.groups {
 		c := (s.used[g] - prev.used[g]).Seconds() / wall
 		total += c
 		parts = append(parts, fmt.Sprintf("%s %.2f", g, c))
@@ -783,19 +796,7 @@ func (e *benchEnv) stop() {
 	}
 	e.client.CloseIdleConnections()
 	for i := len(e.procs) - 1; i >= 0; i-- {
-		p := e.procs[i]
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-p.done:
-			case <-time.After(15 * time.Second):
-				_ = p.cmd.Process.Kill()
-				<-p.done
-			}
-		}
-		_ = p.logFile.Close()
+		e.procs[i].end()
 	}
 	e.procs = nil
 	if e.dropDB != nil {
@@ -807,6 +808,12 @@ func (e *benchEnv) stop() {
 // startProc starts a binary with its stdout and stderr in a log file.
 func (e *benchEnv) startProc(name, bin string, args ...string) (*benchProc, error) {
 	logPath := filepath.Join(e.workDir, "logs", fmt.Sprintf("%d-%s.log", e.stackN, name))
+	for i := 2; ; i++ { // a process started again keeps its predecessor's log
+		if _, err := os.Stat(logPath); err != nil {
+			break
+		}
+		logPath = filepath.Join(e.workDir, "logs", fmt.Sprintf("%d-%s-%d.log", e.stackN, name, i))
+	}
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -826,6 +833,72 @@ func (e *benchEnv) startProc(name, bin string, args ...string) (*benchProc, erro
 	}()
 	e.procs = append(e.procs, p)
 	return p, nil
+}
+
+// end stops p: SIGTERM, then SIGKILL after a grace period.
+func (p *benchProc) end() {
+	select {
+	case <-p.done:
+	default:
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(15 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+	_ = p.logFile.Close()
+}
+
+// stopProc stops one process of the stack (SIGTERM, as an operator would)
+// and forgets it.
+func (e *benchEnv) stopProc(p *benchProc) {
+	p.end()
+	e.procs = slices.DeleteFunc(e.procs, func(q *benchProc) bool { return q == p })
+}
+
+// startScheduler starts a no8s-scheduler (process "scheduler") whose lease
+// holder is name, with extra flags appended, and waits until it leads: it
+// holds an unexpired scheduler lease in the database.
+func (e *benchEnv) startScheduler(ctx context.Context, name string, extra ...string) (*benchProc, error) {
+	p, err := e.startProc("scheduler", filepath.Join(e.binDir, "no8s-scheduler"),
+		append([]string{"--store-addr", e.storeAddr, "--nats-url", e.natsURL, "--holder", name}, extra...)...)
+	if err != nil {
+		return nil, err
+	}
+	return p, waitFor(ctx, 30*time.Second, name+" leading", p, func() error {
+		var leads bool
+		if err := e.pool.QueryRow(ctx, `SELECT holder = $1 AND lease_expires_at > now() FROM scheduler_state WHERE id = 1`, name).Scan(&leads); err != nil {
+			return err
+		}
+		if !leads {
+			return errors.New("not leading yet")
+		}
+		return nil
+	})
+}
+
+// startNoopReplicas starts one noop reconciler replica per id, registered
+// as reconciler and serving types, named reconciler-<id>, with extra flags
+// appended, and waits until the registry shows every replica and type.
+func (e *benchEnv) startNoopReplicas(ctx context.Context, reconciler string, types []string, ids []string, extra ...string) error {
+	var last *benchProc
+	for _, id := range ids {
+		args := append([]string{"noop", "--name", reconciler, "--types", strings.Join(types, ","), "--replica-id", id,
+			"--nats-url", e.natsURL, "--store-addr", e.storeAddr, "--health-listen", "off"}, extra...)
+		p, err := e.startProc("reconciler-"+id, filepath.Join(e.binDir, "no8s-reconciler"), args...)
+		if err != nil {
+			return err
+		}
+		last = p
+	}
+	return waitFor(ctx, 30*time.Second, fmt.Sprintf("%d replicas of %s registered", len(ids), reconciler), last, func() error {
+		if err := registered(ctx, e.natsURL, types); err != nil {
+			return err
+		}
+		return replicasRegistered(ctx, e.natsURL, reconciler, len(ids))
+	})
 }
 
 // freeAddr returns a loopback address with a port that was free just now.
@@ -914,7 +987,7 @@ func (e *benchEnv) locateBinaries(ctx context.Context) error {
 // in dir, or the name of one that is missing.
 func oldestBinary(dir string) (time.Time, string) {
 	var oldest time.Time
-	for _, s := range serviceNames {
+	for _, s := range binaryNames {
 		fi, err := os.Stat(filepath.Join(dir, "no8s-"+s))
 		if err != nil {
 			return time.Time{}, "no8s-" + s
@@ -956,7 +1029,7 @@ func (e *benchEnv) build(ctx context.Context, root, why string) error {
 	dir := filepath.Join(e.workDir, "bin")
 	fmt.Fprintf(os.Stderr, "no8s-bench: %s: building the services into %s\n", why, dir)
 	args := []string{"build", "-o", dir + "/"}
-	for _, s := range serviceNames {
+	for _, s := range binaryNames {
 		args = append(args, "./cmd/no8s-"+s)
 	}
 	cmd := exec.CommandContext(ctx, "go", args...)
@@ -1004,6 +1077,30 @@ func repoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// replicasRegistered reports whether the live reconciler registry shows at
+// least n replicas of the reconciler name.
+func replicasRegistered(ctx context.Context, natsURL, name string, n int) error {
+	nc, err := nats.Connect(natsURL, nats.Timeout(time.Second))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	reg, err := reconcilers.Read(ctx, js)
+	if err != nil {
+		return err
+	}
+	for _, r := range reg.Reconcilers {
+		if r.Name == name && r.Replicas >= n {
+			return nil
+		}
+	}
+	return fmt.Errorf("fewer than %d replicas of %s registered", n, name)
 }
 
 // registered reports whether the live reconciler registry serves every

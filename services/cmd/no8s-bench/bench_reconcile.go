@@ -1,0 +1,801 @@
+package main
+
+// bench_reconcile.go is issue 13's benchmark: the whole reconcile loop with
+// every service as its own process, a scheduler and the noop reconciler in
+// two replicas (leases and fencing as always).
+//
+//   - create→Ready latency at 100/s, 200/s and 400/s offered, open loop (a
+//     ticker hands each create to an idle sender; nobody waits for answers
+//     before sending the next): from sending the create request to the first
+//     event of one SSE watch showing the resource ready.
+//   - reconciles/s at saturation: N resources (20,000) created and ready;
+//     the scheduler is stopped while each gets one spec change (merge patch),
+//     so the whole backlog is there when it starts again (as a new leader:
+//     it lists every resource and dispatches the dirty ones); reconciles/s
+//     are history rows per second over a window of at least 30 s from the
+//     first reconcile of the backlog.
+//
+// With CPU per process over each measured window, as the api scenario prints it.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/no8s/no8s/libs/sdk/worker"
+	"github.com/no8s/no8s/services/scheduler"
+)
+
+var (
+	reconcileDurationFlag  = flag.Duration("reconcile-duration", 30*time.Second, "reconcile scenario: measured time at each offered create rate, and the reconciles/s window")
+	reconcileWarmupFlag    = flag.Duration("reconcile-warmup", 5*time.Second, "reconcile scenario: warm-up before measuring at each offered create rate")
+	reconcileResourcesFlag = flag.Int("reconcile-resources", 20_000, "reconcile scenario: resources created, then changed once each, for reconciles/s at saturation")
+	// Knobs to find what limits the figures; 0 leaves the services' defaults.
+	reconcileDispatchersFlag = flag.Int("reconcile-dispatchers", 0, "reconcile scenario: the scheduler's --dispatchers (0: its default)")
+	reconcileConcurrencyFlag = flag.Int("reconcile-concurrency", 0, "reconcile scenario: each noop replica's --concurrency (0: its default)")
+)
+
+// reconcileSchedulerFlags and reconcileWorkerFlags are the flags the
+// knobs above add to the scheduler and to each noop replica.
+func reconcileSchedulerFlags() []string {
+	if n := *reconcileDispatchersFlag; n > 0 {
+		return []string{"--dispatchers", strconv.Itoa(n)}
+	}
+	return nil
+}
+
+func reconcileWorkerFlags() []string {
+	if n := *reconcileConcurrencyFlag; n > 0 {
+		return []string{"--concurrency", strconv.Itoa(n)}
+	}
+	return nil
+}
+
+const (
+	reconcileType       = "ReconcileBench"
+	reconcileVersion    = "v1"
+	reconcileReconciler = "bench-noop"                  // its two replicas are reconciler-a and reconciler-b
+	reconcileSenders    = 512                           // goroutines sending creates, so the generator never waits for answers
+	reconcileLate       = 10 * time.Millisecond         // a create sent this long after its due time counts as late
+	reconcileStall      = 60 * time.Second              // saturation: fail after this long without progress
+	reconcileResync     = 3600                          // the type's resync_seconds: nothing is resynced during the run
+	reconcileTargetRate = 1000.0                        // noop reconciles/s sustained
+	reconcilePatch      = `{"spec":{"storage_gb":501}}` // the saturation phase's spec change (500 before)
+)
+
+// reconcileRates are the offered create rates, per second.
+var reconcileRates = []int{100, 200, 400}
+
+// reconcileP99Targets are issue 13's create→Ready p99 targets by rate.
+var reconcileP99Targets = map[int]time.Duration{200: 50 * time.Millisecond, 400: 100 * time.Millisecond}
+
+// benchReconcile is the "reconcile" scenario.
+func benchReconcile(ctx context.Context, env *benchEnv) error {
+	if err := env.Fresh(ctx); err != nil {
+		return err
+	}
+	warmup, measure, nSat := *reconcileWarmupFlag, *reconcileDurationFlag, *reconcileResourcesFlag
+	if _, err := env.postJSON(ctx, "/api/v1/resource-types", map[string]any{
+		"name": reconcileType, "version": reconcileVersion, "description": "issue 13 benchmark",
+		"schema":           json.RawMessage(databaseClusterSchema),
+		"reconcile_policy": map[string]any{"resync_seconds": reconcileResync},
+	}); err != nil {
+		return err
+	}
+	if _, err := env.startScheduler(ctx, "bench-scheduler-1", reconcileSchedulerFlags()...); err != nil {
+		return err
+	}
+	if err := env.startNoopReplicas(ctx, reconcileReconciler, []string{reconcileType + "/" + reconcileVersion}, []string{"a", "b"}, reconcileWorkerFlags()...); err != nil {
+		return err
+	}
+	dispatchers := fmt.Sprintf("default %d", scheduler.DefaultConfig().Dispatchers)
+	concurrency := fmt.Sprintf("default %d", worker.DefaultMaxConcurrency)
+	if n := *reconcileDispatchersFlag; n > 0 {
+		dispatchers = strconv.Itoa(n)
+	}
+	if n := *reconcileConcurrencyFlag; n > 0 {
+		concurrency = strconv.Itoa(n)
+	}
+	fmt.Printf("stack: %s\n", describeServices(env))
+	fmt.Printf("reconciler %s: noop, 2 replicas (reconciler-a, -b), worker concurrency %s each; scheduler dispatchers %s;\n"+
+		"type %s/%s (DatabaseCluster schema, resync_seconds %d: no resync during the run); create body %d bytes\n",
+		reconcileReconciler, concurrency, dispatchers, reconcileType, reconcileVersion, reconcileResync, len(createBody(reconcileType, reconcileVersion, "rc100-000000")))
+
+	// One resource through the whole loop first: a smoke test, and the
+	// event the watch's starting BOOKMARK needs (none on an empty stream).
+	if _, err := env.postJSON(ctx, "/api/v1/resources", createBody(reconcileType, reconcileVersion, "first")); err != nil {
+		return err
+	}
+	if err := waitCount(ctx, env, `SELECT count(*) FROM resources WHERE name = 'first' AND status = 'ready'`, 1, nil); err != nil {
+		return fmt.Errorf("the first resource: %w", err)
+	}
+
+	// 1. create→Ready latency, one rate after the other, one watch.
+	watch, err := startReadyWatch(ctx, env)
+	if err != nil {
+		return err
+	}
+	var rates []rateResult
+	for _, rate := range reconcileRates {
+		r, err := reconcileAtRate(ctx, env, watch, rate, warmup, measure)
+		if err != nil {
+			watch.stop()
+			return fmt.Errorf("%d/s: %w", rate, err)
+		}
+		rates = append(rates, r)
+	}
+	watch.stop()
+	fmt.Printf("\ncreate→Ready, open loop, %s warm-up then %s measured per rate; from sending the create to the first watch event showing it ready\n", warmup, measure)
+	tw := newTable()
+	fmt.Fprintf(tw, "  offered\tanswered/s\tcounted\tlate >%s\tworst lag\terrors\tp50\tp99\tmax\t\n", fmtDur(reconcileLate))
+	for _, r := range rates {
+		fmt.Fprintf(tw, "  %d/s\t%.0f\t%d\t%d\t%s\t%d\t%s\t%s\t%s\t\n", r.rate, r.answered, r.counted, r.late, fmtDur(r.maxLag), r.errs,
+			fmtDur(percentile(r.lat, 50)), fmtDur(percentile(r.lat, 99)), fmtDur(percentile(r.lat, 100)))
+	}
+	tw.Flush()
+	fmt.Println("  (counted: creates due in the measured window; late: counted creates sent more than that after their due time;")
+	fmt.Println("   every resource of a rate is seen ready before the next rate starts)")
+	fmt.Println("where the time goes, p50 / p99 (this process's clocks and the database's, one machine):")
+	tw = newTable()
+	fmt.Fprintf(tw, "  offered\t")
+	for _, n := range stageNames {
+		fmt.Fprintf(tw, "%s\t", n)
+	}
+	fmt.Fprintf(tw, "\n")
+	for _, r := range rates {
+		fmt.Fprintf(tw, "  %d/s\t", r.rate)
+		for _, st := range r.stages {
+			fmt.Fprintf(tw, "%s / %s\t", fmtDur(percentile(st, 50)), fmtDur(percentile(st, 99)))
+		}
+		fmt.Fprintf(tw, "\n")
+	}
+	tw.Flush()
+	fmt.Println("CPU used in the measured window, in cores:")
+	tw = newTable()
+	disturbed := 0.0
+	for _, r := range rates {
+		fmt.Fprintf(tw, "  %d/s\t%s\n", r.rate, r.cpu)
+		disturbed = max(disturbed, r.other)
+	}
+	tw.Flush()
+
+	// 2. reconciles/s at saturation.
+	sat, err := reconcileSaturation(ctx, env, nSat, measure)
+	if err != nil {
+		return fmt.Errorf("saturation: %w", err)
+	}
+	disturbed = max(disturbed, sat.other)
+	fmt.Println()
+	if disturbed > 0.3 {
+		fmt.Printf("NOTE: other processes on this machine used up to %.2f cores during a measurement: the figures are pessimistic; rerun on a quiet machine.\n\n", disturbed)
+	}
+
+	var targets []targetResult
+	for _, r := range rates {
+		want, ok := reconcileP99Targets[r.rate]
+		if !ok {
+			continue
+		}
+		p99 := percentile(r.lat, 99)
+		detail := fmt.Sprintf("%s (target < %s)", fmtDur(p99), fmtDur(want))
+		if r.errs > 0 {
+			detail += fmt.Sprintf("; %d failed creates", r.errs)
+		}
+		targets = append(targets, targetResult{
+			name:   fmt.Sprintf("create→Ready p99 at %d/s", r.rate),
+			ok:     p99 < want && r.errs == 0,
+			detail: detail,
+		})
+	}
+	detail := fmt.Sprintf("%.0f/s over %s (target >= %.0f/s)", sat.rate(), sat.window.Round(100*time.Millisecond), reconcileTargetRate)
+	if sat.short {
+		detail += fmt.Sprintf("; the backlog drained before %s: raise -reconcile-resources", measure)
+	}
+	targets = append(targets, targetResult{
+		name:   "noop reconciles/s at saturation",
+		ok:     sat.rate() >= reconcileTargetRate && !sat.short,
+		detail: detail,
+	})
+	printTargets(targets...)
+	return nil
+}
+
+// ---- create→Ready at an offered rate -------------------------------------
+
+// rateResult is what reconcileAtRate measured.
+type rateResult struct {
+	rate     int
+	counted  int           // creates due in the measured window
+	answered float64       // counted creates answered 201, per second of the window
+	late     int           // counted creates sent more than reconcileLate after their due time
+	maxLag   time.Duration // the latest a counted create was sent after its due time
+	errs     int           // failed creates, warm-up included
+	lat      []time.Duration
+	stages   [4][]time.Duration // the latency's parts (stageNames), for the counted resources seen ready
+	cpu      string             // cores per process over the measured window
+	other    float64            // cores the rest of the machine used meanwhile
+}
+
+// reconcileAtRate offers creates at rate per second for warmup + measure,
+// open loop: a dispatcher hands each create at its due time to one of
+// reconcileSenders goroutines, which records the send time in watch and
+// sends it. Then it waits for the counted creates to become ready.
+func reconcileAtRate(ctx context.Context, env *benchEnv, watch *readyWatch, rate int, warmup, measure time.Duration) (rateResult, error) {
+	res := rateResult{rate: rate}
+	period := time.Second / time.Duration(rate)
+	total := int((warmup + measure) / period)
+	type job struct {
+		seq int
+		due time.Time
+	}
+	jobs := make(chan job, total) // room for every create: the dispatcher never blocks
+	start := time.Now().Add(100 * time.Millisecond)
+	from, to := start.Add(warmup), start.Add(warmup+measure)
+	counted := func(due time.Time) bool { return !due.Before(from) && due.Before(to) }
+	name := func(seq int) string { return fmt.Sprintf("rc%d-%06d", rate, seq) }
+	created := make([]bool, total) // each index written by one sender, read after wg.Wait
+	var (
+		late, errs, maxLag atomic.Int64
+		firstErr           atomic.Value
+		wg                 sync.WaitGroup
+	)
+	for range reconcileSenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				now := time.Now()
+				if lag := now.Sub(j.due); counted(j.due) {
+					if lag > reconcileLate {
+						late.Add(1)
+					}
+					for {
+						old := maxLag.Load()
+						if int64(lag) <= old || maxLag.CompareAndSwap(old, int64(lag)) {
+							break
+						}
+					}
+				}
+				n := name(j.seq)
+				watch.markSent(n, now)
+				status, _, body, err := env.do(ctx, http.MethodPost, "/api/v1/resources", createBody(reconcileType, reconcileVersion, n))
+				if err == nil && status != http.StatusCreated {
+					err = fmt.Errorf("create %s: %d %s", n, status, truncateBytes(body, 300))
+				}
+				if err != nil {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+					continue
+				}
+				created[j.seq] = true
+				watch.markAnswered(n, time.Now())
+			}
+		}()
+	}
+	var cpu0, cpu1 cpuSample
+	cpuDone := make(chan struct{})
+	go func() {
+		defer close(cpuDone)
+		if sleepUntil(ctx, from) != nil {
+			return
+		}
+		cpu0 = env.sampleCPU()
+		if sleepUntil(ctx, to) != nil {
+			return
+		}
+		cpu1 = env.sampleCPU()
+	}()
+	for i := range total {
+		due := start.Add(time.Duration(i) * period)
+		if sleepUntil(ctx, due) != nil {
+			break
+		}
+		jobs <- job{seq: i, due: due}
+	}
+	close(jobs)
+	wg.Wait()
+	<-cpuDone
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	res.cpu, res.other = cpu1.cores(cpu0), cpu1.other(cpu0)
+	res.late, res.maxLag, res.errs = int(late.Load()), time.Duration(maxLag.Load()), int(errs.Load())
+	if res.errs > 0 {
+		fmt.Printf("%d/s: %d creates failed, the first: %v\n", rate, res.errs, firstErr.Load())
+	}
+
+	// Wait until the watch has seen every resource of this rate ready, so
+	// that the next rate starts with no backlog.
+	var want, every []string
+	answered := 0
+	for i := range total {
+		if created[i] {
+			every = append(every, name(i))
+		}
+		if !counted(start.Add(time.Duration(i) * period)) {
+			continue
+		}
+		res.counted++
+		if created[i] {
+			answered++
+			want = append(want, name(i))
+		}
+	}
+	res.answered = float64(answered) / measure.Seconds()
+	if err := watch.waitReady(ctx, env, every); err != nil {
+		return res, err
+	}
+	res.lat, _ = watch.latencies(want)
+	if err := res.readStages(ctx, env, watch, fmt.Sprintf("rc%d-%%", rate), want); err != nil {
+		return res, err
+	}
+	return res, env.checkAlive()
+}
+
+// stageNames name the parts of create→Ready, in order.
+var stageNames = [4]string{
+	"sent→answered",           // the create through gateway, admission and store
+	"created→attempt started", // event to the scheduler, dispatch, a worker's fetch and lease
+	"attempt",                 // the noop attempt and its completion (history started_at → reconcile_time)
+	"reconciled→ready event",  // outbox, NATS, gateway, SSE to this process
+}
+
+// readStages splits the latency of the counted resources seen ready into
+// stageNames, from this process's clocks (sent, answered, ready event) and
+// the database's (created_at, the first successful attempt's started_at
+// and reconcile_time), all of one machine.
+func (r *rateResult) readStages(ctx context.Context, env *benchEnv, watch *readyWatch, like string, names []string) error {
+	rows, err := env.pool.Query(ctx, `
+		SELECT r.name, r.created_at, h.started_at, h.reconcile_time
+		FROM resources r
+		JOIN LATERAL (SELECT started_at, reconcile_time FROM reconciliation_history h
+		              WHERE h.resource_id = r.id AND h.success ORDER BY h.id LIMIT 1) h ON true
+		WHERE r.name LIKE $1 AND h.started_at IS NOT NULL`, like)
+	if err != nil {
+		return err
+	}
+	type dbTimes struct{ created, started, reconciled time.Time }
+	db := map[string]dbTimes{}
+	for rows.Next() {
+		var name string
+		var t dbTimes
+		if err := rows.Scan(&name, &t.created, &t.started, &t.reconciled); err != nil {
+			return err
+		}
+		db[name] = t
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, n := range names {
+		sent, answered, ready, ok := watch.times(n)
+		t, inDB := db[n]
+		if !ok || !inDB {
+			continue
+		}
+		r.stages[0] = append(r.stages[0], answered.Sub(sent))
+		r.stages[1] = append(r.stages[1], t.started.Sub(t.created))
+		r.stages[2] = append(r.stages[2], t.reconciled.Sub(t.started))
+		r.stages[3] = append(r.stages[3], ready.Sub(t.reconciled))
+	}
+	return nil
+}
+
+// sleepUntil sleeps until t or until ctx ends (then it returns its error).
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// readyWatch is one SSE watch on the benchmark's type that notes, for each
+// resource whose create was sent (markSent), when the first event showing
+// it ready arrived; and when the create was answered (markAnswered).
+type readyWatch struct {
+	mu       sync.Mutex
+	sent     map[string]time.Time // by resource name
+	answered map[string]time.Time // by resource name
+	ready    map[string]time.Time // the first ready event, by resource name
+	err      error                // why the watch ended early
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startReadyWatch opens the watch and returns once it has started (its
+// first BOOKMARK).
+func startReadyWatch(ctx context.Context, env *benchEnv) (*readyWatch, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	w := &readyWatch{sent: map[string]time.Time{}, answered: map[string]time.Time{}, ready: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
+	client := &http.Client{Transport: &http.Transport{ // no timeout: the stream lasts the whole phase
+		Proxy:              nil,
+		DialContext:        (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		DisableCompression: true,
+	}}
+	started := make(chan struct{})
+	go func() {
+		defer close(w.done)
+		err := w.run(wctx, client, env.gatewayURL+"/api/v1/events?resource_type="+reconcileType, sync.OnceFunc(func() { close(started) }))
+		if wctx.Err() == nil {
+			if err == nil {
+				err = errors.New("the watch ended")
+			}
+			w.mu.Lock()
+			w.err = fmt.Errorf("watch: %w", err)
+			w.mu.Unlock()
+		}
+	}()
+	select {
+	case <-started:
+		return w, nil
+	case <-w.done:
+		return nil, w.failed()
+	case <-time.After(30 * time.Second):
+		w.stop()
+		return nil, errors.New("the watch did not start within 30s")
+	}
+}
+
+// stop ends the watch and waits for it.
+func (w *readyWatch) stop() {
+	w.cancel()
+	<-w.done
+}
+
+// failed returns why the watch ended early, or nil.
+func (w *readyWatch) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// markSent notes when the create of name was sent.
+func (w *readyWatch) markSent(name string, at time.Time) {
+	w.mu.Lock()
+	w.sent[name] = at
+	w.mu.Unlock()
+}
+
+// markAnswered notes when the create of name was answered 201.
+func (w *readyWatch) markAnswered(name string, at time.Time) {
+	w.mu.Lock()
+	w.answered[name] = at
+	w.mu.Unlock()
+}
+
+// times returns when the create of name was sent and answered, and when
+// its first ready event arrived; ok is false unless all three happened.
+func (w *readyWatch) times(name string) (sent, answered, ready time.Time, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sent, ok1 := w.sent[name]
+	answered, ok2 := w.answered[name]
+	ready, ok3 := w.ready[name]
+	return sent, answered, ready, ok1 && ok2 && ok3
+}
+
+// waitReady waits until every one of names has been seen ready. It polls
+// the watch, not the database, so as not to load PostgreSQL while the
+// last of them are still being reconciled; it fails after reconcileStall
+// without progress.
+func (w *readyWatch) waitReady(ctx context.Context, env *benchEnv, names []string) error {
+	last, progress := -1, time.Now()
+	for {
+		if err := w.failed(); err != nil {
+			return err
+		}
+		_, missing := w.latencies(names)
+		if missing == 0 {
+			return nil
+		}
+		if missing != last {
+			last, progress = missing, time.Now()
+		} else if time.Since(progress) > reconcileStall {
+			return fmt.Errorf("%d of %d resources not seen ready, no progress for %s", missing, len(names), reconcileStall)
+		}
+		if err := env.checkAlive(); err != nil {
+			return err
+		}
+		if err := sleepUntil(ctx, time.Now().Add(100*time.Millisecond)); err != nil {
+			return err
+		}
+	}
+}
+
+// latencies returns, for the names that have been seen ready, the time from
+// sending their create to the first ready event, and how many were not.
+func (w *readyWatch) latencies(names []string) ([]time.Duration, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]time.Duration, 0, len(names))
+	for _, n := range names {
+		r, ok := w.ready[n]
+		if !ok {
+			continue
+		}
+		out = append(out, r.Sub(w.sent[n]))
+	}
+	return out, len(names) - len(out)
+}
+
+// run reads the stream until ctx ends; started is called at its first
+// BOOKMARK.
+func (w *readyWatch) run(ctx context.Context, client *http.Client, url string, started func()) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	r := bufio.NewReaderSize(resp.Body, 64<<10)
+	var event []byte
+	var ev struct {
+		Name string `json:"resource_name"`
+		Data struct {
+			Status string `json:"status"`
+		} `json:"resource_data"`
+	}
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			rest, rerr := r.ReadBytes('\n')
+			line, err = append(append([]byte(nil), line...), rest...), rerr
+		}
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		now := time.Now()
+		switch {
+		case bytes.HasPrefix(line, []byte("event: ")):
+			event = append(event[:0], bytes.TrimSpace(line[7:])...)
+			if string(event) == "BOOKMARK" {
+				started()
+			}
+		case bytes.HasPrefix(line, []byte("data: ")) && len(event) > 0 && string(event) != "BOOKMARK":
+			if string(event) == "ERROR" {
+				return fmt.Errorf("ERROR event: %s", bytes.TrimSpace(line))
+			}
+			ev.Name, ev.Data.Status = "", ""
+			if err := json.Unmarshal(line[6:], &ev); err != nil {
+				return fmt.Errorf("event %s: %w", truncateBytes(line, 200), err)
+			}
+			if ev.Data.Status != "ready" {
+				continue
+			}
+			w.mu.Lock()
+			if _, sent := w.sent[ev.Name]; sent {
+				if _, seen := w.ready[ev.Name]; !seen {
+					w.ready[ev.Name] = now
+				}
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+// ---- reconciles/s at saturation ------------------------------------------
+
+// satResult is what reconcileSaturation measured.
+type satResult struct {
+	window time.Duration // from the backlog's first reconcile
+	rows   int           // history rows with their reconcile_time in the window
+	short  bool          // the backlog drained before the asked window ended
+	other  float64       // cores the rest of the machine used in the window
+}
+
+// rate is reconciles per second over the window.
+func (s satResult) rate() float64 {
+	if s.window <= 0 {
+		return 0
+	}
+	return float64(s.rows) / s.window.Seconds()
+}
+
+// reconcileSaturation creates n resources at apiBulkConcurrency and waits
+// until all are ready; stops the scheduler, changes each one's spec once
+// (merge patch) and starts a new scheduler; then counts the history rows
+// of the backlog over measure from its first reconcile, and waits until it
+// has drained.
+func reconcileSaturation(ctx context.Context, env *benchEnv, n int, measure time.Duration) (satResult, error) {
+	var res satResult
+	const sat = `name LIKE 'sat-%'`
+	fmt.Printf("\nreconciles/s at saturation: %d resources\n", n)
+	ids := make([]int64, n)
+	t0 := time.Now()
+	if _, err := runLoad(ctx, loadSpec{Concurrency: apiBulkConcurrency, Count: n}, true, func(ctx context.Context, seq int64) error {
+		name := fmt.Sprintf("sat-%07d", seq)
+		status, _, body, err := env.do(ctx, http.MethodPost, "/api/v1/resources", createBody(reconcileType, reconcileVersion, name))
+		if err != nil {
+			return err
+		}
+		if status != http.StatusCreated {
+			return fmt.Errorf("create %s: %d %s", name, status, truncateBytes(body, 300))
+		}
+		ids[seq], err = jsonID(body)
+		return err
+	}); err != nil {
+		return res, err
+	}
+	created := time.Since(t0)
+	if err := waitCount(ctx, env, `SELECT count(*) FROM resources WHERE `+sat+` AND status = 'ready'`, n, nil); err != nil {
+		return res, fmt.Errorf("waiting for the created resources to be ready: %w", err)
+	}
+	fmt.Printf("  created through the API at c=%d in %s (%.0f/s); all ready %s after the first create\n",
+		apiBulkConcurrency, created.Round(100*time.Millisecond), float64(n)/created.Seconds(), time.Since(t0).Round(100*time.Millisecond))
+
+	// The backlog: every resource changed once while no scheduler runs.
+	for _, p := range env.procs {
+		if p.name == "scheduler" {
+			env.stopProc(p)
+			break
+		}
+	}
+	t0 = time.Now()
+	if _, err := runLoad(ctx, loadSpec{Concurrency: apiBulkConcurrency, Count: n}, true, func(ctx context.Context, seq int64) error {
+		return mergePatch(ctx, env, ids[seq], reconcilePatch)
+	}); err != nil {
+		return res, err
+	}
+	patched := time.Since(t0)
+	var dirty int
+	if err := env.pool.QueryRow(ctx, `SELECT count(*) FROM resources WHERE `+sat+` AND generation > observed_generation`).Scan(&dirty); err != nil {
+		return res, err
+	}
+	if dirty != n {
+		return res, fmt.Errorf("%d of %d resources dirty after the spec changes", dirty, n)
+	}
+	fmt.Printf("  scheduler stopped; one spec change each (merge patch) at c=%d in %s (%.0f/s): %d resources dirty\n",
+		apiBulkConcurrency, patched.Round(100*time.Millisecond), float64(n)/patched.Seconds(), dirty)
+
+	var base int64
+	if err := env.pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM reconciliation_history`).Scan(&base); err != nil {
+		return res, err
+	}
+	t0 = time.Now()
+	if _, err := env.startScheduler(ctx, "bench-scheduler-2", reconcileSchedulerFlags()...); err != nil {
+		return res, err
+	}
+	leading := time.Since(t0)
+	var first time.Time
+	for first.IsZero() {
+		var t *time.Time
+		if err := env.pool.QueryRow(ctx, `SELECT min(reconcile_time) FROM reconciliation_history WHERE id > $1`, base).Scan(&t); err != nil {
+			return res, err
+		}
+		if t != nil {
+			first = *t
+			break
+		}
+		if time.Since(t0) > reconcileStall {
+			return res, fmt.Errorf("no reconcile within %s of starting the scheduler", reconcileStall)
+		}
+		if err := sleepUntil(ctx, time.Now().Add(20*time.Millisecond)); err != nil {
+			return res, err
+		}
+	}
+	cpu0 := env.sampleCPU()
+	end := first.Add(measure)
+	var cpu1 cpuSample
+	sampled := false
+	tick := func() {
+		if !sampled && !time.Now().Before(end) {
+			cpu1, sampled = env.sampleCPU(), true
+		}
+	}
+	// Poll the history's primary key (cheap: the measurement should not
+	// load PostgreSQL), then check every resource once.
+	if err := waitCount(ctx, env, fmt.Sprintf(`SELECT count(*) FROM reconciliation_history WHERE id > %d`, base), n, tick); err != nil {
+		return res, fmt.Errorf("waiting for the backlog to drain: %w", err)
+	}
+	if err := waitCount(ctx, env, `SELECT count(*) FROM resources WHERE `+sat+` AND generation = observed_generation AND status = 'ready'`, n, tick); err != nil {
+		return res, fmt.Errorf("waiting for the backlog to drain: %w", err)
+	}
+	var last time.Time
+	var total, failed int
+	if err := env.pool.QueryRow(ctx, `SELECT max(reconcile_time), count(*), count(*) FILTER (WHERE NOT success) FROM reconciliation_history WHERE id > $1`, base).Scan(&last, &total, &failed); err != nil {
+		return res, err
+	}
+	if !sampled {
+		cpu1 = env.sampleCPU()
+	}
+	if last.Before(end) {
+		res.short = true
+		end = last
+	}
+	res.window = end.Sub(first)
+	if err := env.pool.QueryRow(ctx, `SELECT count(*) FROM reconciliation_history WHERE id > $1 AND reconcile_time >= $2 AND reconcile_time <= $3`, base, first, end).Scan(&res.rows); err != nil {
+		return res, err
+	}
+	res.other = cpu1.other(cpu0)
+	fmt.Printf("  scheduler started again: leading after %s, first reconcile of the backlog %s after its start\n",
+		leading.Round(10*time.Millisecond), first.Sub(t0).Round(10*time.Millisecond))
+	fmt.Printf("  %d history rows with reconcile_time in the %s from the first: %.0f reconciles/s\n", res.rows, res.window.Round(100*time.Millisecond), res.rate())
+	fmt.Printf("  backlog drained %s after the first reconcile: all %d ready at their new generation, %d history rows (%d failed attempts)\n",
+		last.Sub(first).Round(100*time.Millisecond), n, total, failed)
+	if res.short {
+		fmt.Printf("  (the backlog drained before %s had passed: the window is shorter than asked)\n", measure)
+	}
+	fmt.Printf("  CPU in the window, in cores: %s\n", cpu1.cores(cpu0))
+	return res, env.checkAlive()
+}
+
+// waitCount polls query (a count) every 250 ms until it reaches want,
+// calling tick before each poll; it fails after reconcileStall without
+// progress.
+func waitCount(ctx context.Context, env *benchEnv, query string, want int, tick func()) error {
+	last, progress := -1, time.Now()
+	for {
+		if tick != nil {
+			tick()
+		}
+		var got int
+		if err := env.pool.QueryRow(ctx, query).Scan(&got); err != nil {
+			return err
+		}
+		if got >= want {
+			return nil
+		}
+		if got != last {
+			last, progress = got, time.Now()
+		} else if time.Since(progress) > reconcileStall {
+			return fmt.Errorf("stuck at %d of %d for %s", got, want, reconcileStall)
+		}
+		if err := env.checkAlive(); err != nil {
+			return err
+		}
+		if err := sleepUntil(ctx, time.Now().Add(250*time.Millisecond)); err != nil {
+			return err
+		}
+	}
+}
+
+// mergePatch sends a JSON merge patch to one resource and expects 200.
+func mergePatch(ctx context.Context, env *benchEnv, id int64, patch string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, fmt.Sprintf("%s/api/v1/resources/%d", env.gatewayURL, id), bytes.NewReader([]byte(patch)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/merge-patch+json")
+	resp, err := env.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("patch %d: %d %s", id, resp.StatusCode, truncateBytes(body, 300))
+	}
+	return nil
+}
