@@ -321,7 +321,7 @@ func (e *Engine[S]) ensureFinalizer(ctx context.Context, req *Request[S], fin st
 func (e *Engine[S]) do(ctx context.Context, req *Request[S]) (Result, error) {
 	for _, s := range e.steps {
 		if ctx.Err() != nil {
-			return Result{}, fmt.Errorf("before step %s: %w", s.Name(), context.Cause(ctx))
+			return Result{}, fmt.Errorf("before step %s: %w", s.Name(), ctxErr(ctx))
 		}
 		res, err := guard(req.Log, s.Name(), func() (Result, error) { return s.Do(ctx, req) })
 		if err != nil {
@@ -343,7 +343,7 @@ func (e *Engine[S]) cleanup(ctx context.Context, req *Request[S]) (Result, error
 			continue
 		}
 		if ctx.Err() != nil {
-			return Result{}, fmt.Errorf("before cleanup of step %s: %w", s.Name(), context.Cause(ctx))
+			return Result{}, fmt.Errorf("before cleanup of step %s: %w", s.Name(), ctxErr(ctx))
 		}
 		res, err := guard(req.Log, s.Name(), func() (Result, error) { return c.Cleanup(ctx, req) })
 		if err != nil {
@@ -397,4 +397,15 @@ func logAttempt(log *slog.Logger, rep Report) {
 	default:
 		log.Warn("reconcile failed", append(attrs, "error", rep.Err)...)
 	}
+}
+
+// ctxErr is why ctx ended: its cause (for instance the reconcile timeout's
+// message) that still matches context.Canceled or DeadlineExceeded with
+// errors.Is.
+func ctxErr(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || errors.Is(cause, err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", cause, err)
 }

@@ -171,7 +171,7 @@ func newChaosLoad(base string) *chaosLoad {
 }
 
 func (l *chaosLoad) run(ctx context.Context, rate int) {
-	tokens := make(chan struct{}, 64)
+	tokens := make(chan struct{}, 256)
 	var wg sync.WaitGroup
 	for w := range 32 {
 		wg.Add(1)
@@ -185,12 +185,18 @@ func (l *chaosLoad) run(ctx context.Context, rate int) {
 			}
 		}()
 	}
+	// Open loop: rate × elapsed writes are offered whatever the answers
+	// take; a late tick offers every write that fell due meanwhile.
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
+	start := time.Now()
+	var due int64
 	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
 		case <-tick.C:
+		}
+		for now := int64(time.Since(start).Seconds() * float64(rate)); due < now; due++ {
 			l.offered.Add(1)
 			select {
 			case tokens <- struct{}{}:

@@ -34,7 +34,7 @@ var watchTestConfig = watch.Config{
 	StallTimeout: time.Second,
 	WriteTimeout: 20 * time.Second,
 	Retry:        100 * time.Millisecond,
-	TooNewWait:   500 * time.Millisecond,
+	TooNewWait:   5 * time.Second, // a loaded machine publishes late: a resume at a just-created revision must wait, not fail
 }
 
 // sseEvent is one event (or, with Name "", one comment) read from a watch.

@@ -27,7 +27,7 @@ const (
 	// DefaultTooNewWait is how long a resume point ahead of the newest
 	// published revision waits for the relay to catch up before it is
 	// refused.
-	DefaultTooNewWait = 3 * time.Second
+	DefaultTooNewWait = 10 * time.Second
 	// DefaultFlushInterval bounds how often a live watcher writes.
 	DefaultFlushInterval = 20 * time.Millisecond
 )
