@@ -86,9 +86,6 @@ func (r extraRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.ext
 // lockReconcileSQL reads a resource and its lease for update.
 const lockReconcileSQL = `SELECT ` + resourceColumns + `, ` + reconcileColumns + ` FROM resources WHERE id = $1 FOR UPDATE`
 
-// revisionSQL takes one revision, after the transaction id (see revisions).
-const revisionSQL = `WITH x AS MATERIALIZED (SELECT pg_current_xact_id()) SELECT nextval('revision_seq'), now() FROM x`
-
 // scanReconcile scans a row of lockReconcileSQL.
 func scanReconcile(row pgx.Row, id int64) (*resource.Resource, *leaseRow, error) {
 	var l leaseRow
@@ -183,8 +180,7 @@ func (s *Store) AcquireLease(ctx context.Context, req AcquireLeaseRequest) (*Lea
 		l          *leaseRow
 		schedEpoch int64
 		policy     []byte
-		rev        int64
-		now        time.Time
+		rv         *revisions
 	)
 	// Two round trips: the reads (and a revision, used only when the
 	// document changes), then the writes with COMMIT.
@@ -192,7 +188,7 @@ func (s *Store) AcquireLease(ctx context.Context, req AcquireLeaseRequest) (*Lea
 		b.Queue(`SELECT epoch FROM scheduler_state WHERE id = 1`)
 		b.Queue(lockReconcileSQL, req.ResourceID)
 		b.Queue(`SELECT t.reconcile_policy FROM resources r JOIN resource_types t ON t.id = r.resource_type_id WHERE r.id = $1`, req.ResourceID)
-		b.Queue(revisionSQL)
+		queueRevisions(b, 1)
 	}, func(br pgx.BatchResults) error {
 		if err := br.QueryRow().Scan(&schedEpoch); err != nil {
 			return err
@@ -204,7 +200,8 @@ func (s *Store) AcquireLease(ctx context.Context, req AcquireLeaseRequest) (*Lea
 		if err := br.QueryRow().Scan(&policy); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		return br.QueryRow().Scan(&rev, &now)
+		rv, err = scanRevisions(br, 1)
+		return err
 	}, func(b *pgx.Batch) error {
 		if req.SchedulerEpoch != 0 && req.SchedulerEpoch < schedEpoch {
 			return problem.New(problem.FailedPrecondition, problem.CodeStaleDispatch,
@@ -232,16 +229,14 @@ func (s *Store) AcquireLease(ctx context.Context, req AcquireLeaseRequest) (*Lea
 			changed = true
 		}
 		if changed {
-			now = now.UTC()
-			r.ResourceVersion, r.UpdatedAt = rev, now
 			r.Phase = resource.PhaseFor(r.Status, r.Phase == resource.PhaseDegraded, r.Conditions)
-			doc, err := eventDoc(r)
+			err := rv.emit(b, change{event: eventstream.Modified, r: r, write: func(b *pgx.Batch) {
+				b.Queue(`UPDATE resources SET status = $2, phase = $3, conditions = $4, resource_version = $5, updated_at = $6 WHERE id = $1`,
+					r.ID, r.Status, r.Phase, r.Conditions, r.ResourceVersion, r.UpdatedAt)
+			}})
 			if err != nil {
 				return err
 			}
-			b.Queue(`UPDATE resources SET status = $2, phase = $3, conditions = $4, resource_version = $5, updated_at = $6 WHERE id = $1`,
-				r.ID, r.Status, r.Phase, r.Conditions, r.ResourceVersion, now)
-			queueOutbox(b, eventstream.Modified, r, doc, now)
 		}
 		b.Queue(`UPDATE resources SET lease_holder = $2, lease_epoch = $3, lease_expires_at = $4, lease_acquired_at = $5, requeue_at = NULL,
 			reconcile_requested_at = CASE WHEN reconcile_requested_at <= $5 THEN NULL ELSE reconcile_requested_at END
@@ -493,24 +488,24 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 		res CompleteResult
 		r   *resource.Resource
 		l   *leaseRow
-		rev int64
-		now time.Time
+		rv  *revisions
 	)
 	// Two round trips: lock and revision, then every write with COMMIT.
 	err = s.pipelinedWrite(ctx, false, func(b *pgx.Batch) {
 		b.Queue(lockReconcileSQL, req.ResourceID)
-		b.Queue(revisionSQL)
+		queueRevisions(b, 1)
 	}, func(br pgx.BatchResults) error {
 		var err error
 		if r, l, err = scanReconcile(br.QueryRow(), req.ResourceID); err != nil {
 			return err
 		}
-		return br.QueryRow().Scan(&rev, &now)
+		rv, err = scanRevisions(br, 1)
+		return err
 	}, func(b *pgx.Batch) error {
 		if l.epoch != req.LeaseEpoch || l.holder == "" {
 			return leaseError(req.ResourceID, l, req.LeaseEpoch)
 		}
-		now = now.UTC()
+		now := rv.now
 		gen := req.Generation
 		if gen == 0 || gen > r.Generation {
 			gen = r.Generation
@@ -590,26 +585,15 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 			r.Annotations = ann
 		}
 		r.Phase = resource.PhaseFor(r.Status, req.Degraded && req.Outcome != OutcomeSuccess, r.Conditions)
-		r.ResourceVersion, r.UpdatedAt, r.LastReconcileTime = rev, now, &now
-		doc, err := eventDoc(r)
-		if err != nil {
-			return err
-		}
+		r.LastReconcileTime = &now
 		res.Resource = r
 		if deleting && len(fins) == 0 {
 			// The row goes, and its history with it.
-			b.Queue(`DELETE FROM resources WHERE id = $1`, r.ID)
-			queueOutbox(b, eventstream.Purged, r, doc, now)
 			res.Purged = true
-			return nil
+			return rv.emit(b, change{event: eventstream.Purged, r: r, write: func(b *pgx.Batch) {
+				b.Queue(`DELETE FROM resources WHERE id = $1`, r.ID)
+			}})
 		}
-		b.Queue(`UPDATE resources SET status = $2, status_message = $3, observed_generation = $4, conditions = $5, phase = $6,
-			outputs = $7, finalizers = $8, annotations = $9, resource_version = $10, updated_at = $11, last_reconcile_time = $11,
-			failures = $12, terminal_generation = $13, requeue_at = $14, lease_holder = '', lease_expires_at = NULL
-			WHERE id = $1`,
-			r.ID, r.Status, r.StatusMessage, r.ObservedGeneration, r.Conditions, r.Phase,
-			[]byte(r.Outputs), r.Finalizers, r.Annotations, r.ResourceVersion, now,
-			failures, terminal, requeueAt)
 		// The attempt started when its lease was acquired, unless the worker
 		// says otherwise.
 		started := h.StartedAt
@@ -623,19 +607,26 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 		if h.ErrorMessage != "" {
 			errMsg = &h.ErrorMessage
 		}
-		b.Queue(`INSERT INTO reconciliation_history (resource_id, generation, success, phase, error_message, resources_created,
-			resources_updated, resources_deleted, started_at, duration_ms, reconcile_time, lease_epoch, holder, reason)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-			r.ID, gen, h.Success, h.Phase, errMsg, h.ResourcesCreated, h.ResourcesUpdated, h.ResourcesDeleted,
-			started, h.DurationMS, now, req.LeaseEpoch, l.holder, h.Reason)
-		b.Queue(`DELETE FROM reconciliation_history WHERE resource_id = $1 AND id < (
-			SELECT id FROM reconciliation_history WHERE resource_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)`, r.ID, limit-1)
 		event := eventstream.Modified
 		if h.Success {
 			event = eventstream.Reconciled
 		}
-		queueOutbox(b, event, r, doc, now)
-		return nil
+		return rv.emit(b, change{event: event, r: r, write: func(b *pgx.Batch) {
+			b.Queue(`UPDATE resources SET status = $2, status_message = $3, observed_generation = $4, conditions = $5, phase = $6,
+				outputs = $7, finalizers = $8, annotations = $9, resource_version = $10, updated_at = $11, last_reconcile_time = $11,
+				failures = $12, terminal_generation = $13, requeue_at = $14, lease_holder = '', lease_expires_at = NULL
+				WHERE id = $1`,
+				r.ID, r.Status, r.StatusMessage, r.ObservedGeneration, r.Conditions, r.Phase,
+				[]byte(r.Outputs), r.Finalizers, r.Annotations, r.ResourceVersion, now,
+				failures, terminal, requeueAt)
+			b.Queue(`INSERT INTO reconciliation_history (resource_id, generation, success, phase, error_message, resources_created,
+				resources_updated, resources_deleted, started_at, duration_ms, reconcile_time, lease_epoch, holder, reason)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+				r.ID, gen, h.Success, h.Phase, errMsg, h.ResourcesCreated, h.ResourcesUpdated, h.ResourcesDeleted,
+				started, h.DurationMS, now, req.LeaseEpoch, l.holder, h.Reason)
+			b.Queue(`DELETE FROM reconciliation_history WHERE resource_id = $1 AND id < (
+				SELECT id FROM reconciliation_history WHERE resource_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)`, r.ID, limit-1)
+		}})
 	})
 	if err != nil {
 		return nil, err
@@ -769,21 +760,11 @@ func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int
 			}
 		}
 		r.Conditions, _ = mergeConditions(r.Conditions, []resource.Condition{c}, r.Generation, l.now)
-		revs, now, err := revisions(ctx, tx, 1)
-		if err != nil {
-			return err
-		}
 		r.Phase = resource.PhaseFor(r.Status, r.Phase == resource.PhaseDegraded, r.Conditions)
-		r.ResourceVersion, r.UpdatedAt = revs[0], now
-		doc, err := eventDoc(r)
-		if err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
-		b.Queue(`UPDATE resources SET conditions = $2, phase = $3, resource_version = $4, updated_at = $5 WHERE id = $1`,
-			r.ID, r.Conditions, r.Phase, r.ResourceVersion, now)
-		queueOutbox(b, eventstream.Modified, r, doc, now)
-		return tx.SendBatch(ctx, b).Close()
+		return emitTx(ctx, tx, change{event: eventstream.Modified, r: r, write: func(b *pgx.Batch) {
+			b.Queue(`UPDATE resources SET conditions = $2, phase = $3, resource_version = $4, updated_at = $5 WHERE id = $1`,
+				r.ID, r.Conditions, r.Phase, r.ResourceVersion, r.UpdatedAt)
+		}})
 	})
 	if err != nil {
 		return nil, err
@@ -801,20 +782,10 @@ func (s *Store) RequestReconcile(ctx context.Context, resourceID int64) (*resour
 		if err != nil {
 			return err
 		}
-		revs, now, err := revisions(ctx, tx, 1)
-		if err != nil {
-			return err
-		}
-		r.ResourceVersion, r.UpdatedAt = revs[0], now
-		doc, err := eventDoc(r)
-		if err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
-		b.Queue(`UPDATE resources SET reconcile_requested_at = $2, resource_version = $3, updated_at = $2 WHERE id = $1`, r.ID, now, r.ResourceVersion)
-		queueOutbox(b, eventstream.Modified, r, doc, now)
 		out = r
-		return tx.SendBatch(ctx, b).Close()
+		return emitTx(ctx, tx, change{event: eventstream.Modified, r: r, write: func(b *pgx.Batch) {
+			b.Queue(`UPDATE resources SET reconcile_requested_at = $2, resource_version = $3, updated_at = $2 WHERE id = $1`, r.ID, r.UpdatedAt, r.ResourceVersion)
+		}})
 	})
 	if err != nil {
 		return nil, err

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -134,13 +133,12 @@ func (s *Store) CreateResource(ctx context.Context, req CreateResourceRequest) (
 	r.Phase = resource.PhaseFor(r.Status, false, nil)
 	r.Normalize()
 	var typeID, typeRev int64
-	var now time.Time
+	var rv *revisions
 	err = s.pipelinedWrite(ctx, req.DryRun, func(b *pgx.Batch) {
 		b.Queue(typeLockSQL, r.ResourceTypeName, r.ResourceTypeVersion)
 		b.Queue(`SELECT id, resource_version FROM resource_types WHERE name = $1 AND version = $2`, r.ResourceTypeName, r.ResourceTypeVersion)
-		// The transaction id first, then the revision (see revisions).
-		b.Queue(`WITH x AS MATERIALIZED (SELECT pg_current_xact_id())
-			SELECT nextval('revision_seq'), nextval('resources_id_seq'), now() FROM x`)
+		queueRevisions(b, 1)
+		b.Queue(`SELECT nextval('resources_id_seq')`)
 	}, func(br pgx.BatchResults) error {
 		if _, err := br.Exec(); err != nil {
 			return err
@@ -152,24 +150,22 @@ func (s *Store) CreateResource(ctx context.Context, req CreateResourceRequest) (
 		if err != nil {
 			return err
 		}
-		return br.QueryRow().Scan(&r.ResourceVersion, &r.ID, &now)
+		if rv, err = scanRevisions(br, 1); err != nil {
+			return err
+		}
+		return br.QueryRow().Scan(&r.ID)
 	}, func(b *pgx.Batch) error {
 		if req.SchemaRevision != 0 && req.SchemaRevision != typeRev {
 			return problem.New(problem.Conflict, problem.CodeSchemaChanged, "the schema of %s/%s changed during admission; retry", r.ResourceTypeName, r.ResourceTypeVersion)
 		}
-		now = now.UTC()
-		r.CreatedAt, r.UpdatedAt = now, now
-		doc, err := eventDoc(r)
-		if err != nil {
-			return err
-		}
-		b.Queue(`INSERT INTO resources (id, uid, name, resource_type_id, resource_type_name, resource_type_version, labels, annotations,
-			owner_references, spec, status, generation, resource_version, phase, finalizers, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16)`,
-			r.ID, r.UID, r.Name, typeID, r.ResourceTypeName, r.ResourceTypeVersion, r.Labels, r.Annotations,
-			r.OwnerReferences, []byte(r.Spec), r.Status, r.Generation, r.ResourceVersion, r.Phase, r.Finalizers, now)
-		queueOutbox(b, eventstream.Created, r, doc, now)
-		return nil
+		r.CreatedAt = rv.now
+		return rv.emit(b, change{event: eventstream.Created, r: r, write: func(b *pgx.Batch) {
+			b.Queue(`INSERT INTO resources (id, uid, name, resource_type_id, resource_type_name, resource_type_version, labels, annotations,
+				owner_references, spec, status, generation, resource_version, phase, finalizers, created_at, updated_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+				r.ID, r.UID, r.Name, typeID, r.ResourceTypeName, r.ResourceTypeVersion, r.Labels, r.Annotations,
+				r.OwnerReferences, []byte(r.Spec), r.Status, r.Generation, r.ResourceVersion, r.Phase, r.Finalizers, r.CreatedAt, r.UpdatedAt)
+		}})
 	})
 	if err != nil {
 		if problem.KindOf(err) == problem.AlreadyExists {
@@ -187,29 +183,6 @@ func (s *Store) CreateResource(ctx context.Context, req CreateResourceRequest) (
 func unknownType(name, version string) error {
 	return problem.New(problem.Invalid, problem.CodeUnknownType, "resource type %s/%s does not exist", name, version).
 		WithFields(problem.FieldError{Path: "/resource_type_name", Message: fmt.Sprintf("no resource type %s/%s", name, version)})
-}
-
-// eventDoc renders the resource's canonical document and checks that its
-// event fits the broker's payload limit.
-func eventDoc(r *resource.Resource) ([]byte, error) {
-	doc, err := resource.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("marshal resource: %w", err)
-	}
-	if len(doc) > resource.MaxEventBytes {
-		return nil, problem.New(problem.TooLarge, problem.CodeTooLarge, "the resource would be %d bytes, more than the %d an event can carry", len(doc), resource.MaxEventBytes)
-	}
-	return doc, nil
-}
-
-func queueOutbox(b *pgx.Batch, eventType string, r *resource.Resource, doc []byte, now time.Time) {
-	payload, err := eventstream.Encode(eventstream.Event{Revision: r.ResourceVersion, Type: eventType, Resource: r, ResourceJSON: doc, Timestamp: now})
-	if err != nil {
-		// Encode fails only on an unknown event type: a programming error.
-		panic(err)
-	}
-	b.Queue(`INSERT INTO outbox (revision, resource_id, event_type, subject, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		r.ResourceVersion, r.ID, eventType, eventstream.Subject(r.ResourceTypeName, r.ResourceTypeVersion), payload, now)
 }
 
 // ResourceKey names a resource by id, or by type, version and name.
@@ -327,22 +300,12 @@ func (s *Store) UpdateResource(ctx context.Context, req UpdateResourceRequest) (
 		if !changed {
 			return nil
 		}
-		revs, now, err := revisions(ctx, tx, 1)
-		if err != nil {
-			return err
-		}
-		r.ResourceVersion, r.UpdatedAt = revs[0], now
-		doc, err := eventDoc(r)
-		if err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
-		// A spec change resets the reconcile backoff (docs/design/reconcile.md).
-		b.Queue(`UPDATE resources SET spec = $2, labels = $3, annotations = $4, generation = $5, resource_version = $6, updated_at = $7,
-			failures = CASE WHEN $8 THEN 0 ELSE failures END WHERE id = $1`,
-			r.ID, []byte(r.Spec), r.Labels, r.Annotations, r.Generation, r.ResourceVersion, now, specChanged)
-		queueOutbox(b, eventstream.Modified, r, doc, now)
-		return tx.SendBatch(ctx, b).Close()
+		return emitTx(ctx, tx, change{event: eventstream.Modified, r: r, write: func(b *pgx.Batch) {
+			// A spec change resets the reconcile backoff (docs/design/reconcile.md).
+			b.Queue(`UPDATE resources SET spec = $2, labels = $3, annotations = $4, generation = $5, resource_version = $6, updated_at = $7,
+				failures = CASE WHEN $8 THEN 0 ELSE failures END WHERE id = $1`,
+				r.ID, []byte(r.Spec), r.Labels, r.Annotations, r.Generation, r.ResourceVersion, r.UpdatedAt, specChanged)
+		}})
 	})
 	if err != nil {
 		return nil, err
@@ -375,33 +338,37 @@ func (s *Store) DeleteResource(ctx context.Context, id, expected int64, dryRun b
 		if len(r.Finalizers) == 0 {
 			n = 2
 		}
-		revs, now, err := revisions(ctx, tx, n)
+		rv, err := takeRevisions(ctx, tx, n)
 		if err != nil {
 			return err
 		}
-		r.Status, r.DeletedAt, r.UpdatedAt, r.ResourceVersion = resource.StatusDeleting, &now, now, revs[0]
+		now := rv.now
+		r.Status, r.DeletedAt = resource.StatusDeleting, &now
 		r.Phase = resource.PhaseFor(r.Status, r.Phase == resource.PhaseDegraded, r.Conditions)
-		doc, err := resource.Marshal(r)
-		if err != nil {
-			return err
-		}
 		b := &pgx.Batch{}
-		queueOutbox(b, eventstream.Deleted, r, doc, now)
 		if n == 2 {
+			// DELETED, then PURGED: the row goes at once.
+			if err := rv.emit(b, change{event: eventstream.Deleted, r: r, unbounded: true}); err != nil {
+				return err
+			}
 			purged := *r
-			purged.ResourceVersion = revs[1]
-			pdoc, err := resource.Marshal(&purged)
+			err := rv.emit(b, change{event: eventstream.Purged, r: &purged, unbounded: true, write: func(b *pgx.Batch) {
+				b.Queue(`DELETE FROM resources WHERE id = $1 AND finalizers = '[]'::jsonb`, r.ID)
+			}})
 			if err != nil {
 				return err
 			}
-			b.Queue(`DELETE FROM resources WHERE id = $1 AND finalizers = '[]'::jsonb`, r.ID)
-			queueOutbox(b, eventstream.Purged, &purged, pdoc, now)
 			res.Resource, res.Purged = &purged, true
 		} else {
-			// Deletion is dispatched at once: earlier failures' backoff is reset.
-			b.Queue(`UPDATE resources SET status = $2, phase = $3, deleted_at = $4, updated_at = $4, resource_version = $5,
-				failures = 0, terminal_generation = 0 WHERE id = $1`,
-				r.ID, r.Status, r.Phase, now, r.ResourceVersion)
+			err := rv.emit(b, change{event: eventstream.Deleted, r: r, unbounded: true, write: func(b *pgx.Batch) {
+				// Deletion is dispatched at once: earlier failures' backoff is reset.
+				b.Queue(`UPDATE resources SET status = $2, phase = $3, deleted_at = $4, updated_at = $4, resource_version = $5,
+					failures = 0, terminal_generation = 0 WHERE id = $1`,
+					r.ID, r.Status, r.Phase, now, r.ResourceVersion)
+			}})
+			if err != nil {
+				return err
+			}
 		}
 		return tx.SendBatch(ctx, b).Close()
 	})
@@ -461,25 +428,16 @@ func (s *Store) UpdateFinalizers(ctx context.Context, req UpdateFinalizersReques
 		if slices.Equal(next, r.Finalizers) {
 			return nil
 		}
-		revs, now, err := revisions(ctx, tx, 1)
-		if err != nil {
-			return err
-		}
-		r.Finalizers, r.ResourceVersion, r.UpdatedAt = next, revs[0], now
-		doc, err := eventDoc(r)
-		if err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
+		r.Finalizers = next
 		if r.DeletedAt != nil && len(next) == 0 {
-			b.Queue(`DELETE FROM resources WHERE id = $1`, r.ID)
-			queueOutbox(b, eventstream.Purged, r, doc, now)
 			res.Purged = true
-		} else {
-			b.Queue(`UPDATE resources SET finalizers = $2, resource_version = $3, updated_at = $4 WHERE id = $1`, r.ID, r.Finalizers, r.ResourceVersion, now)
-			queueOutbox(b, eventstream.Modified, r, doc, now)
+			return emitTx(ctx, tx, change{event: eventstream.Purged, r: r, write: func(b *pgx.Batch) {
+				b.Queue(`DELETE FROM resources WHERE id = $1`, r.ID)
+			}})
 		}
-		return tx.SendBatch(ctx, b).Close()
+		return emitTx(ctx, tx, change{event: eventstream.Modified, r: r, write: func(b *pgx.Batch) {
+			b.Queue(`UPDATE resources SET finalizers = $2, resource_version = $3, updated_at = $4 WHERE id = $1`, r.ID, r.Finalizers, r.ResourceVersion, r.UpdatedAt)
+		}})
 	})
 	if err != nil {
 		return nil, err

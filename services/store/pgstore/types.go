@@ -13,6 +13,13 @@ import (
 	"github.com/no8s/no8s/services/internal/strictjson"
 )
 
+// typeLockSQL takes a transaction-level advisory lock on a type's name and
+// version: shared by every create of a resource of the type, exclusive by
+// the type's deletion, so a type cannot go while a create is in flight.
+const typeLockSQL = `SELECT pg_advisory_xact_lock_shared(hashtextextended($1 || '/' || $2, 7))`
+
+const typeLockExclusiveSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 7))`
+
 const typeColumns = `id, name, version, description, schema, resource_version, created_at, updated_at, reconcile_policy`
 
 // MaxDescriptionBytes bounds a resource type description.
@@ -82,13 +89,13 @@ func (s *Store) CreateType(ctx context.Context, req CreateTypeRequest) (*resourc
 	}
 	var out *resource.Type
 	err := s.write(ctx, req.DryRun, func(tx pgx.Tx) error {
-		revs, now, err := revisions(ctx, tx, 1)
+		rev, now, err := takeVersion(ctx, tx)
 		if err != nil {
 			return err
 		}
 		out, err = scanType(tx.QueryRow(ctx, `INSERT INTO resource_types (name, version, description, schema, resource_version, created_at, updated_at, reconcile_policy)
 			VALUES ($1, $2, $3, $4, $5, $6, $6, $7) RETURNING `+typeColumns,
-			req.Name, req.Version, req.Description, schema, revs[0], now, encodePolicy(req.ReconcilePolicy)))
+			req.Name, req.Version, req.Description, schema, rev, now, encodePolicy(req.ReconcilePolicy)))
 		return err
 	})
 	if problem.KindOf(err) == problem.AlreadyExists {
@@ -202,12 +209,12 @@ func (s *Store) UpdateType(ctx context.Context, req UpdateTypeRequest) (*resourc
 			out = cur
 			return nil
 		}
-		revs, now, err := revisions(ctx, tx, 1)
+		rev, now, err := takeVersion(ctx, tx)
 		if err != nil {
 			return err
 		}
 		out, err = scanType(tx.QueryRow(ctx, `UPDATE resource_types SET description = $2, schema = $3, resource_version = $4, updated_at = $5,
-			reconcile_policy = $6 WHERE id = $1 RETURNING `+typeColumns, req.ID, desc, schema, revs[0], now, encodePolicy(policy)))
+			reconcile_policy = $6 WHERE id = $1 RETURNING `+typeColumns, req.ID, desc, schema, rev, now, encodePolicy(policy)))
 		return err
 	})
 	return out, err

@@ -81,7 +81,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w webhookconf.Webhook, dryRun
 		if err := lockWebhooks(ctx, tx); err != nil {
 			return err
 		}
-		revs, now, err := revisions(ctx, tx, 1)
+		rev, now, err := takeVersion(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w webhookconf.Webhook, dryRun
 			webhook_url, webhook_type, operations, timeout_seconds, failure_policy, ordering, ca_bundle, resource_version, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING `+webhookColumns,
 			w.Name, nullable(w.ResourceTypeName), nullable(w.ResourceTypeVersion), w.URL, w.Type, ops,
-			w.TimeoutSeconds, w.FailurePolicy, w.Ordering, nullable(w.CABundle), revs[0], now))
+			w.TimeoutSeconds, w.FailurePolicy, w.Ordering, nullable(w.CABundle), rev, now))
 		return err
 	})
 	if err != nil {
@@ -189,7 +189,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, w webhookconf.Webhook, expect
 			out = cur
 			return nil
 		}
-		revs, now, err := revisions(ctx, tx, 1)
+		rev, now, err := takeVersion(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -197,7 +197,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, w webhookconf.Webhook, expect
 			webhook_url = $5, webhook_type = $6, operations = $7, timeout_seconds = $8, failure_policy = $9, ordering = $10, ca_bundle = $11,
 			resource_version = $12, updated_at = $13 WHERE id = $1 RETURNING `+webhookColumns,
 			w.ID, w.Name, nullable(w.ResourceTypeName), nullable(w.ResourceTypeVersion), w.URL, w.Type, ops,
-			w.TimeoutSeconds, w.FailurePolicy, w.Ordering, nullable(w.CABundle), revs[0], now))
+			w.TimeoutSeconds, w.FailurePolicy, w.Ordering, nullable(w.CABundle), rev, now))
 		return err
 	})
 	if err != nil {
