@@ -26,7 +26,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/no8s/no8s/services/internal/eventstream"
-	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
@@ -151,7 +150,7 @@ func (rv *revisions) emit(b *pgx.Batch, c change) error {
 }
 
 func eventTooLarge(n int) error {
-	return problem.New(problem.TooLarge, problem.CodeTooLarge, "the resource would be %d bytes, more than the %d an event can carry", n, resource.MaxEventBytes)
+	return newError(ErrTooLarge, "the resource would be %d bytes, more than the %d an event can carry", n, resource.MaxEventBytes)
 }
 
 // emitTx is emit for a write that runs in an interactive transaction: it

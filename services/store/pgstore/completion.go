@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/no8s/no8s/services/internal/eventstream"
-	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/strictjson"
 )
@@ -120,30 +119,30 @@ type CompleteResult struct {
 // MaxConditions bounds the conditions of a resource.
 const MaxConditions = 64
 
-func validateConditions(path string, cs []resource.Condition) []problem.FieldError {
-	var errs []problem.FieldError
+func validateConditions(path string, cs []resource.Condition) []FieldError {
+	var errs []FieldError
 	seen := map[string]bool{}
 	for i, c := range cs {
 		p := fmt.Sprintf("%s/%d", path, i)
 		if c.Type == "" || len(c.Type) > 128 {
-			errs = append(errs, problem.FieldError{Path: p + "/type", Message: "type is required, at most 128 bytes"})
+			errs = append(errs, FieldError{Path: p + "/type", Message: "type is required, at most 128 bytes"})
 		} else if seen[c.Type] {
-			errs = append(errs, problem.FieldError{Path: p + "/type", Message: fmt.Sprintf("condition %q appears twice", c.Type)})
+			errs = append(errs, FieldError{Path: p + "/type", Message: fmt.Sprintf("condition %q appears twice", c.Type)})
 		}
 		seen[c.Type] = true
 		switch c.Status {
 		case resource.ConditionTrue, resource.ConditionFalse, resource.ConditionUnknown:
 		default:
-			errs = append(errs, problem.FieldError{Path: p + "/status", Message: fmt.Sprintf("%q is not True, False or Unknown", c.Status)})
+			errs = append(errs, FieldError{Path: p + "/status", Message: fmt.Sprintf("%q is not True, False or Unknown", c.Status)})
 		}
 		for _, f := range []struct{ name, v string }{{"type", c.Type}, {"reason", c.Reason}, {"message", c.Message}} {
 			if fe := strictjson.CheckString(p+"/"+f.name, f.v); fe != nil {
-				errs = append(errs, *fe)
+				errs = append(errs, fieldOf(fe)...)
 			}
 		}
 	}
 	if len(cs) > MaxConditions {
-		errs = append(errs, problem.FieldError{Path: path, Message: fmt.Sprintf("more than %d conditions", MaxConditions)})
+		errs = append(errs, FieldError{Path: path, Message: fmt.Sprintf("more than %d conditions", MaxConditions)})
 	}
 	return errs
 }
@@ -183,39 +182,39 @@ func isType(t string) func(resource.Condition) bool {
 }
 
 func (req *CompleteReconcileRequest) validate() ([]byte, error) {
-	var errs []problem.FieldError
+	var errs []FieldError
 	if req.Outcome < OutcomeSuccess || req.Outcome > OutcomeTerminal {
-		errs = append(errs, problem.FieldError{Path: "/outcome", Message: "outcome is required: success, requeue, error or terminal"})
+		errs = append(errs, FieldError{Path: "/outcome", Message: "outcome is required: success, requeue, error or terminal"})
 	}
 	errs = append(errs, validateConditions("/conditions", req.Conditions)...)
 	if fe := strictjson.CheckString("/status_message", req.StatusMessage); fe != nil {
-		errs = append(errs, *fe)
+		errs = append(errs, fieldOf(fe)...)
 	}
 	for i, f := range req.AddFinalizers {
 		if fe := resource.ValidateFinalizer(fmt.Sprintf("/add_finalizers/%d", i), f); fe != nil {
-			errs = append(errs, *fe)
+			errs = append(errs, fieldOf(fe)...)
 		}
 	}
 	if req.RequeueAfter < 0 {
-		errs = append(errs, problem.FieldError{Path: "/requeue_after_seconds", Message: "must not be negative"})
+		errs = append(errs, FieldError{Path: "/requeue_after_seconds", Message: "must not be negative"})
 	}
 	if req.Generation < 0 {
-		errs = append(errs, problem.FieldError{Path: "/generation", Message: "must not be negative"})
+		errs = append(errs, FieldError{Path: "/generation", Message: "must not be negative"})
 	}
 	var outputs []byte
 	if req.Outputs != nil {
 		if len(req.Outputs) > resource.MaxSpecBytes {
-			errs = append(errs, problem.FieldError{Path: "/outputs", Message: fmt.Sprintf("larger than %d bytes", resource.MaxSpecBytes)})
+			errs = append(errs, FieldError{Path: "/outputs", Message: fmt.Sprintf("larger than %d bytes", resource.MaxSpecBytes)})
 		} else if c, perr := resource.CompactObject("/outputs", req.Outputs); perr != nil {
-			errs = append(errs, perr.Fields...)
+			errs = append(errs, fieldsOf(perr.Fields)...)
 		} else if perr := strictjson.Check(c, "/outputs"); perr != nil {
-			errs = append(errs, perr.Fields...)
+			errs = append(errs, fieldsOf(perr.Fields)...)
 		} else {
 			outputs = c
 		}
 	}
 	if len(errs) > 0 {
-		return nil, problem.New(problem.Invalid, problem.CodeInvalid, "invalid reconcile result").WithFields(errs...)
+		return nil, newError(ErrInvalid, "invalid reconcile result").withFields(errs...)
 	}
 	return outputs, nil
 }
@@ -305,7 +304,7 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 		}
 		r.Conditions, _ = mergeConditions(r.Conditions, req.Conditions, gen, now)
 		if len(r.Conditions) > MaxConditions {
-			return problem.New(problem.Invalid, problem.CodeInvalid, "the resource would have more than %d conditions", MaxConditions)
+			return newError(ErrInvalid, "the resource would have more than %d conditions", MaxConditions)
 		}
 		if outputs != nil {
 			r.Outputs = outputs
@@ -323,7 +322,7 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 			}
 		}
 		if len(fins) > resource.MaxFinalizers {
-			return problem.New(problem.Invalid, problem.CodeInvalid, "the resource would have more than %d finalizers", resource.MaxFinalizers)
+			return newError(ErrInvalid, "the resource would have more than %d finalizers", resource.MaxFinalizers)
 		}
 		r.Finalizers = fins
 		if len(req.RemoveAnnotations) > 0 {
@@ -407,10 +406,10 @@ func (s *Store) ListHistory(ctx context.Context, req ListHistoryRequest) ([]Hist
 		limit = DefaultHistoryPage
 	}
 	if limit < 1 || limit > MaxHistoryPage {
-		return nil, problem.Field("/limit", fmt.Sprintf("must be between 1 and %d", MaxHistoryPage))
+		return nil, invalidField("/limit", fmt.Sprintf("must be between 1 and %d", MaxHistoryPage))
 	}
 	if req.BeforeID < 0 {
-		return nil, problem.Field("/before", "must be a positive id")
+		return nil, invalidField("/before", "must be a positive id")
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, resource_id, generation, success, phase, coalesce(error_message, ''), resources_created,
 		resources_updated, resources_deleted, started_at, duration_ms, reconcile_time, lease_epoch, holder, reason
@@ -443,7 +442,7 @@ func (s *Store) ListHistory(ctx context.Context, req ListHistoryRequest) ([]Hist
 			return nil, translate(err)
 		}
 		if !exists {
-			return nil, problem.NotFoundf("resource %d not found", req.ResourceID)
+			return nil, notFound("resource %d not found", req.ResourceID)
 		}
 	}
 	return out, nil

@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/no8s/no8s/services/internal/eventstream"
-	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
@@ -22,7 +21,7 @@ import (
 // no event.
 func (s *Store) RecordDispatch(ctx context.Context, schedulerEpoch, resourceID int64, dispatchID string) error {
 	if dispatchID == "" || len(dispatchID) > 128 {
-		return problem.Field("/dispatch_id", "dispatch_id is required, at most 128 bytes")
+		return invalidField("/dispatch_id", "dispatch_id is required, at most 128 bytes")
 	}
 	// One statement, one round trip: the hot path of every dispatch.
 	var id int64
@@ -36,7 +35,7 @@ func (s *Store) RecordDispatch(ctx context.Context, schedulerEpoch, resourceID i
 		if err := checkScheduler(ctx, tx, schedulerEpoch); err != nil {
 			return err
 		}
-		return problem.NotFoundf("resource %d not found", resourceID)
+		return notFound("resource %d not found", resourceID)
 	}))
 }
 
@@ -45,7 +44,7 @@ func (s *Store) RecordDispatch(ctx context.Context, schedulerEpoch, resourceID i
 // already has that status, reason and message; otherwise one MODIFIED event.
 func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int64, c resource.Condition) (*resource.Resource, error) {
 	if errs := validateConditions("/condition", []resource.Condition{c}); len(errs) > 0 {
-		return nil, problem.New(problem.Invalid, problem.CodeInvalid, "invalid condition").WithFields(errs...)
+		return nil, newError(ErrInvalid, "invalid condition").withFields(errs...)
 	}
 	var out *resource.Resource
 	err := s.write(ctx, false, func(tx pgx.Tx) error {

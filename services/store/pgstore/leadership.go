@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/no8s/no8s/services/internal/problem"
 )
 
 // SchedulerLease is the state of the scheduler's leadership lease.
@@ -37,7 +35,7 @@ func (s *Store) BecomeScheduler(ctx context.Context, holder string, d time.Durat
 		d = 6 * time.Second
 	}
 	if d < time.Second || d > MaxLease {
-		return nil, problem.Field("/lease_seconds", fmt.Sprintf("must be between 1 and %d seconds", int(MaxLease/time.Second)))
+		return nil, invalidField("/lease_seconds", fmt.Sprintf("must be between 1 and %d seconds", int(MaxLease/time.Second)))
 	}
 	var out SchedulerLease
 	err := s.write(ctx, false, func(tx pgx.Tx) error {

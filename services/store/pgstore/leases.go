@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/no8s/no8s/services/internal/eventstream"
-	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
@@ -72,7 +71,7 @@ func scanReconcile(row pgx.Row, id int64) (*resource.Resource, *leaseRow, error)
 	r, err := scanResource(extraRow{Row: row, extra: []any{&l.holder, &l.epoch, &l.expiresAt, &l.acquiredAt, &l.failures,
 		&l.terminalGeneration, &l.requestedAt, &l.dispatchID, &l.now}})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, problem.NotFoundf("resource %d not found", id)
+		return nil, nil, notFound("resource %d not found", id)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -96,7 +95,7 @@ func leaseError(id int64, l *leaseRow, epoch int64) error {
 }
 
 func staleEpoch(format string, args ...any) error {
-	return problem.New(problem.Conflict, problem.CodeStaleEpoch, format, args...)
+	return newError(ErrStaleEpoch, format, args...)
 }
 
 func leaseDuration(path string, d time.Duration) (time.Duration, error) {
@@ -104,14 +103,14 @@ func leaseDuration(path string, d time.Duration) (time.Duration, error) {
 	case d == 0:
 		return DefaultLease, nil
 	case d < time.Second || d > MaxLease:
-		return 0, problem.Field(path, fmt.Sprintf("must be between 1 and %d seconds", int(MaxLease/time.Second)))
+		return 0, invalidField(path, fmt.Sprintf("must be between 1 and %d seconds", int(MaxLease/time.Second)))
 	}
 	return d, nil
 }
 
 func validateHolder(holder string) error {
 	if holder == "" || len(holder) > MaxHolderBytes {
-		return problem.Field("/holder", fmt.Sprintf("holder is required, at most %d bytes", MaxHolderBytes))
+		return invalidField("/holder", fmt.Sprintf("holder is required, at most %d bytes", MaxHolderBytes))
 	}
 	return nil
 }
@@ -184,15 +183,15 @@ func (s *Store) AcquireLease(ctx context.Context, req AcquireLeaseRequest) (*Lea
 		return err
 	}, func(b *pgx.Batch) error {
 		if req.SchedulerEpoch != 0 && req.SchedulerEpoch < schedEpoch {
-			return problem.New(problem.FailedPrecondition, problem.CodeStaleDispatch,
+			return newError(ErrStaleDispatch,
 				"work item of scheduler epoch %d is stale: the current scheduler epoch is %d", req.SchedulerEpoch, schedEpoch)
 		}
 		if req.DispatchID != "" && l.dispatchID != "" && req.DispatchID != l.dispatchID {
-			return problem.New(problem.FailedPrecondition, problem.CodeStaleDispatch,
+			return newError(ErrStaleDispatch,
 				"work item %s of resource %d was superseded by dispatch %s", req.DispatchID, r.ID, l.dispatchID)
 		}
 		if l.held() && l.holder != req.Holder {
-			return problem.New(problem.Conflict, problem.CodeLeaseHeld,
+			return newError(ErrLeaseHeld,
 				"resource %d is being reconciled by %s until %s", r.ID, l.holder, l.expiresAt.Format(time.RFC3339Nano))
 		}
 		out.Policy = decodePolicy(policy).WithDefaults()
@@ -258,7 +257,7 @@ func leaseGone(ctx context.Context, tx pgx.Tx, resourceID, epoch int64) error {
 	var holder string
 	err := tx.QueryRow(ctx, `SELECT lease_epoch, lease_holder FROM resources WHERE id = $1`, resourceID).Scan(&cur, &holder)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return problem.NotFoundf("resource %d not found", resourceID)
+		return notFound("resource %d not found", resourceID)
 	}
 	if err != nil {
 		return err

@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
@@ -79,10 +78,10 @@ func (s *Store) ListReconcileState(ctx context.Context, req ListReconcileStateRe
 		}
 	}
 	if limit < 1 || limit > MaxStatePage {
-		return nil, problem.Field("/limit", fmt.Sprintf("must be between 1 and %d", MaxStatePage))
+		return nil, invalidField("/limit", fmt.Sprintf("must be between 1 and %d", MaxStatePage))
 	}
 	if len(req.IDs) > MaxStatePage {
-		return nil, problem.Field("/resource_ids", fmt.Sprintf("at most %d ids", MaxStatePage))
+		return nil, invalidField("/resource_ids", fmt.Sprintf("at most %d ids", MaxStatePage))
 	}
 	ids := req.IDs
 	if ids == nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/no8s/no8s/services/internal/eventstream"
-	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/strictjson"
 )
@@ -71,10 +70,10 @@ func validateSpec(spec []byte) ([]byte, error) {
 	}
 	c, perr := resource.CompactObject("/spec", spec)
 	if perr != nil {
-		return nil, perr
+		return nil, invalidOf(perr.Code, perr.Detail, perr.Fields)
 	}
 	if perr := strictjson.Check(c, "/spec"); perr != nil {
-		return nil, perr
+		return nil, invalidOf(perr.Code, perr.Detail, perr.Fields)
 	}
 	if len(c) > resource.MaxSpecBytes {
 		return nil, tooLargeSpec(len(c))
@@ -83,19 +82,19 @@ func validateSpec(spec []byte) ([]byte, error) {
 }
 
 func tooLargeSpec(n int) error {
-	return problem.New(problem.TooLarge, problem.CodeTooLarge, "spec is %d bytes, more than the %d allowed", n, resource.MaxSpecBytes).
-		WithFields(problem.FieldError{Path: "/spec", Message: fmt.Sprintf("larger than %d bytes", resource.MaxSpecBytes)})
+	return newError(ErrTooLarge, "spec is %d bytes, more than the %d allowed", n, resource.MaxSpecBytes).
+		withFields(FieldError{Path: "/spec", Message: fmt.Sprintf("larger than %d bytes", resource.MaxSpecBytes)})
 }
 
-func validateFinalizers(fs []string) []problem.FieldError {
-	var errs []problem.FieldError
+func validateFinalizers(fs []string) []FieldError {
+	var errs []FieldError
 	for i, f := range fs {
 		if fe := resource.ValidateFinalizer(fmt.Sprintf("/finalizers/%d", i), f); fe != nil {
-			errs = append(errs, *fe)
+			errs = append(errs, fieldOf(fe)...)
 		}
 	}
 	if len(fs) > resource.MaxFinalizers {
-		errs = append(errs, problem.FieldError{Path: "/finalizers", Message: fmt.Sprintf("more than %d finalizers", resource.MaxFinalizers)})
+		errs = append(errs, FieldError{Path: "/finalizers", Message: fmt.Sprintf("more than %d finalizers", resource.MaxFinalizers)})
 	}
 	return errs
 }
@@ -103,15 +102,15 @@ func validateFinalizers(fs []string) []problem.FieldError {
 // CreateResource stores a new resource and its CREATED event.
 func (s *Store) CreateResource(ctx context.Context, req CreateResourceRequest) (*resource.Resource, error) {
 	in := req.Resource
-	var errs []problem.FieldError
+	var errs []FieldError
 	if fe := resource.ValidateName("/name", in.Name); fe != nil {
-		errs = append(errs, *fe)
+		errs = append(errs, fieldOf(fe)...)
 	}
-	errs = append(errs, resource.ValidateMetadata(in.Labels, in.Annotations, in.OwnerReferences)...)
+	errs = append(errs, fieldsOf(resource.ValidateMetadata(in.Labels, in.Annotations, in.OwnerReferences))...)
 	fins := dedupe(in.Finalizers)
 	errs = append(errs, validateFinalizers(fins)...)
 	if len(errs) > 0 {
-		return nil, problem.New(problem.Invalid, problem.CodeInvalid, "invalid resource").WithFields(errs...)
+		return nil, newError(ErrInvalid, "invalid resource").withFields(errs...)
 	}
 	spec, err := validateSpec(in.Spec)
 	if err != nil {
@@ -156,7 +155,7 @@ func (s *Store) CreateResource(ctx context.Context, req CreateResourceRequest) (
 		return br.QueryRow().Scan(&r.ID)
 	}, func(b *pgx.Batch) error {
 		if req.SchemaRevision != 0 && req.SchemaRevision != typeRev {
-			return problem.New(problem.Conflict, problem.CodeSchemaChanged, "the schema of %s/%s changed during admission; retry", r.ResourceTypeName, r.ResourceTypeVersion)
+			return newError(ErrSchemaChanged, "the schema of %s/%s changed during admission; retry", r.ResourceTypeName, r.ResourceTypeVersion)
 		}
 		r.CreatedAt = rv.now
 		return rv.emit(b, change{event: eventstream.Created, r: r, write: func(b *pgx.Batch) {
@@ -168,9 +167,9 @@ func (s *Store) CreateResource(ctx context.Context, req CreateResourceRequest) (
 		}})
 	})
 	if err != nil {
-		if problem.KindOf(err) == problem.AlreadyExists {
-			return nil, problem.New(problem.AlreadyExists, problem.CodeNameTaken, "%s/%s %q already exists", r.ResourceTypeName, r.ResourceTypeVersion, r.Name).
-				WithFields(problem.FieldError{Path: "/name", Message: "name already taken"})
+		if errors.Is(err, ErrNameTaken) {
+			return nil, newError(ErrNameTaken, "%s/%s %q already exists", r.ResourceTypeName, r.ResourceTypeVersion, r.Name).
+				withFields(FieldError{Path: "/name", Message: "name already taken"})
 		}
 		return nil, err
 	}
@@ -181,8 +180,8 @@ func (s *Store) CreateResource(ctx context.Context, req CreateResourceRequest) (
 }
 
 func unknownType(name, version string) error {
-	return problem.New(problem.Invalid, problem.CodeUnknownType, "resource type %s/%s does not exist", name, version).
-		WithFields(problem.FieldError{Path: "/resource_type_name", Message: fmt.Sprintf("no resource type %s/%s", name, version)})
+	return newError(ErrUnknownType, "resource type %s/%s does not exist", name, version).
+		withFields(FieldError{Path: "/resource_type_name", Message: fmt.Sprintf("no resource type %s/%s", name, version)})
 }
 
 // ResourceKey names a resource by id, or by type, version and name.
@@ -211,7 +210,7 @@ func (s *Store) GetResource(ctx context.Context, key ResourceKey) (*resource.Res
 	}
 	r, err := scanResource(row)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, problem.NotFoundf("%s not found", key)
+		return nil, notFound("%s not found", key)
 	}
 	return r, translate(err)
 }
@@ -220,13 +219,13 @@ func (s *Store) GetResource(ctx context.Context, key ResourceKey) (*resource.Res
 func lockResource(ctx context.Context, tx pgx.Tx, id, expected int64) (*resource.Resource, error) {
 	r, err := scanResource(tx.QueryRow(ctx, `SELECT `+resourceColumns+` FROM resources WHERE id = $1 FOR UPDATE`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, problem.NotFoundf("resource %d not found", id)
+		return nil, notFound("resource %d not found", id)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if expected != 0 && expected != r.ResourceVersion {
-		return nil, problem.New(problem.Conflict, problem.CodeConflict,
+		return nil, newError(ErrConflict,
 			"resource %d has resource_version %d, not %d: it changed since you read it; read it again and retry", id, r.ResourceVersion, expected)
 	}
 	return r, nil
@@ -266,7 +265,7 @@ func (s *Store) UpdateResource(ctx context.Context, req UpdateResourceRequest) (
 		specChanged := spec != nil && !strictjson.Equal(spec, r.Spec)
 		if specChanged {
 			if r.DeletedAt != nil {
-				return problem.New(problem.Conflict, problem.CodeDeleting, "resource %d is being deleted; its spec can no longer change", r.ID)
+				return newError(ErrDeleting, "resource %d is being deleted; its spec can no longer change", r.ID)
 			}
 			var typeRev int64
 			// No lock: a type cannot be deleted while this resource exists,
@@ -277,7 +276,7 @@ func (s *Store) UpdateResource(ctx context.Context, req UpdateResourceRequest) (
 				return err
 			}
 			if req.SchemaRevision != 0 && req.SchemaRevision != typeRev {
-				return problem.New(problem.Conflict, problem.CodeSchemaChanged, "the schema of %s/%s changed during admission; retry", r.ResourceTypeName, r.ResourceTypeVersion)
+				return newError(ErrSchemaChanged, "the schema of %s/%s changed during admission; retry", r.ResourceTypeName, r.ResourceTypeVersion)
 			}
 			r.Spec = spec
 			r.Generation++
@@ -292,7 +291,7 @@ func (s *Store) UpdateResource(ctx context.Context, req UpdateResourceRequest) (
 		}
 		if !maps.Equal(labels, r.Labels) || !maps.Equal(annotations, r.Annotations) {
 			if errs := resource.ValidateMetadata(labels, annotations, r.OwnerReferences); len(errs) > 0 {
-				return problem.New(problem.Invalid, problem.CodeInvalid, "invalid resource").WithFields(errs...)
+				return newError(ErrInvalid, "invalid resource").withFields(fieldsOf(errs)...)
 			}
 			r.Labels, r.Annotations = labels, annotations
 			changed = true
@@ -389,14 +388,14 @@ type UpdateFinalizersRequest struct {
 // UpdateFinalizers adds and removes finalizers. While a resource is deleting,
 // finalizers may be removed but not added; removing the last one purges it.
 func (s *Store) UpdateFinalizers(ctx context.Context, req UpdateFinalizersRequest) (*DeleteResult, error) {
-	var errs []problem.FieldError
+	var errs []FieldError
 	for i, f := range req.Add {
 		if fe := resource.ValidateFinalizer(fmt.Sprintf("/add/%d", i), f); fe != nil {
-			errs = append(errs, *fe)
+			errs = append(errs, fieldOf(fe)...)
 		}
 	}
 	if len(errs) > 0 {
-		return nil, problem.New(problem.Invalid, problem.CodeInvalid, "invalid finalizers").WithFields(errs...)
+		return nil, newError(ErrInvalid, "invalid finalizers").withFields(errs...)
 	}
 	var res DeleteResult
 	err := s.write(ctx, req.DryRun, func(tx pgx.Tx) error {
@@ -416,14 +415,14 @@ func (s *Store) UpdateFinalizers(ctx context.Context, req UpdateFinalizersReques
 				continue
 			}
 			if r.DeletedAt != nil {
-				return problem.New(problem.Conflict, problem.CodeFinalizerBlocked, "resource %d is being deleted; finalizer %q cannot be added", r.ID, f).
-					WithFields(problem.FieldError{Path: "/add", Message: "finalizers cannot be added while the resource is deleting"})
+				return newError(ErrFinalizerBlocked, "resource %d is being deleted; finalizer %q cannot be added", r.ID, f).
+					withFields(FieldError{Path: "/add", Message: "finalizers cannot be added while the resource is deleting"})
 			}
 			next = append(next, f)
 		}
 		if len(next) > resource.MaxFinalizers {
-			return problem.New(problem.Invalid, problem.CodeInvalid, "more than %d finalizers", resource.MaxFinalizers).
-				WithFields(problem.FieldError{Path: "/add", Message: fmt.Sprintf("at most %d finalizers", resource.MaxFinalizers)})
+			return newError(ErrInvalid, "more than %d finalizers", resource.MaxFinalizers).
+				withFields(FieldError{Path: "/add", Message: fmt.Sprintf("at most %d finalizers", resource.MaxFinalizers)})
 		}
 		if slices.Equal(next, r.Finalizers) {
 			return nil
