@@ -25,7 +25,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/no8s/no8s/services/internal/eventstream"
+	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
@@ -106,7 +106,7 @@ func (rv *revisions) next() (int64, error) {
 
 // change is one committed change to a resource: one revision, one event.
 type change struct {
-	// event is the event type (eventstream.Created, ...).
+	// event is the event type (envelope.Created, ...).
 	event string
 	// r is the resource after the change; emit sets its resource_version
 	// and updated_at.
@@ -136,7 +136,7 @@ func (rv *revisions) emit(b *pgx.Batch, c change) error {
 	if !c.unbounded && len(doc) > resource.MaxEventBytes {
 		return eventTooLarge(len(doc))
 	}
-	payload, err := eventstream.Encode(eventstream.Event{Revision: rev, Type: c.event, Resource: c.r, ResourceJSON: doc, Timestamp: rv.now})
+	payload, err := envelope.Encode(envelope.Event{Revision: rev, Type: c.event, Resource: c.r, ResourceJSON: doc, Timestamp: rv.now})
 	if err != nil {
 		// Encode fails only on an unknown event type: a programming error.
 		return err
@@ -145,7 +145,7 @@ func (rv *revisions) emit(b *pgx.Batch, c change) error {
 		c.write(b)
 	}
 	b.Queue(`INSERT INTO outbox (revision, resource_id, event_type, subject, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		rev, c.r.ID, c.event, eventstream.Subject(c.r.ResourceTypeName, c.r.ResourceTypeVersion), payload, rv.now)
+		rev, c.r.ID, c.event, envelope.Subject(c.r.ResourceTypeName, c.r.ResourceTypeVersion), payload, rv.now)
 	return nil
 }
 

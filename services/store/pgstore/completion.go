@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/no8s/no8s/services/internal/eventstream"
+	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/strictjson"
 )
@@ -340,7 +340,7 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 		if deleting && len(fins) == 0 {
 			// The row goes, and its history with it.
 			res.Purged = true
-			return rv.emit(b, change{event: eventstream.Purged, r: r, write: func(b *pgx.Batch) {
+			return rv.emit(b, change{event: envelope.Purged, r: r, write: func(b *pgx.Batch) {
 				b.Queue(`DELETE FROM resources WHERE id = $1`, r.ID)
 			}})
 		}
@@ -357,9 +357,9 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 		if h.ErrorMessage != "" {
 			errMsg = &h.ErrorMessage
 		}
-		event := eventstream.Modified
+		event := envelope.Modified
 		if h.Success {
-			event = eventstream.Reconciled
+			event = envelope.Reconciled
 		}
 		return rv.emit(b, change{event: event, r: r, write: func(b *pgx.Batch) {
 			b.Queue(`UPDATE resources SET status = $2, status_message = $3, observed_generation = $4, conditions = $5, phase = $6,

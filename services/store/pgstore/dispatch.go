@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/no8s/no8s/services/internal/eventstream"
+	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
@@ -64,7 +64,7 @@ func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int
 		}
 		r.Conditions, _ = mergeConditions(r.Conditions, []resource.Condition{c}, r.Generation, l.now)
 		r.Phase = resource.PhaseFor(r.Status, r.Phase == resource.PhaseDegraded, r.Conditions)
-		return emitTx(ctx, tx, change{event: eventstream.Modified, r: r, write: func(b *pgx.Batch) {
+		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
 			b.Queue(`UPDATE resources SET conditions = $2, phase = $3, resource_version = $4, updated_at = $5 WHERE id = $1`,
 				r.ID, r.Conditions, r.Phase, r.ResourceVersion, r.UpdatedAt)
 		}})
@@ -86,7 +86,7 @@ func (s *Store) RequestReconcile(ctx context.Context, resourceID int64) (*resour
 			return err
 		}
 		out = r
-		return emitTx(ctx, tx, change{event: eventstream.Modified, r: r, write: func(b *pgx.Batch) {
+		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
 			b.Queue(`UPDATE resources SET reconcile_requested_at = $2, resource_version = $3, updated_at = $2 WHERE id = $1`, r.ID, r.UpdatedAt, r.ResourceVersion)
 		}})
 	})

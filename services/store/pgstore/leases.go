@@ -16,7 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/no8s/no8s/services/internal/eventstream"
+	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
@@ -209,7 +209,7 @@ func (s *Store) AcquireLease(ctx context.Context, req AcquireLeaseRequest) (*Lea
 		}
 		if changed {
 			r.Phase = resource.PhaseFor(r.Status, r.Phase == resource.PhaseDegraded, r.Conditions)
-			err := rv.emit(b, change{event: eventstream.Modified, r: r, write: func(b *pgx.Batch) {
+			err := rv.emit(b, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
 				b.Queue(`UPDATE resources SET status = $2, phase = $3, conditions = $4, resource_version = $5, updated_at = $6 WHERE id = $1`,
 					r.ID, r.Status, r.Phase, r.Conditions, r.ResourceVersion, r.UpdatedAt)
 			}})

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/no8s/no8s/services/internal/eventstream"
+	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/strictjson"
 )
@@ -158,7 +158,7 @@ func (s *Store) CreateResource(ctx context.Context, req CreateResourceRequest) (
 			return newError(ErrSchemaChanged, "the schema of %s/%s changed during admission; retry", r.ResourceTypeName, r.ResourceTypeVersion)
 		}
 		r.CreatedAt = rv.now
-		return rv.emit(b, change{event: eventstream.Created, r: r, write: func(b *pgx.Batch) {
+		return rv.emit(b, change{event: envelope.Created, r: r, write: func(b *pgx.Batch) {
 			b.Queue(`INSERT INTO resources (id, uid, name, resource_type_id, resource_type_name, resource_type_version, labels, annotations,
 				owner_references, spec, status, generation, resource_version, phase, finalizers, created_at, updated_at)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
@@ -299,7 +299,7 @@ func (s *Store) UpdateResource(ctx context.Context, req UpdateResourceRequest) (
 		if !changed {
 			return nil
 		}
-		return emitTx(ctx, tx, change{event: eventstream.Modified, r: r, write: func(b *pgx.Batch) {
+		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
 			// A spec change resets the reconcile backoff (docs/design/reconcile.md).
 			b.Queue(`UPDATE resources SET spec = $2, labels = $3, annotations = $4, generation = $5, resource_version = $6, updated_at = $7,
 				failures = CASE WHEN $8 THEN 0 ELSE failures END WHERE id = $1`,
@@ -347,11 +347,11 @@ func (s *Store) DeleteResource(ctx context.Context, id, expected int64, dryRun b
 		b := &pgx.Batch{}
 		if n == 2 {
 			// DELETED, then PURGED: the row goes at once.
-			if err := rv.emit(b, change{event: eventstream.Deleted, r: r, unbounded: true}); err != nil {
+			if err := rv.emit(b, change{event: envelope.Deleted, r: r, unbounded: true}); err != nil {
 				return err
 			}
 			purged := *r
-			err := rv.emit(b, change{event: eventstream.Purged, r: &purged, unbounded: true, write: func(b *pgx.Batch) {
+			err := rv.emit(b, change{event: envelope.Purged, r: &purged, unbounded: true, write: func(b *pgx.Batch) {
 				b.Queue(`DELETE FROM resources WHERE id = $1 AND finalizers = '[]'::jsonb`, r.ID)
 			}})
 			if err != nil {
@@ -359,7 +359,7 @@ func (s *Store) DeleteResource(ctx context.Context, id, expected int64, dryRun b
 			}
 			res.Resource, res.Purged = &purged, true
 		} else {
-			err := rv.emit(b, change{event: eventstream.Deleted, r: r, unbounded: true, write: func(b *pgx.Batch) {
+			err := rv.emit(b, change{event: envelope.Deleted, r: r, unbounded: true, write: func(b *pgx.Batch) {
 				// Deletion is dispatched at once: earlier failures' backoff is reset.
 				b.Queue(`UPDATE resources SET status = $2, phase = $3, deleted_at = $4, updated_at = $4, resource_version = $5,
 					failures = 0, terminal_generation = 0 WHERE id = $1`,
@@ -430,11 +430,11 @@ func (s *Store) UpdateFinalizers(ctx context.Context, req UpdateFinalizersReques
 		r.Finalizers = next
 		if r.DeletedAt != nil && len(next) == 0 {
 			res.Purged = true
-			return emitTx(ctx, tx, change{event: eventstream.Purged, r: r, write: func(b *pgx.Batch) {
+			return emitTx(ctx, tx, change{event: envelope.Purged, r: r, write: func(b *pgx.Batch) {
 				b.Queue(`DELETE FROM resources WHERE id = $1`, r.ID)
 			}})
 		}
-		return emitTx(ctx, tx, change{event: eventstream.Modified, r: r, write: func(b *pgx.Batch) {
+		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
 			b.Queue(`UPDATE resources SET finalizers = $2, resource_version = $3, updated_at = $4 WHERE id = $1`, r.ID, r.Finalizers, r.ResourceVersion, r.UpdatedAt)
 		}})
 	})
