@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -370,7 +371,7 @@ func (e *env) ready(id int64, generation int64) func() bool {
 func (e *env) gone(id int64) func() bool {
 	return func() bool {
 		_, err := e.store.GetResource(e.t.Context(), pgstore.ResourceKey{ID: id})
-		return problem.KindOf(err) == problem.NotFound
+		return errors.Is(err, pgstore.ErrNotFound)
 	}
 }
 
