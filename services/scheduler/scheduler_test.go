@@ -20,6 +20,7 @@ import (
 
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/testenv"
@@ -275,7 +276,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	l, err := w.e.rc.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: it.GetResourceId(), Holder: "test-worker",
 		LeaseSeconds: 5, SchedulerEpoch: it.GetSchedulerEpoch(), DispatchId: it.GetDispatchId()})
 	if err != nil {
-		pe := problem.As(problem.FromStatus(err))
+		pe := problem.As(grpcstatus.FromStatus(err))
 		if pe != nil {
 			a.refused = pe.Code
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
 	"github.com/no8s/no8s/services/store/pgstore"
 )
 
@@ -58,4 +59,4 @@ func toProblem(err error) error {
 
 // toStatus is the store's gRPC edge for errors: every handler returns its
 // errors through it.
-func toStatus(err error) error { return problem.ToStatus(toProblem(err)) }
+func toStatus(err error) error { return grpcstatus.ToStatus(toProblem(err)) }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
 	"github.com/no8s/no8s/services/store/pgstore"
 )
 
@@ -51,7 +52,7 @@ func TestStoreErrorsOnTheWire(t *testing.T) {
 			t.Errorf("%v: gRPC %v, want %v", c.err, st.Code(), c.grpc)
 			continue
 		}
-		pe := problem.As(problem.FromStatus(st.Err()))
+		pe := problem.As(grpcstatus.FromStatus(st.Err()))
 		if pe == nil || pe.Code != c.code || pe.Detail != in.Detail || len(pe.Fields) != 1 || pe.Fields[0] != (problem.FieldError{Path: "/spec/a", Message: "bad"}) {
 			t.Errorf("%v: answered %#v, want code %s, detail and fields kept", c.err, pe, c.code)
 		}
@@ -59,7 +60,7 @@ func TestStoreErrorsOnTheWire(t *testing.T) {
 
 	// A shared validator's own code is kept.
 	st, _ := status.FromError(toStatus(&pgstore.Error{Err: pgstore.ErrInvalid, Code: problem.CodeMalformedJSON, Detail: "bad JSON"}))
-	if pe := problem.As(problem.FromStatus(st.Err())); st.Code() != codes.InvalidArgument || pe == nil || pe.Code != problem.CodeMalformedJSON {
+	if pe := problem.As(grpcstatus.FromStatus(st.Err())); st.Code() != codes.InvalidArgument || pe == nil || pe.Code != problem.CodeMalformedJSON {
 		t.Errorf("malformed JSON: %v %#v", st.Code(), pe)
 	}
 	// Anything else: context errors as such, the rest internal.
@@ -73,7 +74,7 @@ func TestStoreErrorsOnTheWire(t *testing.T) {
 
 // TestHandlersTranslateThroughToStatus checks that every handler of the
 // store answers errors through toStatus, the one mapping of pgstore's
-// errors: problem.ToStatus alone would answer them as internal errors.
+// errors: grpcstatus.ToStatus alone would answer them as internal errors.
 func TestHandlersTranslateThroughToStatus(t *testing.T) {
 	files, err := filepath.Glob("handler*.go")
 	if err != nil {
@@ -87,8 +88,8 @@ func TestHandlersTranslateThroughToStatus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(src), "problem.ToStatus(") {
-			t.Errorf("%s calls problem.ToStatus: use toStatus, which maps pgstore's errors", f)
+		if strings.Contains(string(src), "grpcstatus.ToStatus(") {
+			t.Errorf("%s calls grpcstatus.ToStatus: use toStatus, which maps pgstore's errors", f)
 		}
 	}
 }
