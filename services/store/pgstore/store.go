@@ -2,6 +2,17 @@
 // resource types and resources with a global revision, generation, optimistic
 // concurrency, finalizers and soft delete, each change recorded in the outbox
 // in the same transaction. It is the only package that speaks SQL.
+//
+// The files, by concern:
+//
+//   - store.go, tx.go: the Store and the two ways a write transaction runs;
+//   - commit.go: the one commit path (revision, resource_version, event,
+//     outbox row) every change to a resource goes through;
+//   - errors.go: the store's errors, and database errors translated to them;
+//   - resources.go, list.go, document.go: resources, lists, documents;
+//   - types.go, webhooks.go: resource types and admission webhooks;
+//   - leases.go, leadership.go, dispatch.go, completion.go,
+//     reconcilestate.go: the store's side of reconciliation.
 package pgstore
 
 import (
