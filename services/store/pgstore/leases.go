@@ -253,17 +253,13 @@ func (s *Store) RenewLease(ctx context.Context, resourceID, epoch int64, d time.
 // leaseGone explains why a fenced write found no lease: the resource is gone,
 // or the epoch is stale.
 func leaseGone(ctx context.Context, tx pgx.Tx, resourceID, epoch int64) error {
-	var cur int64
-	var holder string
-	err := tx.QueryRow(ctx, `SELECT lease_epoch, lease_holder FROM resources WHERE id = $1`, resourceID).Scan(&cur, &holder)
+	var cur leaseRow
+	err := tx.QueryRow(ctx, `SELECT lease_epoch, lease_holder FROM resources WHERE id = $1`, resourceID).Scan(&cur.epoch, &cur.holder)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return notFound("resource %d not found", resourceID)
 	}
 	if err != nil {
 		return err
 	}
-	if cur == epoch {
-		return staleEpoch("the lease of resource %d at epoch %d was already released", resourceID, epoch)
-	}
-	return staleEpoch("lease epoch %d of resource %d is stale: the current epoch is %d (held by %q)", epoch, resourceID, cur, holder)
+	return leaseError(resourceID, &cur, epoch)
 }
