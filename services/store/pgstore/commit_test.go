@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -289,6 +290,21 @@ func TestEveryWriteEmitsThroughTheCommitPath(t *testing.T) {
 			}
 		}, nil, 0},
 	}
+	// Every exported method of the store is a read or has a case here.
+	covered := map[string]bool{"GetResource": true, "ListResources": true, "GetType": true, "ListTypes": true,
+		"GetWebhook": true, "ListWebhooks": true, "ListHistory": true, "ListReconcileState": true, "Pool": true}
+	for _, c := range cases {
+		for _, part := range strings.Split(c.name, " and ") {
+			covered[strings.Fields(part)[0]] = true
+		}
+	}
+	st := reflect.TypeOf(s)
+	for i := range st.NumMethod() {
+		if m := st.Method(i).Name; !covered[m] {
+			t.Errorf("write method %s has no case in this test", m)
+		}
+	}
+
 	for _, c := range cases {
 		w := c.setup()
 		before := lastRevision(t, pool)
