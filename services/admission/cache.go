@@ -7,6 +7,7 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission/schema"
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
 )
 
 // compiled is a type's schema compiled at one type revision.
@@ -82,7 +83,7 @@ func (c *schemaCache) load(ctx context.Context, k typeKey, f *flight) {
 	}()
 	resp, err := c.store.GetResourceType(ctx, &storev1.GetResourceTypeRequest{Name: k.name, Version: k.version})
 	if err != nil {
-		err = problem.FromStatus(err)
+		err = grpcstatus.FromStatus(err)
 		if problem.KindOf(err) == problem.NotFound {
 			err = problem.New(problem.Invalid, problem.CodeUnknownType, "resource type %s/%s does not exist", k.name, k.version).
 				WithFields(problem.FieldError{Path: "/resource_type_name", Message: "no resource type " + k.name + "/" + k.version})

@@ -10,6 +10,7 @@ import (
 	"github.com/no8s/no8s/services/admission/schema"
 	"github.com/no8s/no8s/services/admission/webhook"
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/resourcepb"
 	"github.com/no8s/no8s/services/internal/strictjson"
@@ -28,7 +29,7 @@ type handler struct {
 
 func (h *handler) CheckSchema(_ context.Context, req *admissionv1.CheckSchemaRequest) (*admissionv1.CheckSchemaResponse, error) {
 	if err := checkSchema(req.GetSchema()); err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, grpcstatus.ToStatus(err)
 	}
 	return &admissionv1.CheckSchemaResponse{}, nil
 }
@@ -61,7 +62,7 @@ func checkSchema(raw []byte) error {
 func (h *handler) AdmitResource(ctx context.Context, req *admissionv1.AdmitResourceRequest) (*admissionv1.AdmitResourceResponse, error) {
 	out, rev, err := h.admit(ctx, req)
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, grpcstatus.ToStatus(err)
 	}
 	return &admissionv1.AdmitResourceResponse{Resource: out, SchemaRevision: rev}, nil
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
-	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
 	"github.com/no8s/no8s/services/internal/resourcepb"
 	"github.com/no8s/no8s/services/internal/webhookconf"
 )
@@ -17,7 +17,7 @@ type webhookSource struct {
 func (s webhookSource) ListWebhooks(ctx context.Context, unless string) ([]*webhookconf.Webhook, string, bool, error) {
 	resp, err := s.store.ListAdmissionWebhooks(ctx, &storev1.ListAdmissionWebhooksRequest{UnlessSetVersion: unless})
 	if err != nil {
-		return nil, "", false, problem.FromStatus(err)
+		return nil, "", false, grpcstatus.FromStatus(err)
 	}
 	if resp.GetNotModified() {
 		return nil, resp.GetSetVersion(), true, nil

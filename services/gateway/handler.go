@@ -17,6 +17,7 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
@@ -223,7 +224,7 @@ func (s *Service) errorResponse(c *echo.Context, err error) (int, errorBody) {
 		return he.status, errorBody{Detail: he.detail, Code: he.code}
 	}
 	if pe := problem.As(err); pe != nil {
-		status := pe.Kind.HTTPStatus()
+		status := httpStatus(pe.Kind)
 		if pe.Kind == problem.Internal {
 			s.log.Error("internal error", "error", pe.Error(), "request_id", requestIDOf(c))
 			return status, errorBody{Detail: "internal error", Code: problem.CodeInternal}
@@ -288,5 +289,30 @@ func writeJSON(c *echo.Context, status int, v any) error {
 
 // backendErr converts an error from a gRPC call into a domain error.
 func backendErr(err error) error {
-	return problem.FromStatus(err)
+	return grpcstatus.FromStatus(err)
+}
+
+// httpStatus is the HTTP status for a kind of problem: the one place the
+// gateway maps the error vocabulary onto HTTP.
+func httpStatus(k problem.Kind) int {
+	switch k {
+	case problem.Invalid:
+		return http.StatusBadRequest
+	case problem.NotFound:
+		return http.StatusNotFound
+	case problem.AlreadyExists, problem.Conflict:
+		return http.StatusConflict
+	case problem.TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case problem.Unavailable:
+		return http.StatusServiceUnavailable
+	case problem.Forbidden:
+		return http.StatusForbidden
+	case problem.Gone:
+		return http.StatusGone
+	case problem.FailedPrecondition:
+		return http.StatusConflict
+	default:
+		return http.StatusInternalServerError
+	}
 }

@@ -18,6 +18,7 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/scheduler/dispatch"
@@ -574,7 +575,7 @@ func (l *loop) do(ctx context.Context, j job) result {
 			SchedulerEpoch: l.term.Epoch, ResourceId: j.id, DispatchId: j.item.DispatchID, Reason: reconcilev1.Reason(j.item.Reason),
 		})
 		if err != nil {
-			r.err = problem.FromStatus(err)
+			r.err = grpcstatus.FromStatus(err)
 			return r
 		}
 		if !l.term.Valid() {
@@ -599,7 +600,7 @@ func (l *loop) do(ctx context.Context, j job) result {
 			return r
 		}
 		_, err := l.s.rc.SetCondition(cctx, &reconcilev1.SetConditionRequest{SchedulerEpoch: l.term.Epoch, ResourceId: j.id, Condition: j.cond})
-		r.err = problem.FromStatus(err)
+		r.err = grpcstatus.FromStatus(err)
 	case jobCheck:
 		msg, err := l.stream.GetMsg(cctx, j.seq)
 		switch {

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/testenv"
@@ -274,7 +276,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	l, err := w.e.rc.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: it.GetResourceId(), Holder: "test-worker",
 		LeaseSeconds: 5, SchedulerEpoch: it.GetSchedulerEpoch(), DispatchId: it.GetDispatchId()})
 	if err != nil {
-		pe := problem.As(problem.FromStatus(err))
+		pe := problem.As(grpcstatus.FromStatus(err))
 		if pe != nil {
 			a.refused = pe.Code
 		}
@@ -370,7 +372,7 @@ func (e *env) ready(id int64, generation int64) func() bool {
 func (e *env) gone(id int64) func() bool {
 	return func() bool {
 		_, err := e.store.GetResource(e.t.Context(), pgstore.ResourceKey{ID: id})
-		return problem.KindOf(err) == problem.NotFound
+		return errors.Is(err, pgstore.ErrNotFound)
 	}
 }
 

@@ -23,7 +23,7 @@ func (h *handler) CreateResourceType(ctx context.Context, req *storev1.CreateRes
 		ReconcilePolicy: resourcepb.PolicyFromProto(t.GetReconcilePolicy()),
 	})
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &storev1.CreateResourceTypeResponse{ResourceType: resourcepb.TypeToProto(out)}, nil
 }
@@ -31,7 +31,7 @@ func (h *handler) CreateResourceType(ctx context.Context, req *storev1.CreateRes
 func (h *handler) GetResourceType(ctx context.Context, req *storev1.GetResourceTypeRequest) (*storev1.GetResourceTypeResponse, error) {
 	out, err := h.store.GetType(ctx, pgstore.TypeKey{ID: req.GetId(), Name: req.GetName(), Version: req.GetVersion()})
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &storev1.GetResourceTypeResponse{ResourceType: resourcepb.TypeToProto(out)}, nil
 }
@@ -39,7 +39,7 @@ func (h *handler) GetResourceType(ctx context.Context, req *storev1.GetResourceT
 func (h *handler) ListResourceTypes(ctx context.Context, req *storev1.ListResourceTypesRequest) (*storev1.ListResourceTypesResponse, error) {
 	types, err := h.store.ListTypes(ctx, req.GetName())
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	out := &storev1.ListResourceTypesResponse{ResourceTypes: make([]*storev1.ResourceType, 0, len(types))}
 	for _, t := range types {
@@ -56,14 +56,14 @@ func (h *handler) UpdateResourceType(ctx context.Context, req *storev1.UpdateRes
 	}
 	out, err := h.store.UpdateType(ctx, ureq)
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &storev1.UpdateResourceTypeResponse{ResourceType: resourcepb.TypeToProto(out)}, nil
 }
 
 func (h *handler) DeleteResourceType(ctx context.Context, req *storev1.DeleteResourceTypeRequest) (*storev1.DeleteResourceTypeResponse, error) {
 	if err := h.store.DeleteType(ctx, req.GetId(), req.GetDryRun()); err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &storev1.DeleteResourceTypeResponse{}, nil
 }
@@ -71,11 +71,11 @@ func (h *handler) DeleteResourceType(ctx context.Context, req *storev1.DeleteRes
 func (h *handler) CreateResource(ctx context.Context, req *storev1.CreateResourceRequest) (*storev1.CreateResourceResponse, error) {
 	in := resourcepb.FromProto(req.GetResource())
 	if in == nil {
-		return nil, problem.ToStatus(problem.Invalidf("resource is required"))
+		return nil, toStatus(problem.Invalidf("resource is required"))
 	}
 	out, err := h.store.CreateResource(ctx, pgstore.CreateResourceRequest{Resource: *in, SchemaRevision: req.GetSchemaRevision(), DryRun: req.GetDryRun()})
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &storev1.CreateResourceResponse{Resource: resourcepb.ToProto(out)}, nil
 }
@@ -87,7 +87,7 @@ func (h *handler) GetResource(ctx context.Context, req *storev1.GetResourceReque
 	}
 	out, err := h.store.GetResource(ctx, key)
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &storev1.GetResourceResponse{Resource: resourcepb.ToProto(out)}, nil
 }
@@ -99,7 +99,7 @@ func (h *handler) ListResources(ctx context.Context, req *storev1.ListResourcesR
 		Documents: req.GetDocuments(),
 	})
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	out := &storev1.ListResourcesResponse{
 		Resources:       make([]*storev1.Resource, 0, len(res.Resources)),
@@ -126,7 +126,7 @@ func (h *handler) UpdateResource(ctx context.Context, req *storev1.UpdateResourc
 		DryRun:                  req.GetDryRun(),
 	})
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &storev1.UpdateResourceResponse{Resource: resourcepb.ToProto(out)}, nil
 }
@@ -134,7 +134,7 @@ func (h *handler) UpdateResource(ctx context.Context, req *storev1.UpdateResourc
 func (h *handler) DeleteResource(ctx context.Context, req *storev1.DeleteResourceRequest) (*storev1.DeleteResourceResponse, error) {
 	res, err := h.store.DeleteResource(ctx, req.GetId(), req.GetExpectedResourceVersion(), req.GetDryRun())
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &storev1.DeleteResourceResponse{Resource: resourcepb.ToProto(res.Resource), Purged: res.Purged}, nil
 }
@@ -144,7 +144,7 @@ func (h *handler) UpdateFinalizers(ctx context.Context, req *storev1.UpdateFinal
 		ID: req.GetId(), Add: req.GetAdd(), Remove: req.GetRemove(), ExpectedResourceVersion: req.GetExpectedResourceVersion(), DryRun: req.GetDryRun(),
 	})
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &storev1.UpdateFinalizersResponse{Resource: resourcepb.ToProto(res.Resource), Purged: res.Purged}, nil
 }

@@ -9,7 +9,6 @@ import (
 
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
-	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/resourcepb"
 	"github.com/no8s/no8s/services/store/pgstore"
@@ -31,7 +30,7 @@ func (h *reconcileHandler) AcquireLease(ctx context.Context, req *reconcilev1.Ac
 		SchedulerEpoch: req.GetSchedulerEpoch(), DispatchID: req.GetDispatchId(),
 	})
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &reconcilev1.AcquireLeaseResponse{
 		LeaseEpoch: l.Epoch, ExpiresAt: timestamppb.New(l.ExpiresAt), Resource: resourcepb.ToProto(l.Resource), Policy: policyToProto(l.Policy),
@@ -41,7 +40,7 @@ func (h *reconcileHandler) AcquireLease(ctx context.Context, req *reconcilev1.Ac
 func (h *reconcileHandler) RenewLease(ctx context.Context, req *reconcilev1.RenewLeaseRequest) (*reconcilev1.RenewLeaseResponse, error) {
 	exp, err := h.store.RenewLease(ctx, req.GetResourceId(), req.GetLeaseEpoch(), seconds(req.GetLeaseSeconds()))
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &reconcilev1.RenewLeaseResponse{ExpiresAt: timestamppb.New(exp)}, nil
 }
@@ -87,7 +86,7 @@ func (h *reconcileHandler) CompleteReconcile(ctx context.Context, req *reconcile
 	}
 	res, err := h.store.CompleteReconcile(ctx, in)
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &reconcilev1.CompleteReconcileResponse{Resource: resourcepb.ToProto(res.Resource), Purged: res.Purged}, nil
 }
@@ -95,20 +94,20 @@ func (h *reconcileHandler) CompleteReconcile(ctx context.Context, req *reconcile
 func (h *reconcileHandler) BecomeScheduler(ctx context.Context, req *reconcilev1.BecomeSchedulerRequest) (*reconcilev1.BecomeSchedulerResponse, error) {
 	if req.GetRelease() {
 		if err := h.store.ReleaseScheduler(ctx, req.GetHolder(), req.GetEpoch()); err != nil {
-			return nil, problem.ToStatus(err)
+			return nil, toStatus(err)
 		}
 		return &reconcilev1.BecomeSchedulerResponse{Epoch: req.GetEpoch()}, nil
 	}
 	l, err := h.store.BecomeScheduler(ctx, req.GetHolder(), seconds(req.GetLeaseSeconds()), req.GetEpoch())
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &reconcilev1.BecomeSchedulerResponse{Leader: l.Leader, Epoch: l.Epoch, ExpiresAt: timestamppb.New(l.ExpiresAt), CurrentHolder: l.Holder}, nil
 }
 
 func (h *reconcileHandler) RecordDispatch(ctx context.Context, req *reconcilev1.RecordDispatchRequest) (*reconcilev1.RecordDispatchResponse, error) {
 	if err := h.store.RecordDispatch(ctx, req.GetSchedulerEpoch(), req.GetResourceId(), req.GetDispatchId()); err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &reconcilev1.RecordDispatchResponse{}, nil
 }
@@ -120,7 +119,7 @@ func (h *reconcileHandler) ListReconcileState(ctx context.Context, req *reconcil
 	}
 	res, err := h.store.ListReconcileState(ctx, in)
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	out := &reconcilev1.ListReconcileStateResponse{ResourceVersion: res.ResourceVersion, States: make([]*reconcilev1.ReconcileState, 0, len(res.States))}
 	for _, st := range res.States {
@@ -158,7 +157,7 @@ func (h *reconcileHandler) ListReconcileState(ctx context.Context, req *reconcil
 func (h *reconcileHandler) SetCondition(ctx context.Context, req *reconcilev1.SetConditionRequest) (*reconcilev1.SetConditionResponse, error) {
 	cs := conditionsFromProto([]*storev1.Condition{req.GetCondition()})
 	if _, err := h.store.SetCondition(ctx, req.GetSchedulerEpoch(), req.GetResourceId(), cs[0]); err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &reconcilev1.SetConditionResponse{}, nil
 }
@@ -166,7 +165,7 @@ func (h *reconcileHandler) SetCondition(ctx context.Context, req *reconcilev1.Se
 func (h *reconcileHandler) RequestReconcile(ctx context.Context, req *reconcilev1.RequestReconcileRequest) (*reconcilev1.RequestReconcileResponse, error) {
 	r, err := h.store.RequestReconcile(ctx, req.GetResourceId())
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &reconcilev1.RequestReconcileResponse{Resource: resourcepb.ToProto(r)}, nil
 }
@@ -174,7 +173,7 @@ func (h *reconcileHandler) RequestReconcile(ctx context.Context, req *reconcilev
 func (h *reconcileHandler) ListHistory(ctx context.Context, req *reconcilev1.ListHistoryRequest) (*reconcilev1.ListHistoryResponse, error) {
 	entries, err := h.store.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: req.GetResourceId(), Limit: int(req.GetLimit()), BeforeID: req.GetBeforeId()})
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	out := &reconcilev1.ListHistoryResponse{Entries: make([]*reconcilev1.HistoryEntry, 0, len(entries))}
 	for _, e := range entries {

@@ -11,11 +11,11 @@ import (
 func (h *handler) CreateAdmissionWebhook(ctx context.Context, req *storev1.CreateAdmissionWebhookRequest) (*storev1.CreateAdmissionWebhookResponse, error) {
 	in := resourcepb.WebhookFromProto(req.GetWebhook())
 	if in == nil {
-		return nil, problem.ToStatus(problem.Invalidf("webhook is required"))
+		return nil, toStatus(problem.Invalidf("webhook is required"))
 	}
 	out, err := h.store.CreateWebhook(ctx, *in, req.GetDryRun())
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &storev1.CreateAdmissionWebhookResponse{Webhook: resourcepb.WebhookToProto(out)}, nil
 }
@@ -23,7 +23,7 @@ func (h *handler) CreateAdmissionWebhook(ctx context.Context, req *storev1.Creat
 func (h *handler) GetAdmissionWebhook(ctx context.Context, req *storev1.GetAdmissionWebhookRequest) (*storev1.GetAdmissionWebhookResponse, error) {
 	out, err := h.store.GetWebhook(ctx, req.GetId())
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &storev1.GetAdmissionWebhookResponse{Webhook: resourcepb.WebhookToProto(out)}, nil
 }
@@ -31,7 +31,7 @@ func (h *handler) GetAdmissionWebhook(ctx context.Context, req *storev1.GetAdmis
 func (h *handler) ListAdmissionWebhooks(ctx context.Context, req *storev1.ListAdmissionWebhooksRequest) (*storev1.ListAdmissionWebhooksResponse, error) {
 	res, err := h.store.ListWebhooks(ctx, req.GetUnlessSetVersion())
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	out := &storev1.ListAdmissionWebhooksResponse{SetVersion: res.SetVersion, NotModified: res.NotModified}
 	for _, w := range res.Webhooks {
@@ -43,18 +43,18 @@ func (h *handler) ListAdmissionWebhooks(ctx context.Context, req *storev1.ListAd
 func (h *handler) UpdateAdmissionWebhook(ctx context.Context, req *storev1.UpdateAdmissionWebhookRequest) (*storev1.UpdateAdmissionWebhookResponse, error) {
 	in := resourcepb.WebhookFromProto(req.GetWebhook())
 	if in == nil {
-		return nil, problem.ToStatus(problem.Invalidf("webhook is required"))
+		return nil, toStatus(problem.Invalidf("webhook is required"))
 	}
 	out, err := h.store.UpdateWebhook(ctx, *in, req.GetExpectedResourceVersion(), req.GetDryRun())
 	if err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &storev1.UpdateAdmissionWebhookResponse{Webhook: resourcepb.WebhookToProto(out)}, nil
 }
 
 func (h *handler) DeleteAdmissionWebhook(ctx context.Context, req *storev1.DeleteAdmissionWebhookRequest) (*storev1.DeleteAdmissionWebhookResponse, error) {
 	if err := h.store.DeleteWebhook(ctx, req.GetId(), req.GetDryRun()); err != nil {
-		return nil, problem.ToStatus(err)
+		return nil, toStatus(err)
 	}
 	return &storev1.DeleteAdmissionWebhookResponse{}, nil
 }

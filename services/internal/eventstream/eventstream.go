@@ -1,7 +1,8 @@
 // Package eventstream is the contract of the NO8S_EVENTS JetStream stream:
-// its configuration, subject names and the encoding of the event envelope
-// (no8s.events.v1.Event). The store's outbox relay publishes through it and
-// watchers read through it.
+// its configuration, subject names and the event envelope
+// (no8s.events.v1.Event, encoded by package envelope and re-exported here).
+// The store's outbox relay publishes through it and watchers read through
+// it.
 package eventstream
 
 import (
@@ -13,126 +14,43 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
-	eventsv1 "github.com/no8s/no8s/proto/gen/no8s/events/v1"
-	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 )
 
 // Stream and subject names.
 const (
 	StreamName    = "NO8S_EVENTS"
-	SubjectPrefix = "no8s.events"
+	SubjectPrefix = envelope.SubjectPrefix
 	// WakeSubject carries core-NATS hints that the outbox has new rows.
 	WakeSubject = "no8s.internal.outbox.wake"
 )
 
+// The envelope (package envelope), re-exported for the stream's readers.
+
 // Event types, as the seed names them.
 const (
-	Created    = "CREATED"
-	Modified   = "MODIFIED"
-	Deleted    = "DELETED"
-	Reconciled = "RECONCILED"
-	Purged     = "PURGED"
+	Created    = envelope.Created
+	Modified   = envelope.Modified
+	Deleted    = envelope.Deleted
+	Reconciled = envelope.Reconciled
+	Purged     = envelope.Purged
 )
 
-var toProto = map[string]eventsv1.EventType{
-	Created:    eventsv1.EventType_EVENT_TYPE_CREATED,
-	Modified:   eventsv1.EventType_EVENT_TYPE_MODIFIED,
-	Deleted:    eventsv1.EventType_EVENT_TYPE_DELETED,
-	Reconciled: eventsv1.EventType_EVENT_TYPE_RECONCILED,
-	Purged:     eventsv1.EventType_EVENT_TYPE_PURGED,
-}
-
 // Subject is the subject of events about resources of one type and version.
-func Subject(typeName, version string) string {
-	return SubjectPrefix + "." + typeName + "." + version
-}
+func Subject(typeName, version string) string { return envelope.Subject(typeName, version) }
 
 // Event is one change to a resource.
-type Event struct {
-	Revision int64
-	Type     string
-	// Resource is the resource after the change.
-	Resource *resource.Resource
-	// ResourceJSON is the canonical document of Resource; Encode computes it
-	// when empty.
-	ResourceJSON []byte
-	Timestamp    time.Time
-}
+type Event = envelope.Event
 
 // Encode marshals an event into its wire form.
-func Encode(ev Event) ([]byte, error) {
-	t, ok := toProto[ev.Type]
-	if !ok {
-		return nil, fmt.Errorf("encode event: unknown event type %q", ev.Type)
-	}
-	doc := ev.ResourceJSON
-	if doc == nil {
-		var err error
-		if doc, err = resource.Marshal(ev.Resource); err != nil {
-			return nil, fmt.Errorf("encode event: %w", err)
-		}
-	}
-	r := ev.Resource
-	return proto.Marshal(&eventsv1.Event{
-		Revision:            ev.Revision,
-		EventType:           t,
-		ResourceId:          r.ID,
-		ResourceUid:         r.UID,
-		ResourceName:        r.Name,
-		ResourceTypeName:    r.ResourceTypeName,
-		ResourceTypeVersion: r.ResourceTypeVersion,
-		Resource:            doc,
-		Timestamp:           timestamppb.New(ev.Timestamp),
-		Labels:              r.Labels,
-	})
-}
+func Encode(ev Event) ([]byte, error) { return envelope.Encode(ev) }
 
 // Decoded is an event read back from the stream.
-type Decoded struct {
-	Revision            int64
-	Type                string
-	ResourceID          int64
-	ResourceUID         string
-	ResourceName        string
-	ResourceTypeName    string
-	ResourceTypeVersion string
-	Labels              map[string]string
-	// ResourceJSON is the resource's canonical document after the change.
-	ResourceJSON []byte
-	Timestamp    time.Time
-}
+type Decoded = envelope.Decoded
 
 // Decode parses an event's wire form.
-func Decode(data []byte) (*Decoded, error) {
-	var pe eventsv1.Event
-	if err := proto.Unmarshal(data, &pe); err != nil {
-		return nil, fmt.Errorf("decode event: %w", err)
-	}
-	name := ""
-	for n, t := range toProto {
-		if t == pe.GetEventType() {
-			name = n
-		}
-	}
-	if name == "" {
-		return nil, fmt.Errorf("decode event: unknown event type %v", pe.GetEventType())
-	}
-	return &Decoded{
-		Revision:            pe.GetRevision(),
-		Type:                name,
-		ResourceID:          pe.GetResourceId(),
-		ResourceUID:         pe.GetResourceUid(),
-		ResourceName:        pe.GetResourceName(),
-		ResourceTypeName:    pe.GetResourceTypeName(),
-		ResourceTypeVersion: pe.GetResourceTypeVersion(),
-		Labels:              pe.GetLabels(),
-		ResourceJSON:        pe.GetResource(),
-		Timestamp:           pe.GetTimestamp().AsTime(),
-	}, nil
-}
+func Decode(data []byte) (*Decoded, error) { return envelope.Decode(data) }
 
 // MsgID is the Nats-Msg-Id of the event with the given revision: JetStream
 // drops a republished revision as a duplicate.

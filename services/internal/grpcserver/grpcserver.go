@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
 )
 
 // MaxMessageBytes bounds gRPC messages: a list page of up to 1,000
@@ -78,7 +78,7 @@ func Dial(addr string) (*grpc.ClientConn, error) {
 }
 
 // LogInternal logs, with the method and the caller's request id, the cause
-// of an internal error that a handler answers through problem.ToStatus (the
+// of an internal error that a handler answers through grpcstatus.ToStatus (the
 // client gets only "internal error"), any other Internal status, and any
 // error that is not a gRPC status at all.
 func LogInternal(log *slog.Logger) grpc.UnaryServerInterceptor {
@@ -88,7 +88,7 @@ func LogInternal(log *slog.Logger) grpc.UnaryServerInterceptor {
 			return resp, nil
 		}
 		st, isStatus := status.FromError(err)
-		switch cause := problem.InternalCause(err); {
+		switch cause := grpcstatus.InternalCause(err); {
 		case cause != nil:
 			log.ErrorContext(ctx, "internal error", "method", info.FullMethod, "error", cause, "request_id", requestID(ctx))
 		case !isStatus:

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
 )
 
 // TestLogInternalLogsTheCause shows that an Internal answer, whose cause the
@@ -23,7 +23,7 @@ func TestLogInternalLogsTheCause(t *testing.T) {
 	interceptor := LogInternal(slog.New(slog.NewTextHandler(&buf, nil)))
 	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-request-id", "req-123"))
 	_, err := interceptor(ctx, nil, &grpc.UnaryServerInfo{FullMethod: "/x/Y"}, func(context.Context, any) (any, error) {
-		return nil, problem.ToStatus(errors.New("postgres: relation \"nope\" does not exist"))
+		return nil, grpcstatus.ToStatus(errors.New("postgres: relation \"nope\" does not exist"))
 	})
 	if status.Code(err) != codes.Internal || strings.Contains(status.Convert(err).Message(), "nope") {
 		t.Fatalf("the client sees %v", err)

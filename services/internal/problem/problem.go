@@ -1,20 +1,21 @@
 // Package problem is the error vocabulary shared by every no8s service: a
 // domain error with a kind, a machine-readable code, a human detail and the
-// offending fields (JSON pointers), and its translation to gRPC status (in the
-// services' handlers) and to HTTP status (in the api-gateway).
+// offending fields (JSON pointers). It knows no transport: package
+// grpcstatus (problem/grpcstatus) carries it across gRPC at the services'
+// edges, and the api-gateway maps kinds to HTTP statuses.
 package problem
 
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 )
 
 // Kind classifies an error by what the caller should do about it.
 type Kind int
 
-// The kinds of error. Each maps to one gRPC code and one HTTP status.
+// The kinds of error. Each maps to one gRPC code (grpcstatus) and one HTTP
+// status (the gateway).
 const (
 	// Internal is a bug or an unexpected failure.
 	Internal Kind = iota
@@ -143,28 +144,4 @@ func KindOf(err error) Kind {
 		return pe.Kind
 	}
 	return Internal
-}
-
-// HTTPStatus is the HTTP status for a kind.
-func (k Kind) HTTPStatus() int {
-	switch k {
-	case Invalid:
-		return http.StatusBadRequest
-	case NotFound:
-		return http.StatusNotFound
-	case AlreadyExists, Conflict:
-		return http.StatusConflict
-	case TooLarge:
-		return http.StatusRequestEntityTooLarge
-	case Unavailable:
-		return http.StatusServiceUnavailable
-	case Forbidden:
-		return http.StatusForbidden
-	case Gone:
-		return http.StatusGone
-	case FailedPrecondition:
-		return http.StatusConflict
-	default:
-		return http.StatusInternalServerError
-	}
 }

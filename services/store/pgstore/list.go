@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/no8s/no8s/services/internal/labelselector"
-	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
@@ -70,23 +69,23 @@ func (s *Store) ListResources(ctx context.Context, req ListResourcesRequest) (*L
 		limit = DefaultListLimit
 	}
 	if limit < 1 || limit > MaxListLimit {
-		return nil, problem.Field("/limit", fmt.Sprintf("must be between 1 and %d", MaxListLimit))
+		return nil, invalidField("/limit", fmt.Sprintf("must be between 1 and %d", MaxListLimit))
 	}
 	if req.Status != "" && !slices.Contains(resource.Statuses, req.Status) {
-		return nil, problem.Field("/status", fmt.Sprintf("unknown status %q: one of %s", req.Status, strings.Join(resource.Statuses, ", ")))
+		return nil, invalidField("/status", fmt.Sprintf("unknown status %q: one of %s", req.Status, strings.Join(resource.Statuses, ", ")))
 	}
 	sel, err := labelselector.Parse(req.LabelSelector)
 	if err != nil {
-		return nil, problem.Field("/label_selector", err.Error())
+		return nil, invalidField("/label_selector", err.Error())
 	}
 	var tok continueToken
 	if req.Continue != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(req.Continue)
 		if err != nil || json.Unmarshal(raw, &tok) != nil || tok.AfterID < 0 {
-			return nil, problem.Field("/continue", "malformed continue token")
+			return nil, invalidField("/continue", "malformed continue token")
 		}
 		if tok.Filter != req.fingerprint() {
-			return nil, problem.Field("/continue", "continue token belongs to a list with other filters")
+			return nil, invalidField("/continue", "continue token belongs to a list with other filters")
 		}
 	}
 

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/testenv"
 	"github.com/no8s/no8s/services/store/migrate"
@@ -55,12 +55,21 @@ func mustCreate(t *testing.T, s *pgstore.Store, name string, finalizers ...strin
 	return r
 }
 
-func wantCode(t *testing.T, err error, kind problem.Kind, code string) {
+// wantErr fails unless err is a store error wrapping want.
+func wantErr(t *testing.T, err error, want error) {
 	t.Helper()
-	pe := problem.As(err)
-	if pe == nil || pe.Kind != kind || pe.Code != code {
-		t.Fatalf("got error %v (%#v), want kind %v code %s", err, pe, kind, code)
+	if se := storeErr(err); se == nil || !errors.Is(err, want) {
+		t.Fatalf("got error %v (%#v), want %v", err, se, want)
 	}
+}
+
+// storeErr returns the *pgstore.Error in err's chain, or nil.
+func storeErr(err error) *pgstore.Error {
+	var se *pgstore.Error
+	if errors.As(err, &se) {
+		return se
+	}
+	return nil
 }
 
 func countRows(t *testing.T, pool *pgxpool.Pool, table string) int {
@@ -103,11 +112,11 @@ func TestResourceLifecycle(t *testing.T) {
 	}
 	// Stale precondition.
 	_, err = s.UpdateResource(ctx, pgstore.UpdateResourceRequest{ID: r.ID, Spec: []byte(`{"size":3}`), ExpectedResourceVersion: lab.ResourceVersion})
-	wantCode(t, err, problem.Conflict, problem.CodeConflict)
+	wantErr(t, err, pgstore.ErrConflict)
 
 	// The type cannot go while the resource exists.
 	typ, _ := s.GetType(ctx, pgstore.TypeKey{Name: "Widget", Version: "v1"})
-	wantCode(t, s.DeleteType(ctx, typ.ID, false), problem.Conflict, problem.CodeInUse)
+	wantErr(t, s.DeleteType(ctx, typ.ID, false), pgstore.ErrInUse)
 
 	// Delete: stays deleting while the finalizer remains.
 	del, err := s.DeleteResource(ctx, r.ID, 0, false)
@@ -115,9 +124,9 @@ func TestResourceLifecycle(t *testing.T) {
 		t.Fatalf("delete: %+v %v", del, err)
 	}
 	_, err = s.UpdateResource(ctx, pgstore.UpdateResourceRequest{ID: r.ID, Spec: []byte(`{"size":9}`)})
-	wantCode(t, err, problem.Conflict, problem.CodeDeleting)
+	wantErr(t, err, pgstore.ErrDeleting)
 	_, err = s.UpdateFinalizers(ctx, pgstore.UpdateFinalizersRequest{ID: r.ID, Add: []string{"example.com/other"}})
-	wantCode(t, err, problem.Conflict, problem.CodeFinalizerBlocked)
+	wantErr(t, err, pgstore.ErrFinalizerBlocked)
 	// Deleting again changes nothing.
 	again, err := s.DeleteResource(ctx, r.ID, 0, false)
 	if err != nil || again.Resource.ResourceVersion != del.Resource.ResourceVersion {
@@ -128,7 +137,7 @@ func TestResourceLifecycle(t *testing.T) {
 		t.Fatalf("removing the last finalizer did not purge: %+v %v", fin, err)
 	}
 	_, err = s.GetResource(ctx, pgstore.ResourceKey{ID: r.ID})
-	wantCode(t, err, problem.NotFound, problem.CodeNotFound)
+	wantErr(t, err, pgstore.ErrNotFound)
 	if err := s.DeleteType(ctx, typ.ID, false); err != nil {
 		t.Fatalf("delete unused type: %v", err)
 	}
@@ -178,28 +187,27 @@ func TestBadInputWritesNothing(t *testing.T) {
 	cases := []struct {
 		name string
 		res  resource.Resource
-		kind problem.Kind
-		code string
+		want error
 	}{
-		{"duplicate", resource.Resource{Name: "taken", ResourceTypeName: "Widget", ResourceTypeVersion: "v1"}, problem.AlreadyExists, problem.CodeNameTaken},
-		{"bad name", resource.Resource{Name: "Not_DNS", ResourceTypeName: "Widget", ResourceTypeVersion: "v1"}, problem.Invalid, problem.CodeInvalid},
-		{"unknown type", resource.Resource{Name: "x", ResourceTypeName: "Nope", ResourceTypeVersion: "v1"}, problem.Invalid, problem.CodeUnknownType},
-		{"spec not object", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Spec: json.RawMessage(`[1]`)}, problem.Invalid, problem.CodeInvalid},
-		{"bad label", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Labels: map[string]string{"a b": "c"}}, problem.Invalid, problem.CodeInvalid},
-		{"bad finalizer", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Finalizers: []string{"not valid!"}}, problem.Invalid, problem.CodeInvalid},
+		{"duplicate", resource.Resource{Name: "taken", ResourceTypeName: "Widget", ResourceTypeVersion: "v1"}, pgstore.ErrNameTaken},
+		{"bad name", resource.Resource{Name: "Not_DNS", ResourceTypeName: "Widget", ResourceTypeVersion: "v1"}, pgstore.ErrInvalid},
+		{"unknown type", resource.Resource{Name: "x", ResourceTypeName: "Nope", ResourceTypeVersion: "v1"}, pgstore.ErrUnknownType},
+		{"spec not object", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Spec: json.RawMessage(`[1]`)}, pgstore.ErrInvalid},
+		{"bad label", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Labels: map[string]string{"a b": "c"}}, pgstore.ErrInvalid},
+		{"bad finalizer", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Finalizers: []string{"not valid!"}}, pgstore.ErrInvalid},
 		{"spec too large", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1",
-			Spec: json.RawMessage(`{"a":"` + string(make([]byte, 0)) + bigString(resource.MaxSpecBytes) + `"}`)}, problem.TooLarge, problem.CodeTooLarge},
+			Spec: json.RawMessage(`{"a":"` + string(make([]byte, 0)) + bigString(resource.MaxSpecBytes) + `"}`)}, pgstore.ErrTooLarge},
 	}
 	for _, c := range cases {
 		_, err := s.CreateResource(ctx, pgstore.CreateResourceRequest{Resource: c.res})
-		if pe := problem.As(err); pe == nil || pe.Kind != c.kind || pe.Code != c.code {
-			t.Errorf("%s: got %v, want %v/%s", c.name, err, c.kind, c.code)
+		if storeErr(err) == nil || !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
 		}
 	}
 	_, err := s.CreateType(ctx, pgstore.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(schemaJSON)})
-	wantCode(t, err, problem.AlreadyExists, problem.CodeNameTaken)
+	wantErr(t, err, pgstore.ErrNameTaken)
 	_, err = s.CreateType(ctx, pgstore.CreateTypeRequest{Name: "widget", Version: "1", Schema: []byte(schemaJSON)})
-	if pe := problem.As(err); pe == nil || len(pe.Fields) != 2 {
+	if se := storeErr(err); se == nil || len(se.Fields) != 2 {
 		t.Fatalf("bad name and version: %v", err)
 	}
 	if after := countRows(t, pool, "outbox"); after != before {
@@ -290,11 +298,11 @@ func TestListPagingAndSelectors(t *testing.T) {
 		}
 	}
 	_, err := s.ListResources(ctx, pgstore.ListResourcesRequest{Continue: tok})
-	if problem.KindOf(err) != problem.Invalid {
+	if !errors.Is(err, pgstore.ErrInvalid) {
 		t.Fatalf("token reused with other filters: %v", err)
 	}
 	_, err = s.ListResources(ctx, pgstore.ListResourcesRequest{Limit: 1001})
-	if problem.KindOf(err) != problem.Invalid {
+	if !errors.Is(err, pgstore.ErrInvalid) {
 		t.Fatalf("limit 1001: %v", err)
 	}
 }

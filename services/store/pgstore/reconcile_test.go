@@ -2,13 +2,13 @@ package pgstore_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/store/pgstore"
 )
@@ -75,13 +75,13 @@ func TestLeaseExclusionAndFencing(t *testing.T) {
 	}
 	// Another holder is refused while the lease runs.
 	_, err := s.AcquireLease(ctx, pgstore.AcquireLeaseRequest{ResourceID: r.ID, Holder: "worker-b"})
-	wantCode(t, err, problem.Conflict, problem.CodeLeaseHeld)
+	wantErr(t, err, pgstore.ErrLeaseHeld)
 	// Renewal with the current epoch works; with another it is refused.
 	if _, err := s.RenewLease(ctx, r.ID, a.Epoch, 10*time.Second); err != nil {
 		t.Fatalf("renew: %v", err)
 	}
 	_, err = s.RenewLease(ctx, r.ID, a.Epoch+1, 10*time.Second)
-	wantCode(t, err, problem.Conflict, problem.CodeStaleEpoch)
+	wantErr(t, err, pgstore.ErrStaleEpoch)
 
 	// a stalls past its lease; b takes over with a higher epoch.
 	expireLease(t, pool, r.ID)
@@ -91,13 +91,13 @@ func TestLeaseExclusionAndFencing(t *testing.T) {
 	}
 	// a's late write and renewal are refused for their stale epoch.
 	_, err = s.CompleteReconcile(ctx, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: pgstore.OutcomeSuccess})
-	wantCode(t, err, problem.Conflict, problem.CodeStaleEpoch)
+	wantErr(t, err, pgstore.ErrStaleEpoch)
 	_, err = s.RenewLease(ctx, r.ID, a.Epoch, 10*time.Second)
-	wantCode(t, err, problem.Conflict, problem.CodeStaleEpoch)
+	wantErr(t, err, pgstore.ErrStaleEpoch)
 	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: pgstore.OutcomeSuccess})
 	// A completed lease cannot complete twice.
 	_, err = s.CompleteReconcile(ctx, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: pgstore.OutcomeSuccess})
-	wantCode(t, err, problem.Conflict, problem.CodeStaleEpoch)
+	wantErr(t, err, pgstore.ErrStaleEpoch)
 
 	// Completion after expiry is accepted when nobody took the lease.
 	c := acquire(t, s, r.ID, "worker-c")
@@ -115,7 +115,7 @@ func TestLeaseExclusionAndFencing(t *testing.T) {
 		t.Fatalf("epoch %d after %d", d.Epoch, c.Epoch)
 	}
 	_, err = s.AcquireLease(ctx, pgstore.AcquireLeaseRequest{ResourceID: 999999, Holder: "x"})
-	wantCode(t, err, problem.NotFound, problem.CodeNotFound)
+	wantErr(t, err, pgstore.ErrNotFound)
 }
 
 func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
@@ -193,7 +193,7 @@ func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
 	} {
 		bad.ResourceID, bad.LeaseEpoch = r.ID, l.Epoch
 		_, err := s.CompleteReconcile(ctx, bad)
-		wantCode(t, err, problem.Invalid, problem.CodeInvalid)
+		wantErr(t, err, pgstore.ErrInvalid)
 	}
 }
 
@@ -272,7 +272,7 @@ func TestFailuresTerminalRequeue(t *testing.T) {
 		t.Fatalf("trigger not consumed: %+v", st)
 	}
 	_, err = s.RequestReconcile(ctx, 999999)
-	wantCode(t, err, problem.NotFound, problem.CodeNotFound)
+	wantErr(t, err, pgstore.ErrNotFound)
 }
 
 func TestHistoryBoundAndPaging(t *testing.T) {
@@ -294,9 +294,9 @@ func TestHistoryBoundAndPaging(t *testing.T) {
 		t.Fatalf("page: %+v %v", page, err)
 	}
 	_, err = s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: 999999})
-	wantCode(t, err, problem.NotFound, problem.CodeNotFound)
+	wantErr(t, err, pgstore.ErrNotFound)
 	_, err = s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: r.ID, Limit: 501})
-	wantCode(t, err, problem.Invalid, problem.CodeInvalid)
+	wantErr(t, err, pgstore.ErrInvalid)
 }
 
 func TestDeletionCleanupPurges(t *testing.T) {
@@ -328,7 +328,7 @@ func TestDeletionCleanupPurges(t *testing.T) {
 	if ev := events(t, pool, r.ID); ev[len(ev)-1] != "PURGED" || ev[len(ev)-2] != "MODIFIED" {
 		t.Fatalf("events %v", ev)
 	}
-	if _, err := s.GetResource(ctx, pgstore.ResourceKey{ID: r.ID}); problem.KindOf(err) != problem.NotFound {
+	if _, err := s.GetResource(ctx, pgstore.ResourceKey{ID: r.ID}); !errors.Is(err, pgstore.ErrNotFound) {
 		t.Fatalf("purged resource still readable: %v", err)
 	}
 	if n := countRows(t, pool, "reconciliation_history"); n != 0 {
@@ -375,7 +375,7 @@ func TestSchedulerLeadershipAndFencing(t *testing.T) {
 	if err := s.RecordDispatch(ctx, a.Epoch, r.ID, "d1"); err != nil {
 		t.Fatalf("record dispatch: %v", err)
 	}
-	wantCode(t, s.RecordDispatch(ctx, a.Epoch, 999999, "d1"), problem.NotFound, problem.CodeNotFound)
+	wantErr(t, s.RecordDispatch(ctx, a.Epoch, 999999, "d1"), pgstore.ErrNotFound)
 
 	// a pauses past its lease: b takes over with epoch + 1.
 	if _, err := pool.Exec(ctx, `UPDATE scheduler_state SET lease_expires_at = now() - interval '1 second'`); err != nil {
@@ -390,19 +390,19 @@ func TestSchedulerLeadershipAndFencing(t *testing.T) {
 	if err != nil || again.Leader || again.Holder != "sched-b" {
 		t.Fatalf("deposed renewal: %+v %v", again, err)
 	}
-	wantCode(t, s.RecordDispatch(ctx, a.Epoch, r.ID, "d2"), problem.Conflict, problem.CodeStaleEpoch)
+	wantErr(t, s.RecordDispatch(ctx, a.Epoch, r.ID, "d2"), pgstore.ErrStaleEpoch)
 	_, err = s.SetCondition(ctx, a.Epoch, r.ID, resource.Condition{Type: resource.ConditionReconcilerAvailable, Status: "False"})
-	wantCode(t, err, problem.Conflict, problem.CodeStaleEpoch)
+	wantErr(t, err, pgstore.ErrStaleEpoch)
 	// An item a dispatched before is refused: a deposed epoch.
 	_, err = s.AcquireLease(ctx, pgstore.AcquireLeaseRequest{ResourceID: r.ID, Holder: "w", SchedulerEpoch: a.Epoch, DispatchID: "d1"})
-	wantCode(t, err, problem.FailedPrecondition, problem.CodeStaleDispatch)
+	wantErr(t, err, pgstore.ErrStaleDispatch)
 
 	// b's dispatch supersedes older ones of the current epoch too.
 	if err := s.RecordDispatch(ctx, b.Epoch, r.ID, "d3"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.AcquireLease(ctx, pgstore.AcquireLeaseRequest{ResourceID: r.ID, Holder: "w", SchedulerEpoch: b.Epoch, DispatchID: "d-old"})
-	wantCode(t, err, problem.FailedPrecondition, problem.CodeStaleDispatch)
+	wantErr(t, err, pgstore.ErrStaleDispatch)
 	if _, err := s.AcquireLease(ctx, pgstore.AcquireLeaseRequest{ResourceID: r.ID, Holder: "w", SchedulerEpoch: b.Epoch, DispatchID: "d3"}); err != nil {
 		t.Fatalf("current dispatch refused: %v", err)
 	}
@@ -412,7 +412,7 @@ func TestSchedulerLeadershipAndFencing(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE scheduler_state SET lease_expires_at = now() - interval '1 second'`); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, s.RecordDispatch(ctx, b.Epoch, r.ID, "d4"), problem.Conflict, problem.CodeStaleEpoch)
+	wantErr(t, s.RecordDispatch(ctx, b.Epoch, r.ID, "d4"), pgstore.ErrStaleEpoch)
 	if re, err := s.BecomeScheduler(ctx, "sched-b", 5*time.Second, b.Epoch); err != nil || !re.Leader || re.Epoch != b.Epoch {
 		t.Fatalf("renew after expiry: %+v %v", re, err)
 	}
@@ -431,7 +431,7 @@ func TestSchedulerLeadershipAndFencing(t *testing.T) {
 	if err := s.ReleaseScheduler(ctx, "sched-b", re.Epoch); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, s.RecordDispatch(ctx, re.Epoch, r.ID, "d5"), problem.Conflict, problem.CodeStaleEpoch)
+	wantErr(t, s.RecordDispatch(ctx, re.Epoch, r.ID, "d5"), pgstore.ErrStaleEpoch)
 	if c, err := s.BecomeScheduler(ctx, "sched-c", 5*time.Second, 0); err != nil || !c.Leader || c.Epoch != re.Epoch+1 {
 		t.Fatalf("takeover after release: %+v %v", c, err)
 	}
@@ -506,7 +506,7 @@ func TestReconcilePolicy(t *testing.T) {
 		{TimeoutSeconds: 3601},
 	} {
 		_, err := s.UpdateType(ctx, pgstore.UpdateTypeRequest{ID: typ.ID, ReconcilePolicy: &bad})
-		wantCode(t, err, problem.Invalid, problem.CodeInvalid)
+		wantErr(t, err, pgstore.ErrInvalid)
 	}
 }
 
@@ -565,7 +565,7 @@ func TestCompletionTextRefused(t *testing.T) {
 	} {
 		req.ResourceID, req.LeaseEpoch, req.Outcome = r.ID, a.Epoch, pgstore.OutcomeError
 		_, err := s.CompleteReconcile(t.Context(), req)
-		if pe := problem.As(err); pe == nil || pe.Kind != problem.Invalid || len(pe.Fields) == 0 {
+		if pe := storeErr(err); pe == nil || !errors.Is(err, pgstore.ErrInvalid) || len(pe.Fields) == 0 {
 			t.Errorf("%+v: error %v", req, err)
 		}
 	}

@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/no8s/no8s/services/internal/eventstream"
-	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/strictjson"
 )
@@ -72,10 +70,10 @@ func validateSpec(spec []byte) ([]byte, error) {
 	}
 	c, perr := resource.CompactObject("/spec", spec)
 	if perr != nil {
-		return nil, perr
+		return nil, invalidOf(perr.Code, perr.Detail, perr.Fields)
 	}
 	if perr := strictjson.Check(c, "/spec"); perr != nil {
-		return nil, perr
+		return nil, invalidOf(perr.Code, perr.Detail, perr.Fields)
 	}
 	if len(c) > resource.MaxSpecBytes {
 		return nil, tooLargeSpec(len(c))
@@ -84,19 +82,19 @@ func validateSpec(spec []byte) ([]byte, error) {
 }
 
 func tooLargeSpec(n int) error {
-	return problem.New(problem.TooLarge, problem.CodeTooLarge, "spec is %d bytes, more than the %d allowed", n, resource.MaxSpecBytes).
-		WithFields(problem.FieldError{Path: "/spec", Message: fmt.Sprintf("larger than %d bytes", resource.MaxSpecBytes)})
+	return newError(ErrTooLarge, "spec is %d bytes, more than the %d allowed", n, resource.MaxSpecBytes).
+		withFields(FieldError{Path: "/spec", Message: fmt.Sprintf("larger than %d bytes", resource.MaxSpecBytes)})
 }
 
-func validateFinalizers(fs []string) []problem.FieldError {
-	var errs []problem.FieldError
+func validateFinalizers(fs []string) []FieldError {
+	var errs []FieldError
 	for i, f := range fs {
 		if fe := resource.ValidateFinalizer(fmt.Sprintf("/finalizers/%d", i), f); fe != nil {
-			errs = append(errs, *fe)
+			errs = append(errs, fieldOf(fe)...)
 		}
 	}
 	if len(fs) > resource.MaxFinalizers {
-		errs = append(errs, problem.FieldError{Path: "/finalizers", Message: fmt.Sprintf("more than %d finalizers", resource.MaxFinalizers)})
+		errs = append(errs, FieldError{Path: "/finalizers", Message: fmt.Sprintf("more than %d finalizers", resource.MaxFinalizers)})
 	}
 	return errs
 }
@@ -104,15 +102,15 @@ func validateFinalizers(fs []string) []problem.FieldError {
 // CreateResource stores a new resource and its CREATED event.
 func (s *Store) CreateResource(ctx context.Context, req CreateResourceRequest) (*resource.Resource, error) {
 	in := req.Resource
-	var errs []problem.FieldError
+	var errs []FieldError
 	if fe := resource.ValidateName("/name", in.Name); fe != nil {
-		errs = append(errs, *fe)
+		errs = append(errs, fieldOf(fe)...)
 	}
-	errs = append(errs, resource.ValidateMetadata(in.Labels, in.Annotations, in.OwnerReferences)...)
+	errs = append(errs, fieldsOf(resource.ValidateMetadata(in.Labels, in.Annotations, in.OwnerReferences))...)
 	fins := dedupe(in.Finalizers)
 	errs = append(errs, validateFinalizers(fins)...)
 	if len(errs) > 0 {
-		return nil, problem.New(problem.Invalid, problem.CodeInvalid, "invalid resource").WithFields(errs...)
+		return nil, newError(ErrInvalid, "invalid resource").withFields(errs...)
 	}
 	spec, err := validateSpec(in.Spec)
 	if err != nil {
@@ -134,13 +132,12 @@ func (s *Store) CreateResource(ctx context.Context, req CreateResourceRequest) (
 	r.Phase = resource.PhaseFor(r.Status, false, nil)
 	r.Normalize()
 	var typeID, typeRev int64
-	var now time.Time
+	var rv *revisions
 	err = s.pipelinedWrite(ctx, req.DryRun, func(b *pgx.Batch) {
 		b.Queue(typeLockSQL, r.ResourceTypeName, r.ResourceTypeVersion)
 		b.Queue(`SELECT id, resource_version FROM resource_types WHERE name = $1 AND version = $2`, r.ResourceTypeName, r.ResourceTypeVersion)
-		// The transaction id first, then the revision (see revisions).
-		b.Queue(`WITH x AS MATERIALIZED (SELECT pg_current_xact_id())
-			SELECT nextval('revision_seq'), nextval('resources_id_seq'), now() FROM x`)
+		queueRevisions(b, 1)
+		b.Queue(`SELECT nextval('resources_id_seq')`)
 	}, func(br pgx.BatchResults) error {
 		if _, err := br.Exec(); err != nil {
 			return err
@@ -152,29 +149,27 @@ func (s *Store) CreateResource(ctx context.Context, req CreateResourceRequest) (
 		if err != nil {
 			return err
 		}
-		return br.QueryRow().Scan(&r.ResourceVersion, &r.ID, &now)
-	}, func(b *pgx.Batch) error {
-		if req.SchemaRevision != 0 && req.SchemaRevision != typeRev {
-			return problem.New(problem.Conflict, problem.CodeSchemaChanged, "the schema of %s/%s changed during admission; retry", r.ResourceTypeName, r.ResourceTypeVersion)
-		}
-		now = now.UTC()
-		r.CreatedAt, r.UpdatedAt = now, now
-		doc, err := eventDoc(r)
-		if err != nil {
+		if rv, err = scanRevisions(br, 1); err != nil {
 			return err
 		}
-		b.Queue(`INSERT INTO resources (id, uid, name, resource_type_id, resource_type_name, resource_type_version, labels, annotations,
-			owner_references, spec, status, generation, resource_version, phase, finalizers, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16)`,
-			r.ID, r.UID, r.Name, typeID, r.ResourceTypeName, r.ResourceTypeVersion, r.Labels, r.Annotations,
-			r.OwnerReferences, []byte(r.Spec), r.Status, r.Generation, r.ResourceVersion, r.Phase, r.Finalizers, now)
-		queueOutbox(b, eventstream.Created, r, doc, now)
-		return nil
+		return br.QueryRow().Scan(&r.ID)
+	}, func(b *pgx.Batch) error {
+		if req.SchemaRevision != 0 && req.SchemaRevision != typeRev {
+			return newError(ErrSchemaChanged, "the schema of %s/%s changed during admission; retry", r.ResourceTypeName, r.ResourceTypeVersion)
+		}
+		r.CreatedAt = rv.now
+		return rv.emit(b, change{event: envelope.Created, r: r, write: func(b *pgx.Batch) {
+			b.Queue(`INSERT INTO resources (id, uid, name, resource_type_id, resource_type_name, resource_type_version, labels, annotations,
+				owner_references, spec, status, generation, resource_version, phase, finalizers, created_at, updated_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+				r.ID, r.UID, r.Name, typeID, r.ResourceTypeName, r.ResourceTypeVersion, r.Labels, r.Annotations,
+				r.OwnerReferences, []byte(r.Spec), r.Status, r.Generation, r.ResourceVersion, r.Phase, r.Finalizers, r.CreatedAt, r.UpdatedAt)
+		}})
 	})
 	if err != nil {
-		if problem.KindOf(err) == problem.AlreadyExists {
-			return nil, problem.New(problem.AlreadyExists, problem.CodeNameTaken, "%s/%s %q already exists", r.ResourceTypeName, r.ResourceTypeVersion, r.Name).
-				WithFields(problem.FieldError{Path: "/name", Message: "name already taken"})
+		if errors.Is(err, ErrNameTaken) {
+			return nil, newError(ErrNameTaken, "%s/%s %q already exists", r.ResourceTypeName, r.ResourceTypeVersion, r.Name).
+				withFields(FieldError{Path: "/name", Message: "name already taken"})
 		}
 		return nil, err
 	}
@@ -185,31 +180,8 @@ func (s *Store) CreateResource(ctx context.Context, req CreateResourceRequest) (
 }
 
 func unknownType(name, version string) error {
-	return problem.New(problem.Invalid, problem.CodeUnknownType, "resource type %s/%s does not exist", name, version).
-		WithFields(problem.FieldError{Path: "/resource_type_name", Message: fmt.Sprintf("no resource type %s/%s", name, version)})
-}
-
-// eventDoc renders the resource's canonical document and checks that its
-// event fits the broker's payload limit.
-func eventDoc(r *resource.Resource) ([]byte, error) {
-	doc, err := resource.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("marshal resource: %w", err)
-	}
-	if len(doc) > resource.MaxEventBytes {
-		return nil, problem.New(problem.TooLarge, problem.CodeTooLarge, "the resource would be %d bytes, more than the %d an event can carry", len(doc), resource.MaxEventBytes)
-	}
-	return doc, nil
-}
-
-func queueOutbox(b *pgx.Batch, eventType string, r *resource.Resource, doc []byte, now time.Time) {
-	payload, err := eventstream.Encode(eventstream.Event{Revision: r.ResourceVersion, Type: eventType, Resource: r, ResourceJSON: doc, Timestamp: now})
-	if err != nil {
-		// Encode fails only on an unknown event type: a programming error.
-		panic(err)
-	}
-	b.Queue(`INSERT INTO outbox (revision, resource_id, event_type, subject, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		r.ResourceVersion, r.ID, eventType, eventstream.Subject(r.ResourceTypeName, r.ResourceTypeVersion), payload, now)
+	return newError(ErrUnknownType, "resource type %s/%s does not exist", name, version).
+		withFields(FieldError{Path: "/resource_type_name", Message: fmt.Sprintf("no resource type %s/%s", name, version)})
 }
 
 // ResourceKey names a resource by id, or by type, version and name.
@@ -238,7 +210,7 @@ func (s *Store) GetResource(ctx context.Context, key ResourceKey) (*resource.Res
 	}
 	r, err := scanResource(row)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, problem.NotFoundf("%s not found", key)
+		return nil, notFound("%s not found", key)
 	}
 	return r, translate(err)
 }
@@ -247,13 +219,13 @@ func (s *Store) GetResource(ctx context.Context, key ResourceKey) (*resource.Res
 func lockResource(ctx context.Context, tx pgx.Tx, id, expected int64) (*resource.Resource, error) {
 	r, err := scanResource(tx.QueryRow(ctx, `SELECT `+resourceColumns+` FROM resources WHERE id = $1 FOR UPDATE`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, problem.NotFoundf("resource %d not found", id)
+		return nil, notFound("resource %d not found", id)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if expected != 0 && expected != r.ResourceVersion {
-		return nil, problem.New(problem.Conflict, problem.CodeConflict,
+		return nil, newError(ErrConflict,
 			"resource %d has resource_version %d, not %d: it changed since you read it; read it again and retry", id, r.ResourceVersion, expected)
 	}
 	return r, nil
@@ -293,7 +265,7 @@ func (s *Store) UpdateResource(ctx context.Context, req UpdateResourceRequest) (
 		specChanged := spec != nil && !strictjson.Equal(spec, r.Spec)
 		if specChanged {
 			if r.DeletedAt != nil {
-				return problem.New(problem.Conflict, problem.CodeDeleting, "resource %d is being deleted; its spec can no longer change", r.ID)
+				return newError(ErrDeleting, "resource %d is being deleted; its spec can no longer change", r.ID)
 			}
 			var typeRev int64
 			// No lock: a type cannot be deleted while this resource exists,
@@ -304,7 +276,7 @@ func (s *Store) UpdateResource(ctx context.Context, req UpdateResourceRequest) (
 				return err
 			}
 			if req.SchemaRevision != 0 && req.SchemaRevision != typeRev {
-				return problem.New(problem.Conflict, problem.CodeSchemaChanged, "the schema of %s/%s changed during admission; retry", r.ResourceTypeName, r.ResourceTypeVersion)
+				return newError(ErrSchemaChanged, "the schema of %s/%s changed during admission; retry", r.ResourceTypeName, r.ResourceTypeVersion)
 			}
 			r.Spec = spec
 			r.Generation++
@@ -319,7 +291,7 @@ func (s *Store) UpdateResource(ctx context.Context, req UpdateResourceRequest) (
 		}
 		if !maps.Equal(labels, r.Labels) || !maps.Equal(annotations, r.Annotations) {
 			if errs := resource.ValidateMetadata(labels, annotations, r.OwnerReferences); len(errs) > 0 {
-				return problem.New(problem.Invalid, problem.CodeInvalid, "invalid resource").WithFields(errs...)
+				return newError(ErrInvalid, "invalid resource").withFields(fieldsOf(errs)...)
 			}
 			r.Labels, r.Annotations = labels, annotations
 			changed = true
@@ -327,22 +299,12 @@ func (s *Store) UpdateResource(ctx context.Context, req UpdateResourceRequest) (
 		if !changed {
 			return nil
 		}
-		revs, now, err := revisions(ctx, tx, 1)
-		if err != nil {
-			return err
-		}
-		r.ResourceVersion, r.UpdatedAt = revs[0], now
-		doc, err := eventDoc(r)
-		if err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
-		// A spec change resets the reconcile backoff (docs/design/reconcile.md).
-		b.Queue(`UPDATE resources SET spec = $2, labels = $3, annotations = $4, generation = $5, resource_version = $6, updated_at = $7,
-			failures = CASE WHEN $8 THEN 0 ELSE failures END WHERE id = $1`,
-			r.ID, []byte(r.Spec), r.Labels, r.Annotations, r.Generation, r.ResourceVersion, now, specChanged)
-		queueOutbox(b, eventstream.Modified, r, doc, now)
-		return tx.SendBatch(ctx, b).Close()
+		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
+			// A spec change resets the reconcile backoff (docs/design/reconcile.md).
+			b.Queue(`UPDATE resources SET spec = $2, labels = $3, annotations = $4, generation = $5, resource_version = $6, updated_at = $7,
+				failures = CASE WHEN $8 THEN 0 ELSE failures END WHERE id = $1`,
+				r.ID, []byte(r.Spec), r.Labels, r.Annotations, r.Generation, r.ResourceVersion, r.UpdatedAt, specChanged)
+		}})
 	})
 	if err != nil {
 		return nil, err
@@ -375,33 +337,37 @@ func (s *Store) DeleteResource(ctx context.Context, id, expected int64, dryRun b
 		if len(r.Finalizers) == 0 {
 			n = 2
 		}
-		revs, now, err := revisions(ctx, tx, n)
+		rv, err := takeRevisions(ctx, tx, n)
 		if err != nil {
 			return err
 		}
-		r.Status, r.DeletedAt, r.UpdatedAt, r.ResourceVersion = resource.StatusDeleting, &now, now, revs[0]
+		now := rv.now
+		r.Status, r.DeletedAt = resource.StatusDeleting, &now
 		r.Phase = resource.PhaseFor(r.Status, r.Phase == resource.PhaseDegraded, r.Conditions)
-		doc, err := resource.Marshal(r)
-		if err != nil {
-			return err
-		}
 		b := &pgx.Batch{}
-		queueOutbox(b, eventstream.Deleted, r, doc, now)
 		if n == 2 {
+			// DELETED, then PURGED: the row goes at once.
+			if err := rv.emit(b, change{event: envelope.Deleted, r: r, unbounded: true}); err != nil {
+				return err
+			}
 			purged := *r
-			purged.ResourceVersion = revs[1]
-			pdoc, err := resource.Marshal(&purged)
+			err := rv.emit(b, change{event: envelope.Purged, r: &purged, unbounded: true, write: func(b *pgx.Batch) {
+				b.Queue(`DELETE FROM resources WHERE id = $1 AND finalizers = '[]'::jsonb`, r.ID)
+			}})
 			if err != nil {
 				return err
 			}
-			b.Queue(`DELETE FROM resources WHERE id = $1 AND finalizers = '[]'::jsonb`, r.ID)
-			queueOutbox(b, eventstream.Purged, &purged, pdoc, now)
 			res.Resource, res.Purged = &purged, true
 		} else {
-			// Deletion is dispatched at once: earlier failures' backoff is reset.
-			b.Queue(`UPDATE resources SET status = $2, phase = $3, deleted_at = $4, updated_at = $4, resource_version = $5,
-				failures = 0, terminal_generation = 0 WHERE id = $1`,
-				r.ID, r.Status, r.Phase, now, r.ResourceVersion)
+			err := rv.emit(b, change{event: envelope.Deleted, r: r, unbounded: true, write: func(b *pgx.Batch) {
+				// Deletion is dispatched at once: earlier failures' backoff is reset.
+				b.Queue(`UPDATE resources SET status = $2, phase = $3, deleted_at = $4, updated_at = $4, resource_version = $5,
+					failures = 0, terminal_generation = 0 WHERE id = $1`,
+					r.ID, r.Status, r.Phase, now, r.ResourceVersion)
+			}})
+			if err != nil {
+				return err
+			}
 		}
 		return tx.SendBatch(ctx, b).Close()
 	})
@@ -422,14 +388,14 @@ type UpdateFinalizersRequest struct {
 // UpdateFinalizers adds and removes finalizers. While a resource is deleting,
 // finalizers may be removed but not added; removing the last one purges it.
 func (s *Store) UpdateFinalizers(ctx context.Context, req UpdateFinalizersRequest) (*DeleteResult, error) {
-	var errs []problem.FieldError
+	var errs []FieldError
 	for i, f := range req.Add {
 		if fe := resource.ValidateFinalizer(fmt.Sprintf("/add/%d", i), f); fe != nil {
-			errs = append(errs, *fe)
+			errs = append(errs, fieldOf(fe)...)
 		}
 	}
 	if len(errs) > 0 {
-		return nil, problem.New(problem.Invalid, problem.CodeInvalid, "invalid finalizers").WithFields(errs...)
+		return nil, newError(ErrInvalid, "invalid finalizers").withFields(errs...)
 	}
 	var res DeleteResult
 	err := s.write(ctx, req.DryRun, func(tx pgx.Tx) error {
@@ -449,37 +415,28 @@ func (s *Store) UpdateFinalizers(ctx context.Context, req UpdateFinalizersReques
 				continue
 			}
 			if r.DeletedAt != nil {
-				return problem.New(problem.Conflict, problem.CodeFinalizerBlocked, "resource %d is being deleted; finalizer %q cannot be added", r.ID, f).
-					WithFields(problem.FieldError{Path: "/add", Message: "finalizers cannot be added while the resource is deleting"})
+				return newError(ErrFinalizerBlocked, "resource %d is being deleted; finalizer %q cannot be added", r.ID, f).
+					withFields(FieldError{Path: "/add", Message: "finalizers cannot be added while the resource is deleting"})
 			}
 			next = append(next, f)
 		}
 		if len(next) > resource.MaxFinalizers {
-			return problem.New(problem.Invalid, problem.CodeInvalid, "more than %d finalizers", resource.MaxFinalizers).
-				WithFields(problem.FieldError{Path: "/add", Message: fmt.Sprintf("at most %d finalizers", resource.MaxFinalizers)})
+			return newError(ErrInvalid, "more than %d finalizers", resource.MaxFinalizers).
+				withFields(FieldError{Path: "/add", Message: fmt.Sprintf("at most %d finalizers", resource.MaxFinalizers)})
 		}
 		if slices.Equal(next, r.Finalizers) {
 			return nil
 		}
-		revs, now, err := revisions(ctx, tx, 1)
-		if err != nil {
-			return err
-		}
-		r.Finalizers, r.ResourceVersion, r.UpdatedAt = next, revs[0], now
-		doc, err := eventDoc(r)
-		if err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
+		r.Finalizers = next
 		if r.DeletedAt != nil && len(next) == 0 {
-			b.Queue(`DELETE FROM resources WHERE id = $1`, r.ID)
-			queueOutbox(b, eventstream.Purged, r, doc, now)
 			res.Purged = true
-		} else {
-			b.Queue(`UPDATE resources SET finalizers = $2, resource_version = $3, updated_at = $4 WHERE id = $1`, r.ID, r.Finalizers, r.ResourceVersion, now)
-			queueOutbox(b, eventstream.Modified, r, doc, now)
+			return emitTx(ctx, tx, change{event: envelope.Purged, r: r, write: func(b *pgx.Batch) {
+				b.Queue(`DELETE FROM resources WHERE id = $1`, r.ID)
+			}})
 		}
-		return tx.SendBatch(ctx, b).Close()
+		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
+			b.Queue(`UPDATE resources SET finalizers = $2, resource_version = $3, updated_at = $4 WHERE id = $1`, r.ID, r.Finalizers, r.ResourceVersion, r.UpdatedAt)
+		}})
 	})
 	if err != nil {
 		return nil, err

@@ -8,10 +8,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/strictjson"
 )
+
+// typeLockSQL takes a transaction-level advisory lock on a type's name and
+// version: shared by every create of a resource of the type, exclusive by
+// the type's deletion, so a type cannot go while a create is in flight.
+const typeLockSQL = `SELECT pg_advisory_xact_lock_shared(hashtextextended($1 || '/' || $2, 7))`
+
+const typeLockExclusiveSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 7))`
 
 const typeColumns = `id, name, version, description, schema, resource_version, created_at, updated_at, reconcile_policy`
 
@@ -41,15 +47,15 @@ type CreateTypeRequest struct {
 	DryRun          bool
 }
 
-func validateTypeFields(description string, schema []byte) (compacted []byte, errs []problem.FieldError) {
+func validateTypeFields(description string, schema []byte) (compacted []byte, errs []FieldError) {
 	if len(description) > MaxDescriptionBytes {
-		errs = append(errs, problem.FieldError{Path: "/description", Message: fmt.Sprintf("longer than %d bytes", MaxDescriptionBytes)})
+		errs = append(errs, FieldError{Path: "/description", Message: fmt.Sprintf("longer than %d bytes", MaxDescriptionBytes)})
 	}
 	if fe := strictjson.CheckString("/description", description); fe != nil {
-		errs = append(errs, *fe)
+		errs = append(errs, fieldOf(fe)...)
 	}
 	if len(schema) > resource.MaxSchemaBytes {
-		errs = append(errs, problem.FieldError{Path: "/schema", Message: fmt.Sprintf("schema is %d bytes, more than the %d allowed", len(schema), resource.MaxSchemaBytes)})
+		errs = append(errs, FieldError{Path: "/schema", Message: fmt.Sprintf("schema is %d bytes, more than the %d allowed", len(schema), resource.MaxSchemaBytes)})
 		return nil, errs
 	}
 	c, perr := resource.CompactObject("/schema", schema)
@@ -57,42 +63,42 @@ func validateTypeFields(description string, schema []byte) (compacted []byte, er
 		perr = strictjson.Check(c, "/schema")
 	}
 	if perr != nil {
-		errs = append(errs, perr.Fields...)
+		errs = append(errs, fieldsOf(perr.Fields)...)
 	}
 	return c, errs
 }
 
 // CreateType registers a resource type.
 func (s *Store) CreateType(ctx context.Context, req CreateTypeRequest) (*resource.Type, error) {
-	var errs []problem.FieldError
+	var errs []FieldError
 	if fe := resource.ValidateTypeName("/name", req.Name); fe != nil {
-		errs = append(errs, *fe)
+		errs = append(errs, fieldOf(fe)...)
 	}
 	if fe := resource.ValidateTypeVersion("/version", req.Version); fe != nil {
-		errs = append(errs, *fe)
+		errs = append(errs, fieldOf(fe)...)
 	}
 	schema, ferrs := validateTypeFields(req.Description, req.Schema)
 	errs = append(errs, ferrs...)
 	if len(req.Schema) == 0 {
-		errs = append(errs, problem.FieldError{Path: "/schema", Message: "schema is required"})
+		errs = append(errs, FieldError{Path: "/schema", Message: "schema is required"})
 	}
-	errs = append(errs, req.ReconcilePolicy.Validate("/reconcile_policy")...)
+	errs = append(errs, fieldsOf(req.ReconcilePolicy.Validate("/reconcile_policy"))...)
 	if len(errs) > 0 {
-		return nil, problem.New(problem.Invalid, problem.CodeInvalid, "invalid resource type").WithFields(errs...)
+		return nil, newError(ErrInvalid, "invalid resource type").withFields(errs...)
 	}
 	var out *resource.Type
 	err := s.write(ctx, req.DryRun, func(tx pgx.Tx) error {
-		revs, now, err := revisions(ctx, tx, 1)
+		rev, now, err := takeVersion(ctx, tx)
 		if err != nil {
 			return err
 		}
 		out, err = scanType(tx.QueryRow(ctx, `INSERT INTO resource_types (name, version, description, schema, resource_version, created_at, updated_at, reconcile_policy)
 			VALUES ($1, $2, $3, $4, $5, $6, $6, $7) RETURNING `+typeColumns,
-			req.Name, req.Version, req.Description, schema, revs[0], now, encodePolicy(req.ReconcilePolicy)))
+			req.Name, req.Version, req.Description, schema, rev, now, encodePolicy(req.ReconcilePolicy)))
 		return err
 	})
-	if problem.KindOf(err) == problem.AlreadyExists {
-		return nil, problem.New(problem.AlreadyExists, problem.CodeNameTaken, "resource type %s/%s already exists", req.Name, req.Version)
+	if errors.Is(err, ErrNameTaken) {
+		return nil, newError(ErrNameTaken, "resource type %s/%s already exists", req.Name, req.Version)
 	}
 	return out, err
 }
@@ -120,7 +126,7 @@ func (s *Store) GetType(ctx context.Context, key TypeKey) (*resource.Type, error
 	}
 	t, err := scanType(row)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, problem.NotFoundf("%s not found", key)
+		return nil, notFound("%s not found", key)
 	}
 	return t, translate(err)
 }
@@ -162,23 +168,23 @@ func (s *Store) UpdateType(ctx context.Context, req UpdateTypeRequest) (*resourc
 		desc = *req.Description
 	}
 	var schema []byte
-	var errs []problem.FieldError
+	var errs []FieldError
 	if len(req.Schema) > 0 {
 		schema, errs = validateTypeFields(desc, req.Schema)
 	} else if len(desc) > MaxDescriptionBytes {
-		errs = append(errs, problem.FieldError{Path: "/description", Message: fmt.Sprintf("longer than %d bytes", MaxDescriptionBytes)})
+		errs = append(errs, FieldError{Path: "/description", Message: fmt.Sprintf("longer than %d bytes", MaxDescriptionBytes)})
 	}
 	if req.ReconcilePolicy != nil {
-		errs = append(errs, req.ReconcilePolicy.Validate("/reconcile_policy")...)
+		errs = append(errs, fieldsOf(req.ReconcilePolicy.Validate("/reconcile_policy"))...)
 	}
 	if len(errs) > 0 {
-		return nil, problem.New(problem.Invalid, problem.CodeInvalid, "invalid resource type").WithFields(errs...)
+		return nil, newError(ErrInvalid, "invalid resource type").withFields(errs...)
 	}
 	var out *resource.Type
 	err := s.write(ctx, req.DryRun, func(tx pgx.Tx) error {
 		cur, err := scanType(tx.QueryRow(ctx, `SELECT `+typeColumns+` FROM resource_types WHERE id = $1 FOR UPDATE`, req.ID))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return problem.NotFoundf("resource type %d not found", req.ID)
+			return notFound("resource type %d not found", req.ID)
 		}
 		if err != nil {
 			return err
@@ -202,12 +208,12 @@ func (s *Store) UpdateType(ctx context.Context, req UpdateTypeRequest) (*resourc
 			out = cur
 			return nil
 		}
-		revs, now, err := revisions(ctx, tx, 1)
+		rev, now, err := takeVersion(ctx, tx)
 		if err != nil {
 			return err
 		}
 		out, err = scanType(tx.QueryRow(ctx, `UPDATE resource_types SET description = $2, schema = $3, resource_version = $4, updated_at = $5,
-			reconcile_policy = $6 WHERE id = $1 RETURNING `+typeColumns, req.ID, desc, schema, revs[0], now, encodePolicy(policy)))
+			reconcile_policy = $6 WHERE id = $1 RETURNING `+typeColumns, req.ID, desc, schema, rev, now, encodePolicy(policy)))
 		return err
 	})
 	return out, err
@@ -219,7 +225,7 @@ func (s *Store) DeleteType(ctx context.Context, id int64, dryRun bool) error {
 		var name, version string
 		err := tx.QueryRow(ctx, `SELECT name, version FROM resource_types WHERE id = $1 FOR UPDATE`, id).Scan(&name, &version)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return problem.NotFoundf("resource type %d not found", id)
+			return notFound("resource type %d not found", id)
 		}
 		if err != nil {
 			return err
@@ -233,7 +239,7 @@ func (s *Store) DeleteType(ctx context.Context, id int64, dryRun bool) error {
 			return err
 		}
 		if n > 0 {
-			return problem.New(problem.Conflict, problem.CodeInUse, "resource type %s/%s still has %d resources; delete them first", name, version, n)
+			return newError(ErrInUse, "resource type %s/%s still has %d resources; delete them first", name, version, n)
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM resource_types WHERE id = $1`, id)
 		return err

@@ -2,9 +2,9 @@ package pgstore_test
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
-	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/strictjson"
 	"github.com/no8s/no8s/services/store/pgstore"
@@ -45,7 +45,7 @@ func TestSpecValues(t *testing.T) {
 		_, err := s.CreateResource(ctx, pgstore.CreateResourceRequest{Resource: resource.Resource{
 			Name: "bad", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Spec: json.RawMessage(spec),
 		}})
-		if pe := problem.As(err); pe == nil || pe.Kind != problem.Invalid || len(pe.Fields) == 0 || pe.Fields[0].Path[:6] != "/spec/" {
+		if pe := storeErr(err); pe == nil || !errors.Is(err, pgstore.ErrInvalid) || len(pe.Fields) == 0 || pe.Fields[0].Path[:6] != "/spec/" {
 			t.Errorf("spec %s: error %v", spec, err)
 		}
 	}
@@ -66,7 +66,7 @@ func TestSpecValues(t *testing.T) {
 		t.Fatalf("equal spec in other notation: generation %d→%d", r.Generation, same.Generation)
 	}
 	_, err = s.CreateType(ctx, pgstore.CreateTypeRequest{Name: "Gadget", Version: "v1", Description: "a\x00b", Schema: []byte(schemaJSON)})
-	wantCode(t, err, problem.Invalid, problem.CodeInvalid)
+	wantErr(t, err, pgstore.ErrInvalid)
 	_, err = s.CreateType(ctx, pgstore.CreateTypeRequest{Name: "Gadget", Version: "v1", Schema: []byte(`{"type":"object","title":"\u0000"}`)})
-	wantCode(t, err, problem.Invalid, problem.CodeInvalid)
+	wantErr(t, err, pgstore.ErrInvalid)
 }

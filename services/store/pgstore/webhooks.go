@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/webhookconf"
 )
 
@@ -48,7 +47,7 @@ func nullable(s string) *string {
 
 func checkWebhook(w *webhookconf.Webhook) ([]byte, error) {
 	if errs := webhookconf.Validate(w); len(errs) > 0 {
-		return nil, problem.New(problem.Invalid, problem.CodeInvalid, "invalid admission webhook").WithFields(errs...)
+		return nil, newError(ErrInvalid, "invalid admission webhook").withFields(fieldsOf(errs)...)
 	}
 	return json.Marshal(w.Operations)
 }
@@ -63,9 +62,9 @@ func lockWebhooks(ctx context.Context, tx pgx.Tx) error {
 }
 
 func nameTaken(err error, name string) error {
-	if problem.KindOf(err) == problem.AlreadyExists {
-		return problem.New(problem.AlreadyExists, problem.CodeNameTaken, "admission webhook %q already exists", name).
-			WithFields(problem.FieldError{Path: "/name", Message: "already taken"})
+	if errors.Is(err, ErrNameTaken) {
+		return newError(ErrNameTaken, "admission webhook %q already exists", name).
+			withFields(FieldError{Path: "/name", Message: "already taken"})
 	}
 	return err
 }
@@ -81,7 +80,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w webhookconf.Webhook, dryRun
 		if err := lockWebhooks(ctx, tx); err != nil {
 			return err
 		}
-		revs, now, err := revisions(ctx, tx, 1)
+		rev, now, err := takeVersion(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -89,7 +88,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w webhookconf.Webhook, dryRun
 			webhook_url, webhook_type, operations, timeout_seconds, failure_policy, ordering, ca_bundle, resource_version, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING `+webhookColumns,
 			w.Name, nullable(w.ResourceTypeName), nullable(w.ResourceTypeVersion), w.URL, w.Type, ops,
-			w.TimeoutSeconds, w.FailurePolicy, w.Ordering, nullable(w.CABundle), revs[0], now))
+			w.TimeoutSeconds, w.FailurePolicy, w.Ordering, nullable(w.CABundle), rev, now))
 		return err
 	})
 	if err != nil {
@@ -102,7 +101,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w webhookconf.Webhook, dryRun
 func (s *Store) GetWebhook(ctx context.Context, id int64) (*webhookconf.Webhook, error) {
 	w, err := scanWebhook(s.pool.QueryRow(ctx, `SELECT `+webhookColumns+` FROM admission_webhooks WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, problem.NotFoundf("admission webhook %d not found", id)
+		return nil, notFound("admission webhook %d not found", id)
 	}
 	return w, translate(err)
 }
@@ -176,20 +175,20 @@ func (s *Store) UpdateWebhook(ctx context.Context, w webhookconf.Webhook, expect
 		}
 		cur, err := scanWebhook(tx.QueryRow(ctx, `SELECT `+webhookColumns+` FROM admission_webhooks WHERE id = $1`, w.ID))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return problem.NotFoundf("admission webhook %d not found", w.ID)
+			return notFound("admission webhook %d not found", w.ID)
 		}
 		if err != nil {
 			return err
 		}
 		if expected != 0 && expected != cur.ResourceVersion {
-			return problem.New(problem.Conflict, problem.CodeConflict,
+			return newError(ErrConflict,
 				"admission webhook %d has resource_version %d, not %d: it changed since you read it; read it again and retry", w.ID, cur.ResourceVersion, expected)
 		}
 		if sameRegistration(cur, &w) {
 			out = cur
 			return nil
 		}
-		revs, now, err := revisions(ctx, tx, 1)
+		rev, now, err := takeVersion(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -197,7 +196,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, w webhookconf.Webhook, expect
 			webhook_url = $5, webhook_type = $6, operations = $7, timeout_seconds = $8, failure_policy = $9, ordering = $10, ca_bundle = $11,
 			resource_version = $12, updated_at = $13 WHERE id = $1 RETURNING `+webhookColumns,
 			w.ID, w.Name, nullable(w.ResourceTypeName), nullable(w.ResourceTypeVersion), w.URL, w.Type, ops,
-			w.TimeoutSeconds, w.FailurePolicy, w.Ordering, nullable(w.CABundle), revs[0], now))
+			w.TimeoutSeconds, w.FailurePolicy, w.Ordering, nullable(w.CABundle), rev, now))
 		return err
 	})
 	if err != nil {
@@ -223,7 +222,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, id int64, dryRun bool) error 
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return problem.NotFoundf("admission webhook %d not found", id)
+			return notFound("admission webhook %d not found", id)
 		}
 		return nil
 	})

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/webhookconf"
 	"github.com/no8s/no8s/services/store/pgstore"
 )
@@ -41,9 +40,9 @@ func TestWebhookCRUDAndSetVersion(t *testing.T) {
 	v1 := mustListChanged(t, s, empty.SetVersion, 1)
 
 	_, err = s.CreateWebhook(ctx, hook("a.example.com"), false)
-	wantCode(t, err, problem.AlreadyExists, problem.CodeNameTaken)
+	wantErr(t, err, pgstore.ErrNameTaken)
 	_, err = s.CreateWebhook(ctx, webhookconf.Webhook{Name: "Bad Name"}, false)
-	wantCode(t, err, problem.Invalid, problem.CodeInvalid)
+	wantErr(t, err, pgstore.ErrInvalid)
 	if _, err := s.CreateWebhook(ctx, hook("dry.example.com"), true); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +69,7 @@ func TestWebhookCRUDAndSetVersion(t *testing.T) {
 	}
 	v3 := mustListChanged(t, s, v2, 2)
 	_, err = s.UpdateWebhook(ctx, up, a.ResourceVersion, false)
-	wantCode(t, err, problem.Conflict, problem.CodeConflict)
+	wantErr(t, err, pgstore.ErrConflict)
 	same, err := s.UpdateWebhook(ctx, *a2, 0, false)
 	if err != nil || same.ResourceVersion != a2.ResourceVersion {
 		t.Fatalf("no-op update: %+v, %v", same, err)
@@ -78,11 +77,11 @@ func TestWebhookCRUDAndSetVersion(t *testing.T) {
 	ren := *a2
 	ren.Name = "b.example.com"
 	_, err = s.UpdateWebhook(ctx, ren, 0, false)
-	wantCode(t, err, problem.AlreadyExists, problem.CodeNameTaken)
+	wantErr(t, err, pgstore.ErrNameTaken)
 	missing := hook("x.example.com")
 	missing.ID = 1 << 40
 	_, err = s.UpdateWebhook(ctx, missing, 0, false)
-	wantCode(t, err, problem.NotFound, problem.CodeNotFound)
+	wantErr(t, err, pgstore.ErrNotFound)
 
 	// Deleting a webhook that does not hold the largest revision changes
 	// the version.
@@ -90,9 +89,9 @@ func TestWebhookCRUDAndSetVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustListChanged(t, s, v3, 1)
-	wantCode(t, s.DeleteWebhook(ctx, b.ID, false), problem.NotFound, problem.CodeNotFound)
+	wantErr(t, s.DeleteWebhook(ctx, b.ID, false), pgstore.ErrNotFound)
 	_, err = s.GetWebhook(ctx, b.ID)
-	wantCode(t, err, problem.NotFound, problem.CodeNotFound)
+	wantErr(t, err, pgstore.ErrNotFound)
 	got, err := s.GetWebhook(ctx, a.ID)
 	if err != nil || got.ResourceVersion != a2.ResourceVersion {
 		t.Fatalf("get: %+v, %v", got, err)

@@ -1,4 +1,8 @@
-package problem
+// Package grpcstatus carries problem errors across gRPC: a *problem.Error
+// becomes a status with ErrorInfo (the machine code) and BadRequest (field
+// paths) details, and back. Services use it at their gRPC edges; package
+// problem itself knows no transport.
+package grpcstatus
 
 import (
 	"context"
@@ -8,36 +12,38 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
+
+	"github.com/no8s/no8s/services/internal/problem"
 )
 
 // errorDomain tags the ErrorInfo details that no8s services attach.
 const errorDomain = "no8s.io"
 
-var kindCodes = map[Kind]codes.Code{
-	Internal:           codes.Internal,
-	Invalid:            codes.InvalidArgument,
-	NotFound:           codes.NotFound,
-	AlreadyExists:      codes.AlreadyExists,
-	Conflict:           codes.Aborted,
-	TooLarge:           codes.ResourceExhausted,
-	Unavailable:        codes.Unavailable,
-	Forbidden:          codes.PermissionDenied,
-	Gone:               codes.OutOfRange,
-	FailedPrecondition: codes.FailedPrecondition,
+var kindCodes = map[problem.Kind]codes.Code{
+	problem.Internal:           codes.Internal,
+	problem.Invalid:            codes.InvalidArgument,
+	problem.NotFound:           codes.NotFound,
+	problem.AlreadyExists:      codes.AlreadyExists,
+	problem.Conflict:           codes.Aborted,
+	problem.TooLarge:           codes.ResourceExhausted,
+	problem.Unavailable:        codes.Unavailable,
+	problem.Forbidden:          codes.PermissionDenied,
+	problem.Gone:               codes.OutOfRange,
+	problem.FailedPrecondition: codes.FailedPrecondition,
 }
 
 // ToStatus turns err into a gRPC status error carrying kind, code and fields.
 // Context errors become Canceled or DeadlineExceeded; anything that is not a
-// *Error becomes Internal with a generic message: the cause is not sent, but
+// *problem.Error becomes Internal with a generic message: the cause is not sent, but
 // stays attached for the server's log (InternalCause; grpcserver logs it).
 func ToStatus(err error) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := status.FromError(err); ok && As(err) == nil {
+	if _, ok := status.FromError(err); ok && problem.As(err) == nil {
 		return err
 	}
-	pe := As(err)
+	pe := problem.As(err)
 	if pe == nil {
 		switch {
 		case errors.Is(err, context.Canceled):
@@ -46,7 +52,7 @@ func ToStatus(err error) error {
 			return status.Error(codes.DeadlineExceeded, err.Error())
 		}
 		st := status.New(codes.Internal, "internal error")
-		if withDetails, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: CodeInternal, Domain: errorDomain}); derr == nil {
+		if withDetails, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: problem.CodeInternal, Domain: errorDomain}); derr == nil {
 			st = withDetails
 		}
 		return &internalError{st: st, cause: err}
@@ -63,13 +69,13 @@ func ToStatus(err error) error {
 	if withDetails, derr := st.WithDetails(details...); derr == nil {
 		st = withDetails
 	}
-	if pe.Kind == Internal {
+	if pe.Kind == problem.Internal {
 		return &internalError{st: st, cause: err}
 	}
 	return st.Err()
 }
 
-// FromStatus turns a gRPC error from another no8s service back into a *Error.
+// FromStatus turns a gRPC error from another no8s service back into a *problem.Error.
 // Transport failures (Unavailable without details, DeadlineExceeded) become
 // Unavailable so the gateway answers 503.
 func FromStatus(err error) error {
@@ -80,8 +86,8 @@ func FromStatus(err error) error {
 	if !ok {
 		return err
 	}
-	pe := &Error{Detail: st.Message()}
-	pe.Kind = Internal
+	pe := &problem.Error{Detail: st.Message()}
+	pe.Kind = problem.Internal
 	for k, c := range kindCodes {
 		if c == st.Code() {
 			pe.Kind = k
@@ -89,8 +95,8 @@ func FromStatus(err error) error {
 	}
 	switch st.Code() {
 	case codes.Unavailable, codes.DeadlineExceeded:
-		pe.Kind = Unavailable
-		pe.Code = CodeUnavailable
+		pe.Kind = problem.Unavailable
+		pe.Code = problem.CodeUnavailable
 	case codes.Canceled:
 		return context.Canceled
 	}
@@ -102,20 +108,20 @@ func FromStatus(err error) error {
 			}
 		case *errdetails.BadRequest:
 			for _, v := range d.GetFieldViolations() {
-				pe.Fields = append(pe.Fields, FieldError{Path: v.GetField(), Message: v.GetDescription()})
+				pe.Fields = append(pe.Fields, problem.FieldError{Path: v.GetField(), Message: v.GetDescription()})
 			}
 		}
 	}
 	if pe.Code == "" {
-		pe.Code = CodeInternal
-		if pe.Kind == Unavailable {
-			pe.Code = CodeUnavailable
+		pe.Code = problem.CodeInternal
+		if pe.Kind == problem.Unavailable {
+			pe.Code = problem.CodeUnavailable
 		}
 	}
 	return pe
 }
 
-// internalError is the status of an error that is not a *Error: clients get
+// internalError is the status of an error that is not a *problem.Error: clients get
 // only "internal error", the cause stays with it for the server's log.
 type internalError struct {
 	st    *status.Status

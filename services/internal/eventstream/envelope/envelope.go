@@ -1,0 +1,126 @@
+// Package envelope is the event envelope of the NO8S_EVENTS stream
+// (no8s.events.v1.Event): event types, subjects, encoding and decoding. It
+// depends on protobuf only, not on NATS, so that the store's SQL layer can
+// encode events into outbox rows without knowing the broker; package
+// eventstream re-exports it beside the stream's configuration.
+package envelope
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	eventsv1 "github.com/no8s/no8s/proto/gen/no8s/events/v1"
+	"github.com/no8s/no8s/services/internal/resource"
+)
+
+// SubjectPrefix is the prefix of every event subject.
+const SubjectPrefix = "no8s.events"
+
+// Event types, as the seed names them.
+const (
+	Created    = "CREATED"
+	Modified   = "MODIFIED"
+	Deleted    = "DELETED"
+	Reconciled = "RECONCILED"
+	Purged     = "PURGED"
+)
+
+var toProto = map[string]eventsv1.EventType{
+	Created:    eventsv1.EventType_EVENT_TYPE_CREATED,
+	Modified:   eventsv1.EventType_EVENT_TYPE_MODIFIED,
+	Deleted:    eventsv1.EventType_EVENT_TYPE_DELETED,
+	Reconciled: eventsv1.EventType_EVENT_TYPE_RECONCILED,
+	Purged:     eventsv1.EventType_EVENT_TYPE_PURGED,
+}
+
+// Subject is the subject of events about resources of one type and version.
+func Subject(typeName, version string) string {
+	return SubjectPrefix + "." + typeName + "." + version
+}
+
+// Event is one change to a resource.
+type Event struct {
+	Revision int64
+	Type     string
+	// Resource is the resource after the change.
+	Resource *resource.Resource
+	// ResourceJSON is the canonical document of Resource; Encode computes it
+	// when empty.
+	ResourceJSON []byte
+	Timestamp    time.Time
+}
+
+// Encode marshals an event into its wire form.
+func Encode(ev Event) ([]byte, error) {
+	t, ok := toProto[ev.Type]
+	if !ok {
+		return nil, fmt.Errorf("encode event: unknown event type %q", ev.Type)
+	}
+	doc := ev.ResourceJSON
+	if doc == nil {
+		var err error
+		if doc, err = resource.Marshal(ev.Resource); err != nil {
+			return nil, fmt.Errorf("encode event: %w", err)
+		}
+	}
+	r := ev.Resource
+	return proto.Marshal(&eventsv1.Event{
+		Revision:            ev.Revision,
+		EventType:           t,
+		ResourceId:          r.ID,
+		ResourceUid:         r.UID,
+		ResourceName:        r.Name,
+		ResourceTypeName:    r.ResourceTypeName,
+		ResourceTypeVersion: r.ResourceTypeVersion,
+		Resource:            doc,
+		Timestamp:           timestamppb.New(ev.Timestamp),
+		Labels:              r.Labels,
+	})
+}
+
+// Decoded is an event read back from the stream.
+type Decoded struct {
+	Revision            int64
+	Type                string
+	ResourceID          int64
+	ResourceUID         string
+	ResourceName        string
+	ResourceTypeName    string
+	ResourceTypeVersion string
+	Labels              map[string]string
+	// ResourceJSON is the resource's canonical document after the change.
+	ResourceJSON []byte
+	Timestamp    time.Time
+}
+
+// Decode parses an event's wire form.
+func Decode(data []byte) (*Decoded, error) {
+	var pe eventsv1.Event
+	if err := proto.Unmarshal(data, &pe); err != nil {
+		return nil, fmt.Errorf("decode event: %w", err)
+	}
+	name := ""
+	for n, t := range toProto {
+		if t == pe.GetEventType() {
+			name = n
+		}
+	}
+	if name == "" {
+		return nil, fmt.Errorf("decode event: unknown event type %v", pe.GetEventType())
+	}
+	return &Decoded{
+		Revision:            pe.GetRevision(),
+		Type:                name,
+		ResourceID:          pe.GetResourceId(),
+		ResourceUID:         pe.GetResourceUid(),
+		ResourceName:        pe.GetResourceName(),
+		ResourceTypeName:    pe.GetResourceTypeName(),
+		ResourceTypeVersion: pe.GetResourceTypeVersion(),
+		Labels:              pe.GetLabels(),
+		ResourceJSON:        pe.GetResource(),
+		Timestamp:           pe.GetTimestamp().AsTime(),
+	}, nil
+}

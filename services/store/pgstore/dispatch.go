@@ -1,0 +1,97 @@
+package pgstore
+
+// What the scheduler records and triggers outside a worker's lease: dispatch
+// records and condition writes, both fenced by its epoch, and the manual
+// trigger (RequestReconcile).
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/no8s/no8s/services/internal/eventstream/envelope"
+	"github.com/no8s/no8s/services/internal/resource"
+)
+
+// RecordDispatch records that the scheduler of the given epoch dispatched a
+// work item for a resource. It is refused with stale_epoch unless the epoch
+// is current and its lease unexpired. Only bookkeeping changes: no revision,
+// no event.
+func (s *Store) RecordDispatch(ctx context.Context, schedulerEpoch, resourceID int64, dispatchID string) error {
+	if dispatchID == "" || len(dispatchID) > 128 {
+		return invalidField("/dispatch_id", "dispatch_id is required, at most 128 bytes")
+	}
+	// One statement, one round trip: the hot path of every dispatch.
+	var id int64
+	err := s.pool.QueryRow(ctx, `UPDATE resources SET dispatched_at = now(), dispatch_id = $3
+		WHERE id = $2 AND EXISTS (SELECT 1 FROM scheduler_state WHERE id = 1 AND epoch = $1 AND lease_expires_at > now())
+		RETURNING id`, schedulerEpoch, resourceID, dispatchID).Scan(&id)
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return translate(err)
+	}
+	return translate(pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if err := checkScheduler(ctx, tx, schedulerEpoch); err != nil {
+			return err
+		}
+		return notFound("resource %d not found", resourceID)
+	}))
+}
+
+// SetCondition writes one condition outside a reconcile, fenced by the
+// scheduler epoch like RecordDispatch. It writes nothing when the condition
+// already has that status, reason and message; otherwise one MODIFIED event.
+func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int64, c resource.Condition) (*resource.Resource, error) {
+	if errs := validateConditions("/condition", []resource.Condition{c}); len(errs) > 0 {
+		return nil, newError(ErrInvalid, "invalid condition").withFields(errs...)
+	}
+	var out *resource.Resource
+	err := s.write(ctx, false, func(tx pgx.Tx) error {
+		if err := checkScheduler(ctx, tx, schedulerEpoch); err != nil {
+			return err
+		}
+		r, l, err := lockForReconcile(ctx, tx, resourceID)
+		if err != nil {
+			return err
+		}
+		out = r
+		if i := slices.IndexFunc(r.Conditions, isType(c.Type)); i >= 0 {
+			cur := r.Conditions[i]
+			if cur.Status == c.Status && cur.Reason == c.Reason && cur.Message == c.Message {
+				return nil
+			}
+		}
+		r.Conditions, _ = mergeConditions(r.Conditions, []resource.Condition{c}, r.Generation, l.now)
+		r.Phase = resource.PhaseFor(r.Status, r.Phase == resource.PhaseDegraded, r.Conditions)
+		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
+			b.Queue(`UPDATE resources SET conditions = $2, phase = $3, resource_version = $4, updated_at = $5 WHERE id = $1`,
+				r.ID, r.Conditions, r.Phase, r.ResourceVersion, r.UpdatedAt)
+		}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RequestReconcile records a manual trigger: the next attempt consumes it.
+// It is one MODIFIED event (new resource_version), so that the scheduler
+// hears of it.
+func (s *Store) RequestReconcile(ctx context.Context, resourceID int64) (*resource.Resource, error) {
+	var out *resource.Resource
+	err := s.write(ctx, false, func(tx pgx.Tx) error {
+		r, err := lockResource(ctx, tx, resourceID, 0)
+		if err != nil {
+			return err
+		}
+		out = r
+		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
+			b.Queue(`UPDATE resources SET reconcile_requested_at = $2, resource_version = $3, updated_at = $2 WHERE id = $1`, r.ID, r.UpdatedAt, r.ResourceVersion)
+		}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,104 @@
+package pgstore
+
+// The two ways a write runs: write (an interactive transaction) and
+// pipelinedWrite (two round trips, for the hot paths). Both roll back on
+// error, on a dry run and when the before-commit hook fails, and call the
+// after-commit hook (the relay's wake-up) after COMMIT.
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// write runs fn in a read-committed transaction. fn's changes are rolled back
+// when dryRun is set, when fn fails, or when the before-commit hook fails.
+func (s *Store) write(ctx context.Context, dryRun bool, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(tx); err != nil {
+		return translate(err)
+	}
+	if dryRun {
+		return nil
+	}
+	if s.beforeCommit != nil {
+		if err := s.beforeCommit(ctx); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return translate(err)
+	}
+	if s.afterCommit != nil {
+		s.afterCommit()
+	}
+	return nil
+}
+
+// pipelinedWrite runs one write transaction in two round trips: BEGIN and
+// the reads queued by read go in one batch (scan reads their results), then
+// the writes that write queues go with COMMIT in a second batch. It is the hot
+// path's version of write; the before-commit hook, when set, costs one more
+// round trip.
+func (s *Store) pipelinedWrite(ctx context.Context, dryRun bool, read func(b *pgx.Batch), scan func(br pgx.BatchResults) error, write func(b *pgx.Batch) error) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer conn.Release()
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		// Leave the connection clean, or drop it when that fails.
+		if _, err := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}()
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	read(b)
+	br := conn.SendBatch(ctx, b)
+	_, err = br.Exec()
+	if err == nil {
+		err = scan(br)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return translate(err)
+	}
+	w := &pgx.Batch{}
+	if err := write(w); err != nil {
+		return translate(err)
+	}
+	commitInBatch := !dryRun && s.beforeCommit == nil
+	if commitInBatch {
+		w.Queue("COMMIT")
+	}
+	if err := conn.SendBatch(ctx, w).Close(); err != nil {
+		return translate(err)
+	}
+	if dryRun {
+		return nil
+	}
+	if !commitInBatch {
+		if err := s.beforeCommit(ctx); err != nil {
+			return err
+		}
+		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+			return translate(err)
+		}
+	}
+	done = true
+	if s.afterCommit != nil {
+		s.afterCommit()
+	}
+	return nil
+}
