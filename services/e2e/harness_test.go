@@ -266,11 +266,15 @@ func (c *cluster) startReconciler(storeAddr string, types ...string) *proc {
 // startReconcilerArgs runs `no8s-reconciler <args>` as replica name, with
 // extra environment variables, and waits until the reconciler it names
 // serves every type it registers (for noop: --types; for
-// postgres-database: PostgresDatabase/v1).
+// postgres-database: PostgresDatabase/v1). postgres-database registers its
+// type through the first gateway.
 func (c *cluster) startReconcilerArgs(name, storeAddr string, env []string, args ...string) *proc {
 	c.t.Helper()
 	full := append(slices.Clone(args), "--nats-url", c.natsURL, "--store-addr", storeAddr,
 		"--health-listen", c.healthAddr("reconciler-"+name), "--replica-id", name, "--log-level", "debug")
+	if args[0] == "postgres-database" && len(c.gateways) > 0 {
+		full = append(full, "--api-url", c.gateways[0])
+	}
 	p := start(c.t, "reconciler-"+name, filepath.Join(binDir, "no8s-reconciler"), full, env...)
 	var want []string
 	for i, a := range args {
