@@ -64,7 +64,7 @@ func commonFlags(fs *flag.FlagSet) *common {
 		c.vars[env] = fs.String(name, envOr(env, def), help+" ($"+env+")")
 	}
 	str("nats-url", worker.EnvNATSURL, "nats://127.0.0.1:4222", "NATS server URL")
-	str("store-addr", worker.EnvStoreAddr, "127.0.0.1:7001", "store gRPC address")
+	str("store-addr", worker.EnvStoreAddr, worker.DefaultStoreAddr, "the store's worker address (no8s-store --worker-listen)")
 	str("concurrency", worker.EnvMaxConcurrency, strconv.Itoa(worker.DefaultMaxConcurrency), "attempts at once in this replica")
 	str("replica-id", worker.EnvReplicaID, "", "this replica's name in lease holders (default host-pid-random)")
 	str("health-listen", worker.EnvHealthListen, "", `probe address for /healthz and /readyz ("off" disables; default `+worker.DefaultHealthListen+`, or a free port when that is taken)`)
