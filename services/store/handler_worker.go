@@ -38,8 +38,10 @@ func ownFinalizer(holder string) string {
 // checkOwned refuses, with Forbidden/not_owned, finalizers other than the
 // holder's own and annotations other than no8s.io/operation. The holder is
 // the one of the lease at epoch on resource id: an epoch names one holder
-// for ever, and the write that follows is fenced by the same epoch, so a
-// lease taken over in between makes that write fail with stale_epoch.
+// for ever. CompleteReconcile, which follows the check, is fenced by the
+// same epoch, so a lease taken over in between makes it fail with
+// stale_epoch; UpdateFinalizers is not fenced, but what it may change is
+// the holder's own finalizer whoever holds the lease by then.
 func (h *workerHandler) checkOwned(ctx context.Context, id, epoch int64, finalizers, annotations []string) error {
 	if len(finalizers) == 0 && len(annotations) == 0 {
 		return nil
