@@ -41,16 +41,18 @@ type ResourceList struct {
 	ResourceVersion int64
 }
 
-// Writer changes resources outside their status. Spec changes of other
-// resources go through the public API (admission applies); the writer
-// covers what reconcilers need beside their own status.
+// Writer is what a reconciler writes beside the status the engine saves:
+// its own finalizer on the resource it reconciles. Workers reach the store
+// through a narrow door (WorkerService) that takes nothing else. Other
+// resources, child resources for one, are created and changed through the
+// public API, as a client does, so that admission applies.
 type Writer interface {
-	// UpdateFinalizers adds and removes finalizers of a resource. Removing
-	// the last finalizer of a deleting resource purges it.
+	// UpdateFinalizers adds and removes finalizers of the resource under
+	// reconcile. Only the reconciler's own finalizer (Finalizer(name)) is
+	// accepted, and only under the attempt's lease; anything else is
+	// refused (a gRPC PermissionDenied, reason not_owned). Removing the
+	// last finalizer of a deleting resource purges it.
 	UpdateFinalizers(ctx context.Context, id int64, add, remove []string) (*Resource, error)
-	// RequestReconcile asks for another reconcile of a resource (the manual
-	// trigger), for example of a parent after its child changed.
-	RequestReconcile(ctx context.Context, id int64) error
 }
 
 // ReadWriter is what a step gets: reads and non-status writes. The status of

@@ -43,8 +43,7 @@ func (r *recorder) UpdateFinalizers(_ context.Context, id int64, add, remove []s
 	r.log(fmt.Sprintf("finalizers +%v -%v", add, remove))
 	return nil, r.finErr
 }
-func (r *recorder) RequestReconcile(context.Context, int64) error { return nil }
-func (r *recorder) Status() sdk.StatusWriter                      { return r }
+func (r *recorder) Status() sdk.StatusWriter { return r }
 func (r *recorder) Complete(_ context.Context, c *sdk.Completion) (*sdk.Completed, error) {
 	r.log("complete " + c.Outcome.String())
 	r.mu.Lock()

@@ -47,6 +47,9 @@ type Config struct {
 	NATSPort int
 	// StoreAddr and AdmissionAddr are the internal gRPC addresses.
 	StoreAddr, AdmissionAddr string
+	// WorkerAddr is the store's worker address: reconcilers connect there
+	// (NO8S_STORE_ADDR), and only WorkerService is served on it.
+	WorkerAddr string
 	// Outbound is the address rule for webhook calls (outbound.DevPolicy:
 	// loopback and private addresses allowed, link-local refused).
 	Outbound outbound.Policy
@@ -65,6 +68,7 @@ func DefaultConfig() Config {
 		NATSPort:      4333,
 		StoreAddr:     "127.0.0.1:7001",
 		AdmissionAddr: "127.0.0.1:7002",
+		WorkerAddr:    "127.0.0.1:7003",
 		Outbound:      outbound.DevPolicy(),
 	}
 }
@@ -103,6 +107,10 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	storeLis, err := net.Listen("tcp", cfg.StoreAddr)
 	if err != nil {
 		return fmt.Errorf("store listen: %w", err)
+	}
+	workerLis, err := net.Listen("tcp", cfg.WorkerAddr)
+	if err != nil {
+		return fmt.Errorf("store worker listen: %w", err)
 	}
 	admissionLis, err := net.Listen("tcp", cfg.AdmissionAddr)
 	if err != nil {
@@ -157,7 +165,7 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	defer stopStore()
 
 	var g errgroup.Group
-	g.Go(func() error { return storeSvc.Serve(storeCtx, storeLis) })
+	g.Go(func() error { return storeSvc.Serve(storeCtx, storeLis, workerLis) })
 	g.Go(func() error { return admissionSvc.Serve(admissionCtx, admissionLis) })
 	schedulerDone := make(chan struct{})
 	g.Go(func() error { defer close(schedulerDone); return schedulerSvc.Run(gatewayCtx) })
@@ -168,7 +176,7 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		stopStore()
 		return err
 	})
-	log.Info("no8s dev is up", "api", "http://"+displayAddr(httpLis.Addr()), "database", redact(cfg.DatabaseURL))
+	log.Info("no8s dev is up", "api", "http://"+displayAddr(httpLis.Addr()), "workers", displayAddr(workerLis.Addr()), "database", redact(cfg.DatabaseURL))
 	return g.Wait()
 }
 

@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	if addr := os.Getenv(rogueEnv); addr != "" {
+		return runRogueWorker(addr) // this process is TestWorkerDoorIsNarrow's rogue worker
+	}
 	dir, err := os.MkdirTemp("", "no8s-e2e-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -151,9 +154,12 @@ type cluster struct {
 	nats       *proc
 	stores     []*proc
 	storeAddrs []string
-	admissions []string
-	gateways   []string
-	pool       *pgxpool.Pool
+	// workerAddrs maps a store's address to its worker address (the
+	// reconcilers' door), so that a restart keeps both.
+	workerAddrs map[string]string
+	admissions  []string
+	gateways    []string
+	pool        *pgxpool.Pool
 	// probes are the /readyz URLs of the processes started, by name.
 	probes map[string]string
 }
@@ -204,11 +210,27 @@ func (c *cluster) startStore(addr string) *proc {
 		c.storeAddrs = append(c.storeAddrs, addr)
 	}
 	p := start(c.t, "store", filepath.Join(binDir, "no8s-store"),
-		[]string{"--listen", addr, "--database-url", c.dbURL, "--nats-url", c.natsURL,
+		[]string{"--listen", addr, "--worker-listen", c.workerAddr(addr), "--database-url", c.dbURL, "--nats-url", c.natsURL,
 			"--health-listen", c.healthAddr(fmt.Sprintf("store-%d", len(c.stores)))}, "NO8S_LOG_LEVEL=debug")
 	c.stores = append(c.stores, p)
 	waitTCP(c.t, addr, p)
+	waitTCP(c.t, c.workerAddr(addr), p)
 	return p
+}
+
+// workerAddr returns the worker address of the store at storeAddr: where
+// reconcilers connect, and only the WorkerService is served. The first
+// call picks a free one.
+func (c *cluster) workerAddr(storeAddr string) string {
+	if c.workerAddrs == nil {
+		c.workerAddrs = map[string]string{}
+	}
+	if a, ok := c.workerAddrs[storeAddr]; ok {
+		return a
+	}
+	a := freeAddr(c.t)
+	c.workerAddrs[storeAddr] = a
+	return a
 }
 
 func (c *cluster) startAdmission(storeAddr string) string {
@@ -266,11 +288,16 @@ func (c *cluster) startReconciler(storeAddr string, types ...string) *proc {
 // startReconcilerArgs runs `no8s-reconciler <args>` as replica name, with
 // extra environment variables, and waits until the reconciler it names
 // serves every type it registers (for noop: --types; for
-// postgres-database: PostgresDatabase/v1).
+// postgres-database: PostgresDatabase/v1). It connects to the worker
+// address of the store at storeAddr; postgres-database registers its type
+// through the first gateway.
 func (c *cluster) startReconcilerArgs(name, storeAddr string, env []string, args ...string) *proc {
 	c.t.Helper()
-	full := append(slices.Clone(args), "--nats-url", c.natsURL, "--store-addr", storeAddr,
+	full := append(slices.Clone(args), "--nats-url", c.natsURL, "--store-addr", c.workerAddr(storeAddr),
 		"--health-listen", c.healthAddr("reconciler-"+name), "--replica-id", name, "--log-level", "debug")
+	if args[0] == "postgres-database" && len(c.gateways) > 0 {
+		full = append(full, "--api-url", c.gateways[0])
+	}
 	p := start(c.t, "reconciler-"+name, filepath.Join(binDir, "no8s-reconciler"), full, env...)
 	var want []string
 	for i, a := range args {

@@ -51,7 +51,8 @@ func outboxKillRound(t *testing.T) {
 	addr := freeAddr(t)
 	st := c.startStore(addr)
 	_, nc := c.jetstream()
-	if _, err := pgstore.New(c.pool).CreateType(ctx, pgstore.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(`{"type":"object"}`)}); err != nil {
+	typ, err := pgstore.New(c.pool).CreateType(ctx, pgstore.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(`{"type":"object"}`)})
+	if err != nil {
 		t.Fatal(err)
 	}
 	// In-process writers share the store's code and wake the store
@@ -92,7 +93,7 @@ func outboxKillRound(t *testing.T) {
 				if w < 8 {
 					outboxtest.WriteOnce(wctx, local, name, rand.IntN)
 				} else {
-					remoteWrite(wctx, remote, name)
+					remoteWrite(wctx, remote, name, typ.ResourceVersion)
 				}
 			}
 		}()
@@ -133,9 +134,10 @@ func outboxKillRound(t *testing.T) {
 	outboxtest.CheckStreamMatchesOutbox(t, ctx, c.pool, stream)
 }
 
-// remoteWrite does one random write through the store's gRPC API. Errors are
+// remoteWrite does one random write through the store's gRPC API, naming
+// the type's revision rev on spec writes as admission does. Errors are
 // expected: the process is killed under it.
-func remoteWrite(ctx context.Context, s storev1.StoreServiceClient, name string) {
+func remoteWrite(ctx context.Context, s storev1.StoreServiceClient, name string, rev int64) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	got, err := s.GetResource(ctx, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: &storev1.ResourceName{
@@ -146,14 +148,14 @@ func remoteWrite(ctx context.Context, s storev1.StoreServiceClient, name string)
 		if rand.IntN(2) == 0 {
 			r.Finalizers = []string{"example.com/hold"}
 		}
-		_, _ = s.CreateResource(ctx, &storev1.CreateResourceRequest{Resource: r})
+		_, _ = s.CreateResource(ctx, &storev1.CreateResourceRequest{Resource: r, SchemaRevision: rev})
 		return
 	}
 	id := got.GetResource().GetId()
 	switch rand.IntN(4) {
 	case 0, 1:
 		spec, _ := json.Marshal(map[string]int{"n": rand.IntN(1000)})
-		_, _ = s.UpdateResource(ctx, &storev1.UpdateResourceRequest{Id: id, Spec: spec})
+		_, _ = s.UpdateResource(ctx, &storev1.UpdateResourceRequest{Id: id, Spec: spec, SchemaRevision: rev})
 	case 2:
 		_, _ = s.DeleteResource(ctx, &storev1.DeleteResourceRequest{Id: id})
 	case 3:

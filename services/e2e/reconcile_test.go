@@ -26,12 +26,13 @@ import (
 )
 
 // runWorker runs rec with the SDK's worker runtime in the test process,
-// against the cluster's NATS and store processes, until the test ends; it
-// waits until the reconciler is registered.
+// against the cluster's NATS and the worker address of the store process at
+// storeAddr, until the test ends; it waits until the reconciler is
+// registered.
 func (c *cluster) runWorker(rec sdk.Reconciler, storeAddr string, types ...sdk.TypeRef) *worker.Worker {
 	c.t.Helper()
 	_, nc := c.jetstream()
-	conn, err := grpcserver.Dial(storeAddr)
+	conn, err := grpcserver.Dial(c.workerAddr(storeAddr))
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -116,7 +116,8 @@ func (e *identityEnv) useDatabase(dbURL string) {
 func (e *identityEnv) startStore() *proc {
 	e.t.Helper()
 	p := start(e.t, "store", filepath.Join(binDir, "no8s-store"),
-		[]string{"--listen", e.storeAddr, "--database-url", e.dbURL, "--nats-url", e.c.natsURL}, "NO8S_LOG_LEVEL=debug")
+		[]string{"--listen", e.storeAddr, "--worker-listen", e.c.workerAddr(e.storeAddr), "--database-url", e.dbURL, "--nats-url", e.c.natsURL},
+		"NO8S_LOG_LEVEL=debug")
 	e.store = p
 	return p
 }

@@ -58,10 +58,12 @@ type stack struct {
 	js jetstream.JetStream
 	// admissionSvc tells which webhook set admission has in force.
 	admissionSvc *admission.Service
-	// nc and storeConn are what the reconcilers connect with.
-	nc        *nats.Conn
-	storeConn *grpc.ClientConn
-	log       *slog.Logger
+	// nc and workerConn (the store's worker listener) are what the
+	// reconcilers connect with; storeConn is the store's main listener.
+	nc         *nats.Conn
+	storeConn  *grpc.ClientConn
+	workerConn *grpc.ClientConn
+	log        *slog.Logger
 	// ctx ends when the stack stops; workers run on it.
 	ctx     context.Context
 	wg      *sync.WaitGroup
@@ -152,10 +154,19 @@ func startStack() (*stack, func(), error) {
 	if err != nil {
 		return fail(err)
 	}
-	storeAddr, err := serve("store", storeSvc.Serve)
+	workerLis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fail(err)
 	}
+	storeAddr, err := serve("store", func(ctx context.Context, lis net.Listener) error { return storeSvc.Serve(ctx, lis, workerLis) })
+	if err != nil {
+		return fail(err)
+	}
+	workerConn, err := grpcserver.Dial(workerLis.Addr().String())
+	if err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, func() { _ = workerConn.Close() })
 	storeConn, err := grpcserver.Dial(storeAddr)
 	if err != nil {
 		return fail(err)
@@ -184,7 +195,7 @@ func startStack() (*stack, func(), error) {
 	cleanups = append(cleanups, func() { _ = admissionConn.Close() })
 	admissionClient := admissionv1.NewAdmissionServiceClient(admissionConn)
 
-	conns := map[string]*grpc.ClientConn{"store": storeConn, "admission": admissionConn}
+	conns := map[string]*grpc.ClientConn{"store": storeConn, "worker": workerConn, "admission": admissionConn}
 	cfg := DefaultConfig()
 	cfg.Health.Ready = []health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn), health.NATS(nc)}
 	cfg.JetStream, cfg.Watch = js, watchTestConfig
@@ -197,7 +208,7 @@ func startStack() (*stack, func(), error) {
 	srv := httptest.NewServer(gw.Handler())
 	cleanups = append(cleanups, srv.Close, stopEvents) // watches end before the server closes
 	return &stack{gateway: gw, server: srv, store: storeClient, admission: admissionClient, conns: conns, admissionSvc: admissionSvc, js: js,
-		nc: nc, storeConn: storeConn, log: log, ctx: ctx, wg: &wg, workers: map[string]*worker.Worker{}}, stop, nil
+		nc: nc, storeConn: storeConn, workerConn: workerConn, log: log, ctx: ctx, wg: &wg, workers: map[string]*worker.Worker{}}, stop, nil
 }
 
 // serveType runs the noop reconciler for name/version (once per type, for
@@ -223,7 +234,7 @@ func startWorker(t testing.TB, name, version string, rec sdk.Reconciler) {
 	t.Helper()
 	key := name + "/" + version
 	rname := rec.Name()
-	w, err := worker.New(rec, worker.Config{Types: []sdk.TypeRef{sdk.Type(name, version)}, NATS: env.nc, Store: env.storeConn},
+	w, err := worker.New(rec, worker.Config{Types: []sdk.TypeRef{sdk.Type(name, version)}, NATS: env.nc, Store: env.workerConn},
 		worker.WithReplicaID("gateway-test"), worker.WithShutdownGrace(time.Second, time.Second), worker.WithFetchWait(time.Second),
 		worker.WithLogger(env.log.With("reconciler", rname)))
 	if err != nil {

@@ -173,7 +173,7 @@ func TestDatabaseOutageAnswers503(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	storeConn, err := grpcserver.Dial(serve(storeSvc.Serve))
+	storeConn, err := grpcserver.Dial(serve(func(ctx context.Context, lis net.Listener) error { return storeSvc.Serve(ctx, lis, nil) }))
 	if err != nil {
 		t.Fatal(err)
 	}

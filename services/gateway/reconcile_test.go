@@ -16,10 +16,10 @@ import (
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
-// reconcileClient talks to the stack's ReconcileService directly, as a
-// worker does.
-func reconcileClient() reconcilev1.ReconcileServiceClient {
-	return reconcilev1.NewReconcileServiceClient(env.conns["store"])
+// reconcileClient talks to the stack's WorkerService directly, as a worker
+// does.
+func reconcileClient() reconcilev1.WorkerServiceClient {
+	return reconcilev1.NewWorkerServiceClient(env.conns["worker"])
 }
 
 // attempt runs one reconcile attempt on a resource as a worker would.

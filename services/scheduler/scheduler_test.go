@@ -40,9 +40,12 @@ type env struct {
 	store *pgstore.Store
 	addr  string
 	rc    reconcilev1.ReconcileServiceClient
-	js    jetstream.JetStream
-	kv    jetstream.KeyValue
-	log   *slog.Logger
+	// wc is the store's WorkerService (its worker listener), for the test
+	// workers.
+	wc  reconcilev1.WorkerServiceClient
+	js  jetstream.JetStream
+	kv  jetstream.KeyValue
+	log *slog.Logger
 }
 
 func testLogger() *slog.Logger {
@@ -69,11 +72,21 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	workerLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
-	go func() { defer close(done); _ = svc.Serve(ctx, lis) }()
+	go func() { defer close(done); _ = svc.Serve(ctx, lis, workerLis) }()
 	t.Cleanup(func() { <-done })
 	e := &env{t: t, store: svc.Store(), addr: lis.Addr().String(), log: log}
 	e.rc = reconcilev1.NewReconcileServiceClient(e.dial())
+	wconn, err := grpc.NewClient(workerLis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = wconn.Close() })
+	e.wc = reconcilev1.NewWorkerServiceClient(wconn)
 	if e.js, err = jetstream.New(nc); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +286,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 		w.seen = append(w.seen, a)
 		w.mu.Unlock()
 	}()
-	l, err := w.e.rc.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: it.GetResourceId(), Holder: "test-worker",
+	l, err := w.e.wc.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: it.GetResourceId(), Holder: "test/worker",
 		LeaseSeconds: 5, SchedulerEpoch: it.GetSchedulerEpoch(), DispatchId: it.GetDispatchId()})
 	if err != nil {
 		pe := problem.As(grpcstatus.FromStatus(err))
@@ -305,7 +318,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	if l.GetResource().GetDeletedAt() != nil && o.result == reconcilev1.Outcome_OUTCOME_SUCCESS {
 		req.RemoveFinalizers = []string{finalizer}
 	}
-	if _, err := w.e.rc.CompleteReconcile(ctx, req); err != nil {
+	if _, err := w.e.wc.CompleteReconcile(ctx, req); err != nil {
 		_ = msg.Nak()
 		return
 	}

@@ -16,6 +16,18 @@ type handler struct {
 	store *pgstore.Store
 }
 
+// requireSchemaRevision refuses a spec write that does not name the type
+// revision admission validated it against: without it the store could not
+// tell a spec checked against an older schema (schema_changed), so no spec
+// reaches the store unadmitted.
+func requireSchemaRevision(rev int64) error {
+	if rev <= 0 {
+		return problem.Field("/schema_revision",
+			"required on every spec write: the resource type's resource_version the spec was admitted against (write through admission)")
+	}
+	return nil
+}
+
 func (h *handler) CreateResourceType(ctx context.Context, req *storev1.CreateResourceTypeRequest) (*storev1.CreateResourceTypeResponse, error) {
 	t := req.GetResourceType()
 	out, err := h.store.CreateType(ctx, pgstore.CreateTypeRequest{
@@ -73,6 +85,9 @@ func (h *handler) CreateResource(ctx context.Context, req *storev1.CreateResourc
 	if in == nil {
 		return nil, toStatus(problem.Invalidf("resource is required"))
 	}
+	if err := requireSchemaRevision(req.GetSchemaRevision()); err != nil {
+		return nil, toStatus(err)
+	}
 	out, err := h.store.CreateResource(ctx, pgstore.CreateResourceRequest{Resource: *in, SchemaRevision: req.GetSchemaRevision(), DryRun: req.GetDryRun()})
 	if err != nil {
 		return nil, toStatus(err)
@@ -114,6 +129,11 @@ func (h *handler) ListResources(ctx context.Context, req *storev1.ListResourcesR
 }
 
 func (h *handler) UpdateResource(ctx context.Context, req *storev1.UpdateResourceRequest) (*storev1.UpdateResourceResponse, error) {
+	if req.GetSpec() != nil {
+		if err := requireSchemaRevision(req.GetSchemaRevision()); err != nil {
+			return nil, toStatus(err)
+		}
+	}
 	out, err := h.store.UpdateResource(ctx, pgstore.UpdateResourceRequest{
 		ID:                      req.GetId(),
 		Spec:                    req.GetSpec(),

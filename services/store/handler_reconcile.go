@@ -14,82 +14,16 @@ import (
 	"github.com/no8s/no8s/services/store/pgstore"
 )
 
-// reconcileHandler is the gRPC edge of ReconcileService: it maps the
-// protobuf contract (proto/no8s/reconcile/v1) onto pgstore's reconcile
-// operations.
+// reconcileHandler is the gRPC edge of ReconcileService (the scheduler's and
+// the gateway's calls): it maps the protobuf contract
+// (proto/no8s/reconcile/v1) onto pgstore's reconcile operations. The
+// workers' calls are workerHandler's (handler_worker.go).
 type reconcileHandler struct {
 	reconcilev1.UnimplementedReconcileServiceServer
 	store *pgstore.Store
 }
 
 func seconds(n int32) time.Duration { return time.Duration(n) * time.Second }
-
-func (h *reconcileHandler) AcquireLease(ctx context.Context, req *reconcilev1.AcquireLeaseRequest) (*reconcilev1.AcquireLeaseResponse, error) {
-	l, err := h.store.AcquireLease(ctx, pgstore.AcquireLeaseRequest{
-		ResourceID: req.GetResourceId(), Holder: req.GetHolder(), Lease: seconds(req.GetLeaseSeconds()),
-		SchedulerEpoch: req.GetSchedulerEpoch(), DispatchID: req.GetDispatchId(),
-	})
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &reconcilev1.AcquireLeaseResponse{
-		LeaseEpoch: l.Epoch, ExpiresAt: timestamppb.New(l.ExpiresAt), Resource: resourcepb.ToProto(l.Resource), Policy: policyToProto(l.Policy),
-	}, nil
-}
-
-func (h *reconcileHandler) RenewLease(ctx context.Context, req *reconcilev1.RenewLeaseRequest) (*reconcilev1.RenewLeaseResponse, error) {
-	exp, err := h.store.RenewLease(ctx, req.GetResourceId(), req.GetLeaseEpoch(), seconds(req.GetLeaseSeconds()))
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &reconcilev1.RenewLeaseResponse{ExpiresAt: timestamppb.New(exp)}, nil
-}
-
-var outcomes = map[reconcilev1.Outcome]pgstore.Outcome{
-	reconcilev1.Outcome_OUTCOME_SUCCESS:  pgstore.OutcomeSuccess,
-	reconcilev1.Outcome_OUTCOME_REQUEUE:  pgstore.OutcomeRequeue,
-	reconcilev1.Outcome_OUTCOME_ERROR:    pgstore.OutcomeError,
-	reconcilev1.Outcome_OUTCOME_TERMINAL: pgstore.OutcomeTerminal,
-}
-
-func (h *reconcileHandler) CompleteReconcile(ctx context.Context, req *reconcilev1.CompleteReconcileRequest) (*reconcilev1.CompleteReconcileResponse, error) {
-	hist := req.GetHistory()
-	in := pgstore.CompleteReconcileRequest{
-		ResourceID:    req.GetResourceId(),
-		LeaseEpoch:    req.GetLeaseEpoch(),
-		Outcome:       outcomes[req.GetOutcome()],
-		StatusMessage: req.GetStatusMessage(),
-		Conditions:    conditionsFromProto(req.GetConditions()),
-		Generation:    req.GetGeneration(),
-		History: pgstore.HistoryEntry{
-			Phase:            hist.GetPhase(),
-			ErrorMessage:     hist.GetErrorMessage(),
-			ResourcesCreated: hist.GetResourcesCreated(),
-			ResourcesUpdated: hist.GetResourcesUpdated(),
-			ResourcesDeleted: hist.GetResourcesDeleted(),
-			DurationMS:       hist.GetDurationMs(),
-			Reason:           reasonName(hist.GetReason()),
-		},
-		AddFinalizers:     req.GetAddFinalizers(),
-		RemoveFinalizers:  req.GetRemoveFinalizers(),
-		RemoveAnnotations: req.GetRemoveAnnotations(),
-		RequeueAfter:      seconds(req.GetRequeueAfterSeconds()),
-		Degraded:          req.GetDegraded(),
-		Observed:          req.GetObserved(),
-	}
-	if len(req.GetOutputs()) > 0 {
-		in.Outputs = req.GetOutputs()
-	}
-	if t := hist.GetStartedAt(); t != nil {
-		st := t.AsTime().UTC()
-		in.History.StartedAt = &st
-	}
-	res, err := h.store.CompleteReconcile(ctx, in)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &reconcilev1.CompleteReconcileResponse{Resource: resourcepb.ToProto(res.Resource), Purged: res.Purged}, nil
-}
 
 func (h *reconcileHandler) BecomeScheduler(ctx context.Context, req *reconcilev1.BecomeSchedulerRequest) (*reconcilev1.BecomeSchedulerResponse, error) {
 	if req.GetRelease() {

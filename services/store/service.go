@@ -13,8 +13,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
 
-	"github.com/no8s/no8s/libs/sdk/health"
+	sdkhealth "github.com/no8s/no8s/libs/sdk/health"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/grpcserver"
@@ -93,24 +95,34 @@ func (s *Service) Store() *pgstore.Store { return s.store }
 
 // Probes returns the store's probes (package health): ready while
 // PostgreSQL and NATS answer.
-func (s *Service) Probes() health.Config {
-	return health.Config{Ready: []health.Check{
+func (s *Service) Probes() sdkhealth.Config {
+	return sdkhealth.Config{Ready: []sdkhealth.Check{
 		{Name: "postgres", Func: func(ctx context.Context) error { return s.pool.Ping(ctx) }},
-		health.NATS(s.nc),
+		sdkhealth.NATS(s.nc),
 	}}
 }
 
 // Relay returns the outbox relay.
 func (s *Service) Relay() *outbox.Relay { return s.relay }
 
-// Serve serves gRPC on lis and runs the relay until ctx ends, then drains
-// in-flight calls, stops the relay and closes the pool.
-func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
+// Serve serves gRPC and runs the relay until ctx ends, then drains in-flight
+// calls, stops the relay and closes the pool. lis gets StoreService and
+// ReconcileService (the gateway, admission and the scheduler); workerLis,
+// when not nil, gets WorkerService and nothing else: the reconciler
+// workers' narrower door.
+func (s *Service) Serve(ctx context.Context, lis, workerLis net.Listener) error {
 	defer s.pool.Close()
 	srv, hs := grpcserver.New(s.log)
 	storev1.RegisterStoreServiceServer(srv, &handler{store: s.store})
 	reconcilev1.RegisterReconcileServiceServer(srv, &reconcileHandler{store: s.store})
 	s.log.Info("store serving", "addr", lis.Addr().String())
+	var wsrv *grpc.Server
+	var whs *health.Server
+	if workerLis != nil {
+		wsrv, whs = grpcserver.New(s.log)
+		reconcilev1.RegisterWorkerServiceServer(wsrv, &workerHandler{store: s.store})
+		s.log.Info("store serving workers", "addr", workerLis.Addr().String())
+	}
 
 	// A relay that finds the stream is not this database's stops the store.
 	sctx, stopServing := context.WithCancelCause(ctx)
@@ -127,6 +139,9 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 		relayDone <- err
 	}()
 	g.Go(func() error { return grpcserver.Serve(gctx, srv, hs, lis, s.cfg.ShutdownGrace) })
+	if wsrv != nil {
+		g.Go(func() error { return grpcserver.Serve(gctx, wsrv, whs, workerLis, s.cfg.ShutdownGrace) })
+	}
 	err := g.Wait()
 	// The relay stops after the last write has been served. Rows it has not
 	// published yet stay in the outbox for the next leader: nothing is lost.

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +56,10 @@ func TestWrap(t *testing.T) {
 	}
 	if client.Wrap("op", nil) != nil {
 		t.Error("nil error wrapped")
+	}
+	// A worker at the store's main address: the error says where to point it.
+	if err := client.Wrap("op", storeErr(t, codes.Unimplemented, "")); !strings.Contains(err.Error(), "NO8S_STORE_ADDR") {
+		t.Errorf("unimplemented: %v does not name NO8S_STORE_ADDR", err)
 	}
 }
 

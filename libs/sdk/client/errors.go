@@ -19,7 +19,16 @@ const (
 	ReasonStaleDispatch = "stale_dispatch"
 	ReasonIgnored       = "ignored"
 	ReasonNotFound      = "not_found"
+	// ReasonNotOwned: the worker's door refused a write outside a worker's
+	// share (another reconciler's finalizer, an annotation other than
+	// no8s.io/operation), with PermissionDenied.
+	ReasonNotOwned = "not_owned"
 )
+
+// wrongAddress is added to an Unimplemented answer: the usual cause is a
+// worker pointed at the store's main address instead of its worker
+// address.
+const wrongAddress = " (a worker talks to the store's worker address: is NO8S_STORE_ADDR the address of no8s-store --worker-listen, 127.0.0.1:7003 by default?)"
 
 // Error is a refusal from the store: its gRPC code, the ErrorInfo reason and
 // message, and the sdk sentinel it matches.
@@ -81,6 +90,8 @@ func Wrap(op string, err error) error {
 		e.kind = sdk.ErrUnavailable
 	case e.Code == codes.Canceled:
 		return fmt.Errorf("%s: %w", op, context.Canceled)
+	case e.Code == codes.Unimplemented:
+		e.Message += wrongAddress
 	}
 	return e
 }

@@ -59,14 +59,15 @@ type Lease struct {
 	Policy   Policy
 }
 
-// Leases wraps the ReconcileService calls of a worker.
+// Leases wraps the WorkerService calls of a worker around one attempt.
 type Leases struct {
-	rc reconcilev1.ReconcileServiceClient
+	rc reconcilev1.WorkerServiceClient
 }
 
-// NewLeases returns a lease client over a connection to the store.
+// NewLeases returns a lease client over a connection to the store's worker
+// listener.
 func NewLeases(conn grpc.ClientConnInterface) *Leases {
-	return &Leases{rc: reconcilev1.NewReconcileServiceClient(conn)}
+	return &Leases{rc: reconcilev1.NewWorkerServiceClient(conn)}
 }
 
 // Acquire takes the lease of item's resource for holder.

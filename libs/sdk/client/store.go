@@ -10,22 +10,23 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 )
 
-// Store is a thin sdk.ReadWriter over the store's gRPC API.
+// Store is a thin sdk.ReadWriter over the store's WorkerService, the
+// workers' door (the store's worker listener).
 type Store struct {
-	store     storev1.StoreServiceClient
-	reconcile reconcilev1.ReconcileServiceClient
+	w reconcilev1.WorkerServiceClient
 }
 
 var _ sdk.ReadWriter = (*Store)(nil)
 
-// NewStore returns a client over a connection to the store.
+// NewStore returns a client over a connection to the store's worker
+// listener.
 func NewStore(conn grpc.ClientConnInterface) *Store {
-	return &Store{store: storev1.NewStoreServiceClient(conn), reconcile: reconcilev1.NewReconcileServiceClient(conn)}
+	return &Store{w: reconcilev1.NewWorkerServiceClient(conn)}
 }
 
 // Get implements sdk.Reader.
 func (s *Store) Get(ctx context.Context, id int64) (*sdk.Resource, error) {
-	resp, err := s.store.GetResource(ctx, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Id{Id: id}})
+	resp, err := s.w.GetResource(ctx, &reconcilev1.GetResourceRequest{Key: &reconcilev1.GetResourceRequest_Id{Id: id}})
 	if err != nil {
 		return nil, Wrap("get resource", err)
 	}
@@ -34,7 +35,7 @@ func (s *Store) Get(ctx context.Context, id int64) (*sdk.Resource, error) {
 
 // GetByName implements sdk.Reader.
 func (s *Store) GetByName(ctx context.Context, t sdk.TypeRef, name string) (*sdk.Resource, error) {
-	resp, err := s.store.GetResource(ctx, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: &storev1.ResourceName{
+	resp, err := s.w.GetResource(ctx, &reconcilev1.GetResourceRequest{Key: &reconcilev1.GetResourceRequest_Name{Name: &storev1.ResourceName{
 		ResourceTypeName: t.Name, ResourceTypeVersion: t.Version, Name: name,
 	}}})
 	if err != nil {
@@ -45,7 +46,7 @@ func (s *Store) GetByName(ctx context.Context, t sdk.TypeRef, name string) (*sdk
 
 // List implements sdk.Reader.
 func (s *Store) List(ctx context.Context, opts sdk.ListOptions) (*sdk.ResourceList, error) {
-	resp, err := s.store.ListResources(ctx, &storev1.ListResourcesRequest{
+	resp, err := s.w.ListResources(ctx, &reconcilev1.ListResourcesRequest{
 		ResourceTypeName: opts.Type.Name, ResourceTypeVersion: opts.Type.Version, Status: opts.Status,
 		LabelSelector: opts.LabelSelector, Limit: int32(min(max(opts.Limit, 0), 1<<30)), ContinueToken: opts.Continue,
 	})
@@ -59,17 +60,31 @@ func (s *Store) List(ctx context.Context, opts sdk.ListOptions) (*sdk.ResourceLi
 	return out, nil
 }
 
-// UpdateFinalizers implements sdk.Writer.
+// UpdateFinalizers implements sdk.Writer without a lease: the store refuses
+// it (PermissionDenied). Within an attempt, ForAttempt's client presents
+// the attempt's lease.
 func (s *Store) UpdateFinalizers(ctx context.Context, id int64, add, remove []string) (*sdk.Resource, error) {
-	resp, err := s.store.UpdateFinalizers(ctx, &storev1.UpdateFinalizersRequest{Id: id, Add: add, Remove: remove})
+	return s.updateFinalizers(ctx, id, 0, add, remove)
+}
+
+func (s *Store) updateFinalizers(ctx context.Context, id, epoch int64, add, remove []string) (*sdk.Resource, error) {
+	resp, err := s.w.UpdateFinalizers(ctx, &reconcilev1.UpdateFinalizersRequest{ResourceId: id, LeaseEpoch: epoch, Add: add, Remove: remove})
 	if err != nil {
 		return nil, Wrap("update finalizers", err)
 	}
 	return sdk.ResourceFromProto(resp.GetResource()), nil
 }
 
-// RequestReconcile implements sdk.Writer.
-func (s *Store) RequestReconcile(ctx context.Context, id int64) error {
-	_, err := s.reconcile.RequestReconcile(ctx, &reconcilev1.RequestReconcileRequest{ResourceId: id})
-	return Wrap("request reconcile", err)
+// UnderLease returns the reader-writer of an attempt: its finalizer changes
+// present the lease's epoch, so that the store accepts the reconciler's own
+// finalizer on the leased resource.
+func (s *Store) UnderLease(lease *Lease) sdk.ReadWriter { return leasedStore{s, lease} }
+
+type leasedStore struct {
+	*Store
+	lease *Lease
+}
+
+func (s leasedStore) UpdateFinalizers(ctx context.Context, id int64, add, remove []string) (*sdk.Resource, error) {
+	return s.updateFinalizers(ctx, id, s.lease.Epoch, add, remove)
 }

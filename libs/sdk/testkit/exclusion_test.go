@@ -51,7 +51,7 @@ func TestLeaseHeldIsRetriedLater(t *testing.T) {
 	env.RunReconciler(t, p.engine("widgets"), widget)
 	w := env.CreateResource(t, widget, "contended", map[string]any{})
 	ctx := context.Background()
-	if _, err := env.Reconcile.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: w.ID, Holder: "someone/else", LeaseSeconds: 2}); err != nil {
+	if _, err := env.Worker.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: w.ID, Holder: "someone/else", LeaseSeconds: 2}); err != nil {
 		t.Fatal(err)
 	}
 	env.Dispatch(t, w, reconcilev1.Reason_REASON_PENDING)

@@ -64,7 +64,7 @@ func (e *Env) StartWorker(rec sdk.Reconciler, types []sdk.TypeRef, opts ...worke
 		worker.WithLease(e.opts.lease), worker.WithShutdownGrace(2*time.Second, 2*time.Second),
 		worker.WithLogger(e.Log.With("reconciler", rec.Name())),
 	}, opts...)
-	w, err := worker.New(rec, worker.Config{Types: types, NATS: e.NATS, Store: e.StoreConn}, all...)
+	w, err := worker.New(rec, worker.Config{Types: types, NATS: e.NATS, Store: e.WorkerConn}, all...)
 	if err != nil {
 		return nil, err
 	}

@@ -313,7 +313,7 @@ func TestProbes(t *testing.T) {
 func TestRunMainFromEnvironment(t *testing.T) {
 	env, p := start(t)
 	vars := map[string]string{
-		worker.EnvNATSURL: env.NATSURL, worker.EnvStoreAddr: env.StoreConn.Target(),
+		worker.EnvNATSURL: env.NATSURL, worker.EnvStoreAddr: env.WorkerConn.Target(),
 		worker.EnvHealthListen: "off", worker.EnvMaxConcurrency: "4", worker.EnvReplicaID: "main-1", worker.EnvLogLevel: "error",
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -40,11 +40,16 @@ type Env struct {
 	NATSURL string
 	// NATS is a connection to it.
 	NATS *nats.Conn
-	// StoreConn is a gRPC connection to the store.
+	// StoreConn is a gRPC connection to the store's main listener.
 	StoreConn *grpc.ClientConn
-	// Store and Reconcile are the store's gRPC services.
+	// WorkerConn is a gRPC connection to the store's worker listener, the
+	// one reconcilers use (only WorkerService is served there).
+	WorkerConn *grpc.ClientConn
+	// Store and Reconcile are the store's gRPC services on its main
+	// listener; Worker is the workers' service.
 	Store     storev1.StoreServiceClient
 	Reconcile reconcilev1.ReconcileServiceClient
+	Worker    reconcilev1.WorkerServiceClient
 	// Client reads resources the way reconcilers do.
 	Client *client.Store
 	// HTTP is the client the helpers use.
@@ -160,6 +165,10 @@ func (e *Env) start(t testing.TB) error {
 	if err != nil {
 		return err
 	}
+	workerLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
 	admissionLis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -178,15 +187,20 @@ func (e *Env) start(t testing.TB) error {
 	if err != nil {
 		return err
 	}
-	e.serve(func(ctx context.Context) error { return storeSvc.Serve(ctx, storeLis) })
+	e.serve(func(ctx context.Context) error { return storeSvc.Serve(ctx, storeLis, workerLis) })
 
 	if e.StoreConn, err = Dial(storeLis.Addr().String()); err != nil {
 		return err
 	}
 	e.onStop(func() { _ = e.StoreConn.Close() })
+	if e.WorkerConn, err = Dial(workerLis.Addr().String()); err != nil {
+		return err
+	}
+	e.onStop(func() { _ = e.WorkerConn.Close() })
 	e.Store = storev1.NewStoreServiceClient(e.StoreConn)
 	e.Reconcile = reconcilev1.NewReconcileServiceClient(e.StoreConn)
-	e.Client = client.NewStore(e.StoreConn)
+	e.Worker = reconcilev1.NewWorkerServiceClient(e.WorkerConn)
+	e.Client = client.NewStore(e.WorkerConn)
 
 	acfg := admission.DefaultConfig()
 	acfg.JetStream = js // the live-reconciler rule

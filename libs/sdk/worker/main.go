@@ -25,7 +25,8 @@ import (
 const (
 	// EnvNATSURL is the NATS server (default nats://127.0.0.1:4222).
 	EnvNATSURL = "NATS_URL"
-	// EnvStoreAddr is the store's gRPC address (default 127.0.0.1:7001).
+	// EnvStoreAddr is the store's worker address: its worker listener, on
+	// which only WorkerService is served (default 127.0.0.1:7003).
 	EnvStoreAddr = "NO8S_STORE_ADDR"
 	// EnvHealthListen is the probe address ("off" disables). Unset, it is
 	// DefaultHealthListen, or a free port when that is taken (a second
@@ -41,6 +42,10 @@ const (
 	// process (package logging).
 	EnvLogFormat = logging.EnvFormat
 )
+
+// DefaultStoreAddr is the store's worker address when EnvStoreAddr is unset
+// (no8s-store --worker-listen, and no8s dev).
+const DefaultStoreAddr = "127.0.0.1:7003"
 
 // DefaultHealthListen is the probe address when EnvHealthListen is unset.
 const DefaultHealthListen = ":8081"
@@ -124,7 +129,7 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 		return fmt.Errorf("connect to nats at %s: %w", natsURL, err)
 	}
 	defer nc.Close()
-	storeAddr := env(EnvStoreAddr, "127.0.0.1:7001")
+	storeAddr := env(EnvStoreAddr, DefaultStoreAddr)
 	conn, err := grpc.NewClient(storeAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return fmt.Errorf("store at %s: %w", storeAddr, err)

@@ -48,8 +48,8 @@ type Config struct {
 	Types []sdk.TypeRef
 	// NATS is the connection to the JetStream server. Required.
 	NATS *nats.Conn
-	// Store is the connection to the store's gRPC API (StoreService and
-	// ReconcileService). Required.
+	// Store is the connection to the store's worker address (its
+	// WorkerService, no8s-store --worker-listen). Required.
 	Store grpc.ClientConnInterface
 }
 

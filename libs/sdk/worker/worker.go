@@ -508,7 +508,7 @@ func (w *Worker) process(workCtx context.Context, it *item) {
 		_, _ = rand.Read(b)
 		id = hex.EncodeToString(b)
 	}
-	cl := client.ForAttempt(w.store, w.leases.StatusWriter(lease))
+	cl := client.ForAttempt(w.store.UnderLease(lease), w.leases.StatusWriter(lease))
 	if w.o.wrapClient != nil {
 		cl = w.o.wrapClient(cl)
 	}

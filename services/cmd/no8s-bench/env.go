@@ -80,8 +80,9 @@ type benchEnv struct {
 	databaseURL string
 	// natsURL is the stack's nats-server.
 	natsURL string
-	// storeAddr and admissionAddr are the gRPC addresses.
-	storeAddr, admissionAddr string
+	// storeAddr and admissionAddr are the gRPC addresses; workerAddr is the
+	// store's worker listener, where the reconciler connects.
+	storeAddr, admissionAddr, workerAddr string
 	// pool is a pgx pool on databaseURL, sized for 32 concurrent workers.
 	pool *pgxpool.Pool
 	// client is an HTTP client tuned for load (keep-alive, many idle
@@ -714,12 +715,18 @@ func (e *benchEnv) start(ctx context.Context) error {
 	if e.storeAddr, err = freeAddr(); err != nil {
 		return err
 	}
+	if e.workerAddr, err = freeAddr(); err != nil {
+		return err
+	}
 	sp, err := e.startProc("store", filepath.Join(e.binDir, "no8s-store"),
-		"--listen", e.storeAddr, "--database-url", e.databaseURL, "--nats-url", e.natsURL)
+		"--listen", e.storeAddr, "--worker-listen", e.workerAddr, "--database-url", e.databaseURL, "--nats-url", e.natsURL)
 	if err != nil {
 		return err
 	}
 	if err := waitTCP(ctx, e.storeAddr, sp); err != nil {
+		return err
+	}
+	if err := waitTCP(ctx, e.workerAddr, sp); err != nil {
 		return err
 	}
 
@@ -764,7 +771,7 @@ func (e *benchEnv) start(ctx context.Context) error {
 
 	// the noop reconciler, serving the scenarios' types
 	rp, err := e.startProc("reconciler", filepath.Join(e.binDir, "no8s-reconciler"), "noop",
-		"--types", strings.Join(benchTypes, ","), "--nats-url", e.natsURL, "--store-addr", e.storeAddr, "--health-listen", "off")
+		"--types", strings.Join(benchTypes, ","), "--nats-url", e.natsURL, "--store-addr", e.workerAddr, "--health-listen", "off")
 	if err != nil {
 		return err
 	}

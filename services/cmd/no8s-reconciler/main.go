@@ -4,7 +4,7 @@
 // two attempts on one resource from overlapping).
 //
 //	no8s-reconciler noop --types DatabaseCluster/v1,Widget/v1
-//	no8s-reconciler postgres-database --register-type
+//	no8s-reconciler postgres-database --register-type --api-url http://127.0.0.1:8000
 //
 // Flags default from the environment: --nats-url ($NATS_URL), --store-addr
 // ($NO8S_STORE_ADDR), --concurrency ($NO8S_MAX_CONCURRENCY), --replica-id
@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -63,7 +64,7 @@ func commonFlags(fs *flag.FlagSet) *common {
 		c.vars[env] = fs.String(name, envOr(env, def), help+" ($"+env+")")
 	}
 	str("nats-url", worker.EnvNATSURL, "nats://127.0.0.1:4222", "NATS server URL")
-	str("store-addr", worker.EnvStoreAddr, "127.0.0.1:7001", "store gRPC address")
+	str("store-addr", worker.EnvStoreAddr, worker.DefaultStoreAddr, "the store's worker address (no8s-store --worker-listen)")
 	str("concurrency", worker.EnvMaxConcurrency, strconv.Itoa(worker.DefaultMaxConcurrency), "attempts at once in this replica")
 	str("replica-id", worker.EnvReplicaID, "", "this replica's name in lease holders (default host-pid-random)")
 	str("health-listen", worker.EnvHealthListen, "", `probe address for /healthz and /readyz ("off" disables; default `+worker.DefaultHealthListen+`, or a free port when that is taken)`)
@@ -144,13 +145,14 @@ func runNoop(ctx context.Context, fs *flag.FlagSet, c *common, args []string) er
 }
 
 func runPostgres(ctx context.Context, fs *flag.FlagSet, c *common, args []string) error {
-	register := fs.Bool("register-type", envOr("NO8S_REGISTER_TYPE", "") == "true", "create the PostgresDatabase/v1 resource type when missing ($NO8S_REGISTER_TYPE=true)")
+	register := fs.Bool("register-type", envOr("NO8S_REGISTER_TYPE", "") == "true", "create the PostgresDatabase/v1 resource type when missing, through the public API at --api-url ($NO8S_REGISTER_TYPE=true)")
+	apiURL := fs.String("api-url", envOr("NO8S_API_URL", "http://127.0.0.1:8000"), "the api-gateway's URL, where --register-type registers the type ($NO8S_API_URL)")
 	envPrefix := fs.String("secret-env-prefix", os.Getenv("NO8S_SECRET_ENV_PREFIX"), "only environment variables with this prefix may be named by connection references ($NO8S_SECRET_ENV_PREFIX)")
 	secretDir := fs.String("secret-dir", os.Getenv("NO8S_SECRET_DIR"), "only files under this directory may be named by connection references ($NO8S_SECRET_DIR)")
 	_ = fs.Parse(args)
 	if *register {
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := postgresdb.RegisterType(rctx, c.getenv(worker.EnvStoreAddr))
+		err := postgresdb.RegisterType(rctx, *apiURL, &http.Client{Timeout: 10 * time.Second})
 		cancel()
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 // Command no8s-store runs the store service: the only PostgreSQL user, which
-// serves the StoreService gRPC API and publishes committed changes to
-// JetStream through the transactional outbox.
+// serves the StoreService and ReconcileService gRPC APIs on --listen, the
+// workers' narrower WorkerService alone on --worker-listen, and publishes
+// committed changes to JetStream through the transactional outbox.
 //
 //	no8s-store [flags]          serve (probes /healthz, /readyz on --health-listen)
 //	no8s-store migrate          apply pending migrations and exit
@@ -40,7 +41,8 @@ func run() error {
 	fs := flag.NewFlagSet("no8s-store", flag.ExitOnError)
 	fs.StringVar(&cfg.DatabaseURL, "database-url", proc.Env("DATABASE_URL", store.DefaultDatabaseURL), "PostgreSQL connection string ($DATABASE_URL)")
 	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL ($NATS_URL)")
-	listen := fs.String("listen", proc.Env("NO8S_STORE_LISTEN", "127.0.0.1:7001"), "gRPC listen address")
+	listen := fs.String("listen", proc.Env("NO8S_STORE_LISTEN", "127.0.0.1:7001"), "gRPC listen address (StoreService and ReconcileService: gateway, admission, scheduler)")
+	workerListen := fs.String("worker-listen", proc.Env("NO8S_STORE_WORKER_LISTEN", "127.0.0.1:7003"), "gRPC listen address of the workers' door: only WorkerService is served there (\"off\" disables)")
 	fs.BoolVar(&cfg.Migrate, "migrate", true, "apply pending migrations at start")
 	fs.DurationVar(&cfg.Relay.Retention, "outbox-retention", cfg.Relay.Retention, "how long published outbox rows are kept")
 	fs.DurationVar(&cfg.Stream.MaxAge, "event-retention", cfg.Stream.MaxAge, "how long the event stream keeps events")
@@ -90,7 +92,13 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	return svc.Serve(ctx, lis)
+	var workerLis net.Listener
+	if *workerListen != "off" {
+		if workerLis, err = net.Listen("tcp", *workerListen); err != nil {
+			return fmt.Errorf("worker listen: %w", err)
+		}
+	}
+	return svc.Serve(ctx, lis, workerLis)
 }
 
 func runMigrate(ctx context.Context, cfg store.Config, statusOnly bool) error {

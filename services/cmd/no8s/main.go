@@ -57,5 +57,6 @@ database) is created when missing and migrated at start.`,
 	f.IntVar(&cfg.NATSPort, "nats-port", cfg.NATSPort, "embedded NATS port (0 picks a free one)")
 	f.StringVar(&cfg.StoreAddr, "store-addr", cfg.StoreAddr, "internal store gRPC address")
 	f.StringVar(&cfg.AdmissionAddr, "admission-addr", cfg.AdmissionAddr, "internal admission gRPC address")
+	f.StringVar(&cfg.WorkerAddr, "worker-listen", cfg.WorkerAddr, "the store's worker address: reconcilers' NO8S_STORE_ADDR (only the WorkerService is served there)")
 	return cmd
 }

@@ -72,6 +72,10 @@ const (
 	// CodeStaleDispatch is a work item from a deposed scheduler or superseded
 	// by a newer dispatch (FailedPrecondition).
 	CodeStaleDispatch = "stale_dispatch"
+	// CodeNotOwned is a worker's write to something that is not its own: a
+	// finalizer other than its reconciler's, an annotation other than the
+	// operation annotation (Forbidden).
+	CodeNotOwned = "not_owned"
 	// CodeNoReconciler is a resource type that no live reconciler serves
 	// (Invalid).
 	CodeNoReconciler = "no_reconciler"

@@ -12,7 +12,6 @@ type Funcs struct {
 	GetByName        func(ctx context.Context, next sdk.Client, t sdk.TypeRef, name string) (*sdk.Resource, error)
 	List             func(ctx context.Context, next sdk.Client, opts sdk.ListOptions) (*sdk.ResourceList, error)
 	UpdateFinalizers func(ctx context.Context, next sdk.Client, id int64, add, remove []string) (*sdk.Resource, error)
-	RequestReconcile func(ctx context.Context, next sdk.Client, id int64) error
 	Complete         func(ctx context.Context, next sdk.StatusWriter, c *sdk.Completion) (*sdk.Completed, error)
 }
 
@@ -50,13 +49,6 @@ func (c *client) UpdateFinalizers(ctx context.Context, id int64, add, remove []s
 		return c.f.UpdateFinalizers(ctx, c.next, id, add, remove)
 	}
 	return c.next.UpdateFinalizers(ctx, id, add, remove)
-}
-
-func (c *client) RequestReconcile(ctx context.Context, id int64) error {
-	if c.f.RequestReconcile != nil {
-		return c.f.RequestReconcile(ctx, c.next, id)
-	}
-	return c.next.RequestReconcile(ctx, id)
 }
 
 func (c *client) Status() sdk.StatusWriter { return status{c} }

@@ -2036,12 +2036,8 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\x0fOUTCOME_SUCCESS\x10\x01\x12\x13\n" +
 	"\x0fOUTCOME_REQUEUE\x10\x02\x12\x11\n" +
 	"\rOUTCOME_ERROR\x10\x03\x12\x14\n" +
-	"\x10OUTCOME_TERMINAL\x10\x042\xae\a\n" +
-	"\x10ReconcileService\x12_\n" +
-	"\fAcquireLease\x12&.no8s.reconcile.v1.AcquireLeaseRequest\x1a'.no8s.reconcile.v1.AcquireLeaseResponse\x12Y\n" +
-	"\n" +
-	"RenewLease\x12$.no8s.reconcile.v1.RenewLeaseRequest\x1a%.no8s.reconcile.v1.RenewLeaseResponse\x12n\n" +
-	"\x11CompleteReconcile\x12+.no8s.reconcile.v1.CompleteReconcileRequest\x1a,.no8s.reconcile.v1.CompleteReconcileResponse\x12h\n" +
+	"\x10OUTCOME_TERMINAL\x10\x042\x82\x05\n" +
+	"\x10ReconcileService\x12h\n" +
 	"\x0fBecomeScheduler\x12).no8s.reconcile.v1.BecomeSchedulerRequest\x1a*.no8s.reconcile.v1.BecomeSchedulerResponse\x12e\n" +
 	"\x0eRecordDispatch\x12(.no8s.reconcile.v1.RecordDispatchRequest\x1a).no8s.reconcile.v1.RecordDispatchResponse\x12q\n" +
 	"\x12ListReconcileState\x12,.no8s.reconcile.v1.ListReconcileStateRequest\x1a-.no8s.reconcile.v1.ListReconcileStateResponse\x12_\n" +
@@ -2119,26 +2115,20 @@ var file_no8s_reconcile_v1_reconcile_proto_depIdxs = []int32{
 	26, // 22: no8s.reconcile.v1.SetConditionRequest.condition:type_name -> no8s.store.v1.Condition
 	25, // 23: no8s.reconcile.v1.RequestReconcileResponse.resource:type_name -> no8s.store.v1.Resource
 	8,  // 24: no8s.reconcile.v1.ListHistoryResponse.entries:type_name -> no8s.reconcile.v1.HistoryEntry
-	4,  // 25: no8s.reconcile.v1.ReconcileService.AcquireLease:input_type -> no8s.reconcile.v1.AcquireLeaseRequest
-	6,  // 26: no8s.reconcile.v1.ReconcileService.RenewLease:input_type -> no8s.reconcile.v1.RenewLeaseRequest
-	9,  // 27: no8s.reconcile.v1.ReconcileService.CompleteReconcile:input_type -> no8s.reconcile.v1.CompleteReconcileRequest
-	11, // 28: no8s.reconcile.v1.ReconcileService.BecomeScheduler:input_type -> no8s.reconcile.v1.BecomeSchedulerRequest
-	13, // 29: no8s.reconcile.v1.ReconcileService.RecordDispatch:input_type -> no8s.reconcile.v1.RecordDispatchRequest
-	16, // 30: no8s.reconcile.v1.ReconcileService.ListReconcileState:input_type -> no8s.reconcile.v1.ListReconcileStateRequest
-	18, // 31: no8s.reconcile.v1.ReconcileService.SetCondition:input_type -> no8s.reconcile.v1.SetConditionRequest
-	20, // 32: no8s.reconcile.v1.ReconcileService.RequestReconcile:input_type -> no8s.reconcile.v1.RequestReconcileRequest
-	22, // 33: no8s.reconcile.v1.ReconcileService.ListHistory:input_type -> no8s.reconcile.v1.ListHistoryRequest
-	5,  // 34: no8s.reconcile.v1.ReconcileService.AcquireLease:output_type -> no8s.reconcile.v1.AcquireLeaseResponse
-	7,  // 35: no8s.reconcile.v1.ReconcileService.RenewLease:output_type -> no8s.reconcile.v1.RenewLeaseResponse
-	10, // 36: no8s.reconcile.v1.ReconcileService.CompleteReconcile:output_type -> no8s.reconcile.v1.CompleteReconcileResponse
-	12, // 37: no8s.reconcile.v1.ReconcileService.BecomeScheduler:output_type -> no8s.reconcile.v1.BecomeSchedulerResponse
-	14, // 38: no8s.reconcile.v1.ReconcileService.RecordDispatch:output_type -> no8s.reconcile.v1.RecordDispatchResponse
-	17, // 39: no8s.reconcile.v1.ReconcileService.ListReconcileState:output_type -> no8s.reconcile.v1.ListReconcileStateResponse
-	19, // 40: no8s.reconcile.v1.ReconcileService.SetCondition:output_type -> no8s.reconcile.v1.SetConditionResponse
-	21, // 41: no8s.reconcile.v1.ReconcileService.RequestReconcile:output_type -> no8s.reconcile.v1.RequestReconcileResponse
-	23, // 42: no8s.reconcile.v1.ReconcileService.ListHistory:output_type -> no8s.reconcile.v1.ListHistoryResponse
-	34, // [34:43] is the sub-list for method output_type
-	25, // [25:34] is the sub-list for method input_type
+	11, // 25: no8s.reconcile.v1.ReconcileService.BecomeScheduler:input_type -> no8s.reconcile.v1.BecomeSchedulerRequest
+	13, // 26: no8s.reconcile.v1.ReconcileService.RecordDispatch:input_type -> no8s.reconcile.v1.RecordDispatchRequest
+	16, // 27: no8s.reconcile.v1.ReconcileService.ListReconcileState:input_type -> no8s.reconcile.v1.ListReconcileStateRequest
+	18, // 28: no8s.reconcile.v1.ReconcileService.SetCondition:input_type -> no8s.reconcile.v1.SetConditionRequest
+	20, // 29: no8s.reconcile.v1.ReconcileService.RequestReconcile:input_type -> no8s.reconcile.v1.RequestReconcileRequest
+	22, // 30: no8s.reconcile.v1.ReconcileService.ListHistory:input_type -> no8s.reconcile.v1.ListHistoryRequest
+	12, // 31: no8s.reconcile.v1.ReconcileService.BecomeScheduler:output_type -> no8s.reconcile.v1.BecomeSchedulerResponse
+	14, // 32: no8s.reconcile.v1.ReconcileService.RecordDispatch:output_type -> no8s.reconcile.v1.RecordDispatchResponse
+	17, // 33: no8s.reconcile.v1.ReconcileService.ListReconcileState:output_type -> no8s.reconcile.v1.ListReconcileStateResponse
+	19, // 34: no8s.reconcile.v1.ReconcileService.SetCondition:output_type -> no8s.reconcile.v1.SetConditionResponse
+	21, // 35: no8s.reconcile.v1.ReconcileService.RequestReconcile:output_type -> no8s.reconcile.v1.RequestReconcileResponse
+	23, // 36: no8s.reconcile.v1.ReconcileService.ListHistory:output_type -> no8s.reconcile.v1.ListHistoryResponse
+	31, // [31:37] is the sub-list for method output_type
+	25, // [25:31] is the sub-list for method input_type
 	25, // [25:25] is the sub-list for extension type_name
 	25, // [25:25] is the sub-list for extension extendee
 	0,  // [0:25] is the sub-list for field type_name

@@ -19,9 +19,6 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ReconcileService_AcquireLease_FullMethodName       = "/no8s.reconcile.v1.ReconcileService/AcquireLease"
-	ReconcileService_RenewLease_FullMethodName         = "/no8s.reconcile.v1.ReconcileService/RenewLease"
-	ReconcileService_CompleteReconcile_FullMethodName  = "/no8s.reconcile.v1.ReconcileService/CompleteReconcile"
 	ReconcileService_BecomeScheduler_FullMethodName    = "/no8s.reconcile.v1.ReconcileService/BecomeScheduler"
 	ReconcileService_RecordDispatch_FullMethodName     = "/no8s.reconcile.v1.ReconcileService/RecordDispatch"
 	ReconcileService_ListReconcileState_FullMethodName = "/no8s.reconcile.v1.ReconcileService/ListReconcileState"
@@ -34,35 +31,13 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// ReconcileService is served by the store. Workers and the scheduler use it to
-// fence their writes: a worker holds a per-resource lease with an increasing
-// epoch, and the scheduler holds a leader epoch. Writes presenting a stale
-// epoch are refused (gRPC Aborted, ErrorInfo reason "stale_epoch").
+// ReconcileService is served by the store on its main listener, for the
+// scheduler and the api-gateway: the scheduler holds a leader epoch that
+// fences its writes (a stale epoch is refused with gRPC Aborted, ErrorInfo
+// reason "stale_epoch"). Reconciler workers do not use it: they have
+// WorkerService (worker.proto) on a listener of their own.
 // See docs/design/reconcile.md.
 type ReconcileServiceClient interface {
-	// AcquireLease takes the reconcile lease of a resource for a work item and
-	// marks the resource reconciling. Refused with Aborted/"lease_held" while
-	// another holder's lease is unexpired, and with FailedPrecondition/
-	// "stale_dispatch" when the item was dispatched by a scheduler epoch older
-	// than the current leader's, or when a newer dispatch of the resource has
-	// been recorded since (its dispatch_id is not the resource's latest).
-	// scheduler_epoch 0 and an empty dispatch_id skip those checks (tools and
-	// tests acquiring without a scheduler). It consumes a pending manual
-	// trigger and requeue, and sets condition ReconcilerAvailable back to True
-	// when present. NotFound when the resource is gone.
-	AcquireLease(ctx context.Context, in *AcquireLeaseRequest, opts ...grpc.CallOption) (*AcquireLeaseResponse, error)
-	// RenewLease extends a held lease while long work continues. Refused with
-	// Aborted/"stale_epoch" once another holder acquired a newer epoch or the
-	// lease was released.
-	RenewLease(ctx context.Context, in *RenewLeaseRequest, opts ...grpc.CallOption) (*RenewLeaseResponse, error)
-	// CompleteReconcile saves the outcome of one attempt in one transaction:
-	// status, conditions, outputs, observed generation, a history row, finalizer
-	// and annotation changes, and releases the lease. A success is a RECONCILED
-	// event; a failure a MODIFIED event; a deleting resource whose last
-	// finalizer goes is PURGED. Conditions are merged by type into the
-	// existing ones (a type not named is kept); last_transition_time is set by
-	// the store and moves only when a condition's status changes.
-	CompleteReconcile(ctx context.Context, in *CompleteReconcileRequest, opts ...grpc.CallOption) (*CompleteReconcileResponse, error)
 	// BecomeScheduler takes or renews the scheduler leadership lease. A call
 	// presenting the current epoch as its holder renews it (also after expiry,
 	// if nobody took over). Otherwise the lease is taken, with epoch + 1, when it
@@ -97,36 +72,6 @@ type reconcileServiceClient struct {
 
 func NewReconcileServiceClient(cc grpc.ClientConnInterface) ReconcileServiceClient {
 	return &reconcileServiceClient{cc}
-}
-
-func (c *reconcileServiceClient) AcquireLease(ctx context.Context, in *AcquireLeaseRequest, opts ...grpc.CallOption) (*AcquireLeaseResponse, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(AcquireLeaseResponse)
-	err := c.cc.Invoke(ctx, ReconcileService_AcquireLease_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *reconcileServiceClient) RenewLease(ctx context.Context, in *RenewLeaseRequest, opts ...grpc.CallOption) (*RenewLeaseResponse, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(RenewLeaseResponse)
-	err := c.cc.Invoke(ctx, ReconcileService_RenewLease_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *reconcileServiceClient) CompleteReconcile(ctx context.Context, in *CompleteReconcileRequest, opts ...grpc.CallOption) (*CompleteReconcileResponse, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(CompleteReconcileResponse)
-	err := c.cc.Invoke(ctx, ReconcileService_CompleteReconcile_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 func (c *reconcileServiceClient) BecomeScheduler(ctx context.Context, in *BecomeSchedulerRequest, opts ...grpc.CallOption) (*BecomeSchedulerResponse, error) {
@@ -193,35 +138,13 @@ func (c *reconcileServiceClient) ListHistory(ctx context.Context, in *ListHistor
 // All implementations must embed UnimplementedReconcileServiceServer
 // for forward compatibility.
 //
-// ReconcileService is served by the store. Workers and the scheduler use it to
-// fence their writes: a worker holds a per-resource lease with an increasing
-// epoch, and the scheduler holds a leader epoch. Writes presenting a stale
-// epoch are refused (gRPC Aborted, ErrorInfo reason "stale_epoch").
+// ReconcileService is served by the store on its main listener, for the
+// scheduler and the api-gateway: the scheduler holds a leader epoch that
+// fences its writes (a stale epoch is refused with gRPC Aborted, ErrorInfo
+// reason "stale_epoch"). Reconciler workers do not use it: they have
+// WorkerService (worker.proto) on a listener of their own.
 // See docs/design/reconcile.md.
 type ReconcileServiceServer interface {
-	// AcquireLease takes the reconcile lease of a resource for a work item and
-	// marks the resource reconciling. Refused with Aborted/"lease_held" while
-	// another holder's lease is unexpired, and with FailedPrecondition/
-	// "stale_dispatch" when the item was dispatched by a scheduler epoch older
-	// than the current leader's, or when a newer dispatch of the resource has
-	// been recorded since (its dispatch_id is not the resource's latest).
-	// scheduler_epoch 0 and an empty dispatch_id skip those checks (tools and
-	// tests acquiring without a scheduler). It consumes a pending manual
-	// trigger and requeue, and sets condition ReconcilerAvailable back to True
-	// when present. NotFound when the resource is gone.
-	AcquireLease(context.Context, *AcquireLeaseRequest) (*AcquireLeaseResponse, error)
-	// RenewLease extends a held lease while long work continues. Refused with
-	// Aborted/"stale_epoch" once another holder acquired a newer epoch or the
-	// lease was released.
-	RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error)
-	// CompleteReconcile saves the outcome of one attempt in one transaction:
-	// status, conditions, outputs, observed generation, a history row, finalizer
-	// and annotation changes, and releases the lease. A success is a RECONCILED
-	// event; a failure a MODIFIED event; a deleting resource whose last
-	// finalizer goes is PURGED. Conditions are merged by type into the
-	// existing ones (a type not named is kept); last_transition_time is set by
-	// the store and moves only when a condition's status changes.
-	CompleteReconcile(context.Context, *CompleteReconcileRequest) (*CompleteReconcileResponse, error)
 	// BecomeScheduler takes or renews the scheduler leadership lease. A call
 	// presenting the current epoch as its holder renews it (also after expiry,
 	// if nobody took over). Otherwise the lease is taken, with epoch + 1, when it
@@ -258,15 +181,6 @@ type ReconcileServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedReconcileServiceServer struct{}
 
-func (UnimplementedReconcileServiceServer) AcquireLease(context.Context, *AcquireLeaseRequest) (*AcquireLeaseResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method AcquireLease not implemented")
-}
-func (UnimplementedReconcileServiceServer) RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method RenewLease not implemented")
-}
-func (UnimplementedReconcileServiceServer) CompleteReconcile(context.Context, *CompleteReconcileRequest) (*CompleteReconcileResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method CompleteReconcile not implemented")
-}
 func (UnimplementedReconcileServiceServer) BecomeScheduler(context.Context, *BecomeSchedulerRequest) (*BecomeSchedulerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method BecomeScheduler not implemented")
 }
@@ -304,60 +218,6 @@ func RegisterReconcileServiceServer(s grpc.ServiceRegistrar, srv ReconcileServic
 		t.testEmbeddedByValue()
 	}
 	s.RegisterService(&ReconcileService_ServiceDesc, srv)
-}
-
-func _ReconcileService_AcquireLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(AcquireLeaseRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(ReconcileServiceServer).AcquireLease(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: ReconcileService_AcquireLease_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ReconcileServiceServer).AcquireLease(ctx, req.(*AcquireLeaseRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _ReconcileService_RenewLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(RenewLeaseRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(ReconcileServiceServer).RenewLease(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: ReconcileService_RenewLease_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ReconcileServiceServer).RenewLease(ctx, req.(*RenewLeaseRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _ReconcileService_CompleteReconcile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(CompleteReconcileRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(ReconcileServiceServer).CompleteReconcile(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: ReconcileService_CompleteReconcile_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ReconcileServiceServer).CompleteReconcile(ctx, req.(*CompleteReconcileRequest))
-	}
-	return interceptor(ctx, in, info, handler)
 }
 
 func _ReconcileService_BecomeScheduler_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
@@ -475,18 +335,6 @@ var ReconcileService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "no8s.reconcile.v1.ReconcileService",
 	HandlerType: (*ReconcileServiceServer)(nil),
 	Methods: []grpc.MethodDesc{
-		{
-			MethodName: "AcquireLease",
-			Handler:    _ReconcileService_AcquireLease_Handler,
-		},
-		{
-			MethodName: "RenewLease",
-			Handler:    _ReconcileService_RenewLease_Handler,
-		},
-		{
-			MethodName: "CompleteReconcile",
-			Handler:    _ReconcileService_CompleteReconcile_Handler,
-		},
 		{
 			MethodName: "BecomeScheduler",
 			Handler:    _ReconcileService_BecomeScheduler_Handler,

@@ -527,7 +527,8 @@ type CreateResourceRequest struct {
 	// spec and finalizers; the store assigns everything else.
 	Resource *Resource `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
 	// schema_revision is the type's resource_version the spec was admitted against;
-	// a different current revision is refused with reason schema_changed.
+	// a different current revision is refused with reason schema_changed. It is
+	// required: zero is refused (InvalidArgument, field /schema_revision).
 	SchemaRevision int64 `protobuf:"varint,2,opt,name=schema_revision,json=schemaRevision,proto3" json:"schema_revision,omitempty"`
 	DryRun         bool  `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields  protoimpl.UnknownFields
@@ -1039,10 +1040,11 @@ type UpdateResourceRequest struct {
 	Annotations *StringMap `protobuf:"bytes,4,opt,name=annotations,proto3" json:"annotations,omitempty"`
 	// expected_resource_version, when non-zero, must equal the current one.
 	ExpectedResourceVersion int64 `protobuf:"varint,5,opt,name=expected_resource_version,json=expectedResourceVersion,proto3" json:"expected_resource_version,omitempty"`
-	SchemaRevision          int64 `protobuf:"varint,6,opt,name=schema_revision,json=schemaRevision,proto3" json:"schema_revision,omitempty"`
-	DryRun                  bool  `protobuf:"varint,7,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// schema_revision is required when spec is set, as in CreateResourceRequest.
+	SchemaRevision int64 `protobuf:"varint,6,opt,name=schema_revision,json=schemaRevision,proto3" json:"schema_revision,omitempty"`
+	DryRun         bool  `protobuf:"varint,7,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *UpdateResourceRequest) Reset() {

@@ -1,0 +1,193 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/no8s/no8s/libs/sdk"
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/internal/resourcepb"
+	"github.com/no8s/no8s/services/store/pgstore"
+)
+
+// workerHandler is the gRPC edge of WorkerService, the reconciler workers'
+// door (proto/no8s/reconcile/v1/worker.proto). It is the only service on
+// the worker listener, so a worker cannot write a spec, a type or a
+// webhook. Of the metadata, a worker changes only its own finalizer and the
+// operation annotation it consumes: the handler checks that before the
+// store writes, against the holder of the lease epoch presented.
+type workerHandler struct {
+	reconcilev1.UnimplementedWorkerServiceServer
+	store *pgstore.Store
+}
+
+// ownFinalizer is the finalizer a lease holder may write:
+// reconciler.no8s.io/<name>, name being the holder up to its first "/"
+// (the SDK's holders are <name>/<replica>).
+func ownFinalizer(holder string) string {
+	name, _, _ := strings.Cut(holder, "/")
+	return sdk.Finalizer(name)
+}
+
+// checkOwned refuses, with Forbidden/not_owned, finalizers other than the
+// holder's own and annotations other than no8s.io/operation. The holder is
+// the one of the lease at epoch on resource id: an epoch names one holder
+// for ever. CompleteReconcile, which follows the check, is fenced by the
+// same epoch, so a lease taken over in between makes it fail with
+// stale_epoch; UpdateFinalizers is not fenced, but what it may change is
+// the holder's own finalizer whoever holds the lease by then.
+func (h *workerHandler) checkOwned(ctx context.Context, id, epoch int64, finalizers, annotations []string) error {
+	if len(finalizers) == 0 && len(annotations) == 0 {
+		return nil
+	}
+	for _, a := range annotations {
+		if a != resource.AnnotationOperation {
+			return problem.New(problem.Forbidden, problem.CodeNotOwned,
+				"a worker removes no annotation but %s (asked to remove %q)", resource.AnnotationOperation, a)
+		}
+	}
+	if len(finalizers) == 0 {
+		return nil
+	}
+	res, err := h.store.ListReconcileState(ctx, pgstore.ListReconcileStateRequest{IDs: []int64{id}})
+	if err != nil {
+		return err
+	}
+	if len(res.States) == 0 {
+		return problem.NotFoundf("resource %d not found", id)
+	}
+	st := res.States[0]
+	if epoch == 0 {
+		return problem.New(problem.Forbidden, problem.CodeNotOwned,
+			"a worker changes finalizers only under the reconcile lease of resource %d (no lease epoch given)", id)
+	}
+	if st.LeaseEpoch != epoch || st.LeaseHolder == "" {
+		return problem.New(problem.Conflict, problem.CodeStaleEpoch,
+			"lease epoch %d of resource %d is not held (the current epoch is %d)", epoch, id, st.LeaseEpoch)
+	}
+	own := ownFinalizer(st.LeaseHolder)
+	if i := slices.IndexFunc(finalizers, func(f string) bool { return f != own }); i >= 0 {
+		return problem.New(problem.Forbidden, problem.CodeNotOwned,
+			"lease holder %q may change only its own finalizer %s, not %q", st.LeaseHolder, own, finalizers[i])
+	}
+	return nil
+}
+
+func (h *workerHandler) UpdateFinalizers(ctx context.Context, req *reconcilev1.UpdateFinalizersRequest) (*reconcilev1.UpdateFinalizersResponse, error) {
+	if err := h.checkOwned(ctx, req.GetResourceId(), req.GetLeaseEpoch(), slices.Concat(req.GetAdd(), req.GetRemove()), nil); err != nil {
+		return nil, toStatus(err)
+	}
+	res, err := h.store.UpdateFinalizers(ctx, pgstore.UpdateFinalizersRequest{ID: req.GetResourceId(), Add: req.GetAdd(), Remove: req.GetRemove()})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &reconcilev1.UpdateFinalizersResponse{Resource: resourcepb.ToProto(res.Resource), Purged: res.Purged}, nil
+}
+
+func (h *workerHandler) GetResource(ctx context.Context, req *reconcilev1.GetResourceRequest) (*reconcilev1.GetResourceResponse, error) {
+	key := pgstore.ResourceKey{ID: req.GetId()}
+	if n := req.GetName(); n != nil {
+		key = pgstore.ResourceKey{ResourceTypeName: n.GetResourceTypeName(), ResourceTypeVersion: n.GetResourceTypeVersion(), Name: n.GetName()}
+	}
+	out, err := h.store.GetResource(ctx, key)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &reconcilev1.GetResourceResponse{Resource: resourcepb.ToProto(out)}, nil
+}
+
+func (h *workerHandler) ListResources(ctx context.Context, req *reconcilev1.ListResourcesRequest) (*reconcilev1.ListResourcesResponse, error) {
+	res, err := h.store.ListResources(ctx, pgstore.ListResourcesRequest{
+		ResourceTypeName: req.GetResourceTypeName(), ResourceTypeVersion: req.GetResourceTypeVersion(), Status: req.GetStatus(),
+		LabelSelector: req.GetLabelSelector(), Limit: int(req.GetLimit()), Continue: req.GetContinueToken(),
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &reconcilev1.ListResourcesResponse{
+		Resources:       make([]*storev1.Resource, 0, len(res.Resources)),
+		ContinueToken:   res.Continue,
+		ResourceVersion: res.ResourceVersion,
+	}
+	for _, r := range res.Resources {
+		out.Resources = append(out.Resources, resourcepb.ToProto(r))
+	}
+	return out, nil
+}
+
+func (h *workerHandler) AcquireLease(ctx context.Context, req *reconcilev1.AcquireLeaseRequest) (*reconcilev1.AcquireLeaseResponse, error) {
+	l, err := h.store.AcquireLease(ctx, pgstore.AcquireLeaseRequest{
+		ResourceID: req.GetResourceId(), Holder: req.GetHolder(), Lease: seconds(req.GetLeaseSeconds()),
+		SchedulerEpoch: req.GetSchedulerEpoch(), DispatchID: req.GetDispatchId(),
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &reconcilev1.AcquireLeaseResponse{
+		LeaseEpoch: l.Epoch, ExpiresAt: timestamppb.New(l.ExpiresAt), Resource: resourcepb.ToProto(l.Resource), Policy: policyToProto(l.Policy),
+	}, nil
+}
+
+func (h *workerHandler) RenewLease(ctx context.Context, req *reconcilev1.RenewLeaseRequest) (*reconcilev1.RenewLeaseResponse, error) {
+	exp, err := h.store.RenewLease(ctx, req.GetResourceId(), req.GetLeaseEpoch(), seconds(req.GetLeaseSeconds()))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &reconcilev1.RenewLeaseResponse{ExpiresAt: timestamppb.New(exp)}, nil
+}
+
+var outcomes = map[reconcilev1.Outcome]pgstore.Outcome{
+	reconcilev1.Outcome_OUTCOME_SUCCESS:  pgstore.OutcomeSuccess,
+	reconcilev1.Outcome_OUTCOME_REQUEUE:  pgstore.OutcomeRequeue,
+	reconcilev1.Outcome_OUTCOME_ERROR:    pgstore.OutcomeError,
+	reconcilev1.Outcome_OUTCOME_TERMINAL: pgstore.OutcomeTerminal,
+}
+
+func (h *workerHandler) CompleteReconcile(ctx context.Context, req *reconcilev1.CompleteReconcileRequest) (*reconcilev1.CompleteReconcileResponse, error) {
+	owned := slices.Concat(req.GetAddFinalizers(), req.GetRemoveFinalizers())
+	if err := h.checkOwned(ctx, req.GetResourceId(), req.GetLeaseEpoch(), owned, req.GetRemoveAnnotations()); err != nil {
+		return nil, toStatus(err)
+	}
+	hist := req.GetHistory()
+	in := pgstore.CompleteReconcileRequest{
+		ResourceID:    req.GetResourceId(),
+		LeaseEpoch:    req.GetLeaseEpoch(),
+		Outcome:       outcomes[req.GetOutcome()],
+		StatusMessage: req.GetStatusMessage(),
+		Conditions:    conditionsFromProto(req.GetConditions()),
+		Generation:    req.GetGeneration(),
+		History: pgstore.HistoryEntry{
+			Phase:            hist.GetPhase(),
+			ErrorMessage:     hist.GetErrorMessage(),
+			ResourcesCreated: hist.GetResourcesCreated(),
+			ResourcesUpdated: hist.GetResourcesUpdated(),
+			ResourcesDeleted: hist.GetResourcesDeleted(),
+			DurationMS:       hist.GetDurationMs(),
+			Reason:           reasonName(hist.GetReason()),
+		},
+		AddFinalizers:     req.GetAddFinalizers(),
+		RemoveFinalizers:  req.GetRemoveFinalizers(),
+		RemoveAnnotations: req.GetRemoveAnnotations(),
+		RequeueAfter:      seconds(req.GetRequeueAfterSeconds()),
+		Degraded:          req.GetDegraded(),
+		Observed:          req.GetObserved(),
+	}
+	if len(req.GetOutputs()) > 0 {
+		in.Outputs = req.GetOutputs()
+	}
+	if t := hist.GetStartedAt(); t != nil {
+		st := t.AsTime().UTC()
+		in.History.StartedAt = &st
+	}
+	res, err := h.store.CompleteReconcile(ctx, in)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &reconcilev1.CompleteReconcileResponse{Resource: resourcepb.ToProto(res.Resource), Purged: res.Purged}, nil
+}
