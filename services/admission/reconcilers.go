@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/services/internal/problem"
-	"github.com/no8s/no8s/services/internal/reconcilers"
 )
 
 // FinalizerPrefix prefixes a reconciler's finalizer: reconciler.no8s.io/<name>.
@@ -90,7 +90,7 @@ func (l *liveTypes) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	if kv != nil {
 		return kv, nil
 	}
-	kv, err := l.js.KeyValue(ctx, reconcilers.Bucket)
+	kv, err := l.js.KeyValue(ctx, subjects.RegistryBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, nil
 	}
@@ -185,7 +185,7 @@ func (l *liveTypes) owner(ctx context.Context, name, version string) (string, er
 	if kv == nil {
 		return "", nil // no reconciler ever started
 	}
-	e, err := kv.Get(ctx, reconcilers.TypeKey(reconcilers.TypeRef{Name: name, Version: version}))
+	e, err := kv.Get(ctx, subjects.TypeKey(name, version))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return "", nil
 	}

@@ -13,19 +13,13 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk"
 )
 
-// Defaults of the design.
-const (
-	// Bucket is the KV bucket's name.
-	Bucket = "NO8S_RECONCILERS"
-	// TTL is the bucket's max age: a replica that stops refreshing is gone
-	// from the registry this long after its last heartbeat.
-	TTL = 15 * time.Second
-	// HeartbeatInterval is how often a replica refreshes its keys.
-	HeartbeatInterval = 5 * time.Second
-)
+// Bucket is the KV bucket's name (subjects.RegistryBucket; its key layout,
+// TTL and heartbeat are there too).
+const Bucket = subjects.RegistryBucket
 
 // Sentinel errors.
 var (
@@ -60,11 +54,8 @@ func ValidType(t sdk.TypeRef) error {
 	return nil
 }
 
-// TypeKey is the key claiming type t.
-func TypeKey(t sdk.TypeRef) string { return "type." + t.Name + "." + t.Version }
-
-// ReplicaKey is the key of one replica.
-func ReplicaKey(name, replica string) string { return "replica." + name + "." + replica }
+// typeKey is the key claiming type t.
+func typeKey(t sdk.TypeRef) string { return subjects.TypeKey(t.Name, t.Version) }
 
 // Replica is the value of a replica key.
 type Replica struct {
@@ -196,7 +187,7 @@ func (g *Registration) refresh(ctx context.Context, kv jetstream.KeyValue) error
 			return err
 		}
 	}
-	if _, err := kv.Put(ctx, ReplicaKey(g.replica.Name, g.replica.ID), g.value); err != nil {
+	if _, err := kv.Put(ctx, subjects.ReplicaKey(g.replica.Name, g.replica.ID), g.value); err != nil {
 		return fmt.Errorf("registry: announce replica %s: %w", g.replica.ID, err)
 	}
 	g.mu.Lock()
@@ -208,7 +199,7 @@ func (g *Registration) refresh(ctx context.Context, kv jetstream.KeyValue) error
 // claim creates the type key, or refreshes it with a compare-and-set when it
 // already names this reconciler.
 func (g *Registration) claim(ctx context.Context, kv jetstream.KeyValue, t sdk.TypeRef) error {
-	key, name := TypeKey(t), []byte(g.replica.Name)
+	key, name := typeKey(t), []byte(g.replica.Name)
 	for range 5 {
 		e, err := kv.Get(ctx, key)
 		switch {
@@ -240,7 +231,7 @@ func (g *Registration) claim(ctx context.Context, kv jetstream.KeyValue, t sdk.T
 // unserved at once instead of after the TTL).
 func (g *Registration) Deregister(ctx context.Context) error {
 	kv := g.bucket()
-	if err := kv.Delete(ctx, ReplicaKey(g.replica.Name, g.replica.ID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if err := kv.Delete(ctx, subjects.ReplicaKey(g.replica.Name, g.replica.ID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("registry: remove replica: %w", err)
 	}
 	live, err := Live(ctx, kv)
@@ -253,18 +244,18 @@ func (g *Registration) Deregister(ctx context.Context) error {
 		}
 	}
 	for _, t := range g.replica.Types {
-		e, err := kv.Get(ctx, TypeKey(t))
+		e, err := kv.Get(ctx, typeKey(t))
 		if err != nil || string(e.Value()) != g.replica.Name {
 			continue
 		}
-		_ = kv.Delete(ctx, TypeKey(t), jetstream.LastRevision(e.Revision()))
+		_ = kv.Delete(ctx, typeKey(t), jetstream.LastRevision(e.Revision()))
 	}
 	return nil
 }
 
 // Holder returns the reconciler serving t ("" when none is live).
 func Holder(ctx context.Context, kv jetstream.KeyValue, t sdk.TypeRef) (string, error) {
-	e, err := kv.Get(ctx, TypeKey(t))
+	e, err := kv.Get(ctx, typeKey(t))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return "", nil
 	}
@@ -306,14 +297,10 @@ func Live(ctx context.Context, kv jetstream.KeyValue) ([]Reconciler, error) {
 			break // every current value has been seen
 		}
 		key := e.Key()
-		switch {
-		case strings.HasPrefix(key, "type."):
-			parts := strings.Split(key, ".")
-			if len(parts) == 3 {
-				r := get(string(e.Value()))
-				r.Types = append(r.Types, sdk.TypeRef{Name: parts[1], Version: parts[2]})
-			}
-		case strings.HasPrefix(key, "replica."):
+		if n, v, ok := subjects.ParseTypeKey(key); ok {
+			r := get(string(e.Value()))
+			r.Types = append(r.Types, sdk.TypeRef{Name: n, Version: v})
+		} else if subjects.IsReplicaKey(key) {
 			var rep Replica
 			if json.Unmarshal(e.Value(), &rep) == nil && rep.Name != "" {
 				r := get(rep.Name)

@@ -16,16 +16,17 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	eventsv1 "github.com/no8s/no8s/proto/gen/no8s/events/v1"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
-// Stream and subject names.
+// Stream and subject names: libs/api/subjects holds them. These two names
+// stay until services/store names subjects.EventsStream and
+// subjects.WakeSubject itself.
 const (
-	StreamName    = "NO8S_EVENTS"
-	SubjectPrefix = "no8s.events"
-	// WakeSubject carries core-NATS hints that the outbox has new rows.
-	WakeSubject = "no8s.internal.outbox.wake"
+	StreamName  = subjects.EventsStream
+	WakeSubject = subjects.WakeSubject
 )
 
 // Event types, as the seed names them.
@@ -45,10 +46,8 @@ var toProto = map[string]eventsv1.EventType{
 	Purged:     eventsv1.EventType_EVENT_TYPE_PURGED,
 }
 
-// Subject is the subject of events about resources of one type and version.
-func Subject(typeName, version string) string {
-	return SubjectPrefix + "." + typeName + "." + version
-}
+// Subject is subjects.Event, kept until services/store calls it itself.
+func Subject(typeName, version string) string { return subjects.Event(typeName, version) }
 
 // Event is one change to a resource.
 type Event struct {
@@ -216,7 +215,7 @@ func (c StreamConfig) jetstream(id Identity) jetstream.StreamConfig {
 	cfg := jetstream.StreamConfig{
 		Name:        StreamName,
 		Description: "no8s resource events, one per committed change, in revision order",
-		Subjects:    []string{SubjectPrefix + ".>"},
+		Subjects:    []string{subjects.EventsAll},
 		Retention:   jetstream.LimitsPolicy,
 		MaxAge:      c.MaxAge,
 		Duplicates:  c.Duplicates,

@@ -33,7 +33,4 @@ func TestItemRoundTrip(t *testing.T) {
 		w.GetDispatchId() != "d" || !w.GetDispatchedAt().AsTime().Equal(at) {
 		t.Fatalf("round trip: %+v %v", w, err)
 	}
-	if Subject("Widget", "v1") != "no8s.reconcile.Widget.v1" {
-		t.Fatal(Subject("Widget", "v1"))
-	}
 }
