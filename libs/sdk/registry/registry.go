@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk"
 )
@@ -29,27 +30,27 @@ var (
 	ErrInvalid = errors.New("registry: invalid registration")
 )
 
-var (
-	nameRE    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-	replicaRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-	typeRE    = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
-	versionRE = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
-)
+var replicaRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
-// ValidName checks a reconciler name: a DNS label (lower-case letters,
-// digits and dashes, at most 63), usable as finalizer suffix, consumer name
-// and KV key.
+// ValidName checks a reconciler name by the resource name rule
+// (names.Name: a DNS-1123 label), so that it is usable as finalizer
+// suffix, consumer name and KV key.
 func ValidName(name string) error {
-	if !nameRE.MatchString(name) {
-		return fmt.Errorf("%w: reconciler name %q must be a DNS label (a-z, 0-9 and -, at most 63 characters)", ErrInvalid, name)
+	if fe := names.Name("reconciler name", name); fe != nil {
+		return fmt.Errorf("%w: %s: %s", ErrInvalid, fe.Path, fe.Message)
 	}
 	return nil
 }
 
-// ValidType checks a type reference.
+// ValidType checks a type reference by the type name and version rules
+// (names.TypeName, names.TypeVersion).
 func ValidType(t sdk.TypeRef) error {
-	if !typeRE.MatchString(t.Name) || !versionRE.MatchString(t.Version) {
-		return fmt.Errorf("%w: type %q is not a valid type name and version (like PostgresDatabase/v1)", ErrInvalid, t)
+	fe := names.TypeName("type name", t.Name)
+	if fe == nil {
+		fe = names.TypeVersion("type version", t.Version)
+	}
+	if fe != nil {
+		return fmt.Errorf("%w: %s: %s", ErrInvalid, fe.Path, fe.Message)
 	}
 	return nil
 }
