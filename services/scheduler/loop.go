@@ -572,7 +572,7 @@ func (l *loop) do(ctx context.Context, j job) result {
 			return r
 		}
 		_, err := l.s.rc.RecordDispatch(cctx, &reconcilev1.RecordDispatchRequest{
-			SchedulerEpoch: l.term.Epoch, ResourceId: j.id, DispatchId: j.item.DispatchID, Reason: reconcilev1.Reason(j.item.Reason),
+			SchedulerEpoch: l.term.Epoch, ResourceId: j.id, DispatchId: j.item.DispatchID, Reason: dispatch.ReasonProto(j.item.Reason),
 		})
 		if err != nil {
 			r.err = problem.FromStatus(err)

@@ -84,6 +84,11 @@ type Item struct {
 	DispatchedAt   time.Time
 }
 
+// ReasonProto is r on the wire, mapped by name (lifecycle.Reason.ProtoName).
+func ReasonProto(r trigger.Reason) reconcilev1.Reason {
+	return reconcilev1.Reason(reconcilev1.Reason_value[r.ProtoName()])
+}
+
 // Proto is the item's wire form.
 func (it Item) Proto() *reconcilev1.WorkItem {
 	return &reconcilev1.WorkItem{
@@ -91,7 +96,7 @@ func (it Item) Proto() *reconcilev1.WorkItem {
 		ResourceUid:         it.ResourceUID,
 		ResourceTypeName:    it.TypeName,
 		ResourceTypeVersion: it.TypeVersion,
-		Reason:              reconcilev1.Reason(it.Reason),
+		Reason:              ReasonProto(it.Reason),
 		SchedulerEpoch:      it.SchedulerEpoch,
 		DispatchId:          it.DispatchID,
 		DispatchedAt:        timestamppb.New(it.DispatchedAt),
