@@ -3,7 +3,8 @@
 // library, so that anything may import it.
 //
 //   - subjects: JetStream stream, subject and KV names and their settings;
-//   - lifecycle: condition statuses and merging, phases and the phase rule;
+//   - lifecycle: condition statuses and merging, phases and the phase rule,
+//     the outcome and reason enums;
 //   - names: resource name, metadata and finalizer validation and limits.
 //
 // Each rule is written once, here; the services and the SDK call it.
