@@ -3,6 +3,7 @@ module example.com/hello-reconciler
 go 1.26.0
 
 require (
+	github.com/no8s/no8s/libs/api v0.0.0 // indirect
 	github.com/no8s/no8s/libs/sdk v0.0.0
 	github.com/no8s/no8s/libs/sdk/testkit v0.0.0
 )
@@ -47,6 +48,7 @@ require (
 // GOWORK=off, replace directives of dependencies do not apply, so every no8s
 // module the test kit needs is listed here.
 replace (
+	github.com/no8s/no8s/libs/api => ../../libs/api
 	github.com/no8s/no8s/libs/sdk => ../../libs/sdk
 	github.com/no8s/no8s/libs/sdk/testkit => ../../libs/sdk/testkit
 	github.com/no8s/no8s/migrations => ../../migrations

@@ -104,7 +104,7 @@ type Completion struct {
 	// Error is the error text of a failed attempt.
 	Error string
 	// Phase is the phase the store will derive from this completion with the
-	// same rule (conditions.PhaseOf): Terminating, Degraded, Ready or
+	// same rule (lifecycle.PhaseOf in libs/api): Terminating, Degraded, Ready or
 	// Progressing. It is not sent; the store computes it.
 	Phase string
 	// Conditions is the full list (Ready included).

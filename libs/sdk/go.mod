@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/nats-io/nats.go v1.55.0
+	github.com/no8s/no8s/libs/api v0.0.0
 	github.com/no8s/no8s/proto v0.0.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
 	google.golang.org/grpc v1.85.0
@@ -20,4 +21,7 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 )
 
-replace github.com/no8s/no8s/proto => ../../proto
+replace (
+	github.com/no8s/no8s/libs/api => ../api
+	github.com/no8s/no8s/proto => ../../proto
+)

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/sdk/conditions"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 )
@@ -24,12 +25,13 @@ const (
 	OperationIgnore = "ignore"
 )
 
-// FinalizerPrefix prefixes a reconciler's own finalizer.
-const FinalizerPrefix = "reconciler.no8s.io/"
+// FinalizerPrefix prefixes a reconciler's own finalizer
+// (names.ReconcilerFinalizerPrefix in libs/api).
+const FinalizerPrefix = names.ReconcilerFinalizerPrefix
 
 // Finalizer returns the finalizer of the reconciler called name:
 // reconciler.no8s.io/<name>.
-func Finalizer(name string) string { return FinalizerPrefix + name }
+func Finalizer(name string) string { return names.ReconcilerFinalizer(name) }
 
 // Lifecycle statuses of a resource (seed 000): pending → reconciling →
 // ready | failed, and deleting. The store sets them; the engine's phase

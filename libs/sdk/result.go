@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/no8s/no8s/libs/api/lifecycle"
 )
 
 // Result says when to come back; together with the error a step returns it
@@ -122,36 +124,22 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("step %s panicked: %v", e.Step, e.Value) }
 
-// Outcome is how an attempt ended. The values match the store's
-// no8s.reconcile.v1.Outcome.
-type Outcome int
+// Outcome is how an attempt ended: libs/api's lifecycle.Outcome, which maps
+// onto no8s.reconcile.v1.Outcome by name.
+type Outcome = lifecycle.Outcome
 
 // Outcomes.
 const (
-	OutcomeUnspecified Outcome = iota
+	OutcomeUnspecified = lifecycle.OutcomeUnspecified
 	// OutcomeSuccess: every step done; the resource is ready (or, when
 	// deleting, its cleanup finished).
-	OutcomeSuccess
+	OutcomeSuccess = lifecycle.OutcomeSuccess
 	// OutcomeRequeue: not done yet, come back after Report.RequeueAfter;
 	// no failure counted.
-	OutcomeRequeue
+	OutcomeRequeue = lifecycle.OutcomeRequeue
 	// OutcomeError: failed; the scheduler retries with exponential backoff.
-	OutcomeError
+	OutcomeError = lifecycle.OutcomeError
 	// OutcomeTerminal: failed; not retried until the spec changes or a
 	// manual trigger.
-	OutcomeTerminal
+	OutcomeTerminal = lifecycle.OutcomeTerminal
 )
-
-func (o Outcome) String() string {
-	switch o {
-	case OutcomeSuccess:
-		return "success"
-	case OutcomeRequeue:
-		return "requeue"
-	case OutcomeError:
-		return "error"
-	case OutcomeTerminal:
-		return "terminal"
-	}
-	return "unspecified"
-}

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/no8s/no8s/libs/api/names"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission/schema"
 	"github.com/no8s/no8s/services/admission/webhook"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
-	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/resourcepb"
 	"github.com/no8s/no8s/services/internal/strictjson"
 	"github.com/no8s/no8s/services/internal/webhookconf"
@@ -39,8 +39,8 @@ func checkSchema(raw []byte) error {
 		return problem.New(problem.Invalid, problem.CodeInvalidSchema, "schema is required").
 			WithFields(problem.FieldError{Path: "/schema", Message: "schema is required"})
 	}
-	if len(raw) > resource.MaxSchemaBytes {
-		return problem.New(problem.TooLarge, problem.CodeTooLarge, "schema is %d bytes, more than the %d allowed", len(raw), resource.MaxSchemaBytes).
+	if len(raw) > names.MaxSchemaBytes {
+		return problem.New(problem.TooLarge, problem.CodeTooLarge, "schema is %d bytes, more than the %d allowed", len(raw), names.MaxSchemaBytes).
 			WithFields(problem.FieldError{Path: "/schema", Message: "too large"})
 	}
 	if perr := strictjson.Check(raw, "/schema"); perr != nil {
@@ -84,10 +84,10 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 		return nil, 0, problem.Invalidf("operation is required: CREATE, UPDATE or DELETE")
 	}
 	var errs []problem.FieldError
-	if fe := resource.ValidateTypeName("/resource_type_name", r.GetResourceTypeName()); fe != nil {
+	if fe := names.TypeName("/resource_type_name", r.GetResourceTypeName()); fe != nil {
 		errs = append(errs, *fe)
 	}
-	if fe := resource.ValidateTypeVersion("/resource_type_version", r.GetResourceTypeVersion()); fe != nil {
+	if fe := names.TypeVersion("/resource_type_version", r.GetResourceTypeVersion()); fe != nil {
 		errs = append(errs, *fe)
 	}
 	if len(errs) > 0 {
@@ -106,8 +106,8 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 		return nil, 0, problem.New(problem.Invalid, problem.CodeValidation,
 			"spec does not match the schema of %s/%s", r.GetResourceTypeName(), r.GetResourceTypeVersion()).WithFields(violations...)
 	}
-	if len(spec) > resource.MaxSpecBytes {
-		return nil, 0, problem.New(problem.TooLarge, problem.CodeTooLarge, "spec is %d bytes with defaults, more than the %d allowed", len(spec), resource.MaxSpecBytes).
+	if len(spec) > names.MaxSpecBytes {
+		return nil, 0, problem.New(problem.TooLarge, problem.CodeTooLarge, "spec is %d bytes with defaults, more than the %d allowed", len(spec), names.MaxSpecBytes).
 			WithFields(problem.FieldError{Path: "/spec", Message: "too large"})
 	}
 	out := cloneResource(r)
@@ -118,8 +118,8 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 			return nil, 0, err
 		}
 		if !slices.Contains(out.Finalizers, fin) {
-			if len(out.Finalizers) >= resource.MaxFinalizers {
-				return nil, 0, problem.New(problem.Invalid, problem.CodeInvalid, "at most %d finalizers, including the reconciler's %s", resource.MaxFinalizers, fin).
+			if len(out.Finalizers) >= names.MaxFinalizers {
+				return nil, 0, problem.New(problem.Invalid, problem.CodeInvalid, "at most %d finalizers, including the reconciler's %s", names.MaxFinalizers, fin).
 					WithFields(problem.FieldError{Path: "/finalizers", Message: "too many finalizers"})
 			}
 			out.Finalizers = append(out.Finalizers, fin)

@@ -11,16 +11,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/services/internal/problem"
-	"github.com/no8s/no8s/services/internal/reconcilers"
 )
-
-// FinalizerPrefix prefixes a reconciler's finalizer: reconciler.no8s.io/<name>.
-const FinalizerPrefix = "reconciler.no8s.io/"
-
-// defaultRegistryTTL is the registry bucket's max age when its status
-// cannot be read.
-const defaultRegistryTTL = 15 * time.Second
 
 // liveTypes answers which reconciler serves a type, for the live-reconciler
 // rule. It caches the registry's type keys (type.<Type>.<version> =
@@ -45,7 +39,7 @@ type claim struct {
 }
 
 func newLiveTypes(js jetstream.KeyValueManager, log *slog.Logger) *liveTypes {
-	return &liveTypes{js: js, log: log, ttl: defaultRegistryTTL, owners: map[typeKey]claim{}}
+	return &liveTypes{js: js, log: log, ttl: subjects.RegistryTTL, owners: map[typeKey]claim{}}
 }
 
 // run keeps the cache until ctx ends: it waits for the bucket to exist, then
@@ -90,14 +84,14 @@ func (l *liveTypes) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	if kv != nil {
 		return kv, nil
 	}
-	kv, err := l.js.KeyValue(ctx, reconcilers.Bucket)
+	kv, err := l.js.KeyValue(ctx, subjects.RegistryBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	ttl := defaultRegistryTTL
+	ttl := subjects.RegistryTTL // when the bucket's status cannot be read
 	if st, err := kv.Status(ctx); err == nil && st.TTL() > 0 {
 		ttl = st.TTL()
 	}
@@ -185,7 +179,7 @@ func (l *liveTypes) owner(ctx context.Context, name, version string) (string, er
 	if kv == nil {
 		return "", nil // no reconciler ever started
 	}
-	e, err := kv.Get(ctx, reconcilers.TypeKey(reconcilers.TypeRef{Name: name, Version: version}))
+	e, err := kv.Get(ctx, subjects.TypeKey(name, version))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return "", nil
 	}
@@ -219,5 +213,5 @@ func (l *liveTypes) requireReconciler(ctx context.Context, name, version string)
 			name, version, name, version).
 			WithFields(problem.FieldError{Path: "/resource_type_name", Message: "no live reconciler serves " + name + "/" + version})
 	}
-	return FinalizerPrefix + owner, nil
+	return names.ReconcilerFinalizer(owner), nil
 }

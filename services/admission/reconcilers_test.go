@@ -8,8 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/services/internal/problem"
-	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/testenv"
 )
 
@@ -38,7 +38,7 @@ func TestLiveTypes(t *testing.T) {
 	}
 	refused("Widget") // no bucket at all
 
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: reconcilers.Bucket, TTL: 2 * time.Second, Storage: jetstream.MemoryStorage})
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: subjects.RegistryBucket, TTL: 2 * time.Second, Storage: jetstream.MemoryStorage})
 	if err != nil {
 		t.Fatal(err)
 	}

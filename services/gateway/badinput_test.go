@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
@@ -33,7 +34,7 @@ func TestCreateResourceBadInput(t *testing.T) {
 	existing := createResource(t, resourceBody("existing", validSpec()))
 
 	big := `{"name":"big","resource_type_name":"BadInputCluster","resource_type_version":"v1","spec":{"engine":"postgres","pad":"` +
-		strings.Repeat("x", resource.MaxRequestBytes) + `"}}`
+		strings.Repeat("x", names.MaxRequestBytes) + `"}}`
 
 	cases := []struct {
 		name    string
@@ -119,8 +120,8 @@ func TestCreateResourceBadInput(t *testing.T) {
 		// One byte under the limit passes the size check and fails later on
 		// the spec's own limit (512 KiB) instead.
 		body := []byte(big)
-		body = append(body[:resource.MaxRequestBytes-len(`"}}`)], `"}}`...)
-		if len(body) != resource.MaxRequestBytes {
+		body = append(body[:names.MaxRequestBytes-len(`"}}`)], `"}}`...)
+		if len(body) != names.MaxRequestBytes {
 			t.Fatalf("body is %d bytes", len(body))
 		}
 		unchanged(t, func() {

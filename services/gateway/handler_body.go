@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v5"
 	"google.golang.org/grpc"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/strictjson"
@@ -60,17 +61,17 @@ func readBody(c *echo.Context, accepted ...string) ([]byte, error) {
 				detail: fmt.Sprintf("Content-Type %q is not supported here: use %s", ct, strings.Join(accepted, " or "))}
 		}
 	}
-	if req.ContentLength > resource.MaxRequestBytes {
+	if req.ContentLength > names.MaxRequestBytes {
 		return nil, tooLarge()
 	}
 	if req.Body == nil {
 		return nil, emptyBody()
 	}
-	data, err := io.ReadAll(io.LimitReader(req.Body, resource.MaxRequestBytes+1))
+	data, err := io.ReadAll(io.LimitReader(req.Body, names.MaxRequestBytes+1))
 	if err != nil {
 		return nil, bodyReadError(err)
 	}
-	if len(data) > resource.MaxRequestBytes {
+	if len(data) > names.MaxRequestBytes {
 		return nil, tooLarge()
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -115,7 +116,7 @@ func checkRequestText(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 func tooLarge() error {
-	return problem.New(problem.TooLarge, problem.CodeTooLarge, "the request body is larger than %d bytes", resource.MaxRequestBytes)
+	return problem.New(problem.TooLarge, problem.CodeTooLarge, "the request body is larger than %d bytes", names.MaxRequestBytes)
 }
 
 func emptyBody() error {

@@ -10,11 +10,11 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/no8s/no8s/libs/api/names"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/gateway/watch"
 	"github.com/no8s/no8s/services/internal/labelselector"
 	"github.com/no8s/no8s/services/internal/problem"
-	"github.com/no8s/no8s/services/internal/resource"
 )
 
 // HeaderLastEventID is the SSE resume header a reconnecting EventSource sends.
@@ -36,13 +36,13 @@ func (s *Service) watchEvents(c *echo.Context) error {
 	var f watch.Filter
 	var errs []problem.FieldError
 	if t := c.QueryParam("resource_type"); t != "" {
-		if fe := resource.ValidateTypeName("/resource_type", t); fe != nil {
+		if fe := names.TypeName("/resource_type", t); fe != nil {
 			errs = append(errs, *fe)
 		}
 		f.TypeName = t
 	}
 	if v := c.QueryParam("resource_type_version"); v != "" {
-		if fe := resource.ValidateTypeVersion("/resource_type_version", v); fe != nil {
+		if fe := names.TypeVersion("/resource_type_version", v); fe != nil {
 			errs = append(errs, *fe)
 		}
 		f.TypeVersion = v

@@ -13,6 +13,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/labstack/echo/v5"
 
+	"github.com/no8s/no8s/libs/api/names"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/problem"
@@ -98,28 +99,28 @@ func (s *Service) createResource(c *echo.Context) error {
 		return err
 	}
 	var errs []problem.FieldError
-	if fe := resource.ValidateName("/name", body.Name); fe != nil {
+	if fe := names.Name("/name", body.Name); fe != nil {
 		errs = append(errs, *fe)
 	}
 	if body.ResourceTypeName == "" {
 		errs = append(errs, problem.FieldError{Path: "/resource_type_name", Message: "resource_type_name is required"})
-	} else if fe := resource.ValidateTypeName("/resource_type_name", body.ResourceTypeName); fe != nil {
+	} else if fe := names.TypeName("/resource_type_name", body.ResourceTypeName); fe != nil {
 		errs = append(errs, *fe)
 	}
 	if body.ResourceTypeVersion == "" {
 		errs = append(errs, problem.FieldError{Path: "/resource_type_version", Message: "resource_type_version is required"})
-	} else if fe := resource.ValidateTypeVersion("/resource_type_version", body.ResourceTypeVersion); fe != nil {
+	} else if fe := names.TypeVersion("/resource_type_version", body.ResourceTypeVersion); fe != nil {
 		errs = append(errs, *fe)
 	}
 	spec, errs := checkSpec(body.Spec, errs)
 	errs = append(errs, resource.ValidateMetadata(body.Labels, body.Annotations, body.OwnerReferences)...)
 	for i, f := range body.Finalizers {
-		if fe := resource.ValidateFinalizer(fmt.Sprintf("/finalizers/%d", i), f); fe != nil {
+		if fe := names.Finalizer(fmt.Sprintf("/finalizers/%d", i), f); fe != nil {
 			errs = append(errs, *fe)
 		}
 	}
-	if len(body.Finalizers) > resource.MaxFinalizers {
-		errs = append(errs, problem.FieldError{Path: "/finalizers", Message: fmt.Sprintf("at most %d finalizers", resource.MaxFinalizers)})
+	if len(body.Finalizers) > names.MaxFinalizers {
+		errs = append(errs, problem.FieldError{Path: "/finalizers", Message: fmt.Sprintf("at most %d finalizers", names.MaxFinalizers)})
 	}
 	if err := fieldsError("invalid resource", errs); err != nil {
 		return err
@@ -541,7 +542,7 @@ func (s *Service) updateFinalizers(c *echo.Context) error {
 	}
 	errs := checkResourceVersion(body.ResourceVersion, nil)
 	for i, f := range body.Add {
-		if fe := resource.ValidateFinalizer(fmt.Sprintf("/add/%d", i), f); fe != nil {
+		if fe := names.Finalizer(fmt.Sprintf("/add/%d", i), f); fe != nil {
 			errs = append(errs, *fe)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/no8s/no8s/libs/api/names"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/problem"
@@ -44,8 +45,8 @@ func checkSchemaShape(raw json.RawMessage, required bool) []problem.FieldError {
 		}
 	case !isObject(raw):
 		return []problem.FieldError{{Path: "/schema", Message: "must be a JSON object"}}
-	case len(raw) > resource.MaxSchemaBytes:
-		return []problem.FieldError{{Path: "/schema", Message: fmt.Sprintf("schema is %d bytes, more than the %d allowed", len(raw), resource.MaxSchemaBytes)}}
+	case len(raw) > names.MaxSchemaBytes:
+		return []problem.FieldError{{Path: "/schema", Message: fmt.Sprintf("schema is %d bytes, more than the %d allowed", len(raw), names.MaxSchemaBytes)}}
 	}
 	return nil
 }
@@ -68,12 +69,12 @@ func (s *Service) createType(c *echo.Context) error {
 	var errs []problem.FieldError
 	if body.Name == "" {
 		errs = append(errs, problem.FieldError{Path: "/name", Message: "name is required"})
-	} else if fe := resource.ValidateTypeName("/name", body.Name); fe != nil {
+	} else if fe := names.TypeName("/name", body.Name); fe != nil {
 		errs = append(errs, *fe)
 	}
 	if body.Version == "" {
 		errs = append(errs, problem.FieldError{Path: "/version", Message: "version is required"})
-	} else if fe := resource.ValidateTypeVersion("/version", body.Version); fe != nil {
+	} else if fe := names.TypeVersion("/version", body.Version); fe != nil {
 		errs = append(errs, *fe)
 	}
 	errs = append(errs, checkSchemaShape(body.Schema, true)...)

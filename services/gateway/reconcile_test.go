@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/resource"
@@ -141,14 +142,14 @@ func TestReconcilePolicyOnTypes(t *testing.T) {
 
 func TestListReconcilers(t *testing.T) {
 	ctx := t.Context()
-	if _, err := env.js.KeyValue(ctx, reconcilers.Bucket); errors.Is(err, jetstream.ErrBucketNotFound) {
+	if _, err := env.js.KeyValue(ctx, subjects.RegistryBucket); errors.Is(err, jetstream.ErrBucketNotFound) {
 		if got := string(do(t, http.MethodGet, "/api/v1/reconcilers", nil).expect(t, http.StatusOK).Body); got != `[]` {
 			t.Fatalf("no registry: %s", got)
 		}
 	}
-	kv, err := env.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: reconcilers.Bucket, TTL: 15 * time.Second, Storage: jetstream.MemoryStorage})
+	kv, err := env.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: subjects.RegistryBucket, TTL: subjects.RegistryTTL, Storage: jetstream.MemoryStorage})
 	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = env.js.KeyValue(ctx, reconcilers.Bucket)
+		kv, err = env.js.KeyValue(ctx, subjects.RegistryBucket)
 	}
 	if err != nil {
 		t.Fatal(err)

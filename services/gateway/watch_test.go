@@ -20,6 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/services/gateway/watch"
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/resource"
@@ -649,7 +650,7 @@ func TestWatchGone(t *testing.T) {
 		changes = append(changes, modify(t, c.id, i))
 	}
 	ctx := t.Context()
-	stream, err := env.js.Stream(ctx, eventstream.StreamName)
+	stream, err := env.js.Stream(ctx, subjects.EventsStream)
 	if err != nil {
 		t.Fatal(err)
 	}

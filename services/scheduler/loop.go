@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/eventstream"
@@ -256,7 +257,7 @@ func (l *loop) run(ctx context.Context) error {
 func (l *loop) openConsumer(ctx context.Context) (jetstream.Consumer, error) {
 	cctx, cancel := context.WithTimeout(ctx, l.s.cfg.CallTimeout)
 	defer cancel()
-	st, err := l.s.js.Stream(cctx, eventstream.StreamName)
+	st, err := l.s.js.Stream(cctx, subjects.EventsStream)
 	if err != nil {
 		return nil, err
 	}
@@ -264,8 +265,8 @@ func (l *loop) openConsumer(ctx context.Context) (jetstream.Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.s.js.OrderedConsumer(cctx, eventstream.StreamName, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{eventstream.SubjectPrefix + ".>"},
+	return l.s.js.OrderedConsumer(cctx, subjects.EventsStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subjects.EventsAll},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    info.State.LastSeq + 1,
 	})
@@ -572,7 +573,7 @@ func (l *loop) do(ctx context.Context, j job) result {
 			return r
 		}
 		_, err := l.s.rc.RecordDispatch(cctx, &reconcilev1.RecordDispatchRequest{
-			SchedulerEpoch: l.term.Epoch, ResourceId: j.id, DispatchId: j.item.DispatchID, Reason: reconcilev1.Reason(j.item.Reason),
+			SchedulerEpoch: l.term.Epoch, ResourceId: j.id, DispatchId: j.item.DispatchID, Reason: dispatch.ReasonProto(j.item.Reason),
 		})
 		if err != nil {
 			r.err = grpcstatus.FromStatus(err)

@@ -18,10 +18,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
-	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/testenv"
 	"github.com/no8s/no8s/services/scheduler"
@@ -93,7 +93,7 @@ func newEnv(t *testing.T) *env {
 	if _, err := dispatch.Ensure(ctx, e.js, dispatch.StreamConfig{Memory: true, Duplicates: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	if e.kv, err = e.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: reconcilers.Bucket, TTL: 15 * time.Second, Storage: jetstream.MemoryStorage}); err != nil {
+	if e.kv, err = e.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: subjects.RegistryBucket, TTL: subjects.RegistryTTL, Storage: jetstream.MemoryStorage}); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -113,7 +113,7 @@ func (e *env) dial(opts ...grpc.DialOption) *grpc.ClientConn {
 // (the bucket's max age is 15 s) until the test ends.
 func (e *env) serve(typeName string) {
 	e.t.Helper()
-	key := reconcilers.TypeKey(reconcilers.TypeRef{Name: typeName, Version: "v1"})
+	key := subjects.TypeKey(typeName, "v1")
 	if _, err := e.kv.PutString(e.t.Context(), key, "test"); err != nil {
 		e.t.Fatal(err)
 	}
@@ -251,8 +251,8 @@ func (e *env) worker(behave func(*reconcilev1.AcquireLeaseResponse, *reconcilev1
 		w.behave = func(*reconcilev1.AcquireLeaseResponse, *reconcilev1.WorkItem) outcome { return outcome{} }
 	}
 	ctx := e.t.Context()
-	cons, err := e.js.CreateOrUpdateConsumer(ctx, dispatch.StreamName, jetstream.ConsumerConfig{
-		Durable: "test-worker", FilterSubject: dispatch.SubjectPrefix + ".>", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Second,
+	cons, err := e.js.CreateOrUpdateConsumer(ctx, subjects.ReconcileStream, jetstream.ConsumerConfig{
+		Durable: "test-worker", FilterSubject: subjects.ReconcileAll, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Second,
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -584,7 +584,7 @@ func TestAtMostOneOutstandingItem(t *testing.T) {
 	e := newEnv(t)
 	e.typ("Widget", resource.ReconcilePolicy{})
 	e.scheduler(testConfig("sched"), nil)
-	stream, err := e.js.Stream(t.Context(), dispatch.StreamName)
+	stream, err := e.js.Stream(t.Context(), subjects.ReconcileStream)
 	if err != nil {
 		t.Fatal(err)
 	}

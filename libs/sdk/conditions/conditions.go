@@ -4,68 +4,40 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/no8s/no8s/libs/api/lifecycle"
 )
 
+// The record, its statuses, the merge rule and the phase rule are
+// libs/api/lifecycle's; the names below are the SDK's names for them.
+
 // Status is a condition's status: True, False or Unknown.
-type Status string
+type Status = lifecycle.Status
 
 // The three condition statuses.
 const (
-	True    Status = "True"
-	False   Status = "False"
-	Unknown Status = "Unknown"
+	True    = lifecycle.True
+	False   = lifecycle.False
+	Unknown = lifecycle.Unknown
 )
 
-// Valid reports whether s is one of True, False and Unknown.
-func (s Status) Valid() bool { return s == True || s == False || s == Unknown }
-
 // StatusOf returns True for true and False for false.
-func StatusOf(ok bool) Status {
-	if ok {
-		return True
-	}
-	return False
-}
+func StatusOf(ok bool) Status { return lifecycle.StatusOf(ok) }
 
 // Ready is the type of the derived condition: True exactly when every other
 // condition is True and the last reconcile succeeded.
-const Ready = "Ready"
+const Ready = lifecycle.ConditionReady
 
-// Phases aggregate a resource's state into one word (seeds 003 and 004);
-// PhaseOf is the rule.
+// Phases aggregate a resource's state into one word; PhaseOf is the rule.
 const (
-	// PhaseTerminating: the resource is being deleted.
-	PhaseTerminating = "Terminating"
-	// PhaseReady: not deleting, the last attempt succeeded, and every
-	// condition is True.
-	PhaseReady = "Ready"
-	// PhaseDegraded: the last attempt reported a partial failure while the
-	// resource still serves (seed 003).
-	PhaseDegraded = "Degraded"
-	// PhaseProgressing: anything else; at least one condition is not True
-	// and says why.
-	PhaseProgressing = "Progressing"
+	PhaseTerminating = lifecycle.PhaseTerminating
+	PhaseReady       = lifecycle.PhaseReady
+	PhaseDegraded    = lifecycle.PhaseDegraded
+	PhaseProgressing = lifecycle.PhaseProgressing
 )
 
 // Condition is one observed aspect of a resource's state.
-type Condition struct {
-	// Type is the key, unique within a list (for example DatabaseExists).
-	Type string `json:"type"`
-	// Status is True, False or Unknown.
-	Status Status `json:"status"`
-	// Reason is a CamelCase machine-readable word.
-	Reason string `json:"reason,omitempty"`
-	// Message is for humans.
-	Message string `json:"message,omitempty"`
-	// ObservedGeneration is the resource generation the condition was
-	// computed for.
-	ObservedGeneration int64 `json:"observed_generation"`
-	// LastTransitionTime is when Status last changed.
-	LastTransitionTime time.Time `json:"last_transition_time"`
-}
-
-// IsTrue reports whether the condition's status is True.
-func (c Condition) IsTrue() bool { return c.Status == True }
+type Condition = lifecycle.Condition[Status]
 
 // Find returns the condition of type typ.
 func Find(list []Condition, typ string) (Condition, bool) {
@@ -87,25 +59,14 @@ func index(list []Condition, typ string) int {
 }
 
 // Set returns list with c stored under its type, replacing any condition of
-// the same type. LastTransitionTime is kept from the existing condition when
-// the status did not change and is set to now when it did (or when c is
-// new); a non-zero c.LastTransitionTime is ignored. An empty or invalid
-// status is stored as Unknown. list itself is not modified.
+// the same type, by the merge rule (lifecycle.Merge): LastTransitionTime is
+// kept from the existing condition when the status did not change and is
+// set to now when it did (or when c is new); a non-zero
+// c.LastTransitionTime is ignored. An empty or invalid status is stored as
+// Unknown. list itself is not modified.
 func Set(list []Condition, c Condition, now time.Time) []Condition {
-	if !c.Status.Valid() {
-		c.Status = Unknown
-	}
-	out := slices.Clone(list)
-	if i := index(out, c.Type); i >= 0 {
-		c.LastTransitionTime = out[i].LastTransitionTime
-		if out[i].Status != c.Status || c.LastTransitionTime.IsZero() {
-			c.LastTransitionTime = now
-		}
-		out[i] = c
-		return out
-	}
-	c.LastTransitionTime = now
-	return append(out, c)
+	out, _ := lifecycle.Merge(list, []Condition{c}, 0, now)
+	return out
 }
 
 // Initialize returns list with a condition of each given type added as
@@ -192,55 +153,19 @@ func notTrueReason(c Condition) string {
 }
 
 // PhaseFacts are what the phase rule looks at.
-type PhaseFacts struct {
-	// Deleting: the resource is being deleted.
-	Deleting bool
-	// Degraded: the last attempt reported a partial failure while the
-	// resource still serves (an sdk.Degraded error).
-	Degraded bool
-	// Succeeded: the last attempt succeeded (lifecycle status ready).
-	Succeeded bool
-	// Statuses are the statuses of every condition, Ready included.
-	Statuses []Status
-}
+type PhaseFacts = lifecycle.PhaseFacts
 
-// PhaseOf is the phase rule, written only here: the store derives every
-// stored phase with it and the engine its Completion.Phase.
-//
-//   - Terminating while the resource is being deleted;
-//   - Degraded when the last attempt reported a partial failure while the
-//     resource still serves;
-//   - Ready when the last attempt succeeded and every condition is True;
-//   - Progressing otherwise (a condition that is not True says why).
-func PhaseOf(f PhaseFacts) string {
-	switch {
-	case f.Deleting:
-		return PhaseTerminating
-	case f.Degraded:
-		return PhaseDegraded
-	case !f.Succeeded:
-		return PhaseProgressing
-	}
-	for _, s := range f.Statuses {
-		if s != True {
-			return PhaseProgressing
-		}
-	}
-	return PhaseReady
-}
+// PhaseOf is the phase rule (lifecycle.PhaseOf): Terminating while
+// deleting, Degraded after a partial failure, Ready when the last attempt
+// succeeded and every condition is True, Progressing otherwise.
+func PhaseOf(f PhaseFacts) string { return lifecycle.PhaseOf(f) }
 
 // Statuses lists the status of each condition, for PhaseFacts.
-func Statuses(list []Condition) []Status {
-	out := make([]Status, len(list))
-	for i, c := range list {
-		out[i] = c.Status
-	}
-	return out
-}
+func Statuses(list []Condition) []Status { return lifecycle.Statuses(list) }
 
 // Phase is PhaseOf for list after a successful attempt that reported no
 // partial failure: Terminating while deleting, Ready when every condition
 // (Ready included) is True, else Progressing.
 func Phase(deleting bool, list []Condition) string {
-	return PhaseOf(PhaseFacts{Deleting: deleting, Succeeded: true, Statuses: Statuses(list)})
+	return lifecycle.PhaseOf(lifecycle.PhaseFacts{Deleting: deleting, Succeeded: true, Statuses: lifecycle.Statuses(list)})
 }

@@ -12,6 +12,10 @@
 //     deletion: Terminating while deleting, Ready when every condition is
 //     True, else Progressing.
 //
+// The condition record, the merge rule (Set) and the phase rule (PhaseOf)
+// are libs/api/lifecycle's, which the store applies too; this package names
+// them for reconcilers and adds the helpers a reconciler needs.
+//
 // The functions are pure: they take the current time as an argument and
 // return new slices, so they are easy to test and safe to call from steps.
 package conditions

@@ -13,19 +13,14 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk"
 )
 
-// Defaults of the design.
-const (
-	// Bucket is the KV bucket's name.
-	Bucket = "NO8S_RECONCILERS"
-	// TTL is the bucket's max age: a replica that stops refreshing is gone
-	// from the registry this long after its last heartbeat.
-	TTL = 15 * time.Second
-	// HeartbeatInterval is how often a replica refreshes its keys.
-	HeartbeatInterval = 5 * time.Second
-)
+// Bucket is the KV bucket's name (subjects.RegistryBucket; its key layout,
+// TTL and heartbeat are there too).
+const Bucket = subjects.RegistryBucket
 
 // Sentinel errors.
 var (
@@ -35,36 +30,33 @@ var (
 	ErrInvalid = errors.New("registry: invalid registration")
 )
 
-var (
-	nameRE    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-	replicaRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-	typeRE    = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
-	versionRE = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
-)
+var replicaRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
-// ValidName checks a reconciler name: a DNS label (lower-case letters,
-// digits and dashes, at most 63), usable as finalizer suffix, consumer name
-// and KV key.
+// ValidName checks a reconciler name by the resource name rule
+// (names.Name: a DNS-1123 label), so that it is usable as finalizer
+// suffix, consumer name and KV key.
 func ValidName(name string) error {
-	if !nameRE.MatchString(name) {
-		return fmt.Errorf("%w: reconciler name %q must be a DNS label (a-z, 0-9 and -, at most 63 characters)", ErrInvalid, name)
+	if fe := names.Name("reconciler name", name); fe != nil {
+		return fmt.Errorf("%w: %s: %s", ErrInvalid, fe.Path, fe.Message)
 	}
 	return nil
 }
 
-// ValidType checks a type reference.
+// ValidType checks a type reference by the type name and version rules
+// (names.TypeName, names.TypeVersion).
 func ValidType(t sdk.TypeRef) error {
-	if !typeRE.MatchString(t.Name) || !versionRE.MatchString(t.Version) {
-		return fmt.Errorf("%w: type %q is not a valid type name and version (like PostgresDatabase/v1)", ErrInvalid, t)
+	fe := names.TypeName("type name", t.Name)
+	if fe == nil {
+		fe = names.TypeVersion("type version", t.Version)
+	}
+	if fe != nil {
+		return fmt.Errorf("%w: %s: %s", ErrInvalid, fe.Path, fe.Message)
 	}
 	return nil
 }
 
-// TypeKey is the key claiming type t.
-func TypeKey(t sdk.TypeRef) string { return "type." + t.Name + "." + t.Version }
-
-// ReplicaKey is the key of one replica.
-func ReplicaKey(name, replica string) string { return "replica." + name + "." + replica }
+// typeKey is the key claiming type t.
+func typeKey(t sdk.TypeRef) string { return subjects.TypeKey(t.Name, t.Version) }
 
 // Replica is the value of a replica key.
 type Replica struct {
@@ -196,7 +188,7 @@ func (g *Registration) refresh(ctx context.Context, kv jetstream.KeyValue) error
 			return err
 		}
 	}
-	if _, err := kv.Put(ctx, ReplicaKey(g.replica.Name, g.replica.ID), g.value); err != nil {
+	if _, err := kv.Put(ctx, subjects.ReplicaKey(g.replica.Name, g.replica.ID), g.value); err != nil {
 		return fmt.Errorf("registry: announce replica %s: %w", g.replica.ID, err)
 	}
 	g.mu.Lock()
@@ -208,7 +200,7 @@ func (g *Registration) refresh(ctx context.Context, kv jetstream.KeyValue) error
 // claim creates the type key, or refreshes it with a compare-and-set when it
 // already names this reconciler.
 func (g *Registration) claim(ctx context.Context, kv jetstream.KeyValue, t sdk.TypeRef) error {
-	key, name := TypeKey(t), []byte(g.replica.Name)
+	key, name := typeKey(t), []byte(g.replica.Name)
 	for range 5 {
 		e, err := kv.Get(ctx, key)
 		switch {
@@ -240,7 +232,7 @@ func (g *Registration) claim(ctx context.Context, kv jetstream.KeyValue, t sdk.T
 // unserved at once instead of after the TTL).
 func (g *Registration) Deregister(ctx context.Context) error {
 	kv := g.bucket()
-	if err := kv.Delete(ctx, ReplicaKey(g.replica.Name, g.replica.ID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if err := kv.Delete(ctx, subjects.ReplicaKey(g.replica.Name, g.replica.ID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("registry: remove replica: %w", err)
 	}
 	live, err := Live(ctx, kv)
@@ -253,18 +245,18 @@ func (g *Registration) Deregister(ctx context.Context) error {
 		}
 	}
 	for _, t := range g.replica.Types {
-		e, err := kv.Get(ctx, TypeKey(t))
+		e, err := kv.Get(ctx, typeKey(t))
 		if err != nil || string(e.Value()) != g.replica.Name {
 			continue
 		}
-		_ = kv.Delete(ctx, TypeKey(t), jetstream.LastRevision(e.Revision()))
+		_ = kv.Delete(ctx, typeKey(t), jetstream.LastRevision(e.Revision()))
 	}
 	return nil
 }
 
 // Holder returns the reconciler serving t ("" when none is live).
 func Holder(ctx context.Context, kv jetstream.KeyValue, t sdk.TypeRef) (string, error) {
-	e, err := kv.Get(ctx, TypeKey(t))
+	e, err := kv.Get(ctx, typeKey(t))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return "", nil
 	}
@@ -306,14 +298,10 @@ func Live(ctx context.Context, kv jetstream.KeyValue) ([]Reconciler, error) {
 			break // every current value has been seen
 		}
 		key := e.Key()
-		switch {
-		case strings.HasPrefix(key, "type."):
-			parts := strings.Split(key, ".")
-			if len(parts) == 3 {
-				r := get(string(e.Value()))
-				r.Types = append(r.Types, sdk.TypeRef{Name: parts[1], Version: parts[2]})
-			}
-		case strings.HasPrefix(key, "replica."):
+		if n, v, ok := subjects.ParseTypeKey(key); ok {
+			r := get(string(e.Value()))
+			r.Types = append(r.Types, sdk.TypeRef{Name: n, Version: v})
+		} else if subjects.IsReplicaKey(key) {
 			var rep Replica
 			if json.Unmarshal(e.Value(), &rep) == nil && rep.Name != "" {
 				r := get(rep.Name)

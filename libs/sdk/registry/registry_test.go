@@ -30,10 +30,4 @@ func TestNamesAndKeys(t *testing.T) {
 			t.Errorf("%v accepted", bad)
 		}
 	}
-	if k := registry.TypeKey(sdk.Type("PostgresDatabase", "v1")); k != "type.PostgresDatabase.v1" {
-		t.Error(k)
-	}
-	if k := registry.ReplicaKey("noop", "host-1"); k != "replica.noop.host-1" {
-		t.Error(k)
-	}
 }

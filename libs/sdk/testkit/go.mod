@@ -6,6 +6,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
+	github.com/no8s/no8s/libs/api v0.0.0 // indirect
 	github.com/no8s/no8s/libs/sdk v0.0.0
 	github.com/no8s/no8s/proto v0.0.0
 	github.com/no8s/no8s/services v0.0.0
@@ -43,6 +44,7 @@ require (
 )
 
 replace (
+	github.com/no8s/no8s/libs/api => ../../api
 	github.com/no8s/no8s/libs/sdk => ../
 	github.com/no8s/no8s/migrations => ../../../migrations
 	github.com/no8s/no8s/proto => ../../../proto

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"google.golang.org/grpc"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/registry"
 	"github.com/no8s/no8s/libs/sdk/secret"
@@ -34,13 +35,12 @@ const (
 	DefaultShutdownGrace  = 25 * time.Second
 	DefaultInterruptWait  = 5 * time.Second
 	DefaultFetchWait      = 5 * time.Second
-	DefaultStream         = "NO8S_RECONCILE"
-	// SubjectPrefix prefixes the work item subjects: no8s.reconcile.<Type>.<version>.
-	SubjectPrefix = "no8s.reconcile."
+	// DefaultStream is the work queue's name (subjects.ReconcileStream).
+	DefaultStream = subjects.ReconcileStream
 )
 
-// Subject is the work item subject of type t.
-func Subject(t sdk.TypeRef) string { return SubjectPrefix + t.Name + "." + t.Version }
+// Subject is the work item subject of type t (subjects.Reconcile).
+func Subject(t sdk.TypeRef) string { return subjects.Reconcile(t.Name, t.Version) }
 
 // Config is what the worker registers and connects to (the server side).
 type Config struct {
@@ -106,7 +106,7 @@ func defaults() options {
 	return options{
 		maxConcurrency: DefaultMaxConcurrency, lease: DefaultLease, shutdownGrace: DefaultShutdownGrace,
 		interruptWait: DefaultInterruptWait, fetchWait: DefaultFetchWait,
-		heartbeat: registry.HeartbeatInterval, registryTTL: registry.TTL,
+		heartbeat: subjects.RegistryHeartbeat, registryTTL: subjects.RegistryTTL,
 		stream: DefaultStream, createStream: true, secrets: secret.Local{},
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/client"
 	"github.com/no8s/no8s/libs/sdk/registry"
@@ -183,9 +184,9 @@ func (w *Worker) consumer(ctx context.Context, js jetstream.JetStream) (jetstrea
 			return nil, fmt.Errorf("worker: stream %s: %w", w.o.stream, err)
 		}
 		stream, err = js.CreateStream(ctx, jetstream.StreamConfig{
-			Name: w.o.stream, Description: "no8s work items (created by a worker)", Subjects: []string{SubjectPrefix + ">"},
-			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute,
-			MaxAge: 24 * time.Hour, Discard: jetstream.DiscardOld,
+			Name: w.o.stream, Description: "no8s work items (created by a worker)", Subjects: []string{subjects.ReconcileAll},
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Duplicates: subjects.ReconcileDuplicates,
+			MaxAge: subjects.ReconcileMaxAge, Discard: jetstream.DiscardOld,
 		})
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			stream, err = js.Stream(ctx, w.o.stream)

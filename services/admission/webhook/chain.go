@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/webhookconf"
@@ -191,8 +192,8 @@ func (c *Chain) take(h *Hook, cur *resource.Resource, patched []byte, check Chec
 			return nil, err
 		}
 		errs = append(errs, violations...)
-		if len(spec) > resource.MaxSpecBytes {
-			errs = append(errs, problem.FieldError{Path: "/spec", Message: fmt.Sprintf("%d bytes with defaults, more than the %d allowed", len(spec), resource.MaxSpecBytes)})
+		if len(spec) > names.MaxSpecBytes {
+			errs = append(errs, problem.FieldError{Path: "/spec", Message: fmt.Sprintf("%d bytes with defaults, more than the %d allowed", len(spec), names.MaxSpecBytes)})
 		}
 		next.Spec = spec
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/labelselector"
 	"github.com/no8s/no8s/services/internal/resource"
@@ -39,12 +40,10 @@ type Filter struct {
 	Selector   labelselector.Selector
 }
 
-const allSubjects = eventstream.SubjectPrefix + ".>"
-
 // subject is the stream subject filter that selects f's type and version.
 func (f Filter) subject() string {
 	if f.TypeName == "" && f.TypeVersion == "" {
-		return allSubjects
+		return subjects.EventsAll
 	}
 	t, v := f.TypeName, f.TypeVersion
 	if t == "" {
@@ -53,7 +52,7 @@ func (f Filter) subject() string {
 	if v == "" {
 		v = "*"
 	}
-	return eventstream.SubjectPrefix + "." + t + "." + v
+	return subjects.Event(t, v)
 }
 
 func (f Filter) match(e *event) bool {

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/services/internal/eventstream"
 )
 
@@ -252,9 +253,9 @@ var errReconnected = errors.New("nats reconnected")
 // follow reads the stream from the hub's position until ctx ends, an error
 // occurs or the connection is re-established.
 func (h *Hub) follow(ctx context.Context, reconnected <-chan nats.Status) error {
-	stream, err := h.js.Stream(ctx, eventstream.StreamName)
+	stream, err := h.js.Stream(ctx, subjects.EventsStream)
 	if err != nil {
-		return fmt.Errorf("open stream %s: %w", eventstream.StreamName, err)
+		return fmt.Errorf("open stream %s: %w", subjects.EventsStream, err)
 	}
 	info, err := stream.Info(ctx)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/services/internal/eventstream"
 )
 
@@ -136,7 +137,7 @@ func (h *Hub) resolve(ctx context.Context, stream jetstream.Stream, since int64)
 	lo, hi := st.FirstSeq, st.LastSeq+1
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		m, err := stream.GetMsg(ctx, mid, jetstream.WithGetMsgSubject(allSubjects))
+		m, err := stream.GetMsg(ctx, mid, jetstream.WithGetMsgSubject(subjects.EventsAll))
 		if errors.Is(err, jetstream.ErrMsgNotFound) && mid > st.FirstSeq {
 			// Nothing at or after mid (a concurrent purge, or deletes).
 			hi = mid

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/no8s/no8s/libs/api/subjects"
 )
 
 // errOverflow sends a watcher back to the stream: the hub dropped it.
@@ -284,7 +286,7 @@ func (wt *watcher) catchUp(ctx context.Context, p position) error {
 		MemoryStorage:     true,
 		Replicas:          1,
 	}
-	if subj := wt.f.subject(); subj != allSubjects {
+	if subj := wt.f.subject(); subj != subjects.EventsAll {
 		cfg.FilterSubject = subj
 	}
 	cons, err := stream.CreateConsumer(ctx, cfg)

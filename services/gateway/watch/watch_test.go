@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/labelselector"
 	"github.com/no8s/no8s/services/internal/resource"
@@ -64,7 +65,7 @@ func (f *fixture) publish(t *testing.T, rev int64, typeName string, id int64, la
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := &nats.Msg{Subject: eventstream.Subject(typeName, "v1"), Data: data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: subjects.Event(typeName, "v1"), Data: data, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, eventstream.MsgID(rev))
 	if _, err := f.js.PublishMsg(t.Context(), msg); err != nil {
 		t.Fatal(err)

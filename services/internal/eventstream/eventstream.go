@@ -15,15 +15,18 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 )
 
-// Stream and subject names.
+// Stream and subject names: libs/api/subjects holds them. These two names
+// stay until services/store names subjects.EventsStream and
+// subjects.WakeSubject itself.
 const (
-	StreamName    = "NO8S_EVENTS"
+	StreamName    = subjects.EventsStream
 	SubjectPrefix = envelope.SubjectPrefix
 	// WakeSubject carries core-NATS hints that the outbox has new rows.
-	WakeSubject = "no8s.internal.outbox.wake"
+	WakeSubject = subjects.WakeSubject
 )
 
 // The envelope (package envelope), re-exported for the stream's readers.
@@ -134,7 +137,7 @@ func (c StreamConfig) jetstream(id Identity) jetstream.StreamConfig {
 	cfg := jetstream.StreamConfig{
 		Name:        StreamName,
 		Description: "no8s resource events, one per committed change, in revision order",
-		Subjects:    []string{SubjectPrefix + ".>"},
+		Subjects:    []string{subjects.EventsAll},
 		Retention:   jetstream.LimitsPolicy,
 		MaxAge:      c.MaxAge,
 		Duplicates:  c.Duplicates,

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/no8s/no8s/libs/api/names"
 )
 
 // Kind classifies an error by what the caller should do about it.
@@ -81,11 +83,9 @@ const (
 	CodeNoReconciler = "no_reconciler"
 )
 
-// FieldError names one offending field by JSON pointer (for example /spec/x).
-type FieldError struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
+// FieldError names one offending field by JSON pointer (for example /spec/x):
+// libs/api's, so that the naming rules' errors need no conversion.
+type FieldError = names.FieldError
 
 // Error is a domain error. Create one with New or the helpers below.
 type Error struct {

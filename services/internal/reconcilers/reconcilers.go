@@ -1,12 +1,8 @@
 // Package reconcilers reads the registry of live reconcilers: the JetStream
-// KV bucket NO8S_RECONCILERS in which every worker replica announces its
-// reconciler and claims the types it serves (docs/design/reconcile.md). The
-// workers (libs/sdk) write it; the scheduler and the api-gateway read it.
-//
-// Layout: key type.<Type>.<version> = the reconciler's name (one reconciler
-// per type); key replica.<name>.<id> = JSON {name, replica, types:
-// [{name, version}], started_at}. Keys are refreshed every few seconds and
-// vanish with the bucket's max age (15 s) once their replica stops.
+// KV bucket in which every worker replica announces its reconciler and
+// claims the types it serves (docs/design/reconcile.md). The workers
+// (libs/sdk) write it; the scheduler and the api-gateway read it. The
+// bucket's name, key layout and TTL are libs/api/subjects'.
 package reconcilers
 
 import (
@@ -19,15 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-)
 
-// Bucket is the KV bucket's name.
-const Bucket = "NO8S_RECONCILERS"
-
-// Key prefixes.
-const (
-	typePrefix    = "type."
-	replicaPrefix = "replica."
+	"github.com/no8s/no8s/libs/api/subjects"
 )
 
 // TypeRef names a resource type and version.
@@ -37,9 +26,6 @@ type TypeRef struct {
 }
 
 func (t TypeRef) String() string { return t.Name + "/" + t.Version }
-
-// TypeKey is the key that claims a type.
-func TypeKey(t TypeRef) string { return typePrefix + t.Name + "." + t.Version }
 
 // Reconciler is one registered reconciler.
 type Reconciler struct {
@@ -85,12 +71,12 @@ func parseType(raw json.RawMessage) (TypeRef, bool) {
 // (no reconciler has ever started).
 func Read(ctx context.Context, js jetstream.KeyValueManager) (*Registry, error) {
 	reg := &Registry{Owners: map[TypeRef]string{}}
-	kv, err := js.KeyValue(ctx, Bucket)
+	kv, err := js.KeyValue(ctx, subjects.RegistryBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return reg, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reconciler registry %s: %w", Bucket, err)
+		return nil, fmt.Errorf("reconciler registry %s: %w", subjects.RegistryBucket, err)
 	}
 	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
@@ -122,11 +108,9 @@ func Read(ctx context.Context, js jetstream.KeyValueManager) (*Registry, error) 
 			break // every current value has been seen
 		}
 		key := e.Key()
-		switch {
-		case strings.HasPrefix(key, typePrefix):
-			n, v, ok := strings.Cut(strings.TrimPrefix(key, typePrefix), ".")
+		if n, v, ok := subjects.ParseTypeKey(key); ok {
 			name := string(e.Value())
-			if !ok || name == "" {
+			if name == "" {
 				continue
 			}
 			t := TypeRef{Name: n, Version: v}
@@ -134,7 +118,9 @@ func Read(ctx context.Context, js jetstream.KeyValueManager) (*Registry, error) 
 			r := get(name)
 			r.Live = true
 			addType(r, t)
-		case strings.HasPrefix(key, replicaPrefix):
+			continue
+		}
+		if subjects.IsReplicaKey(key) {
 			var rv replicaValue
 			if json.Unmarshal(e.Value(), &rv) != nil || rv.Name == "" {
 				continue

@@ -3,6 +3,7 @@ package resource
 import (
 	"fmt"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/services/internal/problem"
 )
 
@@ -93,9 +94,9 @@ const (
 
 // Condition statuses.
 const (
-	ConditionTrue    = "True"
-	ConditionFalse   = "False"
-	ConditionUnknown = "Unknown"
+	ConditionTrue    = string(lifecycle.True)
+	ConditionFalse   = string(lifecycle.False)
+	ConditionUnknown = string(lifecycle.Unknown)
 )
 
 // ConditionReconcilerAvailable says whether a live reconciler serves the

@@ -8,7 +8,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/no8s/no8s/libs/sdk/conditions"
+	"github.com/no8s/no8s/libs/api/lifecycle"
 )
 
 // Lifecycle statuses of a resource.
@@ -21,12 +21,12 @@ const (
 )
 
 // Phases summarise a resource's state (seeds 003 and 004); the rule is
-// conditions.PhaseOf in libs/sdk, shared by the store and the SDK.
+// lifecycle.PhaseOf in libs/api, shared by the store and the SDK.
 const (
-	PhaseProgressing = conditions.PhaseProgressing
-	PhaseReady       = conditions.PhaseReady
-	PhaseDegraded    = conditions.PhaseDegraded
-	PhaseTerminating = conditions.PhaseTerminating
+	PhaseProgressing = lifecycle.PhaseProgressing
+	PhaseReady       = lifecycle.PhaseReady
+	PhaseDegraded    = lifecycle.PhaseDegraded
+	PhaseTerminating = lifecycle.PhaseTerminating
 )
 
 // Statuses lists every lifecycle status, for validating filters.
@@ -56,15 +56,9 @@ type OwnerReference struct {
 	BlockOwnerDeletion  bool   `json:"block_owner_deletion,omitempty"`
 }
 
-// Condition is one observed aspect of a resource.
-type Condition struct {
-	Type               string    `json:"type"`
-	Status             string    `json:"status"`
-	Reason             string    `json:"reason,omitempty"`
-	Message            string    `json:"message,omitempty"`
-	ObservedGeneration int64     `json:"observed_generation"`
-	LastTransitionTime time.Time `json:"last_transition_time"`
-}
+// Condition is one observed aspect of a resource: libs/api's record, with
+// the status as a string. lifecycle.Merge stores conditions.
+type Condition = lifecycle.Condition[string]
 
 // Resource is the canonical document of a resource.
 type Resource struct {
@@ -118,17 +112,11 @@ func (r *Resource) Normalize() {
 	}
 }
 
-// PhaseFor derives the phase with the one phase rule (conditions.PhaseOf)
-// from the lifecycle status, whether the last attempt reported a partial
-// failure while still serving, and the conditions: Terminating while
-// deleting, Degraded when degraded, Ready when ready and every condition is
-// True, otherwise Progressing.
+// PhaseFor maps the lifecycle status, whether the last attempt reported a
+// partial failure while still serving, and the conditions onto the phase
+// rule's facts and applies it (lifecycle.PhaseOf).
 func PhaseFor(status string, degraded bool, conds []Condition) string {
-	statuses := make([]conditions.Status, len(conds))
-	for i, c := range conds {
-		statuses[i] = conditions.Status(c.Status)
-	}
-	return conditions.PhaseOf(conditions.PhaseFacts{
-		Deleting: status == StatusDeleting, Degraded: degraded, Succeeded: status == StatusReady, Statuses: statuses,
+	return lifecycle.PhaseOf(lifecycle.PhaseFacts{
+		Deleting: status == StatusDeleting, Degraded: degraded, Succeeded: status == StatusReady, Statuses: lifecycle.Statuses(conds),
 	})
 }

@@ -10,13 +10,12 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/problem"
-	"github.com/no8s/no8s/services/internal/resource"
 )
 
 // Webhook types.
@@ -46,7 +45,6 @@ const (
 	DefaultTimeoutSeconds = 10
 	MinTimeoutSeconds     = 1
 	MaxTimeoutSeconds     = 30
-	MaxNameLength         = 253
 	MaxURLLength          = 2048
 	MaxCABundleBytes      = 64 << 10
 )
@@ -89,8 +87,6 @@ func Less(a, b *Webhook) bool {
 	return a.Name < b.Name
 }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-
 // Validate returns every violation of w's registration fields, with JSON
 // pointers as the public API names them (/name, /webhook_url, ...).
 func Validate(w *Webhook) []problem.FieldError {
@@ -98,19 +94,16 @@ func Validate(w *Webhook) []problem.FieldError {
 	add := func(path, format string, args ...any) {
 		errs = append(errs, problem.FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
 	}
-	switch {
-	case w.Name == "":
-		add("/name", "name is required")
-	case len(w.Name) > MaxNameLength || !nameRE.MatchString(w.Name):
-		add("/name", "%q is not a valid webhook name: at most %d lowercase letters, digits, '-' and '.', each dot-separated part starting and ending with a letter or digit (policy.example.com)", truncate(w.Name), MaxNameLength)
+	if fe := names.DNSSubdomain("/name", w.Name); fe != nil {
+		errs = append(errs, *fe)
 	}
 	if w.ResourceTypeName != "" {
-		if fe := resource.ValidateTypeName("/resource_type_name", w.ResourceTypeName); fe != nil {
+		if fe := names.TypeName("/resource_type_name", w.ResourceTypeName); fe != nil {
 			errs = append(errs, *fe)
 		}
 	}
 	if w.ResourceTypeVersion != "" {
-		if fe := resource.ValidateTypeVersion("/resource_type_version", w.ResourceTypeVersion); fe != nil {
+		if fe := names.TypeVersion("/resource_type_version", w.ResourceTypeVersion); fe != nil {
 			errs = append(errs, *fe)
 		}
 	}

@@ -1,7 +1,8 @@
 // Package dispatch is the scheduler's side of the work queue: the JetStream
 // stream NO8S_RECONCILE (work-queue retention, subjects
-// no8s.reconcile.<Type>.<version>) and the publication of work items
-// (no8s.reconcile.v1.WorkItem, Nats-Msg-Id = the dispatch id).
+// no8s.reconcile.<Type>.<version>; names and settings in libs/api/subjects)
+// and the publication of work items (no8s.reconcile.v1.WorkItem,
+// Nats-Msg-Id = the dispatch id).
 package dispatch
 
 import (
@@ -14,20 +15,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/scheduler/trigger"
 )
-
-// Stream and subject names (shared with the workers: libs/sdk/worker).
-const (
-	StreamName    = "NO8S_RECONCILE"
-	SubjectPrefix = "no8s.reconcile"
-)
-
-// Subject is the subject of work items for one type and version.
-func Subject(typeName, version string) string {
-	return SubjectPrefix + "." + typeName + "." + version
-}
 
 // StreamConfig configures the work stream when the scheduler creates it.
 type StreamConfig struct {
@@ -42,29 +33,29 @@ type StreamConfig struct {
 	Memory bool
 }
 
-// DefaultStreamConfig is a day of retention and a 2 minute dedup window.
+// DefaultStreamConfig is the work queue's settings of libs/api/subjects.
 func DefaultStreamConfig() StreamConfig {
-	return StreamConfig{MaxAge: 24 * time.Hour, Duplicates: 2 * time.Minute, Replicas: 1}
+	return StreamConfig{MaxAge: subjects.ReconcileMaxAge, Duplicates: subjects.ReconcileDuplicates, Replicas: 1}
 }
 
 // Ensure returns the work stream, creating it when missing. An existing
 // stream (a worker may have created it first) is used as it is.
 func Ensure(ctx context.Context, js jetstream.StreamManager, c StreamConfig) (jetstream.Stream, error) {
-	s, err := js.Stream(ctx, StreamName)
+	s, err := js.Stream(ctx, subjects.ReconcileStream)
 	if err == nil {
 		return s, nil
 	}
 	if !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("work stream %s: %w", StreamName, err)
+		return nil, fmt.Errorf("work stream %s: %w", subjects.ReconcileStream, err)
 	}
 	storage := jetstream.FileStorage
 	if c.Memory {
 		storage = jetstream.MemoryStorage
 	}
 	s, err = js.CreateStream(ctx, jetstream.StreamConfig{
-		Name:        StreamName,
+		Name:        subjects.ReconcileStream,
 		Description: "no8s work items: one per dispatch, consumed once by the reconciler serving the type",
-		Subjects:    []string{SubjectPrefix + ".>"},
+		Subjects:    []string{subjects.ReconcileAll},
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     storage,
 		MaxAge:      c.MaxAge,
@@ -73,10 +64,10 @@ func Ensure(ctx context.Context, js jetstream.StreamManager, c StreamConfig) (je
 		Discard:     jetstream.DiscardOld,
 	})
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		return js.Stream(ctx, StreamName)
+		return js.Stream(ctx, subjects.ReconcileStream)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("create work stream %s: %w", StreamName, err)
+		return nil, fmt.Errorf("create work stream %s: %w", subjects.ReconcileStream, err)
 	}
 	return s, nil
 }
@@ -93,6 +84,11 @@ type Item struct {
 	DispatchedAt   time.Time
 }
 
+// ReasonProto is r on the wire, mapped by name (lifecycle.Reason.ProtoName).
+func ReasonProto(r trigger.Reason) reconcilev1.Reason {
+	return reconcilev1.Reason(reconcilev1.Reason_value[r.ProtoName()])
+}
+
 // Proto is the item's wire form.
 func (it Item) Proto() *reconcilev1.WorkItem {
 	return &reconcilev1.WorkItem{
@@ -100,7 +96,7 @@ func (it Item) Proto() *reconcilev1.WorkItem {
 		ResourceUid:         it.ResourceUID,
 		ResourceTypeName:    it.TypeName,
 		ResourceTypeVersion: it.TypeVersion,
-		Reason:              reconcilev1.Reason(it.Reason),
+		Reason:              ReasonProto(it.Reason),
 		SchedulerEpoch:      it.SchedulerEpoch,
 		DispatchId:          it.DispatchID,
 		DispatchedAt:        timestamppb.New(it.DispatchedAt),
@@ -113,7 +109,7 @@ func Publish(ctx context.Context, js jetstream.Publisher, it Item) (uint64, erro
 	if err != nil {
 		return 0, err
 	}
-	ack, err := js.Publish(ctx, Subject(it.TypeName, it.TypeVersion), data, jetstream.WithMsgID(it.DispatchID))
+	ack, err := js.Publish(ctx, subjects.Reconcile(it.TypeName, it.TypeVersion), data, jetstream.WithMsgID(it.DispatchID))
 	if err != nil {
 		return 0, fmt.Errorf("publish work item: %w", err)
 	}

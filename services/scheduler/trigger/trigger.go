@@ -7,34 +7,27 @@ package trigger
 import (
 	"time"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/scheduler/backoff"
 )
 
-// Reason says why a resource is dispatched.
-type Reason int
+// Reason says why a resource is dispatched: libs/api's lifecycle.Reason,
+// which maps onto no8s.reconcile.v1.Reason by name.
+type Reason = lifecycle.Reason
 
-// Reasons, in the contract's order (reconcilev1.Reason).
+// Reasons.
 const (
-	None Reason = iota
-	Generation
-	Deletion
-	Manual
-	Annotation
-	Resync
-	Retry
-	Pending
-	Requeue
+	None       = lifecycle.ReasonNone
+	Generation = lifecycle.ReasonGeneration
+	Deletion   = lifecycle.ReasonDeletion
+	Manual     = lifecycle.ReasonManual
+	Annotation = lifecycle.ReasonAnnotation
+	Resync     = lifecycle.ReasonResync
+	Retry      = lifecycle.ReasonRetry
+	Pending    = lifecycle.ReasonPending
+	Requeue    = lifecycle.ReasonRequeue
 )
-
-var reasonNames = [...]string{"none", "generation", "deletion", "manual", "annotation", "resync", "retry", "pending", "requeue"}
-
-func (r Reason) String() string {
-	if int(r) < len(reasonNames) {
-		return reasonNames[r]
-	}
-	return "unknown"
-}
 
 // Policy is a type's scheduling policy.
 type Policy struct {

@@ -7,6 +7,7 @@ package envelope
 
 import (
 	"fmt"
+	"github.com/no8s/no8s/libs/api/subjects"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -17,7 +18,7 @@ import (
 )
 
 // SubjectPrefix is the prefix of every event subject.
-const SubjectPrefix = "no8s.events"
+const SubjectPrefix = subjects.EventsPrefix
 
 // Event types, as the seed names them.
 const (
@@ -38,7 +39,7 @@ var toProto = map[string]eventsv1.EventType{
 
 // Subject is the subject of events about resources of one type and version.
 func Subject(typeName, version string) string {
-	return SubjectPrefix + "." + typeName + "." + version
+	return subjects.Event(typeName, version)
 }
 
 // Event is one change to a resource.

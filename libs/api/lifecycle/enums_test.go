@@ -1,0 +1,31 @@
+package lifecycle
+
+import "testing"
+
+func TestOutcomeNames(t *testing.T) {
+	if OutcomeSuccess.String() != "success" || OutcomeTerminal.ProtoName() != "OUTCOME_TERMINAL" || Outcome(9).String() != "unspecified" {
+		t.Error("outcome names")
+	}
+	for o := OutcomeSuccess; o <= OutcomeTerminal; o++ {
+		if got, ok := OutcomeFromProto(o.ProtoName()); !ok || got != o {
+			t.Errorf("OutcomeFromProto(%s) = %v %v", o.ProtoName(), got, ok)
+		}
+	}
+	if _, ok := OutcomeFromProto("OUTCOME_UNSPECIFIED"); ok {
+		t.Error("unspecified accepted")
+	}
+}
+
+func TestReasonNames(t *testing.T) {
+	if ReasonNone.ProtoName() != "REASON_UNSPECIFIED" || ReasonRequeue.ProtoName() != "REASON_REQUEUE" || Reason(42).String() != "unknown" {
+		t.Error("reason names")
+	}
+	for r := ReasonGeneration; r <= ReasonRequeue; r++ {
+		if got, ok := ReasonFromProto(r.ProtoName()); !ok || got != r {
+			t.Errorf("ReasonFromProto(%s) = %v %v", r.ProtoName(), got, ok)
+		}
+		if got, ok := ParseReason(r.String()); !ok || got != r {
+			t.Errorf("ParseReason(%s) = %v %v", r, got, ok)
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package names
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// FieldError names one offending field by JSON pointer (for example /name)
+// and says what is wrong with it.
+type FieldError struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+var (
+	typeNameRE    = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
+	typeVersionRE = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
+	dns1123RE     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	qualifiedRE   = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
+	dnsSubdomRE   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	labelValueRE  = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
+)
+
+// TypeName checks a resource type name (PostgresDatabase): an upper-case
+// letter, then letters and digits, at most 63; safe as a NATS subject token
+// and a KV key part.
+func TypeName(path, name string) *FieldError {
+	if !typeNameRE.MatchString(name) {
+		return &FieldError{Path: path, Message: fmt.Sprintf("%q is not a valid type name: it must match %s", truncate(name), typeNameRE)}
+	}
+	return nil
+}
+
+// TypeVersion checks a resource type version such as v1 or v1beta1.
+func TypeVersion(path, version string) *FieldError {
+	if !typeVersionRE.MatchString(version) {
+		return &FieldError{Path: path, Message: fmt.Sprintf("%q is not a valid version: it must match %s (v1, v2beta1, ...)", truncate(version), typeVersionRE)}
+	}
+	return nil
+}
+
+// IsDNSLabel reports whether s is a DNS-1123 label: at most 63 lower-case
+// letters, digits and '-', starting and ending with a letter or digit.
+func IsDNSLabel(s string) bool { return len(s) <= MaxNameLength && dns1123RE.MatchString(s) }
+
+// IsDNSSubdomain reports whether s is a DNS subdomain: at most 253
+// characters, dot-separated DNS labels.
+func IsDNSSubdomain(s string) bool { return len(s) <= MaxSubdomainLength && dnsSubdomRE.MatchString(s) }
+
+// Name checks a resource's (or a reconciler's) name: a DNS-1123 label.
+func Name(path, name string) *FieldError {
+	if name == "" {
+		return &FieldError{Path: path, Message: "name is required"}
+	}
+	if !IsDNSLabel(name) {
+		return &FieldError{Path: path, Message: fmt.Sprintf("%q is not a DNS-1123 label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit", truncate(name))}
+	}
+	return nil
+}
+
+// DNSSubdomain checks a name that must be a DNS subdomain (a webhook's
+// name, for example).
+func DNSSubdomain(path, name string) *FieldError {
+	if name == "" {
+		return &FieldError{Path: path, Message: "name is required"}
+	}
+	if !IsDNSSubdomain(name) {
+		return &FieldError{Path: path, Message: fmt.Sprintf("%q is not a DNS subdomain: at most 253 lowercase letters, digits, '-' and '.', each dot-separated part starting and ending with a letter or digit (policy.example.com)", truncate(name))}
+	}
+	return nil
+}
+
+// QualifiedKey checks a label or annotation key: an optional DNS subdomain
+// prefix and '/', then a name, as in Kubernetes.
+func QualifiedKey(path, key string) *FieldError {
+	prefix, name, hasPrefix := strings.Cut(key, "/")
+	if !hasPrefix {
+		prefix, name = "", key
+	}
+	if hasPrefix && (prefix == "" || !IsDNSSubdomain(prefix)) {
+		return &FieldError{Path: path, Message: fmt.Sprintf("key %q has an invalid prefix: it must be a DNS subdomain", truncate(key))}
+	}
+	if name == "" || len(name) > MaxNameLength || !qualifiedRE.MatchString(name) {
+		return &FieldError{Path: path, Message: fmt.Sprintf("key %q is invalid: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, with an optional DNS subdomain prefix and '/'", truncate(key))}
+	}
+	return nil
+}
+
+// LabelValue checks a label's value: empty, or at most 63 letters, digits,
+// '-', '_' or '.', starting and ending with a letter or digit.
+func LabelValue(path, v string) *FieldError {
+	if len(v) > MaxNameLength || !labelValueRE.MatchString(v) {
+		return &FieldError{Path: path, Message: fmt.Sprintf("value %q is invalid: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", truncate(v))}
+	}
+	return nil
+}
+
+// Finalizer checks a finalizer: a qualified key such as
+// reconciler.no8s.io/postgres-database or external-controller.
+func Finalizer(path, f string) *FieldError {
+	if len(f) > MaxFinalizerLength {
+		return &FieldError{Path: path, Message: fmt.Sprintf("finalizer is longer than %d characters", MaxFinalizerLength)}
+	}
+	if QualifiedKey(path, f) != nil {
+		return &FieldError{Path: path, Message: fmt.Sprintf("%q is not a valid finalizer: a name with an optional DNS subdomain prefix, like example.com/cleanup", truncate(f))}
+	}
+	return nil
+}
+
+// ReconcilerFinalizerPrefix prefixes a reconciler's finalizer.
+const ReconcilerFinalizerPrefix = "reconciler.no8s.io/"
+
+// ReconcilerFinalizer is the finalizer of the reconciler with the given
+// name: reconciler.no8s.io/<name>.
+func ReconcilerFinalizer(reconciler string) string { return ReconcilerFinalizerPrefix + reconciler }
+
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}
