@@ -3,6 +3,7 @@ module github.com/no8s/no8s/proto
 go 1.26.0
 
 require (
+	github.com/no8s/no8s/libs/api v0.0.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )
@@ -13,3 +14,5 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 )
+
+replace github.com/no8s/no8s/libs/api => ../libs/api

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/eventstream"
-	"github.com/no8s/no8s/services/internal/resource"
 )
 
 // TestLargestResourceEndToEnd sends the largest resource the limits allow
@@ -26,15 +26,15 @@ func TestLargestResourceEndToEnd(t *testing.T) {
 	}
 	c.startReconciler(c.storeAddrs[0], "Blob/v1")
 	// {"data":"xxx..."} exactly at the spec limit; annotations near theirs.
-	data := strings.Repeat("x", resource.MaxSpecBytes-len(`{"data":""}`))
-	annotation := strings.Repeat("a", resource.MaxMetadataBytes-1024)
+	data := strings.Repeat("x", names.MaxSpecBytes-len(`{"data":""}`))
+	annotation := strings.Repeat("a", names.MaxMetadataBytes-1024)
 	body := fmt.Sprintf(`{"name":"big","resource_type_name":"Blob","resource_type_version":"v1","annotations":{"example.com/note":%q},"spec":{"data":%q}}`, annotation, data)
 	r := do(t, "POST", base+"/api/v1/resources", body)
 	if r.status != 201 {
 		t.Fatalf("largest resource: %d %.300s", r.status, r.body)
 	}
 	created := r.json(t)
-	if got := do(t, "GET", base+"/api/v1/resources/by-name/Blob/v1/big", nil); got.status != 200 || len(got.body) < resource.MaxSpecBytes {
+	if got := do(t, "GET", base+"/api/v1/resources/by-name/Blob/v1/big", nil); got.status != 200 || len(got.body) < names.MaxSpecBytes {
 		t.Fatalf("get largest resource: %d, %d bytes", got.status, len(got.body))
 	}
 
@@ -53,7 +53,7 @@ func TestLargestResourceEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Type != eventstream.Created || ev.ResourceID != int64(created["id"].(float64)) || len(ev.ResourceJSON) < resource.MaxSpecBytes {
+	if ev.Type != eventstream.Created || ev.ResourceID != int64(created["id"].(float64)) || len(ev.ResourceJSON) < names.MaxSpecBytes {
 		t.Fatalf("event %s of %d with %d bytes", ev.Type, ev.ResourceID, len(ev.ResourceJSON))
 	}
 	t.Logf("largest resource: request %d bytes, event %d bytes", len(body), len(msg.Data()))

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
-	"strings"
 	"time"
+
+	"github.com/no8s/no8s/proto/enumpb"
 
 	"github.com/labstack/echo/v5"
 
@@ -113,16 +114,11 @@ func (s *Service) listHistory(c *echo.Context) error {
 			d.StartedAt = &st
 		}
 		if r := e.GetReason(); r != reconcilev1.Reason_REASON_UNSPECIFIED {
-			d.Reason = reasonName(r)
+			d.Reason = enumpb.ReasonName(r)
 		}
 		out = append(out, d)
 	}
 	return writeJSON(c, http.StatusOK, out)
-}
-
-// reasonName is a Reason's lower-case name: "generation", "retry", ...
-func reasonName(r reconcilev1.Reason) string {
-	return strings.ToLower(strings.TrimPrefix(r.String(), "REASON_"))
 }
 
 // getOutputs is GET /api/v1/resources/{id}/outputs: {"outputs": {...}}.

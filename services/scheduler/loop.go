@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/no8s/no8s/proto/enumpb"
+
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -573,7 +575,7 @@ func (l *loop) do(ctx context.Context, j job) result {
 			return r
 		}
 		_, err := l.s.rc.RecordDispatch(cctx, &reconcilev1.RecordDispatchRequest{
-			SchedulerEpoch: l.term.Epoch, ResourceId: j.id, DispatchId: j.item.DispatchID, Reason: dispatch.ReasonProto(j.item.Reason),
+			SchedulerEpoch: l.term.Epoch, ResourceId: j.id, DispatchId: j.item.DispatchID, Reason: enumpb.Reason(j.item.Reason),
 		})
 		if err != nil {
 			r.err = grpcstatus.FromStatus(err)

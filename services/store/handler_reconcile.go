@@ -2,8 +2,9 @@ package store
 
 import (
 	"context"
-	"strings"
 	"time"
+
+	"github.com/no8s/no8s/proto/enumpb"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -115,7 +116,7 @@ func (h *reconcileHandler) ListHistory(ctx context.Context, req *reconcilev1.Lis
 			Id: e.ID, ResourceId: e.ResourceID, Generation: e.Generation, Success: e.Success, Phase: e.Phase,
 			ErrorMessage: e.ErrorMessage, ResourcesCreated: e.ResourcesCreated, ResourcesUpdated: e.ResourcesUpdated,
 			ResourcesDeleted: e.ResourcesDeleted, StartedAt: tsPtr(e.StartedAt), DurationMs: e.DurationMS,
-			ReconcileTime: timestamppb.New(e.ReconcileTime), LeaseEpoch: e.LeaseEpoch, Holder: e.Holder, Reason: reasonFromName(e.Reason),
+			ReconcileTime: timestamppb.New(e.ReconcileTime), LeaseEpoch: e.LeaseEpoch, Holder: e.Holder, Reason: enumpb.ReasonFromName(e.Reason),
 		})
 	}
 	return out, nil
@@ -137,18 +138,6 @@ func conditionsFromProto(in []*storev1.Condition) []resource.Condition {
 		})
 	}
 	return out
-}
-
-// reasonName is the name a Reason is stored under: "generation", "retry", ...
-func reasonName(r reconcilev1.Reason) string {
-	if r == reconcilev1.Reason_REASON_UNSPECIFIED {
-		return ""
-	}
-	return strings.ToLower(strings.TrimPrefix(r.String(), "REASON_"))
-}
-
-func reasonFromName(s string) reconcilev1.Reason {
-	return reconcilev1.Reason(reconcilev1.Reason_value["REASON_"+strings.ToUpper(s)])
 }
 
 func tsPtr(t *time.Time) *timestamppb.Timestamp {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/no8s/no8s/proto/enumpb"
+
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/no8s/no8s/libs/sdk"
@@ -142,13 +144,6 @@ func (h *workerHandler) RenewLease(ctx context.Context, req *reconcilev1.RenewLe
 	return &reconcilev1.RenewLeaseResponse{ExpiresAt: timestamppb.New(exp)}, nil
 }
 
-var outcomes = map[reconcilev1.Outcome]pgstore.Outcome{
-	reconcilev1.Outcome_OUTCOME_SUCCESS:  pgstore.OutcomeSuccess,
-	reconcilev1.Outcome_OUTCOME_REQUEUE:  pgstore.OutcomeRequeue,
-	reconcilev1.Outcome_OUTCOME_ERROR:    pgstore.OutcomeError,
-	reconcilev1.Outcome_OUTCOME_TERMINAL: pgstore.OutcomeTerminal,
-}
-
 func (h *workerHandler) CompleteReconcile(ctx context.Context, req *reconcilev1.CompleteReconcileRequest) (*reconcilev1.CompleteReconcileResponse, error) {
 	owned := slices.Concat(req.GetAddFinalizers(), req.GetRemoveFinalizers())
 	if err := h.checkOwned(ctx, req.GetResourceId(), req.GetLeaseEpoch(), owned, req.GetRemoveAnnotations()); err != nil {
@@ -158,7 +153,7 @@ func (h *workerHandler) CompleteReconcile(ctx context.Context, req *reconcilev1.
 	in := pgstore.CompleteReconcileRequest{
 		ResourceID:    req.GetResourceId(),
 		LeaseEpoch:    req.GetLeaseEpoch(),
-		Outcome:       outcomes[req.GetOutcome()],
+		Outcome:       enumpb.FromOutcome(req.GetOutcome()),
 		StatusMessage: req.GetStatusMessage(),
 		Conditions:    conditionsFromProto(req.GetConditions()),
 		Generation:    req.GetGeneration(),
@@ -169,7 +164,7 @@ func (h *workerHandler) CompleteReconcile(ctx context.Context, req *reconcilev1.
 			ResourcesUpdated: hist.GetResourcesUpdated(),
 			ResourcesDeleted: hist.GetResourcesDeleted(),
 			DurationMS:       hist.GetDurationMs(),
-			Reason:           reasonName(hist.GetReason()),
+			Reason:           enumpb.ReasonName(hist.GetReason()),
 		},
 		AddFinalizers:     req.GetAddFinalizers(),
 		RemoveFinalizers:  req.GetRemoveFinalizers(),

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/no8s/no8s/proto/enumpb"
+
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -88,7 +90,7 @@ func TestCompleteRequest(t *testing.T) {
 	if !failed.GetDegraded() || !failed.GetObserved() {
 		t.Fatalf("degraded and observed not sent: %v", failed)
 	}
-	if got := client.ReasonString(reconcilev1.Reason_REASON_GENERATION); got != "generation" {
+	if got := enumpb.ReasonName(reconcilev1.Reason_REASON_GENERATION); got != "generation" {
 		t.Fatalf("reason %q", got)
 	}
 }

@@ -3,8 +3,9 @@ package client
 import (
 	"context"
 	"math"
-	"strings"
 	"time"
+
+	"github.com/no8s/no8s/proto/enumpb"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -117,7 +118,7 @@ func (w statusWriter) Complete(ctx context.Context, c *sdk.Completion) (*sdk.Com
 // CompleteRequest builds the CompleteReconcile call of a completion.
 func CompleteRequest(c *sdk.Completion, lease *Lease) *reconcilev1.CompleteReconcileRequest {
 	req := &reconcilev1.CompleteReconcileRequest{
-		ResourceId: c.ResourceID, LeaseEpoch: lease.Epoch, Outcome: reconcilev1.Outcome(c.Outcome),
+		ResourceId: c.ResourceID, LeaseEpoch: lease.Epoch, Outcome: enumpb.Outcome(c.Outcome),
 		StatusMessage: c.Message, Conditions: sdk.ConditionsToProto(c.Conditions), Outputs: c.Outputs,
 		Generation: c.Generation, RemoveFinalizers: c.RemoveFinalizers, AddFinalizers: c.AddFinalizers,
 		RemoveAnnotations: c.RemoveAnnotations, Degraded: c.Degraded, Observed: c.Observed,
@@ -135,11 +136,6 @@ func CompleteRequest(c *sdk.Completion, lease *Lease) *reconcilev1.CompleteRecon
 		req.RequeueAfterSeconds = max(seconds(c.RequeueAfter), 1)
 	}
 	return req
-}
-
-// ReasonString is the lower-case name of a work item reason ("generation").
-func ReasonString(r reconcilev1.Reason) string {
-	return strings.ToLower(strings.TrimPrefix(r.String(), "REASON_"))
 }
 
 // seconds rounds d up to whole seconds.

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/no8s/no8s/proto/enumpb"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -514,9 +516,9 @@ func (w *Worker) process(workCtx context.Context, it *item) {
 		cl = w.o.wrapClient(cl)
 	}
 	att := &sdk.Attempt{
-		ID: id, Resource: lease.Resource, Reason: client.ReasonString(wi.GetReason()),
+		ID: id, Resource: lease.Resource, Reason: enumpb.ReasonName(wi.GetReason()),
 		Client:  cl,
-		Secrets: w.o.secrets, Log: w.log.With("holder", w.holder, "lease_epoch", lease.Epoch, "reason", client.ReasonString(wi.GetReason())),
+		Secrets: w.o.secrets, Log: w.log.With("holder", w.holder, "lease_epoch", lease.Epoch, "reason", enumpb.ReasonName(wi.GetReason())),
 	}
 	rep := w.reconcile(runCtx, att)
 	if rep.Skipped {

@@ -10,33 +10,6 @@ import (
 	"github.com/no8s/no8s/services/internal/strictjson"
 )
 
-// Size limits: libs/api/names holds them. These names stay while
-// services/store and the e2e tests use them.
-const (
-	MaxSpecBytes     = names.MaxSpecBytes
-	MaxMetadataBytes = names.MaxMetadataBytes
-	MaxSchemaBytes   = names.MaxSchemaBytes
-	MaxFinalizers    = names.MaxFinalizers
-	MaxEventBytes    = names.MaxEventBytes
-)
-
-// The naming rules are libs/api/names'; the gateway and admission call it.
-// These forward to it for services/store until the store calls it too.
-
-// ValidateTypeName is names.TypeName.
-func ValidateTypeName(path, name string) *problem.FieldError { return names.TypeName(path, name) }
-
-// ValidateTypeVersion is names.TypeVersion.
-func ValidateTypeVersion(path, version string) *problem.FieldError {
-	return names.TypeVersion(path, version)
-}
-
-// ValidateName is names.Name.
-func ValidateName(path, name string) *problem.FieldError { return names.Name(path, name) }
-
-// ValidateFinalizer is names.Finalizer.
-func ValidateFinalizer(path, f string) *problem.FieldError { return names.Finalizer(path, f) }
-
 // ValidateMetadata checks labels, annotations and owner references (by the
 // rules of libs/api/names; annotation values as JSON strings) and their
 // combined size, returning every violation.

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/no8s/no8s/proto/enumpb"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -84,11 +86,6 @@ type Item struct {
 	DispatchedAt   time.Time
 }
 
-// ReasonProto is r on the wire, mapped by name (lifecycle.Reason.ProtoName).
-func ReasonProto(r trigger.Reason) reconcilev1.Reason {
-	return reconcilev1.Reason(reconcilev1.Reason_value[r.ProtoName()])
-}
-
 // Proto is the item's wire form.
 func (it Item) Proto() *reconcilev1.WorkItem {
 	return &reconcilev1.WorkItem{
@@ -96,7 +93,7 @@ func (it Item) Proto() *reconcilev1.WorkItem {
 		ResourceUid:         it.ResourceUID,
 		ResourceTypeName:    it.TypeName,
 		ResourceTypeVersion: it.TypeVersion,
-		Reason:              ReasonProto(it.Reason),
+		Reason:              enumpb.Reason(it.Reason),
 		SchedulerEpoch:      it.SchedulerEpoch,
 		DispatchId:          it.DispatchID,
 		DispatchedAt:        timestamppb.New(it.DispatchedAt),

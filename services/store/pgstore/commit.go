@@ -25,6 +25,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 	"github.com/no8s/no8s/services/internal/resource"
 )
@@ -133,7 +134,7 @@ func (rv *revisions) emit(b *pgx.Batch, c change) error {
 	if err != nil {
 		return fmt.Errorf("marshal resource: %w", err)
 	}
-	if !c.unbounded && len(doc) > resource.MaxEventBytes {
+	if !c.unbounded && len(doc) > names.MaxEventBytes {
 		return eventTooLarge(len(doc))
 	}
 	payload, err := envelope.Encode(envelope.Event{Revision: rev, Type: c.event, Resource: c.r, ResourceJSON: doc, Timestamp: rv.now})
@@ -150,7 +151,7 @@ func (rv *revisions) emit(b *pgx.Batch, c change) error {
 }
 
 func eventTooLarge(n int) error {
-	return newError(ErrTooLarge, "the resource would be %d bytes, more than the %d an event can carry", n, resource.MaxEventBytes)
+	return newError(ErrTooLarge, "the resource would be %d bytes, more than the %d an event can carry", n, names.MaxEventBytes)
 }
 
 // emitTx is emit for a write that runs in an interactive transaction: it

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/no8s/no8s/services/internal/eventstream"
@@ -188,7 +190,7 @@ func TestEveryWriteEmitsThroughTheCommitPath(t *testing.T) {
 		{"CompleteReconcile success", func() write {
 			r, l := leased()
 			return func() (int64, int64, error) {
-				res, err := s.CompleteReconcile(ctx, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: pgstore.OutcomeSuccess,
+				res, err := s.CompleteReconcile(ctx, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess,
 					Conditions: []resource.Condition{{Type: "Ready", Status: resource.ConditionTrue}}, Outputs: []byte(`{"a":1}`)})
 				return r.ID, rvOfComplete(res), err
 			}
@@ -196,7 +198,7 @@ func TestEveryWriteEmitsThroughTheCommitPath(t *testing.T) {
 		{"CompleteReconcile error", func() write {
 			r, l := leased()
 			return func() (int64, int64, error) {
-				res, err := s.CompleteReconcile(ctx, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: pgstore.OutcomeError, StatusMessage: "boom"})
+				res, err := s.CompleteReconcile(ctx, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeError, StatusMessage: "boom"})
 				return r.ID, rvOfComplete(res), err
 			}
 		}, []string{"MODIFIED"}, 0},
@@ -204,7 +206,7 @@ func TestEveryWriteEmitsThroughTheCommitPath(t *testing.T) {
 			r := deleting("reconciler.no8s.io/test")
 			l := acquire(t, s, r.ID, "worker-a")
 			return func() (int64, int64, error) {
-				res, err := s.CompleteReconcile(ctx, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: pgstore.OutcomeSuccess,
+				res, err := s.CompleteReconcile(ctx, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess,
 					RemoveFinalizers: []string{"reconciler.no8s.io/test"}})
 				return r.ID, rvOfComplete(res), err
 			}

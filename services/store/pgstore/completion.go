@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/strictjson"
@@ -39,25 +41,6 @@ func (s *Store) maxHistory() int {
 	return s.historyLimit
 }
 
-// Outcome is how an attempt ended.
-type Outcome int
-
-// Outcomes of an attempt.
-const (
-	OutcomeUnspecified Outcome = iota
-	// OutcomeSuccess: done; the resource is ready (or, while deleting, its
-	// cleanup ran).
-	OutcomeSuccess
-	// OutcomeRequeue: not done yet; come back after RequeueAfter. No failure
-	// is counted.
-	OutcomeRequeue
-	// OutcomeError: failed; retried with backoff.
-	OutcomeError
-	// OutcomeTerminal: failed; not retried until the spec changes or a manual
-	// trigger.
-	OutcomeTerminal
-)
-
 // HistoryEntry is one row of reconciliation history.
 type HistoryEntry struct {
 	ID               int64
@@ -81,7 +64,7 @@ type HistoryEntry struct {
 type CompleteReconcileRequest struct {
 	ResourceID int64
 	LeaseEpoch int64
-	Outcome    Outcome
+	Outcome    lifecycle.Outcome
 	// StatusMessage is the resource's new status_message.
 	StatusMessage string
 	// Conditions are merged by type into the resource's conditions.
@@ -97,11 +80,11 @@ type CompleteReconcileRequest struct {
 	RemoveFinalizers []string
 	// RemoveAnnotations drops annotations (no8s.io/operation: reconcile).
 	RemoveAnnotations []string
-	// RequeueAfter asks for another attempt (with OutcomeRequeue or
-	// OutcomeSuccess).
+	// RequeueAfter asks for another attempt (with lifecycle.OutcomeRequeue or
+	// lifecycle.OutcomeSuccess).
 	RequeueAfter time.Duration
 	// Degraded reports a partial failure while the resource still serves
-	// (seed 003): with any outcome but OutcomeSuccess the phase is Degraded
+	// (seed 003): with any outcome but lifecycle.OutcomeSuccess the phase is Degraded
 	// until the next completion.
 	Degraded bool
 	// Observed makes Generation the observed_generation whatever the outcome
@@ -147,43 +130,9 @@ func validateConditions(path string, cs []resource.Condition) []FieldError {
 	return errs
 }
 
-// mergeConditions stores each of in under its type in cur. A condition's
-// last_transition_time is now when it is new or its status changed, and is
-// kept otherwise; a zero observed_generation becomes generation. It reports
-// whether anything changed.
-func mergeConditions(cur, in []resource.Condition, generation int64, now time.Time) ([]resource.Condition, bool) {
-	out := slices.Clone(cur)
-	changed := false
-	for _, c := range in {
-		if c.ObservedGeneration == 0 {
-			c.ObservedGeneration = generation
-		}
-		i := slices.IndexFunc(out, isType(c.Type))
-		if i < 0 {
-			c.LastTransitionTime = now
-			out = append(out, c)
-			changed = true
-			continue
-		}
-		c.LastTransitionTime = out[i].LastTransitionTime
-		if out[i].Status != c.Status || c.LastTransitionTime.IsZero() {
-			c.LastTransitionTime = now
-		}
-		if out[i] != c {
-			out[i] = c
-			changed = true
-		}
-	}
-	return out, changed
-}
-
-func isType(t string) func(resource.Condition) bool {
-	return func(c resource.Condition) bool { return c.Type == t }
-}
-
 func (req *CompleteReconcileRequest) validate() ([]byte, error) {
 	var errs []FieldError
-	if req.Outcome < OutcomeSuccess || req.Outcome > OutcomeTerminal {
+	if req.Outcome < lifecycle.OutcomeSuccess || req.Outcome > lifecycle.OutcomeTerminal {
 		errs = append(errs, FieldError{Path: "/outcome", Message: "outcome is required: success, requeue, error or terminal"})
 	}
 	errs = append(errs, validateConditions("/conditions", req.Conditions)...)
@@ -191,7 +140,7 @@ func (req *CompleteReconcileRequest) validate() ([]byte, error) {
 		errs = append(errs, fieldOf(fe)...)
 	}
 	for i, f := range req.AddFinalizers {
-		if fe := resource.ValidateFinalizer(fmt.Sprintf("/add_finalizers/%d", i), f); fe != nil {
+		if fe := names.Finalizer(fmt.Sprintf("/add_finalizers/%d", i), f); fe != nil {
 			errs = append(errs, fieldOf(fe)...)
 		}
 	}
@@ -203,8 +152,8 @@ func (req *CompleteReconcileRequest) validate() ([]byte, error) {
 	}
 	var outputs []byte
 	if req.Outputs != nil {
-		if len(req.Outputs) > resource.MaxSpecBytes {
-			errs = append(errs, FieldError{Path: "/outputs", Message: fmt.Sprintf("larger than %d bytes", resource.MaxSpecBytes)})
+		if len(req.Outputs) > names.MaxSpecBytes {
+			errs = append(errs, FieldError{Path: "/outputs", Message: fmt.Sprintf("larger than %d bytes", names.MaxSpecBytes)})
 		} else if c, perr := resource.CompactObject("/outputs", req.Outputs); perr != nil {
 			errs = append(errs, fieldsOf(perr.Fields)...)
 		} else if perr := strictjson.Check(c, "/outputs"); perr != nil {
@@ -263,18 +212,18 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 		deleting := r.DeletedAt != nil
 		failures, terminal := l.failures, l.terminalGeneration
 		var requeueAt *time.Time
-		if req.RequeueAfter > 0 || req.Outcome == OutcomeRequeue {
+		if req.RequeueAfter > 0 || req.Outcome == lifecycle.OutcomeRequeue {
 			t := now.Add(req.RequeueAfter)
 			requeueAt = &t
 		}
 		h := req.History
-		h.Success = req.Outcome == OutcomeSuccess
+		h.Success = req.Outcome == lifecycle.OutcomeSuccess
 		r.StatusMessage = req.StatusMessage
-		if req.Observed || req.Outcome == OutcomeSuccess {
+		if req.Observed || req.Outcome == lifecycle.OutcomeSuccess {
 			r.ObservedGeneration = max(r.ObservedGeneration, gen)
 		}
 		switch req.Outcome {
-		case OutcomeSuccess:
+		case lifecycle.OutcomeSuccess:
 			failures, terminal = 0, 0
 			if !deleting {
 				r.Status = resource.StatusReady
@@ -283,14 +232,14 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 				r.StatusMessage = "Reconciliation successful"
 			}
 			h.Phase = orDefault(h.Phase, "completed")
-		case OutcomeRequeue:
+		case lifecycle.OutcomeRequeue:
 			if !deleting {
 				r.Status = resource.StatusReconciling
 			}
 			h.Phase = orDefault(h.Phase, "requeued")
-		case OutcomeError, OutcomeTerminal:
+		case lifecycle.OutcomeError, lifecycle.OutcomeTerminal:
 			failures++
-			if req.Outcome == OutcomeTerminal {
+			if req.Outcome == lifecycle.OutcomeTerminal {
 				terminal = gen
 			}
 			if !deleting {
@@ -302,7 +251,7 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 			}
 			h.Phase = orDefault(h.Phase, "failed")
 		}
-		r.Conditions, _ = mergeConditions(r.Conditions, req.Conditions, gen, now)
+		r.Conditions, _ = lifecycle.Merge(r.Conditions, req.Conditions, gen, now)
 		if len(r.Conditions) > MaxConditions {
 			return newError(ErrInvalid, "the resource would have more than %d conditions", MaxConditions)
 		}
@@ -321,8 +270,8 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 				fins = append(fins, f)
 			}
 		}
-		if len(fins) > resource.MaxFinalizers {
-			return newError(ErrInvalid, "the resource would have more than %d finalizers", resource.MaxFinalizers)
+		if len(fins) > names.MaxFinalizers {
+			return newError(ErrInvalid, "the resource would have more than %d finalizers", names.MaxFinalizers)
 		}
 		r.Finalizers = fins
 		if len(req.RemoveAnnotations) > 0 {
@@ -334,7 +283,7 @@ func (s *Store) CompleteReconcile(ctx context.Context, req CompleteReconcileRequ
 			}
 			r.Annotations = ann
 		}
-		r.Phase = resource.PhaseFor(r.Status, req.Degraded && req.Outcome != OutcomeSuccess, r.Conditions)
+		r.Phase = resource.PhaseFor(r.Status, req.Degraded && req.Outcome != lifecycle.OutcomeSuccess, r.Conditions)
 		r.LastReconcileTime = &now
 		res.Resource = r
 		if deleting && len(fins) == 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 	"github.com/no8s/no8s/services/internal/resource"
 )
@@ -62,7 +63,7 @@ func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int
 				return nil
 			}
 		}
-		r.Conditions, _ = mergeConditions(r.Conditions, []resource.Condition{c}, r.Generation, l.now)
+		r.Conditions, _ = lifecycle.Merge(r.Conditions, []resource.Condition{c}, r.Generation, l.now)
 		r.Phase = resource.PhaseFor(r.Status, r.Phase == resource.PhaseDegraded, r.Conditions)
 		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
 			b.Queue(`UPDATE resources SET conditions = $2, phase = $3, resource_version = $4, updated_at = $5 WHERE id = $1`,
@@ -94,4 +95,8 @@ func (s *Store) RequestReconcile(ctx context.Context, resourceID int64) (*resour
 		return nil, err
 	}
 	return out, nil
+}
+
+func isType(t string) func(resource.Condition) bool {
+	return func(c resource.Condition) bool { return c.Type == t }
 }

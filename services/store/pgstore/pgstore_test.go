@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/testenv"
 	"github.com/no8s/no8s/services/store/migrate"
@@ -196,7 +197,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 		{"bad label", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Labels: map[string]string{"a b": "c"}}, pgstore.ErrInvalid},
 		{"bad finalizer", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Finalizers: []string{"not valid!"}}, pgstore.ErrInvalid},
 		{"spec too large", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1",
-			Spec: json.RawMessage(`{"a":"` + string(make([]byte, 0)) + bigString(resource.MaxSpecBytes) + `"}`)}, pgstore.ErrTooLarge},
+			Spec: json.RawMessage(`{"a":"` + string(make([]byte, 0)) + bigString(names.MaxSpecBytes) + `"}`)}, pgstore.ErrTooLarge},
 	}
 	for _, c := range cases {
 		_, err := s.CreateResource(ctx, pgstore.CreateResourceRequest{Resource: c.res})

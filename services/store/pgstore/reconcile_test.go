@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/no8s/no8s/services/internal/resource"
@@ -90,19 +92,19 @@ func TestLeaseExclusionAndFencing(t *testing.T) {
 		t.Fatalf("takeover epoch %d, want %d", b.Epoch, a.Epoch+1)
 	}
 	// a's late write and renewal are refused for their stale epoch.
-	_, err = s.CompleteReconcile(ctx, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: pgstore.OutcomeSuccess})
+	_, err = s.CompleteReconcile(ctx, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: lifecycle.OutcomeSuccess})
 	wantErr(t, err, pgstore.ErrStaleEpoch)
 	_, err = s.RenewLease(ctx, r.ID, a.Epoch, 10*time.Second)
 	wantErr(t, err, pgstore.ErrStaleEpoch)
-	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: pgstore.OutcomeSuccess})
+	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: lifecycle.OutcomeSuccess})
 	// A completed lease cannot complete twice.
-	_, err = s.CompleteReconcile(ctx, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: pgstore.OutcomeSuccess})
+	_, err = s.CompleteReconcile(ctx, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: lifecycle.OutcomeSuccess})
 	wantErr(t, err, pgstore.ErrStaleEpoch)
 
 	// Completion after expiry is accepted when nobody took the lease.
 	c := acquire(t, s, r.ID, "worker-c")
 	expireLease(t, pool, r.ID)
-	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: c.Epoch, Outcome: pgstore.OutcomeSuccess})
+	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: c.Epoch, Outcome: lifecycle.OutcomeSuccess})
 
 	// Exactly one history row per accepted completion, never the stale one.
 	h, err := s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: r.ID})
@@ -132,7 +134,7 @@ func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
 	l := acquire(t, s, r.ID, "w")
 	started := time.Now().Add(-1500 * time.Millisecond).UTC()
 	res := complete(t, s, pgstore.CompleteReconcileRequest{
-		ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: pgstore.OutcomeSuccess,
+		ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess,
 		Conditions: []resource.Condition{
 			{Type: "DatabaseExists", Status: "True", Reason: "Created"},
 			{Type: "RoleExists", Status: "False", Reason: "Pending"},
@@ -172,7 +174,7 @@ func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
 	// moves it; a condition not named is kept; all True makes the phase Ready.
 	l = acquire(t, s, r.ID, "w")
 	got = complete(t, s, pgstore.CompleteReconcileRequest{
-		ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: pgstore.OutcomeSuccess,
+		ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess,
 		Conditions: []resource.Condition{{Type: "RoleExists", Status: "True", Reason: "Created"}},
 	}).Resource
 	if got.Conditions[0].LastTransitionTime != t1 || !got.Conditions[1].LastTransitionTime.After(t1) || got.Phase != resource.PhaseReady {
@@ -186,10 +188,10 @@ func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
 	// Bad results are refused and write nothing.
 	l = acquire(t, s, r.ID, "w")
 	for _, bad := range []pgstore.CompleteReconcileRequest{
-		{Outcome: pgstore.OutcomeUnspecified},
-		{Outcome: pgstore.OutcomeSuccess, Conditions: []resource.Condition{{Type: "A", Status: "Maybe"}}},
-		{Outcome: pgstore.OutcomeSuccess, Conditions: []resource.Condition{{Type: "A", Status: "True"}, {Type: "A", Status: "True"}}},
-		{Outcome: pgstore.OutcomeSuccess, Outputs: []byte(`[1]`)},
+		{Outcome: lifecycle.OutcomeUnspecified},
+		{Outcome: lifecycle.OutcomeSuccess, Conditions: []resource.Condition{{Type: "A", Status: "Maybe"}}},
+		{Outcome: lifecycle.OutcomeSuccess, Conditions: []resource.Condition{{Type: "A", Status: "True"}, {Type: "A", Status: "True"}}},
+		{Outcome: lifecycle.OutcomeSuccess, Outputs: []byte(`[1]`)},
 	} {
 		bad.ResourceID, bad.LeaseEpoch = r.ID, l.Epoch
 		_, err := s.CompleteReconcile(ctx, bad)
@@ -210,17 +212,17 @@ func TestFailuresTerminalRequeue(t *testing.T) {
 		}
 		return res.States[0]
 	}
-	attempt := func(o pgstore.Outcome, msg string, requeue time.Duration) *pgstore.CompleteResult {
+	attempt := func(o lifecycle.Outcome, msg string, requeue time.Duration) *pgstore.CompleteResult {
 		t.Helper()
 		l := acquire(t, s, r.ID, "w")
 		return complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: o, StatusMessage: msg, RequeueAfter: requeue})
 	}
 
-	res := attempt(pgstore.OutcomeError, "boom", 0)
+	res := attempt(lifecycle.OutcomeError, "boom", 0)
 	if res.Resource.Status != resource.StatusFailed || res.Resource.StatusMessage != "boom" || res.Resource.ObservedGeneration != 0 {
 		t.Fatalf("after error: %+v", res.Resource)
 	}
-	attempt(pgstore.OutcomeError, "boom", 0)
+	attempt(lifecycle.OutcomeError, "boom", 0)
 	if st := state(); st.Failures != 2 || st.Status != resource.StatusFailed || st.LastReconcileTime == nil || st.LeaseHolder != "" {
 		t.Fatalf("two failures: %+v", st)
 	}
@@ -236,23 +238,23 @@ func TestFailuresTerminalRequeue(t *testing.T) {
 		t.Fatalf("after spec change: %+v", st)
 	}
 	// Terminal: counted, and remembered for this generation.
-	attempt(pgstore.OutcomeTerminal, "bad spec", 0)
+	attempt(lifecycle.OutcomeTerminal, "bad spec", 0)
 	if st := state(); st.Failures != 1 || st.TerminalGeneration != 2 {
 		t.Fatalf("terminal: %+v", st)
 	}
 	// Requeue: no failure counted, requeue_at set, status reconciling.
-	res = attempt(pgstore.OutcomeRequeue, "", 5*time.Second)
+	res = attempt(lifecycle.OutcomeRequeue, "", 5*time.Second)
 	st := state()
 	if st.Failures != 1 || st.RequeueAt == nil || time.Until(*st.RequeueAt) < 3*time.Second || res.Resource.Status != resource.StatusReconciling {
 		t.Fatalf("requeue: %+v %s", st, res.Resource.Status)
 	}
 	// The next acquisition consumes the requeue; success resets everything.
-	res = attempt(pgstore.OutcomeSuccess, "", 0)
+	res = attempt(lifecycle.OutcomeSuccess, "", 0)
 	if st := state(); st.Failures != 0 || st.TerminalGeneration != 0 || st.RequeueAt != nil || st.ObservedGeneration != 2 || res.Resource.Status != resource.StatusReady {
 		t.Fatalf("success: %+v", st)
 	}
 	// Success with requeue-after: ready and come back later.
-	attempt(pgstore.OutcomeSuccess, "", time.Minute)
+	attempt(lifecycle.OutcomeSuccess, "", time.Minute)
 	if st := state(); st.Status != resource.StatusReady || st.RequeueAt == nil {
 		t.Fatalf("success with requeue: %+v", st)
 	}
@@ -283,7 +285,7 @@ func TestHistoryBoundAndPaging(t *testing.T) {
 	r := mustCreate(t, s, "one")
 	for range 5 {
 		l := acquire(t, s, r.ID, "w")
-		complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: pgstore.OutcomeSuccess})
+		complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess})
 	}
 	h, err := s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: r.ID})
 	if err != nil || len(h) != 3 || h[0].LeaseEpoch != 5 || h[2].LeaseEpoch != 3 {
@@ -315,12 +317,12 @@ func TestDeletionCleanupPurges(t *testing.T) {
 		t.Fatalf("acquire changed a deleting status: %s", l.Resource.Status)
 	}
 	// A failed cleanup keeps it deleting and counts the failure.
-	res := complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: pgstore.OutcomeError, StatusMessage: "cleanup failed"})
+	res := complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeError, StatusMessage: "cleanup failed"})
 	if res.Purged || res.Resource.Status != resource.StatusDeleting || res.Resource.Phase != resource.PhaseTerminating {
 		t.Fatalf("failed cleanup: %+v", res.Resource)
 	}
 	l = acquire(t, s, r.ID, "w")
-	res = complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: pgstore.OutcomeSuccess,
+	res = complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess,
 		RemoveFinalizers: []string{own}, AddFinalizers: []string{"example.com/late"}})
 	if !res.Purged {
 		t.Fatalf("not purged: %+v", res.Resource)
@@ -341,7 +343,7 @@ func TestDeletionCleanupPurges(t *testing.T) {
 		t.Fatal(err)
 	}
 	l = acquire(t, s, r2.ID, "w")
-	res = complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r2.ID, LeaseEpoch: l.Epoch, Outcome: pgstore.OutcomeSuccess, RemoveFinalizers: []string{own}})
+	res = complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r2.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess, RemoveFinalizers: []string{own}})
 	if res.Purged || res.Resource.Status != resource.StatusDeleting || len(res.Resource.Finalizers) != 1 {
 		t.Fatalf("external finalizer: %+v", res.Resource)
 	}
@@ -519,12 +521,12 @@ func TestCompletionObservedAndDegraded(t *testing.T) {
 	r := mustCreate(t, s, "partial", "keep.example.com/x")
 
 	a := acquire(t, s, r.ID, "worker-a")
-	got := complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: pgstore.OutcomeError, StatusMessage: "boom"}).Resource
+	got := complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: lifecycle.OutcomeError, StatusMessage: "boom"}).Resource
 	if got.ObservedGeneration != 0 || got.Phase != resource.PhaseProgressing {
 		t.Fatalf("an error without observed: observed_generation %d phase %s", got.ObservedGeneration, got.Phase)
 	}
 	b := acquire(t, s, r.ID, "worker-a")
-	got = complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: pgstore.OutcomeError,
+	got = complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: lifecycle.OutcomeError,
 		StatusMessage: "1 of 2 relays", Observed: true, Degraded: true}).Resource
 	if got.ObservedGeneration != r.Generation || got.Phase != resource.PhaseDegraded || got.Status != resource.StatusFailed {
 		t.Fatalf("degraded: observed_generation %d phase %s status %s", got.ObservedGeneration, got.Phase, got.Status)
@@ -533,13 +535,13 @@ func TestCompletionObservedAndDegraded(t *testing.T) {
 	if c.Resource.Phase != resource.PhaseDegraded {
 		t.Fatalf("phase while the next attempt runs: %s", c.Resource.Phase)
 	}
-	got = complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: c.Epoch, Outcome: pgstore.OutcomeSuccess,
+	got = complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: c.Epoch, Outcome: lifecycle.OutcomeSuccess,
 		Conditions: []resource.Condition{{Type: "Ready", Status: resource.ConditionTrue}}}).Resource
 	if got.Phase != resource.PhaseReady {
 		t.Fatalf("after a success: phase %s", got.Phase)
 	}
 	d := acquire(t, s, r.ID, "worker-a")
-	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: d.Epoch, Outcome: pgstore.OutcomeError, Degraded: true})
+	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: d.Epoch, Outcome: lifecycle.OutcomeError, Degraded: true})
 	del, err := s.DeleteResource(t.Context(), r.ID, 0, false)
 	if err != nil {
 		t.Fatal(err)
@@ -563,11 +565,11 @@ func TestCompletionTextRefused(t *testing.T) {
 		{Outputs: []byte(`{"url":"x\u0000"}`)},
 		{Outputs: []byte(`{"n":1e400}`)},
 	} {
-		req.ResourceID, req.LeaseEpoch, req.Outcome = r.ID, a.Epoch, pgstore.OutcomeError
+		req.ResourceID, req.LeaseEpoch, req.Outcome = r.ID, a.Epoch, lifecycle.OutcomeError
 		_, err := s.CompleteReconcile(t.Context(), req)
 		if pe := storeErr(err); pe == nil || !errors.Is(err, pgstore.ErrInvalid) || len(pe.Fields) == 0 {
 			t.Errorf("%+v: error %v", req, err)
 		}
 	}
-	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: pgstore.OutcomeSuccess})
+	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: lifecycle.OutcomeSuccess})
 }

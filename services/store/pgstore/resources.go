@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/strictjson"
@@ -65,7 +66,7 @@ type CreateResourceRequest struct {
 }
 
 func validateSpec(spec []byte) ([]byte, error) {
-	if len(spec) > resource.MaxSpecBytes+resource.MaxSpecBytes/2 {
+	if len(spec) > names.MaxSpecBytes+names.MaxSpecBytes/2 {
 		return nil, tooLargeSpec(len(spec))
 	}
 	c, perr := resource.CompactObject("/spec", spec)
@@ -75,26 +76,26 @@ func validateSpec(spec []byte) ([]byte, error) {
 	if perr := strictjson.Check(c, "/spec"); perr != nil {
 		return nil, invalidOf(perr.Code, perr.Detail, perr.Fields)
 	}
-	if len(c) > resource.MaxSpecBytes {
+	if len(c) > names.MaxSpecBytes {
 		return nil, tooLargeSpec(len(c))
 	}
 	return c, nil
 }
 
 func tooLargeSpec(n int) error {
-	return newError(ErrTooLarge, "spec is %d bytes, more than the %d allowed", n, resource.MaxSpecBytes).
-		withFields(FieldError{Path: "/spec", Message: fmt.Sprintf("larger than %d bytes", resource.MaxSpecBytes)})
+	return newError(ErrTooLarge, "spec is %d bytes, more than the %d allowed", n, names.MaxSpecBytes).
+		withFields(FieldError{Path: "/spec", Message: fmt.Sprintf("larger than %d bytes", names.MaxSpecBytes)})
 }
 
 func validateFinalizers(fs []string) []FieldError {
 	var errs []FieldError
 	for i, f := range fs {
-		if fe := resource.ValidateFinalizer(fmt.Sprintf("/finalizers/%d", i), f); fe != nil {
+		if fe := names.Finalizer(fmt.Sprintf("/finalizers/%d", i), f); fe != nil {
 			errs = append(errs, fieldOf(fe)...)
 		}
 	}
-	if len(fs) > resource.MaxFinalizers {
-		errs = append(errs, FieldError{Path: "/finalizers", Message: fmt.Sprintf("more than %d finalizers", resource.MaxFinalizers)})
+	if len(fs) > names.MaxFinalizers {
+		errs = append(errs, FieldError{Path: "/finalizers", Message: fmt.Sprintf("more than %d finalizers", names.MaxFinalizers)})
 	}
 	return errs
 }
@@ -103,7 +104,7 @@ func validateFinalizers(fs []string) []FieldError {
 func (s *Store) CreateResource(ctx context.Context, req CreateResourceRequest) (*resource.Resource, error) {
 	in := req.Resource
 	var errs []FieldError
-	if fe := resource.ValidateName("/name", in.Name); fe != nil {
+	if fe := names.Name("/name", in.Name); fe != nil {
 		errs = append(errs, fieldOf(fe)...)
 	}
 	errs = append(errs, fieldsOf(resource.ValidateMetadata(in.Labels, in.Annotations, in.OwnerReferences))...)
@@ -390,7 +391,7 @@ type UpdateFinalizersRequest struct {
 func (s *Store) UpdateFinalizers(ctx context.Context, req UpdateFinalizersRequest) (*DeleteResult, error) {
 	var errs []FieldError
 	for i, f := range req.Add {
-		if fe := resource.ValidateFinalizer(fmt.Sprintf("/add/%d", i), f); fe != nil {
+		if fe := names.Finalizer(fmt.Sprintf("/add/%d", i), f); fe != nil {
 			errs = append(errs, fieldOf(fe)...)
 		}
 	}
@@ -420,9 +421,9 @@ func (s *Store) UpdateFinalizers(ctx context.Context, req UpdateFinalizersReques
 			}
 			next = append(next, f)
 		}
-		if len(next) > resource.MaxFinalizers {
-			return newError(ErrInvalid, "more than %d finalizers", resource.MaxFinalizers).
-				withFields(FieldError{Path: "/add", Message: fmt.Sprintf("at most %d finalizers", resource.MaxFinalizers)})
+		if len(next) > names.MaxFinalizers {
+			return newError(ErrInvalid, "more than %d finalizers", names.MaxFinalizers).
+				withFields(FieldError{Path: "/add", Message: fmt.Sprintf("at most %d finalizers", names.MaxFinalizers)})
 		}
 		if slices.Equal(next, r.Finalizers) {
 			return nil

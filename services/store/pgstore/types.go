@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/strictjson"
 )
@@ -54,8 +55,8 @@ func validateTypeFields(description string, schema []byte) (compacted []byte, er
 	if fe := strictjson.CheckString("/description", description); fe != nil {
 		errs = append(errs, fieldOf(fe)...)
 	}
-	if len(schema) > resource.MaxSchemaBytes {
-		errs = append(errs, FieldError{Path: "/schema", Message: fmt.Sprintf("schema is %d bytes, more than the %d allowed", len(schema), resource.MaxSchemaBytes)})
+	if len(schema) > names.MaxSchemaBytes {
+		errs = append(errs, FieldError{Path: "/schema", Message: fmt.Sprintf("schema is %d bytes, more than the %d allowed", len(schema), names.MaxSchemaBytes)})
 		return nil, errs
 	}
 	c, perr := resource.CompactObject("/schema", schema)
@@ -71,10 +72,10 @@ func validateTypeFields(description string, schema []byte) (compacted []byte, er
 // CreateType registers a resource type.
 func (s *Store) CreateType(ctx context.Context, req CreateTypeRequest) (*resource.Type, error) {
 	var errs []FieldError
-	if fe := resource.ValidateTypeName("/name", req.Name); fe != nil {
+	if fe := names.TypeName("/name", req.Name); fe != nil {
 		errs = append(errs, fieldOf(fe)...)
 	}
-	if fe := resource.ValidateTypeVersion("/version", req.Version); fe != nil {
+	if fe := names.TypeVersion("/version", req.Version); fe != nil {
 		errs = append(errs, fieldOf(fe)...)
 	}
 	schema, ferrs := validateTypeFields(req.Description, req.Schema)

@@ -7,12 +7,12 @@ package envelope
 
 import (
 	"fmt"
-	"github.com/no8s/no8s/libs/api/subjects"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	eventsv1 "github.com/no8s/no8s/proto/gen/no8s/events/v1"
 	"github.com/no8s/no8s/services/internal/resource"
 )

@@ -752,7 +752,7 @@ type CompleteReconcileRequest struct {
 	RequeueAfterSeconds int32 `protobuf:"varint,12,opt,name=requeue_after_seconds,json=requeueAfterSeconds,proto3" json:"requeue_after_seconds,omitempty"`
 	// degraded reports a partial failure while the resource still serves
 	// (seed 003), with any outcome but OUTCOME_SUCCESS: the phase is Degraded
-	// until the next completion (the phase rule: libs/sdk/conditions.PhaseOf).
+	// until the next completion (the phase rule: libs/api/lifecycle.PhaseOf).
 	Degraded bool `protobuf:"varint,13,opt,name=degraded,proto3" json:"degraded,omitempty"`
 	// observed makes generation the observed_generation whatever the outcome
 	// (seed 004: set even when the attempt failed; the failure is in the
