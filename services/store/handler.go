@@ -96,11 +96,7 @@ func (h *handler) CreateResource(ctx context.Context, req *storev1.CreateResourc
 }
 
 func (h *handler) GetResource(ctx context.Context, req *storev1.GetResourceRequest) (*storev1.GetResourceResponse, error) {
-	key := pgstore.ResourceKey{ID: req.GetId()}
-	if n := req.GetName(); n != nil {
-		key = pgstore.ResourceKey{ResourceTypeName: n.GetResourceTypeName(), ResourceTypeVersion: n.GetResourceTypeVersion(), Name: n.GetName()}
-	}
-	out, err := h.store.GetResource(ctx, key)
+	out, err := h.store.GetResource(ctx, resourceKey(req.GetId(), req.GetName()))
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -167,4 +163,13 @@ func (h *handler) UpdateFinalizers(ctx context.Context, req *storev1.UpdateFinal
 		return nil, toStatus(err)
 	}
 	return &storev1.UpdateFinalizersResponse{Resource: resourcepb.ToProto(res.Resource), Purged: res.Purged}, nil
+}
+
+// resourceKey is the key of a GetResource call (the store's and the
+// workers'): a name when one is given, else the id.
+func resourceKey(id int64, n *storev1.ResourceName) pgstore.ResourceKey {
+	if n != nil {
+		return pgstore.ResourceKey{ResourceTypeName: n.GetResourceTypeName(), ResourceTypeVersion: n.GetResourceTypeVersion(), Name: n.GetName()}
+	}
+	return pgstore.ResourceKey{ID: id}
 }

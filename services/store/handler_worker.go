@@ -93,11 +93,7 @@ func (h *workerHandler) UpdateFinalizers(ctx context.Context, req *reconcilev1.U
 }
 
 func (h *workerHandler) GetResource(ctx context.Context, req *reconcilev1.GetResourceRequest) (*reconcilev1.GetResourceResponse, error) {
-	key := pgstore.ResourceKey{ID: req.GetId()}
-	if n := req.GetName(); n != nil {
-		key = pgstore.ResourceKey{ResourceTypeName: n.GetResourceTypeName(), ResourceTypeVersion: n.GetResourceTypeVersion(), Name: n.GetName()}
-	}
-	out, err := h.store.GetResource(ctx, key)
+	out, err := h.store.GetResource(ctx, resourceKey(req.GetId(), req.GetName()))
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/strictjson"
 )
 
@@ -62,7 +63,7 @@ func (s *Schema) Admit(spec []byte) (defaulted []byte, violations []problem.Fiel
 		violations = sortFields(violations)
 	}
 
-	defaulted, err = marshal(obj)
+	defaulted, err = resource.Marshal(obj)
 	if err != nil {
 		return nil, nil, fmt.Errorf("schema: encode defaulted spec: %w", err)
 	}
@@ -81,17 +82,6 @@ func decode(b []byte) (any, error) {
 		return nil, errors.New("invalid data after top-level value")
 	}
 	return v, nil
-}
-
-// marshal encodes compactly without HTML escaping.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // scan reports the deepest nesting of objects and arrays in b and whether a

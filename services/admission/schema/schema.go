@@ -742,7 +742,7 @@ func jsonKind(v any) string {
 
 // compactJSON renders a decoded value for a message.
 func compactJSON(v any) string {
-	b, err := marshal(v)
+	b, err := resource.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
