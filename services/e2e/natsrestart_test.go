@@ -26,8 +26,8 @@ func TestNATSRestartKeepStorage(t *testing.T) { testNATSRestart(t, false) }
 // (NO8S_EVENTS by the store's relay).
 func TestNATSRestartEmptyStorage(t *testing.T) { testNATSRestart(t, true) }
 
-// createLoad creates resources of one type through the gateway without
-// pause until stopped, and remembers every acknowledged one.
+// createLoad creates resources of one type through the gateway, 50 a second
+// per worker, until stopped, and remembers every acknowledged one.
 type createLoad struct {
 	mu      sync.Mutex
 	created map[int64]time.Time // resource id → when its 201 arrived
@@ -41,11 +41,16 @@ func startCreateLoad(base, typeName string, workers int) *createLoad {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
+			// Paced at 50 creates/s per worker: a load the reconciler keeps
+			// up with on a busy machine, so that "ready within 10 s of the
+			// restart" measures recovery, not the length of a backlog.
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
 			for i := 0; ; i++ {
 				select {
 				case <-l.stop:
 					return
-				default:
+				case <-tick.C:
 				}
 				r := tryDo("POST", base+"/api/v1/resources", map[string]any{
 					"name": fmt.Sprintf("w%d-r%d", w, i), "resource_type_name": typeName, "resource_type_version": "v1",

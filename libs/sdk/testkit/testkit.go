@@ -143,7 +143,15 @@ func (e *Env) start(t testing.TB) error {
 	e.onStop(drop)
 	e.DatabaseURL = dbURL
 
-	ns, err := StartNATS(t.TempDir())
+	// The broker's directory is removed after the broker stopped: a
+	// t.TempDir would be removed first (cleanups run last-in first-out, and
+	// the teardown was registered before it) while JetStream still writes.
+	dir, err := os.MkdirTemp("", "no8s-testkit-nats-")
+	if err != nil {
+		return fmt.Errorf("broker directory: %w", err)
+	}
+	e.onStop(func() { _ = os.RemoveAll(dir) })
+	ns, err := StartNATS(dir)
 	if err != nil {
 		return err
 	}
