@@ -19,6 +19,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/logging"
+	"github.com/no8s/no8s/libs/sdk/profiling"
 )
 
 // Environment variables read by Main and RunMain.
@@ -116,6 +117,12 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 		all = append(all, WithReplicaID(v))
 	}
 	all = append(all, opts...)
+
+	stopProfiles, err := profiling.Serve(ctx, env(profiling.EnvListen, profiling.Off), log)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	defer stopProfiles()
 
 	natsURL := env(EnvNATSURL, nats.DefaultURL)
 	nc, err := nats.Connect(natsURL, nats.Name("no8s-reconciler-"+rec.Name()), nats.MaxReconnects(-1),

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/profiling"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission"
 	"github.com/no8s/no8s/services/internal/grpcserver"
@@ -41,10 +42,16 @@ func run() error {
 		return fmt.Errorf("NO8S_OUTBOUND_ALLOW: %w", err)
 	}
 	fs.Var(&cfg.Outbound, "outbound-allow", "classes of address besides public ones that webhooks may be called at: loopback, private, link-local, comma-separated ($NO8S_OUTBOUND_ALLOW; default none)")
+	pprofListen := proc.ProfileListenFlag(fs)
 	_ = fs.Parse(os.Args[1:])
 	log := proc.Logger("admission")
 	ctx, cancel := proc.SignalContext()
 	defer cancel()
+	stopProfiles, err := profiling.Serve(ctx, *pprofListen, log)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 
 	conn, err := grpcserver.Dial(*storeAddr)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/profiling"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -45,10 +46,16 @@ func run() error {
 		return fmt.Errorf("NO8S_OUTBOUND_ALLOW: %w", err)
 	}
 	fs.Var(&cfg.Outbound, "outbound-allow", "classes of address besides public ones that webhook URLs may name: loopback, private, link-local, comma-separated ($NO8S_OUTBOUND_ALLOW; default none)")
+	pprofListen := proc.ProfileListenFlag(fs)
 	_ = fs.Parse(os.Args[1:])
 	log := proc.Logger("gateway")
 	ctx, cancel := proc.SignalContext()
 	defer cancel()
+	stopProfiles, err := profiling.Serve(ctx, *pprofListen, log)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 
 	storeConn, err := grpcserver.Dial(*storeAddr)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/profiling"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
 	"github.com/no8s/no8s/services/store"
@@ -51,6 +52,7 @@ func run() error {
 	fs.IntVar(&cfg.HistoryLimit, "history-limit", cfg.HistoryLimit, "reconciliation history rows kept per resource")
 	fs.BoolVar(&cfg.RebuildStreamOnMismatch, "rebuild-stream-on-mismatch", false, "rebuild the event stream at start when it does not belong to the database, instead of refusing to start")
 	fs.Int64Var(&cfg.RevisionMargin, "revision-margin", cfg.RevisionMargin, "how far rebuild-stream moves the revision past the highest one the database or the stream has seen")
+	pprofListen := proc.ProfileListenFlag(fs)
 	// Commands come first, flags after them or before: both parse.
 	args := os.Args[1:]
 	var cmd []string
@@ -74,6 +76,11 @@ func run() error {
 	default:
 		return fmt.Errorf("unknown command %q (commands: migrate, migrate status, rebuild-stream)", cmd[0])
 	}
+	stopProfiles, err := profiling.Serve(ctx, *pprofListen, log)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 	nc, err := natsconn.Connect(*natsURL, "no8s-store", log)
 	if err != nil {
 		return err

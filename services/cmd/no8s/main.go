@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/no8s/no8s/libs/sdk/profiling"
 	"github.com/no8s/no8s/services/devstack"
 	"github.com/no8s/no8s/services/internal/proc"
 )
@@ -33,6 +34,7 @@ func newRoot() *cobra.Command {
 
 func newDevCmd() *cobra.Command {
 	cfg := devstack.DefaultConfig()
+	var pprofListen string
 	cfg.DatabaseURL = proc.Env("DATABASE_URL", cfg.DatabaseURL)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -46,10 +48,17 @@ database) is created when missing and migrated at start.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := proc.SignalContext()
 			defer cancel()
-			return devstack.Run(ctx, cfg, proc.BaseLogger())
+			log := proc.BaseLogger()
+			stopProfiles, err := profiling.Serve(ctx, pprofListen, log.With("service", "no8s-dev"))
+			if err != nil {
+				return err
+			}
+			defer stopProfiles()
+			return devstack.Run(ctx, cfg, log)
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&pprofListen, "pprof-listen", proc.Env(profiling.EnvListen, profiling.Off), `loopback address of the runtime profiles at /debug/pprof/ ($NO8S_PPROF_LISTEN; "off": none)`)
 	f.StringVar(&cfg.HTTPAddr, "listen", cfg.HTTPAddr, "REST API listen address (:8000 for every interface)")
 	f.Var(&cfg.Outbound, "outbound-allow", "classes of address besides public ones that webhooks may be called at: loopback, private, link-local")
 	f.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL connection string ($DATABASE_URL)")

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/no8s/no8s/libs/sdk/logging"
+	"github.com/no8s/no8s/libs/sdk/profiling"
 )
 
 // Logger returns the process logger (package logging: NO8S_LOG_FORMAT,
@@ -42,6 +43,13 @@ func Env(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// ProfileListenFlag defines --pprof-listen ($NO8S_PPROF_LISTEN): a loopback
+// address for the runtime profiles (package profiling); "off", the default,
+// serves none.
+func ProfileListenFlag(fs *flag.FlagSet) *string {
+	return fs.String("pprof-listen", Env(profiling.EnvListen, profiling.Off), `loopback address of the runtime profiles at /debug/pprof/ ($NO8S_PPROF_LISTEN; "off": none)`)
 }
 
 // HealthListenFlag defines --health-listen ($NO8S_HEALTH_LISTEN): the

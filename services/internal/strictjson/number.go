@@ -89,6 +89,9 @@ func (l literal) expandedLen() int64 {
 // exponent also keep the exact arithmetic of schema validation (math/big)
 // cheap: big.Rat.SetString computes 10^exponent.
 func NumberOK(lit string) bool {
+	if plainNumber(lit) {
+		return true
+	}
 	if len(lit) > MaxNumberLen {
 		return false
 	}
@@ -101,6 +104,23 @@ func NumberOK(lit string) bool {
 		return false // ±Inf: out of a double's range
 	}
 	return f != 0 || !l.nonZero // a non-zero value must not round to zero
+}
+
+// plainNumber reports whether a valid literal is short and has no exponent:
+// such a number (at most 15 characters: |x| < 1e15, non-zero |x| ≥ 1e-13)
+// is always a finite double that does not round to zero, and PostgreSQL
+// writes it back as it is. Almost every number in a spec is one, and this
+// spares it the exact checks.
+func plainNumber(lit string) bool {
+	if len(lit) > 15 {
+		return false
+	}
+	for i := 0; i < len(lit); i++ {
+		if lit[i] == 'e' || lit[i] == 'E' {
+			return false
+		}
+	}
+	return true
 }
 
 // CheckNumber returns an error naming why lit is refused, or nil.

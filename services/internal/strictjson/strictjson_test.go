@@ -2,6 +2,7 @@ package strictjson
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -138,5 +139,25 @@ func TestExpanded(t *testing.T) {
 	want := `{"a":100,"b":["1e2",-0.015,{"c\"1e2":20}],"d":true}`
 	if got := string(Expanded([]byte(in))); got != want {
 		t.Fatalf("Expanded = %s, want %s", got, want)
+	}
+}
+
+// The fast path for short literals without an exponent agrees with the
+// exact checks.
+func TestPlainNumbersAgreeWithTheExactCheck(t *testing.T) {
+	for _, lit := range []string{"0", "-0", "7", "500", "-12.5", "0.0000000000001", "999999999999999", "-99999999999999", "0.000", "1.5", "123456789012345"} {
+		if !plainNumber(lit) {
+			t.Errorf("%s: not plain", lit)
+		}
+		l := parse(lit)
+		f, err := strconv.ParseFloat(lit, 64)
+		if err != nil || l.expandedLen() > MaxNumberLen || (f == 0 && l.nonZero) {
+			t.Errorf("%s: plain, but the exact check refuses it", lit)
+		}
+	}
+	for _, lit := range []string{"1e2", "1E400", "1234567890123456", "-0.00000000000001"} {
+		if plainNumber(lit) {
+			t.Errorf("%s: plain", lit)
+		}
 	}
 }
