@@ -11,8 +11,6 @@ import (
 	"net"
 	"os"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/profiling"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -58,14 +56,12 @@ func run() error {
 		return err
 	}
 	defer conn.Close()
-	nc, err := natsconn.Connect(*natsURL, "no8s-admission", log)
+	nc, js, err := natsconn.ConnectJetStream(*natsURL, "no8s-admission", log)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	if cfg.JetStream, err = jetstream.New(nc); err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
+	cfg.JetStream = js
 	stopProbes, err := health.Serve(ctx, *healthListen, health.Handler(health.Config{
 		Ready: []health.Check{health.GRPC("store", conn), health.NATS(nc)},
 	}), log)

@@ -1086,19 +1086,25 @@ func repoRoot() (string, error) {
 	}
 }
 
-// replicasRegistered reports whether the live reconciler registry shows at
-// least n replicas of the reconciler name.
-func replicasRegistered(ctx context.Context, natsURL, name string, n int) error {
+// readRegistry reads the live reconciler registry over a connection of its
+// own.
+func readRegistry(ctx context.Context, natsURL string) (*reconcilers.Registry, error) {
 	nc, err := nats.Connect(natsURL, nats.Timeout(time.Second))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	reg, err := reconcilers.Read(ctx, js)
+	return reconcilers.Read(ctx, js)
+}
+
+// replicasRegistered reports whether the live reconciler registry shows at
+// least n replicas of the reconciler name.
+func replicasRegistered(ctx context.Context, natsURL, name string, n int) error {
+	reg, err := readRegistry(ctx, natsURL)
 	if err != nil {
 		return err
 	}
@@ -1113,16 +1119,7 @@ func replicasRegistered(ctx context.Context, natsURL, name string, n int) error 
 // registered reports whether the live reconciler registry serves every
 // type ("Type/version").
 func registered(ctx context.Context, natsURL string, types []string) error {
-	nc, err := nats.Connect(natsURL, nats.Timeout(time.Second))
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	reg, err := reconcilers.Read(ctx, js)
+	reg, err := readRegistry(ctx, natsURL)
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,6 @@ import (
 	"net"
 	"os"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/profiling"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
@@ -67,14 +65,12 @@ func run() error {
 		return err
 	}
 	defer admissionConn.Close()
-	nc, err := natsconn.Connect(*natsURL, "no8s-gateway", log)
+	nc, js, err := natsconn.ConnectJetStream(*natsURL, "no8s-gateway", log)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	if cfg.JetStream, err = jetstream.New(nc); err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
+	cfg.JetStream = js
 	cfg.Health.Ready = []health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn), health.NATS(nc)}
 	lis, err := net.Listen("tcp", *listen)
 	if err != nil {

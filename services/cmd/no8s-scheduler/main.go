@@ -14,8 +14,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/profiling"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
@@ -61,15 +59,11 @@ func run() error {
 		return err
 	}
 	defer conn.Close()
-	nc, err := natsconn.Connect(*natsURL, "no8s-scheduler", log)
+	nc, js, err := natsconn.ConnectJetStream(*natsURL, "no8s-scheduler", log)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
 	svc, err := scheduler.New(cfg, reconcilev1.NewReconcileServiceClient(conn), js, log)
 	if err != nil {
 		return err

@@ -19,8 +19,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/profiling"
 	"github.com/no8s/no8s/services/internal/natsconn"
@@ -144,15 +142,11 @@ func runRebuildStream(ctx context.Context, cfg store.Config, natsURL string) err
 			return err
 		}
 	}
-	nc, err := natsconn.Connect(natsURL, "no8s-store-rebuild", log)
+	nc, js, err := natsconn.ConnectJetStream(natsURL, "no8s-store-rebuild", log)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
 	bump, err := outbox.Rebuild(ctx, pool, js, cfg.Stream, cfg.RevisionMargin, log)
 	if err != nil {
 		return err

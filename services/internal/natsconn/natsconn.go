@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Connect connects to url (comma-separated for a cluster) as name.
@@ -28,4 +29,19 @@ func Connect(url, name string, log *slog.Logger) (*nats.Conn, error) {
 		return nil, fmt.Errorf("connect to nats at %s: %w", url, err)
 	}
 	return nc, nil
+}
+
+// ConnectJetStream connects as Connect does and opens the JetStream API on
+// the connection. The caller closes the connection.
+func ConnectJetStream(url, name string, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := Connect(url, name, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("jetstream on %s: %w", url, err)
+	}
+	return nc, js, nil
 }
