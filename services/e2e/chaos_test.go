@@ -129,7 +129,7 @@ func TestChaosKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outboxtest.CheckStreamMatchesOutbox(t, t.Context(), c.pool, stream)
+	outboxtest.CheckStreamMatchesOutbox(t, t.Context(), c.backend(), stream)
 	attempts, _ := checkNoOverlap(t, c.pool)
 
 	offered := load.offered.Load()

@@ -23,6 +23,9 @@ import (
 
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/testenv"
+	"github.com/no8s/no8s/services/store/pgoutbox"
+	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // binDir holds the binaries under test, built once in TestMain.
@@ -188,6 +191,12 @@ func newCluster(t *testing.T) *cluster {
 	t.Cleanup(pool.Close)
 	c.pool = pool
 	return c
+}
+
+// backend is the cluster's database as the store's backend, for the
+// checks that read it the store's way.
+func (c *cluster) backend() storage.Backend {
+	return storage.Backend{Store: pgstore.New(c.pool, storage.Options{}), Log: pgoutbox.New(c.pool), Name: "postgres", Close: func() {}}
 }
 
 func (c *cluster) startNATS() {

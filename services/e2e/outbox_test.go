@@ -17,6 +17,7 @@ import (
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/store/outbox/outboxtest"
 	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // stress reports whether the long soak versions run (make stress).
@@ -51,15 +52,15 @@ func outboxKillRound(t *testing.T) {
 	addr := freeAddr(t)
 	st := c.startStore(addr)
 	_, nc := c.jetstream()
-	typ, err := pgstore.New(c.pool).CreateType(ctx, pgstore.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(`{"type":"object"}`)})
+	typ, err := pgstore.New(c.pool, storage.Options{}).CreateType(ctx, storage.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(`{"type":"object"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// In-process writers share the store's code and wake the store
 	// process's relay through the same NATS hint it uses itself.
-	local := pgstore.New(c.pool,
-		pgstore.WithAfterCommit(func() { _ = nc.Publish(eventstream.WakeSubject, nil) }),
-		pgstore.WithBeforeCommit(func(ctx context.Context) error {
+	local := pgstore.New(c.pool, storage.Options{
+		AfterCommit: func() { _ = nc.Publish(eventstream.WakeSubject, nil) },
+		BeforeCommit: func(ctx context.Context) error {
 			select {
 			case <-time.After(time.Duration(rand.IntN(5000)) * time.Microsecond):
 			case <-ctx.Done():
@@ -69,7 +70,7 @@ func outboxKillRound(t *testing.T) {
 				return errRollback
 			}
 			return nil
-		}))
+		}})
 	conn, err := grpcserver.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +132,7 @@ func outboxKillRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d kill -9s of the store", kills)
-	outboxtest.CheckStreamMatchesOutbox(t, ctx, c.pool, stream)
+	outboxtest.CheckStreamMatchesOutbox(t, ctx, c.backend(), stream)
 }
 
 // remoteWrite does one random write through the store's gRPC API, naming

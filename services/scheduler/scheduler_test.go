@@ -28,6 +28,7 @@ import (
 	"github.com/no8s/no8s/services/scheduler/dispatch"
 	"github.com/no8s/no8s/services/store"
 	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // Finalizer is the test reconciler's own finalizer.
@@ -37,7 +38,7 @@ const finalizer = "reconciler.no8s.io/test"
 // (PostgreSQL, outbox relay) over real gRPC and an embedded JetStream.
 type env struct {
 	t     *testing.T
-	store *pgstore.Store
+	store storage.Store
 	addr  string
 	rc    reconcilev1.ReconcileServiceClient
 	// wc is the store's WorkerService (its worker listener), for the test
@@ -135,7 +136,7 @@ func (e *env) serve(typeName string) {
 // typ registers a type served by the test reconciler.
 func (e *env) typ(name string, policy resource.ReconcilePolicy) {
 	e.t.Helper()
-	if _, err := e.store.CreateType(e.t.Context(), pgstore.CreateTypeRequest{Name: name, Version: "v1", Schema: []byte(`{"type":"object"}`), ReconcilePolicy: policy}); err != nil {
+	if _, err := e.store.CreateType(e.t.Context(), storage.CreateTypeRequest{Name: name, Version: "v1", Schema: []byte(`{"type":"object"}`), ReconcilePolicy: policy}); err != nil {
 		e.t.Fatal(err)
 	}
 	e.serve(name)
@@ -143,7 +144,7 @@ func (e *env) typ(name string, policy resource.ReconcilePolicy) {
 
 func (e *env) create(typeName, name string) *resource.Resource {
 	e.t.Helper()
-	r, err := e.store.CreateResource(e.t.Context(), pgstore.CreateResourceRequest{Resource: resource.Resource{
+	r, err := e.store.CreateResource(e.t.Context(), storage.CreateResourceRequest{Resource: resource.Resource{
 		Name: name, ResourceTypeName: typeName, ResourceTypeVersion: "v1", Spec: json.RawMessage(`{"n":1}`), Finalizers: []string{finalizer},
 	}})
 	if err != nil {
@@ -154,7 +155,7 @@ func (e *env) create(typeName, name string) *resource.Resource {
 
 func (e *env) get(id int64) *resource.Resource {
 	e.t.Helper()
-	r, err := e.store.GetResource(e.t.Context(), pgstore.ResourceKey{ID: id})
+	r, err := e.store.GetResource(e.t.Context(), storage.ResourceKey{ID: id})
 	if err != nil {
 		e.t.Fatalf("get %d: %v", id, err)
 	}
@@ -163,14 +164,14 @@ func (e *env) get(id int64) *resource.Resource {
 
 func (e *env) setSpec(id int64, n int) {
 	e.t.Helper()
-	if _, err := e.store.UpdateResource(e.t.Context(), pgstore.UpdateResourceRequest{ID: id, Spec: fmt.Appendf(nil, `{"n":%d}`, n)}); err != nil {
+	if _, err := e.store.UpdateResource(e.t.Context(), storage.UpdateResourceRequest{ID: id, Spec: fmt.Appendf(nil, `{"n":%d}`, n)}); err != nil {
 		e.t.Fatal(err)
 	}
 }
 
 func (e *env) annotate(id int64, ann map[string]string) {
 	e.t.Helper()
-	if _, err := e.store.UpdateResource(e.t.Context(), pgstore.UpdateResourceRequest{ID: id, Annotations: ann, SetAnnotations: true}); err != nil {
+	if _, err := e.store.UpdateResource(e.t.Context(), storage.UpdateResourceRequest{ID: id, Annotations: ann, SetAnnotations: true}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -377,15 +378,15 @@ func quiet(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 func (e *env) ready(id int64, generation int64) func() bool {
 	return func() bool {
-		r, err := e.store.GetResource(e.t.Context(), pgstore.ResourceKey{ID: id})
+		r, err := e.store.GetResource(e.t.Context(), storage.ResourceKey{ID: id})
 		return err == nil && r.Status == resource.StatusReady && r.ObservedGeneration == generation
 	}
 }
 
 func (e *env) gone(id int64) func() bool {
 	return func() bool {
-		_, err := e.store.GetResource(e.t.Context(), pgstore.ResourceKey{ID: id})
-		return errors.Is(err, pgstore.ErrNotFound)
+		_, err := e.store.GetResource(e.t.Context(), storage.ResourceKey{ID: id})
+		return errors.Is(err, storage.ErrNotFound)
 	}
 }
 
@@ -529,7 +530,7 @@ func TestBackoffTerminalAndRequeue(t *testing.T) {
 	e.trigger(r.ID)
 	waitFor(t, 5*time.Second, "ready after the manual trigger", e.ready(r.ID, 2))
 	// History agrees: failures first, then the success.
-	h, err := e.store.ListHistory(t.Context(), pgstore.ListHistoryRequest{ResourceID: r.ID})
+	h, err := e.store.ListHistory(t.Context(), storage.ListHistoryRequest{ResourceID: r.ID})
 	if err != nil || len(h) != 6 || !h[0].Success || h[1].Success || h[0].Reason != "manual" {
 		t.Fatalf("history %+v %v", h, err)
 	}
@@ -548,7 +549,7 @@ func TestBackoffTerminalAndRequeue(t *testing.T) {
 func TestNoLiveReconciler(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	if _, err := e.store.CreateType(t.Context(), pgstore.CreateTypeRequest{Name: "Orphan", Version: "v1", Schema: []byte(`{"type":"object"}`)}); err != nil {
+	if _, err := e.store.CreateType(t.Context(), storage.CreateTypeRequest{Name: "Orphan", Version: "v1", Schema: []byte(`{"type":"object"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	w := e.worker(nil)
@@ -632,7 +633,7 @@ func TestAtMostOneOutstandingItem(t *testing.T) {
 	wg.Wait()
 	for _, id := range ids {
 		waitFor(t, 5*time.Second, "every resource settled", func() bool {
-			res, err := e.store.ListReconcileState(t.Context(), pgstore.ListReconcileStateRequest{IDs: []int64{id}})
+			res, err := e.store.ListReconcileState(t.Context(), storage.ListReconcileStateRequest{IDs: []int64{id}})
 			return err == nil && res.States[0].Status == resource.StatusReady && res.States[0].ReconcileRequestedAt == nil &&
 				res.States[0].ObservedGeneration == res.States[0].Generation
 		})
@@ -804,7 +805,7 @@ func TestStaleEpochStopsAtOnce(t *testing.T) {
 
 	// Another scheduler takes over behind a's back (as after a pause that
 	// a's clock did not notice).
-	if _, err := e.store.Pool().Exec(t.Context(),
+	if _, err := e.store.(*pgstore.Store).Pool().Exec(t.Context(),
 		`UPDATE scheduler_state SET epoch = epoch + 1, holder = 'intruder', lease_expires_at = now() + interval '30 seconds'`); err != nil {
 		t.Fatal(err)
 	}

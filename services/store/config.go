@@ -5,7 +5,7 @@ import (
 
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/store/outbox"
-	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // DefaultDatabaseURL is the local PostgreSQL server's no8s database.
@@ -13,7 +13,9 @@ const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/no8s?sslmode=disa
 
 // Config configures the store service.
 type Config struct {
-	// DatabaseURL is the PostgreSQL connection string.
+	// DatabaseURL names the database: a PostgreSQL connection string
+	// (postgres://, postgresql:// or key=value), or sqlite:<path> for the
+	// embedded backend (Open).
 	DatabaseURL string
 	// MaxConns is the pool size.
 	MaxConns int32
@@ -45,7 +47,7 @@ func DefaultConfig() Config {
 		Relay:         outbox.DefaultConfig(),
 		Stream:        eventstream.DefaultStreamConfig(),
 		ShutdownGrace: 10 * time.Second,
-		HistoryLimit:  pgstore.DefaultHistoryLimit,
+		HistoryLimit:  storage.DefaultHistoryLimit,
 
 		RevisionMargin: outbox.DefaultRevisionMargin,
 	}

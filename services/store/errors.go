@@ -5,10 +5,10 @@ import (
 
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
-	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
-// storeErrors maps each of pgstore's errors to the kind (hence the gRPC code,
+// storeErrors maps each of the store's errors to the kind (hence the gRPC code,
 // and the gateway's HTTP status) and machine code the API answers with. It
 // is the only place the store's errors meet the wire's.
 var storeErrors = []struct {
@@ -16,28 +16,28 @@ var storeErrors = []struct {
 	kind problem.Kind
 	code string
 }{
-	{pgstore.ErrInvalid, problem.Invalid, problem.CodeInvalid},
-	{pgstore.ErrUnknownType, problem.Invalid, problem.CodeUnknownType},
-	{pgstore.ErrTooLarge, problem.TooLarge, problem.CodeTooLarge},
-	{pgstore.ErrNotFound, problem.NotFound, problem.CodeNotFound},
-	{pgstore.ErrNameTaken, problem.AlreadyExists, problem.CodeNameTaken},
-	{pgstore.ErrConflict, problem.Conflict, problem.CodeConflict},
-	{pgstore.ErrDeleting, problem.Conflict, problem.CodeDeleting},
-	{pgstore.ErrFinalizerBlocked, problem.Conflict, problem.CodeFinalizerBlocked},
-	{pgstore.ErrInUse, problem.Conflict, problem.CodeInUse},
-	{pgstore.ErrSchemaChanged, problem.Conflict, problem.CodeSchemaChanged},
-	{pgstore.ErrStaleEpoch, problem.Conflict, problem.CodeStaleEpoch},
-	{pgstore.ErrLeaseHeld, problem.Conflict, problem.CodeLeaseHeld},
-	{pgstore.ErrStaleDispatch, problem.FailedPrecondition, problem.CodeStaleDispatch},
-	{pgstore.ErrUnavailable, problem.Unavailable, problem.CodeUnavailable},
+	{storage.ErrInvalid, problem.Invalid, problem.CodeInvalid},
+	{storage.ErrUnknownType, problem.Invalid, problem.CodeUnknownType},
+	{storage.ErrTooLarge, problem.TooLarge, problem.CodeTooLarge},
+	{storage.ErrNotFound, problem.NotFound, problem.CodeNotFound},
+	{storage.ErrNameTaken, problem.AlreadyExists, problem.CodeNameTaken},
+	{storage.ErrConflict, problem.Conflict, problem.CodeConflict},
+	{storage.ErrDeleting, problem.Conflict, problem.CodeDeleting},
+	{storage.ErrFinalizerBlocked, problem.Conflict, problem.CodeFinalizerBlocked},
+	{storage.ErrInUse, problem.Conflict, problem.CodeInUse},
+	{storage.ErrSchemaChanged, problem.Conflict, problem.CodeSchemaChanged},
+	{storage.ErrStaleEpoch, problem.Conflict, problem.CodeStaleEpoch},
+	{storage.ErrLeaseHeld, problem.Conflict, problem.CodeLeaseHeld},
+	{storage.ErrStaleDispatch, problem.FailedPrecondition, problem.CodeStaleDispatch},
+	{storage.ErrUnavailable, problem.Unavailable, problem.CodeUnavailable},
 }
 
-// toProblem translates a pgstore error into the shared error vocabulary.
+// toProblem translates a store error (storage.Error) into the shared error vocabulary.
 // Other errors are returned as they are: problem errors made by the edge
 // itself, context errors, and unexpected errors (which answer "internal
 // error", their cause logged).
 func toProblem(err error) error {
-	var se *pgstore.Error
+	var se *storage.Error
 	if !errors.As(err, &se) {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
-	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // TestStoreErrorsOnTheWire pins what each store error answers on the wire:
@@ -26,26 +26,26 @@ func TestStoreErrorsOnTheWire(t *testing.T) {
 		grpc codes.Code
 		code string
 	}{
-		{pgstore.ErrInvalid, codes.InvalidArgument, problem.CodeInvalid},
-		{pgstore.ErrUnknownType, codes.InvalidArgument, problem.CodeUnknownType},
-		{pgstore.ErrTooLarge, codes.ResourceExhausted, problem.CodeTooLarge},
-		{pgstore.ErrNotFound, codes.NotFound, problem.CodeNotFound},
-		{pgstore.ErrNameTaken, codes.AlreadyExists, problem.CodeNameTaken},
-		{pgstore.ErrConflict, codes.Aborted, problem.CodeConflict},
-		{pgstore.ErrDeleting, codes.Aborted, problem.CodeDeleting},
-		{pgstore.ErrFinalizerBlocked, codes.Aborted, problem.CodeFinalizerBlocked},
-		{pgstore.ErrInUse, codes.Aborted, problem.CodeInUse},
-		{pgstore.ErrSchemaChanged, codes.Aborted, problem.CodeSchemaChanged},
-		{pgstore.ErrStaleEpoch, codes.Aborted, problem.CodeStaleEpoch},
-		{pgstore.ErrLeaseHeld, codes.Aborted, problem.CodeLeaseHeld},
-		{pgstore.ErrStaleDispatch, codes.FailedPrecondition, problem.CodeStaleDispatch},
-		{pgstore.ErrUnavailable, codes.Unavailable, problem.CodeUnavailable},
+		{storage.ErrInvalid, codes.InvalidArgument, problem.CodeInvalid},
+		{storage.ErrUnknownType, codes.InvalidArgument, problem.CodeUnknownType},
+		{storage.ErrTooLarge, codes.ResourceExhausted, problem.CodeTooLarge},
+		{storage.ErrNotFound, codes.NotFound, problem.CodeNotFound},
+		{storage.ErrNameTaken, codes.AlreadyExists, problem.CodeNameTaken},
+		{storage.ErrConflict, codes.Aborted, problem.CodeConflict},
+		{storage.ErrDeleting, codes.Aborted, problem.CodeDeleting},
+		{storage.ErrFinalizerBlocked, codes.Aborted, problem.CodeFinalizerBlocked},
+		{storage.ErrInUse, codes.Aborted, problem.CodeInUse},
+		{storage.ErrSchemaChanged, codes.Aborted, problem.CodeSchemaChanged},
+		{storage.ErrStaleEpoch, codes.Aborted, problem.CodeStaleEpoch},
+		{storage.ErrLeaseHeld, codes.Aborted, problem.CodeLeaseHeld},
+		{storage.ErrStaleDispatch, codes.FailedPrecondition, problem.CodeStaleDispatch},
+		{storage.ErrUnavailable, codes.Unavailable, problem.CodeUnavailable},
 	}
 	if len(cases) != len(storeErrors) {
 		t.Fatalf("%d store errors mapped, %d pinned here", len(storeErrors), len(cases))
 	}
 	for _, c := range cases {
-		in := &pgstore.Error{Err: c.err, Detail: "detail of " + c.err.Error(), Fields: []pgstore.FieldError{{Path: "/spec/a", Message: "bad"}}}
+		in := &storage.Error{Err: c.err, Detail: "detail of " + c.err.Error(), Fields: []storage.FieldError{{Path: "/spec/a", Message: "bad"}}}
 		// Wrapped on the way, as callers may.
 		st, ok := status.FromError(toStatus(fmt.Errorf("call: %w", in)))
 		if !ok || st.Code() != c.grpc {
@@ -59,7 +59,7 @@ func TestStoreErrorsOnTheWire(t *testing.T) {
 	}
 
 	// A shared validator's own code is kept.
-	st, _ := status.FromError(toStatus(&pgstore.Error{Err: pgstore.ErrInvalid, Code: problem.CodeMalformedJSON, Detail: "bad JSON"}))
+	st, _ := status.FromError(toStatus(&storage.Error{Err: storage.ErrInvalid, Code: problem.CodeMalformedJSON, Detail: "bad JSON"}))
 	if pe := problem.As(grpcstatus.FromStatus(st.Err())); st.Code() != codes.InvalidArgument || pe == nil || pe.Code != problem.CodeMalformedJSON {
 		t.Errorf("malformed JSON: %v %#v", st.Code(), pe)
 	}
@@ -73,7 +73,7 @@ func TestStoreErrorsOnTheWire(t *testing.T) {
 }
 
 // TestHandlersTranslateThroughToStatus checks that every handler of the
-// store answers errors through toStatus, the one mapping of pgstore's
+// store answers errors through toStatus, the one mapping of the store's
 // errors: grpcstatus.ToStatus alone would answer them as internal errors.
 func TestHandlersTranslateThroughToStatus(t *testing.T) {
 	files, err := filepath.Glob("handler*.go")
@@ -89,7 +89,7 @@ func TestHandlersTranslateThroughToStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		if strings.Contains(string(src), "grpcstatus.ToStatus(") {
-			t.Errorf("%s calls grpcstatus.ToStatus: use toStatus, which maps pgstore's errors", f)
+			t.Errorf("%s calls grpcstatus.ToStatus: use toStatus, which maps the store's errors", f)
 		}
 	}
 }

@@ -6,14 +6,14 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resourcepb"
-	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // handler is the gRPC edge of the store: the only place protobuf types meet
-// pgstore's domain types.
+// the store's domain types.
 type handler struct {
 	storev1.UnimplementedStoreServiceServer
-	store *pgstore.Store
+	store storage.Store
 }
 
 // requireSchemaRevision refuses a spec write that does not name the type
@@ -30,7 +30,7 @@ func requireSchemaRevision(rev int64) error {
 
 func (h *handler) CreateResourceType(ctx context.Context, req *storev1.CreateResourceTypeRequest) (*storev1.CreateResourceTypeResponse, error) {
 	t := req.GetResourceType()
-	out, err := h.store.CreateType(ctx, pgstore.CreateTypeRequest{
+	out, err := h.store.CreateType(ctx, storage.CreateTypeRequest{
 		Name: t.GetName(), Version: t.GetVersion(), Description: t.GetDescription(), Schema: t.GetSchema(), DryRun: req.GetDryRun(),
 		ReconcilePolicy: resourcepb.PolicyFromProto(t.GetReconcilePolicy()),
 	})
@@ -41,7 +41,7 @@ func (h *handler) CreateResourceType(ctx context.Context, req *storev1.CreateRes
 }
 
 func (h *handler) GetResourceType(ctx context.Context, req *storev1.GetResourceTypeRequest) (*storev1.GetResourceTypeResponse, error) {
-	out, err := h.store.GetType(ctx, pgstore.TypeKey{ID: req.GetId(), Name: req.GetName(), Version: req.GetVersion()})
+	out, err := h.store.GetType(ctx, storage.TypeKey{ID: req.GetId(), Name: req.GetName(), Version: req.GetVersion()})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -61,7 +61,7 @@ func (h *handler) ListResourceTypes(ctx context.Context, req *storev1.ListResour
 }
 
 func (h *handler) UpdateResourceType(ctx context.Context, req *storev1.UpdateResourceTypeRequest) (*storev1.UpdateResourceTypeResponse, error) {
-	ureq := pgstore.UpdateTypeRequest{ID: req.GetId(), Description: req.Description, Schema: req.GetSchema(), DryRun: req.GetDryRun()}
+	ureq := storage.UpdateTypeRequest{ID: req.GetId(), Description: req.Description, Schema: req.GetSchema(), DryRun: req.GetDryRun()}
 	if p := req.GetReconcilePolicy(); p != nil {
 		policy := resourcepb.PolicyFromProto(p)
 		ureq.ReconcilePolicy = &policy
@@ -88,7 +88,7 @@ func (h *handler) CreateResource(ctx context.Context, req *storev1.CreateResourc
 	if err := requireSchemaRevision(req.GetSchemaRevision()); err != nil {
 		return nil, toStatus(err)
 	}
-	out, err := h.store.CreateResource(ctx, pgstore.CreateResourceRequest{Resource: *in, SchemaRevision: req.GetSchemaRevision(), DryRun: req.GetDryRun()})
+	out, err := h.store.CreateResource(ctx, storage.CreateResourceRequest{Resource: *in, SchemaRevision: req.GetSchemaRevision(), DryRun: req.GetDryRun()})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -104,7 +104,7 @@ func (h *handler) GetResource(ctx context.Context, req *storev1.GetResourceReque
 }
 
 func (h *handler) ListResources(ctx context.Context, req *storev1.ListResourcesRequest) (*storev1.ListResourcesResponse, error) {
-	res, err := h.store.ListResources(ctx, pgstore.ListResourcesRequest{
+	res, err := h.store.ListResources(ctx, storage.ListResourcesRequest{
 		ResourceTypeName: req.GetResourceTypeName(), ResourceTypeVersion: req.GetResourceTypeVersion(), Status: req.GetStatus(),
 		LabelSelector: req.GetLabelSelector(), Limit: int(req.GetLimit()), Continue: req.GetContinueToken(),
 		Documents: req.GetDocuments(),
@@ -130,7 +130,7 @@ func (h *handler) UpdateResource(ctx context.Context, req *storev1.UpdateResourc
 			return nil, toStatus(err)
 		}
 	}
-	out, err := h.store.UpdateResource(ctx, pgstore.UpdateResourceRequest{
+	out, err := h.store.UpdateResource(ctx, storage.UpdateResourceRequest{
 		ID:                      req.GetId(),
 		Spec:                    req.GetSpec(),
 		Labels:                  req.GetLabels().GetEntries(),
@@ -156,7 +156,7 @@ func (h *handler) DeleteResource(ctx context.Context, req *storev1.DeleteResourc
 }
 
 func (h *handler) UpdateFinalizers(ctx context.Context, req *storev1.UpdateFinalizersRequest) (*storev1.UpdateFinalizersResponse, error) {
-	res, err := h.store.UpdateFinalizers(ctx, pgstore.UpdateFinalizersRequest{
+	res, err := h.store.UpdateFinalizers(ctx, storage.UpdateFinalizersRequest{
 		ID: req.GetId(), Add: req.GetAdd(), Remove: req.GetRemove(), ExpectedResourceVersion: req.GetExpectedResourceVersion(), DryRun: req.GetDryRun(),
 	})
 	if err != nil {
@@ -167,9 +167,9 @@ func (h *handler) UpdateFinalizers(ctx context.Context, req *storev1.UpdateFinal
 
 // resourceKey is the key of a GetResource call (the store's and the
 // workers'): a name when one is given, else the id.
-func resourceKey(id int64, n *storev1.ResourceName) pgstore.ResourceKey {
+func resourceKey(id int64, n *storev1.ResourceName) storage.ResourceKey {
 	if n != nil {
-		return pgstore.ResourceKey{ResourceTypeName: n.GetResourceTypeName(), ResourceTypeVersion: n.GetResourceTypeVersion(), Name: n.GetName()}
+		return storage.ResourceKey{ResourceTypeName: n.GetResourceTypeName(), ResourceTypeVersion: n.GetResourceTypeVersion(), Name: n.GetName()}
 	}
-	return pgstore.ResourceKey{ID: id}
+	return storage.ResourceKey{ID: id}
 }

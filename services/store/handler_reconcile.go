@@ -12,16 +12,16 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/resourcepb"
-	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // reconcileHandler is the gRPC edge of ReconcileService (the scheduler's and
 // the gateway's calls): it maps the protobuf contract
-// (proto/no8s/reconcile/v1) onto pgstore's reconcile operations. The
+// (proto/no8s/reconcile/v1) onto the store's reconcile operations. The
 // workers' calls are workerHandler's (handler_worker.go).
 type reconcileHandler struct {
 	reconcilev1.UnimplementedReconcileServiceServer
-	store *pgstore.Store
+	store storage.Store
 }
 
 func seconds(n int32) time.Duration { return time.Duration(n) * time.Second }
@@ -48,7 +48,7 @@ func (h *reconcileHandler) RecordDispatch(ctx context.Context, req *reconcilev1.
 }
 
 func (h *reconcileHandler) ListReconcileState(ctx context.Context, req *reconcilev1.ListReconcileStateRequest) (*reconcilev1.ListReconcileStateResponse, error) {
-	in := pgstore.ListReconcileStateRequest{AfterID: req.GetAfterId(), Limit: int(req.GetLimit()), IDs: req.GetResourceIds()}
+	in := storage.ListReconcileStateRequest{AfterID: req.GetAfterId(), Limit: int(req.GetLimit()), IDs: req.GetResourceIds()}
 	if id := req.GetResourceId(); id != 0 {
 		in.IDs = append(in.IDs, id)
 	}
@@ -106,7 +106,7 @@ func (h *reconcileHandler) RequestReconcile(ctx context.Context, req *reconcilev
 }
 
 func (h *reconcileHandler) ListHistory(ctx context.Context, req *reconcilev1.ListHistoryRequest) (*reconcilev1.ListHistoryResponse, error) {
-	entries, err := h.store.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: req.GetResourceId(), Limit: int(req.GetLimit()), BeforeID: req.GetBeforeId()})
+	entries, err := h.store.ListHistory(ctx, storage.ListHistoryRequest{ResourceID: req.GetResourceId(), Limit: int(req.GetLimit()), BeforeID: req.GetBeforeId()})
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/resourcepb"
-	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // workerHandler is the gRPC edge of WorkerService, the reconciler workers'
@@ -26,7 +26,7 @@ import (
 // store writes, against the holder of the lease epoch presented.
 type workerHandler struct {
 	reconcilev1.UnimplementedWorkerServiceServer
-	store *pgstore.Store
+	store storage.Store
 }
 
 // ownFinalizer is the finalizer a lease holder may write:
@@ -57,7 +57,7 @@ func (h *workerHandler) checkOwned(ctx context.Context, id, epoch int64, finaliz
 	if len(finalizers) == 0 {
 		return nil
 	}
-	res, err := h.store.ListReconcileState(ctx, pgstore.ListReconcileStateRequest{IDs: []int64{id}})
+	res, err := h.store.ListReconcileState(ctx, storage.ListReconcileStateRequest{IDs: []int64{id}})
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (h *workerHandler) UpdateFinalizers(ctx context.Context, req *reconcilev1.U
 	if err := h.checkOwned(ctx, req.GetResourceId(), req.GetLeaseEpoch(), slices.Concat(req.GetAdd(), req.GetRemove()), nil); err != nil {
 		return nil, toStatus(err)
 	}
-	res, err := h.store.UpdateFinalizers(ctx, pgstore.UpdateFinalizersRequest{ID: req.GetResourceId(), Add: req.GetAdd(), Remove: req.GetRemove()})
+	res, err := h.store.UpdateFinalizers(ctx, storage.UpdateFinalizersRequest{ID: req.GetResourceId(), Add: req.GetAdd(), Remove: req.GetRemove()})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -101,7 +101,7 @@ func (h *workerHandler) GetResource(ctx context.Context, req *reconcilev1.GetRes
 }
 
 func (h *workerHandler) ListResources(ctx context.Context, req *reconcilev1.ListResourcesRequest) (*reconcilev1.ListResourcesResponse, error) {
-	res, err := h.store.ListResources(ctx, pgstore.ListResourcesRequest{
+	res, err := h.store.ListResources(ctx, storage.ListResourcesRequest{
 		ResourceTypeName: req.GetResourceTypeName(), ResourceTypeVersion: req.GetResourceTypeVersion(), Status: req.GetStatus(),
 		LabelSelector: req.GetLabelSelector(), Limit: int(req.GetLimit()), Continue: req.GetContinueToken(),
 	})
@@ -120,7 +120,7 @@ func (h *workerHandler) ListResources(ctx context.Context, req *reconcilev1.List
 }
 
 func (h *workerHandler) AcquireLease(ctx context.Context, req *reconcilev1.AcquireLeaseRequest) (*reconcilev1.AcquireLeaseResponse, error) {
-	l, err := h.store.AcquireLease(ctx, pgstore.AcquireLeaseRequest{
+	l, err := h.store.AcquireLease(ctx, storage.AcquireLeaseRequest{
 		ResourceID: req.GetResourceId(), Holder: req.GetHolder(), Lease: seconds(req.GetLeaseSeconds()),
 		SchedulerEpoch: req.GetSchedulerEpoch(), DispatchID: req.GetDispatchId(),
 	})
@@ -146,14 +146,14 @@ func (h *workerHandler) CompleteReconcile(ctx context.Context, req *reconcilev1.
 		return nil, toStatus(err)
 	}
 	hist := req.GetHistory()
-	in := pgstore.CompleteReconcileRequest{
+	in := storage.CompleteReconcileRequest{
 		ResourceID:    req.GetResourceId(),
 		LeaseEpoch:    req.GetLeaseEpoch(),
 		Outcome:       enumpb.FromOutcome(req.GetOutcome()),
 		StatusMessage: req.GetStatusMessage(),
 		Conditions:    conditionsFromProto(req.GetConditions()),
 		Generation:    req.GetGeneration(),
-		History: pgstore.HistoryEntry{
+		History: storage.HistoryEntry{
 			Phase:            hist.GetPhase(),
 			ErrorMessage:     hist.GetErrorMessage(),
 			ResourcesCreated: hist.GetResourcesCreated(),

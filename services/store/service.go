@@ -1,6 +1,7 @@
-// Package store is the store service: the only PostgreSQL user. It serves
-// the StoreService gRPC API over pgstore and runs the outbox relay that
-// publishes every committed change to JetStream.
+// Package store is the store service: the only database user. It serves
+// the StoreService gRPC API over a storage.Store (PostgreSQL, or the
+// embedded backend; Open chooses) and runs the outbox relay that publishes
+// every committed change to JetStream.
 package store
 
 import (
@@ -9,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
@@ -20,84 +20,55 @@ import (
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/grpcserver"
-	"github.com/no8s/no8s/services/store/migrate"
 	"github.com/no8s/no8s/services/store/outbox"
-	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // Service is a running store.
 type Service struct {
 	cfg   Config
 	log   *slog.Logger
-	pool  *pgxpool.Pool
-	store *pgstore.Store
+	db    storage.Backend
 	relay *outbox.Relay
 	nc    *nats.Conn
 }
 
-// OpenPool connects to PostgreSQL and checks the connection.
-func OpenPool(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
-	pc, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("parse database url: %w", err)
-	}
-	if maxConns > 0 {
-		pc.MaxConns = maxConns
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return nil, fmt.Errorf("open database pool: %w", err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect to database: %w", err)
-	}
-	return pool, nil
-}
-
-// New connects to PostgreSQL and NATS, applies migrations when configured
-// and ensures the event stream.
+// New opens the database (Open) and connects to NATS, and ensures the
+// event stream.
 func New(ctx context.Context, cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
-	pool, err := OpenPool(ctx, cfg.DatabaseURL, cfg.MaxConns)
+	// The relay exists only once the database is open; commits before
+	// that (none are made) would find no relay to wake.
+	var relay *outbox.Relay
+	hint := func() {
+		if relay != nil {
+			relay.Hint()
+		}
+	}
+	db, err := Open(ctx, cfg, storage.Options{AfterCommit: hint, HistoryLimit: cfg.HistoryLimit}, log)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.Migrate {
-		v, err := migrate.Up(ctx, pool, log)
-		if err != nil {
-			pool.Close()
-			return nil, err
-		}
-		log.Info("database schema ready", "version", v)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		pool.Close()
+		db.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	if err := outbox.Prepare(ctx, pool, js, cfg.Stream, cfg.RebuildStreamOnMismatch, cfg.RevisionMargin, log); err != nil {
-		pool.Close()
+	if err := outbox.Prepare(ctx, db.Log, js, cfg.Stream, cfg.RebuildStreamOnMismatch, cfg.RevisionMargin, log); err != nil {
+		db.Close()
 		return nil, err
 	}
-	relay := outbox.New(pool, nc, js, cfg.Stream, cfg.Relay, log.With("component", "outbox-relay"))
-	return &Service{
-		cfg:   cfg,
-		log:   log,
-		pool:  pool,
-		store: pgstore.New(pool, pgstore.WithAfterCommit(relay.Hint), pgstore.WithHistoryLimit(cfg.HistoryLimit)),
-		relay: relay,
-		nc:    nc,
-	}, nil
+	relay = outbox.New(db.Log, nc, js, cfg.Stream, cfg.Relay, log.With("component", "outbox-relay"))
+	return &Service{cfg: cfg, log: log, db: db, relay: relay, nc: nc}, nil
 }
 
 // Store returns the domain store (for in-process use and tests).
-func (s *Service) Store() *pgstore.Store { return s.store }
+func (s *Service) Store() storage.Store { return s.db.Store }
 
-// Probes returns the store's probes (package health): ready while
-// PostgreSQL and NATS answer.
+// Probes returns the store's probes (package health): ready while the
+// database and NATS answer.
 func (s *Service) Probes() sdkhealth.Config {
 	return sdkhealth.Config{Ready: []sdkhealth.Check{
-		{Name: "postgres", Func: func(ctx context.Context) error { return s.pool.Ping(ctx) }},
+		{Name: s.db.Name, Func: s.db.Store.Ping},
 		sdkhealth.NATS(s.nc),
 	}}
 }
@@ -106,21 +77,21 @@ func (s *Service) Probes() sdkhealth.Config {
 func (s *Service) Relay() *outbox.Relay { return s.relay }
 
 // Serve serves gRPC and runs the relay until ctx ends, then drains in-flight
-// calls, stops the relay and closes the pool. lis gets StoreService and
+// calls, stops the relay and closes the database. lis gets StoreService and
 // ReconcileService (the gateway, admission and the scheduler); workerLis,
 // when not nil, gets WorkerService and nothing else: the reconciler
 // workers' narrower door.
 func (s *Service) Serve(ctx context.Context, lis, workerLis net.Listener) error {
-	defer s.pool.Close()
+	defer s.db.Close()
 	srv, hs := grpcserver.New(s.log)
-	storev1.RegisterStoreServiceServer(srv, &handler{store: s.store})
-	reconcilev1.RegisterReconcileServiceServer(srv, &reconcileHandler{store: s.store})
+	storev1.RegisterStoreServiceServer(srv, &handler{store: s.db.Store})
+	reconcilev1.RegisterReconcileServiceServer(srv, &reconcileHandler{store: s.db.Store})
 	s.log.Info("store serving", "addr", lis.Addr().String())
 	var wsrv *grpc.Server
 	var whs *health.Server
 	if workerLis != nil {
 		wsrv, whs = grpcserver.New(s.log)
-		reconcilev1.RegisterWorkerServiceServer(wsrv, &workerHandler{store: s.store})
+		reconcilev1.RegisterWorkerServiceServer(wsrv, &workerHandler{store: s.db.Store})
 		s.log.Info("store serving workers", "addr", workerLis.Addr().String())
 	}
 

@@ -26,6 +26,7 @@ import (
 	"github.com/no8s/no8s/services/store"
 	"github.com/no8s/no8s/services/store/migrate"
 	"github.com/no8s/no8s/services/store/outbox"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 func main() {
@@ -132,22 +133,18 @@ func runMigrate(ctx context.Context, cfg store.Config, statusOnly bool) error {
 // mismatch (outbox.Rebuild). Every store must be stopped.
 func runRebuildStream(ctx context.Context, cfg store.Config, natsURL string) error {
 	log := proc.Logger("store")
-	pool, err := store.OpenPool(ctx, cfg.DatabaseURL, 2)
+	cfg.MaxConns = 2
+	db, err := store.Open(ctx, cfg, storage.Options{}, log)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	if cfg.Migrate {
-		if _, err := migrate.Up(ctx, pool, log); err != nil {
-			return err
-		}
-	}
+	defer db.Close()
 	nc, js, err := natsconn.ConnectJetStream(natsURL, "no8s-store-rebuild", log)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	bump, err := outbox.Rebuild(ctx, pool, js, cfg.Stream, cfg.RevisionMargin, log)
+	bump, err := outbox.Rebuild(ctx, db.Log, js, cfg.Stream, cfg.RevisionMargin, log)
 	if err != nil {
 		return err
 	}

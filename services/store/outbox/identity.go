@@ -8,11 +8,10 @@ import (
 	"log/slog"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/no8s/no8s/services/internal/eventstream"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // RebuildCommand is what an operator runs to rebuild the event stream of a
@@ -49,39 +48,6 @@ func orUnknown(s string) string {
 		return "no recorded database"
 	}
 	return s
-}
-
-// dbState is what the database says about its revisions and the relay.
-type dbState struct {
-	storeID   string
-	revision  int64 // the newest revision handed out (revision_seq)
-	cursor    int64 // relay_state.published_revision
-	lastEvent int64 // relay_state.last_event_revision: the newest event published
-	// lastEventKnown is false for a store upgraded from a release that did
-	// not record lastEvent, until its relay next publishes.
-	lastEventKnown bool
-	pruned         int64 // relay_state.pruned_revision: outbox rows up to it are gone
-}
-
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-func readDBState(ctx context.Context, q querier) (dbState, error) {
-	var s dbState
-	var called bool
-	var lastEvent *int64
-	if err := q.QueryRow(ctx, `SELECT r.store_id::text, r.published_revision, r.last_event_revision, r.pruned_revision, s.last_value, s.is_called
-		FROM relay_state r, revision_seq s WHERE r.id = 1`).Scan(&s.storeID, &s.cursor, &lastEvent, &s.pruned, &s.revision, &called); err != nil {
-		return s, fmt.Errorf("read relay state: %w", err)
-	}
-	if !called {
-		s.revision = 0
-	}
-	if lastEvent != nil {
-		s.lastEvent, s.lastEventKnown = *lastEvent, true
-	}
-	return s, nil
 }
 
 // streamState is what the broker says about the event stream.
@@ -126,31 +92,30 @@ func readStreamState(ctx context.Context, js jetstream.JetStream) (streamState, 
 func (s streamState) fresh() bool { return s.stream == nil || s.lastSeq == 0 }
 
 // check finds a mismatch between the database and the stream, or nil.
-func check(ctx context.Context, q querier, db dbState, st streamState) (*MismatchError, error) {
+func check(ctx context.Context, el storage.EventLog, db storage.LogState, st streamState) (*MismatchError, error) {
 	mis := func(reason string) *MismatchError {
-		return &MismatchError{Reason: reason, StoreID: db.storeID, StreamStoreID: st.id.StoreID, DatabaseRevision: db.revision, StreamRevision: st.high()}
+		return &MismatchError{Reason: reason, StoreID: db.StoreID, StreamStoreID: st.id.StoreID, DatabaseRevision: db.Revision, StreamRevision: st.high()}
 	}
 	if st.fresh() {
 		return nil, nil
 	}
-	if st.hasID && st.id.StoreID != db.storeID {
+	if st.hasID && st.id.StoreID != db.StoreID {
 		return mis("the stream was filled by another database"), nil
 	}
-	if h := st.high(); h > db.revision {
+	if h := st.high(); h > db.Revision {
 		return mis(fmt.Sprintf("the stream has seen revision %d, which the database has not reached (restored from a backup, or a new database?)", h)), nil
 	}
-	if st.last != nil && db.lastEventKnown && st.lastRev > db.lastEvent {
+	if st.last != nil && db.LastEventKnown && st.lastRev > db.LastEvent {
 		// The relay may have published before it saved its cursor; then
 		// the newest event is this database's own outbox row.
-		var payload []byte
-		err := q.QueryRow(ctx, `SELECT payload FROM outbox WHERE revision = $1`, st.lastRev).Scan(&payload)
-		if errors.Is(err, pgx.ErrNoRows) || (err == nil && !bytes.Equal(payload, st.last.Data)) {
+		payload, ok, err := el.Payload(ctx, st.lastRev)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || !bytes.Equal(payload, st.last.Data) {
 			return mis(fmt.Sprintf("the stream's revision %d is not this database's change at that revision", st.lastRev)), nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("read outbox revision %d: %w", st.lastRev, err)
-		}
-		if sid := st.last.Header.Get(eventstream.StoreIDHeader); sid != "" && sid != db.storeID {
+		if sid := st.last.Header.Get(eventstream.StoreIDHeader); sid != "" && sid != db.StoreID {
 			return mis("the stream's newest event came from another database"), nil
 		}
 	}
@@ -162,8 +127,8 @@ func check(ctx context.Context, q querier, db dbState, st streamState) (*Mismatc
 // what the outbox still holds); a stream from a release without identities
 // is adopted; a mismatch is returned as a *MismatchError unless rebuild is
 // set, in which case the stream is rebuilt as Rebuild does.
-func Prepare(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream, sc eventstream.StreamConfig, rebuild bool, margin int64, log *slog.Logger) error {
-	db, err := readDBState(ctx, pool)
+func Prepare(ctx context.Context, el storage.EventLog, js jetstream.JetStream, sc eventstream.StreamConfig, rebuild bool, margin int64, log *slog.Logger) error {
+	db, err := el.State(ctx)
 	if err != nil {
 		return err
 	}
@@ -171,7 +136,7 @@ func Prepare(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream, sc
 	if err != nil {
 		return err
 	}
-	mis, err := check(ctx, pool, db, st)
+	mis, err := check(ctx, el, db, st)
 	if err != nil {
 		return err
 	}
@@ -180,15 +145,15 @@ func Prepare(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream, sc
 			return mis
 		}
 		log.Warn("the event stream does not belong to this database; rebuilding it (no8s dev does this by default)", "reason", mis.Reason)
-		_, err := Rebuild(ctx, pool, js, sc, margin, log)
+		_, err := Rebuild(ctx, el, js, sc, margin, log)
 		return err
 	}
-	id := eventstream.Identity{StoreID: db.storeID}
+	id := eventstream.Identity{StoreID: db.StoreID}
 	switch {
 	case st.fresh():
 		// Nothing in it: the relay republishes every outbox row after the
 		// pruned revision, and resumes before that are gone.
-		id.Base = db.pruned
+		id.Base = db.Pruned
 	case st.hasID:
 		id = st.id
 	}
@@ -204,23 +169,19 @@ func Prepare(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream, sc
 // Outbox rows at or below B are dropped: those changes are in the database
 // but not in the stream, and clients see them by listing. It refuses while
 // a relay is running. It returns B.
-func Rebuild(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream, sc eventstream.StreamConfig, margin int64, log *slog.Logger) (int64, error) {
+func Rebuild(ctx context.Context, el storage.EventLog, js jetstream.JetStream, sc eventstream.StreamConfig, margin int64, log *slog.Logger) (int64, error) {
 	if margin < 0 {
 		return 0, fmt.Errorf("rebuild stream: negative revision margin %d", margin)
 	}
-	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+	lock, err := el.LockRelay(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("rebuild stream: connect: %w", err)
+		return 0, fmt.Errorf("rebuild stream: %w", err)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var got bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, lockKey).Scan(&got); err != nil {
-		return 0, fmt.Errorf("rebuild stream: relay lock: %w", err)
-	}
-	if !got {
+	if lock == nil {
 		return 0, errors.New("rebuild stream: an outbox relay is running on this database: stop every store first")
 	}
-	db, err := readDBState(ctx, pool)
+	defer lock.Release()
+	db, err := el.State(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -228,10 +189,10 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream, sc
 	if err != nil {
 		return 0, err
 	}
-	bump := max(st.high(), db.revision) + margin
+	bump := max(st.high(), db.Revision) + margin
 	// The stream first: if we stop half way, its base is past the database's
 	// revision and the next start reports the mismatch again.
-	id := eventstream.Identity{StoreID: db.storeID, Base: bump}
+	id := eventstream.Identity{StoreID: db.StoreID, Base: bump}
 	if st.stream != nil {
 		if id.BaseSeq, err = purge(ctx, st.stream); err != nil {
 			return 0, fmt.Errorf("rebuild stream: %w", err)
@@ -240,24 +201,11 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream, sc
 	if _, err := eventstream.Ensure(ctx, js, sc, id); err != nil {
 		return 0, fmt.Errorf("rebuild stream: %w", err)
 	}
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT setval('revision_seq', $1, true)`, bump); err != nil {
-			return fmt.Errorf("bump revision: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE relay_state SET published_revision = $1, last_event_revision = $1, pruned_revision = $1,
-			epoch = epoch + 1, updated_at = now() WHERE id = 1`, bump); err != nil {
-			return fmt.Errorf("move relay cursor: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE revision <= $1`, bump); err != nil {
-			return fmt.Errorf("compact outbox: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := lock.BumpRevision(ctx, bump); err != nil {
 		return 0, fmt.Errorf("rebuild stream: %w", err)
 	}
 	log.Warn("rebuilt the event stream: every revision at or below the bump is compacted; watchers resuming before it get 410 and list again",
-		"bump", bump, "database_revision", db.revision, "stream_revision", st.high(), "store_id", db.storeID)
+		"bump", bump, "database_revision", db.Revision, "stream_revision", st.high(), "store_id", db.StoreID)
 	return bump, nil
 }
 
@@ -274,7 +222,7 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream, sc
 //     it syncs to disk) gets them again from the outbox, or, when the outbox
 //     no longer holds them, is emptied and based after the pruned revision.
 func (r *Relay) align(ctx context.Context, epoch, cursor int64) (int64, error) {
-	db, err := readDBState(ctx, r.pool)
+	db, err := r.events.State(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -282,7 +230,7 @@ func (r *Relay) align(ctx context.Context, epoch, cursor int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	mis, err := check(ctx, r.pool, db, st)
+	mis, err := check(ctx, r.events, db, st)
 	if err != nil {
 		return 0, err
 	}
@@ -290,23 +238,23 @@ func (r *Relay) align(ctx context.Context, epoch, cursor int64) (int64, error) {
 		r.log.Error("the event stream does not belong to this database; not publishing", "err", mis)
 		return 0, mis
 	}
-	r.storeID = db.storeID
-	if !db.lastEventKnown {
+	r.storeID = db.StoreID
+	if !db.LastEventKnown {
 		// Upgraded from a release that did not record it: the stream's
 		// chain of sequences makes its newest event the last one published.
-		db.lastEvent = max(st.lastRev, db.pruned)
+		db.LastEvent = max(st.lastRev, db.Pruned)
 	}
-	id := eventstream.Identity{StoreID: db.storeID}
+	id := eventstream.Identity{StoreID: db.StoreID}
 	from := cursor // where publishing resumes
 	switch {
 	case st.fresh():
-		id.Base = max(st.id.Base, db.pruned)
-		if cursor > id.Base || db.lastEvent > id.Base {
+		id.Base = max(st.id.Base, db.Pruned)
+		if cursor > id.Base || db.LastEvent > id.Base {
 			r.log.Warn("the event stream is missing or empty; republishing the outbox", "after_revision", id.Base, "cursor", cursor)
 		}
 		from = id.Base
 	case !st.hasID:
-		r.log.Info("adopting an event stream made before stream identities", "store_id", db.storeID)
+		r.log.Info("adopting an event stream made before stream identities", "store_id", db.StoreID)
 	default:
 		id = st.id
 	}
@@ -317,23 +265,23 @@ func (r *Relay) align(ctx context.Context, epoch, cursor int64) (int64, error) {
 	}
 	if !st.fresh() && st.last != nil {
 		switch {
-		case st.lastRev > db.lastEvent:
+		case st.lastRev > db.LastEvent:
 			r.log.Info("the stream holds events past the cursor; continuing after them", "cursor", cursor, "stream_revision", st.lastRev)
 			from = max(cursor, st.lastRev)
-		case st.lastRev < db.lastEvent && st.lastRev >= db.pruned:
-			r.log.Warn("the stream lost its newest events; republishing them from the outbox", "stream_revision", st.lastRev, "published_event", db.lastEvent)
+		case st.lastRev < db.LastEvent && st.lastRev >= db.Pruned:
+			r.log.Warn("the stream lost its newest events; republishing them from the outbox", "stream_revision", st.lastRev, "published_event", db.LastEvent)
 			from = st.lastRev
-		case st.lastRev < db.lastEvent:
+		case st.lastRev < db.LastEvent:
 			r.log.Warn("the stream lost events the outbox no longer holds; emptying it and republishing after the pruned revision",
-				"stream_revision", st.lastRev, "published_event", db.lastEvent, "pruned_revision", db.pruned)
+				"stream_revision", st.lastRev, "published_event", db.LastEvent, "pruned_revision", db.Pruned)
 			if id.BaseSeq, err = purge(ctx, st.stream); err != nil {
 				return 0, err
 			}
-			id.Base = db.pruned
+			id.Base = db.Pruned
 			if _, err := eventstream.Ensure(ctx, r.js, r.streamCfg, id); err != nil {
 				return 0, err
 			}
-			from = db.pruned
+			from = db.Pruned
 		}
 	}
 	s, err := r.js.Stream(ctx, eventstream.StreamName)
@@ -343,13 +291,8 @@ func (r *Relay) align(ctx context.Context, epoch, cursor int64) (int64, error) {
 	r.stream = s
 	r.base = strconv.FormatInt(id.Base, 10)
 	if from != cursor {
-		tag, err := r.pool.Exec(ctx, `UPDATE relay_state SET published_revision = $1, last_event_revision = $2, updated_at = now() WHERE id = 1 AND epoch = $3`,
-			from, min(from, max(db.lastEvent, st.lastRev)), epoch)
-		if err != nil {
-			return 0, fmt.Errorf("set relay cursor: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			return 0, ErrLostLeadership
+		if err := r.events.SetCursor(ctx, epoch, from, min(from, max(db.LastEvent, st.lastRev))); err != nil {
+			return 0, err
 		}
 	}
 	return from, nil

@@ -17,7 +17,9 @@ import (
 	"github.com/no8s/no8s/services/store/migrate"
 	"github.com/no8s/no8s/services/store/outbox"
 	"github.com/no8s/no8s/services/store/outbox/outboxtest"
+	"github.com/no8s/no8s/services/store/pgoutbox"
 	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // relayEnv is a migrated database, an embedded JetStream and a relay that
@@ -25,6 +27,7 @@ import (
 type relayEnv struct {
 	t     *testing.T
 	pool  *pgxpool.Pool
+	db    storage.Backend
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	store *pgstore.Store
@@ -47,11 +50,11 @@ func newRelayEnv(t *testing.T) *relayEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := pgstore.New(pool)
-	if _, err := s.CreateType(ctx, pgstore.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(`{"type":"object"}`)}); err != nil {
+	s := pgstore.New(pool, storage.Options{})
+	if _, err := s.CreateType(ctx, storage.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(`{"type":"object"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	return &relayEnv{t: t, pool: pool, nc: nc, js: js, store: s, log: log}
+	return &relayEnv{t: t, pool: pool, db: storage.Backend{Store: s, Log: pgoutbox.New(pool), Name: "postgres", Close: func() {}}, nc: nc, js: js, store: s, log: log}
 }
 
 func (e *relayEnv) write(n int) {
@@ -64,7 +67,7 @@ func (e *relayEnv) write(n int) {
 func (e *relayEnv) drain() {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(e.t.Context())
-	r := outbox.New(e.pool, e.nc, e.js, eventstream.DefaultStreamConfig(), outbox.Config{PollInterval: 10 * time.Millisecond, LeaderRetry: 20 * time.Millisecond}, e.log)
+	r := outbox.New(e.db.Log, e.nc, e.js, eventstream.DefaultStreamConfig(), outbox.Config{PollInterval: 10 * time.Millisecond, LeaderRetry: 20 * time.Millisecond}, e.log)
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	defer func() {
@@ -132,7 +135,7 @@ func TestRelayRepublishesALostTail(t *testing.T) {
 	}
 	e.write(250)
 	e.drain()
-	outboxtest.CheckStreamMatchesOutbox(t, t.Context(), e.pool, e.stream())
+	outboxtest.CheckStreamMatchesOutbox(t, t.Context(), e.db, e.stream())
 }
 
 // TestRelayRebasesWhenTheOutboxNoLongerHoldsTheLostTail: as above, but the
@@ -177,5 +180,5 @@ func TestRelayRebasesWhenTheOutboxNoLongerHoldsTheLostTail(t *testing.T) {
 	if !ok || id.Base != pruned {
 		t.Fatalf("stream identity %+v (ok %v), want base %d", id, ok, pruned)
 	}
-	outboxtest.CheckStreamMatchesOutbox(t, t.Context(), e.pool, s)
+	outboxtest.CheckStreamMatchesOutbox(t, t.Context(), e.db, s)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/no8s/no8s/services/store/outbox"
 	"github.com/no8s/no8s/services/store/outbox/outboxtest"
 	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 var errInjected = errors.New("injected rollback")
@@ -38,7 +39,7 @@ func TestRelayPublishesExactlyTheCommittedChanges(t *testing.T) {
 	var current *outbox.Relay
 	startRelay := func(id int) {
 		rctx, cancel := context.WithCancel(ctx)
-		r := outbox.New(pool, nc, js, eventstream.DefaultStreamConfig(), cfg, log)
+		r := outbox.New(e.db.Log, nc, js, eventstream.DefaultStreamConfig(), cfg, log)
 		mu.Lock()
 		relays[id] = cancel
 		current = r
@@ -58,7 +59,7 @@ func TestRelayPublishesExactlyTheCommittedChanges(t *testing.T) {
 		}
 	}
 	rng := func(n int) int { return rand.IntN(n) }
-	store := pgstore.New(pool, pgstore.WithAfterCommit(hint), pgstore.WithBeforeCommit(func(ctx context.Context) error {
+	store := pgstore.New(pool, storage.Options{AfterCommit: hint, BeforeCommit: func(ctx context.Context) error {
 		select {
 		case <-time.After(time.Duration(rng(4000)) * time.Microsecond):
 		case <-ctx.Done():
@@ -68,7 +69,7 @@ func TestRelayPublishesExactlyTheCommittedChanges(t *testing.T) {
 			return errInjected
 		}
 		return nil
-	}))
+	}})
 
 	startRelay(0)
 	// A chaos loop stops and starts relays while the writers run.
@@ -146,5 +147,5 @@ func TestRelayPublishesExactlyTheCommittedChanges(t *testing.T) {
 	mu.Unlock()
 	relayWG.Wait()
 
-	outboxtest.CheckStreamMatchesOutbox(t, ctx, pool, stream)
+	outboxtest.CheckStreamMatchesOutbox(t, ctx, e.db, stream)
 }

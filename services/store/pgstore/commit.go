@@ -8,7 +8,8 @@ package pgstore
 //     revision it holds;
 //  2. set the resource's resource_version to its revision and updated_at to
 //     the transaction's clock;
-//  3. render the resource's document and encode the event;
+//  3. render the resource's document and encode the event
+//     (storage.RenderEvent, shared by every backend);
 //  4. queue the row's write, then the outbox row, into the batch that
 //     commits with them.
 //
@@ -25,9 +26,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/no8s/no8s/libs/api/names"
-	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // takeRevisionsSQL takes $1 consecutive revisions and the transaction's
@@ -123,35 +123,23 @@ type change struct {
 
 // emit commits one change: it gives c.r the next revision as its
 // resource_version and the transaction's clock as updated_at, renders its
-// document and event, and queues c.write and the outbox row into b.
+// document and event (storage.RenderEvent), and queues c.write and the
+// outbox row into b.
 func (rv *revisions) emit(b *pgx.Batch, c change) error {
 	rev, err := rv.next()
 	if err != nil {
 		return err
 	}
-	c.r.ResourceVersion, c.r.UpdatedAt = rev, rv.now
-	doc, err := resource.Marshal(c.r)
+	row, err := storage.RenderEvent(c.event, c.r, rev, rv.now, c.unbounded)
 	if err != nil {
-		return fmt.Errorf("marshal resource: %w", err)
-	}
-	if !c.unbounded && len(doc) > names.MaxEventBytes {
-		return eventTooLarge(len(doc))
-	}
-	payload, err := envelope.Encode(envelope.Event{Revision: rev, Type: c.event, Resource: c.r, ResourceJSON: doc, Timestamp: rv.now})
-	if err != nil {
-		// Encode fails only on an unknown event type: a programming error.
 		return err
 	}
 	if c.write != nil {
 		c.write(b)
 	}
 	b.Queue(`INSERT INTO outbox (revision, resource_id, event_type, subject, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		rev, c.r.ID, c.event, envelope.Subject(c.r.ResourceTypeName, c.r.ResourceTypeVersion), payload, rv.now)
+		row.Revision, row.ResourceID, row.EventType, row.Subject, row.Payload, row.CreatedAt)
 	return nil
-}
-
-func eventTooLarge(n int) error {
-	return newError(ErrTooLarge, "the resource would be %d bytes, more than the %d an event can carry", n, names.MaxEventBytes)
 }
 
 // emitTx is emit for a write that runs in an interactive transaction: it

@@ -7,13 +7,12 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // RecordDispatch records that the scheduler of the given epoch dispatched a
@@ -21,8 +20,8 @@ import (
 // is current and its lease unexpired. Only bookkeeping changes: no revision,
 // no event.
 func (s *Store) RecordDispatch(ctx context.Context, schedulerEpoch, resourceID int64, dispatchID string) error {
-	if dispatchID == "" || len(dispatchID) > 128 {
-		return invalidField("/dispatch_id", "dispatch_id is required, at most 128 bytes")
+	if err := storage.ValidateDispatchID(dispatchID); err != nil {
+		return err
 	}
 	// One statement, one round trip: the hot path of every dispatch.
 	var id int64
@@ -36,7 +35,7 @@ func (s *Store) RecordDispatch(ctx context.Context, schedulerEpoch, resourceID i
 		if err := checkScheduler(ctx, tx, schedulerEpoch); err != nil {
 			return err
 		}
-		return notFound("resource %d not found", resourceID)
+		return storage.NotFound("resource %d not found", resourceID)
 	}))
 }
 
@@ -44,8 +43,8 @@ func (s *Store) RecordDispatch(ctx context.Context, schedulerEpoch, resourceID i
 // scheduler epoch like RecordDispatch. It writes nothing when the condition
 // already has that status, reason and message; otherwise one MODIFIED event.
 func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int64, c resource.Condition) (*resource.Resource, error) {
-	if errs := validateConditions("/condition", []resource.Condition{c}); len(errs) > 0 {
-		return nil, newError(ErrInvalid, "invalid condition").withFields(errs...)
+	if err := storage.ValidateCondition(c); err != nil {
+		return nil, err
 	}
 	var out *resource.Resource
 	err := s.write(ctx, false, func(tx pgx.Tx) error {
@@ -57,14 +56,9 @@ func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int
 			return err
 		}
 		out = r
-		if i := slices.IndexFunc(r.Conditions, isType(c.Type)); i >= 0 {
-			cur := r.Conditions[i]
-			if cur.Status == c.Status && cur.Reason == c.Reason && cur.Message == c.Message {
-				return nil
-			}
+		if !storage.ApplyCondition(r, c, l.Now) {
+			return nil
 		}
-		r.Conditions, _ = lifecycle.Merge(r.Conditions, []resource.Condition{c}, r.Generation, l.now)
-		r.Phase = resource.PhaseFor(r.Status, r.Phase == resource.PhaseDegraded, r.Conditions)
 		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
 			b.Queue(`UPDATE resources SET conditions = $2, phase = $3, resource_version = $4, updated_at = $5 WHERE id = $1`,
 				r.ID, r.Conditions, r.Phase, r.ResourceVersion, r.UpdatedAt)
@@ -95,8 +89,4 @@ func (s *Store) RequestReconcile(ctx context.Context, resourceID int64) (*resour
 		return nil, err
 	}
 	return out, nil
-}
-
-func isType(t string) func(resource.Condition) bool {
-	return func(c resource.Condition) bool { return c.Type == t }
 }

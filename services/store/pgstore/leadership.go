@@ -1,63 +1,42 @@
 package pgstore
 
 // Scheduler leadership (docs/design/reconcile.md, "Scheduler"; HARD-PARTS 3):
-// one lease row whose epoch grows at each takeover. The scheduler's writes
-// (dispatch records, conditions) are fenced by it (checkScheduler).
+// one lease row whose epoch grows at each takeover (storage.Campaign). The
+// scheduler's writes (dispatch records, conditions) are fenced by it
+// (checkScheduler).
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/no8s/no8s/services/store/storage"
 )
 
-// SchedulerLease is the state of the scheduler's leadership lease.
-type SchedulerLease struct {
-	// Leader is true when the caller holds the lease.
-	Leader    bool
-	Epoch     int64
-	ExpiresAt time.Time
-	Holder    string
-}
-
-// BecomeScheduler takes or renews the scheduler leadership lease. A caller
-// presenting the current epoch as its holder renews it (also after expiry,
-// when nobody took over: nobody else can have acted under a newer epoch). A
-// caller takes it, with epoch + 1, when it is free, expired, or recorded for
-// the caller's own name (a restarted process). Otherwise Leader is false and
-// the answer names the current leader.
-func (s *Store) BecomeScheduler(ctx context.Context, holder string, d time.Duration, epoch int64) (*SchedulerLease, error) {
-	if err := validateHolder(holder); err != nil {
+// BecomeScheduler takes or renews the scheduler leadership lease
+// (storage.Campaign).
+func (s *Store) BecomeScheduler(ctx context.Context, holder string, d time.Duration, epoch int64) (*storage.SchedulerLease, error) {
+	if err := storage.ValidateHolder(holder); err != nil {
 		return nil, err
 	}
-	if d == 0 {
-		d = 6 * time.Second
+	d, err := storage.LeaseDuration("/lease_seconds", d, storage.DefaultSchedulerLease)
+	if err != nil {
+		return nil, err
 	}
-	if d < time.Second || d > MaxLease {
-		return nil, invalidField("/lease_seconds", fmt.Sprintf("must be between 1 and %d seconds", int(MaxLease/time.Second)))
-	}
-	var out SchedulerLease
-	err := s.write(ctx, false, func(tx pgx.Tx) error {
-		var curHolder string
-		var expires *time.Time
-		var now time.Time
+	var out storage.SchedulerLease
+	err = s.write(ctx, false, func(tx pgx.Tx) error {
+		var cur storage.SchedulerState
 		if err := tx.QueryRow(ctx, `SELECT epoch, holder, lease_expires_at, now() FROM scheduler_state WHERE id = 1 FOR UPDATE`).
-			Scan(&out.Epoch, &curHolder, &expires, &now); err != nil {
+			Scan(&cur.Epoch, &cur.Holder, &cur.ExpiresAt, &cur.Now); err != nil {
 			return err
 		}
-		renew := epoch != 0 && epoch == out.Epoch && curHolder == holder
-		free := curHolder == "" || expires == nil || !expires.After(now) || curHolder == holder
-		if !renew && !free {
-			out.Holder, out.ExpiresAt = curHolder, expires.UTC()
+		out = storage.Campaign(cur, holder, d, epoch)
+		if !out.Leader {
 			return nil
 		}
-		if !renew {
-			out.Epoch++
-		}
-		out.Leader, out.Holder, out.ExpiresAt = true, holder, now.Add(d).UTC()
 		_, err := tx.Exec(ctx, `UPDATE scheduler_state SET epoch = $1, holder = $2, lease_expires_at = $3, updated_at = $4 WHERE id = 1`,
-			out.Epoch, holder, out.ExpiresAt, now)
+			out.Epoch, holder, out.ExpiresAt, cur.Now)
 		return err
 	})
 	if err != nil {
@@ -85,11 +64,5 @@ func checkScheduler(ctx context.Context, tx pgx.Tx, epoch int64) error {
 	if err := tx.QueryRow(ctx, `SELECT epoch, coalesce(lease_expires_at > now(), false) FROM scheduler_state WHERE id = 1`).Scan(&cur, &valid); err != nil {
 		return err
 	}
-	if epoch != cur {
-		return staleEpoch("scheduler epoch %d is stale: the current epoch is %d", epoch, cur)
-	}
-	if !valid {
-		return staleEpoch("the lease of scheduler epoch %d has expired; renew it first", epoch)
-	}
-	return nil
+	return storage.CheckScheduler(epoch, cur, valid)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/no8s/no8s/services/internal/testenv"
 	"github.com/no8s/no8s/services/store/migrate"
 	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 func newStore(t *testing.T) (*pgstore.Store, *pgxpool.Pool) {
@@ -30,14 +31,14 @@ func newStore(t *testing.T) (*pgstore.Store, *pgxpool.Pool) {
 	if _, err := migrate.Up(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		t.Fatal(err)
 	}
-	return pgstore.New(pool), pool
+	return pgstore.New(pool, storage.Options{}), pool
 }
 
 const schemaJSON = `{"type":"object","properties":{"size":{"type":"integer"}}}`
 
 func mustType(t *testing.T, s *pgstore.Store, name, version string) *resource.Type {
 	t.Helper()
-	typ, err := s.CreateType(t.Context(), pgstore.CreateTypeRequest{Name: name, Version: version, Schema: []byte(schemaJSON)})
+	typ, err := s.CreateType(t.Context(), storage.CreateTypeRequest{Name: name, Version: version, Schema: []byte(schemaJSON)})
 	if err != nil {
 		t.Fatalf("create type: %v", err)
 	}
@@ -46,7 +47,7 @@ func mustType(t *testing.T, s *pgstore.Store, name, version string) *resource.Ty
 
 func mustCreate(t *testing.T, s *pgstore.Store, name string, finalizers ...string) *resource.Resource {
 	t.Helper()
-	r, err := s.CreateResource(t.Context(), pgstore.CreateResourceRequest{Resource: resource.Resource{
+	r, err := s.CreateResource(t.Context(), storage.CreateResourceRequest{Resource: resource.Resource{
 		Name: name, ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Spec: json.RawMessage(`{"size":1}`),
 		Labels: map[string]string{"app": "web"}, Finalizers: finalizers,
 	}})
@@ -64,9 +65,9 @@ func wantErr(t *testing.T, err error, want error) {
 	}
 }
 
-// storeErr returns the *pgstore.Error in err's chain, or nil.
-func storeErr(err error) *pgstore.Error {
-	var se *pgstore.Error
+// storeErr returns the *storage.Error in err's chain, or nil.
+func storeErr(err error) *storage.Error {
+	var se *storage.Error
 	if errors.As(err, &se) {
 		return se
 	}
@@ -91,54 +92,54 @@ func TestResourceLifecycle(t *testing.T) {
 	if r.Generation != 1 || r.Status != resource.StatusPending || r.ResourceVersion == 0 || r.UID == "" {
 		t.Fatalf("unexpected new resource: %+v", r)
 	}
-	got, err := s.GetResource(ctx, pgstore.ResourceKey{ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Name: "one"})
+	got, err := s.GetResource(ctx, storage.ResourceKey{ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Name: "one"})
 	if err != nil || got.ID != r.ID || string(got.Spec) != `{"size":1}` {
 		t.Fatalf("get by name: %+v %v", got, err)
 	}
 
 	// Same spec: nothing written, same revision.
-	same, err := s.UpdateResource(ctx, pgstore.UpdateResourceRequest{ID: r.ID, Spec: []byte(`{ "size" : 1 }`)})
+	same, err := s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: r.ID, Spec: []byte(`{ "size" : 1 }`)})
 	if err != nil || same.ResourceVersion != r.ResourceVersion || same.Generation != 1 {
 		t.Fatalf("no-op update changed something: %+v %v", same, err)
 	}
 	// Labels only: new revision, same generation.
-	lab, err := s.UpdateResource(ctx, pgstore.UpdateResourceRequest{ID: r.ID, Labels: map[string]string{"app": "db"}, SetLabels: true})
+	lab, err := s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: r.ID, Labels: map[string]string{"app": "db"}, SetLabels: true})
 	if err != nil || lab.Generation != 1 || lab.ResourceVersion <= r.ResourceVersion {
 		t.Fatalf("label update: %+v %v", lab, err)
 	}
 	// Spec change: generation 2.
-	up, err := s.UpdateResource(ctx, pgstore.UpdateResourceRequest{ID: r.ID, Spec: []byte(`{"size":2}`), ExpectedResourceVersion: lab.ResourceVersion})
+	up, err := s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: r.ID, Spec: []byte(`{"size":2}`), ExpectedResourceVersion: lab.ResourceVersion})
 	if err != nil || up.Generation != 2 || up.Labels["app"] != "db" {
 		t.Fatalf("spec update: %+v %v", up, err)
 	}
 	// Stale precondition.
-	_, err = s.UpdateResource(ctx, pgstore.UpdateResourceRequest{ID: r.ID, Spec: []byte(`{"size":3}`), ExpectedResourceVersion: lab.ResourceVersion})
-	wantErr(t, err, pgstore.ErrConflict)
+	_, err = s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: r.ID, Spec: []byte(`{"size":3}`), ExpectedResourceVersion: lab.ResourceVersion})
+	wantErr(t, err, storage.ErrConflict)
 
 	// The type cannot go while the resource exists.
-	typ, _ := s.GetType(ctx, pgstore.TypeKey{Name: "Widget", Version: "v1"})
-	wantErr(t, s.DeleteType(ctx, typ.ID, false), pgstore.ErrInUse)
+	typ, _ := s.GetType(ctx, storage.TypeKey{Name: "Widget", Version: "v1"})
+	wantErr(t, s.DeleteType(ctx, typ.ID, false), storage.ErrInUse)
 
 	// Delete: stays deleting while the finalizer remains.
 	del, err := s.DeleteResource(ctx, r.ID, 0, false)
 	if err != nil || del.Purged || del.Resource.Status != resource.StatusDeleting || del.Resource.DeletedAt == nil || del.Resource.Phase != resource.PhaseTerminating {
 		t.Fatalf("delete: %+v %v", del, err)
 	}
-	_, err = s.UpdateResource(ctx, pgstore.UpdateResourceRequest{ID: r.ID, Spec: []byte(`{"size":9}`)})
-	wantErr(t, err, pgstore.ErrDeleting)
-	_, err = s.UpdateFinalizers(ctx, pgstore.UpdateFinalizersRequest{ID: r.ID, Add: []string{"example.com/other"}})
-	wantErr(t, err, pgstore.ErrFinalizerBlocked)
+	_, err = s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: r.ID, Spec: []byte(`{"size":9}`)})
+	wantErr(t, err, storage.ErrDeleting)
+	_, err = s.UpdateFinalizers(ctx, storage.UpdateFinalizersRequest{ID: r.ID, Add: []string{"example.com/other"}})
+	wantErr(t, err, storage.ErrFinalizerBlocked)
 	// Deleting again changes nothing.
 	again, err := s.DeleteResource(ctx, r.ID, 0, false)
 	if err != nil || again.Resource.ResourceVersion != del.Resource.ResourceVersion {
 		t.Fatalf("second delete wrote: %+v %v", again, err)
 	}
-	fin, err := s.UpdateFinalizers(ctx, pgstore.UpdateFinalizersRequest{ID: r.ID, Remove: []string{"example.com/hold"}})
+	fin, err := s.UpdateFinalizers(ctx, storage.UpdateFinalizersRequest{ID: r.ID, Remove: []string{"example.com/hold"}})
 	if err != nil || !fin.Purged {
 		t.Fatalf("removing the last finalizer did not purge: %+v %v", fin, err)
 	}
-	_, err = s.GetResource(ctx, pgstore.ResourceKey{ID: r.ID})
-	wantErr(t, err, pgstore.ErrNotFound)
+	_, err = s.GetResource(ctx, storage.ResourceKey{ID: r.ID})
+	wantErr(t, err, storage.ErrNotFound)
 	if err := s.DeleteType(ctx, typ.ID, false); err != nil {
 		t.Fatalf("delete unused type: %v", err)
 	}
@@ -190,24 +191,24 @@ func TestBadInputWritesNothing(t *testing.T) {
 		res  resource.Resource
 		want error
 	}{
-		{"duplicate", resource.Resource{Name: "taken", ResourceTypeName: "Widget", ResourceTypeVersion: "v1"}, pgstore.ErrNameTaken},
-		{"bad name", resource.Resource{Name: "Not_DNS", ResourceTypeName: "Widget", ResourceTypeVersion: "v1"}, pgstore.ErrInvalid},
-		{"unknown type", resource.Resource{Name: "x", ResourceTypeName: "Nope", ResourceTypeVersion: "v1"}, pgstore.ErrUnknownType},
-		{"spec not object", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Spec: json.RawMessage(`[1]`)}, pgstore.ErrInvalid},
-		{"bad label", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Labels: map[string]string{"a b": "c"}}, pgstore.ErrInvalid},
-		{"bad finalizer", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Finalizers: []string{"not valid!"}}, pgstore.ErrInvalid},
+		{"duplicate", resource.Resource{Name: "taken", ResourceTypeName: "Widget", ResourceTypeVersion: "v1"}, storage.ErrNameTaken},
+		{"bad name", resource.Resource{Name: "Not_DNS", ResourceTypeName: "Widget", ResourceTypeVersion: "v1"}, storage.ErrInvalid},
+		{"unknown type", resource.Resource{Name: "x", ResourceTypeName: "Nope", ResourceTypeVersion: "v1"}, storage.ErrUnknownType},
+		{"spec not object", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Spec: json.RawMessage(`[1]`)}, storage.ErrInvalid},
+		{"bad label", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Labels: map[string]string{"a b": "c"}}, storage.ErrInvalid},
+		{"bad finalizer", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Finalizers: []string{"not valid!"}}, storage.ErrInvalid},
 		{"spec too large", resource.Resource{Name: "x", ResourceTypeName: "Widget", ResourceTypeVersion: "v1",
-			Spec: json.RawMessage(`{"a":"` + string(make([]byte, 0)) + bigString(names.MaxSpecBytes) + `"}`)}, pgstore.ErrTooLarge},
+			Spec: json.RawMessage(`{"a":"` + string(make([]byte, 0)) + bigString(names.MaxSpecBytes) + `"}`)}, storage.ErrTooLarge},
 	}
 	for _, c := range cases {
-		_, err := s.CreateResource(ctx, pgstore.CreateResourceRequest{Resource: c.res})
+		_, err := s.CreateResource(ctx, storage.CreateResourceRequest{Resource: c.res})
 		if storeErr(err) == nil || !errors.Is(err, c.want) {
 			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
 		}
 	}
-	_, err := s.CreateType(ctx, pgstore.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(schemaJSON)})
-	wantErr(t, err, pgstore.ErrNameTaken)
-	_, err = s.CreateType(ctx, pgstore.CreateTypeRequest{Name: "widget", Version: "1", Schema: []byte(schemaJSON)})
+	_, err := s.CreateType(ctx, storage.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(schemaJSON)})
+	wantErr(t, err, storage.ErrNameTaken)
+	_, err = s.CreateType(ctx, storage.CreateTypeRequest{Name: "widget", Version: "1", Schema: []byte(schemaJSON)})
 	if se := storeErr(err); se == nil || len(se.Fields) != 2 {
 		t.Fatalf("bad name and version: %v", err)
 	}
@@ -231,19 +232,19 @@ func TestDryRunWritesNothing(t *testing.T) {
 	s, pool := newStore(t)
 	ctx := t.Context()
 	mustType(t, s, "Widget", "v1")
-	r, err := s.CreateResource(ctx, pgstore.CreateResourceRequest{DryRun: true, Resource: resource.Resource{
+	r, err := s.CreateResource(ctx, storage.CreateResourceRequest{DryRun: true, Resource: resource.Resource{
 		Name: "dry", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Spec: json.RawMessage(`{"size":1}`)}})
 	if err != nil || r.Name != "dry" || r.Status != resource.StatusPending {
 		t.Fatalf("dry-run create: %+v %v", r, err)
 	}
 	real := mustCreate(t, s, "real")
-	if _, err := s.UpdateResource(ctx, pgstore.UpdateResourceRequest{ID: real.ID, Spec: []byte(`{"size":5}`), DryRun: true}); err != nil {
+	if _, err := s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: real.ID, Spec: []byte(`{"size":5}`), DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.DeleteResource(ctx, real.ID, 0, true); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.GetResource(ctx, pgstore.ResourceKey{ID: real.ID})
+	got, err := s.GetResource(ctx, storage.ResourceKey{ID: real.ID})
 	if err != nil || got.Generation != 1 || got.Status != resource.StatusPending {
 		t.Fatalf("dry runs changed the resource: %+v %v", got, err)
 	}
@@ -264,7 +265,7 @@ func TestListPagingAndSelectors(t *testing.T) {
 		if i%2 == 1 {
 			tier = "back"
 		}
-		_, err := s.CreateResource(ctx, pgstore.CreateResourceRequest{Resource: resource.Resource{
+		_, err := s.CreateResource(ctx, storage.CreateResourceRequest{Resource: resource.Resource{
 			Name: "w" + string(rune('a'+i)), ResourceTypeName: "Widget", ResourceTypeVersion: "v1",
 			Labels: map[string]string{"tier": tier}, Spec: json.RawMessage(`{}`)}})
 		if err != nil {
@@ -274,7 +275,7 @@ func TestListPagingAndSelectors(t *testing.T) {
 	seen := 0
 	tok := ""
 	for {
-		page, err := s.ListResources(ctx, pgstore.ListResourcesRequest{Limit: 10, Continue: tok, LabelSelector: "tier=front"})
+		page, err := s.ListResources(ctx, storage.ListResourcesRequest{Limit: 10, Continue: tok, LabelSelector: "tier=front"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,17 +294,17 @@ func TestListPagingAndSelectors(t *testing.T) {
 		t.Fatalf("saw %d front resources, want 13", seen)
 	}
 	for sel, want := range map[string]int{"tier!=front": 12, "tier in (front,back)": 25, "tier notin (back)": 13, "tier": 25, "!tier": 0} {
-		page, err := s.ListResources(ctx, pgstore.ListResourcesRequest{Limit: 1000, LabelSelector: sel})
+		page, err := s.ListResources(ctx, storage.ListResourcesRequest{Limit: 1000, LabelSelector: sel})
 		if err != nil || len(page.Resources) != want {
 			t.Errorf("selector %q: %d resources (err %v), want %d", sel, len(page.Resources), err, want)
 		}
 	}
-	_, err := s.ListResources(ctx, pgstore.ListResourcesRequest{Continue: tok})
-	if !errors.Is(err, pgstore.ErrInvalid) {
+	_, err := s.ListResources(ctx, storage.ListResourcesRequest{Continue: tok})
+	if !errors.Is(err, storage.ErrInvalid) {
 		t.Fatalf("token reused with other filters: %v", err)
 	}
-	_, err = s.ListResources(ctx, pgstore.ListResourcesRequest{Limit: 1001})
-	if !errors.Is(err, pgstore.ErrInvalid) {
+	_, err = s.ListResources(ctx, storage.ListResourcesRequest{Limit: 1001})
+	if !errors.Is(err, storage.ErrInvalid) {
 		t.Fatalf("limit 1001: %v", err)
 	}
 }
@@ -320,7 +321,7 @@ func TestTypeDeleteRacesCreates(t *testing.T) {
 			go func() {
 				defer func() { done <- struct{}{} }()
 				for i := 0; i < 5; i++ {
-					_, _ = s.CreateResource(ctx, pgstore.CreateResourceRequest{Resource: resource.Resource{
+					_, _ = s.CreateResource(ctx, storage.CreateResourceRequest{Resource: resource.Resource{
 						Name: fmt.Sprintf("r%d-%d-%d", round, w, i), ResourceTypeName: "Widget", ResourceTypeVersion: "v1"}})
 				}
 			}()
@@ -349,7 +350,7 @@ func TestListDocumentsMatchResources(t *testing.T) {
 	ctx := t.Context()
 	mustType(t, s, "Widget", "v1")
 	for i, ann := range []string{"plain", "quote \" back\\slash \n tab\t ctl\x01 <html>&", "ünïcødé ✓ \u2028"} {
-		_, err := s.CreateResource(ctx, pgstore.CreateResourceRequest{Resource: resource.Resource{
+		_, err := s.CreateResource(ctx, storage.CreateResourceRequest{Resource: resource.Resource{
 			Name: fmt.Sprintf("doc-%d", i), ResourceTypeName: "Widget", ResourceTypeVersion: "v1",
 			Labels: map[string]string{"app": "web", "tier": "a"}, Annotations: map[string]string{"example.com/note": ann},
 			Finalizers: []string{"example.com/hold"}, Spec: json.RawMessage(`{"size":12345678901234567890,"nested":{"a":[1,2,{"b":null}]}}`),
@@ -361,18 +362,18 @@ func TestListDocumentsMatchResources(t *testing.T) {
 	if _, err := s.DeleteResource(ctx, 1, 0, false); err != nil {
 		t.Fatal(err)
 	}
-	typed, err := s.ListResources(ctx, pgstore.ListResourcesRequest{Limit: 2})
+	typed, err := s.ListResources(ctx, storage.ListResourcesRequest{Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, err := s.ListResources(ctx, pgstore.ListResourcesRequest{Limit: 2, Documents: true})
+	docs, err := s.ListResources(ctx, storage.ListResourcesRequest{Limit: 2, Documents: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(docs.Documents) != 2 || docs.Continue == "" || docs.Continue != typed.Continue {
 		t.Fatalf("documents page: %d documents, continue %q (typed %q)", len(docs.Documents), docs.Continue, typed.Continue)
 	}
-	rest, err := s.ListResources(ctx, pgstore.ListResourcesRequest{Limit: 2, Documents: true, Continue: docs.Continue})
+	rest, err := s.ListResources(ctx, storage.ListResourcesRequest{Limit: 2, Documents: true, Continue: docs.Continue})
 	if err != nil || len(rest.Documents) != 1 || rest.Continue != "" {
 		t.Fatalf("second page: %+v %v", rest, err)
 	}

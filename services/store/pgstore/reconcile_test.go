@@ -13,6 +13,7 @@ import (
 
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // events returns the event types of a resource's outbox rows in revision
@@ -44,16 +45,16 @@ func expireLease(t *testing.T, pool *pgxpool.Pool, id int64) {
 	}
 }
 
-func acquire(t *testing.T, s *pgstore.Store, id int64, holder string) *pgstore.Lease {
+func acquire(t *testing.T, s *pgstore.Store, id int64, holder string) *storage.Lease {
 	t.Helper()
-	l, err := s.AcquireLease(t.Context(), pgstore.AcquireLeaseRequest{ResourceID: id, Holder: holder})
+	l, err := s.AcquireLease(t.Context(), storage.AcquireLeaseRequest{ResourceID: id, Holder: holder})
 	if err != nil {
 		t.Fatalf("acquire %d as %s: %v", id, holder, err)
 	}
 	return l
 }
 
-func complete(t *testing.T, s *pgstore.Store, req pgstore.CompleteReconcileRequest) *pgstore.CompleteResult {
+func complete(t *testing.T, s *pgstore.Store, req storage.CompleteReconcileRequest) *storage.CompleteResult {
 	t.Helper()
 	res, err := s.CompleteReconcile(t.Context(), req)
 	if err != nil {
@@ -76,14 +77,14 @@ func TestLeaseExclusionAndFencing(t *testing.T) {
 		t.Fatalf("default lease should be about 30s, expires %v", a.ExpiresAt)
 	}
 	// Another holder is refused while the lease runs.
-	_, err := s.AcquireLease(ctx, pgstore.AcquireLeaseRequest{ResourceID: r.ID, Holder: "worker-b"})
-	wantErr(t, err, pgstore.ErrLeaseHeld)
+	_, err := s.AcquireLease(ctx, storage.AcquireLeaseRequest{ResourceID: r.ID, Holder: "worker-b"})
+	wantErr(t, err, storage.ErrLeaseHeld)
 	// Renewal with the current epoch works; with another it is refused.
 	if _, err := s.RenewLease(ctx, r.ID, a.Epoch, 10*time.Second); err != nil {
 		t.Fatalf("renew: %v", err)
 	}
 	_, err = s.RenewLease(ctx, r.ID, a.Epoch+1, 10*time.Second)
-	wantErr(t, err, pgstore.ErrStaleEpoch)
+	wantErr(t, err, storage.ErrStaleEpoch)
 
 	// a stalls past its lease; b takes over with a higher epoch.
 	expireLease(t, pool, r.ID)
@@ -92,22 +93,22 @@ func TestLeaseExclusionAndFencing(t *testing.T) {
 		t.Fatalf("takeover epoch %d, want %d", b.Epoch, a.Epoch+1)
 	}
 	// a's late write and renewal are refused for their stale epoch.
-	_, err = s.CompleteReconcile(ctx, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: lifecycle.OutcomeSuccess})
-	wantErr(t, err, pgstore.ErrStaleEpoch)
+	_, err = s.CompleteReconcile(ctx, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: lifecycle.OutcomeSuccess})
+	wantErr(t, err, storage.ErrStaleEpoch)
 	_, err = s.RenewLease(ctx, r.ID, a.Epoch, 10*time.Second)
-	wantErr(t, err, pgstore.ErrStaleEpoch)
-	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: lifecycle.OutcomeSuccess})
+	wantErr(t, err, storage.ErrStaleEpoch)
+	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: lifecycle.OutcomeSuccess})
 	// A completed lease cannot complete twice.
-	_, err = s.CompleteReconcile(ctx, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: lifecycle.OutcomeSuccess})
-	wantErr(t, err, pgstore.ErrStaleEpoch)
+	_, err = s.CompleteReconcile(ctx, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: lifecycle.OutcomeSuccess})
+	wantErr(t, err, storage.ErrStaleEpoch)
 
 	// Completion after expiry is accepted when nobody took the lease.
 	c := acquire(t, s, r.ID, "worker-c")
 	expireLease(t, pool, r.ID)
-	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: c.Epoch, Outcome: lifecycle.OutcomeSuccess})
+	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: c.Epoch, Outcome: lifecycle.OutcomeSuccess})
 
 	// Exactly one history row per accepted completion, never the stale one.
-	h, err := s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: r.ID})
+	h, err := s.ListHistory(ctx, storage.ListHistoryRequest{ResourceID: r.ID})
 	if err != nil || len(h) != 2 || h[0].LeaseEpoch != c.Epoch || h[1].LeaseEpoch != b.Epoch || h[1].Holder != "worker-b" ||
 		h[1].StartedAt == nil || h[1].StartedAt.After(h[1].ReconcileTime) {
 		t.Fatalf("history: %+v %v", h, err)
@@ -116,8 +117,8 @@ func TestLeaseExclusionAndFencing(t *testing.T) {
 	if d := acquire(t, s, r.ID, "worker-a"); d.Epoch != c.Epoch+1 {
 		t.Fatalf("epoch %d after %d", d.Epoch, c.Epoch)
 	}
-	_, err = s.AcquireLease(ctx, pgstore.AcquireLeaseRequest{ResourceID: 999999, Holder: "x"})
-	wantErr(t, err, pgstore.ErrNotFound)
+	_, err = s.AcquireLease(ctx, storage.AcquireLeaseRequest{ResourceID: 999999, Holder: "x"})
+	wantErr(t, err, storage.ErrNotFound)
 }
 
 func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
@@ -125,7 +126,7 @@ func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
 	ctx := t.Context()
 	mustType(t, s, "Widget", "v1")
 	r := mustCreate(t, s, "one")
-	if _, err := s.UpdateResource(ctx, pgstore.UpdateResourceRequest{ID: r.ID, SetAnnotations: true,
+	if _, err := s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: r.ID, SetAnnotations: true,
 		Annotations: map[string]string{resource.AnnotationOperation: resource.OperationReconcile, "keep": "me"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
 
 	l := acquire(t, s, r.ID, "w")
 	started := time.Now().Add(-1500 * time.Millisecond).UTC()
-	res := complete(t, s, pgstore.CompleteReconcileRequest{
+	res := complete(t, s, storage.CompleteReconcileRequest{
 		ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess,
 		Conditions: []resource.Condition{
 			{Type: "DatabaseExists", Status: "True", Reason: "Created"},
@@ -142,7 +143,7 @@ func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
 		Outputs:           []byte(`{"host": "db", "port": 5432}`),
 		AddFinalizers:     []string{"reconciler.no8s.io/widget"},
 		RemoveAnnotations: []string{resource.AnnotationOperation},
-		History:           pgstore.HistoryEntry{ResourcesCreated: 2, StartedAt: &started, Reason: "pending"},
+		History:           storage.HistoryEntry{ResourcesCreated: 2, StartedAt: &started, Reason: "pending"},
 	})
 	got := res.Resource
 	if got.Status != resource.StatusReady || got.ObservedGeneration != 1 || got.Phase != resource.PhaseProgressing ||
@@ -155,7 +156,7 @@ func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
 		t.Fatalf("conditions: %+v", got.Conditions)
 	}
 	// The stored document equals the answer.
-	stored, err := s.GetResource(ctx, pgstore.ResourceKey{ID: r.ID})
+	stored, err := s.GetResource(ctx, storage.ResourceKey{ID: r.ID})
 	if err != nil || stored.ResourceVersion != got.ResourceVersion || stored.Phase != got.Phase || len(stored.Conditions) != 2 {
 		t.Fatalf("stored %+v %v", stored, err)
 	}
@@ -164,7 +165,7 @@ func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
 	if len(after) != len(before)+2 || after[len(after)-2] != "MODIFIED" || after[len(after)-1] != "RECONCILED" {
 		t.Fatalf("events %v after %v", after, before)
 	}
-	h, err := s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: r.ID})
+	h, err := s.ListHistory(ctx, storage.ListHistoryRequest{ResourceID: r.ID})
 	if err != nil || len(h) != 1 || !h[0].Success || h[0].Generation != 1 || h[0].ResourcesCreated != 2 || h[0].Reason != "pending" ||
 		h[0].DurationMS < 1000 || h[0].Phase != "completed" || h[0].StartedAt == nil {
 		t.Fatalf("history %+v %v", h, err)
@@ -173,7 +174,7 @@ func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
 	// Second attempt: same status keeps the transition time; a changed one
 	// moves it; a condition not named is kept; all True makes the phase Ready.
 	l = acquire(t, s, r.ID, "w")
-	got = complete(t, s, pgstore.CompleteReconcileRequest{
+	got = complete(t, s, storage.CompleteReconcileRequest{
 		ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess,
 		Conditions: []resource.Condition{{Type: "RoleExists", Status: "True", Reason: "Created"}},
 	}).Resource
@@ -187,7 +188,7 @@ func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
 
 	// Bad results are refused and write nothing.
 	l = acquire(t, s, r.ID, "w")
-	for _, bad := range []pgstore.CompleteReconcileRequest{
+	for _, bad := range []storage.CompleteReconcileRequest{
 		{Outcome: lifecycle.OutcomeUnspecified},
 		{Outcome: lifecycle.OutcomeSuccess, Conditions: []resource.Condition{{Type: "A", Status: "Maybe"}}},
 		{Outcome: lifecycle.OutcomeSuccess, Conditions: []resource.Condition{{Type: "A", Status: "True"}, {Type: "A", Status: "True"}}},
@@ -195,7 +196,7 @@ func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
 	} {
 		bad.ResourceID, bad.LeaseEpoch = r.ID, l.Epoch
 		_, err := s.CompleteReconcile(ctx, bad)
-		wantErr(t, err, pgstore.ErrInvalid)
+		wantErr(t, err, storage.ErrInvalid)
 	}
 }
 
@@ -204,18 +205,18 @@ func TestFailuresTerminalRequeue(t *testing.T) {
 	ctx := t.Context()
 	mustType(t, s, "Widget", "v1")
 	r := mustCreate(t, s, "one")
-	state := func() pgstore.ReconcileState {
+	state := func() storage.ReconcileState {
 		t.Helper()
-		res, err := s.ListReconcileState(ctx, pgstore.ListReconcileStateRequest{IDs: []int64{r.ID}})
+		res, err := s.ListReconcileState(ctx, storage.ListReconcileStateRequest{IDs: []int64{r.ID}})
 		if err != nil || len(res.States) != 1 {
 			t.Fatalf("state: %+v %v", res, err)
 		}
 		return res.States[0]
 	}
-	attempt := func(o lifecycle.Outcome, msg string, requeue time.Duration) *pgstore.CompleteResult {
+	attempt := func(o lifecycle.Outcome, msg string, requeue time.Duration) *storage.CompleteResult {
 		t.Helper()
 		l := acquire(t, s, r.ID, "w")
-		return complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: o, StatusMessage: msg, RequeueAfter: requeue})
+		return complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: o, StatusMessage: msg, RequeueAfter: requeue})
 	}
 
 	res := attempt(lifecycle.OutcomeError, "boom", 0)
@@ -226,12 +227,12 @@ func TestFailuresTerminalRequeue(t *testing.T) {
 	if st := state(); st.Failures != 2 || st.Status != resource.StatusFailed || st.LastReconcileTime == nil || st.LeaseHolder != "" {
 		t.Fatalf("two failures: %+v", st)
 	}
-	h, _ := s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: r.ID})
+	h, _ := s.ListHistory(ctx, storage.ListHistoryRequest{ResourceID: r.ID})
 	if len(h) != 2 || h[0].Success || h[0].ErrorMessage != "boom" || h[0].Phase != "failed" {
 		t.Fatalf("failure history %+v", h)
 	}
 	// A spec change resets the count.
-	if _, err := s.UpdateResource(ctx, pgstore.UpdateResourceRequest{ID: r.ID, Spec: []byte(`{"size":2}`)}); err != nil {
+	if _, err := s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: r.ID, Spec: []byte(`{"size":2}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if st := state(); st.Failures != 0 || st.Generation != 2 {
@@ -261,7 +262,7 @@ func TestFailuresTerminalRequeue(t *testing.T) {
 
 	// A manual trigger is recorded (one MODIFIED event) and consumed by the
 	// next acquisition.
-	before, _ := s.GetResource(ctx, pgstore.ResourceKey{ID: r.ID})
+	before, _ := s.GetResource(ctx, storage.ResourceKey{ID: r.ID})
 	trig, err := s.RequestReconcile(ctx, r.ID)
 	if err != nil || trig.ResourceVersion <= before.ResourceVersion {
 		t.Fatalf("request reconcile: %+v %v", trig, err)
@@ -274,31 +275,31 @@ func TestFailuresTerminalRequeue(t *testing.T) {
 		t.Fatalf("trigger not consumed: %+v", st)
 	}
 	_, err = s.RequestReconcile(ctx, 999999)
-	wantErr(t, err, pgstore.ErrNotFound)
+	wantErr(t, err, storage.ErrNotFound)
 }
 
 func TestHistoryBoundAndPaging(t *testing.T) {
 	_, pool := newStore(t)
-	s := pgstore.New(pool, pgstore.WithHistoryLimit(3))
+	s := pgstore.New(pool, storage.Options{HistoryLimit: 3})
 	ctx := t.Context()
 	mustType(t, s, "Widget", "v1")
 	r := mustCreate(t, s, "one")
 	for range 5 {
 		l := acquire(t, s, r.ID, "w")
-		complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess})
+		complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess})
 	}
-	h, err := s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: r.ID})
+	h, err := s.ListHistory(ctx, storage.ListHistoryRequest{ResourceID: r.ID})
 	if err != nil || len(h) != 3 || h[0].LeaseEpoch != 5 || h[2].LeaseEpoch != 3 {
 		t.Fatalf("bounded history: %+v %v", h, err)
 	}
-	page, err := s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: r.ID, Limit: 1, BeforeID: h[0].ID})
+	page, err := s.ListHistory(ctx, storage.ListHistoryRequest{ResourceID: r.ID, Limit: 1, BeforeID: h[0].ID})
 	if err != nil || len(page) != 1 || page[0].ID != h[1].ID {
 		t.Fatalf("page: %+v %v", page, err)
 	}
-	_, err = s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: 999999})
-	wantErr(t, err, pgstore.ErrNotFound)
-	_, err = s.ListHistory(ctx, pgstore.ListHistoryRequest{ResourceID: r.ID, Limit: 501})
-	wantErr(t, err, pgstore.ErrInvalid)
+	_, err = s.ListHistory(ctx, storage.ListHistoryRequest{ResourceID: 999999})
+	wantErr(t, err, storage.ErrNotFound)
+	_, err = s.ListHistory(ctx, storage.ListHistoryRequest{ResourceID: r.ID, Limit: 501})
+	wantErr(t, err, storage.ErrInvalid)
 }
 
 func TestDeletionCleanupPurges(t *testing.T) {
@@ -317,12 +318,12 @@ func TestDeletionCleanupPurges(t *testing.T) {
 		t.Fatalf("acquire changed a deleting status: %s", l.Resource.Status)
 	}
 	// A failed cleanup keeps it deleting and counts the failure.
-	res := complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeError, StatusMessage: "cleanup failed"})
+	res := complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeError, StatusMessage: "cleanup failed"})
 	if res.Purged || res.Resource.Status != resource.StatusDeleting || res.Resource.Phase != resource.PhaseTerminating {
 		t.Fatalf("failed cleanup: %+v", res.Resource)
 	}
 	l = acquire(t, s, r.ID, "w")
-	res = complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess,
+	res = complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess,
 		RemoveFinalizers: []string{own}, AddFinalizers: []string{"example.com/late"}})
 	if !res.Purged {
 		t.Fatalf("not purged: %+v", res.Resource)
@@ -330,7 +331,7 @@ func TestDeletionCleanupPurges(t *testing.T) {
 	if ev := events(t, pool, r.ID); ev[len(ev)-1] != "PURGED" || ev[len(ev)-2] != "MODIFIED" {
 		t.Fatalf("events %v", ev)
 	}
-	if _, err := s.GetResource(ctx, pgstore.ResourceKey{ID: r.ID}); !errors.Is(err, pgstore.ErrNotFound) {
+	if _, err := s.GetResource(ctx, storage.ResourceKey{ID: r.ID}); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("purged resource still readable: %v", err)
 	}
 	if n := countRows(t, pool, "reconciliation_history"); n != 0 {
@@ -343,14 +344,14 @@ func TestDeletionCleanupPurges(t *testing.T) {
 		t.Fatal(err)
 	}
 	l = acquire(t, s, r2.ID, "w")
-	res = complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r2.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess, RemoveFinalizers: []string{own}})
+	res = complete(t, s, storage.CompleteReconcileRequest{ResourceID: r2.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess, RemoveFinalizers: []string{own}})
 	if res.Purged || res.Resource.Status != resource.StatusDeleting || len(res.Resource.Finalizers) != 1 {
 		t.Fatalf("external finalizer: %+v", res.Resource)
 	}
 	if ev := events(t, pool, r2.ID); ev[len(ev)-1] != "RECONCILED" {
 		t.Fatalf("events %v", ev)
 	}
-	fin, err := s.UpdateFinalizers(ctx, pgstore.UpdateFinalizersRequest{ID: r2.ID, Remove: []string{ext}})
+	fin, err := s.UpdateFinalizers(ctx, storage.UpdateFinalizersRequest{ID: r2.ID, Remove: []string{ext}})
 	if err != nil || !fin.Purged {
 		t.Fatalf("removing the external finalizer: %+v %v", fin, err)
 	}
@@ -377,7 +378,7 @@ func TestSchedulerLeadershipAndFencing(t *testing.T) {
 	if err := s.RecordDispatch(ctx, a.Epoch, r.ID, "d1"); err != nil {
 		t.Fatalf("record dispatch: %v", err)
 	}
-	wantErr(t, s.RecordDispatch(ctx, a.Epoch, 999999, "d1"), pgstore.ErrNotFound)
+	wantErr(t, s.RecordDispatch(ctx, a.Epoch, 999999, "d1"), storage.ErrNotFound)
 
 	// a pauses past its lease: b takes over with epoch + 1.
 	if _, err := pool.Exec(ctx, `UPDATE scheduler_state SET lease_expires_at = now() - interval '1 second'`); err != nil {
@@ -392,20 +393,20 @@ func TestSchedulerLeadershipAndFencing(t *testing.T) {
 	if err != nil || again.Leader || again.Holder != "sched-b" {
 		t.Fatalf("deposed renewal: %+v %v", again, err)
 	}
-	wantErr(t, s.RecordDispatch(ctx, a.Epoch, r.ID, "d2"), pgstore.ErrStaleEpoch)
+	wantErr(t, s.RecordDispatch(ctx, a.Epoch, r.ID, "d2"), storage.ErrStaleEpoch)
 	_, err = s.SetCondition(ctx, a.Epoch, r.ID, resource.Condition{Type: resource.ConditionReconcilerAvailable, Status: "False"})
-	wantErr(t, err, pgstore.ErrStaleEpoch)
+	wantErr(t, err, storage.ErrStaleEpoch)
 	// An item a dispatched before is refused: a deposed epoch.
-	_, err = s.AcquireLease(ctx, pgstore.AcquireLeaseRequest{ResourceID: r.ID, Holder: "w", SchedulerEpoch: a.Epoch, DispatchID: "d1"})
-	wantErr(t, err, pgstore.ErrStaleDispatch)
+	_, err = s.AcquireLease(ctx, storage.AcquireLeaseRequest{ResourceID: r.ID, Holder: "w", SchedulerEpoch: a.Epoch, DispatchID: "d1"})
+	wantErr(t, err, storage.ErrStaleDispatch)
 
 	// b's dispatch supersedes older ones of the current epoch too.
 	if err := s.RecordDispatch(ctx, b.Epoch, r.ID, "d3"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.AcquireLease(ctx, pgstore.AcquireLeaseRequest{ResourceID: r.ID, Holder: "w", SchedulerEpoch: b.Epoch, DispatchID: "d-old"})
-	wantErr(t, err, pgstore.ErrStaleDispatch)
-	if _, err := s.AcquireLease(ctx, pgstore.AcquireLeaseRequest{ResourceID: r.ID, Holder: "w", SchedulerEpoch: b.Epoch, DispatchID: "d3"}); err != nil {
+	_, err = s.AcquireLease(ctx, storage.AcquireLeaseRequest{ResourceID: r.ID, Holder: "w", SchedulerEpoch: b.Epoch, DispatchID: "d-old"})
+	wantErr(t, err, storage.ErrStaleDispatch)
+	if _, err := s.AcquireLease(ctx, storage.AcquireLeaseRequest{ResourceID: r.ID, Holder: "w", SchedulerEpoch: b.Epoch, DispatchID: "d3"}); err != nil {
 		t.Fatalf("current dispatch refused: %v", err)
 	}
 
@@ -414,7 +415,7 @@ func TestSchedulerLeadershipAndFencing(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE scheduler_state SET lease_expires_at = now() - interval '1 second'`); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, s.RecordDispatch(ctx, b.Epoch, r.ID, "d4"), pgstore.ErrStaleEpoch)
+	wantErr(t, s.RecordDispatch(ctx, b.Epoch, r.ID, "d4"), storage.ErrStaleEpoch)
 	if re, err := s.BecomeScheduler(ctx, "sched-b", 5*time.Second, b.Epoch); err != nil || !re.Leader || re.Epoch != b.Epoch {
 		t.Fatalf("renew after expiry: %+v %v", re, err)
 	}
@@ -433,7 +434,7 @@ func TestSchedulerLeadershipAndFencing(t *testing.T) {
 	if err := s.ReleaseScheduler(ctx, "sched-b", re.Epoch); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, s.RecordDispatch(ctx, re.Epoch, r.ID, "d5"), pgstore.ErrStaleEpoch)
+	wantErr(t, s.RecordDispatch(ctx, re.Epoch, r.ID, "d5"), storage.ErrStaleEpoch)
 	if c, err := s.BecomeScheduler(ctx, "sched-c", 5*time.Second, 0); err != nil || !c.Leader || c.Epoch != re.Epoch+1 {
 		t.Fatalf("takeover after release: %+v %v", c, err)
 	}
@@ -461,7 +462,7 @@ func TestSetConditionAndReconcilerAvailable(t *testing.T) {
 	if len(events(t, pool, r.ID)) != n {
 		t.Fatal("an unchanged condition wrote an event")
 	}
-	res, err := s.ListReconcileState(ctx, pgstore.ListReconcileStateRequest{})
+	res, err := s.ListReconcileState(ctx, storage.ListReconcileStateRequest{})
 	if err != nil || len(res.States) != 1 || !res.States[0].ReconcilerUnavailable {
 		t.Fatalf("state: %+v %v", res, err)
 	}
@@ -470,7 +471,7 @@ func TestSetConditionAndReconcilerAvailable(t *testing.T) {
 	if c := l.Resource.Conditions[0]; c.Status != "True" {
 		t.Fatalf("ReconcilerAvailable after acquire: %+v", c)
 	}
-	res, _ = s.ListReconcileState(ctx, pgstore.ListReconcileStateRequest{})
+	res, _ = s.ListReconcileState(ctx, storage.ListReconcileStateRequest{})
 	if res.States[0].ReconcilerUnavailable {
 		t.Fatal("still unavailable after acquire")
 	}
@@ -479,7 +480,7 @@ func TestSetConditionAndReconcilerAvailable(t *testing.T) {
 func TestReconcilePolicy(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := t.Context()
-	typ, err := s.CreateType(ctx, pgstore.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(schemaJSON),
+	typ, err := s.CreateType(ctx, storage.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(schemaJSON),
 		ReconcilePolicy: resource.ReconcilePolicy{ResyncSeconds: 5}})
 	if err != nil {
 		t.Fatal(err)
@@ -494,11 +495,11 @@ func TestReconcilePolicy(t *testing.T) {
 	}
 	// An update without a policy keeps it; with one replaces it.
 	desc := "d"
-	up, err := s.UpdateType(ctx, pgstore.UpdateTypeRequest{ID: typ.ID, Description: &desc})
+	up, err := s.UpdateType(ctx, storage.UpdateTypeRequest{ID: typ.ID, Description: &desc})
 	if err != nil || up.ReconcilePolicy != want {
 		t.Fatalf("update keeps policy: %+v %v", up, err)
 	}
-	up, err = s.UpdateType(ctx, pgstore.UpdateTypeRequest{ID: typ.ID, ReconcilePolicy: &resource.ReconcilePolicy{BackoffBaseSeconds: 1, BackoffMaxSeconds: 4}})
+	up, err = s.UpdateType(ctx, storage.UpdateTypeRequest{ID: typ.ID, ReconcilePolicy: &resource.ReconcilePolicy{BackoffBaseSeconds: 1, BackoffMaxSeconds: 4}})
 	if err != nil || up.ReconcilePolicy.BackoffBaseSeconds != 1 || up.ReconcilePolicy.ResyncSeconds != 300 || up.ResourceVersion <= typ.ResourceVersion {
 		t.Fatalf("update policy: %+v %v", up, err)
 	}
@@ -507,8 +508,8 @@ func TestReconcilePolicy(t *testing.T) {
 		{BackoffBaseSeconds: 10, BackoffMaxSeconds: 5},
 		{TimeoutSeconds: 3601},
 	} {
-		_, err := s.UpdateType(ctx, pgstore.UpdateTypeRequest{ID: typ.ID, ReconcilePolicy: &bad})
-		wantErr(t, err, pgstore.ErrInvalid)
+		_, err := s.UpdateType(ctx, storage.UpdateTypeRequest{ID: typ.ID, ReconcilePolicy: &bad})
+		wantErr(t, err, storage.ErrInvalid)
 	}
 }
 
@@ -521,12 +522,12 @@ func TestCompletionObservedAndDegraded(t *testing.T) {
 	r := mustCreate(t, s, "partial", "keep.example.com/x")
 
 	a := acquire(t, s, r.ID, "worker-a")
-	got := complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: lifecycle.OutcomeError, StatusMessage: "boom"}).Resource
+	got := complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: lifecycle.OutcomeError, StatusMessage: "boom"}).Resource
 	if got.ObservedGeneration != 0 || got.Phase != resource.PhaseProgressing {
 		t.Fatalf("an error without observed: observed_generation %d phase %s", got.ObservedGeneration, got.Phase)
 	}
 	b := acquire(t, s, r.ID, "worker-a")
-	got = complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: lifecycle.OutcomeError,
+	got = complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: lifecycle.OutcomeError,
 		StatusMessage: "1 of 2 relays", Observed: true, Degraded: true}).Resource
 	if got.ObservedGeneration != r.Generation || got.Phase != resource.PhaseDegraded || got.Status != resource.StatusFailed {
 		t.Fatalf("degraded: observed_generation %d phase %s status %s", got.ObservedGeneration, got.Phase, got.Status)
@@ -535,13 +536,13 @@ func TestCompletionObservedAndDegraded(t *testing.T) {
 	if c.Resource.Phase != resource.PhaseDegraded {
 		t.Fatalf("phase while the next attempt runs: %s", c.Resource.Phase)
 	}
-	got = complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: c.Epoch, Outcome: lifecycle.OutcomeSuccess,
+	got = complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: c.Epoch, Outcome: lifecycle.OutcomeSuccess,
 		Conditions: []resource.Condition{{Type: "Ready", Status: resource.ConditionTrue}}}).Resource
 	if got.Phase != resource.PhaseReady {
 		t.Fatalf("after a success: phase %s", got.Phase)
 	}
 	d := acquire(t, s, r.ID, "worker-a")
-	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: d.Epoch, Outcome: lifecycle.OutcomeError, Degraded: true})
+	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: d.Epoch, Outcome: lifecycle.OutcomeError, Degraded: true})
 	del, err := s.DeleteResource(t.Context(), r.ID, 0, false)
 	if err != nil {
 		t.Fatal(err)
@@ -558,7 +559,7 @@ func TestCompletionTextRefused(t *testing.T) {
 	mustType(t, s, "Widget", "v1")
 	r := mustCreate(t, s, "texts")
 	a := acquire(t, s, r.ID, "worker-a")
-	for _, req := range []pgstore.CompleteReconcileRequest{
+	for _, req := range []storage.CompleteReconcileRequest{
 		{StatusMessage: "a\x00b"},
 		{Conditions: []resource.Condition{{Type: "Ready", Status: resource.ConditionFalse, Message: "\x00"}}},
 		{Conditions: []resource.Condition{{Type: "Ready", Status: resource.ConditionFalse, Reason: "bad\xff"}}},
@@ -567,9 +568,9 @@ func TestCompletionTextRefused(t *testing.T) {
 	} {
 		req.ResourceID, req.LeaseEpoch, req.Outcome = r.ID, a.Epoch, lifecycle.OutcomeError
 		_, err := s.CompleteReconcile(t.Context(), req)
-		if pe := storeErr(err); pe == nil || !errors.Is(err, pgstore.ErrInvalid) || len(pe.Fields) == 0 {
+		if pe := storeErr(err); pe == nil || !errors.Is(err, storage.ErrInvalid) || len(pe.Fields) == 0 {
 			t.Errorf("%+v: error %v", req, err)
 		}
 	}
-	complete(t, s, pgstore.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: lifecycle.OutcomeSuccess})
+	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: lifecycle.OutcomeSuccess})
 }

@@ -9,6 +9,8 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // write runs fn in a read-committed transaction. fn's changes are rolled back
@@ -16,7 +18,7 @@ import (
 func (s *Store) write(ctx context.Context, dryRun bool, fn func(tx pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return unavailable(err)
+		return storage.Unavailable(err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if err := fn(tx); err != nil {
@@ -25,16 +27,16 @@ func (s *Store) write(ctx context.Context, dryRun bool, fn func(tx pgx.Tx) error
 	if dryRun {
 		return nil
 	}
-	if s.beforeCommit != nil {
-		if err := s.beforeCommit(ctx); err != nil {
+	if s.opts.BeforeCommit != nil {
+		if err := s.opts.BeforeCommit(ctx); err != nil {
 			return err
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return translate(err)
 	}
-	if s.afterCommit != nil {
-		s.afterCommit()
+	if s.opts.AfterCommit != nil {
+		s.opts.AfterCommit()
 	}
 	return nil
 }
@@ -47,7 +49,7 @@ func (s *Store) write(ctx context.Context, dryRun bool, fn func(tx pgx.Tx) error
 func (s *Store) pipelinedWrite(ctx context.Context, dryRun bool, read func(b *pgx.Batch), scan func(br pgx.BatchResults) error, write func(b *pgx.Batch) error) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return unavailable(err)
+		return storage.Unavailable(err)
 	}
 	defer conn.Release()
 	done := false
@@ -78,7 +80,7 @@ func (s *Store) pipelinedWrite(ctx context.Context, dryRun bool, read func(b *pg
 	if err := write(w); err != nil {
 		return translate(err)
 	}
-	commitInBatch := !dryRun && s.beforeCommit == nil
+	commitInBatch := !dryRun && s.opts.BeforeCommit == nil
 	if commitInBatch {
 		w.Queue("COMMIT")
 	}
@@ -89,7 +91,7 @@ func (s *Store) pipelinedWrite(ctx context.Context, dryRun bool, read func(b *pg
 		return nil
 	}
 	if !commitInBatch {
-		if err := s.beforeCommit(ctx); err != nil {
+		if err := s.opts.BeforeCommit(ctx); err != nil {
 			return err
 		}
 		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
@@ -97,8 +99,8 @@ func (s *Store) pipelinedWrite(ctx context.Context, dryRun bool, read func(b *pg
 		}
 	}
 	done = true
-	if s.afterCommit != nil {
-		s.afterCommit()
+	if s.opts.AfterCommit != nil {
+		s.opts.AfterCommit()
 	}
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/strictjson"
-	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // strictjson.Expand writes numbers exactly as PostgreSQL's jsonb reads them
@@ -42,31 +42,31 @@ func TestSpecValues(t *testing.T) {
 	ctx := t.Context()
 	mustType(t, s, "Widget", "v1")
 	for _, spec := range []string{`{"s":"a\u0000"}`, `{"n":1e400}`, `{"n":1,"n":2}`, `{"s":"\ud800"}`} {
-		_, err := s.CreateResource(ctx, pgstore.CreateResourceRequest{Resource: resource.Resource{
+		_, err := s.CreateResource(ctx, storage.CreateResourceRequest{Resource: resource.Resource{
 			Name: "bad", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Spec: json.RawMessage(spec),
 		}})
-		if pe := storeErr(err); pe == nil || !errors.Is(err, pgstore.ErrInvalid) || len(pe.Fields) == 0 || pe.Fields[0].Path[:6] != "/spec/" {
+		if pe := storeErr(err); pe == nil || !errors.Is(err, storage.ErrInvalid) || len(pe.Fields) == 0 || pe.Fields[0].Path[:6] != "/spec/" {
 			t.Errorf("spec %s: error %v", spec, err)
 		}
 	}
 	if n := countRows(t, pool, "resources"); n != 0 {
 		t.Fatalf("%d resources written", n)
 	}
-	r, err := s.CreateResource(ctx, pgstore.CreateResourceRequest{Resource: resource.Resource{
+	r, err := s.CreateResource(ctx, storage.CreateResourceRequest{Resource: resource.Resource{
 		Name: "big", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Spec: json.RawMessage(`{"n":1e300,"m":100}`),
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	same, err := s.UpdateResource(ctx, pgstore.UpdateResourceRequest{ID: r.ID, Spec: []byte(`{"m":1e2,"n":10e299}`)})
+	same, err := s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: r.ID, Spec: []byte(`{"m":1e2,"n":10e299}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if same.Generation != r.Generation || same.ResourceVersion != r.ResourceVersion {
 		t.Fatalf("equal spec in other notation: generation %d→%d", r.Generation, same.Generation)
 	}
-	_, err = s.CreateType(ctx, pgstore.CreateTypeRequest{Name: "Gadget", Version: "v1", Description: "a\x00b", Schema: []byte(schemaJSON)})
-	wantErr(t, err, pgstore.ErrInvalid)
-	_, err = s.CreateType(ctx, pgstore.CreateTypeRequest{Name: "Gadget", Version: "v1", Schema: []byte(`{"type":"object","title":"\u0000"}`)})
-	wantErr(t, err, pgstore.ErrInvalid)
+	_, err = s.CreateType(ctx, storage.CreateTypeRequest{Name: "Gadget", Version: "v1", Description: "a\x00b", Schema: []byte(schemaJSON)})
+	wantErr(t, err, storage.ErrInvalid)
+	_, err = s.CreateType(ctx, storage.CreateTypeRequest{Name: "Gadget", Version: "v1", Schema: []byte(`{"type":"object","title":"\u0000"}`)})
+	wantErr(t, err, storage.ErrInvalid)
 }

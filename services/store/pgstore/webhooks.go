@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/no8s/no8s/services/internal/webhookconf"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 const webhookColumns = `id, name, resource_type_name, resource_type_version, webhook_url, webhook_type, operations,
@@ -45,13 +45,6 @@ func nullable(s string) *string {
 	return &s
 }
 
-func checkWebhook(w *webhookconf.Webhook) ([]byte, error) {
-	if errs := webhookconf.Validate(w); len(errs) > 0 {
-		return nil, newError(ErrInvalid, "invalid admission webhook").withFields(fieldsOf(errs)...)
-	}
-	return json.Marshal(w.Operations)
-}
-
 // lockWebhooks serializes webhook writes, so that they commit in the order
 // of their revisions and a reader's snapshot always holds a prefix of them:
 // that is what makes ListWebhooks' set version change whenever the set does.
@@ -61,17 +54,9 @@ func lockWebhooks(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-func nameTaken(err error, name string) error {
-	if errors.Is(err, ErrNameTaken) {
-		return newError(ErrNameTaken, "admission webhook %q already exists", name).
-			withFields(FieldError{Path: "/name", Message: "already taken"})
-	}
-	return err
-}
-
 // CreateWebhook registers an admission webhook.
 func (s *Store) CreateWebhook(ctx context.Context, w webhookconf.Webhook, dryRun bool) (*webhookconf.Webhook, error) {
-	ops, err := checkWebhook(&w)
+	ops, err := storage.CheckWebhook(&w)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +77,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w webhookconf.Webhook, dryRun
 		return err
 	})
 	if err != nil {
-		return nil, nameTaken(err, w.Name)
+		return nil, storage.WebhookNameTaken(err, w.Name)
 	}
 	return out, nil
 }
@@ -101,41 +86,23 @@ func (s *Store) CreateWebhook(ctx context.Context, w webhookconf.Webhook, dryRun
 func (s *Store) GetWebhook(ctx context.Context, id int64) (*webhookconf.Webhook, error) {
 	w, err := scanWebhook(s.pool.QueryRow(ctx, `SELECT `+webhookColumns+` FROM admission_webhooks WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("admission webhook %d not found", id)
+		return nil, storage.NotFound("admission webhook %d not found", id)
 	}
 	return w, translate(err)
 }
 
-// ListWebhooksResult is every webhook and the version of the set.
-type ListWebhooksResult struct {
-	// Webhooks are ordered by type, ordering and name.
-	Webhooks []*webhookconf.Webhook
-	// SetVersion changes whenever a webhook is created, updated or deleted.
-	SetVersion string
-	// NotModified is set, and Webhooks nil, when SetVersion equals the
-	// version the caller already has.
-	NotModified bool
-}
-
-// setVersion is the largest revision and the count of the set. Writes are
-// serialized and every create and update takes a new, larger revision, so a
-// change either raises the largest revision or, when it only deletes,
-// lowers the count (or both).
-func setVersion(maxRevision int64, count int) string {
-	return fmt.Sprintf("%d.%d", maxRevision, count)
-}
-
-// ListWebhooks lists every webhook unless the set's version is unless: then
-// it answers NotModified with one cheap query.
-func (s *Store) ListWebhooks(ctx context.Context, unless string) (*ListWebhooksResult, error) {
+// ListWebhooks lists every webhook unless the set's version
+// (storage.SetVersion) is unless: then it answers NotModified with one cheap
+// query.
+func (s *Store) ListWebhooks(ctx context.Context, unless string) (*storage.ListWebhooksResult, error) {
 	if unless != "" {
 		var maxRev int64
 		var n int
 		if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(resource_version), 0), count(*) FROM admission_webhooks`).Scan(&maxRev, &n); err != nil {
 			return nil, translate(err)
 		}
-		if v := setVersion(maxRev, n); v == unless {
-			return &ListWebhooksResult{SetVersion: v, NotModified: true}, nil
+		if v := storage.SetVersion(maxRev, n); v == unless {
+			return &storage.ListWebhooksResult{SetVersion: v, NotModified: true}, nil
 		}
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+webhookColumns+` FROM admission_webhooks ORDER BY webhook_type, ordering, name`)
@@ -143,7 +110,7 @@ func (s *Store) ListWebhooks(ctx context.Context, unless string) (*ListWebhooksR
 		return nil, translate(err)
 	}
 	defer rows.Close()
-	out := &ListWebhooksResult{Webhooks: []*webhookconf.Webhook{}}
+	out := &storage.ListWebhooksResult{Webhooks: []*webhookconf.Webhook{}}
 	var maxRev int64
 	for rows.Next() {
 		w, err := scanWebhook(rows)
@@ -157,14 +124,14 @@ func (s *Store) ListWebhooks(ctx context.Context, unless string) (*ListWebhooksR
 		return nil, translate(err)
 	}
 	// The version comes from the rows read, so it always describes them.
-	out.SetVersion = setVersion(maxRev, len(out.Webhooks))
+	out.SetVersion = storage.SetVersion(maxRev, len(out.Webhooks))
 	return out, nil
 }
 
 // UpdateWebhook replaces every registration field of webhook w.ID. A
 // non-zero expected must equal the current resource_version.
 func (s *Store) UpdateWebhook(ctx context.Context, w webhookconf.Webhook, expected int64, dryRun bool) (*webhookconf.Webhook, error) {
-	ops, err := checkWebhook(&w)
+	ops, err := storage.CheckWebhook(&w)
 	if err != nil {
 		return nil, err
 	}
@@ -175,16 +142,15 @@ func (s *Store) UpdateWebhook(ctx context.Context, w webhookconf.Webhook, expect
 		}
 		cur, err := scanWebhook(tx.QueryRow(ctx, `SELECT `+webhookColumns+` FROM admission_webhooks WHERE id = $1`, w.ID))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("admission webhook %d not found", w.ID)
+			return storage.NotFound("admission webhook %d not found", w.ID)
 		}
 		if err != nil {
 			return err
 		}
 		if expected != 0 && expected != cur.ResourceVersion {
-			return newError(ErrConflict,
-				"admission webhook %d has resource_version %d, not %d: it changed since you read it; read it again and retry", w.ID, cur.ResourceVersion, expected)
+			return storage.Conflict(fmt.Sprintf("admission webhook %d", w.ID), cur.ResourceVersion, expected)
 		}
-		if sameRegistration(cur, &w) {
+		if storage.SameRegistration(cur, &w) {
 			out = cur
 			return nil
 		}
@@ -200,15 +166,9 @@ func (s *Store) UpdateWebhook(ctx context.Context, w webhookconf.Webhook, expect
 		return err
 	})
 	if err != nil {
-		return nil, nameTaken(err, w.Name)
+		return nil, storage.WebhookNameTaken(err, w.Name)
 	}
 	return out, nil
-}
-
-func sameRegistration(a, b *webhookconf.Webhook) bool {
-	return a.Name == b.Name && a.ResourceTypeName == b.ResourceTypeName && a.ResourceTypeVersion == b.ResourceTypeVersion &&
-		a.URL == b.URL && a.Type == b.Type && slices.Equal(a.Operations, b.Operations) && a.TimeoutSeconds == b.TimeoutSeconds &&
-		a.FailurePolicy == b.FailurePolicy && a.Ordering == b.Ordering && a.CABundle == b.CABundle
 }
 
 // DeleteWebhook removes a webhook.
@@ -222,7 +182,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, id int64, dryRun bool) error 
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return notFound("admission webhook %d not found", id)
+			return storage.NotFound("admission webhook %d not found", id)
 		}
 		return nil
 	})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/no8s/no8s/services/internal/webhookconf"
 	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 func hook(name string) webhookconf.Webhook {
@@ -40,9 +41,9 @@ func TestWebhookCRUDAndSetVersion(t *testing.T) {
 	v1 := mustListChanged(t, s, empty.SetVersion, 1)
 
 	_, err = s.CreateWebhook(ctx, hook("a.example.com"), false)
-	wantErr(t, err, pgstore.ErrNameTaken)
+	wantErr(t, err, storage.ErrNameTaken)
 	_, err = s.CreateWebhook(ctx, webhookconf.Webhook{Name: "Bad Name"}, false)
-	wantErr(t, err, pgstore.ErrInvalid)
+	wantErr(t, err, storage.ErrInvalid)
 	if _, err := s.CreateWebhook(ctx, hook("dry.example.com"), true); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestWebhookCRUDAndSetVersion(t *testing.T) {
 	}
 	v3 := mustListChanged(t, s, v2, 2)
 	_, err = s.UpdateWebhook(ctx, up, a.ResourceVersion, false)
-	wantErr(t, err, pgstore.ErrConflict)
+	wantErr(t, err, storage.ErrConflict)
 	same, err := s.UpdateWebhook(ctx, *a2, 0, false)
 	if err != nil || same.ResourceVersion != a2.ResourceVersion {
 		t.Fatalf("no-op update: %+v, %v", same, err)
@@ -77,11 +78,11 @@ func TestWebhookCRUDAndSetVersion(t *testing.T) {
 	ren := *a2
 	ren.Name = "b.example.com"
 	_, err = s.UpdateWebhook(ctx, ren, 0, false)
-	wantErr(t, err, pgstore.ErrNameTaken)
+	wantErr(t, err, storage.ErrNameTaken)
 	missing := hook("x.example.com")
 	missing.ID = 1 << 40
 	_, err = s.UpdateWebhook(ctx, missing, 0, false)
-	wantErr(t, err, pgstore.ErrNotFound)
+	wantErr(t, err, storage.ErrNotFound)
 
 	// Deleting a webhook that does not hold the largest revision changes
 	// the version.
@@ -89,9 +90,9 @@ func TestWebhookCRUDAndSetVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustListChanged(t, s, v3, 1)
-	wantErr(t, s.DeleteWebhook(ctx, b.ID, false), pgstore.ErrNotFound)
+	wantErr(t, s.DeleteWebhook(ctx, b.ID, false), storage.ErrNotFound)
 	_, err = s.GetWebhook(ctx, b.ID)
-	wantErr(t, err, pgstore.ErrNotFound)
+	wantErr(t, err, storage.ErrNotFound)
 	got, err := s.GetWebhook(ctx, a.ID)
 	if err != nil || got.ResourceVersion != a2.ResourceVersion {
 		t.Fatalf("get: %+v, %v", got, err)

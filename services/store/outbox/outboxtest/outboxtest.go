@@ -9,63 +9,59 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"math"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/resource"
-	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // WriteOnce does one random write to the resource name; failures (name
 // taken, not found, injected rollbacks) are part of the test.
-func WriteOnce(ctx context.Context, s *pgstore.Store, name string, rng func(int) int) {
-	r, err := s.GetResource(ctx, pgstore.ResourceKey{ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Name: name})
+func WriteOnce(ctx context.Context, s storage.Store, name string, rng func(int) int) {
+	r, err := s.GetResource(ctx, storage.ResourceKey{ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Name: name})
 	if err != nil {
 		var fins []string
 		if rng(2) == 0 {
 			fins = []string{"example.com/hold"}
 		}
-		_, _ = s.CreateResource(ctx, pgstore.CreateResourceRequest{Resource: resource.Resource{
+		_, _ = s.CreateResource(ctx, storage.CreateResourceRequest{Resource: resource.Resource{
 			Name: name, ResourceTypeName: "Widget", ResourceTypeVersion: "v1",
 			Spec: json.RawMessage(fmt.Sprintf(`{"n":%d}`, rng(1000))), Finalizers: fins}})
 		return
 	}
 	switch rng(5) {
 	case 0, 1:
-		_, _ = s.UpdateResource(ctx, pgstore.UpdateResourceRequest{ID: r.ID, Spec: []byte(fmt.Sprintf(`{"n":%d}`, rng(1000)))})
+		_, _ = s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: r.ID, Spec: []byte(fmt.Sprintf(`{"n":%d}`, rng(1000)))})
 	case 2:
-		_, _ = s.UpdateResource(ctx, pgstore.UpdateResourceRequest{ID: r.ID, SetLabels: true, Labels: map[string]string{"v": fmt.Sprint(rng(9))}})
+		_, _ = s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: r.ID, SetLabels: true, Labels: map[string]string{"v": fmt.Sprint(rng(9))}})
 	case 3:
 		_, _ = s.DeleteResource(ctx, r.ID, 0, false)
 	case 4:
-		_, _ = s.UpdateFinalizers(ctx, pgstore.UpdateFinalizersRequest{ID: r.ID, Remove: []string{"example.com/hold"}})
+		_, _ = s.UpdateFinalizers(ctx, storage.UpdateFinalizersRequest{ID: r.ID, Remove: []string{"example.com/hold"}})
 	}
 }
 
 // CheckStreamMatchesOutbox asserts that the stream holds exactly the outbox's
-// committed events, each once, in strictly increasing revision order, and
-// that each remaining resource's last event carries its current revision.
-func CheckStreamMatchesOutbox(t testing.TB, ctx context.Context, pool *pgxpool.Pool, stream jetstream.Stream) {
+// committed events (read through the backend's EventLog), each once, in
+// strictly increasing revision order, and that each remaining resource's
+// last event carries its current revision.
+func CheckStreamMatchesOutbox(t testing.TB, ctx context.Context, b storage.Backend, stream jetstream.Stream) {
 	t.Helper()
 	type ev struct {
 		kind       string
 		resourceID int64
 	}
 	committed := map[int64]ev{}
-	rows, err := pool.Query(ctx, `SELECT revision, event_type, resource_id FROM outbox`)
+	rows, err := b.Log.ReadOutbox(ctx, 0, math.MaxInt64, math.MaxInt32)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rows.Next() {
-		var rev, id int64
-		var kind string
-		if err := rows.Scan(&rev, &kind, &id); err != nil {
-			t.Fatal(err)
-		}
-		committed[rev] = ev{kind, id}
+	for _, row := range rows {
+		committed[row.Revision] = ev{row.EventType, row.ResourceID}
 	}
-	rows.Close()
 
 	info, err := stream.Info(ctx)
 	if err != nil {
@@ -112,18 +108,26 @@ func CheckStreamMatchesOutbox(t testing.TB, ctx context.Context, pool *pgxpool.P
 	if seen < 100 {
 		t.Fatalf("only %d events committed: the test exercised too little", seen)
 	}
-	rrows, err := pool.Query(ctx, `SELECT id, resource_version FROM resources`)
-	if err != nil {
-		t.Fatal(err)
+	for _, r := range AllResources(t, ctx, b.Store) {
+		if lastByResource[r.ID] != r.ResourceVersion {
+			t.Fatalf("resource %d is at revision %d, its last event is %d", r.ID, r.ResourceVersion, lastByResource[r.ID])
+		}
 	}
-	defer rrows.Close()
-	for rrows.Next() {
-		var id, rv int64
-		if err := rrows.Scan(&id, &rv); err != nil {
+}
+
+// AllResources lists every resource of s, page by page.
+func AllResources(t testing.TB, ctx context.Context, s storage.Store) []*resource.Resource {
+	t.Helper()
+	var out []*resource.Resource
+	next := ""
+	for {
+		page, err := s.ListResources(ctx, storage.ListResourcesRequest{Limit: storage.MaxListLimit, Continue: next})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if lastByResource[id] != rv {
-			t.Fatalf("resource %d is at revision %d, its last event is %d", id, rv, lastByResource[id])
+		out = append(out, page.Resources...)
+		if next = page.Continue; next == "" {
+			return out
 		}
 	}
 }

@@ -1,0 +1,90 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/no8s/no8s/services/store/migrate"
+	"github.com/no8s/no8s/services/store/pgoutbox"
+	"github.com/no8s/no8s/services/store/pgstore"
+	"github.com/no8s/no8s/services/store/storage"
+)
+
+// SQLiteScheme starts a DatabaseURL that names the embedded backend's
+// database file: sqlite:<path>.
+const SQLiteScheme = "sqlite:"
+
+// ErrEmbeddedNotBuiltIn is Open's answer to a sqlite: URL while the
+// embedded backend is not part of this build.
+var ErrEmbeddedNotBuiltIn = errors.New("the embedded store (sqlite:) is not built into this binary")
+
+// Open opens the backend that cfg.DatabaseURL names, applying its
+// migrations when cfg.Migrate is set: postgres:// and postgresql:// URLs
+// and libpq key=value strings are PostgreSQL; sqlite:<path> is the embedded
+// backend. It is the only place a backend is chosen.
+func Open(ctx context.Context, cfg Config, opts storage.Options, log *slog.Logger) (storage.Backend, error) {
+	switch kind, err := backendOf(cfg.DatabaseURL); {
+	case err != nil:
+		return storage.Backend{}, err
+	case kind == "postgres":
+		return openPostgres(ctx, cfg, opts, log)
+	default:
+		return storage.Backend{}, fmt.Errorf("open %s: %w", cfg.DatabaseURL, ErrEmbeddedNotBuiltIn)
+	}
+}
+
+// backendOf names the backend of a database URL.
+func backendOf(url string) (string, error) {
+	switch {
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return "postgres", nil
+	case strings.HasPrefix(url, SQLiteScheme):
+		return "sqlite", nil
+	case !strings.Contains(url, "://") && strings.Contains(url, "="):
+		// A libpq key=value connection string (host=... dbname=...).
+		return "postgres", nil
+	}
+	scheme, _, _ := strings.Cut(url, ":")
+	return "", fmt.Errorf("database url: unknown scheme %q: use postgres://, postgresql://, a key=value PostgreSQL string, or sqlite:<path>", scheme)
+}
+
+func openPostgres(ctx context.Context, cfg Config, opts storage.Options, log *slog.Logger) (storage.Backend, error) {
+	pool, err := OpenPool(ctx, cfg.DatabaseURL, cfg.MaxConns)
+	if err != nil {
+		return storage.Backend{}, err
+	}
+	if cfg.Migrate {
+		v, err := migrate.Up(ctx, pool, log)
+		if err != nil {
+			pool.Close()
+			return storage.Backend{}, err
+		}
+		log.Info("database schema ready", "version", v)
+	}
+	return storage.Backend{Store: pgstore.New(pool, opts), Log: pgoutbox.New(pool), Name: "postgres", Close: pool.Close}, nil
+}
+
+// OpenPool connects to PostgreSQL and checks the connection.
+func OpenPool(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if maxConns > 0 {
+		pc.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("open database pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return pool, nil
+}

@@ -1,0 +1,59 @@
+package storage
+
+// Admission webhooks: validation, the version of the set, and when an
+// update changes nothing.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/no8s/no8s/services/internal/webhookconf"
+)
+
+// ListWebhooksResult is every webhook and the version of the set.
+type ListWebhooksResult struct {
+	// Webhooks are ordered by type, ordering and name.
+	Webhooks []*webhookconf.Webhook
+	// SetVersion changes whenever a webhook is created, updated or deleted.
+	SetVersion string
+	// NotModified is set, and Webhooks nil, when SetVersion equals the
+	// version the caller already has.
+	NotModified bool
+}
+
+// CheckWebhook validates a webhook's registration and returns its
+// operations as stored (a JSON array).
+func CheckWebhook(w *webhookconf.Webhook) ([]byte, error) {
+	if errs := webhookconf.Validate(w); len(errs) > 0 {
+		return nil, NewError(ErrInvalid, "invalid admission webhook").WithFields(fieldsOf(errs)...)
+	}
+	return json.Marshal(w.Operations)
+}
+
+// WebhookNameTaken turns a backend's ErrNameTaken on a webhook write into
+// the error naming the webhook; other errors are returned as they are.
+func WebhookNameTaken(err error, name string) error {
+	if errors.Is(err, ErrNameTaken) {
+		return NewError(ErrNameTaken, "admission webhook %q already exists", name).
+			WithFields(FieldError{Path: "/name", Message: "already taken"})
+	}
+	return err
+}
+
+// SetVersion is the version of the webhook set: its largest revision and
+// its count. A backend serializes webhook writes, and every create and
+// update takes a new, larger revision, so a change either raises the
+// largest revision or, when it only deletes, lowers the count (or both).
+func SetVersion(maxRevision int64, count int) string {
+	return fmt.Sprintf("%d.%d", maxRevision, count)
+}
+
+// SameRegistration reports whether two webhooks register the same thing
+// (an update that changes nothing writes nothing).
+func SameRegistration(a, b *webhookconf.Webhook) bool {
+	return a.Name == b.Name && a.ResourceTypeName == b.ResourceTypeName && a.ResourceTypeVersion == b.ResourceTypeVersion &&
+		a.URL == b.URL && a.Type == b.Type && slices.Equal(a.Operations, b.Operations) && a.TimeoutSeconds == b.TimeoutSeconds &&
+		a.FailurePolicy == b.FailurePolicy && a.Ordering == b.Ordering && a.CABundle == b.CABundle
+}
