@@ -1,4 +1,4 @@
-package pgstore_test
+package storetest
 
 import (
 	"encoding/json"
@@ -8,63 +8,12 @@ import (
 	"time"
 
 	"github.com/no8s/no8s/libs/api/lifecycle"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/no8s/no8s/services/internal/resource"
-	"github.com/no8s/no8s/services/store/pgstore"
 	"github.com/no8s/no8s/services/store/storage"
 )
 
-// events returns the event types of a resource's outbox rows in revision
-// order.
-func events(t *testing.T, pool *pgxpool.Pool, id int64) []string {
-	t.Helper()
-	rows, err := pool.Query(t.Context(), `SELECT event_type FROM outbox WHERE resource_id = $1 ORDER BY revision`, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var et string
-		if err := rows.Scan(&et); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, et)
-	}
-	return out
-}
-
-// expireLease moves a resource's lease expiry into the past, as if its
-// holder had stalled past it.
-func expireLease(t *testing.T, pool *pgxpool.Pool, id int64) {
-	t.Helper()
-	if _, err := pool.Exec(t.Context(), `UPDATE resources SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, id); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func acquire(t *testing.T, s *pgstore.Store, id int64, holder string) *storage.Lease {
-	t.Helper()
-	l, err := s.AcquireLease(t.Context(), storage.AcquireLeaseRequest{ResourceID: id, Holder: holder})
-	if err != nil {
-		t.Fatalf("acquire %d as %s: %v", id, holder, err)
-	}
-	return l
-}
-
-func complete(t *testing.T, s *pgstore.Store, req storage.CompleteReconcileRequest) *storage.CompleteResult {
-	t.Helper()
-	res, err := s.CompleteReconcile(t.Context(), req)
-	if err != nil {
-		t.Fatalf("complete %+v: %v", req, err)
-	}
-	return res
-}
-
-func TestLeaseExclusionAndFencing(t *testing.T) {
-	s, pool := newStore(t)
+func testLeaseExclusionAndFencing(t *testing.T, open Opener) {
+	s, _ := newStore(t, open)
 	ctx := t.Context()
 	mustType(t, s, "Widget", "v1")
 	r := mustCreate(t, s, "one")
@@ -86,8 +35,13 @@ func TestLeaseExclusionAndFencing(t *testing.T) {
 	_, err = s.RenewLease(ctx, r.ID, a.Epoch+1, 10*time.Second)
 	wantErr(t, err, storage.ErrStaleEpoch)
 
-	// a stalls past its lease; b takes over with a higher epoch.
-	expireLease(t, pool, r.ID)
+	// a stalls past its lease (renewed to one second); b takes over with a
+	// higher epoch.
+	short, err := s.RenewLease(ctx, r.ID, a.Epoch, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPast(t, short)
 	b := acquire(t, s, r.ID, "worker-b")
 	if b.Epoch != a.Epoch+1 {
 		t.Fatalf("takeover epoch %d, want %d", b.Epoch, a.Epoch+1)
@@ -103,8 +57,11 @@ func TestLeaseExclusionAndFencing(t *testing.T) {
 	wantErr(t, err, storage.ErrStaleEpoch)
 
 	// Completion after expiry is accepted when nobody took the lease.
-	c := acquire(t, s, r.ID, "worker-c")
-	expireLease(t, pool, r.ID)
+	c, err := s.AcquireLease(ctx, storage.AcquireLeaseRequest{ResourceID: r.ID, Holder: "worker-c", Lease: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPast(t, c.ExpiresAt)
 	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: c.Epoch, Outcome: lifecycle.OutcomeSuccess})
 
 	// Exactly one history row per accepted completion, never the stale one.
@@ -121,8 +78,8 @@ func TestLeaseExclusionAndFencing(t *testing.T) {
 	wantErr(t, err, storage.ErrNotFound)
 }
 
-func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
-	s, pool := newStore(t)
+func testCompleteWritesEverythingInOneEvent(t *testing.T, open Opener) {
+	s, el := newStore(t, open)
 	ctx := t.Context()
 	mustType(t, s, "Widget", "v1")
 	r := mustCreate(t, s, "one")
@@ -130,7 +87,7 @@ func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
 		Annotations: map[string]string{resource.AnnotationOperation: resource.OperationReconcile, "keep": "me"}}); err != nil {
 		t.Fatal(err)
 	}
-	before := events(t, pool, r.ID)
+	before := events(t, el, r.ID)
 
 	l := acquire(t, s, r.ID, "w")
 	started := time.Now().Add(-1500 * time.Millisecond).UTC()
@@ -161,7 +118,7 @@ func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
 		t.Fatalf("stored %+v %v", stored, err)
 	}
 	// Acquire (pending → reconciling) is one MODIFIED, the completion one RECONCILED.
-	after := events(t, pool, r.ID)
+	after := events(t, el, r.ID)
 	if len(after) != len(before)+2 || after[len(after)-2] != "MODIFIED" || after[len(after)-1] != "RECONCILED" {
 		t.Fatalf("events %v after %v", after, before)
 	}
@@ -200,8 +157,8 @@ func TestCompleteWritesEverythingInOneEvent(t *testing.T) {
 	}
 }
 
-func TestFailuresTerminalRequeue(t *testing.T) {
-	s, _ := newStore(t)
+func testFailuresTerminalRequeue(t *testing.T, open Opener) {
+	s, _ := newStore(t, open)
 	ctx := t.Context()
 	mustType(t, s, "Widget", "v1")
 	r := mustCreate(t, s, "one")
@@ -278,9 +235,8 @@ func TestFailuresTerminalRequeue(t *testing.T) {
 	wantErr(t, err, storage.ErrNotFound)
 }
 
-func TestHistoryBoundAndPaging(t *testing.T) {
-	_, pool := newStore(t)
-	s := pgstore.New(pool, storage.Options{HistoryLimit: 3})
+func testHistoryBoundAndPaging(t *testing.T, open Opener) {
+	s := open(t, storage.Options{HistoryLimit: 3}).Store
 	ctx := t.Context()
 	mustType(t, s, "Widget", "v1")
 	r := mustCreate(t, s, "one")
@@ -302,8 +258,8 @@ func TestHistoryBoundAndPaging(t *testing.T) {
 	wantErr(t, err, storage.ErrInvalid)
 }
 
-func TestDeletionCleanupPurges(t *testing.T) {
-	s, pool := newStore(t)
+func testDeletionCleanupPurges(t *testing.T, open Opener) {
+	s, el := newStore(t, open)
 	ctx := t.Context()
 	mustType(t, s, "Widget", "v1")
 	own, ext := "reconciler.no8s.io/widget", "example.com/external"
@@ -328,14 +284,14 @@ func TestDeletionCleanupPurges(t *testing.T) {
 	if !res.Purged {
 		t.Fatalf("not purged: %+v", res.Resource)
 	}
-	if ev := events(t, pool, r.ID); ev[len(ev)-1] != "PURGED" || ev[len(ev)-2] != "MODIFIED" {
+	if ev := events(t, el, r.ID); ev[len(ev)-1] != "PURGED" || ev[len(ev)-2] != "MODIFIED" {
 		t.Fatalf("events %v", ev)
 	}
 	if _, err := s.GetResource(ctx, storage.ResourceKey{ID: r.ID}); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("purged resource still readable: %v", err)
 	}
-	if n := countRows(t, pool, "reconciliation_history"); n != 0 {
-		t.Fatalf("%d history rows outlive their resource", n)
+	if h, err := s.ListHistory(ctx, storage.ListHistoryRequest{ResourceID: r.ID}); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("history outlives its resource: %+v %v", h, err)
 	}
 
 	// An external finalizer keeps it deleting after cleanup.
@@ -348,7 +304,7 @@ func TestDeletionCleanupPurges(t *testing.T) {
 	if res.Purged || res.Resource.Status != resource.StatusDeleting || len(res.Resource.Finalizers) != 1 {
 		t.Fatalf("external finalizer: %+v", res.Resource)
 	}
-	if ev := events(t, pool, r2.ID); ev[len(ev)-1] != "RECONCILED" {
+	if ev := events(t, el, r2.ID); ev[len(ev)-1] != "RECONCILED" {
 		t.Fatalf("events %v", ev)
 	}
 	fin, err := s.UpdateFinalizers(ctx, storage.UpdateFinalizersRequest{ID: r2.ID, Remove: []string{ext}})
@@ -357,13 +313,13 @@ func TestDeletionCleanupPurges(t *testing.T) {
 	}
 }
 
-func TestSchedulerLeadershipAndFencing(t *testing.T) {
-	s, pool := newStore(t)
+func testSchedulerLeadershipAndFencing(t *testing.T, open Opener) {
+	s, _ := newStore(t, open)
 	ctx := t.Context()
 	mustType(t, s, "Widget", "v1")
 	r := mustCreate(t, s, "one")
 
-	a, err := s.BecomeScheduler(ctx, "sched-a", 5*time.Second, 0)
+	a, err := s.BecomeScheduler(ctx, "sched-a", time.Second, 0)
 	if err != nil || !a.Leader || a.Epoch != 1 {
 		t.Fatalf("first campaign: %+v %v", a, err)
 	}
@@ -371,7 +327,7 @@ func TestSchedulerLeadershipAndFencing(t *testing.T) {
 	if err != nil || b.Leader || b.Holder != "sched-a" || b.Epoch != 1 {
 		t.Fatalf("standby campaign: %+v %v", b, err)
 	}
-	renewed, err := s.BecomeScheduler(ctx, "sched-a", 5*time.Second, a.Epoch)
+	renewed, err := s.BecomeScheduler(ctx, "sched-a", time.Second, a.Epoch)
 	if err != nil || !renewed.Leader || renewed.Epoch != a.Epoch {
 		t.Fatalf("renew: %+v %v", renewed, err)
 	}
@@ -381,9 +337,7 @@ func TestSchedulerLeadershipAndFencing(t *testing.T) {
 	wantErr(t, s.RecordDispatch(ctx, a.Epoch, 999999, "d1"), storage.ErrNotFound)
 
 	// a pauses past its lease: b takes over with epoch + 1.
-	if _, err := pool.Exec(ctx, `UPDATE scheduler_state SET lease_expires_at = now() - interval '1 second'`); err != nil {
-		t.Fatal(err)
-	}
+	waitPast(t, renewed.ExpiresAt)
 	b, err = s.BecomeScheduler(ctx, "sched-b", 5*time.Second, 0)
 	if err != nil || !b.Leader || b.Epoch != a.Epoch+1 {
 		t.Fatalf("takeover: %+v %v", b, err)
@@ -412,9 +366,11 @@ func TestSchedulerLeadershipAndFencing(t *testing.T) {
 
 	// A leader whose lease expired cannot dispatch until it renews; it may
 	// renew while nobody took over.
-	if _, err := pool.Exec(ctx, `UPDATE scheduler_state SET lease_expires_at = now() - interval '1 second'`); err != nil {
-		t.Fatal(err)
+	short, err := s.BecomeScheduler(ctx, "sched-b", time.Second, b.Epoch)
+	if err != nil || !short.Leader {
+		t.Fatalf("renew: %+v %v", short, err)
 	}
+	waitPast(t, short.ExpiresAt)
 	wantErr(t, s.RecordDispatch(ctx, b.Epoch, r.ID, "d4"), storage.ErrStaleEpoch)
 	if re, err := s.BecomeScheduler(ctx, "sched-b", 5*time.Second, b.Epoch); err != nil || !re.Leader || re.Epoch != b.Epoch {
 		t.Fatalf("renew after expiry: %+v %v", re, err)
@@ -440,8 +396,8 @@ func TestSchedulerLeadershipAndFencing(t *testing.T) {
 	}
 }
 
-func TestSetConditionAndReconcilerAvailable(t *testing.T) {
-	s, pool := newStore(t)
+func testSetConditionAndReconcilerAvailable(t *testing.T, open Opener) {
+	s, el := newStore(t, open)
 	ctx := t.Context()
 	mustType(t, s, "Widget", "v1")
 	r := mustCreate(t, s, "one")
@@ -454,12 +410,12 @@ func TestSetConditionAndReconcilerAvailable(t *testing.T) {
 	if err != nil || len(got.Conditions) != 1 || got.Conditions[0].ObservedGeneration != 1 || got.Phase != resource.PhaseProgressing {
 		t.Fatalf("set condition: %+v %v", got, err)
 	}
-	n := len(events(t, pool, r.ID))
+	n := len(events(t, el, r.ID))
 	// The same condition again writes nothing.
 	if _, err := s.SetCondition(ctx, lead.Epoch, r.ID, cond); err != nil {
 		t.Fatal(err)
 	}
-	if len(events(t, pool, r.ID)) != n {
+	if len(events(t, el, r.ID)) != n {
 		t.Fatal("an unchanged condition wrote an event")
 	}
 	res, err := s.ListReconcileState(ctx, storage.ListReconcileStateRequest{})
@@ -477,8 +433,8 @@ func TestSetConditionAndReconcilerAvailable(t *testing.T) {
 	}
 }
 
-func TestReconcilePolicy(t *testing.T) {
-	s, _ := newStore(t)
+func testReconcilePolicy(t *testing.T, open Opener) {
+	s, _ := newStore(t, open)
 	ctx := t.Context()
 	typ, err := s.CreateType(ctx, storage.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(schemaJSON),
 		ReconcilePolicy: resource.ReconcilePolicy{ResyncSeconds: 5}})
@@ -516,8 +472,8 @@ func TestReconcilePolicy(t *testing.T) {
 // A failure observes its generation when the reconciler says so (seed 004);
 // a partial failure while serving is phase Degraded (seed 003), stays
 // Degraded through a new attempt, and a delete request makes it Terminating.
-func TestCompletionObservedAndDegraded(t *testing.T) {
-	s, _ := newStore(t)
+func testCompletionObservedAndDegraded(t *testing.T, open Opener) {
+	s, _ := newStore(t, open)
 	mustType(t, s, "Widget", "v1")
 	r := mustCreate(t, s, "partial", "keep.example.com/x")
 
@@ -554,8 +510,8 @@ func TestCompletionObservedAndDegraded(t *testing.T) {
 
 // A reconciler's result that PostgreSQL cannot hold is refused with its
 // path, not a database error: nothing is written and the lease stays.
-func TestCompletionTextRefused(t *testing.T) {
-	s, _ := newStore(t)
+func testCompletionTextRefused(t *testing.T, open Opener) {
+	s, _ := newStore(t, open)
 	mustType(t, s, "Widget", "v1")
 	r := mustCreate(t, s, "texts")
 	a := acquire(t, s, r.ID, "worker-a")
@@ -573,4 +529,111 @@ func TestCompletionTextRefused(t *testing.T) {
 		}
 	}
 	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: lifecycle.OutcomeSuccess})
+}
+
+// testReconcileStateFields: the scheduler's view of each resource carries
+// its generations, deletion, lease, dispatch, manual trigger, operation
+// annotation, ReconcilerAvailable condition, cleanup state and type
+// policy; pages go by id, or by the ids asked for, at the relay's
+// published revision.
+func testReconcileStateFields(t *testing.T, open Opener) {
+	s, el := newStore(t, open)
+	ctx := t.Context()
+	if _, err := s.CreateType(ctx, storage.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(schemaJSON),
+		ReconcilePolicy: resource.ReconcilePolicy{ResyncSeconds: 42}}); err != nil {
+		t.Fatal(err)
+	}
+	own := "reconciler.no8s.io/widget"
+	plain := mustCreate(t, s, "plain")
+	ann := mustCreate(t, s, "annotated")
+	if _, err := s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: ann.ID, SetAnnotations: true,
+		Annotations: map[string]string{resource.AnnotationOperation: resource.OperationReconcile}}); err != nil {
+		t.Fatal(err)
+	}
+	ignored := mustCreate(t, s, "ignored")
+	if _, err := s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: ignored.ID, SetAnnotations: true,
+		Annotations: map[string]string{resource.AnnotationOperation: resource.OperationIgnore}}); err != nil {
+		t.Fatal(err)
+	}
+	cleaning := mustCreate(t, s, "cleaning", own, "example.com/ext")
+	cleaned := mustCreate(t, s, "cleaned", "example.com/ext")
+	for _, r := range []*resource.Resource{cleaning, cleaned} {
+		if _, err := s.DeleteResource(ctx, r.ID, 0, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lead, err := s.BecomeScheduler(ctx, "sched", 0, 0)
+	if err != nil || !lead.Leader {
+		t.Fatalf("lead: %+v %v", lead, err)
+	}
+	if err := s.RecordDispatch(ctx, lead.Epoch, plain.ID, "d-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetCondition(ctx, lead.Epoch, plain.ID, resource.Condition{Type: resource.ConditionReconcilerAvailable,
+		Status: resource.ConditionFalse, Reason: "NoReconciler"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RequestReconcile(ctx, ann.ID); err != nil {
+		t.Fatal(err)
+	}
+	l := acquire(t, s, ignored.ID, "worker-a")
+	if _, err := s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: ignored.ID, Spec: []byte(`{"size":5}`)}); err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := s.ListReconcileState(ctx, storage.ListReconcileStateRequest{})
+	if err != nil || len(res.States) != 5 || res.ResourceVersion != 0 {
+		t.Fatalf("states: %d at %d (%v), want 5 at 0 (nothing published)", len(res.States), res.ResourceVersion, err)
+	}
+	by := map[string]storage.ReconcileState{}
+	var prev int64
+	for _, st := range res.States {
+		if st.ResourceID <= prev {
+			t.Fatalf("state of %d after %d: not by id", st.ResourceID, prev)
+		}
+		prev = st.ResourceID
+		if st.Policy.ResyncSeconds != 42 || st.UID == "" || st.ResourceTypeName != "Widget" || st.ResourceTypeVersion != "v1" {
+			t.Errorf("%s: identity or policy %+v", st.Name, st)
+		}
+		by[st.Name] = st
+	}
+	p := by["plain"]
+	if p.DispatchID != "d-1" || p.DispatchedAt == nil || !p.ReconcilerUnavailable || p.Deleting || p.CleanupDone ||
+		p.Generation != 1 || p.ObservedGeneration != 0 || p.Status != resource.StatusPending || p.AnnotationReconcile || p.AnnotationIgnore {
+		t.Errorf("plain: %+v", p)
+	}
+	if a := by["annotated"]; !a.AnnotationReconcile || a.AnnotationIgnore || a.ReconcileRequestedAt == nil || a.ReconcilerUnavailable {
+		t.Errorf("annotated: %+v", a)
+	}
+	if i := by["ignored"]; !i.AnnotationIgnore || i.LeaseHolder != "worker-a" || i.LeaseEpoch != l.Epoch || i.LeaseExpiresAt == nil ||
+		!i.LeaseExpiresAt.Equal(l.ExpiresAt) || i.Generation != 2 || i.Status != resource.StatusReconciling {
+		t.Errorf("ignored: %+v", i)
+	}
+	if c := by["cleaning"]; !c.Deleting || c.CleanupDone || c.Status != resource.StatusDeleting {
+		t.Errorf("cleaning: %+v", c)
+	}
+	if c := by["cleaned"]; !c.Deleting || !c.CleanupDone {
+		t.Errorf("cleaned: %+v", c)
+	}
+
+	page, err := s.ListReconcileState(ctx, storage.ListReconcileStateRequest{AfterID: plain.ID, Limit: 2})
+	if err != nil || len(page.States) != 2 || page.States[0].ResourceID != ann.ID || page.States[1].ResourceID != ignored.ID {
+		t.Fatalf("page after %d: %+v %v", plain.ID, page, err)
+	}
+	some, err := s.ListReconcileState(ctx, storage.ListReconcileStateRequest{IDs: []int64{cleaned.ID, plain.ID, 999999}})
+	if err != nil || len(some.States) != 2 || some.States[0].ResourceID != plain.ID || some.States[1].ResourceID != cleaned.ID {
+		t.Fatalf("by ids: %+v %v", some, err)
+	}
+	// The revision comes from the relay's cursor.
+	lock, epoch, _ := leadRelay(t, el)
+	defer lock.Release()
+	if err := el.AdvanceCursor(ctx, epoch, plain.ResourceVersion, plain.ResourceVersion); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.ListReconcileState(ctx, storage.ListReconcileStateRequest{Limit: 1}); err != nil || res.ResourceVersion != plain.ResourceVersion {
+		t.Fatalf("published revision: %+v %v, want %d", res, err, plain.ResourceVersion)
+	}
+	if _, err := s.ListReconcileState(ctx, storage.ListReconcileStateRequest{Limit: storage.MaxStatePage + 1}); !errors.Is(err, storage.ErrInvalid) {
+		t.Fatalf("oversized page: %v", err)
+	}
 }

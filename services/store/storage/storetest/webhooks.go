@@ -1,4 +1,4 @@
-package pgstore_test
+package storetest
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/no8s/no8s/services/internal/webhookconf"
-	"github.com/no8s/no8s/services/store/pgstore"
 	"github.com/no8s/no8s/services/store/storage"
 )
 
@@ -17,8 +16,8 @@ func hook(name string) webhookconf.Webhook {
 	}
 }
 
-func TestWebhookCRUDAndSetVersion(t *testing.T) {
-	s, _ := newStore(t)
+func testWebhookCRUDAndSetVersion(t *testing.T, open Opener) {
+	s, _ := newStore(t, open)
 	ctx := t.Context()
 
 	empty, err := s.ListWebhooks(ctx, "")
@@ -99,7 +98,7 @@ func TestWebhookCRUDAndSetVersion(t *testing.T) {
 	}
 }
 
-func mustListChanged(t *testing.T, s *pgstore.Store, prev string, n int) string {
+func mustListChanged(t *testing.T, s storage.Store, prev string, n int) string {
 	t.Helper()
 	res, err := s.ListWebhooks(t.Context(), prev)
 	if err != nil {
@@ -111,11 +110,11 @@ func mustListChanged(t *testing.T, s *pgstore.Store, prev string, n int) string 
 	return res.SetVersion
 }
 
-// TestWebhookSetVersionUnderConcurrentWrites checks that a poller never
+// testWebhookSetVersionUnderConcurrentWrites checks that a poller never
 // misses a change: after concurrent creates and updates settle, the version
 // it last saw differs from the final one unless it saw the final set.
-func TestWebhookSetVersionUnderConcurrentWrites(t *testing.T) {
-	s, _ := newStore(t)
+func testWebhookSetVersionUnderConcurrentWrites(t *testing.T, open Opener) {
+	s, _ := newStore(t, open)
 	ctx := t.Context()
 	const writers = 4
 	var wg sync.WaitGroup
