@@ -50,8 +50,9 @@ func (g *Log) LockRelay(ctx context.Context) (storage.RelayLock, error) {
 	}
 	// The watcher outlives the caller's call, not its context: Release
 	// stops it.
-	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	l := &relayLock{log: g, conn: conn, lost: make(chan struct{}), stop: stop, done: make(chan struct{})}
+	base := context.WithoutCancel(ctx)
+	wctx, stop := context.WithCancel(base)
+	l := &relayLock{log: g, conn: conn, base: base, lost: make(chan struct{}), stop: stop, done: make(chan struct{})}
 	go l.watch(wctx)
 	return l, nil
 }
@@ -59,6 +60,9 @@ func (g *Log) LockRelay(ctx context.Context) (storage.RelayLock, error) {
 type relayLock struct {
 	log  *Log
 	conn *pgx.Conn
+	// base is the locker's context without its cancellation, for closing
+	// the connection.
+	base context.Context
 	lost chan struct{}
 	stop context.CancelFunc
 	done chan struct{}
@@ -106,7 +110,7 @@ func (l *relayLock) Release() {
 	l.releaseOnce.Do(func() {
 		l.stop()
 		<-l.done
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(l.base, 5*time.Second)
 		defer cancel()
 		_ = l.conn.Close(ctx)
 	})
