@@ -2,13 +2,13 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/no8s/no8s/services/store/litestore"
 	"github.com/no8s/no8s/services/store/migrate"
 	"github.com/no8s/no8s/services/store/pgoutbox"
 	"github.com/no8s/no8s/services/store/pgstore"
@@ -18,10 +18,6 @@ import (
 // SQLiteScheme starts a DatabaseURL that names the embedded backend's
 // database file: sqlite:<path>.
 const SQLiteScheme = "sqlite:"
-
-// ErrEmbeddedNotBuiltIn is Open's answer to a sqlite: URL while the
-// embedded backend is not part of this build.
-var ErrEmbeddedNotBuiltIn = errors.New("the embedded store (sqlite:) is not built into this binary")
 
 // Open opens the backend that cfg.DatabaseURL names, applying its
 // migrations when cfg.Migrate is set: postgres:// and postgresql:// URLs
@@ -34,7 +30,7 @@ func Open(ctx context.Context, cfg Config, opts storage.Options, log *slog.Logge
 	case kind == "postgres":
 		return openPostgres(ctx, cfg, opts, log)
 	default:
-		return storage.Backend{}, fmt.Errorf("open %s: %w", cfg.DatabaseURL, ErrEmbeddedNotBuiltIn)
+		return openSQLite(ctx, cfg, opts, log)
 	}
 }
 
@@ -67,6 +63,25 @@ func openPostgres(ctx context.Context, cfg Config, opts storage.Options, log *sl
 		log.Info("database schema ready", "version", v)
 	}
 	return storage.Backend{Store: pgstore.New(pool, opts), Log: pgoutbox.New(pool), Name: "postgres", Close: pool.Close}, nil
+}
+
+// openSQLite opens the embedded backend's file (litestore): the
+// development store, for one process or a few sharing one host.
+func openSQLite(ctx context.Context, cfg Config, opts storage.Options, log *slog.Logger) (storage.Backend, error) {
+	path := strings.TrimPrefix(cfg.DatabaseURL, SQLiteScheme)
+	s, err := litestore.Open(ctx, path, opts)
+	if err != nil {
+		return storage.Backend{}, err
+	}
+	if cfg.Migrate {
+		v, err := s.Migrate(ctx, log)
+		if err != nil {
+			_ = s.Close()
+			return storage.Backend{}, err
+		}
+		log.Info("database schema ready", "version", v, "file", path)
+	}
+	return storage.Backend{Store: s, Log: s.EventLog(), Name: "sqlite", Close: func() { _ = s.Close() }}, nil
 }
 
 // OpenPool connects to PostgreSQL and checks the connection.

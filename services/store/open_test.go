@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -30,9 +29,30 @@ func TestOpenChoosesTheBackendByURL(t *testing.T) {
 			t.Errorf("backendOf(%q): %v, want an error naming the accepted forms", url, err)
 		}
 	}
+}
+
+// TestOpenSQLite: a sqlite: URL opens the embedded backend on that file,
+// migrated, with its event log.
+func TestOpenSQLite(t *testing.T) {
+	ctx := t.Context()
 	cfg := DefaultConfig()
 	cfg.DatabaseURL = "sqlite:" + t.TempDir() + "/store.db"
-	if _, err := Open(t.Context(), cfg, storage.Options{}, slog.New(slog.NewTextHandler(io.Discard, nil))); !errors.Is(err, ErrEmbeddedNotBuiltIn) {
-		t.Errorf("Open(sqlite:) = %v, want ErrEmbeddedNotBuiltIn", err)
+	db, err := Open(ctx, cfg, storage.Options{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if db.Name != "sqlite" {
+		t.Errorf("backend %q, want sqlite", db.Name)
+	}
+	if err := db.Store.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := db.Log.State(ctx)
+	if err != nil || st.StoreID == "" {
+		t.Fatalf("event log state %+v, %v; want a store id", st, err)
+	}
+	if _, err := db.Store.CreateType(ctx, storage.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(`{"type":"object"}`)}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,7 +1,8 @@
-// Command no8s-store runs the store service: the only PostgreSQL user, which
-// serves the StoreService and ReconcileService gRPC APIs on --listen, the
-// workers' narrower WorkerService alone on --worker-listen, and publishes
-// committed changes to JetStream through the transactional outbox.
+// Command no8s-store runs the store service: the only database user (PostgreSQL,
+// or an embedded SQLite file for development), which serves the StoreService
+// and ReconcileService gRPC APIs on --listen, the workers' narrower
+// WorkerService alone on --worker-listen, and publishes committed changes to
+// JetStream through the transactional outbox.
 //
 //	no8s-store [flags]          serve (probes /healthz, /readyz on --health-listen)
 //	no8s-store migrate          apply pending migrations and exit
@@ -39,7 +40,8 @@ func main() {
 func run() error {
 	cfg := store.DefaultConfig()
 	fs := flag.NewFlagSet("no8s-store", flag.ExitOnError)
-	fs.StringVar(&cfg.DatabaseURL, "database-url", proc.Env("DATABASE_URL", store.DefaultDatabaseURL), "PostgreSQL connection string ($DATABASE_URL)")
+	fs.StringVar(&cfg.DatabaseURL, "database-url", proc.Env("DATABASE_URL", store.DefaultDatabaseURL),
+		"PostgreSQL connection string, or sqlite:<path> for the embedded development store ($DATABASE_URL)")
 	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL ($NATS_URL)")
 	listen := fs.String("listen", proc.Env("NO8S_STORE_LISTEN", "127.0.0.1:7001"), "gRPC listen address (StoreService and ReconcileService: gateway, admission, scheduler)")
 	workerListen := fs.String("worker-listen", proc.Env("NO8S_STORE_WORKER_LISTEN", "127.0.0.1:7003"), "gRPC listen address of the workers' door: only WorkerService is served there (\"off\" disables)")
@@ -75,6 +77,10 @@ func run() error {
 	default:
 		return fmt.Errorf("unknown command %q (commands: migrate, migrate status, rebuild-stream)", cmd[0])
 	}
+	if embedded(cfg) {
+		log.Warn("serving the embedded SQLite store: it is for development and single-process use; PostgreSQL is the production store",
+			"database_url", cfg.DatabaseURL)
+	}
 	stopProfiles, err := profiling.Serve(ctx, *pprofListen, log)
 	if err != nil {
 		return err
@@ -107,7 +113,23 @@ func run() error {
 	return svc.Serve(ctx, lis, workerLis)
 }
 
+// embedded reports whether cfg names the embedded store's file.
+func embedded(cfg store.Config) bool { return strings.HasPrefix(cfg.DatabaseURL, store.SQLiteScheme) }
+
 func runMigrate(ctx context.Context, cfg store.Config, statusOnly bool) error {
+	if embedded(cfg) {
+		if statusOnly {
+			return fmt.Errorf("migrate status: only for PostgreSQL; the embedded store applies its migrations when it opens")
+		}
+		cfg.Migrate = true
+		db, err := store.Open(ctx, cfg, storage.Options{}, proc.Logger("store"))
+		if err != nil {
+			return err
+		}
+		db.Close()
+		fmt.Println("schema up to date")
+		return nil
+	}
 	pool, err := store.OpenPool(ctx, cfg.DatabaseURL, 2)
 	if err != nil {
 		return err
