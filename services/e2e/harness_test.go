@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -23,6 +24,8 @@ import (
 
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/testenv"
+	"github.com/no8s/no8s/services/store"
+	"github.com/no8s/no8s/services/store/litestore"
 	"github.com/no8s/no8s/services/store/pgoutbox"
 	"github.com/no8s/no8s/services/store/pgstore"
 	"github.com/no8s/no8s/services/store/storage"
@@ -163,6 +166,9 @@ type cluster struct {
 	admissions  []string
 	gateways    []string
 	pool        *pgxpool.Pool
+	// dbFile is the embedded backend's file (newSQLiteCluster), "" on
+	// PostgreSQL.
+	dbFile string
 	// probes are the /readyz URLs of the processes started, by name.
 	probes map[string]string
 }
@@ -193,10 +199,37 @@ func newCluster(t *testing.T) *cluster {
 	return c
 }
 
+// newSQLiteCluster starts a nats-server process; its stores use the
+// embedded backend on a fresh SQLite file (c.pool is nil: read the
+// database through backend).
+func newSQLiteCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dbFile: filepath.Join(t.TempDir(), "store.db"), natsDir: t.TempDir(), natsAddr: freeAddr(t)}
+	c.dbURL = store.SQLiteScheme + c.dbFile
+	c.natsURL = "nats://" + c.natsAddr
+	c.startNATS()
+	return c
+}
+
 // backend is the cluster's database as the store's backend, for the
 // checks that read it the store's way.
-func (c *cluster) backend() storage.Backend {
-	return storage.Backend{Store: pgstore.New(c.pool, storage.Options{}), Log: pgoutbox.New(c.pool), Name: "postgres", Close: func() {}}
+func (c *cluster) backend() storage.Backend { return c.openBackend(storage.Options{}) }
+
+// openBackend opens the cluster's database as a store in this process,
+// with opts; on the embedded backend a store of its own on the same file.
+func (c *cluster) openBackend(opts storage.Options) storage.Backend {
+	if c.pool != nil {
+		return storage.Backend{Store: pgstore.New(c.pool, opts), Log: pgoutbox.New(c.pool), Name: "postgres", Close: func() {}}
+	}
+	s, err := litestore.Open(c.t.Context(), c.dbFile, opts)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { _ = s.Close() })
+	if _, err := s.Migrate(c.t.Context(), slog.New(slog.DiscardHandler)); err != nil {
+		c.t.Fatal(err)
+	}
+	return storage.Backend{Store: s, Log: s.EventLog(), Name: "sqlite", Close: func() { _ = s.Close() }}
 }
 
 func (c *cluster) startNATS() {

@@ -16,7 +16,6 @@ import (
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/store/outbox/outboxtest"
-	"github.com/no8s/no8s/services/store/pgstore"
 	"github.com/no8s/no8s/services/store/storage"
 )
 
@@ -40,25 +39,35 @@ func rounds(short, long int) int {
 // changes committed in PostgreSQL, each once, in revision order.
 func TestOutboxKill9(t *testing.T) {
 	for i := range rounds(3, 20) {
-		t.Run(fmt.Sprintf("round-%d", i), outboxKillRound)
+		t.Run(fmt.Sprintf("round-%d", i), func(t *testing.T) { outboxKillRound(t, newCluster(t)) })
+	}
+}
+
+// TestOutboxKill9SQLite is TestOutboxKill9 on the embedded backend: the
+// store process serves an SQLite file (--database-url sqlite:<file>) and
+// the in-process writers open the same file, so writers in two processes
+// share its write lock while one of them is killed.
+func TestOutboxKill9SQLite(t *testing.T) {
+	for i := range rounds(3, 20) {
+		t.Run(fmt.Sprintf("round-%d", i), func(t *testing.T) { outboxKillRound(t, newSQLiteCluster(t)) })
 	}
 }
 
 var errRollback = errors.New("injected rollback")
 
-func outboxKillRound(t *testing.T) {
+func outboxKillRound(t *testing.T, c *cluster) {
 	ctx := t.Context()
-	c := newCluster(t)
 	addr := freeAddr(t)
 	st := c.startStore(addr)
 	_, nc := c.jetstream()
-	typ, err := pgstore.New(c.pool, storage.Options{}).CreateType(ctx, storage.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(`{"type":"object"}`)})
+	db := c.backend()
+	typ, err := db.Store.CreateType(ctx, storage.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(`{"type":"object"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// In-process writers share the store's code and wake the store
 	// process's relay through the same NATS hint it uses itself.
-	local := pgstore.New(c.pool, storage.Options{
+	local := c.openBackend(storage.Options{
 		AfterCommit: func() { _ = nc.Publish(eventstream.WakeSubject, nil) },
 		BeforeCommit: func(ctx context.Context) error {
 			select {
@@ -92,7 +101,7 @@ func outboxKillRound(t *testing.T) {
 			for wctx.Err() == nil {
 				name := fmt.Sprintf("w%d-%d", w, rand.IntN(6))
 				if w < 8 {
-					outboxtest.WriteOnce(wctx, local, name, rand.IntN)
+					outboxtest.WriteOnce(wctx, local.Store, name, rand.IntN)
 				} else {
 					remoteWrite(wctx, remote, name, typ.ResourceVersion)
 				}
@@ -111,18 +120,19 @@ func outboxKillRound(t *testing.T) {
 	}
 	wg.Wait()
 
-	var last int64
-	if err := c.pool.QueryRow(ctx, `SELECT last_value FROM revision_seq`).Scan(&last); err != nil {
+	state, err := db.Log.State(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
+	last := state.Revision
 	waitFor(t, 60*time.Second, "relay to publish everything", func() error {
-		var published int64
-		if err := c.pool.QueryRow(ctx, `SELECT published_revision FROM relay_state`).Scan(&published); err != nil {
+		state, err := db.Log.State(ctx)
+		if err != nil {
 			return err
 		}
-		if published < last {
+		if state.Cursor < last {
 			_ = nc.Publish(eventstream.WakeSubject, nil)
-			return fmt.Errorf("published up to %d of %d", published, last)
+			return fmt.Errorf("published up to %d of %d", state.Cursor, last)
 		}
 		return nil
 	})
@@ -132,7 +142,7 @@ func outboxKillRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d kill -9s of the store", kills)
-	outboxtest.CheckStreamMatchesOutbox(t, ctx, c.backend(), stream)
+	outboxtest.CheckStreamMatchesOutbox(t, ctx, db, stream)
 }
 
 // remoteWrite does one random write through the store's gRPC API, naming
