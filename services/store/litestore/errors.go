@@ -1,7 +1,6 @@
 package litestore
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -14,11 +13,7 @@ import (
 
 // translate maps SQLite's errors to the store's errors (storage).
 func translate(err error) error {
-	var se *storage.Error
-	if err == nil || errors.As(err, &se) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if storage.Translated(err) {
 		return err
 	}
 	var e *sqlite.Error

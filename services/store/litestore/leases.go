@@ -57,10 +57,7 @@ func lockForReconcile(ctx context.Context, tx *wtx, id int64) (*resource.Resourc
 // that changes its document); it consumes a pending manual trigger and
 // requeue.
 func (s *Store) AcquireLease(ctx context.Context, req storage.AcquireLeaseRequest) (*storage.Lease, error) {
-	if err := storage.ValidateHolder(req.Holder); err != nil {
-		return nil, err
-	}
-	d, err := storage.LeaseDuration("/lease_seconds", req.Lease, storage.DefaultLease)
+	d, err := req.Validate()
 	if err != nil {
 		return nil, err
 	}
@@ -153,10 +150,7 @@ func (s *Store) RenewLease(ctx context.Context, resourceID, epoch int64, d time.
 // BecomeScheduler takes or renews the scheduler leadership lease
 // (storage.Campaign's rules).
 func (s *Store) BecomeScheduler(ctx context.Context, holder string, d time.Duration, epoch int64) (*storage.SchedulerLease, error) {
-	if err := storage.ValidateHolder(holder); err != nil {
-		return nil, err
-	}
-	d, err := storage.LeaseDuration("/lease_seconds", d, storage.DefaultSchedulerLease)
+	d, err := storage.ValidateCampaign(holder, d)
 	if err != nil {
 		return nil, err
 	}

@@ -106,15 +106,12 @@ func lockResource(ctx context.Context, tx *wtx, id, expected int64) (*resource.R
 // UpdateResource applies an update, bumping generation when the spec changes.
 // An update that changes nothing writes nothing and returns the resource.
 func (s *Store) UpdateResource(ctx context.Context, req storage.UpdateResourceRequest) (*resource.Resource, error) {
-	var spec []byte
-	if req.Spec != nil {
-		var err error
-		if spec, err = storage.ValidateSpec(req.Spec); err != nil {
-			return nil, err
-		}
+	spec, err := req.ValidSpec()
+	if err != nil {
+		return nil, err
 	}
 	var r *resource.Resource
-	err := s.write(ctx, req.DryRun, func(tx *wtx) error {
+	err = s.write(ctx, req.DryRun, func(tx *wtx) error {
 		var err error
 		if r, err = lockResource(ctx, tx, req.ID, req.ExpectedResourceVersion); err != nil {
 			return err

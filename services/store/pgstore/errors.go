@@ -4,7 +4,6 @@ package pgstore
 // boundary, and nowhere else.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,11 +17,7 @@ import (
 
 // translate maps database errors to the store's errors.
 func translate(err error) error {
-	var se *storage.Error
-	if err == nil || errors.As(err, &se) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if storage.Translated(err) {
 		return err
 	}
 	var pgErr *pgconn.PgError

@@ -17,10 +17,7 @@ import (
 // BecomeScheduler takes or renews the scheduler leadership lease
 // (storage.Campaign).
 func (s *Store) BecomeScheduler(ctx context.Context, holder string, d time.Duration, epoch int64) (*storage.SchedulerLease, error) {
-	if err := storage.ValidateHolder(holder); err != nil {
-		return nil, err
-	}
-	d, err := storage.LeaseDuration("/lease_seconds", d, storage.DefaultSchedulerLease)
+	d, err := storage.ValidateCampaign(holder, d)
 	if err != nil {
 		return nil, err
 	}

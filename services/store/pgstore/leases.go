@@ -55,10 +55,7 @@ func lockForReconcile(ctx context.Context, tx pgx.Tx, id int64) (*resource.Resou
 // epoch + 1, the resource marked reconciling (a MODIFIED event when that
 // changes its document). It consumes a pending manual trigger and requeue.
 func (s *Store) AcquireLease(ctx context.Context, req storage.AcquireLeaseRequest) (*storage.Lease, error) {
-	if err := storage.ValidateHolder(req.Holder); err != nil {
-		return nil, err
-	}
-	d, err := storage.LeaseDuration("/lease_seconds", req.Lease, storage.DefaultLease)
+	d, err := req.Validate()
 	if err != nil {
 		return nil, err
 	}

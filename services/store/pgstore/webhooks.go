@@ -93,39 +93,28 @@ func (s *Store) GetWebhook(ctx context.Context, id int64) (*webhookconf.Webhook,
 
 // ListWebhooks lists every webhook unless the set's version
 // (storage.SetVersion) is unless: then it answers NotModified with one cheap
-// query.
+// query (storage.ListWebhooks).
 func (s *Store) ListWebhooks(ctx context.Context, unless string) (*storage.ListWebhooksResult, error) {
-	if unless != "" {
-		var maxRev int64
-		var n int
-		if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(resource_version), 0), count(*) FROM admission_webhooks`).Scan(&maxRev, &n); err != nil {
-			return nil, translate(err)
-		}
-		if v := storage.SetVersion(maxRev, n); v == unless {
-			return &storage.ListWebhooksResult{SetVersion: v, NotModified: true}, nil
-		}
-	}
-	rows, err := s.pool.Query(ctx, `SELECT `+webhookColumns+` FROM admission_webhooks ORDER BY webhook_type, ordering, name`)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	out := &storage.ListWebhooksResult{Webhooks: []*webhookconf.Webhook{}}
-	var maxRev int64
-	for rows.Next() {
-		w, err := scanWebhook(rows)
+	res, err := storage.ListWebhooks(unless, func() (maxRev int64, n int, err error) {
+		err = s.pool.QueryRow(ctx, `SELECT coalesce(max(resource_version), 0), count(*) FROM admission_webhooks`).Scan(&maxRev, &n)
+		return maxRev, n, err
+	}, func() ([]*webhookconf.Webhook, error) {
+		rows, err := s.pool.Query(ctx, `SELECT `+webhookColumns+` FROM admission_webhooks ORDER BY webhook_type, ordering, name`)
 		if err != nil {
-			return nil, translate(err)
+			return nil, err
 		}
-		maxRev = max(maxRev, w.ResourceVersion)
-		out.Webhooks = append(out.Webhooks, w)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, translate(err)
-	}
-	// The version comes from the rows read, so it always describes them.
-	out.SetVersion = storage.SetVersion(maxRev, len(out.Webhooks))
-	return out, nil
+		defer rows.Close()
+		var out []*webhookconf.Webhook
+		for rows.Next() {
+			w, err := scanWebhook(rows)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, w)
+		}
+		return out, rows.Err()
+	})
+	return res, translate(err)
 }
 
 // UpdateWebhook replaces every registration field of webhook w.ID. A

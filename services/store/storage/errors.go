@@ -9,6 +9,7 @@ package storage
 // code, in one table.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -107,6 +108,13 @@ func NotFound(format string, args ...any) *Error { return NewError(ErrNotFound, 
 // StaleEpoch is ErrStaleEpoch with a detail.
 func StaleEpoch(format string, args ...any) error {
 	return NewError(ErrStaleEpoch, format, args...)
+}
+
+// Translated reports whether err needs no translation at a backend's
+// boundary: nil, already a store error, or the caller's context ending.
+func Translated(err error) bool {
+	var se *Error
+	return err == nil || errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // Unavailable is ErrUnavailable caused by err, a database that cannot be

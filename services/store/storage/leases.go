@@ -104,6 +104,23 @@ func LeaseDuration(path string, d, def time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
+// Validate checks a lease request and returns the lease's length.
+func (req AcquireLeaseRequest) Validate() (time.Duration, error) {
+	if err := ValidateHolder(req.Holder); err != nil {
+		return 0, err
+	}
+	return LeaseDuration("/lease_seconds", req.Lease, DefaultLease)
+}
+
+// ValidateCampaign checks a BecomeScheduler call and returns the lease's
+// length (d 0: DefaultSchedulerLease).
+func ValidateCampaign(holder string, d time.Duration) (time.Duration, error) {
+	if err := ValidateHolder(holder); err != nil {
+		return 0, err
+	}
+	return LeaseDuration("/lease_seconds", d, DefaultSchedulerLease)
+}
+
 // ValidateHolder checks a lease holder's name.
 func ValidateHolder(holder string) error {
 	if holder == "" || len(holder) > MaxHolderBytes {

@@ -68,6 +68,15 @@ type UpdateFinalizersRequest struct {
 	DryRun                  bool
 }
 
+// ValidSpec checks the spec of an update and returns it as ValidateSpec
+// does (nil: the spec is left as it is).
+func (req UpdateResourceRequest) ValidSpec() ([]byte, error) {
+	if req.Spec == nil {
+		return nil, nil
+	}
+	return ValidateSpec(req.Spec)
+}
+
 // ValidateSpec checks a spec (a JSON object within the size limit, strict
 // JSON) and returns its compact form, the form every backend stores.
 func ValidateSpec(spec []byte) ([]byte, error) {

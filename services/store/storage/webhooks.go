@@ -50,6 +50,35 @@ func SetVersion(maxRevision int64, count int) string {
 	return fmt.Sprintf("%d.%d", maxRevision, count)
 }
 
+// ListWebhooks answers a ListWebhooks call from a backend's two reads:
+// version reads the largest revision and the count of the set (one cheap
+// query, made only when the caller has a version, unless), list reads every
+// webhook ordered by type, ordering and name. The set version of a full
+// answer comes from the rows read, so it always describes them.
+func ListWebhooks(unless string, version func() (maxRevision int64, count int, err error), list func() ([]*webhookconf.Webhook, error)) (*ListWebhooksResult, error) {
+	if unless != "" {
+		maxRev, n, err := version()
+		if err != nil {
+			return nil, err
+		}
+		if v := SetVersion(maxRev, n); v == unless {
+			return &ListWebhooksResult{SetVersion: v, NotModified: true}, nil
+		}
+	}
+	ws, err := list()
+	if err != nil {
+		return nil, err
+	}
+	var maxRev int64
+	for _, w := range ws {
+		maxRev = max(maxRev, w.ResourceVersion)
+	}
+	if ws == nil {
+		ws = []*webhookconf.Webhook{}
+	}
+	return &ListWebhooksResult{Webhooks: ws, SetVersion: SetVersion(maxRev, len(ws))}, nil
+}
+
 // SameRegistration reports whether two webhooks register the same thing
 // (an update that changes nothing writes nothing).
 func SameRegistration(a, b *webhookconf.Webhook) bool {
