@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -46,11 +48,15 @@ func dsn(path string, pragmas []string, txlock string) string {
 	return "file:" + esc + "?" + q.Encode()
 }
 
-// Open opens (creating when missing) the store's database file at path.
+// Open opens the store's database file at path, creating it (and its
+// directory) when missing.
 // Migrate applies the schema.
 func Open(ctx context.Context, path string, opts storage.Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("open embedded store: empty database path")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open embedded store: %w", err)
 	}
 	busy := fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds())
 	w, err := sql.Open("sqlite", dsn(path, []string{busy, "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(1)"}, "immediate"))

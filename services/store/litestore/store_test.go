@@ -11,7 +11,7 @@ import (
 // openTest opens a store on a fresh file in the test's temporary directory.
 func openTest(t *testing.T, opts storage.Options) *Store {
 	t.Helper()
-	return openPath(t, filepath.Join(t.TempDir(), "no8s.db"), opts)
+	return openPath(t, filepath.Join(t.TempDir(), "data", "no8s.db"), opts)
 }
 
 // openPath opens and migrates the store at path.
