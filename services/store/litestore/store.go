@@ -49,8 +49,7 @@ func dsn(path string, pragmas []string, txlock string) string {
 }
 
 // Open opens the store's database file at path, creating it (and its
-// directory) when missing.
-// Migrate applies the schema.
+// directory) when missing; Migrate applies the schema.
 func Open(ctx context.Context, path string, opts storage.Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("open embedded store: empty database path")
