@@ -69,8 +69,6 @@ func (s *Store) ListResources(ctx context.Context, req storage.ListResourcesRequ
 	args = append(args, q.Limit+1)
 
 	out := &storage.ListResourcesResult{Resources: make([]*resource.Resource, 0, min(q.Limit, 128)), ResourceVersion: q.Revision}
-	var more bool
-	var lastID int64
 	err = s.read(ctx, func(tx *sql.Tx) error {
 		if q.First() {
 			if err := tx.QueryRowContext(ctx, `SELECT published_revision FROM relay_state WHERE id = 1`).Scan(&out.ResourceVersion); err != nil {
@@ -82,31 +80,16 @@ func (s *Store) ListResources(ctx context.Context, req storage.ListResourcesRequ
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			if req.Documents {
-				if len(out.Documents) == q.Limit {
-					more = true
-					break
-				}
-				doc, id, err := scanDocument(rows)
-				if err != nil {
-					return err
-				}
-				out.Documents, lastID = append(out.Documents, doc), id
-				continue
-			}
-			r, err := scanResource(rows)
-			if err != nil {
-				return err
-			}
-			out.Resources = append(out.Resources, r)
+		err = q.Collect(out, rows.Next, func() ([]byte, int64, error) { return scanDocument(rows) },
+			func() (*resource.Resource, error) { return scanResource(rows) })
+		if err != nil {
+			return err
 		}
 		return rows.Err()
 	})
 	if err != nil {
 		return nil, err
 	}
-	q.Finish(out, more, lastID)
 	return out, nil
 }
 

@@ -56,8 +56,6 @@ func (s *Store) ListResources(ctx context.Context, req storage.ListResourcesRequ
 	query := `SELECT ` + resourceColumns + ` FROM resources WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY id LIMIT ` + arg(q.Limit+1)
 
-	var more bool
-	var lastID int64
 	out := &storage.ListResourcesResult{Resources: make([]*resource.Resource, 0, min(q.Limit, 128)), ResourceVersion: q.Revision}
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if q.First() {
@@ -70,31 +68,15 @@ func (s *Store) ListResources(ctx context.Context, req storage.ListResourcesRequ
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			if req.Documents {
-				if len(out.Documents) == q.Limit {
-					more = true
-					break
-				}
-				doc, id, err := scanDocument(rows)
-				if err != nil {
-					return err
-				}
-				out.Documents = append(out.Documents, doc)
-				lastID = id
-				continue
-			}
-			r, err := scanResource(rows)
-			if err != nil {
-				return err
-			}
-			out.Resources = append(out.Resources, r)
+		err = q.Collect(out, rows.Next, func() ([]byte, int64, error) { return scanDocument(rows) },
+			func() (*resource.Resource, error) { return scanResource(rows) })
+		if err != nil {
+			return err
 		}
 		return rows.Err()
 	})
 	if err != nil {
 		return nil, translate(err)
 	}
-	q.Finish(out, more, lastID)
 	return out, nil
 }

@@ -104,6 +104,37 @@ func ParseList(req ListResourcesRequest) (*ListQuery, error) {
 	return q, nil
 }
 
+// Collect reads a page's rows into out and finishes it (Finish): next
+// advances to the next row (false after the last), doc scans the row as a
+// document, res as a resource. A documents page stops at Limit rows; a
+// resources page takes the Limit + 1 rows the query reads, and Finish trims
+// it.
+func (q *ListQuery) Collect(out *ListResourcesResult, next func() bool, doc func() ([]byte, int64, error), res func() (*resource.Resource, error)) error {
+	var more bool
+	var lastID int64
+	for next() {
+		if q.Request.Documents {
+			if len(out.Documents) == q.Limit {
+				more = true
+				break
+			}
+			d, id, err := doc()
+			if err != nil {
+				return err
+			}
+			out.Documents, lastID = append(out.Documents, d), id
+			continue
+		}
+		r, err := res()
+		if err != nil {
+			return err
+		}
+		out.Resources = append(out.Resources, r)
+	}
+	q.Finish(out, more, lastID)
+	return nil
+}
+
 // Finish trims a page read with Limit + 1 rows to Limit and sets its
 // continue token. lastDocID is the id of the last document kept when the
 // backend read documents (it stops at Limit and sets moreDocs itself).
