@@ -43,7 +43,7 @@
 // through HARD-PARTS 1, with SQLite's write lock as the single writer.
 //
 // The relay's leadership is SQLite's write lock on a small lock file next to
-// the database (<path>-relay.lock, relaylock.go): the operating system
+// the database (<path>-relay.lock, filelock.go): the operating system
 // releases a process's file locks when it dies, as PostgreSQL releases an
 // advisory lock with its connection, and a paused process keeps it.
 //
@@ -64,5 +64,6 @@
 //   - errors.go, values.go, scan.go: SQLite's errors and values;
 //   - resources.go, list.go, types.go, webhooks.go: the objects;
 //   - leases.go, completion.go, reconcilestate.go: reconciliation;
-//   - eventlog.go, relaylock.go: the relay's side.
+//   - eventlog.go, filelock.go: the relay's side, and the locks between
+//     processes sharing the file.
 package litestore

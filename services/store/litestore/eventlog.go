@@ -25,10 +25,11 @@ var _ storage.EventLog = eventLog{}
 // stream's identity checks.
 func (s *Store) EventLog() storage.EventLog { return eventLog{s: s} }
 
-// LockRelay takes the relay lock file's write lock (relaylock.go), or
-// returns nil when another relay, in this process or another, holds it.
+// LockRelay takes the relay lock file's write lock (filelock.go) without
+// waiting, or returns nil when another relay, in this process or another,
+// holds it.
 func (g eventLog) LockRelay(ctx context.Context) (storage.RelayLock, error) {
-	l, err := tryRelayLock(ctx, g.s.path)
+	l, err := takeFileLock(ctx, relayLockFile(g.s.path), 0)
 	if err != nil || l == nil {
 		return nil, err
 	}
@@ -38,7 +39,7 @@ func (g eventLog) LockRelay(ctx context.Context) (storage.RelayLock, error) {
 // heldRelayLock is a held relay lock as storage sees it.
 type heldRelayLock struct {
 	s    *Store
-	lock *relayLock
+	lock *fileLock
 }
 
 // Lost is nil: the lock is held by this process's open file, which nothing

@@ -87,26 +87,31 @@ func Open(ctx context.Context, path string, opts storage.Options) (*Store, error
 }
 
 // Migrate applies pending migrations (migrations.SQLite) and returns the
-// schema version. Two processes migrating a new file at once may race to
-// apply the same migration; the loser finds the schema current when it
-// looks again.
+// schema version. It holds the migration lock (filelock.go) meanwhile, so
+// that processes opening a new file together apply them once.
 func (s *Store) Migrate(ctx context.Context, log *slog.Logger) (int64, error) {
+	lock, err := takeFileLock(ctx, migrateLockFile(s.path), busyTimeout.Milliseconds())
+	if err != nil {
+		return 0, err
+	}
+	if lock == nil {
+		return 0, fmt.Errorf("migrate %s: another process held the migration lock for %s", s.path, busyTimeout)
+	}
+	defer lock.release()
 	p, err := goose.NewProvider(goose.DialectSQLite3, s.w, migrations.SQLite())
 	if err != nil {
 		return 0, fmt.Errorf("load embedded store migrations: %w", err)
 	}
-	results, uerr := p.Up(ctx)
+	results, err := p.Up(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("apply embedded store migrations to %s: %w", s.path, err)
+	}
 	for _, r := range results {
-		if r.Error == nil {
-			log.Info("applied migration", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
-		}
+		log.Info("applied migration", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
 	}
 	v, err := p.GetDBVersion(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read embedded store schema version: %w", err)
-	}
-	if srcs := p.ListSources(); uerr != nil && (len(srcs) == 0 || v != srcs[len(srcs)-1].Version) {
-		return 0, fmt.Errorf("apply embedded store migrations to %s: %w", s.path, uerr)
 	}
 	return v, nil
 }

@@ -3,6 +3,7 @@ package litestore
 import (
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/no8s/no8s/services/store/storage"
@@ -89,5 +90,34 @@ func TestRevisionsAreConsecutiveAndRollBack(t *testing.T) {
 	// The dry run rolled its revision back: no gap.
 	if r := take(false); r != 3 {
 		t.Fatalf("after a dry run: %d; want 3", r)
+	}
+}
+
+// TestMigrateOnceAcrossOpeners: stores opening one new file together apply
+// its migrations once (the migration lock), and each finds the schema
+// current.
+func TestMigrateOnceAcrossOpeners(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "no8s.db")
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	versions := make([]int64, 4)
+	for i := range 4 {
+		s, err := Open(ctx, path, storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			versions[i], errs[i] = s.Migrate(ctx, slog.New(slog.DiscardHandler))
+		}()
+	}
+	wg.Wait()
+	for i := range 4 {
+		if errs[i] != nil || versions[i] != versions[0] || versions[0] == 0 {
+			t.Fatalf("migrate %d: version %d, %v (first: %d)", i, versions[i], errs[i], versions[0])
+		}
 	}
 }

@@ -5,19 +5,19 @@ import (
 	"testing"
 )
 
-func TestRelayLockIsExclusive(t *testing.T) {
+func TestFileLockIsExclusive(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "no8s.db")
-	a, err := tryRelayLock(ctx, path)
+	a, err := takeFileLock(ctx, relayLockFile(path), 0)
 	if err != nil || a == nil {
 		t.Fatalf("first lock: %v, %v", a, err)
 	}
-	b, err := tryRelayLock(ctx, path)
+	b, err := takeFileLock(ctx, relayLockFile(path), 0)
 	if err != nil || b != nil {
 		t.Fatalf("second lock while the first is held: %v, %v; want none", b, err)
 	}
 	a.release()
-	c, err := tryRelayLock(ctx, path)
+	c, err := takeFileLock(ctx, relayLockFile(path), 0)
 	if err != nil || c == nil {
 		t.Fatalf("lock after release: %v, %v", c, err)
 	}
