@@ -76,14 +76,19 @@ var benchTypes = []string{"DatabaseCluster/v1", "DatabaseCluster/v1beta1", "Data
 type benchEnv struct {
 	// gatewayURL is the gateway's base URL, e.g. http://127.0.0.1:41234.
 	gatewayURL string
-	// databaseURL is the stack's database (fresh per stack).
+	// databaseURL is the stack's database (fresh per stack): a PostgreSQL
+	// database, or with embedded a SQLite file in the work directory.
 	databaseURL string
+	// embedded runs the store on its embedded backend (sqlite:) instead of
+	// PostgreSQL; pool is nil then. Set it with useBackend before Restart.
+	embedded bool
 	// natsURL is the stack's nats-server.
 	natsURL string
 	// storeAddr and admissionAddr are the gRPC addresses; workerAddr is the
 	// store's worker listener, where the reconciler connects.
 	storeAddr, admissionAddr, workerAddr string
-	// pool is a pgx pool on databaseURL, sized for 32 concurrent workers.
+	// pool is a pgx pool on databaseURL, sized for 32 concurrent workers
+	// (nil on the embedded backend).
 	pool *pgxpool.Pool
 	// client is an HTTP client tuned for load (keep-alive, many idle
 	// connections per host).
@@ -157,6 +162,18 @@ func (e *benchEnv) Fresh(ctx context.Context) error {
 	}
 	return e.Restart(ctx)
 }
+
+// backendName names the store's backend of the running stack.
+func (e *benchEnv) backendName() string {
+	if e.embedded {
+		return "embedded (SQLite)"
+	}
+	return "PostgreSQL"
+}
+
+// useBackend selects the store's backend of the stacks started from now on:
+// the embedded one, or PostgreSQL.
+func (e *benchEnv) useBackend(embedded bool) { e.embedded = embedded }
 
 // Restart stops every process, drops the database and starts a new stack on
 // a fresh database and a fresh nats-server data directory.
@@ -682,11 +699,21 @@ func (e *benchEnv) start(ctx context.Context) error {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return err
 	}
-	dbURL, drop, err := testenv.CreateDatabase(ctx, "bench")
-	if err != nil {
-		return err
+	if e.embedded {
+		file := filepath.Join(e.workDir, fmt.Sprintf("store-%d.db", e.stackN))
+		e.databaseURL = "sqlite:" + file
+		e.dropDB = func() {
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				_ = os.Remove(file + suffix)
+			}
+		}
+	} else {
+		dbURL, drop, err := testenv.CreateDatabase(ctx, "bench")
+		if err != nil {
+			return err
+		}
+		e.databaseURL, e.dropDB = dbURL, drop
 	}
-	e.databaseURL, e.dropDB = dbURL, drop
 
 	// nats-server
 	natsAddr, err := freeAddr()
@@ -781,6 +808,9 @@ func (e *benchEnv) start(ctx context.Context) error {
 		return err
 	}
 
+	if e.embedded {
+		return nil
+	}
 	cfg, err := pgxpool.ParseConfig(e.databaseURL)
 	if err != nil {
 		return err

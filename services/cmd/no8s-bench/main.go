@@ -36,10 +36,11 @@ func run() error {
 	flag.Parse()
 	// Scenarios, in the order they run. Each issue's benchmark adds one line.
 	scenarios := []scenario{
-		{"api", benchAPI},             // issue 2: creates/s vs the PostgreSQL ceiling, list 10,000, RSS at 50,000
-		{"webhook", benchWebhook},     // issue 5: p99 a local no-op admission webhook adds to API creates
-		{"watch", benchWatch},         // issue 4: fan-out p99 to 1,000 SSE watchers at 200 changes/s, memory per idle watcher
-		{"reconcile", benchReconcile}, // issue 13: create→Ready latency at 100/200/400/s, reconciles/s at saturation
+		{"api", benchAPI},                  // issue 2: creates/s vs the PostgreSQL ceiling, list 10,000, RSS at 50,000
+		{"webhook", benchWebhook},          // issue 5: p99 a local no-op admission webhook adds to API creates
+		{"watch", benchWatch},              // issue 4: fan-out p99 to 1,000 SSE watchers at 200 changes/s, memory per idle watcher
+		{"reconcile", benchReconcile},      // issue 13: create→Ready latency at 100/200/400/s, reconciles/s at saturation
+		{"api-embedded", benchAPIEmbedded}, // issue 11: the api scenario's figures with the store on its embedded backend
 	}
 	ctx, cancel := proc.SignalContext()
 	defer cancel()

@@ -1,6 +1,7 @@
 package strictjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -35,8 +36,10 @@ func Check(data []byte, base string) *problem.Error {
 	if !json.Valid(data) {
 		return nil
 	}
-	c := checker{data: data}
-	c.value(base)
+	var path [16]token
+	var keys [32][]byte
+	c := checker{data: data, base: base, path: path[:0], keys: keys[:0]}
+	c.value()
 	if len(c.errs) == 0 {
 		return nil
 	}
@@ -59,18 +62,54 @@ func displayPath(p string) string {
 	return p
 }
 
-// checker walks a document that json.Valid accepted.
+// checker walks a document that json.Valid accepted. It allocates nothing
+// on a clean document: keys are compared as slices of data (decoded only when
+// they hold an escape), and a value's JSON pointer is rendered only when the
+// value fails (from the stack of tokens leading to it).
 type checker struct {
 	data      []byte
 	i         int
+	base      string
 	errs      []problem.FieldError
 	malformed bool
+	// path is the stack of tokens from the document to the current value.
+	path []token
+	// keys holds the keys of the objects being walked, innermost last.
+	keys [][]byte
+	// buf receives decoded strings that hold escapes.
+	buf []byte
 }
 
-func (c *checker) fail(path, msg string, malformed bool) {
+// token is one step of a JSON pointer: an object member, named by the
+// offset of its key's opening quote, or an array index.
+type token struct {
+	key   int
+	index int
+	isKey bool
+}
+
+// pointer renders the current path as base followed by a JSON pointer.
+func (c *checker) pointer() string {
+	var b strings.Builder
+	b.WriteString(c.base)
+	for _, t := range c.path {
+		b.WriteByte('/')
+		if !t.isKey {
+			b.WriteString(strconv.Itoa(t.index))
+			continue
+		}
+		// Decode the key again, quietly, on a scratch checker.
+		k := checker{data: c.data, i: t.key}
+		raw, _ := k.str(false)
+		b.WriteString(EscapePointer(strings.ToValidUTF8(string(raw), "\uFFFD")))
+	}
+	return b.String()
+}
+
+func (c *checker) fail(msg string, malformed bool) {
 	c.malformed = c.malformed || malformed
 	if len(c.errs) < maxErrors {
-		c.errs = append(c.errs, problem.FieldError{Path: path, Message: msg})
+		c.errs = append(c.errs, problem.FieldError{Path: c.pointer(), Message: msg})
 	}
 }
 
@@ -85,16 +124,16 @@ func (c *checker) skipSpace() {
 	}
 }
 
-// value checks the value at c.i, whose pointer is path.
-func (c *checker) value(path string) {
+// value checks the value at c.i, whose pointer is the current path.
+func (c *checker) value() {
 	c.skipSpace()
 	switch c.data[c.i] {
 	case '{':
-		c.object(path)
+		c.object()
 	case '[':
-		c.array(path)
+		c.array()
 	case '"':
-		c.str(path, false)
+		c.str(true)
 	case 't':
 		c.i += len("true")
 	case 'f':
@@ -106,19 +145,31 @@ func (c *checker) value(path string) {
 		for c.i < len(c.data) && isNumberByte(c.data[c.i]) {
 			c.i++
 		}
-		if !NumberOK(string(c.data[start:c.i])) {
-			c.fail(path, NumberRangeMessage, false)
+		if !numberBytesOK(c.data[start:c.i]) {
+			c.fail(NumberRangeMessage, false)
 		}
 	}
+}
+
+// numberBytesOK is NumberOK on a literal in the document; plain literals
+// (the common case) are decided without converting them.
+func numberBytesOK(lit []byte) bool {
+	return plainNumber(lit) || NumberOK(string(lit))
 }
 
 func isNumberByte(b byte) bool {
 	return b >= '0' && b <= '9' || b == '-' || b == '+' || b == '.' || b == 'e' || b == 'E'
 }
 
-func (c *checker) object(path string) {
+// smallObject is the member count up to which duplicate keys are found by
+// comparing with each earlier key rather than through a map.
+const smallObject = 16
+
+func (c *checker) object() {
 	c.i++ // {
-	seen := map[string]bool{}
+	first := len(c.keys)
+	var seen map[string]bool
+	defer func() { c.keys = c.keys[:first] }()
 	for {
 		c.skipSpace()
 		if c.data[c.i] == '}' {
@@ -130,24 +181,55 @@ func (c *checker) object(path string) {
 			c.skipSpace()
 		}
 		keyStart := c.i
-		key, ok := c.str("", true)
-		child := path + "/" + EscapePointer(strings.ToValidUTF8(key, "\uFFFD"))
+		c.path = append(c.path, token{key: keyStart, isKey: true})
+		key, ok := c.str(false)
 		if !ok {
 			// Report the key's problem at the member's pointer.
 			c.i = keyStart
-			c.str(child, false)
-		} else if seen[key] {
-			c.fail(child, msgDuplicate, true)
+			c.str(true)
+		} else {
+			members := c.keys[first:]
+			dup := false
+			switch {
+			case seen != nil:
+				dup = seen[string(key)]
+			case len(members) < smallObject:
+				for _, k := range members {
+					if bytes.Equal(k, key) {
+						dup = true
+						break
+					}
+				}
+			default:
+				seen = make(map[string]bool, 2*smallObject)
+				for _, k := range members {
+					seen[string(k)] = true
+				}
+				dup = seen[string(key)]
+			}
+			if dup {
+				c.fail(msgDuplicate, true)
+			}
+			if seen != nil {
+				seen[string(key)] = true
+			}
 		}
-		seen[key] = true
+		// A key decoded into buf is copied: buf is reused by the next string.
+		if len(key) > 0 && len(c.buf) > 0 && &key[0] == &c.buf[0] {
+			key = bytes.Clone(key)
+		}
+		c.keys = append(c.keys, key)
 		c.skipSpace()
 		c.i++ // :
-		c.value(child)
+		c.value()
+		c.path = c.path[:len(c.path)-1]
 	}
 }
 
-func (c *checker) array(path string) {
+func (c *checker) array() {
 	c.i++ // [
+	c.path = append(c.path, token{})
+	defer func() { c.path = c.path[:len(c.path)-1] }()
 	for n := 0; ; n++ {
 		c.skipSpace()
 		if c.data[c.i] == ']' {
@@ -157,44 +239,65 @@ func (c *checker) array(path string) {
 		if c.data[c.i] == ',' {
 			c.i++
 		}
-		c.value(path + "/" + strconv.Itoa(n))
+		c.path[len(c.path)-1].index = n
+		c.value()
 	}
 }
 
-// str reads the string at c.i and returns it decoded. It reports each
-// problem at path unless quiet, and returns ok false when there was one.
-func (c *checker) str(path string, quiet bool) (string, bool) {
+// str reads the string at c.i and returns it decoded: a slice of data when
+// it holds no escape, else a slice of c.buf (valid until the next call). It
+// reports each problem at the current path when report is set, and returns
+// ok false when there was one.
+func (c *checker) str(report bool) ([]byte, bool) {
 	c.i++ // opening quote
-	var b strings.Builder
+	start := c.i
 	ok := true
-	report := func(msg string, malformed bool) {
+	problem := func(msg string, malformed bool) {
 		ok = false
-		if !quiet {
-			c.fail(path, msg, malformed)
+		if report {
+			c.fail(msg, malformed)
 		}
 	}
+	// Fast path: no escape.
+	for {
+		ch := c.data[c.i]
+		if ch == '"' {
+			c.i++
+			return c.data[start : c.i-1], ok
+		}
+		if ch == '\\' {
+			break
+		}
+		if ch < utf8.RuneSelf {
+			c.i++
+			continue
+		}
+		r, size := utf8.DecodeRune(c.data[c.i:])
+		if r == utf8.RuneError && size <= 1 {
+			problem(msgUTF8, true)
+		}
+		c.i += size
+	}
+	b := append(c.buf[:0], c.data[start:c.i]...)
 	for c.data[c.i] != '"' {
 		ch := c.data[c.i]
 		if ch != '\\' {
 			if ch < utf8.RuneSelf {
-				b.WriteByte(ch)
+				b = append(b, ch)
 				c.i++
 				continue
 			}
 			r, size := utf8.DecodeRune(c.data[c.i:])
 			if r == utf8.RuneError && size <= 1 {
-				report(msgUTF8, true)
-				b.WriteByte(ch)
-				c.i++
-				continue
+				problem(msgUTF8, true)
 			}
-			b.Write(c.data[c.i : c.i+size])
+			b = append(b, c.data[c.i:c.i+size]...)
 			c.i += size
 			continue
 		}
 		esc := c.data[c.i+1]
 		if esc != 'u' {
-			b.WriteByte(unescape(esc))
+			b = append(b, unescape(esc))
 			c.i += 2
 			continue
 		}
@@ -202,23 +305,24 @@ func (c *checker) str(path string, quiet bool) (string, bool) {
 		c.i += 6
 		switch {
 		case r == 0:
-			report(msgNUL, false)
-			b.WriteByte(0)
+			problem(msgNUL, false)
+			b = append(b, 0)
 		case utf16.IsSurrogate(r):
 			if r < 0xdc00 && c.i+6 <= len(c.data) && c.data[c.i] == '\\' && c.data[c.i+1] == 'u' {
 				if lo := hex4(c.data[c.i+2 : c.i+6]); lo >= 0xdc00 && lo <= 0xdfff {
-					b.WriteRune(utf16.DecodeRune(r, lo))
+					b = utf8.AppendRune(b, utf16.DecodeRune(r, lo))
 					c.i += 6
 					continue
 				}
 			}
-			report(msgSurrogate, true)
+			problem(msgSurrogate, true)
 		default:
-			b.WriteRune(r)
+			b = utf8.AppendRune(b, r)
 		}
 	}
 	c.i++ // closing quote
-	return b.String(), ok
+	c.buf = b
+	return b, ok
 }
 
 func unescape(esc byte) byte {

@@ -111,7 +111,7 @@ func NumberOK(lit string) bool {
 // is always a finite double that does not round to zero, and PostgreSQL
 // writes it back as it is. Almost every number in a spec is one, and this
 // spares it the exact checks.
-func plainNumber(lit string) bool {
+func plainNumber[T string | []byte](lit T) bool {
 	if len(lit) > 15 {
 		return false
 	}

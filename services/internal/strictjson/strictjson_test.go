@@ -1,10 +1,13 @@
 package strictjson
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/no8s/no8s/services/internal/problem"
 )
@@ -18,6 +21,15 @@ func paths(e *problem.Error) []string {
 		out = append(out, f.Path)
 	}
 	return out
+}
+
+// manyKeys renders n distinct members "k0":0,"k1":0,...
+func manyKeys(n int) string {
+	ms := make([]string, n)
+	for i := range ms {
+		ms[i] = fmt.Sprintf("%q:0", fmt.Sprintf("k%d", i))
+	}
+	return strings.Join(ms, ",")
 }
 
 func TestCheck(t *testing.T) {
@@ -37,6 +49,9 @@ func TestCheck(t *testing.T) {
 		{"invalid UTF-8 in a key", "{\"k\xff\":1}", "malformed_json", []string{"/k\uFFFD"}},
 		{"duplicate key", `{"spec":{"n":1,"n":2}}`, "malformed_json", []string{"/spec/n"}},
 		{"duplicate key by escape", `{"a":1,"\u0061":2}`, "malformed_json", []string{"/a"}},
+		{"duplicate among escaped keys", `{"\u0061":1,"\u0062":2,"\u0061":3}`, "malformed_json", []string{"/a"}},
+		{"duplicate in a large object", `{` + manyKeys(40) + `,"k33":1}`, "malformed_json", []string{"/k33"}},
+		{"large object without duplicates", `{` + manyKeys(40) + `}`, "", nil},
 		{"duplicate top-level key", `{"name":"a","name":"b"}`, "malformed_json", []string{"/name"}},
 		{"keys escaped in the pointer", `{"a/b":{"c~d":"\u0000"}}`, "invalid", []string{"/a~1b/c~0d"}},
 		{"number too large", `{"spec":{"n":1e400}}`, "invalid", []string{"/spec/n"}},
@@ -160,4 +175,43 @@ func TestPlainNumbersAgreeWithTheExactCheck(t *testing.T) {
 			t.Errorf("%s: plain", lit)
 		}
 	}
+}
+
+// BenchmarkCheck measures the check of a typical request body.
+func BenchmarkCheck(b *testing.B) {
+	body := []byte(`{"name":"db-0001","labels":{"team":"payments","env":"prod","tier":"gold"},` +
+		`"annotations":{"no8s.io/owner":"alice@example.com"},"finalizers":["reconciler.no8s.io/postgres"],` +
+		`"spec":{"engine":"postgres","version":"16.4","storage_gb":100,"replicas":3,"ratio":0.75,` +
+		`"backup":{"enabled":true,"schedule":"0 3 * * *","retention_days":14},` +
+		`"parameters":{"max_connections":"200","shared_buffers":"4GB","work_mem":"64MB"},` +
+		`"users":[{"name":"app","roles":["rw"]},{"name":"report","roles":["ro"]}],` +
+		`"note":"caf\u00e9 \u2014 primary","zones":["eu-west-1a","eu-west-1b","eu-west-1c"],"maintenance":null}}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Check(body, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzCheck: Check never panics, and a document it passes is valid UTF-8
+// JSON whose pointer paths it could have rendered.
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{`{"a":[1,"x",{"b":null}]}`, `{"a":1,"\u0061":2}`, "{\"k\xff\":1}", `{"s":"\ud800\u0041"}`, `[1e400,"\u0000"]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e := Check(data, "/spec")
+		if e == nil && json.Valid(data) && !utf8.Valid(data) {
+			t.Fatalf("passed invalid UTF-8: %q", data)
+		}
+		if e != nil {
+			for _, fe := range e.Fields {
+				if !strings.HasPrefix(fe.Path, "/spec") {
+					t.Fatalf("path %q lacks the base", fe.Path)
+				}
+			}
+		}
+	})
 }
