@@ -21,6 +21,39 @@ func Event(typeName, version string) string {
 	return EventsPrefix + "." + typeName + "." + version
 }
 
+// Settings of the event stream, created by the store's relay.
+const (
+	// EventsMaxAge is how long events are kept: the watch resume horizon.
+	EventsMaxAge = 24 * time.Hour
+	// EventsDuplicates is the deduplication window for republished
+	// revisions (the Nats-Msg-Id is the revision).
+	EventsDuplicates = 10 * time.Minute
+)
+
+// StreamSettings are the settings of a stream that its creator chooses: the
+// event stream's (the store's relay) and the work queue's (the scheduler).
+type StreamSettings struct {
+	// MaxAge drops messages older than this.
+	MaxAge time.Duration
+	// Duplicates is the window in which a republished message id is
+	// dropped.
+	Duplicates time.Duration
+	// Replicas is the stream replication factor (1 on a single server).
+	Replicas int
+	// Memory keeps the stream in memory (tests only).
+	Memory bool
+}
+
+// EventsSettings are the event stream's default settings.
+func EventsSettings() StreamSettings {
+	return StreamSettings{MaxAge: EventsMaxAge, Duplicates: EventsDuplicates, Replicas: 1}
+}
+
+// ReconcileSettings are the work queue stream's default settings.
+func ReconcileSettings() StreamSettings {
+	return StreamSettings{MaxAge: ReconcileMaxAge, Duplicates: ReconcileDuplicates, Replicas: 1}
+}
+
 // WakeSubject carries core-NATS hints that the outbox has new rows.
 const WakeSubject = "no8s.internal.outbox.wake"
 

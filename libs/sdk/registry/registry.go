@@ -273,7 +273,38 @@ type Reconciler struct {
 	Replicas []Replica     `json:"replicas"`
 }
 
-// Live lists the live reconcilers, sorted by name.
+// parseReplica reads a replica key's value. Its types are objects {name,
+// version}; "Type/version" strings are accepted too, and entries that are
+// neither are dropped rather than losing the replica.
+func parseReplica(data []byte) (Replica, bool) {
+	var v struct {
+		Replica
+		Types []json.RawMessage `json:"types"`
+	}
+	if json.Unmarshal(data, &v) != nil || v.Name == "" {
+		return Replica{}, false
+	}
+	rep := v.Replica
+	rep.Types = nil
+	for _, raw := range v.Types {
+		var t sdk.TypeRef
+		if json.Unmarshal(raw, &t) == nil && t.Name != "" {
+			rep.Types = append(rep.Types, t)
+			continue
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			if n, ver, ok := strings.Cut(s, "/"); ok && n != "" && ver != "" {
+				rep.Types = append(rep.Types, sdk.TypeRef{Name: n, Version: ver})
+			}
+		}
+	}
+	return rep, true
+}
+
+// Live lists the live reconcilers, sorted by name: each with the types it
+// holds and its replicas (a reconciler whose replicas have all stopped but
+// which still holds a type is listed with no replica).
 func Live(ctx context.Context, kv jetstream.KeyValue) ([]Reconciler, error) {
 	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
@@ -299,11 +330,12 @@ func Live(ctx context.Context, kv jetstream.KeyValue) ([]Reconciler, error) {
 		}
 		key := e.Key()
 		if n, v, ok := subjects.ParseTypeKey(key); ok {
-			r := get(string(e.Value()))
-			r.Types = append(r.Types, sdk.TypeRef{Name: n, Version: v})
+			if name := string(e.Value()); name != "" {
+				r := get(name)
+				r.Types = append(r.Types, sdk.TypeRef{Name: n, Version: v})
+			}
 		} else if subjects.IsReplicaKey(key) {
-			var rep Replica
-			if json.Unmarshal(e.Value(), &rep) == nil && rep.Name != "" {
+			if rep, ok := parseReplica(e.Value()); ok {
 				r := get(rep.Name)
 				r.Replicas = append(r.Replicas, rep)
 			}

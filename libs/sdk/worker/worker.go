@@ -177,6 +177,29 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
+// WorkStreamConfig is the work queue stream's configuration under the
+// settings s, named name (subjects.ReconcileStream but in tests): whoever
+// creates the stream first, the scheduler or a worker, creates the same one.
+// Its retention is work-queue: a message is gone once a consumer
+// acknowledges it.
+func WorkStreamConfig(name string, s subjects.StreamSettings) jetstream.StreamConfig {
+	storage := jetstream.FileStorage
+	if s.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	return jetstream.StreamConfig{
+		Name:        name,
+		Description: "no8s work items: one per dispatch, consumed once by the reconciler serving the type",
+		Subjects:    []string{subjects.ReconcileAll},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     storage,
+		MaxAge:      s.MaxAge,
+		Duplicates:  s.Duplicates,
+		Replicas:    max(s.Replicas, 1),
+		Discard:     jetstream.DiscardOld,
+	}
+}
+
 // consumer ensures the stream (when allowed) and the reconciler's durable
 // consumer, filtered on its types.
 func (w *Worker) consumer(ctx context.Context, js jetstream.JetStream) (jetstream.Consumer, error) {
@@ -185,11 +208,7 @@ func (w *Worker) consumer(ctx context.Context, js jetstream.JetStream) (jetstrea
 		if !errors.Is(err, jetstream.ErrStreamNotFound) || !w.o.createStream {
 			return nil, fmt.Errorf("worker: stream %s: %w", w.o.stream, err)
 		}
-		stream, err = js.CreateStream(ctx, jetstream.StreamConfig{
-			Name: w.o.stream, Description: "no8s work items (created by a worker)", Subjects: []string{subjects.ReconcileAll},
-			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Duplicates: subjects.ReconcileDuplicates,
-			MaxAge: subjects.ReconcileMaxAge, Discard: jetstream.DiscardOld,
-		})
+		stream, err = js.CreateStream(ctx, WorkStreamConfig(w.o.stream, subjects.ReconcileSettings()))
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			stream, err = js.Stream(ctx, w.o.stream)
 		}

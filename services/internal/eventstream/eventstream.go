@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -62,21 +61,11 @@ func MsgID(revision int64) string {
 }
 
 // StreamConfig sets the retention of the event stream.
-type StreamConfig struct {
-	// MaxAge is how long events are kept (watch resume horizon).
-	MaxAge time.Duration
-	// Duplicates is the deduplication window for republished revisions.
-	Duplicates time.Duration
-	// Replicas is the stream replication factor (1 on a single server).
-	Replicas int
-	// Memory keeps the stream in memory (tests only).
-	Memory bool
-}
+type StreamConfig = subjects.StreamSettings
 
-// DefaultStreamConfig is a day of history with a 10 minute dedup window.
-func DefaultStreamConfig() StreamConfig {
-	return StreamConfig{MaxAge: 24 * time.Hour, Duplicates: 10 * time.Minute, Replicas: 1}
-}
+// DefaultStreamConfig is libs/api/subjects' event stream settings: a day of
+// history with a 10 minute dedup window.
+func DefaultStreamConfig() StreamConfig { return subjects.EventsSettings() }
 
 // Identity ties the stream to the database whose changes it carries. It is
 // kept in the stream's metadata (nats-server 2.10 or newer), and the store id
@@ -126,7 +115,9 @@ func BaseOf(h nats.Header) int64 {
 	return b
 }
 
-func (c StreamConfig) jetstream(id Identity) jetstream.StreamConfig {
+// streamConfig is the event stream's configuration under c, with id in its
+// metadata when set.
+func streamConfig(c StreamConfig, id Identity) jetstream.StreamConfig {
 	storage := jetstream.FileStorage
 	if c.Memory {
 		storage = jetstream.MemoryStorage
@@ -157,7 +148,7 @@ func (c StreamConfig) jetstream(id Identity) jetstream.StreamConfig {
 // has). It fails when the server drops the metadata: identities need
 // nats-server 2.10 or newer.
 func Ensure(ctx context.Context, js jetstream.JetStream, c StreamConfig, id Identity) (jetstream.Stream, error) {
-	cfg := c.jetstream(id)
+	cfg := streamConfig(c, id)
 	if id.StoreID == "" {
 		if s, err := js.Stream(ctx, StreamName); err == nil {
 			cfg.Metadata = s.CachedInfo().Config.Metadata

@@ -7,7 +7,6 @@ package reconcilers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,20 +16,18 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/no8s/no8s/libs/api/subjects"
+	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/registry"
 )
 
 // TypeRef names a resource type and version.
-type TypeRef struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-}
-
-func (t TypeRef) String() string { return t.Name + "/" + t.Version }
+type TypeRef = sdk.TypeRef
 
 // Reconciler is one registered reconciler.
 type Reconciler struct {
 	Name string `json:"name"`
-	// Types are the types it serves.
+	// Types are the types it serves: those it holds and those its replicas
+	// announce.
 	Types []TypeRef `json:"types"`
 	// Replicas counts its live replicas.
 	Replicas int `json:"replicas"`
@@ -46,29 +43,9 @@ type Registry struct {
 	Reconcilers []Reconciler
 }
 
-// replicaValue is the value of a replica key. Types are objects
-// {name, version}; "Type/version" strings are accepted too.
-type replicaValue struct {
-	Name  string            `json:"name"`
-	Types []json.RawMessage `json:"types"`
-}
-
-func parseType(raw json.RawMessage) (TypeRef, bool) {
-	var t TypeRef
-	if json.Unmarshal(raw, &t) == nil && t.Name != "" {
-		return t, true
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		if n, v, ok := strings.Cut(s, "/"); ok && n != "" && v != "" {
-			return TypeRef{Name: n, Version: v}, true
-		}
-	}
-	return TypeRef{}, false
-}
-
-// Read returns the current registry. A missing bucket is an empty registry
-// (no reconciler has ever started).
+// Read returns the current registry, as the SDK's registry.Live reads the
+// bucket. A missing bucket is an empty registry (no reconciler has ever
+// started).
 func Read(ctx context.Context, js jetstream.KeyValueManager) (*Registry, error) {
 	reg := &Registry{Owners: map[TypeRef]string{}}
 	kv, err := js.KeyValue(ctx, subjects.RegistryBucket)
@@ -78,68 +55,30 @@ func Read(ctx context.Context, js jetstream.KeyValueManager) (*Registry, error) 
 	if err != nil {
 		return nil, fmt.Errorf("reconciler registry %s: %w", subjects.RegistryBucket, err)
 	}
-	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	live, err := registry.Live(ctx, kv)
 	if err != nil {
 		return nil, fmt.Errorf("read reconciler registry: %w", err)
 	}
-	defer func() { _ = w.Stop() }()
-	byName := map[string]*Reconciler{}
-	get := func(name string) *Reconciler {
-		r := byName[name]
-		if r == nil {
-			r = &Reconciler{Name: name, Types: []TypeRef{}}
-			byName[name] = r
-		}
-		return r
-	}
-	addType := func(r *Reconciler, t TypeRef) {
-		if !slices.Contains(r.Types, t) {
-			r.Types = append(r.Types, t)
-		}
-	}
-	for {
-		var e jetstream.KeyValueEntry
-		select {
-		case e = <-w.Updates():
-		case <-ctx.Done():
-			return nil, fmt.Errorf("read reconciler registry: %w", ctx.Err())
-		}
-		if e == nil {
-			break // every current value has been seen
-		}
-		key := e.Key()
-		if n, v, ok := subjects.ParseTypeKey(key); ok {
-			name := string(e.Value())
-			if name == "" {
-				continue
-			}
-			t := TypeRef{Name: n, Version: v}
-			reg.Owners[t] = name
-			r := get(name)
-			r.Live = true
-			addType(r, t)
-			continue
-		}
-		if subjects.IsReplicaKey(key) {
-			var rv replicaValue
-			if json.Unmarshal(e.Value(), &rv) != nil || rv.Name == "" {
-				continue
-			}
-			r := get(rv.Name)
-			r.Replicas++
-			r.Live = true
-			for _, raw := range rv.Types {
-				if t, ok := parseType(raw); ok {
-					addType(r, t)
-				}
+	reg.Reconcilers = make([]Reconciler, 0, len(live))
+	for _, l := range live {
+		r := Reconciler{Name: l.Name, Types: []TypeRef{}, Replicas: len(l.Replicas), Live: true}
+		add := func(t TypeRef) {
+			if !slices.Contains(r.Types, t) {
+				r.Types = append(r.Types, t)
 			}
 		}
-	}
-	for _, r := range byName {
+		for _, t := range l.Types {
+			reg.Owners[t] = l.Name
+			add(t)
+		}
+		for _, rep := range l.Replicas {
+			for _, t := range rep.Types {
+				add(t)
+			}
+		}
 		slices.SortFunc(r.Types, func(a, b TypeRef) int { return strings.Compare(a.String(), b.String()) })
-		reg.Reconcilers = append(reg.Reconcilers, *r)
+		reg.Reconcilers = append(reg.Reconcilers, r)
 	}
-	slices.SortFunc(reg.Reconcilers, func(a, b Reconciler) int { return strings.Compare(a.Name, b.Name) })
 	return reg, nil
 }
 

@@ -18,27 +18,16 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/no8s/no8s/libs/api/subjects"
+	"github.com/no8s/no8s/libs/sdk/worker"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/scheduler/trigger"
 )
 
 // StreamConfig configures the work stream when the scheduler creates it.
-type StreamConfig struct {
-	// MaxAge drops items nobody consumed for this long (the scheduler
-	// dispatches again whatever still needs it).
-	MaxAge time.Duration
-	// Duplicates is the window in which a republished dispatch id is dropped.
-	Duplicates time.Duration
-	// Replicas is the replication factor.
-	Replicas int
-	// Memory keeps the stream in memory (tests only).
-	Memory bool
-}
+type StreamConfig = subjects.StreamSettings
 
 // DefaultStreamConfig is the work queue's settings of libs/api/subjects.
-func DefaultStreamConfig() StreamConfig {
-	return StreamConfig{MaxAge: subjects.ReconcileMaxAge, Duplicates: subjects.ReconcileDuplicates, Replicas: 1}
-}
+func DefaultStreamConfig() StreamConfig { return subjects.ReconcileSettings() }
 
 // Ensure returns the work stream, creating it when missing. An existing
 // stream (a worker may have created it first) is used as it is.
@@ -50,21 +39,7 @@ func Ensure(ctx context.Context, js jetstream.StreamManager, c StreamConfig) (je
 	if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("work stream %s: %w", subjects.ReconcileStream, err)
 	}
-	storage := jetstream.FileStorage
-	if c.Memory {
-		storage = jetstream.MemoryStorage
-	}
-	s, err = js.CreateStream(ctx, jetstream.StreamConfig{
-		Name:        subjects.ReconcileStream,
-		Description: "no8s work items: one per dispatch, consumed once by the reconciler serving the type",
-		Subjects:    []string{subjects.ReconcileAll},
-		Retention:   jetstream.WorkQueuePolicy,
-		Storage:     storage,
-		MaxAge:      c.MaxAge,
-		Duplicates:  c.Duplicates,
-		Replicas:    max(c.Replicas, 1),
-		Discard:     jetstream.DiscardOld,
-	})
+	s, err = js.CreateStream(ctx, worker.WorkStreamConfig(subjects.ReconcileStream, c))
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		return js.Stream(ctx, subjects.ReconcileStream)
 	}
