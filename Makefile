@@ -13,13 +13,14 @@ NATS_SERVER_VERSION  := v2.15.2
 # Unit, integration and end-to-end tests of every module. Keep under 15 minutes.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: help run build test stress bench lint check-large-files generate generate-check tools nats-server clean
+.PHONY: help run build test stress bench bench-scale lint check-large-files generate generate-check tools nats-server clean
 
 help:
 	@echo "make run             run the whole control plane (no8s dev) on 127.0.0.1:8000 (ARGS=... for more flags)"
 	@echo "make test            run every module's tests (needs PostgreSQL; see README)"
 	@echo "make stress          long soak versions of the outbox and concurrency tests"
 	@echo "make bench           the performance figures the issues ask for"
+	@echo "make bench-scale     how cost grows with the store: 10k, 100k, 1M resources (about 15 minutes)"
 	@echo "make lint            gofmt, go vet, staticcheck, no tracked file over 1 MiB"
 	@echo "make generate        regenerate protobuf code with buf"
 	@echo "make generate-check  regenerate and fail if the committed code differs"
@@ -46,6 +47,9 @@ stress: build nats-server
 
 bench: build nats-server
 	cd services && go run ./cmd/no8s-bench
+
+bench-scale: build nats-server
+	cd services && go run ./cmd/no8s-bench -run scale $(ARGS)
 
 lint: $(BIN)/staticcheck check-large-files
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)

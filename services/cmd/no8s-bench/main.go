@@ -3,8 +3,9 @@
 // is this process, and every figure that has a baseline is printed as a ratio
 // against a baseline measured in the same run.
 //
-//	no8s-bench                 run every scenario
+//	no8s-bench                 run every default scenario
 //	no8s-bench -run api        run the scenarios whose name contains "api"
+//	no8s-bench -run scale      the scale scenario (make bench-scale; never by default)
 package main
 
 import (
@@ -22,6 +23,8 @@ import (
 type scenario struct {
 	name string
 	run  func(ctx context.Context, env *benchEnv) error
+	// optIn scenarios run only when -run names them exactly.
+	optIn bool
 }
 
 func main() {
@@ -36,11 +39,12 @@ func run() error {
 	flag.Parse()
 	// Scenarios, in the order they run. Each issue's benchmark adds one line.
 	scenarios := []scenario{
-		{"api", benchAPI},                  // issue 2: creates/s vs the PostgreSQL ceiling, list 10,000, RSS at 50,000
-		{"webhook", benchWebhook},          // issue 5: p99 a local no-op admission webhook adds to API creates
-		{"watch", benchWatch},              // issue 4: fan-out p99 to 1,000 SSE watchers at 200 changes/s, memory per idle watcher
-		{"reconcile", benchReconcile},      // issue 13: create→Ready latency at 100/200/400/s, reconciles/s at saturation
-		{"api-embedded", benchAPIEmbedded}, // issue 11: the api scenario's figures with the store on its embedded backend
+		{"api", benchAPI, false},                  // issue 2: creates/s vs the PostgreSQL ceiling, list 10,000, RSS at 50,000
+		{"webhook", benchWebhook, false},          // issue 5: p99 a local no-op admission webhook adds to API creates
+		{"watch", benchWatch, false},              // issue 4: fan-out p99 to 1,000 SSE watchers at 200 changes/s, memory per idle watcher
+		{"reconcile", benchReconcile, false},      // issue 13: create→Ready latency at 100/200/400/s, reconciles/s at saturation
+		{"api-embedded", benchAPIEmbedded, false}, // issue 11: the api scenario's figures with the store on its embedded backend
+		{"scale", benchScale, true},               // issue 13: cost at 10k, 100k, 1M stored resources (make bench-scale)
 	}
 	ctx, cancel := proc.SignalContext()
 	defer cancel()
@@ -50,7 +54,7 @@ func run() error {
 	}
 	defer env.Close()
 	for _, s := range scenarios {
-		if *filter != "" && !strings.Contains(s.name, *filter) {
+		if *filter != "" && !strings.Contains(s.name, *filter) || s.optIn && *filter != s.name {
 			continue
 		}
 		fmt.Printf("\n== %s\n", s.name)
