@@ -31,7 +31,7 @@ run:
 	@mkdir -p $(BIN)
 	@echo "make run: building bin/no8s (the first build takes about a minute)..."
 	@cd services && go build -o $(BIN)/no8s ./cmd/no8s
-	@echo "make run: starting no8s dev (state: ~/.cache/no8s/dev and the PostgreSQL database no8s unless ARGS say otherwise); Ctrl-C stops it"
+	@echo "make run: starting no8s dev (all state in ~/.cache/no8s/dev unless ARGS say otherwise: remove it to start afresh); Ctrl-C stops it"
 	@exec $(BIN)/no8s dev $(ARGS)
 
 build:
@@ -39,8 +39,8 @@ build:
 	cd services && go build -o $(BIN)/ ./cmd/...
 
 test: build nats-server
-	go test -count=1 -timeout $(TEST_TIMEOUT) work
-	cd examples/hello-reconciler && GOWORK=off go test -count=1 ./...
+	NO8S_BIN=$(BIN)/no8s go test -count=1 -timeout $(TEST_TIMEOUT) work
+	cd examples/hello-reconciler && NO8S_BIN=$(BIN)/no8s GOWORK=off go test -count=1 ./...
 
 stress: build nats-server
 	NO8S_STRESS=1 go test -count=1 -timeout 60m -run 'Stress|Outbox|Concurrency|Watch|Exclusion|Chaos|NATS' -v ./services/e2e/

@@ -6,14 +6,17 @@ package devstack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -39,9 +42,11 @@ type Config struct {
 	// HTTPAddr is the REST API address: loopback only by default
 	// ("127.0.0.1:8000"), as a development server should be.
 	HTTPAddr string
-	// DatabaseURL is the PostgreSQL database; it is created when missing.
+	// DatabaseURL selects PostgreSQL (the database is created when
+	// missing). Empty: the embedded store, in DataDir (StoreURL).
 	DatabaseURL string
-	// DataDir holds the embedded JetStream's files.
+	// DataDir holds all the stack's state: the embedded store's database
+	// (store.db) and the embedded JetStream's files (jetstream/).
 	DataDir string
 	// NATSPort is the embedded NATS server's port (0 picks a free one).
 	NATSPort int
@@ -53,6 +58,52 @@ type Config struct {
 	// Outbound is the address rule for webhook calls (outbound.DevPolicy:
 	// loopback and private addresses allowed, link-local refused).
 	Outbound outbound.Policy
+	// Scheduler runs the scheduler (true by default). Tests that dispatch
+	// work items themselves turn it off.
+	Scheduler bool
+	// SchedulerTuning overrides the scheduler's timings where non-zero.
+	SchedulerTuning SchedulerTuning
+	// HistoryLimit bounds reconciliation history rows per resource (0: the
+	// store's default).
+	HistoryLimit int
+	// ReadyFile, when set, receives the stack's addresses as JSON (Ready)
+	// once every service answers: a parent process (the SDK's test kit)
+	// learns there where the stack listens.
+	ReadyFile string
+}
+
+// SchedulerTuning are the scheduler timings a test may shorten.
+type SchedulerTuning struct {
+	// Lease is the leadership lease; ItemLease how long a dispatched item
+	// may wait for a worker; LivenessPoll how often the reconciler registry
+	// is read; RetryDelay the first retry after a failed attempt.
+	Lease, ItemLease, LivenessPoll, RetryDelay time.Duration
+}
+
+// Ready is what Run writes to Config.ReadyFile.
+type Ready struct {
+	// APIURL is the REST API's base URL.
+	APIURL string `json:"api_url"`
+	// NATSURL is the embedded NATS server's client URL.
+	NATSURL string `json:"nats_url"`
+	// StoreAddr is the store's main gRPC address; WorkerAddr the workers'
+	// (NO8S_STORE_ADDR); AdmissionAddr admission's.
+	StoreAddr     string `json:"store_addr"`
+	WorkerAddr    string `json:"worker_addr"`
+	AdmissionAddr string `json:"admission_addr"`
+	// DataDir is the state directory; Store the store's URL (password
+	// redacted).
+	DataDir string `json:"data_dir"`
+	Store   string `json:"store"`
+}
+
+// StoreURL is the store's database: DatabaseURL, or the embedded store's
+// file in DataDir.
+func (c Config) StoreURL() string {
+	if c.DatabaseURL != "" {
+		return c.DatabaseURL
+	}
+	return "sqlite:" + filepath.Join(c.DataDir, "store.db")
 }
 
 // DefaultConfig returns the defaults.
@@ -63,13 +114,13 @@ func DefaultConfig() Config {
 	}
 	return Config{
 		HTTPAddr:      "127.0.0.1:8000",
-		DatabaseURL:   store.DefaultDatabaseURL,
 		DataDir:       dir,
 		NATSPort:      4333,
 		StoreAddr:     "127.0.0.1:7001",
 		AdmissionAddr: "127.0.0.1:7002",
 		WorkerAddr:    "127.0.0.1:7003",
 		Outbound:      outbound.DevPolicy(),
+		Scheduler:     true,
 	}
 }
 
@@ -79,11 +130,16 @@ func DefaultConfig() Config {
 // their own (service=store, ...), the stack's own lines service=no8s-dev.
 func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	log := base.With("service", "no8s-dev")
-	if err := ensureDatabase(ctx, cfg.DatabaseURL); err != nil {
-		return err
-	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
+	}
+	if cfg.DatabaseURL != "" {
+		if err := ensureDatabase(ctx, cfg.DatabaseURL); err != nil {
+			return err
+		}
+		log.Info("state: the PostgreSQL database and the data directory", "database", redact(cfg.DatabaseURL), "data_dir", cfg.DataDir)
+	} else {
+		log.Info("state: everything is in the data directory; to start afresh, stop no8s dev and remove it", "data_dir", cfg.DataDir, "store", cfg.StoreURL())
 	}
 	port := cfg.NATSPort
 	if port == 0 {
@@ -121,7 +177,10 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		return fmt.Errorf("http listen: %w", err)
 	}
 	scfg := store.DefaultConfig()
-	scfg.DatabaseURL = cfg.DatabaseURL
+	scfg.DatabaseURL = cfg.StoreURL()
+	if cfg.HistoryLimit > 0 {
+		scfg.HistoryLimit = cfg.HistoryLimit
+	}
 	// A dev data directory outliving its database (or the reverse) is
 	// common: rebuild the stream rather than refuse to start.
 	scfg.RebuildStreamOnMismatch = true
@@ -150,9 +209,11 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	// One process: the gateway's probes cover every dependency.
 	gcfg.Health.Ready = append([]health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn)}, storeSvc.Probes().Ready...)
 	gcfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
-	schedulerSvc, err := scheduler.New(scheduler.DefaultConfig(), gcfg.Reconcile, gcfg.JetStream, base.With("service", "scheduler"))
-	if err != nil {
-		return err
+	var schedulerSvc *scheduler.Service
+	if cfg.Scheduler {
+		if schedulerSvc, err = scheduler.New(cfg.SchedulerTuning.apply(scheduler.DefaultConfig()), gcfg.Reconcile, gcfg.JetStream, base.With("service", "scheduler")); err != nil {
+			return err
+		}
 	}
 	gatewaySvc := gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), base.With("service", "gateway"))
 
@@ -168,7 +229,13 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	g.Go(func() error { return storeSvc.Serve(storeCtx, storeLis, workerLis) })
 	g.Go(func() error { return admissionSvc.Serve(admissionCtx, admissionLis) })
 	schedulerDone := make(chan struct{})
-	g.Go(func() error { defer close(schedulerDone); return schedulerSvc.Run(gatewayCtx) })
+	g.Go(func() error {
+		defer close(schedulerDone)
+		if schedulerSvc == nil {
+			return nil
+		}
+		return schedulerSvc.Run(gatewayCtx)
+	})
 	g.Go(func() error {
 		err := gatewaySvc.Serve(gatewayCtx, httpLis)
 		<-schedulerDone
@@ -176,8 +243,80 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		stopStore()
 		return err
 	})
-	log.Info("no8s dev is up", "api", "http://"+displayAddr(httpLis.Addr()), "workers", displayAddr(workerLis.Addr()), "database", redact(cfg.DatabaseURL))
+	ready := Ready{
+		APIURL: "http://" + httpLis.Addr().String(), NATSURL: ns.ClientURL(),
+		StoreAddr: storeLis.Addr().String(), WorkerAddr: workerLis.Addr().String(), AdmissionAddr: admissionLis.Addr().String(),
+		DataDir: cfg.DataDir, Store: redact(cfg.StoreURL()),
+	}
+	g.Go(func() error {
+		if err := waitReady(gatewayCtx, ready.APIURL); err != nil {
+			return err
+		}
+		log.Info("no8s dev is up", "api", "http://"+displayAddr(httpLis.Addr()), "workers", displayAddr(workerLis.Addr()), "nats", ns.ClientURL(), "store", ready.Store)
+		if cfg.ReadyFile != "" {
+			return writeReady(cfg.ReadyFile, ready)
+		}
+		return nil
+	})
 	return g.Wait()
+}
+
+// apply returns c with the non-zero timings of t.
+func (t SchedulerTuning) apply(c scheduler.Config) scheduler.Config {
+	if t.Lease > 0 {
+		c.Lease = t.Lease
+	}
+	if t.ItemLease > 0 {
+		c.ItemLease = t.ItemLease
+	}
+	if t.LivenessPoll > 0 {
+		c.LivenessPoll = t.LivenessPoll
+	}
+	if t.RetryDelay > 0 {
+		c.RetryDelay = t.RetryDelay
+	}
+	return c
+}
+
+// waitReady polls the gateway's /readyz (which covers the store, admission
+// and NATS) until it answers 200, for at most a minute.
+func waitReady(ctx context.Context, apiURL string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, apiURL+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no8s dev: the API did not become ready: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// writeReady writes r to path atomically (a temporary file renamed).
+func writeReady(path string, r Ready) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("ready file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("ready file: %w", err)
+	}
+	return nil
 }
 
 // ensureDatabase creates the database named in dbURL when it does not exist.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -100,12 +101,18 @@ func freeAddr(t *testing.T) string {
 // the test fails.
 func start(t *testing.T, name, bin string, args []string, env ...string) *proc {
 	t.Helper()
+	return startEnv(t, name, bin, args, append(os.Environ(), env...))
+}
+
+// startEnv is start with exactly the environment env.
+func startEnv(t *testing.T, name, bin string, args, env []string) *proc {
+	t.Helper()
 	logf, err := os.CreateTemp(t.TempDir(), name+"-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -169,6 +176,8 @@ type cluster struct {
 	// dbFile is the embedded backend's file (newSQLiteCluster), "" on
 	// PostgreSQL.
 	dbFile string
+	// sqlite reads dbFile for count (opened on first use).
+	sqlite *sql.DB
 	// probes are the /readyz URLs of the processes started, by name.
 	probes map[string]string
 }
@@ -400,6 +409,21 @@ func (c *cluster) jetstream() (jetstream.JetStream, *nats.Conn) {
 func (c *cluster) count(query string, args ...any) int {
 	c.t.Helper()
 	var n int
+	if c.pool == nil { // the embedded store: read its file
+		if c.sqlite == nil {
+			db, err := sql.Open("sqlite", "file:"+c.dbFile+"?mode=ro&_pragma=busy_timeout(5000)")
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			c.t.Cleanup(func() { _ = db.Close() })
+			c.sqlite = db
+		}
+		// SQLite numbers parameters ?1, ?2 where PostgreSQL has $1, $2.
+		if err := c.sqlite.QueryRowContext(c.t.Context(), strings.ReplaceAll(query, "$", "?"), args...).Scan(&n); err != nil {
+			c.t.Fatalf("%s: %v", query, err)
+		}
+		return n
+	}
 	if err := c.pool.QueryRow(c.t.Context(), query, args...).Scan(&n); err != nil {
 		c.t.Fatalf("%s: %v", query, err)
 	}

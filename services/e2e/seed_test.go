@@ -121,7 +121,15 @@ func TestSeedReadmeFlow(t *testing.T) {
 	c := newCluster(t)
 	base := c.startAll()
 	c.startScheduler(c.storeAddrs[0], "sched", 0)
+	seedFlow(t, base, c.count, func() { c.startReconciler(c.storeAddrs[0], "DatabaseCluster/v1") })
+}
 
+// seedFlow runs the seed README's examples against the API at base. count
+// reads the store's database; startReconciler starts the noop reconciler
+// for DatabaseCluster/v1 (the flow first checks that creates are refused
+// without one).
+func seedFlow(t *testing.T, base string, count func(query string, args ...any) int, startReconciler func()) {
+	t.Helper()
 	step := func(name, cmd string, wantStatus int) response {
 		t.Helper()
 		r := curl(t, base, cmd)
@@ -152,10 +160,10 @@ func TestSeedReadmeFlow(t *testing.T) {
 	if e := step("create without a reconciler", seedCreateResource, 400).json(t); e["code"] != "no_reconciler" {
 		t.Fatalf("without a reconciler: %v", e)
 	}
-	if n := c.count(`SELECT count(*) FROM resources`); n != 0 {
+	if n := count(`SELECT count(*) FROM resources`); n != 0 {
 		t.Fatalf("a refused create wrote %d rows", n)
 	}
-	c.startReconciler(c.storeAddrs[0], "DatabaseCluster/v1")
+	startReconciler()
 
 	res := step("create resource", seedCreateResource, 201).json(t)
 	if res["generation"] != float64(1) || res["status"] != "pending" || fmt.Sprint(res["finalizers"]) != "[reconciler.no8s.io/noop]" {
@@ -196,17 +204,17 @@ func TestSeedReadmeFlow(t *testing.T) {
 	waitResource(t, base, id, "cleanup done, external finalizer left", func(r map[string]any) bool {
 		return r["status"] == "deleting" && r["phase"] == "Terminating" && fmt.Sprint(r["finalizers"]) == "[external-controller]"
 	})
-	attempts := c.count(`SELECT count(*) FROM reconciliation_history WHERE resource_id = $1`, id)
+	attempts := count(`SELECT count(*) FROM reconciliation_history WHERE resource_id = $1`, id)
 	time.Sleep(time.Second)
 	if got := step("get while deleting", seed(seedGetResource), 200).json(t); got["status"] != "deleting" || got["phase"] != "Terminating" {
 		t.Fatalf("resource while a finalizer remains: %v", got)
 	}
-	if n := c.count(`SELECT count(*) FROM reconciliation_history WHERE resource_id = $1`, id); n != attempts {
+	if n := count(`SELECT count(*) FROM reconciliation_history WHERE resource_id = $1`, id); n != attempts {
 		t.Fatalf("%d more attempts on a deleting resource whose cleanup is done", n-attempts)
 	}
 	step("remove finalizer", seed(seedRemoveFinalizer), 200)
 	step("get after purge", seed(seedGetResource), 404)
-	if n := c.count(`SELECT count(*) FROM resources`); n != 0 {
+	if n := count(`SELECT count(*) FROM resources`); n != 0 {
 		t.Fatalf("%d resource rows remain", n)
 	}
 	// Every change reached the outbox, a successful reconcile as RECONCILED.
@@ -214,7 +222,7 @@ func TestSeedReadmeFlow(t *testing.T) {
 		typ  string
 		want int
 	}{{"CREATED", 1}, {"RECONCILED", 3}, {"DELETED", 1}, {"PURGED", 1}} {
-		if n := c.count(`SELECT count(*) FROM outbox WHERE resource_id = $1 AND event_type = $2`, id, e.typ); n < e.want {
+		if n := count(`SELECT count(*) FROM outbox WHERE resource_id = $1 AND event_type = $2`, id, e.typ); n < e.want {
 			t.Errorf("%d %s events for the resource, want at least %d", n, e.typ, e.want)
 		}
 	}

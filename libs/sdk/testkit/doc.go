@@ -1,9 +1,9 @@
-// Package testkit boots a real no8s control plane inside a test, as
-// controller-runtime's envtest boots a real API server: a fresh PostgreSQL
-// database on the local server, an embedded NATS server with JetStream, the
-// store, admission and api-gateway services (and the scheduler) talking
-// over real gRPC on loopback ports. Reconcilers under test run in the same
-// process with the real worker runtime.
+// Package testkit boots a real no8s control plane for a test, as
+// controller-runtime's envtest runs a real API server: the no8s binary
+// (`no8s dev`: the embedded store, an embedded NATS server with JetStream,
+// the store, admission, scheduler and api-gateway services) as a child
+// process in a temporary directory, on free loopback ports. Reconcilers
+// under test run in the test process with the real worker runtime.
 //
 //	func TestWidget(t *testing.T) {
 //		env := testkit.Start(t)
@@ -15,14 +15,14 @@
 //		env.WaitFor(t, w, testkit.Gone(), 10*time.Second)
 //	}
 //
-// Everything is torn down when the test ends (t.Cleanup). PostgreSQL is
-// reached through NO8S_TEST_DATABASE_URL (an admin connection; default
-// postgres://postgres@127.0.0.1:5432/postgres). NO8S_TESTKIT_LOG=1 prints
-// the services' logs.
+// Everything is torn down when the test ends (t.Cleanup). The binary is
+// $NO8S_BIN, else no8s on PATH (`make build` writes bin/no8s).
+// WithDatabaseURL runs the store on PostgreSQL instead of the embedded
+// store. NO8S_TESTKIT_LOG=1 prints the control plane's log.
 //
-// The test kit is its own module so that the SDK itself stays free of the
-// services' dependencies. A reconciler module that uses it with GOWORK=off
-// needs replace directives for every no8s module (sdk, testkit, proto,
-// services, migrations), since replace directives of dependencies do not
-// apply.
+// The test kit is its own module, and neither it nor the SDK depends on the
+// control plane's code: a reconciler module that uses it with GOWORK=off
+// needs replace directives only for the no8s library modules (libs/sdk,
+// libs/sdk/testkit, libs/api, proto), since replace directives of
+// dependencies do not apply.
 package testkit

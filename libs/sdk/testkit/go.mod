@@ -3,50 +3,27 @@ module github.com/no8s/no8s/libs/sdk/testkit
 go 1.26.0
 
 require (
-	github.com/jackc/pgx/v5 v5.12.0
-	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/no8s/no8s/libs/api v0.0.0 // indirect
 	github.com/no8s/no8s/libs/sdk v0.0.0
 	github.com/no8s/no8s/proto v0.0.0
-	github.com/no8s/no8s/services v0.0.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )
 
 require (
-	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
-	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
-	github.com/google/go-tpm v0.9.8 // indirect
-	github.com/google/uuid v1.6.0 // indirect
-	github.com/jackc/pgpassfile v1.0.0 // indirect
-	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
-	github.com/labstack/echo/v5 v5.3.1 // indirect
-	github.com/mfridman/interpolate v0.0.2 // indirect
-	github.com/minio/highwayhash v1.0.4 // indirect
-	github.com/nats-io/jwt/v2 v2.8.2 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
-	github.com/no8s/no8s/migrations v0.0.0 // indirect
-	github.com/pressly/goose/v3 v3.29.0 // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
-	github.com/sethvargo/go-retry v0.5.0 // indirect
-	go.uber.org/multierr v1.11.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261005182115-fad411399dd8 // indirect
 )
 
 replace (
 	github.com/no8s/no8s/libs/api => ../../api
 	github.com/no8s/no8s/libs/sdk => ../
-	github.com/no8s/no8s/migrations => ../../../migrations
 	github.com/no8s/no8s/proto => ../../../proto
-	github.com/no8s/no8s/services => ../../../services
 )

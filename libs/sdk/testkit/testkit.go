@@ -1,42 +1,40 @@
 package testkit
 
 import (
-	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/no8s/no8s/libs/sdk/client"
-	"github.com/no8s/no8s/libs/sdk/outbound"
-	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
-	"github.com/no8s/no8s/services/admission"
-	"github.com/no8s/no8s/services/gateway"
-	"github.com/no8s/no8s/services/scheduler"
-	"github.com/no8s/no8s/services/store"
 )
 
-// Env is a running control plane.
+// Env is a running control plane: a `no8s dev` process.
 type Env struct {
 	// URL is the api-gateway's base URL (http://127.0.0.1:port).
 	URL string
-	// DatabaseURL is the fresh database.
+	// DatabaseURL is the store's database: the embedded store's file
+	// (sqlite:<path>) unless WithDatabaseURL chose PostgreSQL.
 	DatabaseURL string
-	// NATSURL is the embedded NATS server's client URL.
+	// NATSURL is the control plane's NATS server's client URL.
 	NATSURL string
 	// NATS is a connection to it.
 	NATS *nats.Conn
@@ -54,12 +52,10 @@ type Env struct {
 	Client *client.Store
 	// HTTP is the client the helpers use.
 	HTTP *http.Client
-	// Log is where the services (and workers started by RunReconciler) log.
+	// Log is where workers started by RunReconciler log.
 	Log *slog.Logger
 
 	opts  options
-	nats  *server.Server
-	sched *scheduler.Service
 	mu    sync.Mutex
 	stops []func()
 }
@@ -69,33 +65,54 @@ type Option func(*options)
 
 type options struct {
 	log          *slog.Logger
-	adminURL     string
+	databaseURL  string
 	historyLimit int
 	scheduler    bool
 	lease        time.Duration
 }
 
-// WithLogger sends the services' logs to l (default: discarded, or stderr
-// when NO8S_TESTKIT_LOG is set).
+// WithLogger sets where workers started by RunReconciler log (default:
+// discarded unless NO8S_TESTKIT_LOG is set).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
-// WithAdminDatabaseURL sets the admin connection of the PostgreSQL server
-// (default $NO8S_TEST_DATABASE_URL or DefaultAdminURL).
-func WithAdminDatabaseURL(u string) Option { return func(o *options) { o.adminURL = u } }
+// WithDatabaseURL runs the store on this PostgreSQL database instead of the
+// embedded store (created when missing).
+func WithDatabaseURL(u string) Option { return func(o *options) { o.databaseURL = u } }
 
-// WithHistoryLimit bounds the history rows kept per resource.
+// WithHistoryLimit bounds reconciliation history rows per resource.
 func WithHistoryLimit(n int) Option { return func(o *options) { o.historyLimit = n } }
 
-// WithoutScheduler starts no scheduler: nothing is dispatched unless the
-// test publishes work items itself.
+// WithoutScheduler runs no scheduler: the test dispatches work items itself
+// (Dispatch).
 func WithoutScheduler() Option { return func(o *options) { o.scheduler = false } }
 
-// WithLease sets the reconcile lease of workers started by RunReconciler
-// (default 5 s, so that a lost item comes back quickly in tests).
+// WithLease sets the reconcile lease of workers started by RunReconciler and
+// the scheduler's item lease (default 5 s).
 func WithLease(d time.Duration) Option { return func(o *options) { o.lease = d } }
 
-// Start boots the control plane and registers its teardown with t.Cleanup.
-// It fails the test when PostgreSQL is unreachable.
+// BinaryEnv names the environment variable with the no8s binary's path.
+const BinaryEnv = "NO8S_BIN"
+
+// Binary returns the no8s binary the test kit runs: $NO8S_BIN, else no8s on
+// PATH.
+func Binary() (string, error) {
+	if p := os.Getenv(BinaryEnv); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s=%s: %w", BinaryEnv, p, err)
+		}
+		return p, nil
+	}
+	p, err := exec.LookPath("no8s")
+	if err != nil {
+		return "", fmt.Errorf("the no8s binary was not found: set %s to its path or put it on PATH "+
+			"(in the no8s repository, `make build` writes bin/no8s)", BinaryEnv)
+	}
+	return p, nil
+}
+
+// Start runs a control plane for the test: `no8s dev` as a child process, on
+// the embedded store in a temporary directory, with free loopback ports.
+// Everything is torn down when the test ends.
 func Start(t testing.TB, opts ...Option) *Env {
 	t.Helper()
 	o := options{scheduler: true, lease: 5 * time.Second}
@@ -103,7 +120,7 @@ func Start(t testing.TB, opts ...Option) *Env {
 		opt(&o)
 	}
 	if o.log == nil {
-		if os.Getenv("NO8S_TESTKIT_LOG") != "" {
+		if logging() {
 			o.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		} else {
 			o.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -111,11 +128,14 @@ func Start(t testing.TB, opts ...Option) *Env {
 	}
 	env := &Env{opts: o, Log: o.log, HTTP: &http.Client{Timeout: 30 * time.Second}}
 	t.Cleanup(env.stop)
-	if err := env.start(t); err != nil {
+	if err := env.start(); err != nil {
 		t.Fatalf("testkit: %v", err)
 	}
 	return env
 }
+
+// logging reports whether the control plane's log goes to stderr.
+func logging() bool { return os.Getenv("NO8S_TESTKIT_LOG") != "" }
 
 func (e *Env) onStop(f func()) {
 	e.mu.Lock()
@@ -134,74 +154,94 @@ func (e *Env) stop() {
 	}
 }
 
-func (e *Env) start(t testing.TB) error {
-	ctx := context.Background()
-	dbURL, drop, err := CreateDatabase(ctx, adminURL(e.opts.adminURL))
-	if err != nil {
-		return err
-	}
-	e.onStop(drop)
-	e.DatabaseURL = dbURL
+// ready is what `no8s dev --ready-file` writes.
+type ready struct {
+	APIURL     string `json:"api_url"`
+	NATSURL    string `json:"nats_url"`
+	StoreAddr  string `json:"store_addr"`
+	WorkerAddr string `json:"worker_addr"`
+	Store      string `json:"store"`
+}
 
-	// The broker's directory is removed after the broker stopped: a
-	// t.TempDir would be removed first (cleanups run last-in first-out, and
-	// the teardown was registered before it) while JetStream still writes.
-	dir, err := os.MkdirTemp("", "no8s-testkit-nats-")
-	if err != nil {
-		return fmt.Errorf("broker directory: %w", err)
-	}
-	e.onStop(func() { _ = os.RemoveAll(dir) })
-	ns, err := StartNATS(dir)
+func (e *Env) start() error {
+	bin, err := Binary()
 	if err != nil {
 		return err
 	}
+	dir, err := os.MkdirTemp("", "no8s-testkit-")
+	if err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	// Registered first, so it runs last: after the process has exited.
+	e.onStop(func() { _ = os.RemoveAll(dir) })
+	readyFile := filepath.Join(dir, "ready.json")
+	args := []string{"dev", "--data-dir", filepath.Join(dir, "state"), "--ready-file", readyFile,
+		"--listen", "127.0.0.1:0", "--nats-port", "0", "--store-addr", "127.0.0.1:0", "--admission-addr", "127.0.0.1:0", "--worker-listen", "127.0.0.1:0",
+		// Timings for tests: a short leadership lease, a fast registry
+		// poll, quick retries, and an item lease equal to the workers'.
+		"--scheduler-lease", "3s", "--liveness-poll", "200ms", "--retry-delay", "200ms", "--item-lease", e.opts.lease.String()}
+	if !e.opts.scheduler {
+		args = append(args, "--no-scheduler")
+	}
+	if e.opts.historyLimit > 0 {
+		args = append(args, "--history-limit", strconv.Itoa(e.opts.historyLimit))
+	}
+	if e.opts.databaseURL != "" {
+		args = append(args, "--database-url", e.opts.databaseURL)
+	}
+	cmd := exec.Command(bin, args...)
+	// The store is the embedded one unless WithDatabaseURL says otherwise,
+	// whatever the caller's environment holds.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "DATABASE_URL=") })
+	logPath := filepath.Join(dir, "no8s.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return fmt.Errorf("log file: %w", err)
+	}
+	var out io.Writer = logFile
+	if logging() {
+		out = io.MultiWriter(logFile, os.Stderr)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	// Should the test binary die without cleaning up, the control plane
+	// dies with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return fmt.Errorf("start %s: %w", bin, err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	e.onStop(func() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			e.Log.Warn("no8s dev did not stop within 20s; killing it")
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		_ = logFile.Close()
 	})
-	e.nats, e.NATSURL = ns, ns.ClientURL()
-	if e.NATS, err = nats.Connect(ns.ClientURL(), nats.Name("no8s-testkit")); err != nil {
+
+	r, err := waitReadyFile(readyFile, exited, time.Minute)
+	if err != nil {
+		if errors.Is(err, errExited) {
+			err = fmt.Errorf("%w (%v)", err, waitErr)
+		}
+		return fmt.Errorf("%s dev: %w; its log:\n%s", bin, err, tail(logPath, 40))
+	}
+	e.URL, e.NATSURL, e.DatabaseURL = r.APIURL, r.NATSURL, r.Store
+	if e.NATS, err = nats.Connect(r.NATSURL, nats.Name("no8s-testkit")); err != nil {
 		return fmt.Errorf("connect to nats: %w", err)
 	}
 	e.onStop(e.NATS.Close)
-	js, err := jetstream.New(e.NATS)
-	if err != nil {
-		return err
-	}
-
-	storeLis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	workerLis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	admissionLis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	httpLis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	scfg := store.DefaultConfig()
-	scfg.DatabaseURL = dbURL
-	scfg.MaxConns = 16
-	if e.opts.historyLimit > 0 {
-		scfg.HistoryLimit = e.opts.historyLimit
-	}
-	storeSvc, err := store.New(ctx, scfg, e.NATS, e.Log.With("service", "store"))
-	if err != nil {
-		return err
-	}
-	e.serve(func(ctx context.Context) error { return storeSvc.Serve(ctx, storeLis, workerLis) })
-
-	if e.StoreConn, err = Dial(storeLis.Addr().String()); err != nil {
+	if e.StoreConn, err = Dial(r.StoreAddr); err != nil {
 		return err
 	}
 	e.onStop(func() { _ = e.StoreConn.Close() })
-	if e.WorkerConn, err = Dial(workerLis.Addr().String()); err != nil {
+	if e.WorkerConn, err = Dial(r.WorkerAddr); err != nil {
 		return err
 	}
 	e.onStop(func() { _ = e.WorkerConn.Close() })
@@ -209,69 +249,40 @@ func (e *Env) start(t testing.TB) error {
 	e.Reconcile = reconcilev1.NewReconcileServiceClient(e.StoreConn)
 	e.Worker = reconcilev1.NewWorkerServiceClient(e.WorkerConn)
 	e.Client = client.NewStore(e.WorkerConn)
-
-	acfg := admission.DefaultConfig()
-	acfg.JetStream = js // the live-reconciler rule
-	// Webhooks under test listen on the test machine: allow them as no8s dev does.
-	acfg.Outbound = outbound.DevPolicy()
-	admissionSvc := admission.New(acfg, e.Store, e.Log.With("service", "admission"))
-	e.serve(func(ctx context.Context) error { return admissionSvc.Serve(ctx, admissionLis) })
-	admissionConn, err := Dial(admissionLis.Addr().String())
-	if err != nil {
-		return err
-	}
-	e.onStop(func() { _ = admissionConn.Close() })
-
-	if e.opts.scheduler {
-		if err := e.startScheduler(ctx); err != nil {
-			return err
-		}
-	}
-
-	gcfg := gateway.DefaultConfig()
-	gcfg.JetStream = js
-	gcfg.Reconcile = e.Reconcile
-	gcfg.ShutdownGrace = 2 * time.Second
-	gcfg.Outbound = acfg.Outbound
-	gatewaySvc := gateway.New(gcfg, e.Store, admissionv1.NewAdmissionServiceClient(admissionConn), e.Log.With("service", "gateway"))
-	e.serve(func(ctx context.Context) error { return gatewaySvc.Serve(ctx, httpLis) })
-	e.URL = "http://" + httpLis.Addr().String()
-	return e.waitHealthy(10 * time.Second)
+	return nil
 }
 
-// serve runs a service until teardown.
-func (e *Env) serve(run func(ctx context.Context) error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx) }()
-	e.onStop(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				e.Log.Warn("service stopped with an error", "error", err)
-			}
-		case <-time.After(20 * time.Second):
-			e.Log.Warn("service did not stop within 20s")
-		}
-	})
-}
+var errExited = errors.New("exited before it was ready")
 
-func (e *Env) waitHealthy(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
+// waitReadyFile waits for `no8s dev` to write its ready file.
+func waitReadyFile(path string, exited <-chan struct{}, timeout time.Duration) (*ready, error) {
+	deadline := time.After(timeout)
 	for {
-		resp, err := e.HTTP.Get(e.URL + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
+		if data, err := os.ReadFile(path); err == nil {
+			var r ready
+			if err := json.Unmarshal(data, &r); err != nil {
+				return nil, fmt.Errorf("ready file %s: %w", path, err)
 			}
+			return &r, nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("gateway not healthy within %s: %v", timeout, err)
+		select {
+		case <-exited:
+			return nil, errExited
+		case <-deadline:
+			return nil, fmt.Errorf("not ready within %s", timeout)
+		case <-time.After(20 * time.Millisecond):
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// tail returns the last n lines of the file at path.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // Dial connects to a no8s gRPC service on loopback.

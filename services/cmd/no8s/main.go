@@ -38,13 +38,17 @@ func newDevCmd() *cobra.Command {
 	cfg.DatabaseURL = proc.Env("DATABASE_URL", cfg.DatabaseURL)
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run gateway, admission, scheduler and store in one process with an embedded NATS JetStream",
+		Short: "Run gateway, admission, scheduler and store in one process with an embedded NATS JetStream and an embedded store",
 		Long: `Runs the whole control plane in one process: an embedded NATS server with
 JetStream, and the store, admission, scheduler and api-gateway services
 talking over real gRPC on loopback. The REST API listens on 127.0.0.1:8000 (use
---listen :8000 to serve other machines too). The
-PostgreSQL database in DATABASE_URL (default: the local server's "no8s"
-database) is created when missing and migrated at start.`,
+--listen :8000 to serve other machines too).
+
+All state lives in the data directory (--data-dir, printed at start): the
+embedded store's database (store.db, SQLite) and JetStream's files. To start
+afresh, stop no8s dev and remove that directory. With DATABASE_URL or
+--database-url the store uses that PostgreSQL database instead (created when
+missing and migrated at start); PostgreSQL is the production store.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := proc.SignalContext()
 			defer cancel()
@@ -61,11 +65,24 @@ database) is created when missing and migrated at start.`,
 	f.StringVar(&pprofListen, "pprof-listen", proc.Env(profiling.EnvListen, profiling.Off), `loopback address of the runtime profiles at /debug/pprof/ ($NO8S_PPROF_LISTEN; "off": none)`)
 	f.StringVar(&cfg.HTTPAddr, "listen", cfg.HTTPAddr, "REST API listen address (:8000 for every interface)")
 	f.Var(&cfg.Outbound, "outbound-allow", "classes of address besides public ones that webhooks may be called at: loopback, private, link-local")
-	f.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL connection string ($DATABASE_URL)")
-	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "where the embedded JetStream keeps its files")
+	f.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, `PostgreSQL connection string ($DATABASE_URL; empty: the embedded store in the data directory)`)
+	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "all the state: the embedded store's database and JetStream's files (remove it to start afresh)")
 	f.IntVar(&cfg.NATSPort, "nats-port", cfg.NATSPort, "embedded NATS port (0 picks a free one)")
 	f.StringVar(&cfg.StoreAddr, "store-addr", cfg.StoreAddr, "internal store gRPC address")
 	f.StringVar(&cfg.AdmissionAddr, "admission-addr", cfg.AdmissionAddr, "internal admission gRPC address")
 	f.StringVar(&cfg.WorkerAddr, "worker-listen", cfg.WorkerAddr, "the store's worker address: reconcilers' NO8S_STORE_ADDR (only the WorkerService is served there)")
+	// For the SDK's test kit and other programs that run no8s dev as a
+	// child: where it listens, and timings shortened for tests.
+	f.StringVar(&cfg.ReadyFile, "ready-file", "", "write the addresses as JSON to this file once every service answers")
+	noScheduler := f.Bool("no-scheduler", false, "run no scheduler (a test dispatches work items itself)")
+	f.IntVar(&cfg.HistoryLimit, "history-limit", 0, "reconciliation history rows kept per resource (0: the store's default)")
+	f.DurationVar(&cfg.SchedulerTuning.Lease, "scheduler-lease", 0, "the scheduler's leadership lease (0: its default)")
+	f.DurationVar(&cfg.SchedulerTuning.ItemLease, "item-lease", 0, "how long a dispatched item may wait for a worker (0: the scheduler's default)")
+	f.DurationVar(&cfg.SchedulerTuning.LivenessPoll, "liveness-poll", 0, "how often the scheduler reads the reconciler registry (0: its default)")
+	f.DurationVar(&cfg.SchedulerTuning.RetryDelay, "retry-delay", 0, "the first retry after a failed attempt (0: the scheduler's default)")
+	for _, name := range []string{"ready-file", "no-scheduler", "history-limit", "scheduler-lease", "item-lease", "liveness-poll", "retry-delay"} {
+		_ = f.MarkHidden(name)
+	}
+	cmd.PreRun = func(*cobra.Command, []string) { cfg.Scheduler = !*noScheduler }
 	return cmd
 }

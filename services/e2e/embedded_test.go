@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// noPostgreSQL is the environment of a machine without PostgreSQL: no
+// DATABASE_URL, and every PostgreSQL setting a program might fall back on
+// pointing at 127.0.0.1:1, where nothing listens, so that any use of
+// PostgreSQL fails.
+func noPostgreSQL() []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "DATABASE_URL=") || strings.HasPrefix(kv, "PG") || strings.HasPrefix(kv, "NO8S_TEST_DATABASE_URL=")
+	})
+	return append(env, "PGHOST=127.0.0.1", "PGPORT=1", "NO8S_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:1/postgres?connect_timeout=2")
+}
+
+// TestEmbeddedWithoutPostgreSQL is a newcomer's machine without PostgreSQL
+// (issue 11): `make run`'s command (no8s dev) starts on the embedded store,
+// the seed README's curl flow works with the noop reconciler, and
+// examples/hello-reconciler's tests pass against the no8s binary.
+func TestEmbeddedWithoutPostgreSQL(t *testing.T) {
+	env := noPostgreSQL()
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	ready := filepath.Join(dir, "ready.json")
+	httpAddr := freeAddr(t)
+	_, natsPort, err := net.SplitHostPort(freeAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// make run runs `bin/no8s dev $(ARGS)`: the same command, on free ports
+	// and a temporary data directory instead of the defaults.
+	dev := startEnv(t, "no8s-dev", filepath.Join(binDir, "no8s"), []string{"dev", "--data-dir", state,
+		"--listen", httpAddr, "--nats-port", natsPort, "--store-addr", "127.0.0.1:0", "--admission-addr", "127.0.0.1:0",
+		"--worker-listen", "127.0.0.1:0", "--ready-file", ready}, env)
+	var addrs struct {
+		APIURL     string `json:"api_url"`
+		NATSURL    string `json:"nats_url"`
+		WorkerAddr string `json:"worker_addr"`
+		Store      string `json:"store"`
+	}
+	waitFor(t, 60*time.Second, "no8s dev ready", func() error {
+		select {
+		case <-dev.done:
+			return fmt.Errorf("no8s dev exited: %v", dev.err)
+		default:
+		}
+		data, err := os.ReadFile(ready)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(data, &addrs)
+	})
+	if want := "sqlite:" + filepath.Join(state, "store.db"); addrs.Store != want {
+		t.Fatalf("no8s dev's store is %q, want the embedded one %q", addrs.Store, want)
+	}
+	base := addrs.APIURL
+	c := &cluster{t: t, dbFile: filepath.Join(state, "store.db")}
+
+	seedFlow(t, base, c.count, func() {
+		startEnv(t, "reconciler-noop", filepath.Join(binDir, "no8s-reconciler"), []string{"noop", "--types", "DatabaseCluster/v1",
+			"--nats-url", addrs.NATSURL, "--store-addr", addrs.WorkerAddr, "--health-listen", "off"}, env)
+		waitFor(t, 20*time.Second, "the noop reconciler live", func() error {
+			r := do(t, "GET", base+"/api/v1/reconcilers", nil)
+			if r.status != 200 || !strings.Contains(string(r.body), `"DatabaseCluster"`) {
+				return fmt.Errorf("GET /reconcilers: %d %s", r.status, r.body)
+			}
+			return nil
+		})
+	})
+	if _, err := os.Stat(state); err != nil {
+		t.Fatalf("the data directory: %v", err)
+	}
+
+	// The example reconciler's own tests, as its README runs them, against
+	// the same no8s binary and without PostgreSQL.
+	ex := exec.Command("go", "test", "-count=1", "./...")
+	ex.Dir = filepath.Join("..", "..", "examples", "hello-reconciler")
+	ex.Env = append(env, "GOWORK=off", "NO8S_BIN="+filepath.Join(binDir, "no8s"))
+	out, err := ex.CombinedOutput()
+	if err != nil {
+		t.Fatalf("examples/hello-reconciler: go test: %v\n%s", err, out)
+	}
+	t.Logf("examples/hello-reconciler without PostgreSQL: %s", strings.TrimSpace(string(out)))
+	t.Logf("no8s dev on the embedded store (%s), API on %s", addrs.Store, httpAddr)
+}
+
+// TestLibraryModulesStayLean: a reconciler author's module pulls in none of
+// the control plane's dependencies, through the SDK, its test kit or their
+// tests (issue 11).
+func TestLibraryModulesStayLean(t *testing.T) {
+	forbidden := []string{"github.com/jackc/pgx", "github.com/labstack/echo", "github.com/pressly/goose",
+		"github.com/santhosh-tekuri/jsonschema", "github.com/nats-io/nats-server", "modernc.org/sqlite", "github.com/no8s/no8s/services"}
+	for _, m := range []struct{ dir, gowork string }{
+		{"../../libs/sdk", ""}, {"../../libs/sdk/testkit", ""}, {"../../examples/hello-reconciler", "off"},
+	} {
+		cmd := exec.Command("go", "list", "-deps", "-test", "./...")
+		cmd.Dir = m.dir
+		cmd.Env = os.Environ()
+		if m.gowork != "" {
+			cmd.Env = append(cmd.Env, "GOWORK="+m.gowork)
+		}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: go list: %v", m.dir, err)
+		}
+		var bad []string
+		for _, pkg := range strings.Fields(string(out)) {
+			if slices.ContainsFunc(forbidden, func(f string) bool { return strings.HasPrefix(pkg, f) }) {
+				bad = append(bad, pkg)
+			}
+		}
+		if len(bad) > 0 {
+			t.Errorf("%s depends on %s", m.dir, strings.Join(bad, ", "))
+		} else {
+			t.Logf("%s: %d packages, none of %s", m.dir, len(strings.Fields(string(out))), strings.Join(forbidden, ", "))
+		}
+	}
+}
