@@ -923,7 +923,7 @@ func (e *benchEnv) startNoopReplicas(ctx context.Context, reconciler string, typ
 	var last *benchProc
 	for _, id := range ids {
 		args := append([]string{"noop", "--name", reconciler, "--types", strings.Join(types, ","), "--replica-id", id,
-			"--nats-url", e.natsURL, "--store-addr", e.storeAddr, "--health-listen", "off"}, extra...)
+			"--nats-url", e.natsURL, "--store-addr", e.workerAddr, "--health-listen", "off"}, extra...)
 		p, err := e.startProc("reconciler-"+id, filepath.Join(e.binDir, "no8s-reconciler"), args...)
 		if err != nil {
 			return err

@@ -71,6 +71,10 @@ type Relay struct {
 	stream  jetstream.Stream
 	storeID string
 	base    string // the stream's base revision, for eventstream.BaseHeader
+	// lastSeq is the stream's last sequence after the previous batch, when
+	// lastSeqKnown: it spares a stream info request per batch.
+	lastSeq      uint64
+	lastSeqKnown bool
 
 	published atomic.Int64
 	cursor    atomic.Int64
@@ -203,6 +207,7 @@ func (r *Relay) publishLoop(ctx context.Context, epoch, cursor int64) error {
 	if err != nil {
 		return err
 	}
+	r.lastSeqKnown = false // align may have published or rebuilt
 	r.cursor.Store(cursor)
 	prune := time.NewTicker(r.cfg.PruneInterval)
 	defer prune.Stop()
@@ -255,11 +260,18 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 		newCursor = batch[len(batch)-1].Revision
 	}
 	if len(batch) > 0 {
-		info, err := r.stream.Info(ctx)
-		if err != nil {
-			return cursor, fmt.Errorf("stream info: %w", err)
+		// The stream's last sequence: known from the previous batch's acks,
+		// else asked. Every publish expects it, so a stream that changed
+		// under the relay fails the publish (and the next round asks again).
+		seq, known := r.lastSeq, r.lastSeqKnown
+		r.lastSeqKnown = false
+		if !known {
+			info, err := r.stream.Info(ctx)
+			if err != nil {
+				return cursor, fmt.Errorf("stream info: %w", err)
+			}
+			seq = info.State.LastSeq
 		}
-		seq := info.State.LastSeq
 		futures := make([]jetstream.PubAckFuture, 0, len(batch))
 		for i, x := range batch {
 			msg := &nats.Msg{Subject: x.Subject, Data: x.Payload, Header: nats.Header{}}
@@ -272,14 +284,18 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 			}
 			futures = append(futures, f)
 		}
+		var ack *jetstream.PubAck
 		for i, f := range futures {
 			select {
-			case <-f.Ok():
+			case ack = <-f.Ok():
 			case err := <-f.Err():
 				return cursor, fmt.Errorf("publish revision %d: %w", batch[i].Revision, err)
 			case <-ctx.Done():
 				return cursor, ctx.Err()
 			}
+		}
+		if ack != nil && ack.Sequence == seq+uint64(len(batch)) {
+			r.lastSeq, r.lastSeqKnown = ack.Sequence, true
 		}
 		r.published.Add(int64(len(batch)))
 		r.log.Debug("published", "first", batch[0].Revision, "last", batch[len(batch)-1].Revision, "count", len(batch), "cursor", newCursor)

@@ -150,15 +150,17 @@ func (l *relayLock) BumpRevision(ctx context.Context, b int64) error {
 func (g *Log) SettledRevision(ctx context.Context, cursor int64) (int64, error) {
 	var last int64
 	var called bool
-	if err := g.pool.QueryRow(ctx, `SELECT last_value, is_called FROM revision_seq`).Scan(&last, &called); err != nil {
+	var xid string
+	// One round trip reads the sequence and takes a transaction id. The id
+	// is taken only when there is something to publish: reading the
+	// sequence first in the same statement keeps an idle relay from using
+	// up transaction ids (CASE evaluates the id lazily).
+	if err := g.pool.QueryRow(ctx, `SELECT last_value, is_called,
+		CASE WHEN is_called AND last_value > $1 THEN pg_current_xact_id()::text ELSE '' END FROM revision_seq`, cursor).Scan(&last, &called, &xid); err != nil {
 		return 0, fmt.Errorf("read revision sequence: %w", err)
 	}
 	if !called || last <= cursor {
 		return 0, nil
-	}
-	var xid string
-	if err := g.pool.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid); err != nil {
-		return 0, fmt.Errorf("take transaction id: %w", err)
 	}
 	wait := 200 * time.Microsecond
 	for {
