@@ -366,6 +366,11 @@ func expectEndedGone(t *testing.T, w *sseConn, bump int64) {
 				if !strings.Contains(string(ev.data), `"code":"gone"`) {
 					t.Fatalf("the live watch ended with %s", ev.data)
 				}
+				// It says why: the stream was rebuilt (or reset), not that
+				// events expired.
+				if !strings.Contains(string(ev.data), "the event stream was re") {
+					t.Fatalf("the live watch's ERROR gone does not say the stream was rebuilt: %s", ev.data)
+				}
 				t.Logf("the watch open across the rebuild ended with %s", ev.data)
 				return
 			}

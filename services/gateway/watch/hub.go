@@ -138,10 +138,18 @@ type sub struct {
 	f  Filter
 	ch chan *event
 	// resume is set before ch is closed: the first sequence the hub did not
-	// deliver; gone marks a registration ended because history was lost.
+	// deliver; gone, when set, says why the registration ended because
+	// history was lost (the text of the watch's ERROR gone).
 	resume uint64
-	gone   bool
+	gone   string
 }
+
+// Why a hub ends every live watch with ERROR gone.
+const (
+	goneReset   = "the event stream was reset (a broker that lost its storage, or a deleted stream): events may be missing"
+	goneBehind  = "events expired from the retained history before the gateway read them"
+	goneRebuilt = "the event stream was rebuilt at revision %d (a restored or replaced database): changes up to it have no events"
+)
 
 type counters struct {
 	watchers  atomic.Int64
@@ -277,7 +285,7 @@ func (h *Hub) follow(ctx context.Context, reconnected <-chan nats.Status) error 
 		h.mu.Lock()
 		if started {
 			h.log.Warn("event stream was reset; ending every watch", "last_seq", info.State.LastSeq, "hub_seq", h.lastSeq)
-			h.endAllLocked(true)
+			h.endAllLocked(goneReset)
 		}
 		h.lastSeq, h.lastRev = info.State.LastSeq, rev
 		h.base = id.Base
@@ -288,7 +296,7 @@ func (h *Hub) follow(ctx context.Context, reconnected <-chan nats.Status) error 
 	if id.Base > h.base {
 		if started {
 			h.log.Warn("event stream was rebuilt; ending every watch", "base_revision", id.Base)
-			h.endAllLocked(true)
+			h.endAllLocked(fmt.Sprintf(goneRebuilt, id.Base))
 		}
 		h.base = id.Base
 	}
@@ -373,13 +381,13 @@ func (h *Hub) dispatch(msg jetstream.Msg) {
 		// Messages between expired before the hub read them: the live
 		// watchers cannot know whether they missed events.
 		h.log.Warn("event hub fell behind the stream's retention; ending every watch", "expected_seq", h.lastSeq+1, "got_seq", ev.seq)
-		h.endAllLocked(true)
+		h.endAllLocked(goneBehind)
 	}
 	if ev.base > h.base {
 		// The store rebuilt the stream at a new base: changes at or below
 		// it were compacted without events, so live watchers must list again.
 		h.log.Warn("event stream was rebuilt; ending every watch", "base_revision", ev.base)
-		h.endAllLocked(true)
+		h.endAllLocked(fmt.Sprintf(goneRebuilt, ev.base))
 		h.base = ev.base
 	}
 	h.lastSeq = ev.seq
@@ -420,8 +428,9 @@ func (h *Hub) bookmark() {
 	}
 }
 
-// endAllLocked ends every live registration.
-func (h *Hub) endAllLocked(gone bool) {
+// endAllLocked ends every live registration; a non-empty gone ends them
+// with ERROR gone, saying why.
+func (h *Hub) endAllLocked(gone string) {
 	for s := range h.subs {
 		delete(h.subs, s)
 		s.gone = gone

@@ -24,6 +24,13 @@ var errResync = errors.New("a consumer message was dropped; reading again")
 // errGone ends a watch whose start point expired while it caught up.
 var errGone = errors.New("events after the resume point expired from the stream")
 
+// goneError is errGone with the hub's reason, when the hub ended every
+// watch (a reset, rebuilt or outrun stream).
+type goneError struct{ why string }
+
+func (e *goneError) Error() string { return e.why }
+func (e *goneError) Unwrap() error { return errGone }
+
 // Stream answers the request with the event stream of f from start until
 // ctx ends, the hub stops, the client stalls or history is lost. It writes
 // the response header itself; the error it returns is for logging only.
@@ -42,8 +49,11 @@ func (h *Hub) Stream(ctx context.Context, w http.ResponseWriter, f Filter, start
 			"the client did not read for more than %s; reconnect with Last-Event-ID to resume after the last event received", h.cfg.StallTimeout)))
 	case errors.Is(err, errGone):
 		h.stats.gone.Add(1)
-		wt.out.final(errorFrame(CodeGone, fmt.Sprintf(
-			"events after revision %d expired from the retained history before they could be sent; list the resources again and watch from the list's X-Resource-Version", wt.rev)))
+		why := fmt.Sprintf("events after revision %d expired from the retained history before they could be sent", wt.rev)
+		if ge := (*goneError)(nil); errors.As(err, &ge) {
+			why = ge.why
+		}
+		wt.out.final(errorFrame(CodeGone, why+"; list the resources again and watch from the list's X-Resource-Version"))
 	case errors.Is(err, errShutdown):
 		wt.out.final([]byte(": the gateway is shutting down; reconnect with Last-Event-ID\n\n"))
 		return nil
@@ -216,8 +226,8 @@ func (wt *watcher) dropped(s *sub) error {
 		return errShutdown
 	default:
 	}
-	if s.gone {
-		return errGone
+	if s.gone != "" {
+		return &goneError{why: s.gone}
 	}
 	if s.resume > wt.next {
 		wt.next = s.resume
