@@ -153,10 +153,12 @@ func benchAPIOn(ctx context.Context, env *benchEnv, embedded bool) error {
 	var disturbed float64 // the most cores other processes took in a phase
 	for _, c := range apiConcurrencies {
 		cpu0 := env.sampleCPU()
+		waitProfiles := env.startProfiles(ctx, fmt.Sprintf("api-%s-c%d", env.backendLabel(), c), apiWarmup+apiMeasure)
 		res, err := runLoad(ctx, loadSpec{Concurrency: c, Warmup: apiWarmup, Duration: apiMeasure}, true,
 			func(ctx context.Context, seq int64) error {
 				return apiCreate(ctx, env, "v1beta1", fmt.Sprintf("api-c%d-%07d", c, seq))
 			})
+		waitProfiles()
 		if err != nil {
 			return fmt.Errorf("API creates at c=%d: %w", c, err)
 		}

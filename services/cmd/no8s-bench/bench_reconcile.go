@@ -29,6 +29,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,8 +75,24 @@ const (
 	reconcilePatch      = `{"spec":{"storage_gb":501}}` // the saturation phase's spec change (500 before)
 )
 
-// reconcileRates are the offered create rates, per second.
-var reconcileRates = []int{100, 200, 400}
+// reconcileRatesFlag are the offered create rates, per second.
+var reconcileRatesFlag = flag.String("reconcile-rates", "100,200,400", "reconcile scenario: the offered create rates measured (\"\": none, saturation only)")
+
+// offeredRates parses -reconcile-rates.
+func offeredRates() ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(*reconcileRatesFlag, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("-reconcile-rates: %q is not a positive rate", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
 
 // reconcileP99Targets are issue 13's create→Ready p99 targets by rate.
 var reconcileP99Targets = map[int]time.Duration{200: 50 * time.Millisecond, 400: 100 * time.Millisecond}
@@ -126,8 +143,13 @@ func benchReconcile(ctx context.Context, env *benchEnv) error {
 	if err != nil {
 		return err
 	}
+	offered, err := offeredRates()
+	if err != nil {
+		watch.stop()
+		return err
+	}
 	var rates []rateResult
-	for _, rate := range reconcileRates {
+	for _, rate := range offered {
 		r, err := reconcileAtRate(ctx, env, watch, rate, warmup, measure)
 		if err != nil {
 			watch.stop()
@@ -291,6 +313,8 @@ func reconcileAtRate(ctx context.Context, env *benchEnv, watch *readyWatch, rate
 			return
 		}
 		cpu0 = env.sampleCPU()
+		waitProfiles := env.startProfiles(ctx, fmt.Sprintf("reconcile-%d", rate), measure)
+		defer waitProfiles()
 		if sleepUntil(ctx, to) != nil {
 			return
 		}
@@ -703,6 +727,11 @@ func reconcileSaturation(ctx context.Context, env *benchEnv, n int, measure time
 		}
 	}
 	cpu0 := env.sampleCPU()
+	commits0, err := env.commits(ctx)
+	if err != nil {
+		return res, err
+	}
+	waitProfiles := env.startProfiles(ctx, "reconcile-sat", measure)
 	end := first.Add(measure)
 	var cpu1 cpuSample
 	sampled := false
@@ -727,6 +756,11 @@ func reconcileSaturation(ctx context.Context, env *benchEnv, n int, measure time
 	if !sampled {
 		cpu1 = env.sampleCPU()
 	}
+	commits1, err := env.commits(ctx)
+	if err != nil {
+		return res, err
+	}
+	waitProfiles()
 	if last.Before(end) {
 		res.short = true
 		end = last
@@ -744,6 +778,11 @@ func reconcileSaturation(ctx context.Context, env *benchEnv, n int, measure time
 	if res.short {
 		fmt.Printf("  (the backlog drained before %s had passed: the window is shorter than asked)\n", measure)
 	}
+	if err := printSatStages(ctx, env, base, first, end); err != nil {
+		return res, err
+	}
+	fmt.Printf("  PostgreSQL transactions committed per reconcile, drain included: %.2f (%d commits, %d reconciles)\n",
+		float64(commits1-commits0)/float64(total), commits1-commits0, total)
 	fmt.Printf("  CPU in the window, in cores: %s\n", cpu1.cores(cpu0))
 	return res, env.checkAlive()
 }
@@ -797,5 +836,29 @@ func mergePatch(ctx context.Context, env *benchEnv, id int64, patch string) erro
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("patch %d: %d %s", id, resp.StatusCode, truncateBytes(body, 300))
 	}
+	return nil
+}
+
+// printSatStages splits the backlog's reconciles in the window into the
+// scheduler's part (dispatches/s: the dispatch records, the database's
+// dispatched_at) and the workers' (dispatched → lease acquired, the
+// attempt), from the database's clocks.
+func printSatStages(ctx context.Context, env *benchEnv, base int64, from, to time.Time) error {
+	var dispatched int
+	var waitP50, waitP99, attP50, attP99 float64
+	err := env.pool.QueryRow(ctx, `
+		SELECT count(*),
+		       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM h.started_at - r.dispatched_at)), 0),
+		       coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM h.started_at - r.dispatched_at)), 0),
+		       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM h.reconcile_time - h.started_at)), 0),
+		       coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM h.reconcile_time - h.started_at)), 0)
+		FROM reconciliation_history h JOIN resources r ON r.id = h.resource_id
+		WHERE h.id > $1 AND r.dispatched_at >= $2 AND r.dispatched_at <= $3`, base, from, to).Scan(&dispatched, &waitP50, &waitP99, &attP50, &attP99)
+	if err != nil {
+		return err
+	}
+	secs := func(f float64) string { return fmtDur(time.Duration(f * float64(time.Second))) }
+	fmt.Printf("  in the window: %.0f dispatches/s; dispatched → lease acquired p50 %s, p99 %s; attempt (lease → completion) p50 %s, p99 %s\n",
+		float64(dispatched)/to.Sub(from).Seconds(), secs(waitP50), secs(waitP99), secs(attP50), secs(attP99))
 	return nil
 }

@@ -107,12 +107,14 @@ type benchEnv struct {
 
 // benchProc is one child process of the stack.
 type benchProc struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	logFile *os.File
-	done    chan struct{}
-	err     error
+	name string
+	// pprofAddr is its profiles' loopback address (-profile), or "".
+	pprofAddr string
+	cmd       *exec.Cmd
+	logPath   string
+	logFile   *os.File
+	done      chan struct{}
+	err       error
 }
 
 // procInfo names a running no8s process.
@@ -169,6 +171,14 @@ func (e *benchEnv) backendName() string {
 		return "embedded (SQLite)"
 	}
 	return "PostgreSQL"
+}
+
+// backendLabel names the store's backend in file names: pg or sqlite.
+func (e *benchEnv) backendLabel() string {
+	if e.embedded {
+		return "sqlite"
+	}
+	return "pg"
 }
 
 // useBackend selects the store's backend of the stacks started from now on:
@@ -857,13 +867,20 @@ func (e *benchEnv) startProc(name, bin string, args ...string) (*benchProc, erro
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	var pprofAddr string
+	if name != "nats-server" {
+		if cmd.Env, pprofAddr, err = profileEnv(); err != nil {
+			logf.Close()
+			return nil, err
+		}
+	}
 	// Should the bench die without stopping them, the children die too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &benchProc{name: name, cmd: cmd, logPath: logPath, logFile: logf, done: make(chan struct{})}
+	p := &benchProc{name: name, cmd: cmd, logPath: logPath, logFile: logf, done: make(chan struct{}), pprofAddr: pprofAddr}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
