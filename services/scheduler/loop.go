@@ -37,6 +37,10 @@ const leaseGrace = 200 * time.Millisecond
 // maxFetch bounds the resources read in one ListReconcileState call.
 const maxFetch = 1000
 
+// maxDispatchBatch bounds the dispatches a dispatcher records (one
+// RecordDispatches call, one transaction) and publishes together.
+const maxDispatchBatch = 128
+
 // loop is one leader term: the state of every resource, the wake-ups, and
 // the dispatches in flight. Only run's goroutine touches its fields; the
 // dispatchers talk to it through jobs and results.
@@ -55,9 +59,22 @@ type loop struct {
 	// fetchAfter (a backoff after a failed read).
 	fetch      map[int64]struct{}
 	fetchAfter time.Time
-	pending    []job
-	jobs       chan job
-	results    chan result
+	// fetching: a read of states is in flight (one at a time); its answer
+	// comes on fetched.
+	fetching bool
+	fetchReq chan []int64
+	fetched  chan fetchResult
+	pending  []job
+	jobs     chan []job
+	results  chan result
+}
+
+// fetchResult is the answer to a read of states: the states read, or the
+// error that asks for the ids to be read again.
+type fetchResult struct {
+	ids    []int64
+	states []*reconcilev1.ReconcileState
+	err    error
 }
 
 // entry is one resource.
@@ -119,9 +136,11 @@ func newLoop(s *Service, t *leader.Term, stream jetstream.Stream) *loop {
 		log:     s.log.With("epoch", t.Epoch),
 		entries: map[int64]*entry{},
 		delay:   queue.New(),
-		fetch:   map[int64]struct{}{},
-		jobs:    make(chan job),
-		results: make(chan result, s.cfg.Dispatchers),
+		fetch:    map[int64]struct{}{},
+		fetchReq: make(chan []int64),
+		fetched:  make(chan fetchResult, 1),
+		jobs:     make(chan []job),
+		results:  make(chan result, s.cfg.Dispatchers*maxDispatchBatch),
 	}
 }
 
@@ -174,6 +193,7 @@ func (l *loop) run(ctx context.Context) error {
 	for range l.s.cfg.Dispatchers {
 		wg.Go(func() { l.dispatcher(ctx) })
 	}
+	wg.Go(func() { l.fetcher(ctx) })
 	var relist <-chan time.Time
 	if l.s.cfg.Relist > 0 {
 		tk := time.NewTicker(l.s.cfg.Relist)
@@ -184,22 +204,23 @@ func (l *loop) run(ctx context.Context) error {
 	defer timer.Stop()
 	for {
 		now := time.Now()
-		if len(l.fetch) > 0 && !now.Before(l.fetchAfter) {
-			l.refetch(ctx)
-			now = time.Now()
+		var fetchReq chan []int64
+		var ids []int64
+		if len(l.fetch) > 0 && !l.fetching && !now.Before(l.fetchAfter) {
+			fetchReq, ids = l.fetchReq, l.takeFetch()
 		}
 		next := now.Add(time.Hour)
 		if at, ok := l.delay.Next(); ok && at.Before(next) {
 			next = at
 		}
-		if len(l.fetch) > 0 && l.fetchAfter.Before(next) {
+		if len(l.fetch) > 0 && !l.fetching && l.fetchAfter.Before(next) {
 			next = l.fetchAfter
 		}
 		timer.Reset(time.Until(next))
-		var send chan job
-		var head job
+		var send chan []job
+		var head []job
 		if len(l.pending) > 0 {
-			send, head = l.jobs, l.pending[0]
+			send, head = l.jobs, l.headJobs()
 		}
 		select {
 		case <-ctx.Done():
@@ -244,11 +265,19 @@ func (l *loop) run(ctx context.Context) error {
 				return err
 			}
 		case send <- head:
-			l.pending = l.pending[1:]
+			l.pending = l.pending[len(head):]
+		case fetchReq <- ids:
+			l.fetching = true
+			ids = nil
+		case f := <-l.fetched:
+			l.onFetched(f)
 		case <-relist:
 			if err := l.list(ctx); err != nil {
 				return nil
 			}
+		}
+		for _, id := range ids { // taken for a read that was not sent
+			l.fetch[id] = struct{}{}
 		}
 		l.s.setStatus(func(st *Status) { st.Tracked = len(l.entries) })
 	}
@@ -350,6 +379,16 @@ func (l *loop) pollLive(ctx context.Context, out chan map[reconcilers.TypeRef]bo
 // list reads every resource's state (a rebuild, or the periodic safety
 // net) and evaluates each.
 func (l *loop) list(ctx context.Context) error {
+	// A read of states in flight was made before this list: take its
+	// answer first, or it would overwrite newer states.
+	if l.fetching {
+		select {
+		case f := <-l.fetched:
+			l.onFetched(f)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	var after int64
 	for {
 		var resp *reconcilev1.ListReconcileStateResponse
@@ -394,37 +433,82 @@ func (l *loop) remove(id int64) {
 	l.delay.Remove(id)
 }
 
-// refetch reads the state of the resources in l.fetch and evaluates them;
-// the ones that no longer exist are forgotten.
-func (l *loop) refetch(ctx context.Context) {
+// takeFetch empties l.fetch into a list of ids to read.
+func (l *loop) takeFetch() []int64 {
 	ids := slices.Collect(maps.Keys(l.fetch))
 	clear(l.fetch)
-	for chunk := range slices.Chunk(ids, maxFetch) {
-		cctx, cancel := context.WithTimeout(ctx, l.s.cfg.CallTimeout)
-		resp, err := l.s.rc.ListReconcileState(cctx, &reconcilev1.ListReconcileStateRequest{ResourceIds: chunk, Limit: int32(len(chunk))})
-		cancel()
-		if err != nil {
-			if ctx.Err() == nil {
-				l.log.Warn("reading reconcile state failed; retrying", "resources", len(chunk), "error", err)
-			}
-			for _, id := range chunk {
-				l.fetch[id] = struct{}{}
-			}
-			l.fetchAfter = time.Now().Add(l.s.cfg.RetryDelay)
-			continue
+	return ids
+}
+
+// fetcher reads the states of the resources the loop asks for, in chunks,
+// until ctx ends: the loop goes on dispatching meanwhile.
+func (l *loop) fetcher(ctx context.Context) {
+	for {
+		var ids []int64
+		select {
+		case <-ctx.Done():
+			return
+		case ids = <-l.fetchReq:
 		}
-		seen := make(map[int64]bool, len(chunk))
-		now := time.Now()
-		for _, p := range resp.GetStates() {
-			seen[p.GetResourceId()] = true
-			l.evaluate(l.upsert(p), now)
-		}
-		for _, id := range chunk {
-			if !seen[id] {
-				l.remove(id)
+		f := fetchResult{ids: ids}
+		for chunk := range slices.Chunk(ids, maxFetch) {
+			cctx, cancel := context.WithTimeout(ctx, l.s.cfg.CallTimeout)
+			resp, err := l.s.rc.ListReconcileState(cctx, &reconcilev1.ListReconcileStateRequest{ResourceIds: chunk, Limit: int32(len(chunk))})
+			cancel()
+			if err != nil {
+				f.err = err
+				break
 			}
+			f.states = append(f.states, resp.GetStates()...)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case l.fetched <- f:
 		}
 	}
+}
+
+// onFetched takes the states read for f.ids and evaluates them; the ones
+// that no longer exist are forgotten. After a failed read every id is read
+// again after a pause.
+func (l *loop) onFetched(f fetchResult) {
+	l.fetching = false
+	if f.err != nil {
+		if !errors.Is(f.err, context.Canceled) {
+			l.log.Warn("reading reconcile state failed; retrying", "resources", len(f.ids), "error", f.err)
+		}
+		for _, id := range f.ids {
+			l.fetch[id] = struct{}{}
+		}
+		l.fetchAfter = time.Now().Add(l.s.cfg.RetryDelay)
+		return
+	}
+	seen := make(map[int64]bool, len(f.states))
+	now := time.Now()
+	for _, p := range f.states {
+		seen[p.GetResourceId()] = true
+		l.evaluate(l.upsert(p), now)
+	}
+	for _, id := range f.ids {
+		if !seen[id] {
+			l.remove(id)
+		}
+	}
+}
+
+// headJobs returns the jobs to hand one dispatcher next: the dispatches at
+// the head of the pending queue (at most maxDispatchBatch), or its first
+// job of another kind.
+func (l *loop) headJobs() []job {
+	if l.pending[0].kind != jobDispatch {
+		return l.pending[:1]
+	}
+	n := 1
+	for n < len(l.pending) && n < maxDispatchBatch && l.pending[n].kind == jobDispatch {
+		n++
+	}
+	return l.pending[:n]
 }
 
 func (l *loop) onEvent(ev event) {
@@ -547,56 +631,108 @@ func (l *loop) enqueue(j job) { l.pending = append(l.pending, j) }
 // dispatcher runs jobs until ctx ends.
 func (l *loop) dispatcher(ctx context.Context) {
 	for {
-		var j job
+		var jobs []job
 		select {
 		case <-ctx.Done():
 			return
-		case j = <-l.jobs:
+		case jobs = <-l.jobs:
 		}
-		r := l.do(ctx, j)
-		select {
-		case <-ctx.Done():
-			return
-		case l.results <- r:
+		var rs []result
+		if jobs[0].kind == jobDispatch {
+			rs = l.dispatch(ctx, jobs)
+		} else {
+			rs = []result{l.do(ctx, jobs[0])}
+		}
+		for _, r := range rs {
+			select {
+			case <-ctx.Done():
+				return
+			case l.results <- r:
+			}
 		}
 	}
 }
 
-// do runs one job. A dispatch is recorded in the store first (fenced by
-// the leader epoch) and published only while the term is still valid.
+// dispatch runs dispatch jobs together: they are recorded in the store
+// first, in one call (fenced by the leader epoch), and published only while
+// the term is still valid.
+func (l *loop) dispatch(ctx context.Context, jobs []job) []result {
+	rs := make([]result, len(jobs))
+	for i, j := range jobs {
+		rs[i] = result{job: j}
+	}
+	fail := func(err error) []result {
+		for i := range rs {
+			rs[i].err = err
+		}
+		return rs
+	}
+	cctx, cancel := context.WithTimeout(ctx, l.s.cfg.CallTimeout)
+	defer cancel()
+	if !l.term.Valid() {
+		return fail(errLeaseLost)
+	}
+	req := &reconcilev1.RecordDispatchesRequest{SchedulerEpoch: l.term.Epoch, Dispatches: make([]*reconcilev1.Dispatch, len(jobs))}
+	for i, j := range jobs {
+		req.Dispatches[i] = &reconcilev1.Dispatch{ResourceId: j.id, DispatchId: j.item.DispatchID, Reason: enumpb.Reason(j.item.Reason)}
+	}
+	resp, err := l.s.rc.RecordDispatches(cctx, req)
+	if err != nil {
+		return fail(grpcstatus.FromStatus(err))
+	}
+	if !l.term.Valid() {
+		return fail(errLeaseLost)
+	}
+	missing := make(map[int64]bool, len(resp.GetMissing()))
+	for _, id := range resp.GetMissing() {
+		missing[id] = true
+	}
+	var items []dispatch.Item
+	var idx []int
+	for i, j := range jobs {
+		if missing[j.id] {
+			rs[i].err = problem.NotFoundf("resource %d not found", j.id)
+			continue
+		}
+		items, idx = append(items, j.item), append(idx, i)
+	}
+	seqs, errs := dispatch.PublishAll(cctx, l.s.js, items)
+	var again []int // positions in items to publish once more
+	for k, err := range errs {
+		if errors.Is(err, jetstream.ErrNoStreamResponse) {
+			again = append(again, k)
+		}
+	}
+	if len(again) > 0 {
+		// No stream takes the subject: the broker lost it. Recreate it
+		// and publish those once more.
+		l.log.Warn("work stream missing; creating it again", "error", errs[again[0]])
+		if _, err := dispatch.Ensure(cctx, l.s.js, l.s.cfg.Stream); err == nil {
+			retry := make([]dispatch.Item, len(again))
+			for n, k := range again {
+				retry[n] = items[k]
+			}
+			s2, e2 := dispatch.PublishAll(cctx, l.s.js, retry)
+			for n, k := range again {
+				seqs[k], errs[k] = s2[n], e2[n]
+			}
+		}
+	}
+	for k, i := range idx {
+		rs[i].seq, rs[i].err = seqs[k], errs[k]
+		if errs[k] == nil {
+			l.s.dispatched.Add(1)
+		}
+	}
+	return rs
+}
+
+// do runs one job other than a dispatch.
 func (l *loop) do(ctx context.Context, j job) result {
 	r := result{job: j}
 	cctx, cancel := context.WithTimeout(ctx, l.s.cfg.CallTimeout)
 	defer cancel()
 	switch j.kind {
-	case jobDispatch:
-		if !l.term.Valid() {
-			r.err = errLeaseLost
-			return r
-		}
-		_, err := l.s.rc.RecordDispatch(cctx, &reconcilev1.RecordDispatchRequest{
-			SchedulerEpoch: l.term.Epoch, ResourceId: j.id, DispatchId: j.item.DispatchID, Reason: enumpb.Reason(j.item.Reason),
-		})
-		if err != nil {
-			r.err = grpcstatus.FromStatus(err)
-			return r
-		}
-		if !l.term.Valid() {
-			r.err = errLeaseLost
-			return r
-		}
-		r.seq, r.err = dispatch.Publish(cctx, l.s.js, j.item)
-		if errors.Is(r.err, jetstream.ErrNoStreamResponse) {
-			// No stream takes the subject: the broker lost it. Recreate
-			// it and publish once more.
-			l.log.Warn("work stream missing; creating it again", "error", r.err)
-			if _, err := dispatch.Ensure(cctx, l.s.js, l.s.cfg.Stream); err == nil {
-				r.seq, r.err = dispatch.Publish(cctx, l.s.js, j.item)
-			}
-		}
-		if r.err == nil {
-			l.s.dispatched.Add(1)
-		}
 	case jobCondition:
 		if !l.term.Valid() {
 			r.err = errLeaseLost

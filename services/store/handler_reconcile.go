@@ -41,10 +41,22 @@ func (h *reconcileHandler) BecomeScheduler(ctx context.Context, req *reconcilev1
 }
 
 func (h *reconcileHandler) RecordDispatch(ctx context.Context, req *reconcilev1.RecordDispatchRequest) (*reconcilev1.RecordDispatchResponse, error) {
-	if err := h.store.RecordDispatch(ctx, req.GetSchedulerEpoch(), req.GetResourceId(), req.GetDispatchId()); err != nil {
+	if err := storage.RecordDispatch(ctx, h.store, req.GetSchedulerEpoch(), req.GetResourceId(), req.GetDispatchId()); err != nil {
 		return nil, toStatus(err)
 	}
 	return &reconcilev1.RecordDispatchResponse{}, nil
+}
+
+func (h *reconcileHandler) RecordDispatches(ctx context.Context, req *reconcilev1.RecordDispatchesRequest) (*reconcilev1.RecordDispatchesResponse, error) {
+	ds := make([]storage.Dispatch, len(req.GetDispatches()))
+	for i, d := range req.GetDispatches() {
+		ds[i] = storage.Dispatch{ResourceID: d.GetResourceId(), DispatchID: d.GetDispatchId()}
+	}
+	missing, err := h.store.RecordDispatches(ctx, req.GetSchedulerEpoch(), ds)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &reconcilev1.RecordDispatchesResponse{Missing: missing}, nil
 }
 
 func (h *reconcileHandler) ListReconcileState(ctx context.Context, req *reconcilev1.ListReconcileStateRequest) (*reconcilev1.ListReconcileStateResponse, error) {

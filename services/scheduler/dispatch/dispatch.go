@@ -13,6 +13,7 @@ import (
 
 	"github.com/no8s/no8s/proto/enumpb"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -86,6 +87,40 @@ func Publish(ctx context.Context, js jetstream.Publisher, it Item) (uint64, erro
 		return 0, fmt.Errorf("publish work item: %w", err)
 	}
 	return ack.Sequence, nil
+}
+
+// PublishAll publishes items together (asynchronously, then waiting for
+// every acknowledgement) and returns each one's stream sequence or error,
+// in the order of items.
+func PublishAll(ctx context.Context, js jetstream.Publisher, items []Item) ([]uint64, []error) {
+	seqs := make([]uint64, len(items))
+	errs := make([]error, len(items))
+	futures := make([]jetstream.PubAckFuture, len(items))
+	for i, it := range items {
+		data, err := protoMarshal(it)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		msg := &nats.Msg{Subject: subjects.Reconcile(it.TypeName, it.TypeVersion), Data: data}
+		if futures[i], err = js.PublishMsgAsync(msg, jetstream.WithMsgID(it.DispatchID)); err != nil {
+			errs[i] = fmt.Errorf("publish work item: %w", err)
+		}
+	}
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		select {
+		case ack := <-f.Ok():
+			seqs[i] = ack.Sequence
+		case err := <-f.Err():
+			errs[i] = fmt.Errorf("publish work item: %w", err)
+		case <-ctx.Done():
+			errs[i] = fmt.Errorf("publish work item: %w", ctx.Err())
+		}
+	}
+	return seqs, errs
 }
 
 func protoMarshal(it Item) ([]byte, error) {

@@ -198,31 +198,43 @@ func checkScheduler(ctx context.Context, tx *wtx, epoch int64) error {
 	return storage.CheckScheduler(epoch, cur, expires.Valid && expires.Int64 > micros(tx.now))
 }
 
-// RecordDispatch records that the scheduler of the given epoch dispatched a
-// work item for a resource. It is refused with stale_epoch unless the epoch
-// is current and its lease unexpired. Only bookkeeping changes: no revision,
-// no event.
-func (s *Store) RecordDispatch(ctx context.Context, schedulerEpoch, resourceID int64, dispatchID string) error {
-	if err := storage.ValidateDispatchID(dispatchID); err != nil {
-		return err
+// RecordDispatches records, in one transaction, that the scheduler of the
+// given epoch dispatched work items. It is refused with stale_epoch unless
+// the epoch is current and its lease unexpired, and returns the resources
+// that no longer exist. Only bookkeeping changes: no revision, no event.
+func (s *Store) RecordDispatches(ctx context.Context, schedulerEpoch int64, ds []storage.Dispatch) ([]int64, error) {
+	if err := storage.ValidateDispatches(ds); err != nil {
+		return nil, err
 	}
-	return s.write(ctx, false, func(tx *wtx) error {
+	var missing []int64
+	err := s.write(ctx, false, func(tx *wtx) error {
+		missing = nil
 		if err := checkScheduler(ctx, tx, schedulerEpoch); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE resources SET dispatched_at = ?, dispatch_id = ? WHERE id = ?`, micros(tx.now), dispatchID, resourceID)
-		if err != nil {
-			return err
+		for _, d := range ds {
+			res, err := tx.ExecContext(ctx, `UPDATE resources SET dispatched_at = ?, dispatch_id = ? WHERE id = ?`, micros(tx.now), d.DispatchID, d.ResourceID)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				missing = append(missing, d.ResourceID)
+			}
 		}
-		if n, err := res.RowsAffected(); err != nil || n > 0 {
-			return err
-		}
-		return notFound("resource %d not found", resourceID)
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return missing, nil
 }
 
 // SetCondition writes one condition outside a reconcile, fenced by the
-// scheduler epoch like RecordDispatch. It writes nothing when the condition
+// scheduler epoch like RecordDispatches. It writes nothing when the condition
 // already has that status, reason and message; otherwise one MODIFIED event.
 func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int64, c resource.Condition) (*resource.Resource, error) {
 	if err := storage.ValidateCondition(c); err != nil {

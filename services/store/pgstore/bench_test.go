@@ -81,6 +81,11 @@ func newBenchDB(b *testing.B) *benchDB {
 	if _, err := migrate.Up(ctx, db.pool, slog.New(slog.DiscardHandler)); err != nil {
 		b.Fatal(err)
 	}
+	if x := os.Getenv("BENCH_SQL"); x != "" {
+		if _, err := db.pool.Exec(ctx, x); err != nil {
+			b.Fatal(err)
+		}
+	}
 	return db
 }
 
@@ -212,7 +217,7 @@ func BenchmarkReconcile(b *testing.B) {
 	}
 	reconcile := func(id int64, n int) {
 		dispatch := fmt.Sprintf("d-%d", n)
-		if err := s.RecordDispatch(ctx, lead.Epoch, id, dispatch); err != nil {
+		if err := storage.RecordDispatch(ctx, s, lead.Epoch, id, dispatch); err != nil {
 			b.Fatal(err)
 		}
 		l, err := s.AcquireLease(ctx, storage.AcquireLeaseRequest{ResourceID: id, Holder: "bench/a", SchedulerEpoch: lead.Epoch, DispatchID: dispatch})

@@ -6,7 +6,6 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,32 +14,49 @@ import (
 	"github.com/no8s/no8s/services/store/storage"
 )
 
-// RecordDispatch records that the scheduler of the given epoch dispatched a
-// work item for a resource. It is refused with stale_epoch unless the epoch
-// is current and its lease unexpired. Only bookkeeping changes: no revision,
-// no event.
-func (s *Store) RecordDispatch(ctx context.Context, schedulerEpoch, resourceID int64, dispatchID string) error {
-	if err := storage.ValidateDispatchID(dispatchID); err != nil {
-		return err
+// RecordDispatches records, in one statement, that the scheduler of the
+// given epoch dispatched work items. It is refused with stale_epoch unless
+// the epoch is current and its lease unexpired, and returns the resources
+// that no longer exist. Only bookkeeping changes: no revision, no event.
+func (s *Store) RecordDispatches(ctx context.Context, schedulerEpoch int64, ds []storage.Dispatch) ([]int64, error) {
+	if err := storage.ValidateDispatches(ds); err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(ds))
+	dispatchIDs := make([]string, len(ds))
+	for i, d := range ds {
+		ids[i], dispatchIDs[i] = d.ResourceID, d.DispatchID
 	}
 	// One statement, one round trip: the hot path of every dispatch.
-	var id int64
-	err := s.pool.QueryRow(ctx, `UPDATE resources SET dispatched_at = now(), dispatch_id = $3
-		WHERE id = $2 AND EXISTS (SELECT 1 FROM scheduler_state WHERE id = 1 AND epoch = $1 AND lease_expires_at > now())
-		RETURNING id`, schedulerEpoch, resourceID, dispatchID).Scan(&id)
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return translate(err)
+	rows, err := s.pool.Query(ctx, `UPDATE resources r SET dispatched_at = now(), dispatch_id = d.dispatch_id
+		FROM unnest($2::bigint[], $3::text[]) AS d(id, dispatch_id)
+		WHERE r.id = d.id AND EXISTS (SELECT 1 FROM scheduler_state WHERE id = 1 AND epoch = $1 AND lease_expires_at > now())
+		RETURNING r.id`, schedulerEpoch, ids, dispatchIDs)
+	if err != nil {
+		return nil, translate(err)
 	}
-	return translate(pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if err := checkScheduler(ctx, tx, schedulerEpoch); err != nil {
-			return err
+	recorded, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, translate(err)
+	}
+	if len(recorded) == len(ds) {
+		return nil, nil
+	}
+	// Some were not recorded: a stale epoch (then none was), or resources
+	// that are gone.
+	if len(recorded) == 0 {
+		err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+			return checkScheduler(ctx, tx, schedulerEpoch)
+		})
+		if err != nil {
+			return nil, translate(err)
 		}
-		return storage.NotFound("resource %d not found", resourceID)
-	}))
+	}
+	return storage.Missing(ids, recorded), nil
 }
 
 // SetCondition writes one condition outside a reconcile, fenced by the
-// scheduler epoch like RecordDispatch. It writes nothing when the condition
+// scheduler epoch like RecordDispatches. It writes nothing when the condition
 // already has that status, reason and message; otherwise one MODIFIED event.
 func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int64, c resource.Condition) (*resource.Resource, error) {
 	if err := storage.ValidateCondition(c); err != nil {

@@ -9,6 +9,7 @@ package storage
 // takeover; the scheduler's writes are fenced by it.
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -133,6 +134,64 @@ func ValidateHolder(holder string) error {
 func ValidateDispatchID(id string) error {
 	if id == "" || len(id) > MaxDispatchIDBytes {
 		return InvalidField("/dispatch_id", fmt.Sprintf("dispatch_id is required, at most %d bytes", MaxDispatchIDBytes))
+	}
+	return nil
+}
+
+// MaxDispatches is the most dispatches one RecordDispatches call records.
+const MaxDispatches = 1000
+
+// Dispatch is one work item the scheduler dispatched: its resource and
+// dispatch id.
+type Dispatch struct {
+	ResourceID int64
+	DispatchID string
+}
+
+// ValidateDispatches checks a RecordDispatches request: between one and
+// MaxDispatches dispatches, each with a valid dispatch id, each resource
+// named once.
+func ValidateDispatches(ds []Dispatch) error {
+	if len(ds) == 0 || len(ds) > MaxDispatches {
+		return InvalidField("/dispatches", fmt.Sprintf("between 1 and %d dispatches", MaxDispatches))
+	}
+	seen := make(map[int64]bool, len(ds))
+	for i, d := range ds {
+		if d.DispatchID == "" || len(d.DispatchID) > MaxDispatchIDBytes {
+			return InvalidField(fmt.Sprintf("/dispatches/%d/dispatch_id", i), fmt.Sprintf("dispatch_id is required, at most %d bytes", MaxDispatchIDBytes))
+		}
+		if seen[d.ResourceID] {
+			return InvalidField(fmt.Sprintf("/dispatches/%d/resource_id", i), fmt.Sprintf("resource %d is named twice", d.ResourceID))
+		}
+		seen[d.ResourceID] = true
+	}
+	return nil
+}
+
+// Missing returns the ids of want that are not in got, in want's order.
+func Missing(want, got []int64) []int64 {
+	in := make(map[int64]bool, len(got))
+	for _, id := range got {
+		in[id] = true
+	}
+	var out []int64
+	for _, id := range want {
+		if !in[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// RecordDispatch records one dispatch through s.RecordDispatches: NotFound
+// when the resource no longer exists.
+func RecordDispatch(ctx context.Context, s Store, schedulerEpoch, resourceID int64, dispatchID string) error {
+	missing, err := s.RecordDispatches(ctx, schedulerEpoch, []Dispatch{{ResourceID: resourceID, DispatchID: dispatchID}})
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return NotFound("resource %d not found", resourceID)
 	}
 	return nil
 }

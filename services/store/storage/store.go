@@ -104,13 +104,15 @@ type Store interface {
 	// expires at once. Releasing an epoch that is no longer current does
 	// nothing.
 	ReleaseScheduler(ctx context.Context, holder string, epoch int64) error
-	// RecordDispatch records that the scheduler of the given epoch
-	// dispatched a work item for a resource. It is refused with
-	// ErrStaleEpoch unless the epoch is current and its lease unexpired.
-	// Only bookkeeping changes: no revision, no event.
-	RecordDispatch(ctx context.Context, schedulerEpoch, resourceID int64, dispatchID string) error
+	// RecordDispatches records, in one transaction, that the scheduler of
+	// the given epoch dispatched work items (ValidateDispatches' rules). It
+	// is refused with ErrStaleEpoch unless the epoch is current and its
+	// lease unexpired. It returns the resources that no longer exist (their
+	// dispatches are not recorded). Only bookkeeping changes: no revision,
+	// no event. RecordDispatch records one.
+	RecordDispatches(ctx context.Context, schedulerEpoch int64, ds []Dispatch) (missing []int64, err error)
 	// SetCondition writes one condition outside a reconcile, fenced by the
-	// scheduler epoch like RecordDispatch; one MODIFIED event unless
+	// scheduler epoch like RecordDispatches; one MODIFIED event unless
 	// nothing changes.
 	SetCondition(ctx context.Context, schedulerEpoch, resourceID int64, c resource.Condition) (*resource.Resource, error)
 	// RequestReconcile records a manual trigger, consumed by the next

@@ -219,11 +219,11 @@ func testEveryWriteEmitsThroughTheCommitPath(t *testing.T, open Opener) {
 				return r.ID, rvOf(out), err
 			}
 		}, []string{"MODIFIED"}, 0},
-		{"RecordDispatch", func() write {
+		{"RecordDispatches", func() write {
 			r := fresh()
 			epoch := leader()
 			return func() (int64, int64, error) {
-				return r.ID, 0, s.RecordDispatch(ctx, epoch, r.ID, "d-1")
+				return r.ID, 0, storage.RecordDispatch(ctx, s, epoch, r.ID, "d-1")
 			}
 		}, nil, 0},
 		{"BecomeScheduler and ReleaseScheduler", func() write {

@@ -331,10 +331,32 @@ func testSchedulerLeadershipAndFencing(t *testing.T, open Opener) {
 	if err != nil || !renewed.Leader || renewed.Epoch != a.Epoch {
 		t.Fatalf("renew: %+v %v", renewed, err)
 	}
-	if err := s.RecordDispatch(ctx, a.Epoch, r.ID, "d1"); err != nil {
+	if err := storage.RecordDispatch(ctx, s, a.Epoch, r.ID, "d1"); err != nil {
 		t.Fatalf("record dispatch: %v", err)
 	}
-	wantErr(t, s.RecordDispatch(ctx, a.Epoch, 999999, "d1"), storage.ErrNotFound)
+	wantErr(t, storage.RecordDispatch(ctx, s, a.Epoch, 999999, "d1"), storage.ErrNotFound)
+	// Several in one call: the missing ones named, the others recorded;
+	// a resource named twice or an empty dispatch id is refused whole.
+	r2 := mustCreate(t, s, "two")
+	missing, err := s.RecordDispatches(ctx, a.Epoch, []storage.Dispatch{{ResourceID: r.ID, DispatchID: "b1"}, {ResourceID: 999999, DispatchID: "b2"}, {ResourceID: r2.ID, DispatchID: "b3"}})
+	if err != nil || len(missing) != 1 || missing[0] != 999999 {
+		t.Fatalf("batch: missing %v, err %v", missing, err)
+	}
+	for id, want := range map[int64]string{r.ID: "b1", r2.ID: "b3"} {
+		if st := reconcileState(t, s, id); st.DispatchID != want || st.DispatchedAt == nil {
+			t.Fatalf("resource %d: dispatch %q at %v, want %q", id, st.DispatchID, st.DispatchedAt, want)
+		}
+	}
+	_, err = s.RecordDispatches(ctx, a.Epoch, []storage.Dispatch{{ResourceID: r.ID, DispatchID: "b4"}, {ResourceID: r.ID, DispatchID: "b5"}})
+	wantErr(t, err, storage.ErrInvalid)
+	_, err = s.RecordDispatches(ctx, a.Epoch, []storage.Dispatch{{ResourceID: r.ID, DispatchID: ""}})
+	wantErr(t, err, storage.ErrInvalid)
+	if st := reconcileState(t, s, r.ID); st.DispatchID != "b1" {
+		t.Fatalf("a refused batch wrote dispatch %q", st.DispatchID)
+	}
+	if err := storage.RecordDispatch(ctx, s, a.Epoch, r.ID, "d1"); err != nil {
+		t.Fatal(err)
+	}
 
 	// a pauses past its lease: b takes over with epoch + 1.
 	waitPast(t, renewed.ExpiresAt)
@@ -347,7 +369,12 @@ func testSchedulerLeadershipAndFencing(t *testing.T, open Opener) {
 	if err != nil || again.Leader || again.Holder != "sched-b" {
 		t.Fatalf("deposed renewal: %+v %v", again, err)
 	}
-	wantErr(t, s.RecordDispatch(ctx, a.Epoch, r.ID, "d2"), storage.ErrStaleEpoch)
+	wantErr(t, storage.RecordDispatch(ctx, s, a.Epoch, r.ID, "d2"), storage.ErrStaleEpoch)
+	_, err = s.RecordDispatches(ctx, a.Epoch, []storage.Dispatch{{ResourceID: r.ID, DispatchID: "d2"}, {ResourceID: r2.ID, DispatchID: "d2"}})
+	wantErr(t, err, storage.ErrStaleEpoch)
+	if st := reconcileState(t, s, r2.ID); st.DispatchID != "b3" {
+		t.Fatalf("a stale batch wrote dispatch %q", st.DispatchID)
+	}
 	_, err = s.SetCondition(ctx, a.Epoch, r.ID, resource.Condition{Type: resource.ConditionReconcilerAvailable, Status: "False"})
 	wantErr(t, err, storage.ErrStaleEpoch)
 	// An item a dispatched before is refused: a deposed epoch.
@@ -355,7 +382,7 @@ func testSchedulerLeadershipAndFencing(t *testing.T, open Opener) {
 	wantErr(t, err, storage.ErrStaleDispatch)
 
 	// b's dispatch supersedes older ones of the current epoch too.
-	if err := s.RecordDispatch(ctx, b.Epoch, r.ID, "d3"); err != nil {
+	if err := storage.RecordDispatch(ctx, s, b.Epoch, r.ID, "d3"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.AcquireLease(ctx, storage.AcquireLeaseRequest{ResourceID: r.ID, Holder: "w", SchedulerEpoch: b.Epoch, DispatchID: "d-old"})
@@ -371,7 +398,7 @@ func testSchedulerLeadershipAndFencing(t *testing.T, open Opener) {
 		t.Fatalf("renew: %+v %v", short, err)
 	}
 	waitPast(t, short.ExpiresAt)
-	wantErr(t, s.RecordDispatch(ctx, b.Epoch, r.ID, "d4"), storage.ErrStaleEpoch)
+	wantErr(t, storage.RecordDispatch(ctx, s, b.Epoch, r.ID, "d4"), storage.ErrStaleEpoch)
 	if re, err := s.BecomeScheduler(ctx, "sched-b", 5*time.Second, b.Epoch); err != nil || !re.Leader || re.Epoch != b.Epoch {
 		t.Fatalf("renew after expiry: %+v %v", re, err)
 	}
@@ -390,7 +417,7 @@ func testSchedulerLeadershipAndFencing(t *testing.T, open Opener) {
 	if err := s.ReleaseScheduler(ctx, "sched-b", re.Epoch); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, s.RecordDispatch(ctx, re.Epoch, r.ID, "d5"), storage.ErrStaleEpoch)
+	wantErr(t, storage.RecordDispatch(ctx, s, re.Epoch, r.ID, "d5"), storage.ErrStaleEpoch)
 	if c, err := s.BecomeScheduler(ctx, "sched-c", 5*time.Second, 0); err != nil || !c.Leader || c.Epoch != re.Epoch+1 {
 		t.Fatalf("takeover after release: %+v %v", c, err)
 	}
@@ -566,7 +593,7 @@ func testReconcileStateFields(t *testing.T, open Opener) {
 	if err != nil || !lead.Leader {
 		t.Fatalf("lead: %+v %v", lead, err)
 	}
-	if err := s.RecordDispatch(ctx, lead.Epoch, plain.ID, "d-1"); err != nil {
+	if err := storage.RecordDispatch(ctx, s, lead.Epoch, plain.ID, "d-1"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.SetCondition(ctx, lead.Epoch, plain.ID, resource.Condition{Type: resource.ConditionReconcilerAvailable,
@@ -636,4 +663,14 @@ func testReconcileStateFields(t *testing.T, open Opener) {
 	if _, err := s.ListReconcileState(ctx, storage.ListReconcileStateRequest{Limit: storage.MaxStatePage + 1}); !errors.Is(err, storage.ErrInvalid) {
 		t.Fatalf("oversized page: %v", err)
 	}
+}
+
+// reconcileState reads one resource's reconcile state.
+func reconcileState(t *testing.T, s storage.Store, id int64) storage.ReconcileState {
+	t.Helper()
+	res, err := s.ListReconcileState(t.Context(), storage.ListReconcileStateRequest{IDs: []int64{id}})
+	if err != nil || len(res.States) != 1 {
+		t.Fatalf("reconcile state of %d: %+v %v", id, res, err)
+	}
+	return res.States[0]
 }

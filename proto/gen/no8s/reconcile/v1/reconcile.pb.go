@@ -1186,6 +1186,166 @@ func (*RecordDispatchResponse) Descriptor() ([]byte, []int) {
 	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{12}
 }
 
+// Dispatch is one dispatched work item: its resource and dispatch id.
+type Dispatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ResourceId    int64                  `protobuf:"varint,1,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	DispatchId    string                 `protobuf:"bytes,2,opt,name=dispatch_id,json=dispatchId,proto3" json:"dispatch_id,omitempty"`
+	Reason        Reason                 `protobuf:"varint,3,opt,name=reason,proto3,enum=no8s.reconcile.v1.Reason" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Dispatch) Reset() {
+	*x = Dispatch{}
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Dispatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Dispatch) ProtoMessage() {}
+
+func (x *Dispatch) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Dispatch.ProtoReflect.Descriptor instead.
+func (*Dispatch) Descriptor() ([]byte, []int) {
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Dispatch) GetResourceId() int64 {
+	if x != nil {
+		return x.ResourceId
+	}
+	return 0
+}
+
+func (x *Dispatch) GetDispatchId() string {
+	if x != nil {
+		return x.DispatchId
+	}
+	return ""
+}
+
+func (x *Dispatch) GetReason() Reason {
+	if x != nil {
+		return x.Reason
+	}
+	return Reason_REASON_UNSPECIFIED
+}
+
+type RecordDispatchesRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	SchedulerEpoch int64                  `protobuf:"varint,1,opt,name=scheduler_epoch,json=schedulerEpoch,proto3" json:"scheduler_epoch,omitempty"`
+	// dispatches name each resource at most once.
+	Dispatches    []*Dispatch `protobuf:"bytes,2,rep,name=dispatches,proto3" json:"dispatches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordDispatchesRequest) Reset() {
+	*x = RecordDispatchesRequest{}
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordDispatchesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordDispatchesRequest) ProtoMessage() {}
+
+func (x *RecordDispatchesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordDispatchesRequest.ProtoReflect.Descriptor instead.
+func (*RecordDispatchesRequest) Descriptor() ([]byte, []int) {
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RecordDispatchesRequest) GetSchedulerEpoch() int64 {
+	if x != nil {
+		return x.SchedulerEpoch
+	}
+	return 0
+}
+
+func (x *RecordDispatchesRequest) GetDispatches() []*Dispatch {
+	if x != nil {
+		return x.Dispatches
+	}
+	return nil
+}
+
+type RecordDispatchesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// missing are the resources of the request that no longer exist; the
+	// others' dispatches were recorded.
+	Missing       []int64 `protobuf:"varint,1,rep,packed,name=missing,proto3" json:"missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordDispatchesResponse) Reset() {
+	*x = RecordDispatchesResponse{}
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordDispatchesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordDispatchesResponse) ProtoMessage() {}
+
+func (x *RecordDispatchesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordDispatchesResponse.ProtoReflect.Descriptor instead.
+func (*RecordDispatchesResponse) Descriptor() ([]byte, []int) {
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RecordDispatchesResponse) GetMissing() []int64 {
+	if x != nil {
+		return x.Missing
+	}
+	return nil
+}
+
 type ReconcileState struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	ResourceId          int64                  `protobuf:"varint,1,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
@@ -1231,7 +1391,7 @@ type ReconcileState struct {
 
 func (x *ReconcileState) Reset() {
 	*x = ReconcileState{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[13]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1243,7 +1403,7 @@ func (x *ReconcileState) String() string {
 func (*ReconcileState) ProtoMessage() {}
 
 func (x *ReconcileState) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[13]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1256,7 +1416,7 @@ func (x *ReconcileState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileState.ProtoReflect.Descriptor instead.
 func (*ReconcileState) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{13}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReconcileState) GetResourceId() int64 {
@@ -1451,7 +1611,7 @@ type ListReconcileStateRequest struct {
 
 func (x *ListReconcileStateRequest) Reset() {
 	*x = ListReconcileStateRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[14]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1623,7 @@ func (x *ListReconcileStateRequest) String() string {
 func (*ListReconcileStateRequest) ProtoMessage() {}
 
 func (x *ListReconcileStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[14]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1636,7 @@ func (x *ListReconcileStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReconcileStateRequest.ProtoReflect.Descriptor instead.
 func (*ListReconcileStateRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{14}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListReconcileStateRequest) GetAfterId() int64 {
@@ -1518,7 +1678,7 @@ type ListReconcileStateResponse struct {
 
 func (x *ListReconcileStateResponse) Reset() {
 	*x = ListReconcileStateResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[15]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1530,7 +1690,7 @@ func (x *ListReconcileStateResponse) String() string {
 func (*ListReconcileStateResponse) ProtoMessage() {}
 
 func (x *ListReconcileStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[15]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1543,7 +1703,7 @@ func (x *ListReconcileStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReconcileStateResponse.ProtoReflect.Descriptor instead.
 func (*ListReconcileStateResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{15}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListReconcileStateResponse) GetStates() []*ReconcileState {
@@ -1571,7 +1731,7 @@ type SetConditionRequest struct {
 
 func (x *SetConditionRequest) Reset() {
 	*x = SetConditionRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[16]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1583,7 +1743,7 @@ func (x *SetConditionRequest) String() string {
 func (*SetConditionRequest) ProtoMessage() {}
 
 func (x *SetConditionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[16]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1596,7 +1756,7 @@ func (x *SetConditionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConditionRequest.ProtoReflect.Descriptor instead.
 func (*SetConditionRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{16}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SetConditionRequest) GetSchedulerEpoch() int64 {
@@ -1628,7 +1788,7 @@ type SetConditionResponse struct {
 
 func (x *SetConditionResponse) Reset() {
 	*x = SetConditionResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[17]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +1800,7 @@ func (x *SetConditionResponse) String() string {
 func (*SetConditionResponse) ProtoMessage() {}
 
 func (x *SetConditionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[17]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +1813,7 @@ func (x *SetConditionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConditionResponse.ProtoReflect.Descriptor instead.
 func (*SetConditionResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{17}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{20}
 }
 
 type RequestReconcileRequest struct {
@@ -1665,7 +1825,7 @@ type RequestReconcileRequest struct {
 
 func (x *RequestReconcileRequest) Reset() {
 	*x = RequestReconcileRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[18]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1677,7 +1837,7 @@ func (x *RequestReconcileRequest) String() string {
 func (*RequestReconcileRequest) ProtoMessage() {}
 
 func (x *RequestReconcileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[18]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1690,7 +1850,7 @@ func (x *RequestReconcileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestReconcileRequest.ProtoReflect.Descriptor instead.
 func (*RequestReconcileRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{18}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RequestReconcileRequest) GetResourceId() int64 {
@@ -1709,7 +1869,7 @@ type RequestReconcileResponse struct {
 
 func (x *RequestReconcileResponse) Reset() {
 	*x = RequestReconcileResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[19]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +1881,7 @@ func (x *RequestReconcileResponse) String() string {
 func (*RequestReconcileResponse) ProtoMessage() {}
 
 func (x *RequestReconcileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[19]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +1894,7 @@ func (x *RequestReconcileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestReconcileResponse.ProtoReflect.Descriptor instead.
 func (*RequestReconcileResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{19}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RequestReconcileResponse) GetResource() *v1.Resource {
@@ -1756,7 +1916,7 @@ type ListHistoryRequest struct {
 
 func (x *ListHistoryRequest) Reset() {
 	*x = ListHistoryRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[20]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1768,7 +1928,7 @@ func (x *ListHistoryRequest) String() string {
 func (*ListHistoryRequest) ProtoMessage() {}
 
 func (x *ListHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[20]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1781,7 +1941,7 @@ func (x *ListHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListHistoryRequest.ProtoReflect.Descriptor instead.
 func (*ListHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{20}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListHistoryRequest) GetResourceId() int64 {
@@ -1814,7 +1974,7 @@ type ListHistoryResponse struct {
 
 func (x *ListHistoryResponse) Reset() {
 	*x = ListHistoryResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[21]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1826,7 +1986,7 @@ func (x *ListHistoryResponse) String() string {
 func (*ListHistoryResponse) ProtoMessage() {}
 
 func (x *ListHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[21]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1839,7 +1999,7 @@ func (x *ListHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListHistoryResponse.ProtoReflect.Descriptor instead.
 func (*ListHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{21}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListHistoryResponse) GetEntries() []*HistoryEntry {
@@ -1960,7 +2120,20 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\vdispatch_id\x18\x03 \x01(\tR\n" +
 	"dispatchId\x121\n" +
 	"\x06reason\x18\x04 \x01(\x0e2\x19.no8s.reconcile.v1.ReasonR\x06reason\"\x18\n" +
-	"\x16RecordDispatchResponse\"\x82\t\n" +
+	"\x16RecordDispatchResponse\"\x7f\n" +
+	"\bDispatch\x12\x1f\n" +
+	"\vresource_id\x18\x01 \x01(\x03R\n" +
+	"resourceId\x12\x1f\n" +
+	"\vdispatch_id\x18\x02 \x01(\tR\n" +
+	"dispatchId\x121\n" +
+	"\x06reason\x18\x03 \x01(\x0e2\x19.no8s.reconcile.v1.ReasonR\x06reason\"\x7f\n" +
+	"\x17RecordDispatchesRequest\x12'\n" +
+	"\x0fscheduler_epoch\x18\x01 \x01(\x03R\x0eschedulerEpoch\x12;\n" +
+	"\n" +
+	"dispatches\x18\x02 \x03(\v2\x1b.no8s.reconcile.v1.DispatchR\n" +
+	"dispatches\"4\n" +
+	"\x18RecordDispatchesResponse\x12\x18\n" +
+	"\amissing\x18\x01 \x03(\x03R\amissing\"\x82\t\n" +
 	"\x0eReconcileState\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\x03R\n" +
 	"resourceId\x12!\n" +
@@ -2036,10 +2209,11 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\x0fOUTCOME_SUCCESS\x10\x01\x12\x13\n" +
 	"\x0fOUTCOME_REQUEUE\x10\x02\x12\x11\n" +
 	"\rOUTCOME_ERROR\x10\x03\x12\x14\n" +
-	"\x10OUTCOME_TERMINAL\x10\x042\x82\x05\n" +
+	"\x10OUTCOME_TERMINAL\x10\x042\xef\x05\n" +
 	"\x10ReconcileService\x12h\n" +
 	"\x0fBecomeScheduler\x12).no8s.reconcile.v1.BecomeSchedulerRequest\x1a*.no8s.reconcile.v1.BecomeSchedulerResponse\x12e\n" +
-	"\x0eRecordDispatch\x12(.no8s.reconcile.v1.RecordDispatchRequest\x1a).no8s.reconcile.v1.RecordDispatchResponse\x12q\n" +
+	"\x0eRecordDispatch\x12(.no8s.reconcile.v1.RecordDispatchRequest\x1a).no8s.reconcile.v1.RecordDispatchResponse\x12k\n" +
+	"\x10RecordDispatches\x12*.no8s.reconcile.v1.RecordDispatchesRequest\x1a+.no8s.reconcile.v1.RecordDispatchesResponse\x12q\n" +
 	"\x12ListReconcileState\x12,.no8s.reconcile.v1.ListReconcileStateRequest\x1a-.no8s.reconcile.v1.ListReconcileStateResponse\x12_\n" +
 	"\fSetCondition\x12&.no8s.reconcile.v1.SetConditionRequest\x1a'.no8s.reconcile.v1.SetConditionResponse\x12k\n" +
 	"\x10RequestReconcile\x12*.no8s.reconcile.v1.RequestReconcileRequest\x1a+.no8s.reconcile.v1.RequestReconcileResponse\x12\\\n" +
@@ -2059,7 +2233,7 @@ func file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP() []byte {
 }
 
 var file_no8s_reconcile_v1_reconcile_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_no8s_reconcile_v1_reconcile_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_no8s_reconcile_v1_reconcile_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_no8s_reconcile_v1_reconcile_proto_goTypes = []any{
 	(Reason)(0),                        // 0: no8s.reconcile.v1.Reason
 	(Outcome)(0),                       // 1: no8s.reconcile.v1.Outcome
@@ -2076,62 +2250,69 @@ var file_no8s_reconcile_v1_reconcile_proto_goTypes = []any{
 	(*BecomeSchedulerResponse)(nil),    // 12: no8s.reconcile.v1.BecomeSchedulerResponse
 	(*RecordDispatchRequest)(nil),      // 13: no8s.reconcile.v1.RecordDispatchRequest
 	(*RecordDispatchResponse)(nil),     // 14: no8s.reconcile.v1.RecordDispatchResponse
-	(*ReconcileState)(nil),             // 15: no8s.reconcile.v1.ReconcileState
-	(*ListReconcileStateRequest)(nil),  // 16: no8s.reconcile.v1.ListReconcileStateRequest
-	(*ListReconcileStateResponse)(nil), // 17: no8s.reconcile.v1.ListReconcileStateResponse
-	(*SetConditionRequest)(nil),        // 18: no8s.reconcile.v1.SetConditionRequest
-	(*SetConditionResponse)(nil),       // 19: no8s.reconcile.v1.SetConditionResponse
-	(*RequestReconcileRequest)(nil),    // 20: no8s.reconcile.v1.RequestReconcileRequest
-	(*RequestReconcileResponse)(nil),   // 21: no8s.reconcile.v1.RequestReconcileResponse
-	(*ListHistoryRequest)(nil),         // 22: no8s.reconcile.v1.ListHistoryRequest
-	(*ListHistoryResponse)(nil),        // 23: no8s.reconcile.v1.ListHistoryResponse
-	(*timestamppb.Timestamp)(nil),      // 24: google.protobuf.Timestamp
-	(*v1.Resource)(nil),                // 25: no8s.store.v1.Resource
-	(*v1.Condition)(nil),               // 26: no8s.store.v1.Condition
+	(*Dispatch)(nil),                   // 15: no8s.reconcile.v1.Dispatch
+	(*RecordDispatchesRequest)(nil),    // 16: no8s.reconcile.v1.RecordDispatchesRequest
+	(*RecordDispatchesResponse)(nil),   // 17: no8s.reconcile.v1.RecordDispatchesResponse
+	(*ReconcileState)(nil),             // 18: no8s.reconcile.v1.ReconcileState
+	(*ListReconcileStateRequest)(nil),  // 19: no8s.reconcile.v1.ListReconcileStateRequest
+	(*ListReconcileStateResponse)(nil), // 20: no8s.reconcile.v1.ListReconcileStateResponse
+	(*SetConditionRequest)(nil),        // 21: no8s.reconcile.v1.SetConditionRequest
+	(*SetConditionResponse)(nil),       // 22: no8s.reconcile.v1.SetConditionResponse
+	(*RequestReconcileRequest)(nil),    // 23: no8s.reconcile.v1.RequestReconcileRequest
+	(*RequestReconcileResponse)(nil),   // 24: no8s.reconcile.v1.RequestReconcileResponse
+	(*ListHistoryRequest)(nil),         // 25: no8s.reconcile.v1.ListHistoryRequest
+	(*ListHistoryResponse)(nil),        // 26: no8s.reconcile.v1.ListHistoryResponse
+	(*timestamppb.Timestamp)(nil),      // 27: google.protobuf.Timestamp
+	(*v1.Resource)(nil),                // 28: no8s.store.v1.Resource
+	(*v1.Condition)(nil),               // 29: no8s.store.v1.Condition
 }
 var file_no8s_reconcile_v1_reconcile_proto_depIdxs = []int32{
 	0,  // 0: no8s.reconcile.v1.WorkItem.reason:type_name -> no8s.reconcile.v1.Reason
-	24, // 1: no8s.reconcile.v1.WorkItem.dispatched_at:type_name -> google.protobuf.Timestamp
-	24, // 2: no8s.reconcile.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
-	25, // 3: no8s.reconcile.v1.AcquireLeaseResponse.resource:type_name -> no8s.store.v1.Resource
+	27, // 1: no8s.reconcile.v1.WorkItem.dispatched_at:type_name -> google.protobuf.Timestamp
+	27, // 2: no8s.reconcile.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
+	28, // 3: no8s.reconcile.v1.AcquireLeaseResponse.resource:type_name -> no8s.store.v1.Resource
 	3,  // 4: no8s.reconcile.v1.AcquireLeaseResponse.policy:type_name -> no8s.reconcile.v1.ReconcilePolicy
-	24, // 5: no8s.reconcile.v1.RenewLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
-	24, // 6: no8s.reconcile.v1.HistoryEntry.started_at:type_name -> google.protobuf.Timestamp
-	24, // 7: no8s.reconcile.v1.HistoryEntry.reconcile_time:type_name -> google.protobuf.Timestamp
+	27, // 5: no8s.reconcile.v1.RenewLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
+	27, // 6: no8s.reconcile.v1.HistoryEntry.started_at:type_name -> google.protobuf.Timestamp
+	27, // 7: no8s.reconcile.v1.HistoryEntry.reconcile_time:type_name -> google.protobuf.Timestamp
 	0,  // 8: no8s.reconcile.v1.HistoryEntry.reason:type_name -> no8s.reconcile.v1.Reason
 	1,  // 9: no8s.reconcile.v1.CompleteReconcileRequest.outcome:type_name -> no8s.reconcile.v1.Outcome
-	26, // 10: no8s.reconcile.v1.CompleteReconcileRequest.conditions:type_name -> no8s.store.v1.Condition
+	29, // 10: no8s.reconcile.v1.CompleteReconcileRequest.conditions:type_name -> no8s.store.v1.Condition
 	8,  // 11: no8s.reconcile.v1.CompleteReconcileRequest.history:type_name -> no8s.reconcile.v1.HistoryEntry
-	25, // 12: no8s.reconcile.v1.CompleteReconcileResponse.resource:type_name -> no8s.store.v1.Resource
-	24, // 13: no8s.reconcile.v1.BecomeSchedulerResponse.expires_at:type_name -> google.protobuf.Timestamp
+	28, // 12: no8s.reconcile.v1.CompleteReconcileResponse.resource:type_name -> no8s.store.v1.Resource
+	27, // 13: no8s.reconcile.v1.BecomeSchedulerResponse.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 14: no8s.reconcile.v1.RecordDispatchRequest.reason:type_name -> no8s.reconcile.v1.Reason
-	24, // 15: no8s.reconcile.v1.ReconcileState.last_reconcile_time:type_name -> google.protobuf.Timestamp
-	24, // 16: no8s.reconcile.v1.ReconcileState.reconcile_requested_at:type_name -> google.protobuf.Timestamp
-	24, // 17: no8s.reconcile.v1.ReconcileState.lease_expires_at:type_name -> google.protobuf.Timestamp
-	24, // 18: no8s.reconcile.v1.ReconcileState.dispatched_at:type_name -> google.protobuf.Timestamp
-	3,  // 19: no8s.reconcile.v1.ReconcileState.policy:type_name -> no8s.reconcile.v1.ReconcilePolicy
-	24, // 20: no8s.reconcile.v1.ReconcileState.requeue_at:type_name -> google.protobuf.Timestamp
-	15, // 21: no8s.reconcile.v1.ListReconcileStateResponse.states:type_name -> no8s.reconcile.v1.ReconcileState
-	26, // 22: no8s.reconcile.v1.SetConditionRequest.condition:type_name -> no8s.store.v1.Condition
-	25, // 23: no8s.reconcile.v1.RequestReconcileResponse.resource:type_name -> no8s.store.v1.Resource
-	8,  // 24: no8s.reconcile.v1.ListHistoryResponse.entries:type_name -> no8s.reconcile.v1.HistoryEntry
-	11, // 25: no8s.reconcile.v1.ReconcileService.BecomeScheduler:input_type -> no8s.reconcile.v1.BecomeSchedulerRequest
-	13, // 26: no8s.reconcile.v1.ReconcileService.RecordDispatch:input_type -> no8s.reconcile.v1.RecordDispatchRequest
-	16, // 27: no8s.reconcile.v1.ReconcileService.ListReconcileState:input_type -> no8s.reconcile.v1.ListReconcileStateRequest
-	18, // 28: no8s.reconcile.v1.ReconcileService.SetCondition:input_type -> no8s.reconcile.v1.SetConditionRequest
-	20, // 29: no8s.reconcile.v1.ReconcileService.RequestReconcile:input_type -> no8s.reconcile.v1.RequestReconcileRequest
-	22, // 30: no8s.reconcile.v1.ReconcileService.ListHistory:input_type -> no8s.reconcile.v1.ListHistoryRequest
-	12, // 31: no8s.reconcile.v1.ReconcileService.BecomeScheduler:output_type -> no8s.reconcile.v1.BecomeSchedulerResponse
-	14, // 32: no8s.reconcile.v1.ReconcileService.RecordDispatch:output_type -> no8s.reconcile.v1.RecordDispatchResponse
-	17, // 33: no8s.reconcile.v1.ReconcileService.ListReconcileState:output_type -> no8s.reconcile.v1.ListReconcileStateResponse
-	19, // 34: no8s.reconcile.v1.ReconcileService.SetCondition:output_type -> no8s.reconcile.v1.SetConditionResponse
-	21, // 35: no8s.reconcile.v1.ReconcileService.RequestReconcile:output_type -> no8s.reconcile.v1.RequestReconcileResponse
-	23, // 36: no8s.reconcile.v1.ReconcileService.ListHistory:output_type -> no8s.reconcile.v1.ListHistoryResponse
-	31, // [31:37] is the sub-list for method output_type
-	25, // [25:31] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	0,  // 15: no8s.reconcile.v1.Dispatch.reason:type_name -> no8s.reconcile.v1.Reason
+	15, // 16: no8s.reconcile.v1.RecordDispatchesRequest.dispatches:type_name -> no8s.reconcile.v1.Dispatch
+	27, // 17: no8s.reconcile.v1.ReconcileState.last_reconcile_time:type_name -> google.protobuf.Timestamp
+	27, // 18: no8s.reconcile.v1.ReconcileState.reconcile_requested_at:type_name -> google.protobuf.Timestamp
+	27, // 19: no8s.reconcile.v1.ReconcileState.lease_expires_at:type_name -> google.protobuf.Timestamp
+	27, // 20: no8s.reconcile.v1.ReconcileState.dispatched_at:type_name -> google.protobuf.Timestamp
+	3,  // 21: no8s.reconcile.v1.ReconcileState.policy:type_name -> no8s.reconcile.v1.ReconcilePolicy
+	27, // 22: no8s.reconcile.v1.ReconcileState.requeue_at:type_name -> google.protobuf.Timestamp
+	18, // 23: no8s.reconcile.v1.ListReconcileStateResponse.states:type_name -> no8s.reconcile.v1.ReconcileState
+	29, // 24: no8s.reconcile.v1.SetConditionRequest.condition:type_name -> no8s.store.v1.Condition
+	28, // 25: no8s.reconcile.v1.RequestReconcileResponse.resource:type_name -> no8s.store.v1.Resource
+	8,  // 26: no8s.reconcile.v1.ListHistoryResponse.entries:type_name -> no8s.reconcile.v1.HistoryEntry
+	11, // 27: no8s.reconcile.v1.ReconcileService.BecomeScheduler:input_type -> no8s.reconcile.v1.BecomeSchedulerRequest
+	13, // 28: no8s.reconcile.v1.ReconcileService.RecordDispatch:input_type -> no8s.reconcile.v1.RecordDispatchRequest
+	16, // 29: no8s.reconcile.v1.ReconcileService.RecordDispatches:input_type -> no8s.reconcile.v1.RecordDispatchesRequest
+	19, // 30: no8s.reconcile.v1.ReconcileService.ListReconcileState:input_type -> no8s.reconcile.v1.ListReconcileStateRequest
+	21, // 31: no8s.reconcile.v1.ReconcileService.SetCondition:input_type -> no8s.reconcile.v1.SetConditionRequest
+	23, // 32: no8s.reconcile.v1.ReconcileService.RequestReconcile:input_type -> no8s.reconcile.v1.RequestReconcileRequest
+	25, // 33: no8s.reconcile.v1.ReconcileService.ListHistory:input_type -> no8s.reconcile.v1.ListHistoryRequest
+	12, // 34: no8s.reconcile.v1.ReconcileService.BecomeScheduler:output_type -> no8s.reconcile.v1.BecomeSchedulerResponse
+	14, // 35: no8s.reconcile.v1.ReconcileService.RecordDispatch:output_type -> no8s.reconcile.v1.RecordDispatchResponse
+	17, // 36: no8s.reconcile.v1.ReconcileService.RecordDispatches:output_type -> no8s.reconcile.v1.RecordDispatchesResponse
+	20, // 37: no8s.reconcile.v1.ReconcileService.ListReconcileState:output_type -> no8s.reconcile.v1.ListReconcileStateResponse
+	22, // 38: no8s.reconcile.v1.ReconcileService.SetCondition:output_type -> no8s.reconcile.v1.SetConditionResponse
+	24, // 39: no8s.reconcile.v1.ReconcileService.RequestReconcile:output_type -> no8s.reconcile.v1.RequestReconcileResponse
+	26, // 40: no8s.reconcile.v1.ReconcileService.ListHistory:output_type -> no8s.reconcile.v1.ListHistoryResponse
+	34, // [34:41] is the sub-list for method output_type
+	27, // [27:34] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_no8s_reconcile_v1_reconcile_proto_init() }
@@ -2145,7 +2326,7 @@ func file_no8s_reconcile_v1_reconcile_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_no8s_reconcile_v1_reconcile_proto_rawDesc), len(file_no8s_reconcile_v1_reconcile_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   22,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	ReconcileService_BecomeScheduler_FullMethodName    = "/no8s.reconcile.v1.ReconcileService/BecomeScheduler"
 	ReconcileService_RecordDispatch_FullMethodName     = "/no8s.reconcile.v1.ReconcileService/RecordDispatch"
+	ReconcileService_RecordDispatches_FullMethodName   = "/no8s.reconcile.v1.ReconcileService/RecordDispatches"
 	ReconcileService_ListReconcileState_FullMethodName = "/no8s.reconcile.v1.ReconcileService/ListReconcileState"
 	ReconcileService_SetCondition_FullMethodName       = "/no8s.reconcile.v1.ReconcileService/SetCondition"
 	ReconcileService_RequestReconcile_FullMethodName   = "/no8s.reconcile.v1.ReconcileService/RequestReconcile"
@@ -49,6 +50,11 @@ type ReconcileServiceClient interface {
 	// epoch is the current one and its lease is unexpired. It changes no field
 	// of the resource document, so it writes no event.
 	RecordDispatch(ctx context.Context, in *RecordDispatchRequest, opts ...grpc.CallOption) (*RecordDispatchResponse, error)
+	// RecordDispatches records several dispatches of one scheduler epoch in one
+	// transaction, fenced as RecordDispatch (the whole call is refused with
+	// Aborted/"stale_epoch"). Resources that no longer exist are skipped and
+	// named in the answer.
+	RecordDispatches(ctx context.Context, in *RecordDispatchesRequest, opts ...grpc.CallOption) (*RecordDispatchesResponse, error)
 	// ListReconcileState pages through every resource with what the scheduler
 	// needs to rebuild its state.
 	ListReconcileState(ctx context.Context, in *ListReconcileStateRequest, opts ...grpc.CallOption) (*ListReconcileStateResponse, error)
@@ -88,6 +94,16 @@ func (c *reconcileServiceClient) RecordDispatch(ctx context.Context, in *RecordD
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RecordDispatchResponse)
 	err := c.cc.Invoke(ctx, ReconcileService_RecordDispatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *reconcileServiceClient) RecordDispatches(ctx context.Context, in *RecordDispatchesRequest, opts ...grpc.CallOption) (*RecordDispatchesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordDispatchesResponse)
+	err := c.cc.Invoke(ctx, ReconcileService_RecordDispatches_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +172,11 @@ type ReconcileServiceServer interface {
 	// epoch is the current one and its lease is unexpired. It changes no field
 	// of the resource document, so it writes no event.
 	RecordDispatch(context.Context, *RecordDispatchRequest) (*RecordDispatchResponse, error)
+	// RecordDispatches records several dispatches of one scheduler epoch in one
+	// transaction, fenced as RecordDispatch (the whole call is refused with
+	// Aborted/"stale_epoch"). Resources that no longer exist are skipped and
+	// named in the answer.
+	RecordDispatches(context.Context, *RecordDispatchesRequest) (*RecordDispatchesResponse, error)
 	// ListReconcileState pages through every resource with what the scheduler
 	// needs to rebuild its state.
 	ListReconcileState(context.Context, *ListReconcileStateRequest) (*ListReconcileStateResponse, error)
@@ -186,6 +207,9 @@ func (UnimplementedReconcileServiceServer) BecomeScheduler(context.Context, *Bec
 }
 func (UnimplementedReconcileServiceServer) RecordDispatch(context.Context, *RecordDispatchRequest) (*RecordDispatchResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RecordDispatch not implemented")
+}
+func (UnimplementedReconcileServiceServer) RecordDispatches(context.Context, *RecordDispatchesRequest) (*RecordDispatchesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordDispatches not implemented")
 }
 func (UnimplementedReconcileServiceServer) ListReconcileState(context.Context, *ListReconcileStateRequest) (*ListReconcileStateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListReconcileState not implemented")
@@ -252,6 +276,24 @@ func _ReconcileService_RecordDispatch_Handler(srv interface{}, ctx context.Conte
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ReconcileServiceServer).RecordDispatch(ctx, req.(*RecordDispatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ReconcileService_RecordDispatches_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordDispatchesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReconcileServiceServer).RecordDispatches(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReconcileService_RecordDispatches_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReconcileServiceServer).RecordDispatches(ctx, req.(*RecordDispatchesRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -342,6 +384,10 @@ var ReconcileService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RecordDispatch",
 			Handler:    _ReconcileService_RecordDispatch_Handler,
+		},
+		{
+			MethodName: "RecordDispatches",
+			Handler:    _ReconcileService_RecordDispatches_Handler,
 		},
 		{
 			MethodName: "ListReconcileState",
