@@ -51,6 +51,25 @@ func lockForReconcile(ctx context.Context, tx pgx.Tx, id int64) (*resource.Resou
 	return scanReconcile(tx.QueryRow(ctx, lockReconcileSQL, id), id)
 }
 
+// acquireSQL reads a resource and its lease for update (lockReconcileSQL),
+// with the scheduler's current epoch and the type's stored policy.
+const acquireSQL = `SELECT ` + resourceColumns + `, ` + reconcileColumns + `,
+	coalesce((SELECT epoch FROM scheduler_state WHERE id = 1), 0),
+	(SELECT t.reconcile_policy FROM resource_types t WHERE t.id = resources.resource_type_id)
+	FROM resources WHERE id = $1 FOR UPDATE`
+
+// acquireLeaseSQL records a granted lease: holder, epoch, expiry and
+// acquisition time; it clears the requeue and consumes a manual trigger
+// requested at or before the acquisition. acquireLeaseDocSQL writes the
+// changed document in the same statement.
+const (
+	leaseSet = `lease_holder = $2, lease_epoch = $3, lease_expires_at = $4, lease_acquired_at = $5, requeue_at = NULL,
+	reconcile_requested_at = CASE WHEN reconcile_requested_at <= $5 THEN NULL ELSE reconcile_requested_at END`
+	acquireLeaseSQL    = `UPDATE resources SET ` + leaseSet + ` WHERE id = $1`
+	acquireLeaseDocSQL = `UPDATE resources SET ` + leaseSet + `,
+	status = $6, phase = $7, conditions = $8, resource_version = $9, updated_at = $10 WHERE id = $1`
+)
+
 // AcquireLease grants the reconcile lease of a resource (storage.Acquire):
 // epoch + 1, the resource marked reconciling (a MODIFIED event when that
 // changes its document). It consumes a pending manual trigger and requeue.
@@ -67,22 +86,16 @@ func (s *Store) AcquireLease(ctx context.Context, req storage.AcquireLeaseReques
 		policy     []byte
 		rv         *revisions
 	)
-	// Two round trips: the reads (and a revision, used only when the
-	// document changes), then the writes with COMMIT.
+	// Two round trips: the reads (the row locked with the scheduler's epoch
+	// and the type's policy beside it, and a revision, used only when the
+	// document changes), then one row write (and its event) with COMMIT.
 	err = s.pipelinedWrite(ctx, false, func(b *pgx.Batch) {
-		b.Queue(`SELECT epoch FROM scheduler_state WHERE id = 1`)
-		b.Queue(lockReconcileSQL, req.ResourceID)
-		b.Queue(`SELECT t.reconcile_policy FROM resources r JOIN resource_types t ON t.id = r.resource_type_id WHERE r.id = $1`, req.ResourceID)
+		b.Queue(acquireSQL, req.ResourceID)
 		queueRevisions(b, 1)
 	}, func(br pgx.BatchResults) error {
-		if err := br.QueryRow().Scan(&schedEpoch); err != nil {
-			return err
-		}
 		var err error
-		if r, l, err = scanReconcile(br.QueryRow(), req.ResourceID); err != nil {
-			return err
-		}
-		if err := br.QueryRow().Scan(&policy); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		row := extraRow{Row: br.QueryRow(), extra: []any{&schedEpoch, &policy}}
+		if r, l, err = scanReconcile(row, req.ResourceID); err != nil {
 			return err
 		}
 		rv, err = scanRevisions(br, 1)
@@ -93,19 +106,14 @@ func (s *Store) AcquireLease(ctx context.Context, req storage.AcquireLeaseReques
 		if out, changed, err = storage.Acquire(req, d, r, l, schedEpoch, policy); err != nil {
 			return err
 		}
-		if changed {
-			err := rv.emit(b, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
-				b.Queue(`UPDATE resources SET status = $2, phase = $3, conditions = $4, resource_version = $5, updated_at = $6 WHERE id = $1`,
-					r.ID, r.Status, r.Phase, r.Conditions, r.ResourceVersion, r.UpdatedAt)
-			}})
-			if err != nil {
-				return err
-			}
+		if !changed {
+			b.Queue(acquireLeaseSQL, r.ID, req.Holder, out.Epoch, out.ExpiresAt, l.Now)
+			return nil
 		}
-		b.Queue(`UPDATE resources SET lease_holder = $2, lease_epoch = $3, lease_expires_at = $4, lease_acquired_at = $5, requeue_at = NULL,
-			reconcile_requested_at = CASE WHEN reconcile_requested_at <= $5 THEN NULL ELSE reconcile_requested_at END
-			WHERE id = $1`, r.ID, req.Holder, out.Epoch, out.ExpiresAt, l.Now)
-		return nil
+		return rv.emit(b, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
+			b.Queue(acquireLeaseDocSQL,
+				r.ID, req.Holder, out.Epoch, out.ExpiresAt, l.Now, r.Status, r.Phase, r.Conditions, r.ResourceVersion, r.UpdatedAt)
+		}})
 	})
 	if err != nil {
 		return nil, err
