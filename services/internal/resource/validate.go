@@ -80,6 +80,20 @@ func CompactObject(path string, raw []byte) ([]byte, *problem.Error) {
 // Marshal encodes v as compact JSON without HTML escaping, so that the size of
 // a document does not grow with characters like < and &.
 func Marshal(v any) ([]byte, error) {
+	// Resources, the documents of every event and answer, have a renderer
+	// of their own that produces the same bytes without reflection.
+	var r *Resource
+	switch x := v.(type) {
+	case *Resource:
+		r = x
+	case Resource:
+		r = &x
+	}
+	if r != nil {
+		if b, ok := r.AppendJSON(make([]byte, 0, r.jsonSize())); ok {
+			return b, nil
+		}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

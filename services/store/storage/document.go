@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/no8s/no8s/services/internal/resource"
 )
 
 // DocumentFields are a resource's stored columns as a backend scanned them,
@@ -33,11 +34,11 @@ func (d *DocumentFields) AppendDocument(b []byte) []byte {
 	b = append(b, `,"uid":"`...)
 	b = append(b, d.UID...)
 	b = append(b, `","name":`...)
-	b = appendString(b, d.Name)
+	b = resource.AppendString(b, d.Name)
 	b = append(b, `,"resource_type_name":`...)
-	b = appendString(b, d.TypeName)
+	b = resource.AppendString(b, d.TypeName)
 	b = append(b, `,"resource_type_version":`...)
-	b = appendString(b, d.TypeVersion)
+	b = resource.AppendString(b, d.TypeVersion)
 	b = append(b, `,"labels":`...)
 	b = appendCompact(b, d.Labels, "{}")
 	b = append(b, `,"annotations":`...)
@@ -47,9 +48,9 @@ func (d *DocumentFields) AppendDocument(b []byte) []byte {
 	b = append(b, `,"spec":`...)
 	b = appendCompact(b, d.Spec, "{}")
 	b = append(b, `,"status":`...)
-	b = appendString(b, d.Status)
+	b = resource.AppendString(b, d.Status)
 	b = append(b, `,"status_message":`...)
-	b = appendString(b, d.Message)
+	b = resource.AppendString(b, d.Message)
 	b = append(b, `,"generation":`...)
 	b = strconv.AppendInt(b, d.Generation, 10)
 	b = append(b, `,"observed_generation":`...)
@@ -59,7 +60,7 @@ func (d *DocumentFields) AppendDocument(b []byte) []byte {
 	b = append(b, `,"conditions":`...)
 	b = appendCompact(b, d.Conditions, "[]")
 	b = append(b, `,"phase":`...)
-	b = appendString(b, d.Phase)
+	b = resource.AppendString(b, d.Phase)
 	b = append(b, `,"outputs":`...)
 	b = appendCompact(b, d.Outputs, "{}")
 	b = append(b, `,"finalizers":`...)
@@ -111,60 +112,5 @@ func appendTime(b []byte, t *time.Time) []byte {
 	}
 	b = append(b, '"')
 	b = t.UTC().AppendFormat(b, time.RFC3339Nano)
-	return append(b, '"')
-}
-
-// appendString appends s as a JSON string, escaping as encoding/json does
-// without HTML escaping.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
 	return append(b, '"')
 }
