@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/store/storage"
 )
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -29,13 +30,10 @@ func scanResource(row scanner, extra ...any) (*resource.Resource, error) {
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
-	for _, f := range []struct {
-		text string
-		v    any
-	}{{labels, &r.Labels}, {annotations, &r.Annotations}, {owners, &r.OwnerReferences}, {conds, &r.Conditions}, {finalizers, &r.Finalizers}} {
-		if err := decodeJSON(f.text, f.v); err != nil {
-			return nil, err
-		}
+	c := storage.StoredCollections{Labels: []byte(labels), Annotations: []byte(annotations), Owners: []byte(owners),
+		Conditions: []byte(conds), Finalizers: []byte(finalizers)}
+	if err := c.Decode(&r); err != nil {
+		return nil, err
 	}
 	r.Spec, r.Outputs = json.RawMessage(spec), json.RawMessage(outputs)
 	r.CreatedAt, r.UpdatedAt = timeOf(created), timeOf(updated)

@@ -20,9 +20,13 @@ func scanResource(row pgx.Row) (*resource.Resource, error) {
 	var r resource.Resource
 	var uid uuid.UUID
 	var spec, outputs []byte
-	if err := row.Scan(&r.ID, &uid, &r.Name, &r.ResourceTypeName, &r.ResourceTypeVersion, &r.Labels, &r.Annotations,
-		&r.OwnerReferences, &spec, &r.Status, &r.StatusMessage, &r.Generation, &r.ObservedGeneration, &r.ResourceVersion,
-		&r.Conditions, &r.Phase, &outputs, &r.Finalizers, &r.CreatedAt, &r.UpdatedAt, &r.DeletedAt, &r.LastReconcileTime); err != nil {
+	var c storage.StoredCollections
+	if err := row.Scan(&r.ID, &uid, &r.Name, &r.ResourceTypeName, &r.ResourceTypeVersion, &c.Labels, &c.Annotations,
+		&c.Owners, &spec, &r.Status, &r.StatusMessage, &r.Generation, &r.ObservedGeneration, &r.ResourceVersion,
+		&c.Conditions, &r.Phase, &outputs, &c.Finalizers, &r.CreatedAt, &r.UpdatedAt, &r.DeletedAt, &r.LastReconcileTime); err != nil {
+		return nil, err
+	}
+	if err := c.Decode(&r); err != nil {
 		return nil, err
 	}
 	r.UID = uid.String()
