@@ -1,9 +1,11 @@
 package watch
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -79,8 +81,12 @@ type event struct {
 	typeVersion string
 	resourceID  int64
 	labels      map[string]string
-	// frame is the complete SSE frame; shared by every watcher, read-only.
-	frame []byte
+	// data is the decoded event, rendered into its SSE frame the first time
+	// a watcher needs it (frame): an event no watcher wants costs no
+	// rendering.
+	data      *eventstream.Decoded
+	frameOnce sync.Once
+	frameData []byte
 	// skip marks a message that is no event (it could not be decoded): it
 	// only advances positions.
 	skip bool
@@ -88,17 +94,6 @@ type event struct {
 	bookmark bool
 	// base is the stream's base revision when the event was published.
 	base int64
-}
-
-// eventData is the data line of an event, as the seed defines it.
-type eventData struct {
-	EventType           string          `json:"event_type"`
-	ResourceID          int64           `json:"resource_id"`
-	ResourceName        string          `json:"resource_name"`
-	ResourceTypeName    string          `json:"resource_type_name"`
-	ResourceTypeVersion string          `json:"resource_type_version"`
-	ResourceData        json.RawMessage `json:"resource_data"`
-	Timestamp           time.Time       `json:"timestamp"`
 }
 
 // decode turns a stream message into an event. A message that is not a
@@ -114,30 +109,53 @@ func decode(msg jetstream.Msg) (*event, error) {
 		ev.skip = true
 		return ev, fmt.Errorf("stream sequence %d: %w", ev.seq, err)
 	}
-	doc := json.RawMessage(d.ResourceJSON)
-	if len(doc) == 0 || !json.Valid(doc) {
-		doc = json.RawMessage("null")
-	}
-	data, err := resource.Marshal(eventData{
-		EventType:           d.Type,
-		ResourceID:          d.ResourceID,
-		ResourceName:        d.ResourceName,
-		ResourceTypeName:    d.ResourceTypeName,
-		ResourceTypeVersion: d.ResourceTypeVersion,
-		ResourceData:        doc,
-		Timestamp:           d.Timestamp.UTC(),
-	})
-	if err != nil {
+	if y := d.Timestamp.UTC().Year(); y < 0 || y > 9999 {
 		ev.skip = true
-		return ev, fmt.Errorf("stream sequence %d: render event: %w", ev.seq, err)
+		return ev, fmt.Errorf("stream sequence %d: render event: timestamp out of range", ev.seq)
 	}
+	ev.data = d
 	ev.revision = d.Revision
 	ev.typeName = d.ResourceTypeName
 	ev.typeVersion = d.ResourceTypeVersion
 	ev.resourceID = d.ResourceID
 	ev.labels = d.Labels
-	ev.frame = appendFrame(make([]byte, 0, len(data)+len(d.Type)+40), d.Type, d.Revision, data)
 	return ev, nil
+}
+
+// frame is the event's complete SSE frame, rendered once and shared by
+// every watcher (read-only). Its data line is the seed's event:
+// event_type, resource_id, resource_name, resource_type_name,
+// resource_type_version, resource_data (the resource's document; null if
+// the message carried none that is JSON) and timestamp.
+func (e *event) frame() []byte {
+	e.frameOnce.Do(func() {
+		d := e.data
+		b := make([]byte, 0, len(d.ResourceJSON)+len(d.ResourceName)+len(d.ResourceTypeName)+len(d.Type)+200)
+		b = append(b, "event: "...)
+		b = append(b, d.Type...)
+		b = append(b, "\nid: "...)
+		b = strconv.AppendInt(b, d.Revision, 10)
+		b = append(b, "\ndata: {\"event_type\":"...)
+		b = resource.AppendString(b, d.Type)
+		b = append(b, `,"resource_id":`...)
+		b = strconv.AppendInt(b, d.ResourceID, 10)
+		b = append(b, `,"resource_name":`...)
+		b = resource.AppendString(b, d.ResourceName)
+		b = append(b, `,"resource_type_name":`...)
+		b = resource.AppendString(b, d.ResourceTypeName)
+		b = append(b, `,"resource_type_version":`...)
+		b = resource.AppendString(b, d.ResourceTypeVersion)
+		b = append(b, `,"resource_data":`...)
+		buf := bytes.NewBuffer(b) // Compact leaves it unchanged on an error
+		if len(d.ResourceJSON) == 0 || json.Compact(buf, d.ResourceJSON) != nil {
+			buf.WriteString("null")
+		}
+		b = buf.Bytes()
+		b = append(b, `,"timestamp":"`...)
+		b = d.Timestamp.UTC().AppendFormat(b, time.RFC3339Nano)
+		e.frameData = append(b, "\"}\n\n"...)
+	})
+	return e.frameData
 }
 
 // appendFrame appends one SSE event. data must hold no line break (compact

@@ -261,7 +261,7 @@ func (wt *watcher) send(ev *event) error {
 		return nil
 	}
 	wt.rev = ev.revision
-	return wt.out.write(ev.frame)
+	return wt.out.write(ev.frame())
 }
 
 func (wt *watcher) bookmark() error {
