@@ -391,7 +391,9 @@ func logAttempt(log *slog.Logger, rep Report) {
 	attrs := []any{"outcome", rep.Outcome.String(), "phase", c.Phase, "duration", c.Duration}
 	switch rep.Outcome {
 	case OutcomeSuccess:
-		log.Info("reconciled", attrs...)
+		// Debug: one line per successful attempt is the worker's busiest
+		// log (issue 13); failures and requeues stay visible.
+		log.Debug("reconciled", attrs...)
 	case OutcomeRequeue:
 		log.Info("requeued", append(attrs, "requeue_after", rep.RequeueAfter, "message", c.Message)...)
 	default:
