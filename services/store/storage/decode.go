@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/no8s/no8s/services/internal/resource"
@@ -36,8 +37,8 @@ func (c StoredCollections) Decode(r *resource.Resource) error {
 	} else if err := unmarshalStored(c.Owners, &r.OwnerReferences); err != nil {
 		return fmt.Errorf("owner references: %w", err)
 	}
-	if isEmptyArray(c.Conditions) {
-		r.Conditions = []resource.Condition{}
+	if conds, ok := scanConditions(c.Conditions); ok {
+		r.Conditions = conds
 	} else if err := unmarshalStored(c.Conditions, &r.Conditions); err != nil {
 		return fmt.Errorf("conditions: %w", err)
 	}
@@ -155,6 +156,109 @@ func scanStrings(raw []byte) ([]string, bool) {
 			i = skipSpace(raw, i+1)
 		case ']':
 			return l, skipSpace(raw, i+1) == len(raw)
+		default:
+			return nil, false
+		}
+	}
+}
+
+// scanConditions reads a list of conditions whose keys are exactly the
+// condition's field names, whose strings are plain (scanPlainString) and
+// whose observed generation is an integer literal; ok is false for
+// anything else (encoding/json then decides).
+func scanConditions(raw []byte) ([]resource.Condition, bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return nil, false
+	}
+	out := []resource.Condition{}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == ']' {
+		return out, skipSpace(raw, i+1) == len(raw)
+	}
+	for {
+		if i >= len(raw) || raw[i] != '{' {
+			return nil, false
+		}
+		var c resource.Condition
+		i = skipSpace(raw, i+1)
+		for i < len(raw) && raw[i] != '}' {
+			k, j, ok := scanPlainString(raw, i)
+			if !ok {
+				return nil, false
+			}
+			i = skipSpace(raw, j)
+			if i >= len(raw) || raw[i] != ':' {
+				return nil, false
+			}
+			i = skipSpace(raw, i+1)
+			if k == "observed_generation" {
+				j = i
+				if j < len(raw) && raw[j] == '-' {
+					j++
+				}
+				for j < len(raw) && raw[j] >= '0' && raw[j] <= '9' {
+					j++
+				}
+				digits := raw[i:j]
+				if len(digits) > 0 && digits[0] == '-' {
+					digits = digits[1:]
+				}
+				if len(digits) == 0 || len(digits) > 1 && digits[0] == '0' { // not a JSON number
+					return nil, false
+				}
+				n, err := strconv.ParseInt(string(raw[i:j]), 10, 64)
+				if err != nil {
+					return nil, false
+				}
+				c.ObservedGeneration = n
+			} else {
+				start := i
+				v, end, ok := scanPlainString(raw, i)
+				if !ok {
+					return nil, false
+				}
+				switch k {
+				case "type":
+					c.Type = v
+				case "status":
+					c.Status = v
+				case "reason":
+					c.Reason = v
+				case "message":
+					c.Message = v
+				case "last_transition_time":
+					if err := c.LastTransitionTime.UnmarshalJSON(raw[start:end]); err != nil {
+						return nil, false
+					}
+				default:
+					return nil, false
+				}
+				j = end
+			}
+			i = skipSpace(raw, j)
+			if i < len(raw) && raw[i] == ',' {
+				i = skipSpace(raw, i+1)
+				if i < len(raw) && raw[i] == '}' {
+					return nil, false
+				}
+			} else if i >= len(raw) || raw[i] != '}' {
+				return nil, false
+			}
+		}
+		if i >= len(raw) {
+			return nil, false
+		}
+		out = append(out, c)
+		i = skipSpace(raw, i+1)
+		if i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i = skipSpace(raw, i+1)
+		case ']':
+			return out, skipSpace(raw, i+1) == len(raw)
 		default:
 			return nil, false
 		}

@@ -12,7 +12,9 @@ import (
 // decodes, and fail exactly when it fails.
 func FuzzStoredCollections(f *testing.F) {
 	for _, s := range []string{`{}`, `{"a": "b", "c": "d"}`, `{"a":"b","a":"c"}`, `{"k\"": "v"}`, `{"é": "\u00e9"}`, "{\"a\": \"\xff\"}",
-		`[]`, ` [ ] `, `["x", "y"]`, `["a\\nb"]`, `[1]`, `{"a": 1}`, `null`, `{"a": "b",}`, `["a" "b"]`, `{"a": "b"} x`} {
+		`[]`, ` [ ] `, `[{"type": "Ready", "reason": "Done", "status": "True", "message": "ok", "last_transition_time": "2026-11-25T10:00:00.123456Z", "observed_generation": 3}]`,
+		`[{"type":"A","status":"False","observed_generation":-1,"last_transition_time":"2026-01-01T00:00:00+02:00"},{"type":"B","status":"True","observed_generation":0,"last_transition_time":"0001-01-01T00:00:00Z"}]`,
+		`[{"type":"A","observed_generation":1.5}]`, `[{"Type":"A"}]`, `[{"type":"A",}]`, `[{"type":"A","last_transition_time":"yesterday"}]`, `[{}]`, `[{"observed_generation":012}]`, `[{"observed_generation":-0}]`, `[{"observed_generation":-}]`, `[{"observed_generation":}]`, `["x", "y"]`, `["a\\nb"]`, `[1]`, `{"a": 1}`, `null`, `{"a": "b",}`, `["a" "b"]`, `{"a": "b"} x`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
