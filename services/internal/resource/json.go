@@ -26,36 +26,11 @@ func (r *Resource) AppendJSON(b []byte) (out []byte, ok bool) {
 	b = append(b, `,"resource_type_version":`...)
 	b = AppendString(b, r.ResourceTypeVersion)
 	b = append(b, `,"labels":`...)
-	b = appendStringMap(b, r.Labels)
+	b = AppendStringMap(b, r.Labels)
 	b = append(b, `,"annotations":`...)
-	b = appendStringMap(b, r.Annotations)
+	b = AppendStringMap(b, r.Annotations)
 	b = append(b, `,"owner_references":`...)
-	if r.OwnerReferences == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, o := range r.OwnerReferences {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"uid":`...)
-			b = AppendString(b, o.UID)
-			b = append(b, `,"resource_type_name":`...)
-			b = AppendString(b, o.ResourceTypeName)
-			b = append(b, `,"resource_type_version":`...)
-			b = AppendString(b, o.ResourceTypeVersion)
-			b = append(b, `,"name":`...)
-			b = AppendString(b, o.Name)
-			if o.Controller {
-				b = append(b, `,"controller":true`...)
-			}
-			if o.BlockOwnerDeletion {
-				b = append(b, `,"block_owner_deletion":true`...)
-			}
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
+	b = AppendOwnerReferences(b, r.OwnerReferences)
 	b = append(b, `,"spec":`...)
 	if b, ok = appendRaw(b, r.Spec); !ok {
 		return b, false
@@ -71,35 +46,8 @@ func (r *Resource) AppendJSON(b []byte) (out []byte, ok bool) {
 	b = append(b, `,"resource_version":`...)
 	b = strconv.AppendInt(b, r.ResourceVersion, 10)
 	b = append(b, `,"conditions":`...)
-	if r.Conditions == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, c := range r.Conditions {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"type":`...)
-			b = AppendString(b, c.Type)
-			b = append(b, `,"status":`...)
-			b = AppendString(b, c.Status)
-			if c.Reason != "" {
-				b = append(b, `,"reason":`...)
-				b = AppendString(b, c.Reason)
-			}
-			if c.Message != "" {
-				b = append(b, `,"message":`...)
-				b = AppendString(b, c.Message)
-			}
-			b = append(b, `,"observed_generation":`...)
-			b = strconv.AppendInt(b, c.ObservedGeneration, 10)
-			b = append(b, `,"last_transition_time":`...)
-			if b, ok = appendTime(b, &c.LastTransitionTime); !ok {
-				return b, false
-			}
-			b = append(b, '}')
-		}
-		b = append(b, ']')
+	if b, ok = AppendConditions(b, r.Conditions); !ok {
+		return b, false
 	}
 	b = append(b, `,"phase":`...)
 	b = AppendString(b, r.Phase)
@@ -108,18 +56,7 @@ func (r *Resource) AppendJSON(b []byte) (out []byte, ok bool) {
 		return b, false
 	}
 	b = append(b, `,"finalizers":`...)
-	if r.Finalizers == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, f := range r.Finalizers {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = AppendString(b, f)
-		}
-		b = append(b, ']')
-	}
+	b = AppendStrings(b, r.Finalizers)
 	for _, t := range []struct {
 		name string
 		t    *time.Time
@@ -148,7 +85,7 @@ func (r *Resource) jsonSize() int {
 }
 
 // appendStringMap appends m as a JSON object, keys sorted (null when nil).
-func appendStringMap(b []byte, m map[string]string) []byte {
+func AppendStringMap(b []byte, m map[string]string) []byte {
 	if m == nil {
 		return append(b, "null"...)
 	}
@@ -258,4 +195,85 @@ func AppendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// AppendStrings appends l as a JSON array (null when nil), as encoding/json
+// renders it.
+func AppendStrings(b []byte, l []string) []byte {
+	if l == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, s := range l {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendString(b, s)
+	}
+	return append(b, ']')
+}
+
+// AppendOwnerReferences appends owner references as a JSON array (null when
+// nil), as encoding/json renders them.
+func AppendOwnerReferences(b []byte, l []OwnerReference) []byte {
+	if l == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, o := range l {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"uid":`...)
+		b = AppendString(b, o.UID)
+		b = append(b, `,"resource_type_name":`...)
+		b = AppendString(b, o.ResourceTypeName)
+		b = append(b, `,"resource_type_version":`...)
+		b = AppendString(b, o.ResourceTypeVersion)
+		b = append(b, `,"name":`...)
+		b = AppendString(b, o.Name)
+		if o.Controller {
+			b = append(b, `,"controller":true`...)
+		}
+		if o.BlockOwnerDeletion {
+			b = append(b, `,"block_owner_deletion":true`...)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// AppendConditions appends conditions as a JSON array (null when nil), as
+// encoding/json renders them; ok is false for a transition time outside
+// years 0-9999.
+func AppendConditions(b []byte, l []Condition) (out []byte, ok bool) {
+	if l == nil {
+		return append(b, "null"...), true
+	}
+	b = append(b, '[')
+	for i, c := range l {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":`...)
+		b = AppendString(b, c.Type)
+		b = append(b, `,"status":`...)
+		b = AppendString(b, c.Status)
+		if c.Reason != "" {
+			b = append(b, `,"reason":`...)
+			b = AppendString(b, c.Reason)
+		}
+		if c.Message != "" {
+			b = append(b, `,"message":`...)
+			b = AppendString(b, c.Message)
+		}
+		b = append(b, `,"observed_generation":`...)
+		b = strconv.AppendInt(b, c.ObservedGeneration, 10)
+		b = append(b, `,"last_transition_time":`...)
+		if b, ok = appendTime(b, &c.LastTransitionTime); !ok {
+			return b, false
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), true
 }

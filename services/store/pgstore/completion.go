@@ -33,7 +33,7 @@ func (s *Store) CompleteReconcile(ctx context.Context, req storage.CompleteRecon
 		rv  *revisions
 	)
 	// Two round trips: lock and revision, then every write with COMMIT.
-	err = s.pipelinedWrite(ctx, false, func(b *pgx.Batch) {
+	err = s.pipelinedWrite(ctx, false, resourceKey(req.ResourceID), req.ResourceID, func(b *pgx.Batch) {
 		b.Queue(lockReconcileSQL, req.ResourceID)
 		queueRevisions(b, 1)
 	}, func(br pgx.BatchResults) error {
@@ -67,8 +67,8 @@ func (s *Store) CompleteReconcile(ctx context.Context, req storage.CompleteRecon
 				outputs = $7, finalizers = $8, annotations = $9, resource_version = $10, updated_at = $11, last_reconcile_time = $11,
 				failures = $12, terminal_generation = $13, requeue_at = $14, lease_holder = '', lease_expires_at = NULL
 				WHERE id = $1`,
-				r.ID, r.Status, r.StatusMessage, r.ObservedGeneration, r.Conditions, r.Phase,
-				[]byte(r.Outputs), r.Finalizers, r.Annotations, r.ResourceVersion, now,
+				r.ID, r.Status, r.StatusMessage, r.ObservedGeneration, jsonConditions(r.Conditions), r.Phase,
+				[]byte(r.Outputs), resource.AppendStrings(nil, r.Finalizers), jsonMap(r.Annotations), r.ResourceVersion, now,
 				c.Failures, c.TerminalGeneration, c.RequeueAt)
 			b.Queue(`INSERT INTO reconciliation_history (resource_id, generation, success, phase, error_message, resources_created,
 				resources_updated, resources_deleted, started_at, duration_ms, reconcile_time, lease_epoch, holder, reason)

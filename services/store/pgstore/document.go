@@ -3,6 +3,7 @@ package pgstore
 import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/no8s/no8s/services/internal/resource"
 
 	"github.com/no8s/no8s/services/store/storage"
 )
@@ -21,4 +22,17 @@ func scanDocument(row pgx.Row) (doc []byte, id int64, err error) {
 	}
 	d.UID = uid.String()
 	return d.AppendDocument(make([]byte, 0, d.Size())), d.ID, nil
+}
+
+// jsonMap is a string map as a jsonb parameter, rendered without
+// reflection (pgx would call encoding/json).
+func jsonMap(m map[string]string) []byte { return resource.AppendStringMap(nil, m) }
+
+// jsonConditions is conditions as a jsonb parameter, rendered without
+// reflection; those encoding/json would refuse go to it (and fail there).
+func jsonConditions(c []resource.Condition) any {
+	if b, ok := resource.AppendConditions(nil, c); ok {
+		return b
+	}
+	return c
 }

@@ -89,7 +89,7 @@ func (s *Store) AcquireLease(ctx context.Context, req storage.AcquireLeaseReques
 	// Two round trips: the reads (the row locked with the scheduler's epoch
 	// and the type's policy beside it, and a revision, used only when the
 	// document changes), then one row write (and its event) with COMMIT.
-	err = s.pipelinedWrite(ctx, false, func(b *pgx.Batch) {
+	err = s.pipelinedWrite(ctx, false, resourceKey(req.ResourceID), req.ResourceID, func(b *pgx.Batch) {
 		b.Queue(acquireSQL, req.ResourceID)
 		queueRevisions(b, 1)
 	}, func(br pgx.BatchResults) error {
@@ -112,7 +112,7 @@ func (s *Store) AcquireLease(ctx context.Context, req storage.AcquireLeaseReques
 		}
 		return rv.emit(b, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
 			b.Queue(acquireLeaseDocSQL,
-				r.ID, req.Holder, out.Epoch, out.ExpiresAt, l.Now, r.Status, r.Phase, r.Conditions, r.ResourceVersion, r.UpdatedAt)
+				r.ID, req.Holder, out.Epoch, out.ExpiresAt, l.Now, r.Status, r.Phase, jsonConditions(r.Conditions), r.ResourceVersion, r.UpdatedAt)
 		}})
 	})
 	if err != nil {

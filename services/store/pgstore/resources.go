@@ -53,7 +53,7 @@ func (s *Store) CreateResource(ctx context.Context, req storage.CreateResourceRe
 	}
 	var typeID, typeRev int64
 	var rv *revisions
-	err = s.pipelinedWrite(ctx, req.DryRun, func(b *pgx.Batch) {
+	err = s.pipelinedWrite(ctx, req.DryRun, nameKey(r), 0, func(b *pgx.Batch) {
 		b.Queue(typeLockSQL, r.ResourceTypeName, r.ResourceTypeVersion)
 		b.Queue(`SELECT id, resource_version FROM resource_types WHERE name = $1 AND version = $2`, r.ResourceTypeName, r.ResourceTypeVersion)
 		queueRevisions(b, 1)
@@ -82,8 +82,9 @@ func (s *Store) CreateResource(ctx context.Context, req storage.CreateResourceRe
 			b.Queue(`INSERT INTO resources (id, uid, name, resource_type_id, resource_type_name, resource_type_version, labels, annotations,
 				owner_references, spec, status, generation, resource_version, phase, finalizers, created_at, updated_at)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
-				r.ID, r.UID, r.Name, typeID, r.ResourceTypeName, r.ResourceTypeVersion, r.Labels, r.Annotations,
-				r.OwnerReferences, []byte(r.Spec), r.Status, r.Generation, r.ResourceVersion, r.Phase, r.Finalizers, r.CreatedAt, r.UpdatedAt)
+				r.ID, r.UID, r.Name, typeID, r.ResourceTypeName, r.ResourceTypeVersion, jsonMap(r.Labels), jsonMap(r.Annotations),
+				resource.AppendOwnerReferences(nil, r.OwnerReferences), []byte(r.Spec), r.Status, r.Generation, r.ResourceVersion, r.Phase,
+				resource.AppendStrings(nil, r.Finalizers), r.CreatedAt, r.UpdatedAt)
 		}})
 	})
 	if err != nil {

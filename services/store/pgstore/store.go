@@ -29,6 +29,8 @@ import (
 type Store struct {
 	pool *pgxpool.Pool
 	opts storage.Options
+	// group queues the pipelined writes that share transactions.
+	group batcher
 }
 
 var _ storage.Store = (*Store)(nil)

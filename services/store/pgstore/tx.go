@@ -41,12 +41,23 @@ func (s *Store) write(ctx context.Context, dryRun bool, fn func(tx pgx.Tx) error
 	return nil
 }
 
-// pipelinedWrite runs one write transaction in two round trips: BEGIN and
-// the reads queued by read go in one batch (scan reads their results), then
-// the writes that write queues go with COMMIT in a second batch. It is the hot
-// path's version of write; the before-commit hook, when set, costs one more
-// round trip.
-func (s *Store) pipelinedWrite(ctx context.Context, dryRun bool, read func(b *pgx.Batch), scan func(br pgx.BatchResults) error, write func(b *pgx.Batch) error) error {
+// pipelinedWrite runs one write in two round trips: BEGIN and the reads
+// queued by read go in one batch (scan reads their results), then the
+// writes that write queues go with COMMIT in a second batch. It is the hot
+// path's version of write. The transaction is shared with other pipelined
+// writes running at the same time (group commit, groupcommit.go), except
+// for a dry run: key names what the write locks or creates (no two writes
+// with one key share a transaction), lockID the resource row it locks (0:
+// none). The before-commit hook, when set, costs one more round trip.
+func (s *Store) pipelinedWrite(ctx context.Context, dryRun bool, key string, lockID int64, read func(b *pgx.Batch), scan func(br pgx.BatchResults) error, write func(b *pgx.Batch) error) error {
+	if dryRun {
+		return s.pipelinedWriteAlone(ctx, dryRun, read, scan, write)
+	}
+	return s.groupWrite(ctx, &pwrite{key: key, lockID: lockID, read: read, scan: scan, write: write})
+}
+
+// pipelinedWriteAlone is pipelinedWrite in a transaction of its own.
+func (s *Store) pipelinedWriteAlone(ctx context.Context, dryRun bool, read func(b *pgx.Batch), scan func(br pgx.BatchResults) error, write func(b *pgx.Batch) error) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return storage.Unavailable(err)

@@ -1,0 +1,7 @@
+package pgstore
+
+// GroupStats returns how many writes shared a transaction and how many of
+// them ran again alone.
+func GroupStats(s *Store) (shared, retried int64) {
+	return s.group.shared.Load(), s.group.retried.Load()
+}
