@@ -23,7 +23,8 @@ import (
 // Issue 2's targets.
 const (
 	apiTargetRatio     = 0.30                   // creates/s at c=32 vs the ceiling at c=32
-	apiTargetP99       = 50 * time.Millisecond  // create latency
+	apiTargetP99       = 50 * time.Millisecond  // create latency at c=1 (issue 2)
+	apiTargetP99C32    = 25 * time.Millisecond  // create latency at c=32 (issue 13)
 	apiTargetList10k   = 300 * time.Millisecond // 10,000 resources, all pages
 	apiTargetRSSTotal  = 300 << 20              // bytes, every no8s process with 50,000 stored
 	apiListCount       = 10_000
@@ -289,12 +290,14 @@ func benchAPIOn(ctx context.Context, env *benchEnv, embedded bool) error {
 		fmt.Printf("NOTE: other processes on this machine used up to %.2f cores during a measurement: the figures are pessimistic; rerun on a quiet machine.\n\n", disturbed)
 	}
 	ratio := apiRes[32].rate() / ceil[32].rate()
-	p99 := max(apiRes[1].percentile(99), apiRes[32].percentile(99))
+	p99c1, p99c32 := apiRes[1].percentile(99), apiRes[32].percentile(99)
 	printTargets(
 		targetResult{"creates/s at c=32 vs ceiling", ratio >= apiTargetRatio,
 			fmt.Sprintf("%.1f%% = %.0f/s of %.0f/s (target >= %.0f%%)", 100*ratio, apiRes[32].rate(), ceil[32].rate(), 100*apiTargetRatio)},
-		targetResult{"create p99 latency", p99 < apiTargetP99,
-			fmt.Sprintf("%s at c=1, %s at c=32 (target < %s)", fmtDur(apiRes[1].percentile(99)), fmtDur(apiRes[32].percentile(99)), apiTargetP99)},
+		targetResult{"create p99 latency at c=32", p99c32 < apiTargetP99C32,
+			fmt.Sprintf("%s (target < %s)", fmtDur(p99c32), apiTargetP99C32)},
+		targetResult{"create p99 latency at c=1", p99c1 < apiTargetP99,
+			fmt.Sprintf("%s (target < %s)", fmtDur(p99c1), apiTargetP99)},
 		targetResult{"list 10,000 resources", best < apiTargetList10k,
 			fmt.Sprintf("%s (target < %s)", fmtDur(best), apiTargetList10k)},
 		targetResult{"RSS of no8s processes at 50,000", total < apiTargetRSSTotal,

@@ -869,7 +869,7 @@ func (e *benchEnv) startProc(name, bin string, args ...string) (*benchProc, erro
 	cmd.Stdout, cmd.Stderr = logf, logf
 	var pprofAddr string
 	if name != "nats-server" {
-		if cmd.Env, pprofAddr, err = profileEnv(); err != nil {
+		if cmd.Env, pprofAddr, err = procEnv(); err != nil {
 			logf.Close()
 			return nil, err
 		}

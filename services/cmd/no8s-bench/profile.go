@@ -26,18 +26,20 @@ var profileDirFlag = flag.String("profile", "", "directory for CPU and allocatio
 // profiling reports whether profiles are asked for.
 func profiling() bool { return *profileDirFlag != "" }
 
-// profileEnv returns the environment of a no8s process: the bench's own,
-// plus a loopback pprof listener when profiles are asked for (addr is its
-// address then, "" otherwise).
-func profileEnv() (env []string, addr string, err error) {
+// procEnv returns the environment of a no8s process: the bench's own,
+// without the probe listeners (their fixed default ports may be taken by
+// another stack on the machine), plus a loopback pprof listener when
+// profiles are asked for (addr is its address then, "" otherwise).
+func procEnv() (env []string, addr string, err error) {
+	env = append(os.Environ(), "NO8S_HEALTH_LISTEN=off")
 	if !profiling() {
-		return nil, "", nil
+		return env, "", nil
 	}
 	addr, err = freeAddr()
 	if err != nil {
 		return nil, "", err
 	}
-	return append(os.Environ(), "NO8S_PPROF_LISTEN="+addr), addr, nil
+	return append(env, "NO8S_PPROF_LISTEN="+addr), addr, nil
 }
 
 // startProfiles takes, in the background, a CPU profile and an allocation

@@ -6,6 +6,7 @@ package pgstore
 
 import (
 	"context"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -22,6 +23,8 @@ func (s *Store) RecordDispatches(ctx context.Context, schedulerEpoch int64, ds [
 	if err := storage.ValidateDispatches(ds); err != nil {
 		return nil, err
 	}
+	// In id order, as group-committed writes lock rows.
+	ds = slices.SortedFunc(slices.Values(ds), func(a, b storage.Dispatch) int { return cmpInt64(a.ResourceID, b.ResourceID) })
 	ids := make([]int64, len(ds))
 	dispatchIDs := make([]string, len(ds))
 	for i, d := range ds {
