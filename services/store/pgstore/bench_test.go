@@ -65,7 +65,7 @@ func newBenchDB(b *testing.B) *benchDB {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg.MaxConns = 8
+	cfg.MaxConns = 32
 	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, addr)
 		if err != nil {
@@ -242,6 +242,67 @@ func BenchmarkReconcile(b *testing.B) {
 	for i := range b.N {
 		reconcile(ids[i%resources], i)
 	}
+	b.StopTimer()
+	db.sample(b).report(b, before)
+}
+
+// BenchmarkReconcileParallel is BenchmarkReconcile from 16 goroutines at
+// once (as two worker replicas of eight run), each on resources of its own:
+// the writes share transactions (group commit).
+func BenchmarkReconcileParallel(b *testing.B) {
+	const resources = 1600
+	db := newBenchDB(b)
+	db.pool.Config().MaxConns = 32
+	s := pgstore.New(db.pool, storage.Options{})
+	if os.Getenv("BENCH_GROUP_COMMIT") == "off" {
+		pgstore.WithoutGroupCommit(s)
+	}
+	rev := benchType(b, s)
+	ctx := b.Context()
+	lead, err := s.BecomeScheduler(ctx, "bench-scheduler", time.Hour, 0)
+	if err != nil || !lead.Leader {
+		b.Fatalf("become scheduler: %+v %v", lead, err)
+	}
+	ids := make(chan int64, resources)
+	for i := range resources {
+		r, err := benchCreate(ctx, s, rev, fmt.Sprintf("r-%07d", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids <- r.ID
+	}
+	var n atomic.Int64
+	reconcile := func(id int64) {
+		dispatch := fmt.Sprintf("d-%d", n.Add(1))
+		if err := storage.RecordDispatch(ctx, s, lead.Epoch, id, dispatch); err != nil {
+			b.Error(err)
+			return
+		}
+		l, err := s.AcquireLease(ctx, storage.AcquireLeaseRequest{ResourceID: id, Holder: "bench/a", SchedulerEpoch: lead.Epoch, DispatchID: dispatch})
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		started := time.Now()
+		if _, err := s.CompleteReconcile(ctx, storage.CompleteReconcileRequest{
+			ResourceID: id, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess, Generation: l.Resource.Generation, Observed: true,
+			Conditions: []resource.Condition{{Type: "Ready", Status: resource.ConditionTrue, Reason: "Reconciled"}},
+			History:    storage.HistoryEntry{Phase: "Ready", StartedAt: &started, Reason: "spec_changed"},
+		}); err != nil {
+			b.Error(err)
+		}
+	}
+	b.ReportAllocs()
+	before := db.sample(b)
+	b.SetParallelism(8) // 16 goroutines on 2 cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := <-ids
+			reconcile(id)
+			ids <- id
+		}
+	})
 	b.StopTimer()
 	db.sample(b).report(b, before)
 }

@@ -5,3 +5,6 @@ package pgstore
 func GroupStats(s *Store) (shared, retried int64) {
 	return s.group.shared.Load(), s.group.retried.Load()
 }
+
+// WithoutGroupCommit makes s run every write in a transaction of its own.
+func WithoutGroupCommit(s *Store) { s.group.alone = true }

@@ -80,6 +80,9 @@ type batcher struct {
 	// shared counts writes that ran in a batch of more than one, retried
 	// those run again alone after the database refused their batch.
 	shared, retried atomic.Int64
+	// alone runs every write in a transaction of its own (benchmarks
+	// compare with it).
+	alone bool
 }
 
 // groupWrite runs w in a batch with whatever other writes are waiting: at

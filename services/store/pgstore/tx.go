@@ -50,7 +50,7 @@ func (s *Store) write(ctx context.Context, dryRun bool, fn func(tx pgx.Tx) error
 // with one key share a transaction), lockID the resource row it locks (0:
 // none). The before-commit hook, when set, costs one more round trip.
 func (s *Store) pipelinedWrite(ctx context.Context, dryRun bool, key string, lockID int64, read func(b *pgx.Batch), scan func(br pgx.BatchResults) error, write func(b *pgx.Batch) error) error {
-	if dryRun {
+	if dryRun || s.group.alone {
 		return s.pipelinedWriteAlone(ctx, dryRun, read, scan, write)
 	}
 	return s.groupWrite(ctx, &pwrite{key: key, lockID: lockID, read: read, scan: scan, write: write})
