@@ -54,7 +54,8 @@ func (s Source) String() string {
 }
 
 // Key names the object a document describes: "ResourceType DatabaseCluster/v1",
-// "AdmissionWebhook deny-small", "DatabaseCluster/v1 default/production-pg".
+// "AdmissionWebhook deny-small", "DatabaseCluster/v1 default/production-pg"
+// (a resource without a namespace shows default).
 func (d Document) Key() string {
 	switch {
 	case d.Type != nil:
@@ -62,7 +63,11 @@ func (d Document) Key() string {
 	case d.Webhook != nil:
 		return KindAdmissionWebhook + " " + d.Webhook.Name
 	case d.Resource != nil:
-		return d.Resource.TypeName + "/" + d.Resource.TypeVersion + " " + d.Resource.Namespace + "/" + d.Resource.Name
+		ns := d.Resource.Namespace
+		if ns == "" {
+			ns = DefaultNamespace
+		}
+		return d.Resource.TypeName + "/" + d.Resource.TypeVersion + " " + ns + "/" + d.Resource.Name
 	}
 	return d.Kind
 }
@@ -90,8 +95,10 @@ type Webhook struct {
 type Resource struct {
 	TypeName    string
 	TypeVersion string
-	Namespace   string
-	Name        string
+	// Namespace is "" when the document names none: the client's
+	// namespace applies (default unless configured).
+	Namespace string
+	Name      string
 	// Labels and Annotations are nil when the document does not give them
 	// (apply then keeps the stored ones).
 	Labels      map[string]string
@@ -577,8 +584,6 @@ func decodeResource(top map[string]json.RawMessage) (*Resource, []names.FieldErr
 			fe.Message = strings.Replace(fe.Message, "name is required", "namespace must not be empty (leave it out for default)", 1)
 			errs = append(errs, *fe)
 		}
-	} else {
-		r.Namespace = DefaultNamespace
 	}
 	typ := str(top, "type", "/type", &errs)
 	name, version, ok := strings.Cut(typ, "/")

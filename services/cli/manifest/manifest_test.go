@@ -53,7 +53,7 @@ func TestParse(t *testing.T) {
 		t.Fatalf("type %+v %s", ty, ty.Schema)
 	}
 	r := docs[1].Resource
-	if r == nil || r.Namespace != "default" || r.Name != "production-pg" || r.TypeName != "DatabaseCluster" || r.Labels["tier"] != "db" || r.Annotations != nil || string(r.Spec) != `{"engine":"postgres","storage_gb":500}` {
+	if r == nil || r.Namespace != "" || r.Name != "production-pg" || r.TypeName != "DatabaseCluster" || r.Labels["tier"] != "db" || r.Annotations != nil || string(r.Spec) != `{"engine":"postgres","storage_gb":500}` {
 		t.Fatalf("resource %+v %s", r, r.Spec)
 	}
 	if docs[1].Source.Line != 13 || docs[1].Source.Doc != 2 {
@@ -240,7 +240,7 @@ func FuzzParse(f *testing.F) {
 		for _, d := range docs {
 			switch {
 			case d.Resource != nil:
-				if d.Resource.Name == "" || d.Resource.Namespace == "" || d.Resource.TypeVersion == "" || len(d.Resource.Spec) == 0 {
+				if d.Resource.Name == "" || d.Resource.TypeVersion == "" || len(d.Resource.Spec) == 0 {
 					t.Fatalf("incomplete resource %+v", d.Resource)
 				}
 			case d.Type != nil:
