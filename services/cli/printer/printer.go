@@ -332,7 +332,13 @@ func yamlNode(dec *json.Decoder) (*yaml.Node, error) {
 		_, err := dec.Token()
 		return n, err
 	case string:
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}, nil
+		n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}
+		switch strings.ToLower(v) {
+		case "y", "yes", "n", "no", "on", "off":
+			// Booleans to YAML 1.1 readers: quote them for those.
+			n.Style = yaml.DoubleQuotedStyle
+		}
+		return n, nil
 	case json.Number:
 		tag := "!!int"
 		if strings.ContainsAny(string(v), ".eE") {
