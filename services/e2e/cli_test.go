@@ -281,6 +281,18 @@ func TestCLIWatchAcrossGatewayRestarts(t *testing.T) {
 		return nil
 	})
 
+	// A change the watch prints: its event stream is live before the first kill.
+	if r := no8s(t, other, "kind: Resource\ntype: Counter/v1\nmetadata: {name: seed}\nspec: {round: 1}\n", "apply", "-f", "-"); r.code != 0 {
+		t.Fatalf("warm-up change: %+v", r)
+	}
+	warm := getJSON(t, other, "Counter/v1", "seed").ResourceVersion
+	waitFor(t, 30*time.Second, "the watch to print the warm-up change", func() error {
+		if l := snapshot(); l[len(l)-1].Revision < warm {
+			return fmt.Errorf("at revision %d of %d", l[len(l)-1].Revision, warm)
+		}
+		return nil
+	})
+
 	const perCycle = 100
 	for cycle := 1; cycle <= 3; cycle++ {
 		watched.kill9()
@@ -326,7 +338,7 @@ func TestCLIWatchAcrossGatewayRestarts(t *testing.T) {
 			want = append(want, e)
 		}
 	}
-	if len(want) < 3*perCycle+6 || want[len(want)-1].rev != marker.ResourceVersion {
+	if len(want) < 3*perCycle+7 || want[len(want)-1].rev != marker.ResourceVersion {
 		t.Fatalf("%d committed changes, the last at %d (marker %d)", len(want), want[len(want)-1].rev, marker.ResourceVersion)
 	}
 	waitFor(t, 90*time.Second, "the watch to print every change", func() error {
