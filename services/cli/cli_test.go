@@ -114,6 +114,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{[]string{"get"}, ExitUsage, "expected what to get"},
 		{[]string{"frobnicate"}, ExitUsage, "unknown command"},
+		{[]string{"config", "bogus"}, ExitUsage, "unknown config command"},
 		{[]string{"get", "types", "--bogus"}, ExitUsage, "unknown flag"},
 		{[]string{"get", "types", "-o", "xml"}, ExitUsage, "output format"},
 		{[]string{"apply"}, ExitUsage, "-f"},

@@ -35,7 +35,13 @@ to pick another context), else $NO8S_SERVER, $NO8S_NAMESPACE, $NO8S_TOKEN (and
 $NO8S_CONTEXT), else the context's value, else http://127.0.0.1:8000 and
 default.`,
 		Args: func(_ *cobra.Command, args []string) error {
-			return usagef("config needs a subcommand: view, get-contexts, current-context, use-context, set-context")
+			if len(args) > 0 {
+				return usagef("unknown config command %q: use view, get-contexts, current-context, use-context or set-context", args[0])
+			}
+			return nil
+		},
+		RunE: func(*cobra.Command, []string) error {
+			return usagef("config needs a subcommand: view, get-contexts, current-context, use-context or set-context")
 		},
 	}
 	view := &cobra.Command{
@@ -126,7 +132,6 @@ default.`,
 			return nil
 		},
 	}
-	var set config.Context
 	setCtx := &cobra.Command{
 		Use:     "set-context NAME [--server URL] [--namespace NS] [--token TOKEN]",
 		Short:   "Add a context or change the given settings of one",
@@ -151,15 +156,14 @@ default.`,
 			if cmd.Flags().Changed("token") {
 				c.Token = a.flags.Token
 			}
-			set = c
-			f.Set(set)
+			f.Set(c)
 			if f.CurrentContext == "" {
-				f.CurrentContext = set.Name
+				f.CurrentContext = c.Name
 			}
 			if err := f.Save(a.path()); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.streams.Out, "Context %q set.\n", set.Name)
+			fmt.Fprintf(a.streams.Out, "Context %q set.\n", c.Name)
 			return nil
 		},
 	}

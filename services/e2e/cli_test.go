@@ -379,4 +379,9 @@ func TestCLIWatchAcrossGatewayRestarts(t *testing.T) {
 		t.Fatalf("%d cut connections noted on stderr, want at least 3:\n%s", n, stderr.String())
 	}
 	t.Logf("%d changes watched across 3 kill -9 restarts; stderr:\n%s", len(events), stderr.String())
+
+	// get reads every page: 101 resources in pages of 7.
+	if names := strings.Fields(ok(t, other, "get", "Counter/v1", "--chunk-size", "7", "-o", "name")); len(names) != perCycle+1 || names[0] != "Counter/v1/seed" {
+		t.Fatalf("paged list: %d names, first %v", len(names), names[:min(len(names), 1)])
+	}
 }
