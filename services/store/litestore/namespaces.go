@@ -200,6 +200,16 @@ func (s *Store) FinalizeNamespace(ctx context.Context, name string) (*storage.De
 		},
 		Purge: func(ctx context.Context) (*storage.DeleteNamespaceResult, error) {
 			res := &storage.DeleteNamespaceResult{Namespace: cur}
+			// A read first: a namespace waiting for finalizers (the sweep
+			// asks every second) costs no write transaction. Resources only
+			// leave a terminating namespace, so empty stays empty.
+			var left bool
+			if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM resources WHERE namespace = ?)`, name).Scan(&left); err != nil {
+				return nil, translate(err)
+			}
+			if left {
+				return res, nil
+			}
 			err := s.write(ctx, false, func(tx *wtx) error {
 				n, err := scanNamespace(tx.QueryRowContext(ctx, `SELECT `+namespaceColumns+` FROM namespaces WHERE name = ?`, name))
 				if errors.Is(err, sql.ErrNoRows) {
