@@ -37,6 +37,9 @@ const (
 type Filter struct {
 	TypeName    string
 	TypeVersion string
+	// Namespace, when set, selects one namespace (matched in the gateway,
+	// like labels: subjects do not carry it).
+	Namespace string
 	// ResourceID, when not 0, selects one resource.
 	ResourceID int64
 	Selector   labelselector.Selector
@@ -67,6 +70,9 @@ func (f Filter) match(e *event) bool {
 	if f.TypeVersion != "" && e.typeVersion != f.TypeVersion {
 		return false
 	}
+	if f.Namespace != "" && e.namespace != f.Namespace {
+		return false
+	}
 	if f.ResourceID != 0 && e.resourceID != f.ResourceID {
 		return false
 	}
@@ -79,6 +85,7 @@ type event struct {
 	revision    int64
 	typeName    string
 	typeVersion string
+	namespace   string
 	resourceID  int64
 	labels      map[string]string
 	// data is the decoded event, rendered into its SSE frame the first time
@@ -117,6 +124,7 @@ func decode(msg jetstream.Msg) (*event, error) {
 	ev.revision = d.Revision
 	ev.typeName = d.ResourceTypeName
 	ev.typeVersion = d.ResourceTypeVersion
+	ev.namespace = d.Namespace
 	ev.resourceID = d.ResourceID
 	ev.labels = d.Labels
 	return ev, nil
@@ -139,6 +147,8 @@ func (e *event) frame() []byte {
 		b = resource.AppendString(b, d.Type)
 		b = append(b, `,"resource_id":`...)
 		b = strconv.AppendInt(b, d.ResourceID, 10)
+		b = append(b, `,"namespace":`...)
+		b = resource.AppendString(b, d.Namespace)
 		b = append(b, `,"resource_name":`...)
 		b = resource.AppendString(b, d.ResourceName)
 		b = append(b, `,"resource_type_name":`...)

@@ -18,6 +18,7 @@ func TestFrameMatchesTheSeedsEventShape(t *testing.T) {
 	type eventData struct {
 		EventType           string          `json:"event_type"`
 		ResourceID          int64           `json:"resource_id"`
+		Namespace           string          `json:"namespace"`
 		ResourceName        string          `json:"resource_name"`
 		ResourceTypeName    string          `json:"resource_type_name"`
 		ResourceTypeVersion string          `json:"resource_type_version"`
@@ -26,7 +27,7 @@ func TestFrameMatchesTheSeedsEventShape(t *testing.T) {
 	}
 	zone := time.FixedZone("X", -5*3600)
 	for _, d := range []*eventstream.Decoded{
-		{Revision: 7, Type: eventstream.Created, ResourceID: 3, ResourceName: "db-1", ResourceTypeName: "DatabaseCluster", ResourceTypeVersion: "v1",
+		{Revision: 7, Type: eventstream.Created, ResourceID: 3, Namespace: "team-a", ResourceName: "db-1", ResourceTypeName: "DatabaseCluster", ResourceTypeVersion: "v1",
 			ResourceJSON: []byte(`{"id":3,"spec":{"a":1}}`), Timestamp: time.Date(2026, 11, 25, 10, 0, 0, 123456789, time.UTC)},
 		{Revision: 8, Type: eventstream.Modified, ResourceID: 4, ResourceName: `we"ird<&>` + "\u2028", ResourceTypeName: "T", ResourceTypeVersion: "v2",
 			ResourceJSON: []byte(" {\"id\" : 4,\n \"x\": [1, 2]} "), Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 0, zone)},
@@ -37,7 +38,7 @@ func TestFrameMatchesTheSeedsEventShape(t *testing.T) {
 		if len(doc) == 0 || !json.Valid(doc) {
 			doc = json.RawMessage("null")
 		}
-		data, err := resource.Marshal(eventData{EventType: d.Type, ResourceID: d.ResourceID, ResourceName: d.ResourceName,
+		data, err := resource.Marshal(eventData{EventType: d.Type, ResourceID: d.ResourceID, Namespace: d.Namespace, ResourceName: d.ResourceName,
 			ResourceTypeName: d.ResourceTypeName, ResourceTypeVersion: d.ResourceTypeVersion, ResourceData: doc, Timestamp: d.Timestamp.UTC()})
 		if err != nil {
 			t.Fatal(err)

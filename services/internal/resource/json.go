@@ -19,6 +19,8 @@ func (r *Resource) AppendJSON(b []byte) (out []byte, ok bool) {
 	b = strconv.AppendInt(b, r.ID, 10)
 	b = append(b, `,"uid":`...)
 	b = AppendString(b, r.UID)
+	b = append(b, `,"namespace":`...)
+	b = AppendString(b, r.Namespace)
 	b = append(b, `,"name":`...)
 	b = AppendString(b, r.Name)
 	b = append(b, `,"resource_type_name":`...)
@@ -71,7 +73,7 @@ func (r *Resource) AppendJSON(b []byte) (out []byte, ok bool) {
 
 // jsonSize is a good first capacity for r's document.
 func (r *Resource) jsonSize() int {
-	n := 600 + len(r.Spec) + len(r.Outputs) + 200*len(r.Conditions) + 200*len(r.OwnerReferences)
+	n := 600 + len(r.Namespace) + len(r.Spec) + len(r.Outputs) + 200*len(r.Conditions) + 200*len(r.OwnerReferences)
 	for k, v := range r.Labels {
 		n += len(k) + len(v) + 6
 	}

@@ -31,7 +31,7 @@ func randomResource(rng *rand.Rand) *Resource {
 	tm := func() time.Time {
 		return time.Date(2000+rng.IntN(40), time.Month(1+rng.IntN(12)), 1+rng.IntN(28), rng.IntN(24), rng.IntN(60), rng.IntN(60), rng.IntN(3)*rng.IntN(1e9), loc)
 	}
-	r := &Resource{ID: rng.Int64(), UID: pick(), Name: pick(), ResourceTypeName: pick(), ResourceTypeVersion: pick(),
+	r := &Resource{ID: rng.Int64(), UID: pick(), Namespace: pick(), Name: pick(), ResourceTypeName: pick(), ResourceTypeVersion: pick(),
 		Status: pick(), StatusMessage: pick(), Generation: rng.Int64N(100), ObservedGeneration: -rng.Int64N(3),
 		ResourceVersion: rng.Int64(), Phase: pick(), CreatedAt: tm(), UpdatedAt: tm()}
 	if rng.IntN(4) > 0 {

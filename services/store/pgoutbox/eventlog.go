@@ -112,6 +112,11 @@ func (l *relayLock) Release() {
 		<-l.done
 		ctx, cancel := context.WithTimeout(l.base, 5*time.Second)
 		defer cancel()
+		// Unlock before closing: the server drops a closed session's locks
+		// only when its backend has exited, which a loaded machine delays,
+		// and the next relay (a restarted store, a test) would find the
+		// lock still held.
+		_, _ = l.conn.Exec(ctx, "SELECT pg_advisory_unlock_all()")
 		_ = l.conn.Close(ctx)
 	})
 }

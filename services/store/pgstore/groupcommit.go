@@ -313,5 +313,5 @@ func resourceKey(id int64) string { return "id:" + strconv.FormatInt(id, 10) }
 
 // nameKey is the group-commit key of a create: the name it takes.
 func nameKey(r *resource.Resource) string {
-	return "name:" + r.ResourceTypeName + "/" + r.ResourceTypeVersion + "/" + r.Name
+	return "name:" + r.Namespace + "/" + r.ResourceTypeName + "/" + r.ResourceTypeVersion + "/" + r.Name
 }

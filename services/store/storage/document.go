@@ -16,7 +16,8 @@ import (
 // spend their time here.
 type DocumentFields struct {
 	ID                                    int64
-	UID, Name, TypeName, TypeVersion      string
+	UID, Namespace, Name                  string
+	TypeName, TypeVersion                 string
 	Labels, Annotations, Owners, Spec     []byte
 	Status, Message                       string
 	Generation, Observed, ResourceVersion int64
@@ -33,7 +34,9 @@ func (d *DocumentFields) AppendDocument(b []byte) []byte {
 	b = strconv.AppendInt(b, d.ID, 10)
 	b = append(b, `,"uid":"`...)
 	b = append(b, d.UID...)
-	b = append(b, `","name":`...)
+	b = append(b, `","namespace":`...)
+	b = resource.AppendString(b, d.Namespace)
+	b = append(b, `,"name":`...)
 	b = resource.AppendString(b, d.Name)
 	b = append(b, `,"resource_type_name":`...)
 	b = resource.AppendString(b, d.TypeName)
