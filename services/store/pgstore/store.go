@@ -31,6 +31,8 @@ type Store struct {
 	opts storage.Options
 	// group queues the pipelined writes that share transactions.
 	group batcher
+	// probe replaces listProbe (tests).
+	probe int
 }
 
 var _ storage.Store = (*Store)(nil)
