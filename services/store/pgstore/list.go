@@ -29,11 +29,13 @@ import (
 // each plan fixed by the planner settings of its statement:
 //
 //  1. walk: the matches among the next listProbe resources in id order
-//     (bitmap scans off, so it is an index walk whatever the statistics);
+//     (bitmap and sequential scans off, so it is an index walk whatever
+//     the statistics);
 //     a full page ends here, and so does a list with no more resources;
 //  2. index: otherwise the matches are rarer than one in listProbe/limit,
 //     and the rest of the page comes from the GIN index (sequential and
-//     index scans off, so it is a bitmap scan of the labels' index).
+//     index scans off, and no other condition indexable: a bitmap scan of
+//     the labels' index), sorted by id.
 func (s *Store) ListResources(ctx context.Context, req storage.ListResourcesRequest) (*storage.ListResourcesResult, error) {
 	q, err := storage.ParseList(req)
 	if err != nil {
@@ -59,7 +61,7 @@ func (s *Store) ListResources(ctx context.Context, req storage.ListResourcesRequ
 			}
 		}
 		if indexed {
-			if _, err := tx.Exec(ctx, `SELECT set_config('enable_bitmapscan', 'off', true)`); err != nil {
+			if _, err := tx.Exec(ctx, `SELECT set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)`); err != nil {
 				return err
 			}
 		}
@@ -91,12 +93,11 @@ func (s *Store) ListResources(ctx context.Context, req storage.ListResourcesRequ
 				}
 				// Matches are rarer than one in listProbePerItem: the rest
 				// of the page from the labels' index.
-				if _, qerr = tx.Exec(ctx, `SELECT set_config('enable_bitmapscan', 'on', true), set_config('enable_indexscan', 'off', true),
-					set_config('enable_seqscan', 'off', true)`); qerr != nil {
+				if _, qerr = tx.Exec(ctx, `SELECT set_config('enable_bitmapscan', 'on', true), set_config('enable_indexscan', 'off', true)`); qerr != nil {
 					return false
 				}
 				rest := newListSQL(last)
-				restSQL := `SELECT ` + resourceColumns + ` FROM resources WHERE ` + rest.conds(req, q.Selector) + ` ORDER BY id LIMIT ` + rest.arg(q.Limit+1-got)
+				restSQL := `SELECT ` + resourceColumns + ` FROM resources WHERE ` + rest.labelsOnly(req, q.Selector) + ` ORDER BY id LIMIT ` + rest.arg(q.Limit+1-got)
 				if rows, qerr = tx.Query(ctx, restSQL, rest.args...); qerr != nil {
 					return false
 				}
@@ -130,18 +131,34 @@ func (l *listSQL) arg(v any) string {
 // conds returns "id > $1 AND ..." with the request's conditions: type,
 // version, namespace, status, and the requirements of sel.
 func (l *listSQL) conds(req storage.ListResourcesRequest, sel labelselector.Selector) string {
-	where := []string{"id > $1"}
+	return l.where(req, sel, false)
+}
+
+// labelsOnly is conds with only the labels' conditions left for an index:
+// the others are written as expressions (id + 0, column || ''), which no
+// index of the table serves, so that a bitmap scan can only be the labels'
+// GIN index, whatever the planner believes of the other columns.
+func (l *listSQL) labelsOnly(req storage.ListResourcesRequest, sel labelselector.Selector) string {
+	return l.where(req, sel, true)
+}
+
+func (l *listSQL) where(req storage.ListResourcesRequest, sel labelselector.Selector, labelsOnly bool) string {
+	col, id := func(c string) string { return c }, "id"
+	if labelsOnly {
+		col, id = func(c string) string { return "(" + c + " || '')" }, "(id + 0)"
+	}
+	where := []string{id + " > $1"}
 	if req.ResourceTypeName != "" {
-		where = append(where, "resource_type_name = "+l.arg(req.ResourceTypeName))
+		where = append(where, col("resource_type_name")+" = "+l.arg(req.ResourceTypeName))
 	}
 	if req.ResourceTypeVersion != "" {
-		where = append(where, "resource_type_version = "+l.arg(req.ResourceTypeVersion))
+		where = append(where, col("resource_type_version")+" = "+l.arg(req.ResourceTypeVersion))
 	}
 	if req.Namespace != "" {
-		where = append(where, "namespace = "+l.arg(req.Namespace))
+		where = append(where, col("namespace")+" = "+l.arg(req.Namespace))
 	}
 	if req.Status != "" {
-		where = append(where, "status = "+l.arg(req.Status))
+		where = append(where, col("status")+" = "+l.arg(req.Status))
 	}
 	for _, r := range sel {
 		switch r.Operator {
