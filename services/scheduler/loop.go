@@ -133,9 +133,9 @@ type event struct {
 func newLoop(s *Service, t *leader.Term, stream jetstream.Stream) *loop {
 	return &loop{
 		s: s, term: t, stream: stream,
-		log:     s.log.With("epoch", t.Epoch),
-		entries: map[int64]*entry{},
-		delay:   queue.New(),
+		log:      s.log.With("epoch", t.Epoch),
+		entries:  map[int64]*entry{},
+		delay:    queue.New(),
 		fetch:    map[int64]struct{}{},
 		fetchReq: make(chan []int64),
 		fetched:  make(chan fetchResult, 1),

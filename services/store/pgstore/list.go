@@ -135,7 +135,7 @@ func (l *listSQL) conds(req storage.ListResourcesRequest, sel labelselector.Sele
 }
 
 // labelsOnly is conds with only the labels' conditions left for an index:
-// the others are written as expressions (id + 0, column || ''), which no
+// the others are written as expressions (id + 0, column || ”), which no
 // index of the table serves, so that a bitmap scan can only be the labels'
 // GIN index, whatever the planner believes of the other columns.
 func (l *listSQL) labelsOnly(req storage.ListResourcesRequest, sel labelselector.Selector) string {

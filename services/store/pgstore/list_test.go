@@ -51,11 +51,11 @@ func TestListSelectorWalkThenIndex(t *testing.T) {
 		return (req.ResourceTypeVersion == "" || r.ResourceTypeVersion == req.ResourceTypeVersion) && q.Selector.Matches(r.Labels)
 	}
 	for _, req := range []storage.ListResourcesRequest{
-		{LabelSelector: "shard=s5", Limit: 3},                                                      // selective: the index
-		{LabelSelector: "shard=s5", Limit: 100},                                                    // selective, one page
-		{LabelSelector: "team=payments", Limit: 50},                                                // broad: the walk
-		{LabelSelector: "tier=db", Limit: 4},                                                       // one in seven
-		{LabelSelector: "tier=db,shard!=s0", Limit: 2, ResourceTypeName: "Widget"},                 // with a non-indexed requirement
+		{LabelSelector: "shard=s5", Limit: 3},                                                         // selective: the index
+		{LabelSelector: "shard=s5", Limit: 100},                                                       // selective, one page
+		{LabelSelector: "team=payments", Limit: 50},                                                   // broad: the walk
+		{LabelSelector: "tier=db", Limit: 4},                                                          // one in seven
+		{LabelSelector: "tier=db,shard!=s0", Limit: 2, ResourceTypeName: "Widget"},                    // with a non-indexed requirement
 		{LabelSelector: "shard=s10", Limit: 1, ResourceTypeName: "Widget", ResourceTypeVersion: "v2"}, // with the type
 		{LabelSelector: "shard in (s1,s2),team=payments", Limit: 7},
 		{LabelSelector: "shard=s42", Limit: 2, Documents: true},
