@@ -14,6 +14,10 @@ package pgstore_test
 //   - pg-cpu-µs/op: CPU time of the database's backends serving the pool.
 //
 //	go test -run '^$' -bench . -benchtime 2000x ./services/store/pgstore/
+//
+// BENCH_SQL runs SQL after the migrations (to try a schema change, e.g.
+// BENCH_SQL='CREATE INDEX ...'); BENCH_GROUP_COMMIT=off runs every write of
+// BenchmarkReconcileParallel in a transaction of its own.
 
 import (
 	"bytes"
