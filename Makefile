@@ -44,7 +44,7 @@ test: build nats-server grpcurl
 	cd examples/hello-reconciler && NO8S_BIN=$(BIN)/no8s GOWORK=off go test -count=1 ./...
 
 stress: build nats-server
-	NO8S_STRESS=1 go test -count=1 -timeout 60m -run 'Stress|Outbox|Concurrency|Watch|Exclusion|Chaos|NATS' -v ./services/e2e/
+	NO8S_STRESS=1 go test -count=1 -timeout 60m -run 'Stress|Outbox|Concurrency|Watch|Exclusion|Chaos|NATS|QueueInput' -v ./services/e2e/
 
 bench: build nats-server
 	cd services && go run ./cmd/no8s-bench
