@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -124,4 +125,55 @@ func Decode(data []byte) (*Decoded, error) {
 		ResourceJSON:        pe.GetResource(),
 		Timestamp:           pe.GetTimestamp().AsTime(),
 	}, nil
+}
+
+// Name is what identifies the resource an event is about.
+type Name struct {
+	TypeName, TypeVersion, Name string
+}
+
+// Field numbers of no8s.events.v1.Event that PeekName reads.
+const (
+	fieldResourceName        = 5
+	fieldResourceTypeName    = 6
+	fieldResourceTypeVersion = 7
+)
+
+// PeekName reads the resource's type, version and name from an event's
+// wire form without decoding the rest (the resource document is skipped,
+// not copied): the outbox relay labels every event with it.
+func PeekName(data []byte) (Name, error) {
+	var n Name
+	for len(data) > 0 {
+		num, typ, l := protowire.ConsumeTag(data)
+		if l < 0 {
+			return Name{}, fmt.Errorf("peek event: %w", protowire.ParseError(l))
+		}
+		data = data[l:]
+		if typ == protowire.BytesType && num >= fieldResourceName && num <= fieldResourceTypeVersion {
+			v, l := protowire.ConsumeBytes(data)
+			if l < 0 {
+				return Name{}, fmt.Errorf("peek event: %w", protowire.ParseError(l))
+			}
+			switch num {
+			case fieldResourceName:
+				n.Name = string(v)
+			case fieldResourceTypeName:
+				n.TypeName = string(v)
+			case fieldResourceTypeVersion:
+				n.TypeVersion = string(v)
+			}
+			data = data[l:]
+			continue
+		}
+		l = protowire.ConsumeFieldValue(num, typ, data)
+		if l < 0 {
+			return Name{}, fmt.Errorf("peek event: %w", protowire.ParseError(l))
+		}
+		data = data[l:]
+	}
+	if n.Name == "" || n.TypeName == "" || n.TypeVersion == "" {
+		return Name{}, fmt.Errorf("peek event: no resource name")
+	}
+	return n, nil
 }
