@@ -291,7 +291,9 @@ func TestInputRetries(t *testing.T) {
 	t.Cleanup(hookSrv.Close)
 	register(t, hook("flaky.queue.example.com", "Flaky", hookSrv.URL, "validating", "timeout_seconds", 1))
 	q := queueClient{t: t, js: env.js}
-	doc := func(name string) string { return "kind: Resource\ntype: Flaky/v1\nmetadata: {name: " + name + "}\nspec: {}\n" }
+	doc := func(name string) string {
+		return "kind: Resource\ntype: Flaky/v1\nmetadata: {name: " + name + "}\nspec: {}\n"
+	}
 
 	failFirst.Store(2)
 	s := q.publish(subjects.InputQueueApply, "flaky-1", doc("third-time"))

@@ -17,7 +17,7 @@ const (
 	DefaultConcurrency = 32
 	// DefaultRetryDelay is the first retry's delay; it doubles per
 	// delivery up to DefaultMaxRetryDelay.
-	DefaultRetryDelay   = time.Second
+	DefaultRetryDelay    = time.Second
 	DefaultMaxRetryDelay = 30 * time.Second
 	// DefaultRestartDelay is the pause before the consumer is set up again
 	// after it failed (the broker restarted without its storage).
