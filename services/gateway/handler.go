@@ -231,10 +231,6 @@ func (s *Service) errorDocument(requestID string, err error) (int, []byte, strin
 	return status, b, body.Detail
 }
 
-func (s *Service) errorResponse(c *echo.Context, err error) (int, errorBody) {
-	return s.errorAnswer(requestIDOf(c), err)
-}
-
 // errorAnswer is the status and error document that answer err, for HTTP
 // and the queue input alike; requestID is logged with internal errors.
 func (s *Service) errorAnswer(requestID string, err error) (int, errorBody) {
