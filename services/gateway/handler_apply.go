@@ -26,10 +26,6 @@ const (
 	ApplyUnchanged  = "unchanged"
 )
 
-// defaultNamespace is the namespace of a resource that names none. Until
-// namespaces are served (issue 12), it is the only one apply accepts.
-const defaultNamespace = "default"
-
 // applyResourceBody is the body of POST /api/v1/resources/apply: the
 // resource as it should be. Labels and annotations, when given, replace the
 // stored ones; when omitted, the stored ones are kept.
@@ -99,10 +95,11 @@ func (a applied) header() map[string]string {
 // conflicting concurrent write (409 conflict, or name_taken when two
 // applies create at once) is retried against the newer state.
 func (s *Service) applyOp(ctx context.Context, body applyResourceBody, dry bool) (applied, error) {
-	if body.Namespace == "" {
-		body.Namespace = defaultNamespace
+	var errs []problem.FieldError
+	body.Namespace = names.OrDefault(body.Namespace)
+	if fe := names.Namespace("/namespace", body.Namespace); fe != nil {
+		errs = append(errs, *fe)
 	}
-	errs := namespaceErrors(body.Namespace)
 	if fe := names.Name("/name", body.Name); fe != nil {
 		errs = append(errs, *fe)
 	}
@@ -124,12 +121,13 @@ func (s *Service) applyOp(ctx context.Context, body applyResourceBody, dry bool)
 	if err := fieldsError("invalid resource", errs); err != nil {
 		return applied{}, err
 	}
-	key := &storev1.ResourceName{ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion, Name: body.Name}
+	key := &storev1.ResourceName{ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion,
+		Namespace: body.Namespace, Name: body.Name}
 	for attempt := 1; ; attempt++ {
 		resp, err := callCtx(s, ctx, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: key}})
 		if pe := problem.As(err); pe != nil && pe.Kind == problem.NotFound {
 			in := &resource.Resource{
-				Name: body.Name, ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion,
+				Namespace: body.Namespace, Name: body.Name, ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion,
 				Labels: labels, Annotations: annotations, Spec: spec,
 			}
 			in.Normalize()
@@ -170,16 +168,4 @@ func (s *Service) applyOp(ctx context.Context, body applyResourceBody, dry bool)
 		}
 		return applied{result: result, doc: resourcepb.FromProto(out), dry: dry}, nil
 	}
-}
-
-// namespaceErrors checks a namespace: until namespaces are served (issue
-// 12), default is the only one.
-func namespaceErrors(ns string) []problem.FieldError {
-	if fe := names.Name("/namespace", ns); fe != nil {
-		return []problem.FieldError{*fe}
-	}
-	if ns != defaultNamespace {
-		return []problem.FieldError{{Path: "/namespace", Message: "this control plane serves the namespace default only"}}
-	}
-	return nil
 }

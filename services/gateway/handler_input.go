@@ -168,14 +168,12 @@ func unjoin(err error) []error {
 // deleteByName requests the deletion of the resource a document names, as
 // DELETE /api/v1/resources/{id} does for its id.
 func (s *Service) deleteByName(ctx context.Context, body applyResourceBody, dry bool) (*storev1.Resource, error) {
-	if body.Namespace == "" {
-		body.Namespace = defaultNamespace
-	}
-	if err := fieldsError("invalid resource", namespaceErrors(body.Namespace)); err != nil {
-		return nil, err
+	body.Namespace = names.OrDefault(body.Namespace)
+	if fe := names.Namespace("/namespace", body.Namespace); fe != nil {
+		return nil, fieldsError("invalid resource", []problem.FieldError{*fe})
 	}
 	resp, err := callCtx(s, ctx, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: &storev1.ResourceName{
-		ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion, Name: body.Name,
+		ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion, Namespace: body.Namespace, Name: body.Name,
 	}}})
 	if err != nil {
 		return nil, err

@@ -33,8 +33,6 @@ const (
 	DataContentType = "application/protobuf; proto=no8s.events.v1.Event"
 	// sourcePrefix prefixes ce-source: /no8s/stores/<store id>.
 	sourcePrefix = "/no8s/stores/"
-	// defaultNamespace stands in ce-subject until events carry namespaces.
-	defaultNamespace = "default"
 )
 
 // CloudEventType is the ce-type of an event type (CREATED, ...).
@@ -47,9 +45,10 @@ func CloudEventType(eventType string) string {
 func CloudEventSource(storeID string) string { return sourcePrefix + storeID }
 
 // CloudEventSubject is the ce-subject of an event about a resource:
-// <Type>/<version>/<namespace>/<name>.
+// <Type>/<version>/<namespace>/<name> (a namespace absent from an old
+// event is default).
 func CloudEventSubject(n envelope.Name) string {
-	return n.TypeName + "/" + n.TypeVersion + "/" + defaultNamespace + "/" + n.Name
+	return n.TypeName + "/" + n.TypeVersion + "/" + n.Namespace + "/" + n.Name
 }
 
 // SetCloudEvent adds the CloudEvents attributes of one event to h: source

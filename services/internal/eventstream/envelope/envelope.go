@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/api/subjects"
 	eventsv1 "github.com/no8s/no8s/proto/gen/no8s/events/v1"
 	"github.com/no8s/no8s/services/internal/resource"
@@ -74,6 +75,7 @@ func Encode(ev Event) ([]byte, error) {
 		EventType:           t,
 		ResourceId:          r.ID,
 		ResourceUid:         r.UID,
+		Namespace:           r.Namespace,
 		ResourceName:        r.Name,
 		ResourceTypeName:    r.ResourceTypeName,
 		ResourceTypeVersion: r.ResourceTypeVersion,
@@ -85,10 +87,13 @@ func Encode(ev Event) ([]byte, error) {
 
 // Decoded is an event read back from the stream.
 type Decoded struct {
-	Revision            int64
-	Type                string
-	ResourceID          int64
-	ResourceUID         string
+	Revision    int64
+	Type        string
+	ResourceID  int64
+	ResourceUID string
+	// Namespace is the resource's namespace (names.DefaultNamespace for
+	// events published before namespaces existed, which carry none).
+	Namespace           string
 	ResourceName        string
 	ResourceTypeName    string
 	ResourceTypeVersion string
@@ -118,6 +123,7 @@ func Decode(data []byte) (*Decoded, error) {
 		Type:                name,
 		ResourceID:          pe.GetResourceId(),
 		ResourceUID:         pe.GetResourceUid(),
+		Namespace:           names.OrDefault(pe.GetNamespace()),
 		ResourceName:        pe.GetResourceName(),
 		ResourceTypeName:    pe.GetResourceTypeName(),
 		ResourceTypeVersion: pe.GetResourceTypeVersion(),
@@ -129,7 +135,7 @@ func Decode(data []byte) (*Decoded, error) {
 
 // Name is what identifies the resource an event is about.
 type Name struct {
-	TypeName, TypeVersion, Name string
+	TypeName, TypeVersion, Namespace, Name string
 }
 
 // Field numbers of no8s.events.v1.Event that PeekName reads.
@@ -137,9 +143,10 @@ const (
 	fieldResourceName        = 5
 	fieldResourceTypeName    = 6
 	fieldResourceTypeVersion = 7
+	fieldNamespace           = 11
 )
 
-// PeekName reads the resource's type, version and name from an event's
+// PeekName reads the resource's type, version, namespace and name from an event's
 // wire form without decoding the rest (the resource document is skipped,
 // not copied): the outbox relay labels every event with it.
 func PeekName(data []byte) (Name, error) {
@@ -150,7 +157,7 @@ func PeekName(data []byte) (Name, error) {
 			return Name{}, fmt.Errorf("peek event: %w", protowire.ParseError(l))
 		}
 		data = data[l:]
-		if typ == protowire.BytesType && num >= fieldResourceName && num <= fieldResourceTypeVersion {
+		if typ == protowire.BytesType && (num >= fieldResourceName && num <= fieldResourceTypeVersion || num == fieldNamespace) {
 			v, l := protowire.ConsumeBytes(data)
 			if l < 0 {
 				return Name{}, fmt.Errorf("peek event: %w", protowire.ParseError(l))
@@ -162,6 +169,8 @@ func PeekName(data []byte) (Name, error) {
 				n.TypeName = string(v)
 			case fieldResourceTypeVersion:
 				n.TypeVersion = string(v)
+			case fieldNamespace:
+				n.Namespace = string(v)
 			}
 			data = data[l:]
 			continue
@@ -175,5 +184,6 @@ func PeekName(data []byte) (Name, error) {
 	if n.Name == "" || n.TypeName == "" || n.TypeVersion == "" {
 		return Name{}, fmt.Errorf("peek event: no resource name")
 	}
+	n.Namespace = names.OrDefault(n.Namespace)
 	return n, nil
 }

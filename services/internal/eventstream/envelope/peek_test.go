@@ -10,7 +10,7 @@ import (
 
 func encoded(t testing.TB, name string, spec string) []byte {
 	t.Helper()
-	r := &resource.Resource{ID: 7, UID: "u", Name: name, ResourceTypeName: "Routed", ResourceTypeVersion: "v1",
+	r := &resource.Resource{ID: 7, UID: "u", Namespace: "team-a", Name: name, ResourceTypeName: "Routed", ResourceTypeVersion: "v1",
 		Labels: map[string]string{"a": "b"}, Spec: []byte(spec)}
 	b, err := Encode(Event{Revision: 42, Type: Modified, Resource: r, Timestamp: time.Unix(1, 0)})
 	if err != nil {
@@ -25,7 +25,7 @@ func TestPeekName(t *testing.T) {
 	big := `{"blob":"` + strings.Repeat("x", 600<<10) + `"}`
 	for _, spec := range []string{`{}`, big} {
 		n, err := PeekName(encoded(t, "routed-1", spec))
-		if err != nil || n != (Name{TypeName: "Routed", TypeVersion: "v1", Name: "routed-1"}) {
+		if err != nil || n != (Name{TypeName: "Routed", TypeVersion: "v1", Namespace: "team-a", Name: "routed-1"}) {
 			t.Fatalf("PeekName = %+v, %v", n, err)
 		}
 	}
@@ -53,7 +53,7 @@ func FuzzPeekName(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n, err := PeekName(data)
 		d, derr := Decode(data)
-		if err == nil && derr == nil && (d.ResourceName != n.Name || d.ResourceTypeName != n.TypeName || d.ResourceTypeVersion != n.TypeVersion) {
+		if err == nil && derr == nil && (d.ResourceName != n.Name || d.ResourceTypeName != n.TypeName || d.ResourceTypeVersion != n.TypeVersion || d.Namespace != n.Namespace) {
 			t.Fatalf("PeekName %+v, Decode %q %q %q", n, d.ResourceTypeName, d.ResourceTypeVersion, d.ResourceName)
 		}
 	})
