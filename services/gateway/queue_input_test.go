@@ -103,6 +103,13 @@ func TestInputRequestReply(t *testing.T) {
 		t.Fatalf("invalid spec: nats %d %s\nhttp %d %s", n.Status, n.Body, h.Status, h.Body)
 	}
 
+	// A namespace that does not exist: the HTTP API's answer.
+	h = apply(t, "", map[string]any{"namespace": "nowhere", "name": "x", "resource_type_name": "Gadget", "resource_type_version": "v1", "spec": map[string]any{"size": 1}})
+	n = request(t, subjects.InputRequestApply, "kind: Resource\ntype: Gadget/v1\nmetadata: {name: x, namespace: nowhere}\nspec: {size: 1}\n")
+	if n.Status != http.StatusNotFound || n.Status != h.Status || withoutRequestID(t, n.Body) != withoutRequestID(t, h.Body) {
+		t.Fatalf("missing namespace: nats %d %s\nhttp %d %s", n.Status, n.Body, h.Status, h.Body)
+	}
+
 	t.Run("malformed messages get a clear error and write nothing", func(t *testing.T) {
 		unchanged(t, func() {
 			for _, tc := range []struct {
