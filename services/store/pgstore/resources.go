@@ -129,8 +129,11 @@ func (s *Store) GetResource(ctx context.Context, key storage.ResourceKey) (*reso
 	if key.ID != 0 {
 		row = s.pool.QueryRow(ctx, `SELECT `+resourceColumns+` FROM resources WHERE id = $1`, key.ID)
 	} else {
+		// Only the name is indexable here: the unique index (name,
+		// namespace, type, version) serves the read whatever the
+		// planner's statistics (migration 00007).
 		row = s.pool.QueryRow(ctx, `SELECT `+resourceColumns+` FROM resources
-			WHERE resource_type_name = $1 AND resource_type_version = $2 AND namespace = $3 AND name = $4`,
+			WHERE (resource_type_name || '') = $1 AND (resource_type_version || '') = $2 AND (namespace || '') = $3 AND name = $4`,
 			key.ResourceTypeName, key.ResourceTypeVersion, names.OrDefault(key.Namespace), key.Name)
 	}
 	r, err := scanResource(row)
