@@ -69,6 +69,25 @@ func TestGroupCommitKeepsEachWritesOutcome(t *testing.T) {
 			}
 		})
 	}
+	// Writes refused on their own rules, at the same time: a lease of a
+	// resource that does not exist, a create of an unknown type, a create
+	// against an old schema revision. They fail alone; the writes batched
+	// with them go on.
+	wg.Go(func() {
+		for range rounds {
+			if _, err := s.AcquireLease(ctx, storage.AcquireLeaseRequest{ResourceID: 999999, Holder: "w/x"}); !errors.Is(err, storage.ErrNotFound) {
+				fail("lease of a missing resource: %v", err)
+			}
+			if _, err := s.CreateResource(ctx, storage.CreateResourceRequest{Resource: resource.Resource{
+				Name: "x", ResourceTypeName: "Nope", ResourceTypeVersion: "v1", Spec: []byte(`{}`)}}); err == nil {
+				fail("create of an unknown type succeeded")
+			}
+			if _, err := s.CreateResource(ctx, storage.CreateResourceRequest{SchemaRevision: typ.ResourceVersion - 1, Resource: resource.Resource{
+				Name: "stale", ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Spec: []byte(`{}`)}}); !errors.Is(err, storage.ErrSchemaChanged) {
+				fail("create against an old schema: %v", err)
+			}
+		}
+	})
 	for w := range workers {
 		wg.Go(func() {
 			holder := fmt.Sprintf("w/%d", w)
