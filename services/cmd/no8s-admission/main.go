@@ -20,6 +20,7 @@ import (
 )
 
 func main() {
+	proc.TuneGC()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "no8s-admission:", err)
 		os.Exit(1)

@@ -18,6 +18,7 @@ import (
 )
 
 func main() {
+	proc.TuneGC()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "no8s-gateway:", err)
 		os.Exit(1)

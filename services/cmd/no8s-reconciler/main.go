@@ -29,6 +29,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/secret"
 	"github.com/no8s/no8s/libs/sdk/worker"
+	"github.com/no8s/no8s/services/internal/proc"
 	"github.com/no8s/no8s/services/reconcilerworker/noop"
 	"github.com/no8s/no8s/services/reconcilerworker/postgresdb"
 )
@@ -43,6 +44,7 @@ run "no8s-reconciler <reconciler> -h" for its flags.
 `
 
 func main() {
+	proc.TuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:]); err != nil {

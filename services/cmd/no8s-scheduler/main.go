@@ -23,6 +23,7 @@ import (
 )
 
 func main() {
+	proc.TuneGC()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "no8s-scheduler:", err)
 		os.Exit(1)

@@ -31,6 +31,7 @@ import (
 )
 
 func main() {
+	proc.TuneGC()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "no8s-store:", err)
 		os.Exit(1)

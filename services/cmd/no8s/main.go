@@ -17,6 +17,7 @@ import (
 )
 
 func main() {
+	proc.TuneGC()
 	os.Exit(cli.Main(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv, newDevCmd()))
 }
 
