@@ -67,7 +67,6 @@ type pwrite struct {
 	// Set by the batch.
 	reads  int   // statements read queued
 	err    error // the write's own outcome
-	wrote  bool  // its statements are in the write batch
 	done   chan struct{}
 	leader chan struct{} // closed when this queued write must lead the next batch
 }
@@ -102,6 +101,9 @@ func (s *Store) groupWrite(ctx context.Context, w *pwrite) error {
 	}
 	g.mu.Unlock()
 	if !lead {
+		// Queued writes wait for their batch even when their caller
+		// gives up: the batch may have taken them already, and it lasts
+		// two round trips.
 		select {
 		case <-w.done:
 			return w.err
@@ -249,7 +251,7 @@ func (s *Store) commitBatch(ctx context.Context, batch []*pwrite) (retry bool, e
 			wb.QueuedQueries = wb.QueuedQueries[:n]
 			continue
 		}
-		w.wrote, wrote = true, true
+		wrote = true
 	}
 	if !wrote {
 		return false, nil
