@@ -20,9 +20,8 @@ func TestDescribeGolden(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	msg := "dial tcp 10.0.0.7:5432: connection refused"
 	last := now.Add(-20 * time.Second)
-	r := &client.Resource{Namespace: "default"}
-	r.Resource = resource.Resource{
-		ID: 7, UID: "5f0c5a2e-0000-4000-8000-000000000007", Name: "production-pg", ResourceTypeName: "DatabaseCluster", ResourceTypeVersion: "v1",
+	r := &client.Resource{
+		Namespace: "default", ID: 7, UID: "5f0c5a2e-0000-4000-8000-000000000007", Name: "production-pg", ResourceTypeName: "DatabaseCluster", ResourceTypeVersion: "v1",
 		Labels: map[string]string{"tier": "db", "app": "orders"}, Annotations: map[string]string{},
 		OwnerReferences: []resource.OwnerReference{{UID: "u-1", ResourceTypeName: "Tenant", ResourceTypeVersion: "v1", Name: "acme", Controller: true}},
 		Spec:            json.RawMessage(`{"engine":"postgres","storage_gb":500,"replicas":0}`),

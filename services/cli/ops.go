@@ -100,17 +100,17 @@ func (a *app) deleteFound(ctx context.Context, c *client.Client, r *client.Resou
 		return err
 	}
 	if dry {
-		fmt.Fprintf(a.streams.Out, "%s deleted (server dry run)\n", r.Key())
+		fmt.Fprintf(a.streams.Out, "%s deleted (server dry run)\n", key(r))
 		return nil
 	}
-	fmt.Fprintf(a.streams.Out, "%s deletion requested\n", r.Key())
+	fmt.Fprintf(a.streams.Out, "%s deletion requested\n", key(r))
 	if !wait {
 		return nil
 	}
 	if err := a.waitGone(ctx, c, out, deadline); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.streams.Out, "%s deleted\n", r.Key())
+	fmt.Fprintf(a.streams.Out, "%s deleted\n", key(r))
 	return nil
 }
 
@@ -172,10 +172,10 @@ func (a *app) waitGone(ctx context.Context, c *client.Client, r *client.Resource
 		}
 		state := fmt.Sprintf("status %s, finalizers %s", cur.Status, listOrNone(cur.Finalizers))
 		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s waiting for %s to be deleted: %s", time.Since(start).Round(time.Second), r.Key(), state)
+			return fmt.Errorf("timed out after %s waiting for %s to be deleted: %s", time.Since(start).Round(time.Second), key(r), state)
 		}
 		if time.Since(last) >= progressEvery {
-			a.progress("waiting for %s to be deleted (%s): %s", r.Key(), time.Since(start).Round(time.Second), state)
+			a.progress("waiting for %s to be deleted (%s): %s", key(r), time.Since(start).Round(time.Second), state)
 			last = time.Now()
 		}
 		if err := sleepCtx(ctx, pollInterval); err != nil {
@@ -214,7 +214,7 @@ func (a *app) reconcileCmd() *cobra.Command {
 			if _, err := c.Reconcile(cmd.Context(), r.ID); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.streams.Out, "%s reconcile requested\n", r.Key())
+			fmt.Fprintf(a.streams.Out, "%s reconcile requested\n", key(r))
 			return nil
 		},
 	}
@@ -400,13 +400,13 @@ after --timeout with where each resource stands.`,
 					if err := a.waitGone(ctx, c, r, deadline); err != nil {
 						return err
 					}
-					fmt.Fprintf(a.streams.Out, "%s deleted\n", r.Key())
+					fmt.Fprintf(a.streams.Out, "%s deleted\n", key(r))
 					continue
 				}
 				if err := a.waitCondition(ctx, c, r, w, deadline, timeout); err != nil {
 					return err
 				}
-				fmt.Fprintf(a.streams.Out, "%s %s met\n", r.Key(), w)
+				fmt.Fprintf(a.streams.Out, "%s %s met\n", key(r), w)
 			}
 			return nil
 		},
@@ -424,10 +424,10 @@ func (a *app) waitCondition(ctx context.Context, c *client.Client, r *client.Res
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s waiting for %s on %s: %s", timeout, w, r.Key(), state)
+			return fmt.Errorf("timed out after %s waiting for %s on %s: %s", timeout, w, key(r), state)
 		}
 		if time.Since(last) >= progressEvery {
-			a.progress("waiting for %s on %s (%s): %s", w, r.Key(), time.Since(start).Round(time.Second), state)
+			a.progress("waiting for %s on %s (%s): %s", w, key(r), time.Since(start).Round(time.Second), state)
 			last = time.Now()
 		}
 		if err := sleepCtx(ctx, pollInterval); err != nil {
@@ -435,7 +435,7 @@ func (a *app) waitCondition(ctx context.Context, c *client.Client, r *client.Res
 		}
 		cur, err := c.GetResourceByID(ctx, r.ID)
 		if client.IsNotFound(err) {
-			return fmt.Errorf("%s was deleted while waiting for %s", r.Key(), w)
+			return fmt.Errorf("%s was deleted while waiting for %s", key(r), w)
 		}
 		if err != nil {
 			return err

@@ -21,6 +21,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/cli/client"
 	"github.com/no8s/no8s/services/cli/config"
 )
@@ -199,6 +200,9 @@ func (a *app) resolve() (config.Resolved, error) {
 	r, err := f.Resolve(a.flags, env)
 	if err != nil {
 		return r, err
+	}
+	if fe := names.Namespace("", r.Namespace); fe != nil {
+		return r, usagef("namespace: %s", fe.Message)
 	}
 	a.resolved = r
 	return r, nil

@@ -22,9 +22,6 @@ import (
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
-// DefaultNamespace is the namespace of a resource that names none.
-const DefaultNamespace = "default"
-
 // Client talks to one no8s API server.
 type Client struct {
 	base  string
@@ -173,24 +170,11 @@ func decodeError(status int, data []byte) error {
 	return e
 }
 
-// Resource is a resource as the API answers it, with its namespace
-// (default when the server sends none).
-type Resource struct {
-	resource.Resource
-	Namespace string `json:"namespace"`
-}
+// Resource is a resource as the API answers it.
+type Resource = resource.Resource
 
-// Key is "Type/version namespace/name".
-func (r *Resource) Key() string {
-	return r.ResourceTypeName + "/" + r.ResourceTypeVersion + " " + r.Namespace + "/" + r.Name
-}
-
-// fill sets what an older server leaves out.
-func (r *Resource) fill() {
-	if r.Namespace == "" {
-		r.Namespace = DefaultNamespace
-	}
-}
+// Namespace is a namespace as the API answers it.
+type Namespace = resource.Namespace
 
 // Type is a resource type as the API answers it.
 type Type = resource.Type
@@ -364,13 +348,7 @@ func (c *Client) ListResources(ctx context.Context, o ListOptions) ([]Resource, 
 		if page == 0 {
 			rev, _ = strconv.ParseInt(h.Get("X-Resource-Version"), 10, 64)
 		}
-		for i := range items {
-			items[i].fill()
-			// A server that does not filter by namespace yet: filter here.
-			if o.Namespace == "" || items[i].Namespace == o.Namespace {
-				all = append(all, items[i])
-			}
-		}
+		all = append(all, items...)
 		tok := h.Get("X-Continue-Token")
 		if tok == "" {
 			return all, rev, nil
@@ -390,10 +368,6 @@ func (c *Client) GetResource(ctx context.Context, typeName, version, namespace, 
 	if err != nil {
 		return nil, err
 	}
-	out.fill()
-	if namespace != "" && out.Namespace != namespace {
-		return nil, &APIError{Status: http.StatusNotFound, Code: "not_found", Detail: fmt.Sprintf("resource %s/%s %s/%s not found", typeName, version, namespace, name)}
-	}
 	return &out, nil
 }
 
@@ -404,7 +378,6 @@ func (c *Client) GetResourceByID(ctx context.Context, id int64) (*Resource, erro
 	if err != nil {
 		return nil, err
 	}
-	out.fill()
 	return &out, nil
 }
 
@@ -426,7 +399,6 @@ func (c *Client) Apply(ctx context.Context, req ApplyRequest, dryRun bool) (*Res
 	if err != nil {
 		return nil, "", err
 	}
-	out.fill()
 	return &out, h.Get("X-Apply-Result"), nil
 }
 
@@ -437,7 +409,6 @@ func (c *Client) DeleteResource(ctx context.Context, id int64, dryRun bool) (*Re
 	if err != nil {
 		return nil, err
 	}
-	out.fill()
 	return &out, nil
 }
 
@@ -448,7 +419,6 @@ func (c *Client) Reconcile(ctx context.Context, id int64) (*Resource, error) {
 	if err != nil {
 		return nil, err
 	}
-	out.fill()
 	return &out, nil
 }
 

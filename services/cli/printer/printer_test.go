@@ -38,9 +38,8 @@ func golden(t *testing.T, name string, got []byte) {
 
 func sampleResources() []client.Resource {
 	mk := func(ns, name, status, phase string, ready string, age time.Duration, gen, obs, rv int64, msg string) client.Resource {
-		r := client.Resource{Namespace: ns}
-		r.Resource = resource.Resource{
-			ID: rv, Name: name, ResourceTypeName: "DatabaseCluster", ResourceTypeVersion: "v1", Status: status, Phase: phase,
+		r := client.Resource{
+			Namespace: ns, ID: rv, Name: name, ResourceTypeName: "DatabaseCluster", ResourceTypeVersion: "v1", Status: status, Phase: phase,
 			Generation: gen, ObservedGeneration: obs, ResourceVersion: rv, CreatedAt: now.Add(-age), StatusMessage: msg,
 			Spec: json.RawMessage(`{"engine":"postgres","storage_gb":500}`),
 		}
