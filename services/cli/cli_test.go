@@ -39,9 +39,15 @@ func TestDescribeGolden(t *testing.T) {
 	if err := describe(&b, r, hist, now); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "describe.golden")
+	goldenFile(t, "describe.golden", b.Bytes())
+}
+
+// goldenFile compares got with testdata/name (rewritten with -update).
+func goldenFile(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
 	if *update {
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -49,9 +55,38 @@ func TestDescribeGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(b.Bytes(), want) {
-		t.Fatalf("describe differs:\n--- got\n%s--- want\n%s", b.Bytes(), want)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs:\n--- got\n%s--- want\n%s", name, got, want)
 	}
+}
+
+// describe namespace: identity, status, its resources by type and status,
+// and, while terminating, the resources still holding it.
+func TestDescribeNamespaceGolden(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	deleted := now.Add(-90 * time.Second)
+	ns := &client.Namespace{Name: "team-a", UID: "0f1e2d3c-0000-4000-8000-000000000002", Status: resource.NamespaceTerminating, ResourceVersion: 140,
+		CreatedAt: now.Add(-26 * time.Hour), UpdatedAt: deleted, DeletedAt: &deleted}
+	mk := func(typ, name, status string, finalizers ...string) client.Resource {
+		return client.Resource{Namespace: "team-a", Name: name, ResourceTypeName: typ, ResourceTypeVersion: "v1", Status: status, Finalizers: finalizers}
+	}
+	items := []client.Resource{
+		mk("DatabaseCluster", "orders", "deleting", "reconciler.no8s.io/postgres-database"),
+		mk("DatabaseCluster", "billing", "deleting", "reconciler.no8s.io/postgres-database", "example.com/backup"),
+		mk("Bucket", "assets", "deleting", "reconciler.no8s.io/bucket"),
+		mk("DatabaseCluster", "reports", "failed", "reconciler.no8s.io/postgres-database"),
+	}
+	var b bytes.Buffer
+	if err := describeNamespace(&b, ns, items, now); err != nil {
+		t.Fatal(err)
+	}
+	goldenFile(t, "describe-namespace.golden", b.Bytes())
+	active := &client.Namespace{Name: "team-b", UID: "0f1e2d3c-0000-4000-8000-000000000003", Status: resource.NamespaceActive, ResourceVersion: 12, CreatedAt: now.Add(-5 * time.Minute)}
+	b.Reset()
+	if err := describeNamespace(&b, active, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	goldenFile(t, "describe-namespace-empty.golden", b.Bytes())
 }
 
 func TestUnifiedDiff(t *testing.T) {
@@ -121,6 +156,13 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"get", "types"}, ExitError, "connection refused"},
 		{[]string{"diff", "-f", "-"}, ExitUsage, "no documents"},
 		{[]string{"apply", "-f", "-"}, ExitError, "/metadata/name: name is required"},
+		{[]string{"get", "namespaces", "-w"}, ExitUsage, "namespaces have no events"},
+		{[]string{"get", "ns", "-l", "a=b"}, ExitUsage, "-w and -l apply to resources only"},
+		{[]string{"delete", "namespace", "Team_A"}, ExitUsage, `"Team_A" is not a valid namespace`},
+		{[]string{"delete", "namespace"}, ExitUsage, "give at least one NAME"},
+		{[]string{"describe", "ns", "x_y"}, ExitUsage, "not a valid namespace"},
+		{[]string{"get", "resources", "-n", "Bad_NS"}, ExitUsage, "namespace: \"Bad_NS\" is not a valid namespace"},
+		{[]string{"get", "DatabaseCluster/v1", "x", "-A"}, ExitUsage, "across every namespace"},
 	} {
 		stdin := ""
 		if tc.args[0] == "apply" && len(tc.args) > 1 {

@@ -23,11 +23,12 @@ func (a *app) getCmd() *cobra.Command {
 		chunk            int
 	)
 	cmd := &cobra.Command{
-		Use:   "get types|webhooks|resources|TYPE[/VERSION] [NAME]",
-		Short: "List resource types, webhooks or resources, or show one resource",
-		Long: `Lists resource types (get types), admission webhooks (get webhooks), every
-resource (get resources), the resources of one type (get DatabaseCluster or
-DatabaseCluster/v1), or one resource by name. Lists read every page.
+		Use:   "get namespaces|types|webhooks|resources|TYPE[/VERSION] [NAME]",
+		Short: "List namespaces, resource types, webhooks or resources, or show one",
+		Long: `Lists namespaces (get namespaces, or ns), resource types (get types), admission
+webhooks (get webhooks), every resource of the namespace (get resources; -A for
+every namespace), the resources of one type (get DatabaseCluster or
+DatabaseCluster/v1), or one of them by name. Lists read every page.
 
 -w (--watch) lists, then prints every later change as it happens: it starts
 from the list's revision and, when the connection drops (a gateway restart),
@@ -35,14 +36,16 @@ resumes from the last revision it saw, so no change is missed or printed twice;
 when the server no longer holds the history to resume from, it lists again.
 Notes about reconnecting go to stderr. With -o json or -o yaml a watch prints one
 {"type": ..., "revision": ..., "resource": ...} document per change.`,
-		Example: `  no8s get types
+		Example: `  no8s get namespaces
+  no8s get types
   no8s get DatabaseCluster/v1
+  no8s get DatabaseCluster/v1 -n team-a
   no8s get DatabaseCluster/v1 production-pg -o yaml
   no8s get resources -A -l tier=db -o wide
   no8s get DatabaseCluster -w`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
-				return usagef("expected what to get (types, webhooks, resources or a TYPE) and optionally a NAME")
+				return usagef("expected what to get (namespaces, types, webhooks, resources or a TYPE) and optionally a NAME")
 			}
 			return nil
 		},
@@ -57,6 +60,13 @@ Notes about reconnecting go to stderr. With -o json or -o yaml a watch prints on
 			}
 			ctx := cmd.Context()
 			now := a.now()
+			switch {
+			case isNamespaceNoun(args[0]):
+				if watch || selector != "" {
+					return usagef("-w and -l apply to resources only (namespaces have no events and no labels)")
+				}
+				return a.getNamespaces(ctx, c, args, output)
+			}
 			switch args[0] {
 			case "types", "type", "resource-types":
 				if watch || selector != "" {
@@ -96,6 +106,9 @@ Notes about reconnecting go to stderr. With -o json or -o yaml a watch prints on
 				if len(args) == 2 {
 					if watch {
 						return usagef("-w watches a list: leave the NAME out and select with -l")
+					}
+					if a.allNamespaces {
+						return usagef("a resource cannot be read by name across every namespace: name its namespace with -n, not -A")
 					}
 					r, err := a.target(ctx, c, args)
 					if err != nil {
@@ -206,19 +219,37 @@ func ignoreCanceled(err error) error {
 
 func (a *app) describeCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "describe TYPE[/VERSION] NAME",
-		Short: "Show a resource in detail: spec, status, conditions, history, outputs, finalizers, owners and events",
+		Use:   "describe TYPE[/VERSION] NAME | describe namespace NAME",
+		Short: "Show a resource or a namespace in detail",
 		Long: `Shows one resource for a person: identity, labels and annotations, spec, status
 and phase, conditions, outputs, finalizers, owner references, and the recent
 reconcile attempts. Events lists those attempts as events (Normal Reconciled,
-Warning ReconcileFailed): the API keeps no other event records yet.`,
-		Example:           `  no8s describe DatabaseCluster/v1 production-pg`,
+Warning ReconcileFailed): the API keeps no other event records yet.
+
+describe namespace NAME shows a namespace: its status, and its resources
+counted by type and status (while it is terminating, those still holding it).`,
+		Example: `  no8s describe DatabaseCluster/v1 production-pg
+  no8s describe namespace team-a`,
 		Args:              func(_ *cobra.Command, args []string) error { return exactArgs(2, "TYPE[/VERSION] NAME")(args) },
 		ValidArgsFunction: a.completeTypes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
 				return err
+			}
+			if isNamespaceNoun(args[0]) {
+				if err := namespaceArgs(args[1:]); err != nil {
+					return err
+				}
+				ns, err := c.GetNamespace(cmd.Context(), args[1])
+				if err != nil {
+					return err
+				}
+				items, _, err := c.ListResources(cmd.Context(), client.ListOptions{Namespace: ns.Name})
+				if err != nil {
+					return err
+				}
+				return describeNamespace(a.streams.Out, ns, items, a.now())
 			}
 			r, err := a.target(cmd.Context(), c, args)
 			if err != nil {
@@ -383,8 +414,11 @@ func (a *app) completeTypes(cmd *cobra.Command, args []string, _ string) ([]stri
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	out := []string{}
-	if cmd.Name() == "get" {
-		out = append(out, "types", "webhooks", "resources")
+	switch cmd.Name() {
+	case "get":
+		out = append(out, "namespaces", "types", "webhooks", "resources")
+	case "describe", "delete":
+		out = append(out, "namespace")
 	}
 	c, err := a.client()
 	if err != nil {

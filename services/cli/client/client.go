@@ -304,6 +304,43 @@ func dryRunQuery(dry bool) url.Values {
 	return nil
 }
 
+// ListNamespaces lists every namespace by name, the terminating ones
+// included.
+func (c *Client) ListNamespaces(ctx context.Context) ([]Namespace, error) {
+	var out []Namespace
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/namespaces"}, &out)
+	return out, err
+}
+
+// GetNamespace reads a namespace by name.
+func (c *Client) GetNamespace(ctx context.Context, name string) (*Namespace, error) {
+	var out Namespace
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/namespaces/" + url.PathEscape(name)}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CreateNamespace creates a namespace.
+func (c *Client) CreateNamespace(ctx context.Context, name string, dryRun bool) (*Namespace, error) {
+	var out Namespace
+	body := map[string]string{"name": name}
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/namespaces", query: dryRunQuery(dryRun), body: body}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeleteNamespace requests deletion of a namespace: it turns terminating,
+// its resources are deleted, and it goes with the last of them.
+func (c *Client) DeleteNamespace(ctx context.Context, name string, dryRun bool) (*Namespace, error) {
+	var out Namespace
+	if _, err := c.do(ctx, request{method: http.MethodDelete, path: "/api/v1/namespaces/" + url.PathEscape(name), query: dryRunQuery(dryRun)}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // ListOptions filter a resource list and a watch.
 type ListOptions struct {
 	TypeName, TypeVersion string
@@ -334,6 +371,19 @@ func (o ListOptions) query() url.Values {
 // ListResources reads every page of a list. The revision is the first
 // page's X-Resource-Version: a watch from it sees every later change.
 func (c *Client) ListResources(ctx context.Context, o ListOptions) ([]Resource, int64, error) {
+	items, rev, _, err := c.listPages(ctx, o, 0)
+	return items, rev, err
+}
+
+// ListResourcesPage reads the first page of a list (o.Limit items) and
+// reports whether more follow.
+func (c *Client) ListResourcesPage(ctx context.Context, o ListOptions) ([]Resource, bool, error) {
+	items, _, more, err := c.listPages(ctx, o, 1)
+	return items, more, err
+}
+
+// listPages reads up to maxPages pages of a list (0: every page).
+func (c *Client) listPages(ctx context.Context, o ListOptions, maxPages int) ([]Resource, int64, bool, error) {
 	q := o.query()
 	var (
 		all []Resource
@@ -343,7 +393,7 @@ func (c *Client) ListResources(ctx context.Context, o ListOptions) ([]Resource, 
 		var items []Resource
 		h, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/resources", query: q}, &items)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, false, err
 		}
 		if page == 0 {
 			rev, _ = strconv.ParseInt(h.Get("X-Resource-Version"), 10, 64)
@@ -351,7 +401,10 @@ func (c *Client) ListResources(ctx context.Context, o ListOptions) ([]Resource, 
 		all = append(all, items...)
 		tok := h.Get("X-Continue-Token")
 		if tok == "" {
-			return all, rev, nil
+			return all, rev, false, nil
+		}
+		if maxPages > 0 && page+1 >= maxPages {
+			return all, rev, true, nil
 		}
 		q.Set("continue", tok)
 	}
