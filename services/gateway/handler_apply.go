@@ -43,7 +43,8 @@ type applyResourceBody struct {
 // and annotations, through admission like every write. Applying what is
 // stored changes nothing (same generation, same resource_version, no
 // event). A conflicting concurrent write (409 conflict, or name_taken when
-// two applies create at once) is retried against the newer state.
+// two applies create at once) is retried against the newer state until the
+// request's deadline (raceRetry).
 func (s *Service) applyResource(c *echo.Context) error {
 	dry, err := dryRun(c)
 	if err != nil {
@@ -81,7 +82,8 @@ func (s *Service) applyResource(c *echo.Context) error {
 	}
 	key := &storev1.ResourceName{ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion,
 		Namespace: body.Namespace, Name: body.Name}
-	for attempt := 1; ; attempt++ {
+	retry := s.raceRetry(c.Request().Context())
+	for {
 		resp, err := call(s, c, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: key}})
 		if pe := problem.As(err); pe != nil && pe.Kind == problem.NotFound {
 			in := &resource.Resource{
@@ -90,8 +92,12 @@ func (s *Service) applyResource(c *echo.Context) error {
 			}
 			in.Normalize()
 			out, err := s.createAdmitted(c, in, dry)
-			if pe := problem.As(err); pe != nil && pe.Code == problem.CodeNameTaken && attempt < MaxPatchAttempts {
-				continue // created meanwhile: update it instead
+			if pe := problem.As(err); pe != nil && pe.Code == problem.CodeNameTaken {
+				// Created meanwhile: update it instead.
+				if err := retry.again(err); err != nil {
+					return err
+				}
+				continue
 			}
 			if err != nil {
 				return err
@@ -119,8 +125,12 @@ func (s *Service) applyResource(c *echo.Context) error {
 			cur: cur, next: next, setLabels: labels != nil, setAnnotations: annotations != nil,
 			expected: cur.GetResourceVersion(), dryRun: dry,
 		})
-		if pe := problem.As(err); pe != nil && (pe.Code == problem.CodeConflict || pe.Kind == problem.NotFound) && attempt < MaxPatchAttempts {
-			continue // changed or purged since read: apply to the newer state
+		if pe := problem.As(err); pe != nil && (pe.Code == problem.CodeConflict || pe.Kind == problem.NotFound) {
+			// Changed or purged since read: apply to the newer state.
+			if err := retry.again(err); err != nil {
+				return err
+			}
+			continue
 		}
 		if err != nil {
 			return err

@@ -518,7 +518,8 @@ func (s *Service) patchResource(c *echo.Context) error {
 		return err
 	}
 	patch, rv := mp.patch, mp.rv
-	for attempt := 1; ; attempt++ {
+	retry := s.raceRetry(c.Request().Context())
+	for {
 		cur, err := s.getResourceByID(c, id)
 		if err != nil {
 			return err
@@ -551,7 +552,10 @@ func (s *Service) patchResource(c *echo.Context) error {
 			setAnnotations: !maps.Equal(next.Annotations, orEmpty(cur.GetAnnotations())),
 			expected:       expected, dryRun: dry,
 		})
-		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 && attempt < MaxPatchAttempts {
+		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 {
+			if err := retry.again(err); err != nil {
+				return err
+			}
 			continue
 		}
 		if err != nil {
@@ -570,11 +574,15 @@ func (s *Service) deleteResource(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	for attempt := 1; ; attempt++ {
+	retry := s.raceRetry(c.Request().Context())
+	for {
 		resp, err := s.admitDelete(c, id, rv, dry)
 		// The validating webhooks saw one state; a change since then is
 		// admitted again, unless the caller named the version to delete.
-		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 && attempt < MaxPatchAttempts {
+		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 {
+			if err := retry.again(err); err != nil {
+				return err
+			}
 			continue
 		}
 		if err != nil {
