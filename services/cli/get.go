@@ -409,8 +409,11 @@ func indented(w io.Writer, doc json.RawMessage) error {
 
 // completeTypes completes the first argument with the keywords and the
 // registered types (as Name/version).
-func (a *app) completeTypes(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+func (a *app) completeTypes(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
+		if isNamespaceNoun(args[0]) {
+			return a.completeNamespaces(cmd, args, toComplete)
+		}
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	out := []string{}
@@ -430,6 +433,24 @@ func (a *app) completeTypes(cmd *cobra.Command, args []string, _ string) ([]stri
 	}
 	for _, t := range types {
 		out = append(out, t.Name+"/"+t.Version)
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeNamespaces completes a namespace name (-n, delete namespace, ...)
+// from the server.
+func (a *app) completeNamespaces(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	c, err := a.client()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	nss, err := c.ListNamespaces(cmd.Context())
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	out := make([]string, 0, len(nss))
+	for _, n := range nss {
+		out = append(out, n.Name)
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
 }

@@ -166,6 +166,7 @@ error (for diff: any error).`,
 	pf.StringVarP(&a.flags.Server, "server", "s", "", "the API server's URL ($NO8S_SERVER, default http://127.0.0.1:8000)")
 	pf.StringVarP(&a.flags.Namespace, "namespace", "n", "", "the namespace ($NO8S_NAMESPACE, default default)")
 	pf.StringVar(&a.flags.Token, "token", "", "a bearer token to send ($NO8S_TOKEN)")
+	_ = root.RegisterFlagCompletionFunc("namespace", a.completeNamespaces)
 	pf.DurationVar(&a.timeout, "request-timeout", 30*time.Second, "how long one API request may take")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		a.namespaceSet = cmd.Flags().Changed("namespace")

@@ -554,6 +554,13 @@ func TestCLINamespaces(t *testing.T) {
 	if names := ok(t, base, "get", "ns", "-o", "name"); names != "cli-a\ncli-b\ndefault\n" {
 		t.Fatalf("get ns -o name: %q", names)
 	}
+	// Shell completion offers the server's namespaces for -n and after
+	// "delete namespace".
+	for _, args := range [][]string{{"__complete", "get", "resources", "-n", ""}, {"__complete", "delete", "namespace", ""}} {
+		if out := ok(t, base, args...); !strings.HasPrefix(out, "cli-a\ncli-b\ndefault\n:") {
+			t.Fatalf("no8s %v: %q", args, out)
+		}
+	}
 
 	// A context's namespace is used when -n is absent; -n still wins.
 	cfg := filepath.Join(dir, "config.yaml")
