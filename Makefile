@@ -10,11 +10,12 @@ PROTOC_GEN_GO_GRPC   := v1.6.2
 STATICCHECK_VERSION  := v0.8.2
 NATS_SERVER_VERSION  := v2.15.2
 GRPCURL_VERSION      := v1.9.4
+NATSCLI_VERSION      := v0.5.0
 
 # Unit, integration and end-to-end tests of every module. Keep under 15 minutes.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: help run build test stress bench bench-scale lint check-large-files generate generate-check tools nats-server grpcurl clean
+.PHONY: help run build test stress bench bench-scale lint check-large-files generate generate-check tools nats-server grpcurl natscli clean
 
 help:
 	@echo "make run             run the whole control plane (no8s dev) on 127.0.0.1:8000 (ARGS=... for more flags)"
@@ -39,12 +40,12 @@ build:
 	@mkdir -p $(BIN)
 	cd services && go build -o $(BIN)/ ./cmd/...
 
-test: build nats-server grpcurl
+test: build nats-server grpcurl natscli
 	NO8S_BIN=$(BIN)/no8s go test -count=1 -timeout $(TEST_TIMEOUT) work
 	cd examples/hello-reconciler && NO8S_BIN=$(BIN)/no8s GOWORK=off go test -count=1 ./...
 
 stress: build nats-server
-	NO8S_STRESS=1 go test -count=1 -timeout 60m -run 'Stress|Outbox|Concurrency|Watch|Exclusion|Chaos|NATS' -v ./services/e2e/
+	NO8S_STRESS=1 go test -count=1 -timeout 60m -run 'Stress|Outbox|Concurrency|Watch|Exclusion|Chaos|NATS|QueueInput' -v ./services/e2e/
 
 bench: build nats-server
 	cd services && go run ./cmd/no8s-bench
@@ -71,12 +72,15 @@ generate-check: generate
 	@git diff --exit-code -- proto/gen || (echo "generated protobuf code is out of date: run make generate and commit"; exit 1)
 	@test -z "$$(git status --porcelain -- proto/gen)" || (git status --porcelain -- proto/gen; echo "untracked generated files"; exit 1)
 
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticcheck nats-server grpcurl
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticcheck nats-server grpcurl natscli
 
 nats-server: $(BIN)/nats-server
 
 # grpcurl: the e2e test lists and calls the store through gRPC reflection.
 grpcurl: $(BIN)/grpcurl
+
+# natscli: the nats CLI, a plain subscriber in the event-contract test.
+natscli: $(BIN)/nats
 
 # buf needs a pre-release protobuf module: install it on its own, never in go.work.
 $(BIN)/buf:
@@ -91,6 +95,8 @@ $(BIN)/nats-server:
 	GOWORK=off GOBIN=$(BIN) go install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
 $(BIN)/grpcurl:
 	GOWORK=off GOBIN=$(BIN) go install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
+$(BIN)/nats:
+	GOWORK=off GOBIN=$(BIN) go install github.com/nats-io/natscli/nats@$(NATSCLI_VERSION)
 
 clean:
 	rm -rf $(BIN)

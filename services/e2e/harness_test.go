@@ -43,6 +43,9 @@ func runMain(m *testing.M) int {
 	if addr := os.Getenv(rogueEnv); addr != "" {
 		return runRogueWorker(addr) // this process is TestWorkerDoorIsNarrow's rogue worker
 	}
+	if url := os.Getenv(queuePublisherEnv); url != "" {
+		return runQueuePublisher(url) // this process is TestQueueInputKill9's publisher
+	}
 	dir, err := os.MkdirTemp("", "no8s-e2e-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -130,9 +130,7 @@ func (s *Service) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		id := c.Request().Header.Get(HeaderRequestID)
 		if !validRequestID(id) {
-			b := make([]byte, 16)
-			_, _ = rand.Read(b)
-			id = hex.EncodeToString(b)
+			id = newRequestID()
 		}
 		c.Set(ctxKeyRequestID, id)
 		c.Response().Header().Set(HeaderRequestID, id)
@@ -140,6 +138,13 @@ func (s *Service) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 		c.SetRequest(req.WithContext(metadata.AppendToOutgoingContext(req.Context(), "x-request-id", id)))
 		return next(c)
 	}
+}
+
+// newRequestID makes a request id.
+func newRequestID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func validRequestID(id string) bool {
@@ -207,24 +212,33 @@ func (s *Service) handleError(c *echo.Context, err error) {
 	if r, _ := echo.UnwrapResponse(c.Response()); r != nil && r.Committed {
 		return
 	}
-	status, body := s.errorResponse(c, err)
-	body.RequestID = requestIDOf(c)
+	status, b, _ := s.errorDocument(requestIDOf(c), err)
 	setRetryAfter(c, status)
-	if body.Errors == nil {
-		body.Errors = []problem.FieldError{}
-	}
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(status)
 		return
+	}
+	_ = c.JSONBlob(status, b)
+}
+
+// errorDocument is the status and the JSON error document that answer err
+// (HTTP and the queue input alike), and the document's detail.
+func (s *Service) errorDocument(requestID string, err error) (int, []byte, string) {
+	status, body := s.errorAnswer(requestID, err)
+	body.RequestID = requestID
+	if body.Errors == nil {
+		body.Errors = []problem.FieldError{}
 	}
 	b, merr := resource.Marshal(body)
 	if merr != nil {
 		b = []byte(`{"detail":"internal error","code":"internal","errors":[]}`)
 	}
-	_ = c.JSONBlob(status, b)
+	return status, b, body.Detail
 }
 
-func (s *Service) errorResponse(c *echo.Context, err error) (int, errorBody) {
+// errorAnswer is the status and error document that answer err, for HTTP
+// and the queue input alike; requestID is logged with internal errors.
+func (s *Service) errorAnswer(requestID string, err error) (int, errorBody) {
 	var he *httpError
 	if errors.As(err, &he) {
 		return he.status, errorBody{Detail: he.detail, Code: he.code}
@@ -232,11 +246,11 @@ func (s *Service) errorResponse(c *echo.Context, err error) (int, errorBody) {
 	if pe := problem.As(err); pe != nil {
 		status := httpStatus(pe.Kind)
 		if pe.Kind == problem.Internal {
-			s.log.Error("internal error", "error", pe.Error(), "request_id", requestIDOf(c))
+			s.log.Error("internal error", "error", pe.Error(), "request_id", requestID)
 			return status, errorBody{Detail: "internal error", Code: problem.CodeInternal}
 		}
-		if pe.Kind == problem.Unavailable && pe.Code != problem.CodeWebhookFailed {
-			s.log.Warn("backend unavailable", "error", pe.Error(), "request_id", requestIDOf(c))
+		if pe.Kind == problem.Unavailable && pe.Code != problem.CodeWebhookFailed && pe.Code != problem.CodeUndeliverable {
+			s.log.Warn("backend unavailable", "error", pe.Error(), "request_id", requestID)
 			return status, errorBody{Detail: "a backend service is unavailable; retry later", Code: problem.CodeUnavailable}
 		}
 		return status, errorBody{Detail: pe.Detail, Code: pe.Code, Errors: pe.Fields}
@@ -250,7 +264,7 @@ func (s *Service) errorResponse(c *echo.Context, err error) (int, errorBody) {
 	if code := echo.StatusCode(err); code != 0 {
 		return code, errorBody{Detail: http.StatusText(code), Code: codeForStatus(code)}
 	}
-	s.log.Error("internal error", "error", err.Error(), "request_id", requestIDOf(c))
+	s.log.Error("internal error", "error", err.Error(), "request_id", requestID)
 	return http.StatusInternalServerError, errorBody{Detail: "internal error", Code: problem.CodeInternal}
 }
 

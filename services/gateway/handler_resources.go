@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -145,7 +146,7 @@ func (s *Service) createResource(c *echo.Context) error {
 		Finalizers:          body.Finalizers,
 	}
 	in.Normalize()
-	out, err := s.createAdmitted(c, in, dry)
+	out, err := s.createAdmitted(c.Request().Context(), in, dry)
 	if err != nil {
 		return err
 	}
@@ -157,11 +158,11 @@ func (s *Service) createResource(c *echo.Context) error {
 }
 
 // createAdmitted admits a new resource and stores it.
-func (s *Service) createAdmitted(c *echo.Context, in *resource.Resource, dry bool) (*storev1.Resource, error) {
+func (s *Service) createAdmitted(ctx context.Context, in *resource.Resource, dry bool) (*storev1.Resource, error) {
 	areq := &admissionv1.AdmitResourceRequest{Operation: admissionv1.Operation_OPERATION_CREATE, Resource: resourcepb.ToProto(in), DryRun: dry}
 	var out *storev1.Resource
-	err := s.admitAndWrite(c, areq, func(admitted *storev1.Resource, rev int64) error {
-		resp, err := call(s, c, s.store.CreateResource, &storev1.CreateResourceRequest{Resource: admitted, SchemaRevision: rev, DryRun: dry})
+	err := s.admitAndWrite(ctx, areq, func(admitted *storev1.Resource, rev int64) error {
+		resp, err := callCtx(s, ctx, s.store.CreateResource, &storev1.CreateResourceRequest{Resource: admitted, SchemaRevision: rev, DryRun: dry})
 		out = resp.GetResource()
 		return err
 	})
@@ -171,9 +172,9 @@ func (s *Service) createAdmitted(c *echo.Context, in *resource.Resource, dry boo
 // admitAndWrite admits req and hands the admitted resource and its schema
 // revision to write. When the store answers schema_changed, it admits again
 // against a freshly read schema, up to maxSchemaRetries times.
-func (s *Service) admitAndWrite(c *echo.Context, req *admissionv1.AdmitResourceRequest, write func(admitted *storev1.Resource, schemaRevision int64) error) error {
+func (s *Service) admitAndWrite(ctx context.Context, req *admissionv1.AdmitResourceRequest, write func(admitted *storev1.Resource, schemaRevision int64) error) error {
 	for attempt := 0; ; attempt++ {
-		ar, err := call(s, c, s.admission.AdmitResource, req)
+		ar, err := callCtx(s, ctx, s.admission.AdmitResource, req)
 		if err != nil {
 			return err
 		}
@@ -190,8 +191,8 @@ func (s *Service) admitAndWrite(c *echo.Context, req *admissionv1.AdmitResourceR
 	}
 }
 
-func (s *Service) getResourceByID(c *echo.Context, id int64) (*storev1.Resource, error) {
-	resp, err := call(s, c, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Id{Id: id}})
+func (s *Service) getResourceByID(ctx context.Context, id int64) (*storev1.Resource, error) {
+	resp, err := callCtx(s, ctx, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Id{Id: id}})
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +204,7 @@ func (s *Service) getResource(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.getResourceByID(c, id)
+	r, err := s.getResourceByID(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -313,7 +314,7 @@ type update struct {
 }
 
 // writeUpdate admits u.next against u.cur and stores it.
-func (s *Service) writeUpdate(c *echo.Context, u update) (*storev1.Resource, error) {
+func (s *Service) writeUpdate(ctx context.Context, u update) (*storev1.Resource, error) {
 	areq := &admissionv1.AdmitResourceRequest{
 		Operation:   admissionv1.Operation_OPERATION_UPDATE,
 		Resource:    resourcepb.ToProto(u.next),
@@ -321,7 +322,7 @@ func (s *Service) writeUpdate(c *echo.Context, u update) (*storev1.Resource, err
 		DryRun:      u.dryRun,
 	}
 	var out *storev1.Resource
-	err := s.admitAndWrite(c, areq, func(admitted *storev1.Resource, rev int64) error {
+	err := s.admitAndWrite(ctx, areq, func(admitted *storev1.Resource, rev int64) error {
 		req := &storev1.UpdateResourceRequest{
 			Id:                      u.cur.GetId(),
 			Spec:                    admitted.GetSpec(),
@@ -334,7 +335,7 @@ func (s *Service) writeUpdate(c *echo.Context, u update) (*storev1.Resource, err
 		if req.Spec == nil {
 			req.Spec = []byte("{}")
 		}
-		resp, err := call(s, c, s.store.UpdateResource, req)
+		resp, err := callCtx(s, ctx, s.store.UpdateResource, req)
 		out = resp.GetResource()
 		return err
 	})
@@ -376,7 +377,7 @@ func (s *Service) updateResource(c *echo.Context) error {
 	if err := fieldsError("invalid resource", errs); err != nil {
 		return err
 	}
-	cur, err := s.getResourceByID(c, id)
+	cur, err := s.getResourceByID(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -394,7 +395,7 @@ func (s *Service) updateResource(c *echo.Context) error {
 	if body.Annotations != nil {
 		next.Annotations = orEmpty(annotations)
 	}
-	out, err := s.writeUpdate(c, update{
+	out, err := s.writeUpdate(c.Request().Context(), update{
 		cur: cur, next: next, setLabels: body.Labels != nil, setAnnotations: body.Annotations != nil,
 		expected: body.ResourceVersion, dryRun: dry,
 	})
@@ -520,7 +521,7 @@ func (s *Service) patchResource(c *echo.Context) error {
 	patch, rv := mp.patch, mp.rv
 	retry := s.raceRetry(c.Request().Context())
 	for {
-		cur, err := s.getResourceByID(c, id)
+		cur, err := s.getResourceByID(c.Request().Context(), id)
 		if err != nil {
 			return err
 		}
@@ -546,7 +547,7 @@ func (s *Service) patchResource(c *echo.Context) error {
 		if expected == 0 {
 			expected = cur.GetResourceVersion()
 		}
-		out, err := s.writeUpdate(c, update{
+		out, err := s.writeUpdate(c.Request().Context(), update{
 			cur: cur, next: next,
 			setLabels:      !maps.Equal(next.Labels, orEmpty(cur.GetLabels())),
 			setAnnotations: !maps.Equal(next.Annotations, orEmpty(cur.GetAnnotations())),
@@ -574,29 +575,40 @@ func (s *Service) deleteResource(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	retry := s.raceRetry(c.Request().Context())
+	out, err := s.deleteByID(c.Request().Context(), id, rv, dry)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusAccepted, resourcepb.FromProto(out))
+}
+
+// deleteByID requests the deletion of resource id (at resource_version rv
+// when rv > 0): DELETE /api/v1/resources/{id} and the queue input's delete
+// share it.
+func (s *Service) deleteByID(ctx context.Context, id, rv int64, dry bool) (*storev1.Resource, error) {
+	retry := s.raceRetry(ctx)
 	for {
-		resp, err := s.admitDelete(c, id, rv, dry)
+		resp, err := s.admitDelete(ctx, id, rv, dry)
 		// The validating webhooks saw one state; a change since then is
 		// admitted again, unless the caller named the version to delete.
 		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 {
 			if err := retry.again(err); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return writeJSON(c, http.StatusAccepted, resourcepb.FromProto(resp.GetResource()))
+		return resp.GetResource(), nil
 	}
 }
 
 // admitDelete passes the current state of the resource through the
 // validating webhooks that intercept DELETE, then deletes exactly that
 // state. A resource already deleting is not admitted again.
-func (s *Service) admitDelete(c *echo.Context, id, rv int64, dry bool) (*storev1.DeleteResourceResponse, error) {
-	cur, err := s.getResourceByID(c, id)
+func (s *Service) admitDelete(ctx context.Context, id, rv int64, dry bool) (*storev1.DeleteResourceResponse, error) {
+	cur, err := s.getResourceByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -604,13 +616,13 @@ func (s *Service) admitDelete(c *echo.Context, id, rv int64, dry bool) (*storev1
 		return nil, staleError(id, cur.GetResourceVersion(), rv)
 	}
 	if cur.GetDeletedAt() == nil {
-		if _, err := call(s, c, s.admission.AdmitResource, &admissionv1.AdmitResourceRequest{
+		if _, err := callCtx(s, ctx, s.admission.AdmitResource, &admissionv1.AdmitResourceRequest{
 			Operation: admissionv1.Operation_OPERATION_DELETE, Resource: cur, DryRun: dry,
 		}); err != nil {
 			return nil, err
 		}
 	}
-	return call(s, c, s.store.DeleteResource, &storev1.DeleteResourceRequest{Id: id, ExpectedResourceVersion: cur.GetResourceVersion(), DryRun: dry})
+	return callCtx(s, ctx, s.store.DeleteResource, &storev1.DeleteResourceRequest{Id: id, ExpectedResourceVersion: cur.GetResourceVersion(), DryRun: dry})
 }
 
 func (s *Service) updateFinalizers(c *echo.Context) error {
