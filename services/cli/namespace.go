@@ -64,14 +64,13 @@ func terminatingError(ns *client.Namespace) error {
 func applyNamespace(ctx context.Context, c *client.Client, ns *manifest.Namespace, dry bool) (string, any, error) {
 	cur, err := c.GetNamespace(ctx, ns.Name)
 	if client.IsNotFound(err) {
-		out, err := c.CreateNamespace(ctx, ns.Name, dry)
+		out, cerr := c.CreateNamespace(ctx, ns.Name, dry)
 		var ae *client.APIError
-		if errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Code == "name_taken" {
-			// Created meanwhile by someone else: as if it had been there.
-			cur, err = c.GetNamespace(ctx, ns.Name)
-		} else {
-			return resultCreated, out, err
+		if !errors.As(cerr, &ae) || ae.Status != http.StatusConflict || ae.Code != "name_taken" {
+			return resultCreated, out, cerr
 		}
+		// Created meanwhile by someone else: as if it had been there.
+		cur, err = c.GetNamespace(ctx, ns.Name)
 	}
 	if err != nil {
 		return "", nil, err

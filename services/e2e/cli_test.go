@@ -664,6 +664,25 @@ func TestCLINamespaces(t *testing.T) {
 	if r := getJSON(t, base, "Widget/v1", "same", "-n", "cli-b"); r.Status != "ready" {
 		t.Fatalf("cli-b's resource after deleting cli-a: %+v", r)
 	}
+	// Appliers racing to create one namespace all succeed; one creates it.
+	results := make([]cliResult, 6)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() { results[i] = no8s(t, base, "kind: Namespace\nmetadata: {name: cli-c}\n", "apply", "-f", "-") })
+	}
+	wg.Wait()
+	created := 0
+	for _, r := range results {
+		if r.code != 0 || !strings.Contains(r.stdout, "Namespace cli-c ") {
+			t.Fatalf("racing namespace applies: %+v", r)
+		}
+		if strings.Contains(r.stdout, "Namespace cli-c created") {
+			created++
+		}
+	}
+	if created != 1 {
+		t.Fatalf("%d racing applies created the namespace: %+v", created, results)
+	}
 	// The name is free again; default cannot be deleted.
 	expectOut(t, "apply again after delete", ok(t, base, "apply", "-f", inA), "Namespace cli-a created", "Widget/v1 cli-a/same created")
 	if r := no8s(t, base, "", "delete", "namespace", "default"); r.code != 1 || !strings.Contains(r.stderr, "403 namespace_protected") {

@@ -121,7 +121,7 @@ type Hub struct {
 	mu      sync.Mutex
 	stream  jetstream.Stream
 	created time.Time // the stream's creation time: another one is a new stream
-	lastSeq uint64 // every message up to lastSeq has been fanned out
+	lastSeq uint64    // every message up to lastSeq has been fanned out
 	// lastRev is the newest revision passed: every event at or below it is
 	// at or below lastSeq (the newest event's revision, or the store's
 	// published revision once the hub has read all the stream: passPublished).
