@@ -74,9 +74,10 @@ func (a *app) applyCmd() *cobra.Command {
 type, admission webhook and resource is created when missing and updated when
 different, and left alone when it already is as given (no new generation,
 resource_version or event). Namespaces are applied first, then types, then
-webhooks, then resources, so one file can hold a namespace and what goes in it. Resources go through the
-server's apply operation (POST /api/v1/resources/apply), so admission (schema,
-defaults, webhooks) judges them as any write.
+webhooks, then resources, so one file can hold a namespace and what goes in
+it. Resources go through the server's apply operation (POST
+/api/v1/resources/apply), so admission (schema, defaults, webhooks) judges
+them as any write.
 
 --dry-run=server runs every check on the server and changes nothing.`,
 		Example: `  no8s apply -f db.yaml
