@@ -446,13 +446,17 @@ func (x *execution) find(ctx context.Context, corr string, since time.Time) (*gh
 // maxFindPages bounds a search (100 runs a page).
 const maxFindPages = 10
 
+// findIn pages through the workflow's dispatched runs, newest first, until
+// it finds the one whose title carries corr or reaches runs created before
+// since. (The list's created filter takes GitHub's search syntax, >=date,
+// which its OpenAPI description, saying date-time, does not allow: the
+// pages are cut here instead.)
 func (x *execution) findIn(ctx context.Context, owner, repo, workflow, corr string, since time.Time) (*gh.WorkflowRun, error) {
 	api, err := x.client(ctx)
 	if err != nil {
 		return nil, err
 	}
-	opts := &gh.ListWorkflowRunsOptions{Event: "workflow_dispatch", Created: ">=" + since.UTC().Format(time.RFC3339),
-		ListOptions: gh.ListOptions{PerPage: 100}}
+	opts := &gh.ListWorkflowRunsOptions{Event: "workflow_dispatch", ListOptions: gh.ListOptions{PerPage: 100}}
 	for page := 0; page < maxFindPages; page++ {
 		var runs *gh.WorkflowRuns
 		var resp *gh.Response
@@ -464,12 +468,16 @@ func (x *execution) findIn(ctx context.Context, owner, repo, workflow, corr stri
 		if err != nil {
 			return nil, err
 		}
+		older := false
 		for _, r := range runs.WorkflowRuns {
 			if carries(r.GetDisplayTitle(), corr) {
 				return r, nil
 			}
+			if c := r.GetCreatedAt(); !c.IsZero() && c.Before(since) {
+				older = true
+			}
 		}
-		if resp.NextPage == 0 {
+		if older || resp.NextPage == 0 {
 			break
 		}
 		opts.Page = resp.NextPage
