@@ -148,6 +148,10 @@ type Fake struct {
 	requests   map[string]int
 	dispatchRq int
 	violations []string
+	// hold, when set, gets the id of each run a dispatch started, and the
+	// answer waits until it is closed (or the client hangs up).
+	hold     chan int64
+	released chan struct{}
 }
 
 // fault answers the next count requests that match with status (and
@@ -235,6 +239,9 @@ func (f *Fake) handle(mux *http.ServeMux, method, template string) {
 		rec := httptest.NewRecorder()
 		f.serve(rec, x)
 		x.status, x.header, x.body = rec.Code, rec.Header(), rec.Body.Bytes()
+		if method == http.MethodPost && rec.Code < 300 {
+			f.holdAnswer(r, x.body)
+		}
 		if err := f.desc.validateResponse(r.Context(), x); err != nil {
 			f.record(fmt.Sprintf("answer %d to %s %s: %v\n  body: %.600s", x.status, r.Method, r.URL, err, x.body))
 		}
@@ -593,6 +600,52 @@ func (f *Fake) Violations() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.violations)
+}
+
+// HoldDispatches makes every successful dispatch start its run and then
+// hold its answer: the returned channel gets the run's id, and the answers
+// go out once release is called (or when the client hangs up: a worker
+// killed while it waited has dispatched a run it never heard of).
+func (f *Fake) HoldDispatches() (held <-chan int64, release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hold, f.released = make(chan int64, 100), make(chan struct{})
+	ch, rel := f.hold, f.released
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			f.mu.Lock()
+			f.hold = nil
+			f.mu.Unlock()
+			close(rel)
+		})
+	}
+}
+
+func (f *Fake) holdAnswer(r *http.Request, body []byte) {
+	f.mu.Lock()
+	hold, released := f.hold, f.released
+	f.mu.Unlock()
+	if hold == nil {
+		return
+	}
+	var id int64
+	f.mu.Lock()
+	if n := len(f.runs); n > 0 {
+		id = f.runs[n-1].id
+	}
+	f.mu.Unlock()
+	var details struct {
+		ID int64 `json:"workflow_run_id"`
+	}
+	if json.Unmarshal(body, &details) == nil && details.ID != 0 {
+		id = details.ID
+	}
+	hold <- id
+	select {
+	case <-released:
+	case <-r.Context().Done():
+	}
 }
 
 // FailNext answers the next n requests that match (all when match is nil)
