@@ -222,7 +222,7 @@ func (x *execution) step(ctx context.Context) (action.Status, error) {
 	rec := x.rec
 	if x.op == OpDestroy && x.workflow == "" {
 		if rec != nil && !rec.finished() {
-			if st, err, waiting := x.waitOut(ctx); waiting {
+			if st, waiting, err := x.waitOut(ctx); waiting {
 				return st, err
 			}
 		}
@@ -236,7 +236,7 @@ func (x *execution) step(ctx context.Context) (action.Status, error) {
 		// A run of an older generation, or the apply run of a resource now
 		// deleted: a new run starts once it ended, so that two runs for one
 		// resource never overlap.
-		if st, err, waiting := x.waitOut(ctx); waiting {
+		if st, waiting, err := x.waitOut(ctx); waiting {
 			return st, err
 		}
 		return x.start(ctx, 1, x.stale)
@@ -252,20 +252,17 @@ func (x *execution) step(ctx context.Context) (action.Status, error) {
 
 // waitOut follows a run that is not this call's to report; waiting is true
 // while it has not ended (st and err are then this call's answer).
-func (x *execution) waitOut(ctx context.Context) (st action.Status, err error, waiting bool) {
+func (x *execution) waitOut(ctx context.Context) (st action.Status, waiting bool, err error) {
 	prev := x.rec.describe()
 	st, err = x.follow(ctx)
 	if x.rec.finished() {
-		return action.Status{}, nil, false
+		return action.Status{}, false, nil
 	}
-	if err != nil && !action.IsTerminal(err) {
-		return st, err, true
-	}
-	if err == nil {
+	if err == nil && st.Reason != "RateLimited" && st.Reason != "GitHubUnavailable" {
 		st.Message = fmt.Sprintf("waiting for %s (generation %d) to end before starting a new one", prev, x.rec.Generation)
 		st.Reason = "WaitingForPreviousRun"
 	}
-	return st, err, true
+	return st, true, err
 }
 
 // done is the answer for a run that succeeded.
@@ -312,7 +309,7 @@ func (x *execution) start(ctx context.Context, attempt int, search bool) (action
 		inputs[k] = v
 	}
 	inputs[CorrelationInput] = corr
-	req := gh.CreateWorkflowDispatchEventRequest{Ref: x.params.Ref, Inputs: inputs, ReturnRunDetails: gh.Ptr(true)}
+	req := gh.CreateWorkflowDispatchEventRequest{Ref: x.params.Ref, Inputs: inputs, ReturnRunDetails: new(true)}
 	var details *gh.WorkflowDispatchRunDetails
 	if id := workflowID(x.workflow); id != 0 {
 		details, _, err = api.Actions.CreateWorkflowDispatchEventByID(ctx, owner, repo, id, req)
