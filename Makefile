@@ -9,6 +9,7 @@ PROTOC_GEN_GO        := v1.36.12
 PROTOC_GEN_GO_GRPC   := v1.6.2
 STATICCHECK_VERSION  := v0.8.2
 NATS_SERVER_VERSION  := v2.15.2
+GRPCURL_VERSION      := v1.9.4
 # GitHub's published OpenAPI description, which the fake GitHub's every
 # exchange is validated against (services/internal/githubfake). Installed
 # from the npm registry into a git-ignored directory: it is far over 1 MiB.
@@ -18,7 +19,7 @@ GITHUB_OPENAPI_DIR      := $(CURDIR)/.cache/github-openapi
 # Unit, integration and end-to-end tests of every module. Keep under 15 minutes.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: help run build test stress bench bench-scale lint check-large-files generate generate-check tools nats-server github-openapi clean
+.PHONY: help run build test stress bench bench-scale lint check-large-files generate generate-check tools nats-server grpcurl github-openapi clean
 
 help:
 	@echo "make run             run the whole control plane (no8s dev) on 127.0.0.1:8000 (ARGS=... for more flags)"
@@ -44,7 +45,7 @@ build:
 	@mkdir -p $(BIN)
 	cd services && go build -o $(BIN)/ ./cmd/...
 
-test: build nats-server github-openapi
+test: build nats-server grpcurl github-openapi
 	NO8S_BIN=$(BIN)/no8s go test -count=1 -timeout $(TEST_TIMEOUT) work
 	cd examples/hello-reconciler && NO8S_BIN=$(BIN)/no8s GOWORK=off go test -count=1 ./...
 
@@ -76,9 +77,12 @@ generate-check: generate
 	@git diff --exit-code -- proto/gen || (echo "generated protobuf code is out of date: run make generate and commit"; exit 1)
 	@test -z "$$(git status --porcelain -- proto/gen)" || (git status --porcelain -- proto/gen; echo "untracked generated files"; exit 1)
 
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticcheck nats-server github-openapi
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticcheck nats-server grpcurl github-openapi
 
 nats-server: $(BIN)/nats-server
+
+# grpcurl: the e2e test lists and calls the store through gRPC reflection.
+grpcurl: $(BIN)/grpcurl
 
 # Only api.github.com's description is kept (the package also holds GitHub
 # Enterprise's and dereferenced copies, some 400 MB); the stamp names the
@@ -103,6 +107,8 @@ $(BIN)/staticcheck:
 	GOWORK=off GOBIN=$(BIN) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 $(BIN)/nats-server:
 	GOWORK=off GOBIN=$(BIN) go install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
+$(BIN)/grpcurl:
+	GOWORK=off GOBIN=$(BIN) go install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
 
 clean:
 	rm -rf $(BIN) $(GITHUB_OPENAPI_DIR)
