@@ -633,7 +633,10 @@ func classify(err error) errorKind {
 		return k
 	case errors.As(err, &er) && er.Response != nil:
 		code := er.Response.StatusCode
-		msg := fmt.Sprintf("%s %s: %d %s", er.Response.Request.Method, er.Response.Request.URL.Path, code, er.Message)
+		msg := fmt.Sprintf("%d %s", code, er.Message)
+		if rq := er.Response.Request; rq != nil && rq.URL != nil {
+			msg = fmt.Sprintf("%s %s: %s", rq.Method, rq.URL.Path, msg)
+		}
 		switch {
 		case code == http.StatusTooManyRequests || (code == http.StatusForbidden && er.Response.Header.Get("Retry-After") != ""):
 			k := errorKind{rateLimited: true, message: msg}
