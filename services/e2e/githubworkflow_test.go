@@ -425,7 +425,7 @@ func TestGitHubWorkflowRateLimitsAnd5xx(t *testing.T) {
 		return nil
 	})
 	reset := e.fake.ExhaustRateLimit(3 * time.Second)
-	r := waitResource(t, e.base, id, "ready", ready)
+	waitResource(t, e.base, id, "ready", ready)
 	st := e.fake.Stats()
 	if n := e.fake.Dispatches(ghRepo, "deploy.yml"); n != 1 {
 		t.Fatalf("%d runs, want exactly 1", n)
@@ -442,7 +442,6 @@ func TestGitHubWorkflowRateLimitsAnd5xx(t *testing.T) {
 	if st.Answers[403] > 3 {
 		t.Fatalf("%d requests answered 403 during the rate limit: it was not waited out", st.Answers[403])
 	}
-	_ = r
 }
 
 // TestGitHubWorkflowKill9: the worker killed (SIGKILL) while a run goes on

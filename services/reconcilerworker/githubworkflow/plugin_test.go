@@ -1,7 +1,6 @@
 package githubworkflow
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -364,5 +363,3 @@ func TestPluginDestroy(t *testing.T) {
 		t.Fatalf("%+v %v", st, err)
 	}
 }
-
-var _ = context.Background
