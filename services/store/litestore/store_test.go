@@ -81,15 +81,16 @@ func TestRevisionsAreConsecutiveAndRollBack(t *testing.T) {
 		}
 		return rev
 	}
-	if a, b := take(false), take(false); a != 1 || b != 2 {
-		t.Fatalf("revisions %d, %d; want 1, 2", a, b)
+	// The migrations took one revision: the default namespace's.
+	if a, b := take(false), take(false); a != 2 || b != 3 {
+		t.Fatalf("revisions %d, %d; want 2, 3", a, b)
 	}
-	if r := take(true); r != 3 {
-		t.Fatalf("dry run took %d; want 3", r)
+	if r := take(true); r != 4 {
+		t.Fatalf("dry run took %d; want 4", r)
 	}
 	// The dry run rolled its revision back: no gap.
-	if r := take(false); r != 3 {
-		t.Fatalf("after a dry run: %d; want 3", r)
+	if r := take(false); r != 4 {
+		t.Fatalf("after a dry run: %d; want 4", r)
 	}
 }
 

@@ -10,8 +10,10 @@
 // real values through the interfaces only: revisions, generation,
 // optimistic concurrency, finalizers and deletion, leases and fencing
 // epochs, scheduler leadership, webhooks, lists, history bounds, the
-// outbox's exactly-once order under concurrent writers and rollbacks, and
-// the database identity and revision bump of a stream rebuild.
+// outbox's exactly-once order under concurrent writers and rollbacks, the
+// database identity and revision bump of a stream rebuild, and namespaces
+// (names unique per namespace, lists and selectors per namespace, a
+// namespace's deletion through its resources' finalizers).
 package storetest
 
 import (
@@ -67,6 +69,12 @@ func Run(t *testing.T, open Opener) {
 		{"RelayRepublishesALostTail", testRelayRepublishesALostTail},
 		{"RelayRebasesWhenTheOutboxNoLongerHoldsTheLostTail", testRelayRebasesWhenTheOutboxNoLongerHoldsTheLostTail},
 		{"IdentityAndRevisionBump", testIdentityAndRevisionBump},
+		{"NamespaceObjects", testNamespaceObjects},
+		{"NamesUniquePerNamespace", testNamesUniquePerNamespace},
+		{"ListPerNamespace", testListPerNamespace},
+		{"NamespaceDeletionWithFinalizers", testNamespaceDeletionWithFinalizers},
+		{"NamespaceDeleteRacesCreates", testNamespaceDeleteRacesCreates},
+		{"OwnerReferencesStayInNamespace", testOwnerReferencesStayInNamespace},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, open) })
 	}
