@@ -7,6 +7,7 @@ package storage
 // history.
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -79,6 +80,9 @@ type CompleteReconcileRequest struct {
 	// Observed makes Generation the observed_generation whatever the outcome
 	// (seed 004); a success always does.
 	Observed bool
+	// Events are recorded on the resource in the completing transaction
+	// (RecordEvent's rules), with the lease holder's reconciler as source.
+	Events []EventInput
 }
 
 // CompleteResult is the resource after a completion.
@@ -195,6 +199,12 @@ func (req *CompleteReconcileRequest) Validate() ([]byte, error) {
 			errs = append(errs, fieldsOf(perr.Fields)...)
 		} else {
 			outputs = c
+		}
+	}
+	if err := ValidateEvents("/events", req.Events); err != nil {
+		var se *Error
+		if errors.As(err, &se) {
+			errs = append(errs, se.Fields...)
 		}
 	}
 	if len(errs) > 0 {

@@ -10,8 +10,10 @@
 // real values through the interfaces only: revisions, generation,
 // optimistic concurrency, finalizers and deletion, leases and fencing
 // epochs, scheduler leadership, webhooks, lists, history bounds, the
-// outbox's exactly-once order under concurrent writers and rollbacks, and
-// the database identity and revision bump of a stream rebuild.
+// outbox's exactly-once order under concurrent writers and rollbacks, the
+// database identity and revision bump of a stream rebuild, events (the
+// Kubernetes kind), leader leases and fenced client writes, and the
+// built-in tenant types.
 package storetest
 
 import (
@@ -67,6 +69,10 @@ func Run(t *testing.T, open Opener) {
 		{"RelayRepublishesALostTail", testRelayRepublishesALostTail},
 		{"RelayRebasesWhenTheOutboxNoLongerHoldsTheLostTail", testRelayRebasesWhenTheOutboxNoLongerHoldsTheLostTail},
 		{"IdentityAndRevisionBump", testIdentityAndRevisionBump},
+		{"EventsDedupAndRetention", testEventsDedupAndRetention},
+		{"CompletionCarriesEvents", testCompletionCarriesEvents},
+		{"LeaderLeaseFencesClientWrites", testLeaderLeaseFencesClientWrites},
+		{"BuiltinTenantTypes", testBuiltinTenantTypes},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, open) })
 	}
