@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v5"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/no8s/no8s/libs/api/fence"
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
@@ -108,6 +109,9 @@ func (s *Service) routes() *echo.Echo {
 	e.GET("/api/v1/reconcilers", s.listReconcilers)
 	e.GET("/api/v1/resources/:id/events", s.watchResourceEvents)
 	e.GET("/api/v1/events", s.watchEvents)
+	e.GET("/api/v1/resources/:id/event-records", s.listResourceEventRecords)
+	e.POST("/api/v1/resources/:id/event-records", s.recordEvent)
+	e.GET("/api/v1/event-records", s.listEventRecords)
 
 	e.POST("/api/v1/admission-webhooks", s.createWebhook)
 	e.GET("/api/v1/admission-webhooks", s.listWebhooks)
@@ -275,7 +279,13 @@ func (s *Service) openAPI(c *echo.Context) error {
 
 // backendCtx bounds the backend calls of one step of a request.
 func (s *Service) backendCtx(c *echo.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)
+	ctx := c.Request().Context()
+	// A fenced write's lease and epoch travel on to the store, which checks
+	// them where the write commits.
+	if h := c.Request().Header; h.Get(fence.HeaderLease) != "" || h.Get(fence.HeaderEpoch) != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, fence.MetadataLease, h.Get(fence.HeaderLease), fence.MetadataEpoch, h.Get(fence.HeaderEpoch))
+	}
+	return context.WithTimeout(ctx, s.cfg.RequestTimeout)
 }
 
 // writeJSON answers v as JSON without HTML escaping.

@@ -239,10 +239,14 @@ type Completion struct {
 // released, with ErrStaleEpoch (a completion after the lease expired is
 // still accepted when nobody took the lease meanwhile). It sets r's status,
 // status message, observed generation, conditions, outputs, finalizers,
-// annotations, phase and last reconcile time.
+// annotations, phase and last reconcile time, and the source of req's events
+// (EventSource of the holder).
 func Complete(r *resource.Resource, l *LeaseState, req *CompleteReconcileRequest, outputs []byte, now time.Time) (*Completion, error) {
 	if l.Epoch != req.LeaseEpoch || l.Holder == "" {
 		return nil, LeaseError(req.ResourceID, l, req.LeaseEpoch)
+	}
+	for i := range req.Events {
+		req.Events[i].Source = EventSource(l.Holder)
 	}
 	gen := req.Generation
 	if gen == 0 || gen > r.Generation {

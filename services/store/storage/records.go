@@ -64,6 +64,13 @@ func (e EventInput) Validate(path string) error {
 	return nil
 }
 
+// EventSource is the source of the events a lease holder sends with its
+// completion: reconciler/<name>, name being the holder up to its first "/".
+func EventSource(holder string) string {
+	name, _, _ := strings.Cut(holder, "/")
+	return "reconciler/" + name
+}
+
 // RecordEventRequest records one event on a resource.
 type RecordEventRequest struct {
 	ResourceID int64
