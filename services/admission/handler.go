@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/sdk/outbound"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission/schema"
@@ -25,6 +26,8 @@ type handler struct {
 	chain    *webhook.Chain
 	// live is the live-reconciler rule (nil: off).
 	live *liveTypes
+	// outbound is the address rule, which datasource hosts follow too.
+	outbound outbound.Policy
 }
 
 func (h *handler) CheckSchema(_ context.Context, req *admissionv1.CheckSchemaRequest) (*admissionv1.CheckSchemaResponse, error) {
@@ -112,6 +115,9 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 	}
 	out := cloneResource(r)
 	out.Spec = spec
+	if err := h.checkTenantTypes(ctx, out); err != nil {
+		return nil, 0, err
+	}
 	if op == webhookconf.OpCreate && h.live != nil {
 		fin, err := h.live.requireReconciler(ctx, r.GetResourceTypeName(), r.GetResourceTypeVersion())
 		if err != nil {
