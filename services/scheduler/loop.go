@@ -25,7 +25,7 @@ import (
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/scheduler/dispatch"
-	"github.com/no8s/no8s/services/scheduler/leader"
+	"github.com/no8s/no8s/services/internal/leader"
 	"github.com/no8s/no8s/services/scheduler/queue"
 	"github.com/no8s/no8s/services/scheduler/trigger"
 )

@@ -20,7 +20,7 @@ import (
 
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/scheduler/dispatch"
-	"github.com/no8s/no8s/services/scheduler/leader"
+	"github.com/no8s/no8s/services/internal/leader"
 )
 
 // Service is a scheduler process: a leader or a standby.
