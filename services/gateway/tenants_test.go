@@ -21,8 +21,8 @@ func TestTenantTypesAdmission(t *testing.T) {
 	}
 	createType(t, "WebApp", "v1", `{"type":"object","required":["image","replicas"],"properties":{"image":{"type":"string"},"replicas":{"type":"integer"}}}`)
 	registry := map[string]any{"name": "customers", "resource_type_name": "TenantRegistry", "resource_type_version": "v1", "spec": map[string]any{
-		"source":        map[string]any{"type": "mysql", "host": "127.0.0.1", "database": "crm", "table": "tenants", "passwordRef": map[string]any{"env": "REGISTRY_PW"}},
-		"valueMappings": map[string]any{"uid": "id", "hostOrUrl": "url", "activate": "active"},
+		"source":             map[string]any{"type": "mysql", "host": "127.0.0.1", "database": "crm", "table": "tenants", "passwordRef": map[string]any{"env": "REGISTRY_PW"}},
+		"valueMappings":      map[string]any{"uid": "id", "hostOrUrl": "url", "activate": "active"},
 		"extraValueMappings": map[string]any{"image": "image"},
 	}}
 	reg := createResource(t, registry)
