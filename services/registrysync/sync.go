@@ -224,6 +224,8 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 		res.Synced, res.Reason = true, ReasonSynced
 		res.Message = fmt.Sprintf("%d active rows × %d templates = %d Tenants", res.ActiveRows, res.ReferencingTemplates, res.Desired)
 	}
+	log.Debug("sync", "created", out.Created, "updated", out.Updated, "deleted", out.Deleted, "unchanged", out.Unchanged,
+		"desired", res.Desired, "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	if out.Created+out.Updated+out.Deleted > 0 || len(problems) > 0 {
 		log.Info("synced", "created", out.Created, "updated", out.Updated, "deleted", out.Deleted, "unchanged", out.Unchanged,
 			"kept", out.DeletesSkipped, "problems", len(problems), "duration", time.Since(start))
