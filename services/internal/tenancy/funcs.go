@@ -11,11 +11,15 @@ import (
 	"github.com/Masterminds/sprig/v3"
 )
 
-// FuncMap is the template functions of a TenantTemplate: every sprig v3.3.0
-// function, and the seed's own: toHost, trunc63, sha1sum, fromJson. It is
+// FuncMap is the template functions of a TenantTemplate: sprig v3.3.0's
+// hermetic set (every function whose result depends only on its arguments:
+// not env and expandenv, which would let a template read the environment of
+// admission or registry-sync, nor now, the random and uuid functions and
+// key generation, which would make every render differ and every sync
+// rewrite), and the seed's own: toHost, trunc63, sha1sum, fromJson. It is
 // built afresh on each call (no shared mutable map).
 func FuncMap() template.FuncMap {
-	m := sprig.TxtFuncMap()
+	m := sprig.HermeticTxtFuncMap()
 	m["toHost"] = ToHost
 	m["trunc63"] = Trunc63
 	m["sha1sum"] = SHA1Sum

@@ -101,3 +101,18 @@ func TestCheckTemplate(t *testing.T) {
 		t.Errorf("a valid template: %v", errs)
 	}
 }
+
+// No template reads the process environment or renders differently twice.
+func TestFuncMapIsHermetic(t *testing.T) {
+	m := FuncMap()
+	for _, name := range []string{"env", "expandenv", "now", "randAlpha", "uuidv4", "genPrivateKey"} {
+		if _, ok := m[name]; ok {
+			t.Errorf("%s is in the function map", name)
+		}
+	}
+	for _, name := range []string{"default", "b64enc", "sha256sum", "toJson", "lower", "trunc", "toHost", "trunc63", "sha1sum", "fromJson"} {
+		if _, ok := m[name]; !ok {
+			t.Errorf("%s is missing", name)
+		}
+	}
+}
