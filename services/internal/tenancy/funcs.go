@@ -16,10 +16,17 @@ import (
 // not env and expandenv, which would let a template read the environment of
 // admission or registry-sync, nor now, the random and uuid functions and
 // key generation, which would make every render differ and every sync
-// rewrite), and the seed's own: toHost, trunc63, sha1sum, fromJson. It is
+// rewrite, nor the key, certificate and salt generators and the DNS
+// lookup), and the seed's own: toHost, trunc63, sha1sum, fromJson. It is
 // built afresh on each call (no shared mutable map).
 func FuncMap() template.FuncMap {
 	m := sprig.HermeticTxtFuncMap()
+	// Sprig's hermetic set still has functions that draw random numbers
+	// (keys, certificates, salts, IVs) or reach the network (DNS).
+	for _, name := range []string{"genPrivateKey", "genCA", "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey",
+		"genSignedCert", "genSignedCertWithKey", "encryptAES", "bcrypt", "htpasswd", "randBytes", "getHostByName"} {
+		delete(m, name)
+	}
 	m["toHost"] = ToHost
 	m["trunc63"] = Trunc63
 	m["sha1sum"] = SHA1Sum
