@@ -29,12 +29,11 @@ const (
 
 // datasourceDB is a test's own datasource database.
 type datasourceDB struct {
-	t      *testing.T
-	kind   string // tenancy.SourceMySQL or SourcePostgres
-	name   string
-	exec   func(query string, args ...any)
-	port   int
-	quoted func(s string) string
+	t    *testing.T
+	kind string // tenancy.SourceMySQL or SourcePostgres
+	name string
+	exec func(query string, args ...any)
+	port int
 }
 
 func randomSuffix() string {
