@@ -9,11 +9,12 @@ PROTOC_GEN_GO        := v1.36.12
 PROTOC_GEN_GO_GRPC   := v1.6.2
 STATICCHECK_VERSION  := v0.8.2
 NATS_SERVER_VERSION  := v2.15.2
+GRPCURL_VERSION      := v1.9.4
 
 # Unit, integration and end-to-end tests of every module. Keep under 15 minutes.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: help run build test stress bench bench-scale lint check-large-files generate generate-check tools nats-server clean
+.PHONY: help run build test stress bench bench-scale lint check-large-files generate generate-check tools nats-server grpcurl clean
 
 help:
 	@echo "make run             run the whole control plane (no8s dev) on 127.0.0.1:8000 (ARGS=... for more flags)"
@@ -38,7 +39,7 @@ build:
 	@mkdir -p $(BIN)
 	cd services && go build -o $(BIN)/ ./cmd/...
 
-test: build nats-server
+test: build nats-server grpcurl
 	NO8S_BIN=$(BIN)/no8s go test -count=1 -timeout $(TEST_TIMEOUT) work
 	cd examples/hello-reconciler && NO8S_BIN=$(BIN)/no8s GOWORK=off go test -count=1 ./...
 
@@ -70,9 +71,12 @@ generate-check: generate
 	@git diff --exit-code -- proto/gen || (echo "generated protobuf code is out of date: run make generate and commit"; exit 1)
 	@test -z "$$(git status --porcelain -- proto/gen)" || (git status --porcelain -- proto/gen; echo "untracked generated files"; exit 1)
 
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticcheck nats-server
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticcheck nats-server grpcurl
 
 nats-server: $(BIN)/nats-server
+
+# grpcurl: the e2e test lists and calls the store through gRPC reflection.
+grpcurl: $(BIN)/grpcurl
 
 # buf needs a pre-release protobuf module: install it on its own, never in go.work.
 $(BIN)/buf:
@@ -85,6 +89,8 @@ $(BIN)/staticcheck:
 	GOWORK=off GOBIN=$(BIN) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 $(BIN)/nats-server:
 	GOWORK=off GOBIN=$(BIN) go install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
+$(BIN)/grpcurl:
+	GOWORK=off GOBIN=$(BIN) go install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
 
 clean:
 	rm -rf $(BIN)

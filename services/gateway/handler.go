@@ -96,6 +96,7 @@ func (s *Service) routes() *echo.Echo {
 	e.DELETE("/api/v1/resource-types/:id", s.deleteType)
 
 	e.POST("/api/v1/resources", s.createResource)
+	e.POST("/api/v1/resources/apply", s.applyResource)
 	e.GET("/api/v1/resources", s.listResources)
 	e.GET("/api/v1/resources/by-name/:type/:version/:name", s.getResourceByName)
 	e.GET("/api/v1/resources/:id", s.getResource)

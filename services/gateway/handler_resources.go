@@ -138,13 +138,7 @@ func (s *Service) createResource(c *echo.Context) error {
 		Finalizers:          body.Finalizers,
 	}
 	in.Normalize()
-	areq := &admissionv1.AdmitResourceRequest{Operation: admissionv1.Operation_OPERATION_CREATE, Resource: resourcepb.ToProto(in), DryRun: dry}
-	var out *storev1.Resource
-	err = s.admitAndWrite(c, areq, func(admitted *storev1.Resource, rev int64) error {
-		resp, err := call(s, c, s.store.CreateResource, &storev1.CreateResourceRequest{Resource: admitted, SchemaRevision: rev, DryRun: dry})
-		out = resp.GetResource()
-		return err
-	})
+	out, err := s.createAdmitted(c, in, dry)
 	if err != nil {
 		return err
 	}
@@ -153,6 +147,18 @@ func (s *Service) createResource(c *echo.Context) error {
 		c.Response().Header().Set(echo.HeaderLocation, "/api/v1/resources/"+strconv.FormatInt(doc.ID, 10))
 	}
 	return writeJSON(c, http.StatusCreated, doc)
+}
+
+// createAdmitted admits a new resource and stores it.
+func (s *Service) createAdmitted(c *echo.Context, in *resource.Resource, dry bool) (*storev1.Resource, error) {
+	areq := &admissionv1.AdmitResourceRequest{Operation: admissionv1.Operation_OPERATION_CREATE, Resource: resourcepb.ToProto(in), DryRun: dry}
+	var out *storev1.Resource
+	err := s.admitAndWrite(c, areq, func(admitted *storev1.Resource, rev int64) error {
+		resp, err := call(s, c, s.store.CreateResource, &storev1.CreateResourceRequest{Resource: admitted, SchemaRevision: rev, DryRun: dry})
+		out = resp.GetResource()
+		return err
+	})
+	return out, err
 }
 
 // admitAndWrite admits req and hands the admitted resource and its schema

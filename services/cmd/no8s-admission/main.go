@@ -12,7 +12,6 @@ import (
 	"os"
 
 	"github.com/no8s/no8s/libs/sdk/health"
-	"github.com/no8s/no8s/libs/sdk/profiling"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission"
 	"github.com/no8s/no8s/services/internal/grpcserver"
@@ -36,20 +35,15 @@ func run() error {
 	healthListen := proc.HealthListenFlag(fs, "127.0.0.1:7102")
 	fs.DurationVar(&cfg.WebhookRefresh, "webhook-refresh", cfg.WebhookRefresh, "how often admission webhooks are polled from the store")
 	fs.DurationVar(&cfg.WebhookChainTimeout, "webhook-chain-timeout", cfg.WebhookChainTimeout, "bound of one request's whole admission webhook chain")
-	if err := cfg.Outbound.Set(proc.Env("NO8S_OUTBOUND_ALLOW", "")); err != nil {
-		return fmt.Errorf("NO8S_OUTBOUND_ALLOW: %w", err)
+	if err := proc.OutboundFlag(fs, &cfg.Outbound); err != nil {
+		return err
 	}
-	fs.Var(&cfg.Outbound, "outbound-allow", "classes of address besides public ones that webhooks may be called at: loopback, private, link-local, comma-separated ($NO8S_OUTBOUND_ALLOW; default none)")
-	pprofListen := proc.ProfileListenFlag(fs)
-	_ = fs.Parse(os.Args[1:])
-	log := proc.Logger("admission")
-	ctx, cancel := proc.SignalContext()
-	defer cancel()
-	stopProfiles, err := profiling.Serve(ctx, *pprofListen, log)
+	sp, err := proc.Start(fs, os.Args[1:], "admission")
 	if err != nil {
 		return err
 	}
-	defer stopProfiles()
+	defer sp.Stop()
+	ctx, log := sp.Ctx, sp.Log
 
 	conn, err := grpcserver.Dial(*storeAddr)
 	if err != nil {

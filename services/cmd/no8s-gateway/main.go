@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/no8s/no8s/libs/sdk/health"
-	"github.com/no8s/no8s/libs/sdk/profiling"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -40,20 +39,15 @@ func run() error {
 	fs.DurationVar(&cfg.BodyReadTimeout, "body-read-timeout", cfg.BodyReadTimeout, "a request's body must arrive within this (else 408); also the longest wait for a body-read slot (else 503)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "kept-alive connections idle this long are closed")
 	fs.IntVar(&cfg.MaxConcurrentBodyReads, "max-body-reads", cfg.MaxConcurrentBodyReads, "request bodies read at once")
-	if err := cfg.Outbound.Set(proc.Env("NO8S_OUTBOUND_ALLOW", "")); err != nil {
-		return fmt.Errorf("NO8S_OUTBOUND_ALLOW: %w", err)
+	if err := proc.OutboundFlag(fs, &cfg.Outbound); err != nil {
+		return err
 	}
-	fs.Var(&cfg.Outbound, "outbound-allow", "classes of address besides public ones that webhook URLs may name: loopback, private, link-local, comma-separated ($NO8S_OUTBOUND_ALLOW; default none)")
-	pprofListen := proc.ProfileListenFlag(fs)
-	_ = fs.Parse(os.Args[1:])
-	log := proc.Logger("gateway")
-	ctx, cancel := proc.SignalContext()
-	defer cancel()
-	stopProfiles, err := profiling.Serve(ctx, *pprofListen, log)
+	sp, err := proc.Start(fs, os.Args[1:], "gateway")
 	if err != nil {
 		return err
 	}
-	defer stopProfiles()
+	defer sp.Stop()
+	ctx, log := sp.Ctx, sp.Log
 
 	storeConn, err := grpcserver.Dial(*storeAddr)
 	if err != nil {

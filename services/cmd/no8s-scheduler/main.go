@@ -15,7 +15,6 @@ import (
 	"os"
 
 	"github.com/no8s/no8s/libs/sdk/health"
-	"github.com/no8s/no8s/libs/sdk/profiling"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsconn"
@@ -43,16 +42,12 @@ func run() error {
 	fs.DurationVar(&cfg.LivenessPoll, "liveness-poll", cfg.LivenessPoll, "how often the live reconciler registry is read")
 	healthListen := proc.HealthListenFlag(fs, "127.0.0.1:7103")
 	fs.DurationVar(&cfg.Relist, "relist", cfg.Relist, "how often every resource's state is read again as a safety net (negative: never)")
-	pprofListen := proc.ProfileListenFlag(fs)
-	_ = fs.Parse(os.Args[1:])
-	log := proc.Logger("scheduler")
-	ctx, cancel := proc.SignalContext()
-	defer cancel()
-	stopProfiles, err := profiling.Serve(ctx, *pprofListen, log)
+	sp, err := proc.Start(fs, os.Args[1:], "scheduler")
 	if err != nil {
 		return err
 	}
-	defer stopProfiles()
+	defer sp.Stop()
+	ctx, log := sp.Ctx, sp.Log
 
 	conn, err := grpcserver.Dial(*storeAddr)
 	if err != nil {

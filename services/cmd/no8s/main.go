@@ -1,35 +1,23 @@
-// Command no8s is the user's entry point to a no8s control plane.
+// Command no8s is the user's entry point to a no8s control plane: the
+// client commands (package services/cli: apply, diff, get, describe, delete,
+// wait, ...) and
 //
 //	no8s dev    run the whole control plane in one process
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/no8s/no8s/libs/sdk/profiling"
+	"github.com/no8s/no8s/services/cli"
 	"github.com/no8s/no8s/services/devstack"
 	"github.com/no8s/no8s/services/internal/proc"
 )
 
 func main() {
-	if err := newRoot().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "no8s:", err)
-		os.Exit(1)
-	}
-}
-
-func newRoot() *cobra.Command {
-	root := &cobra.Command{
-		Use:           "no8s",
-		Short:         "no8s: a Kubernetes-style control plane for infrastructure",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.AddCommand(newDevCmd())
-	return root
+	os.Exit(cli.Main(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv, newDevCmd()))
 }
 
 func newDevCmd() *cobra.Command {

@@ -1,6 +1,8 @@
-// Package grpcserver runs a gRPC server with health checking and a graceful
-// stop: on shutdown it reports NOT_SERVING, waits briefly so that clients move
-// away, drains in-flight calls and hard-stops after a deadline.
+// Package grpcserver runs a gRPC server with the standard health service
+// (grpc.health.v1.Health, overall and per service), server reflection (so
+// that grpcurl list, describe and call work without the .proto files) and a
+// graceful stop: on shutdown it reports NOT_SERVING, waits briefly so that
+// clients move away, drains in-flight calls and hard-stops after a deadline.
 package grpcserver
 
 import (
@@ -16,6 +18,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
@@ -25,20 +28,30 @@ import (
 // resources must fit, so the bound is well above one resource's limit.
 const MaxMessageBytes = 64 << 20
 
-// New returns a server with the health service registered, the usual
-// message limits, and the cause of every internal error logged to log (the
-// client gets only "internal error").
+// New returns a server with the health service and server reflection
+// registered, the usual message limits, and the cause of every internal
+// error logged to log (the client gets only "internal error"). Reflection
+// lists whatever services are registered on srv when a client asks, so the
+// caller registers its own services after New.
 func New(log *slog.Logger, opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
 	opts = append([]grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes),
 		grpc.ChainUnaryInterceptor(LogInternal(log))}, opts...)
 	srv := grpc.NewServer(opts...)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
+	reflection.Register(srv)
 	return srv, hs
 }
 
 // Serve serves on lis until ctx ends, then stops gracefully within grace.
+// Health reports SERVING for the server ("") and for every service
+// registered on srv by name (grpc.health.v1.Health/Check with
+// {"service": "no8s.store.v1.StoreService"}), and NOT_SERVING for all of
+// them once ctx ends.
 func Serve(ctx context.Context, srv *grpc.Server, hs *health.Server, lis net.Listener, grace time.Duration) error {
+	for name := range srv.GetServiceInfo() {
+		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	}
 	hs.Resume()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()

@@ -1,5 +1,6 @@
 // Package proc holds what every no8s binary does the same way: a logger,
-// a context cancelled by SIGINT/SIGTERM, and environment defaults for flags.
+// a context cancelled by SIGINT/SIGTERM, environment defaults for flags, the
+// flags every service shares, and the start of a service process (Start).
 package proc
 
 import (
@@ -12,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/no8s/no8s/libs/sdk/logging"
+	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/profiling"
 )
 
@@ -57,4 +59,42 @@ func ProfileListenFlag(fs *flag.FlagSet) *string {
 // none.
 func HealthListenFlag(fs *flag.FlagSet, def string) *string {
 	return fs.String("health-listen", Env("NO8S_HEALTH_LISTEN", def), `address of the /healthz and /readyz probes ($NO8S_HEALTH_LISTEN; "off": none)`)
+}
+
+// EnvOutboundAllow is the environment variable behind --outbound-allow.
+const EnvOutboundAllow = "NO8S_OUTBOUND_ALLOW"
+
+// OutboundFlag sets p from $NO8S_OUTBOUND_ALLOW and defines --outbound-allow
+// over it: the classes of address besides public ones that outbound calls
+// (webhooks) may reach. A bad environment value is an error.
+func OutboundFlag(fs *flag.FlagSet, p *outbound.Policy) error {
+	if err := p.Set(os.Getenv(EnvOutboundAllow)); err != nil {
+		return fmt.Errorf("%s: %w", EnvOutboundAllow, err)
+	}
+	fs.Var(p, "outbound-allow", "classes of address besides public ones that webhooks may be called at: loopback, private, link-local, comma-separated ($"+EnvOutboundAllow+"; default none)")
+	return nil
+}
+
+// Service is a started service process: its logger, a context cancelled by
+// SIGINT or SIGTERM, and Stop, which stops the runtime profiles and releases
+// the context.
+type Service struct {
+	Ctx  context.Context
+	Log  *slog.Logger
+	Stop func()
+}
+
+// Start defines --pprof-listen on fs, parses args into fs and starts what
+// every service process has (Service). The caller defers Stop.
+func Start(fs *flag.FlagSet, args []string, service string) (*Service, error) {
+	pprofListen := ProfileListenFlag(fs)
+	_ = fs.Parse(args)
+	log := Logger(service)
+	ctx, cancel := SignalContext()
+	stopProfiles, err := profiling.Serve(ctx, *pprofListen, log)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &Service{Ctx: ctx, Log: log, Stop: func() { stopProfiles(); cancel() }}, nil
 }

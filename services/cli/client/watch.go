@@ -1,0 +1,248 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Event is one change of a resource, as a watch delivers it.
+type Event struct {
+	// Type is CREATED, MODIFIED, DELETED, RECONCILED or PURGED.
+	Type     string    `json:"type"`
+	Revision int64     `json:"revision"`
+	Resource *Resource `json:"resource"`
+}
+
+// ErrGone means the watch's resume point is older than the retained
+// history (410, or an ERROR event with code gone): list again.
+var ErrGone = errors.New("the resume point is older than the retained event history")
+
+// WatchHandler receives what a watch delivers. Relisted is called with a
+// fresh list when the watch had to start over (the server no longer had
+// the history to resume from); Event with every change after it, once, in
+// revision order; Progress with human-readable notes (reconnecting, ...).
+type WatchHandler struct {
+	Relisted func(items []Resource, revision int64) error
+	Event    func(Event) error
+	Progress func(msg string)
+}
+
+// ListAndWatch lists the resources o selects, hands them to listed, then
+// watches from the list's revision until ctx ends, resuming after every
+// dropped connection from the last revision seen (so no change is missed
+// or repeated, across gateway restarts too), and listing again when the
+// history to resume from is gone. An event at or below the listed state of
+// its resource is skipped (the list may be newer than its revision).
+func (c *Client) ListAndWatch(ctx context.Context, o ListOptions, listed func(items []Resource, revision int64) error, h WatchHandler) error {
+	progress := h.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
+	var (
+		seen  map[int64]int64 // resource id -> resource_version listed
+		since int64
+	)
+	relist := func(first bool) error {
+		for attempt := 0; ; attempt++ {
+			items, rev, err := c.ListResources(ctx, o)
+			if err == nil {
+				seen = make(map[int64]int64, len(items))
+				for _, it := range items {
+					seen[it.ID] = it.ResourceVersion
+				}
+				since = rev
+				if first {
+					return listed(items, rev)
+				}
+				if h.Relisted != nil {
+					return h.Relisted(items, rev)
+				}
+				return nil
+			}
+			if first || !retryable(err) {
+				return err
+			}
+			progress(fmt.Sprintf("list again: %v; retrying", err))
+			if err := sleep(ctx, backoff(attempt)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := relist(true); err != nil {
+		return err
+	}
+	failures := 0
+	for {
+		err := c.watchOnce(ctx, o, &since, func(ev Event) error {
+			failures = 0
+			if ev.Resource != nil && ev.Revision <= seen[ev.Resource.ID] {
+				return nil
+			}
+			return h.Event(ev)
+		})
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		switch {
+		case errors.Is(err, ErrGone):
+			progress(fmt.Sprintf("watch: %v; listing again", err))
+			if err := relist(false); err != nil {
+				return err
+			}
+			continue
+		case err != nil && !retryable(err):
+			return err
+		}
+		reason := "the server ended the stream"
+		if err != nil {
+			reason = err.Error()
+		}
+		progress(fmt.Sprintf("watch: %s; reconnecting from revision %d", reason, since))
+		if err := sleep(ctx, backoff(failures)); err != nil {
+			return err
+		}
+		failures++
+	}
+}
+
+// watchOnce reads one SSE connection, moving *since past every event and
+// bookmark. It returns nil when the server ended the stream cleanly.
+func (c *Client) watchOnce(ctx context.Context, o ListOptions, since *int64, handle func(Event) error) error {
+	q := o.query()
+	q.Del("limit")
+	hdr := http.Header{"Accept": {"text/event-stream"}, "Last-Event-ID": {strconv.FormatInt(*since, 10)}}
+	q.Set("since", strconv.FormatInt(*since, 10))
+	resp, err := c.send(ctx, c.stream, request{method: http.MethodGet, path: "/api/v1/events", query: q, header: hdr})
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		err := decodeError(resp.StatusCode, data)
+		if resp.StatusCode == http.StatusGone {
+			return fmt.Errorf("%w: %v", ErrGone, err)
+		}
+		return err
+	}
+	rd := bufio.NewReaderSize(resp.Body, 64<<10)
+	var (
+		name, id string
+		data     strings.Builder
+	)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("connection closed: %w", io.ErrUnexpectedEOF)
+			}
+			return fmt.Errorf("read the event stream: %w", err)
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if line != "" {
+			field, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch field {
+			case "event":
+				name = value
+			case "id":
+				id = value
+			case "data":
+				if data.Len() > 0 {
+					data.WriteByte('\n')
+				}
+				data.WriteString(value)
+			case "":
+				if strings.Contains(value, "shut") {
+					return nil // the gateway is shutting down
+				}
+			}
+			continue
+		}
+		if name == "" && data.Len() == 0 {
+			continue
+		}
+		ev, payload := name, data.String()
+		rev, _ := strconv.ParseInt(id, 10, 64)
+		name, id = "", ""
+		data.Reset()
+		switch ev {
+		case "BOOKMARK":
+			if rev > *since {
+				*since = rev
+			}
+		case "ERROR":
+			var e struct{ Code, Detail string }
+			_ = json.Unmarshal([]byte(payload), &e)
+			if e.Code == "gone" {
+				return fmt.Errorf("%w: %s", ErrGone, e.Detail)
+			}
+			return fmt.Errorf("the server ended the watch (%s): %s", e.Code, e.Detail)
+		default:
+			var d struct {
+				ResourceData *Resource `json:"resource_data"`
+			}
+			if err := json.Unmarshal([]byte(payload), &d); err != nil {
+				return fmt.Errorf("decode event %s: %w", id, err)
+			}
+			if d.ResourceData != nil {
+				d.ResourceData.fill()
+			}
+			if rev <= *since {
+				continue // never twice
+			}
+			*since = rev
+			if err := handle(Event{Type: ev, Revision: rev, Resource: d.ResourceData}); err != nil {
+				return &handlerError{err}
+			}
+		}
+	}
+}
+
+// handlerError is an error of the caller's handler: never retried.
+type handlerError struct{ err error }
+
+func (e *handlerError) Error() string { return e.err.Error() }
+func (e *handlerError) Unwrap() error { return e.err }
+
+// retryable reports whether a watch or list failure is worth another try:
+// transport errors, and the server's 5xx and 408/429.
+func retryable(err error) bool {
+	var he *handlerError
+	if errors.As(err, &he) {
+		return false
+	}
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Status >= 500 || ae.Status == http.StatusRequestTimeout || ae.Status == http.StatusTooManyRequests
+	}
+	return true
+}
+
+// backoff is the pause before reconnect attempt n: 100 ms doubling to 2 s.
+func backoff(n int) time.Duration {
+	d := 100 * time.Millisecond
+	for range min(n, 5) {
+		d *= 2
+	}
+	return min(d, 2*time.Second)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

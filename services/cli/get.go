@@ -1,0 +1,401 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/no8s/no8s/services/cli/client"
+	"github.com/no8s/no8s/services/cli/printer"
+)
+
+func (a *app) getCmd() *cobra.Command {
+	var (
+		output, selector string
+		watch            bool
+		chunk            int
+	)
+	cmd := &cobra.Command{
+		Use:   "get types|webhooks|resources|TYPE[/VERSION] [NAME]",
+		Short: "List resource types, webhooks or resources, or show one resource",
+		Long: `Lists resource types (get types), admission webhooks (get webhooks), every
+resource (get resources), the resources of one type (get DatabaseCluster or
+DatabaseCluster/v1), or one resource by name. Lists read every page.
+
+-w (--watch) lists, then prints every later change as it happens: it starts
+from the list's revision and, when the connection drops (a gateway restart),
+resumes from the last revision it saw, so no change is missed or printed twice;
+when the server no longer holds the history to resume from, it lists again.
+Notes about reconnecting go to stderr. With -o json or -o yaml a watch prints one
+{"type": ..., "revision": ..., "resource": ...} document per change.`,
+		Example: `  no8s get types
+  no8s get DatabaseCluster/v1
+  no8s get DatabaseCluster/v1 production-pg -o yaml
+  no8s get resources -A -l tier=db -o wide
+  no8s get DatabaseCluster -w`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return usagef("expected what to get (types, webhooks, resources or a TYPE) and optionally a NAME")
+			}
+			return nil
+		},
+		ValidArgsFunction: a.completeTypes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := printer.CheckFormat(output); err != nil {
+				return usagef("%v", err)
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			now := a.now()
+			switch args[0] {
+			case "types", "type", "resource-types":
+				if watch || selector != "" {
+					return usagef("-w and -l apply to resources only")
+				}
+				name := ""
+				if len(args) == 2 {
+					name = args[1]
+				}
+				types, err := c.ListTypes(ctx, name)
+				if err != nil {
+					return err
+				}
+				return printer.Types(a.streams.Out, types, output, now)
+			case "webhooks", "webhook", "admission-webhooks":
+				if watch || selector != "" {
+					return usagef("-w and -l apply to resources only")
+				}
+				hooks, err := c.ListWebhooks(ctx)
+				if err != nil {
+					return err
+				}
+				if len(args) == 2 {
+					hooks = slices.DeleteFunc(hooks, func(h client.Webhook) bool { return h.Name != args[1] })
+					if len(hooks) == 0 {
+						return fmt.Errorf("admission webhook %q not found", args[1])
+					}
+				}
+				return printer.Webhooks(a.streams.Out, hooks, output, now)
+			}
+			opts := client.ListOptions{Namespace: a.namespace(), LabelSelector: selector, Limit: chunk}
+			if args[0] != "resources" && args[0] != "all" {
+				t, err := parseTypeRef(args[0])
+				if err != nil {
+					return err
+				}
+				if len(args) == 2 {
+					if watch {
+						return usagef("-w watches a list: leave the NAME out and select with -l")
+					}
+					r, err := a.target(ctx, c, args)
+					if err != nil {
+						return err
+					}
+					if output == printer.FormatJSON || output == printer.FormatYAML {
+						return printer.Document(a.streams.Out, r, output)
+					}
+					return printer.Resources(a.streams.Out, []client.Resource{*r}, output, now)
+				}
+				if err := typeExists(ctx, c, t); err != nil {
+					return err
+				}
+				opts.TypeName, opts.TypeVersion = t.name, t.version
+			} else if len(args) == 2 {
+				return usagef("a NAME needs a TYPE: no8s get DatabaseCluster/v1 NAME")
+			}
+			if watch {
+				return a.watch(ctx, c, opts, output)
+			}
+			items, _, err := c.ListResources(ctx, opts)
+			if err != nil {
+				return err
+			}
+			if len(items) == 0 && (output == printer.FormatTable || output == printer.FormatWide) {
+				where := "namespace " + opts.Namespace
+				if opts.Namespace == "" {
+					where = "any namespace"
+				}
+				fmt.Fprintf(a.streams.Err, "No resources found in %s.\n", where)
+				return nil
+			}
+			return printer.Resources(a.streams.Out, items, output, now)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&output, "output", "o", "", "json, yaml, wide or name")
+	f.StringVarP(&selector, "selector", "l", "", "label selector: app=web,tier!=db,env in (prod,stage),!legacy")
+	f.BoolVarP(&watch, "watch", "w", false, "after listing, print every change until interrupted (resumes across reconnects)")
+	f.BoolVarP(&a.allNamespaces, "all-namespaces", "A", false, "every namespace")
+	f.IntVar(&chunk, "chunk-size", 500, "items per page read from the server (1-1000)")
+	return cmd
+}
+
+// watch lists, then prints every change.
+func (a *app) watch(ctx context.Context, c *client.Client, opts client.ListOptions, output string) error {
+	wide := output == printer.FormatWide
+	tw := tabwriter.NewWriter(a.streams.Out, 0, 8, 3, ' ', 0)
+	rowOut := func(r *client.Resource, event string) error {
+		switch output {
+		case printer.FormatJSON, printer.FormatYAML:
+			return printer.Document(a.streams.Out, client.Event{Type: event, Revision: r.ResourceVersion, Resource: r}, compactFormat(output))
+		case printer.FormatName:
+			_, err := fmt.Fprintln(a.streams.Out, printer.Name(r))
+			return err
+		}
+		fmt.Fprintln(tw, strings.Join(printer.ResourceRow(r, wide, a.now()), "\t"))
+		return tw.Flush()
+	}
+	listed := func(items []client.Resource, _ int64) error {
+		if output == printer.FormatTable || wide {
+			fmt.Fprintln(tw, strings.Join(printer.ResourceHeader(wide), "\t"))
+		}
+		for i := range items {
+			if err := rowOut(&items[i], "LISTED"); err != nil {
+				return err
+			}
+		}
+		return tw.Flush()
+	}
+	return ignoreCanceled(c.ListAndWatch(ctx, opts, listed, client.WatchHandler{
+		Relisted: func(items []client.Resource, _ int64) error {
+			for i := range items {
+				if err := rowOut(&items[i], "LISTED"); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Event: func(ev client.Event) error {
+			if ev.Resource == nil {
+				return nil
+			}
+			if output == printer.FormatJSON || output == printer.FormatYAML {
+				return printer.Document(a.streams.Out, ev, compactFormat(output))
+			}
+			return rowOut(ev.Resource, ev.Type)
+		},
+		Progress: func(msg string) { a.progress("%s", msg) },
+	}))
+}
+
+// compactFormat: a watch prints JSON one document per line.
+func compactFormat(f string) string {
+	if f == printer.FormatJSON {
+		return printer.FormatJSONLine
+	}
+	return f
+}
+
+// ignoreCanceled turns the end of a watch by Ctrl-C into success.
+func ignoreCanceled(err error) error {
+	if err != nil && (err == context.Canceled || strings.Contains(err.Error(), context.Canceled.Error())) {
+		return nil
+	}
+	return err
+}
+
+func (a *app) describeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "describe TYPE[/VERSION] NAME",
+		Short: "Show a resource in detail: spec, status, conditions, history, outputs, finalizers, owners and events",
+		Long: `Shows one resource for a person: identity, labels and annotations, spec, status
+and phase, conditions, outputs, finalizers, owner references, and the recent
+reconcile attempts. Events lists those attempts as events (Normal Reconciled,
+Warning ReconcileFailed): the API keeps no other event records yet.`,
+		Example:           `  no8s describe DatabaseCluster/v1 production-pg`,
+		Args:              func(_ *cobra.Command, args []string) error { return exactArgs(2, "TYPE[/VERSION] NAME")(args) },
+		ValidArgsFunction: a.completeTypes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			r, err := a.target(cmd.Context(), c, args)
+			if err != nil {
+				return err
+			}
+			hist, err := c.History(cmd.Context(), r.ID, 10)
+			if err != nil {
+				return err
+			}
+			return describe(a.streams.Out, r, hist, a.now())
+		},
+	}
+	return cmd
+}
+
+// describe writes the describe page of r.
+func describe(w io.Writer, r *client.Resource, hist []client.HistoryEntry, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	kv := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	kv("Name", r.Name)
+	kv("Namespace", r.Namespace)
+	kv("Type", r.ResourceTypeName+"/"+r.ResourceTypeVersion)
+	kv("ID", fmt.Sprint(r.ID))
+	kv("UID", r.UID)
+	kv("Labels", mapLines(r.Labels))
+	kv("Annotations", mapLines(r.Annotations))
+	kv("Created", r.CreatedAt.UTC().Format(time.RFC3339)+" ("+printer.Age(now, r.CreatedAt)+" ago)")
+	if r.DeletedAt != nil {
+		kv("Deletion requested", r.DeletedAt.UTC().Format(time.RFC3339))
+	}
+	kv("Generation", fmt.Sprintf("%d (observed %d)", r.Generation, r.ObservedGeneration))
+	kv("Resource version", fmt.Sprint(r.ResourceVersion))
+	kv("Status", r.Status)
+	kv("Phase", r.Phase)
+	if r.StatusMessage != "" {
+		kv("Message", r.StatusMessage)
+	}
+	if r.LastReconcileTime != nil {
+		kv("Last reconcile", r.LastReconcileTime.UTC().Format(time.RFC3339)+" ("+printer.Age(now, *r.LastReconcileTime)+" ago)")
+	}
+	kv("Finalizers", listOrNone(r.Finalizers))
+	var owners []string
+	for _, o := range r.OwnerReferences {
+		s := o.ResourceTypeName + "/" + o.ResourceTypeVersion + " " + o.Name + " (uid " + o.UID + ")"
+		if o.Controller {
+			s += " controller"
+		}
+		owners = append(owners, s)
+	}
+	kv("Owner references", listOrNone(owners))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "Spec:")
+	if err := indented(w, r.Spec); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "Conditions:")
+	if len(r.Conditions) == 0 {
+		fmt.Fprintln(w, "  <none>")
+	} else {
+		tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tAGE\tMESSAGE")
+		for _, cd := range r.Conditions {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", cd.Type, cd.Status, cd.Reason, printer.Age(now, cd.LastTransitionTime), oneLine(cd.Message))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w, "Outputs:")
+	if len(r.Outputs) == 0 || string(r.Outputs) == "{}" || string(r.Outputs) == "null" {
+		fmt.Fprintln(w, "  <none>")
+	} else if err := indented(w, r.Outputs); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "Recent history:")
+	if len(hist) == 0 {
+		fmt.Fprintln(w, "  <none>")
+	} else {
+		tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "  GENERATION\tREASON\tRESULT\tDURATION\tAGE\tERROR")
+		for _, h := range hist {
+			res, msg := "success", ""
+			if !h.Success {
+				res = "failure"
+			}
+			if h.ErrorMessage != nil {
+				msg = oneLine(*h.ErrorMessage)
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", h.Generation, h.Reason, res, time.Duration(h.DurationMS)*time.Millisecond, printer.Age(now, h.StartedAt), msg)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w, "Events:")
+	if len(hist) == 0 {
+		fmt.Fprintln(w, "  <none>")
+		return nil
+	}
+	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TYPE\tREASON\tAGE\tFROM\tMESSAGE")
+	for _, h := range hist {
+		typ, reason, msg := "Normal", "Reconciled", fmt.Sprintf("generation %d reconciled (%s)", h.Generation, h.Reason)
+		if !h.Success {
+			typ, reason, msg = "Warning", "ReconcileFailed", fmt.Sprintf("generation %d: %s", h.Generation, oneLine(deref(h.ErrorMessage)))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", typ, reason, printer.Age(now, h.StartedAt), h.Holder, msg)
+	}
+	return tw.Flush()
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func listOrNone(v []string) string {
+	if len(v) == 0 {
+		return "<none>"
+	}
+	return strings.Join(v, ", ")
+}
+
+func mapLines(m map[string]string) string {
+	if len(m) == 0 {
+		return "<none>"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, ", ")
+}
+
+// indented writes a JSON document as YAML indented by two spaces.
+func indented(w io.Writer, doc json.RawMessage) error {
+	y, err := printer.JSONToYAML(doc)
+	if err != nil {
+		return err
+	}
+	for _, l := range strings.Split(strings.TrimRight(string(y), "\n"), "\n") {
+		fmt.Fprintln(w, "  "+l)
+	}
+	return nil
+}
+
+// completeTypes completes the first argument with the keywords and the
+// registered types (as Name/version).
+func (a *app) completeTypes(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	out := []string{}
+	if cmd.Name() == "get" {
+		out = append(out, "types", "webhooks", "resources")
+	}
+	c, err := a.client()
+	if err != nil {
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+	types, err := c.ListTypes(cmd.Context(), "")
+	if err != nil {
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+	for _, t := range types {
+		out = append(out, t.Name+"/"+t.Version)
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
