@@ -21,7 +21,7 @@ import (
 // are the watch tests); bad ones are refused with field paths.
 func TestEventRecords(t *testing.T) {
 	createTypeUnserved(t, "Noisy", "v1", `{"type":"object"}`)
-	rec := sdk.New[map[string]any]("noisy", sdk.Func[map[string]any](func(_ context.Context, req *sdk.Request[map[string]any]) (sdk.Result, error) {
+	rec := sdk.New[map[string]any]("engine-noisy", sdk.Func[map[string]any](func(_ context.Context, req *sdk.Request[map[string]any]) (sdk.Result, error) {
 		req.Event(sdk.EventWarning, "BackendDown", "the backend did not answer")
 		return sdk.Result{}, fmt.Errorf("backend down")
 	}))
@@ -36,7 +36,7 @@ func TestEventRecords(t *testing.T) {
 		for {
 			evs := decode[[]eventRecordDoc](t, do(t, http.MethodGet, path+"?reason=BackendDown", nil).expect(t, http.StatusOK))
 			if len(evs) == 1 && evs[0].Count == int32(i) {
-				if evs[0].Type != "Warning" || evs[0].Source != "reconciler/noisy" || evs[0].ResourceName != "n1" {
+				if evs[0].Type != "Warning" || evs[0].Source != "reconciler/engine-noisy" || evs[0].ResourceName != "n1" {
 					t.Fatalf("event %+v", evs[0])
 				}
 				break

@@ -115,15 +115,17 @@ func testEventsDedupAndRetention(t *testing.T, open Opener) {
 
 // testCompletionCarriesEvents: events a worker sends with its completion
 // are recorded in the completing transaction (deduplicated like the
-// others); a completion refused for a stale epoch records none.
+// others), their source the lease holder's (reconciler/<holder up to "/">,
+// whatever the worker said); a completion refused for a stale epoch records
+// none.
 func testCompletionCarriesEvents(t *testing.T, open Opener) {
 	s, _ := newStore(t, open)
 	ctx := t.Context()
 	mustType(t, s, "Widget", "v1")
 	r := mustCreate(t, s, "one")
 	evs := []storage.EventInput{
-		{Type: names.EventWarning, Reason: "Retrying", Message: "backend down", Source: "reconciler/widget"},
-		{Type: names.EventWarning, Reason: "Retrying", Message: "backend down", Source: "reconciler/widget"},
+		{Type: names.EventWarning, Reason: "Retrying", Message: "backend down", Source: "forged"},
+		{Type: names.EventWarning, Reason: "Retrying", Message: "backend down", Source: "forged"},
 	}
 	l := acquire(t, s, r.ID, "w")
 	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeError, Events: evs})
@@ -134,7 +136,7 @@ func testCompletionCarriesEvents(t *testing.T, open Opener) {
 	}
 	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess, Events: evs[:1]})
 	list, err := s.ListEvents(ctx, storage.ListEventsRequest{ResourceID: r.ID})
-	if err != nil || len(list) != 1 || list[0].Count != 3 || list[0].Source != "reconciler/widget" {
+	if err != nil || len(list) != 1 || list[0].Count != 3 || list[0].Source != "reconciler/w" {
 		t.Fatalf("events %+v %v", list, err)
 	}
 	l = acquire(t, s, r.ID, "w")
@@ -221,8 +223,12 @@ func testBuiltinTenantTypes(t *testing.T, open Opener) {
 		var sch struct {
 			Required []string `json:"required"`
 		}
-		if err := json.Unmarshal(typ.Schema, &sch); err != nil || len(sch.Required) == 0 || typ.ResourceVersion == 0 {
-			t.Fatalf("%s/v1 schema %s: %v", name, typ.Schema, err)
+		if err := json.Unmarshal(typ.Schema, &sch); err != nil || len(sch.Required) == 0 || typ.ResourceVersion == 0 || typ.ID >= 0 {
+			t.Fatalf("%s/v1 (id %d) schema %s: %v", name, typ.ID, typ.Schema, err)
 		}
+	}
+	// Users' types still start at id 1.
+	if typ := mustType(t, s, "Widget", "v1"); typ.ID != 1 {
+		t.Fatalf("the first user type has id %d, want 1", typ.ID)
 	}
 }
