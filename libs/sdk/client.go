@@ -13,14 +13,18 @@ import (
 type Reader interface {
 	// Get returns the resource with the given id (ErrNotFound when absent).
 	Get(ctx context.Context, id int64) (*Resource, error)
-	// GetByName returns the resource called name of type t.
-	GetByName(ctx context.Context, t TypeRef, name string) (*Resource, error)
+	// GetByName returns the resource called name of type t in namespace
+	// ("": the default namespace). A reconciler reads its resource's
+	// siblings in req.Namespace().
+	GetByName(ctx context.Context, t TypeRef, namespace, name string) (*Resource, error)
 	// List returns one page of resources.
 	List(ctx context.Context, opts ListOptions) (*ResourceList, error)
 }
 
 // ListOptions filters and pages List.
 type ListOptions struct {
+	// Namespace restricts the list to one namespace ("": every namespace).
+	Namespace string
 	// Type restricts the list to one type (Version optional).
 	Type TypeRef
 	// Status restricts it to one lifecycle status.

@@ -152,7 +152,7 @@ func (e *Engine[S]) Reconcile(ctx context.Context, att *Attempt) Report {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = log.With("reconcile_id", att.ID, "resource_id", res.ID, "type", res.Type.String(), "name", res.Name, "generation", res.Generation)
+	log = log.With("reconcile_id", att.ID, "resource_id", res.ID, "type", res.Type.String(), "namespace", res.Namespace, "name", res.Name, "generation", res.Generation)
 
 	if res.Operation() == OperationIgnore {
 		log.Info("skipping resource: " + OperationAnnotation + ": " + OperationIgnore)

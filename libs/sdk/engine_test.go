@@ -33,7 +33,7 @@ func (r *recorder) log(s string) {
 }
 
 func (r *recorder) Get(context.Context, int64) (*sdk.Resource, error) { return nil, sdk.ErrNotFound }
-func (r *recorder) GetByName(context.Context, sdk.TypeRef, string) (*sdk.Resource, error) {
+func (r *recorder) GetByName(context.Context, sdk.TypeRef, string, string) (*sdk.Resource, error) {
 	return nil, sdk.ErrNotFound
 }
 func (r *recorder) List(context.Context, sdk.ListOptions) (*sdk.ResourceList, error) {

@@ -81,6 +81,11 @@ func (r *Request[S]) WithSecrets(res secret.Resolver) *Request[S] {
 // Deleting reports whether the resource is being deleted (Cleanup runs).
 func (r *Request[S]) Deleting() bool { return r.Resource.Deleting() }
 
+// Namespace is the namespace of the resource under reconcile. Resources it
+// reads or manages by name (its children) live in the same namespace:
+// owner references never cross namespaces.
+func (r *Request[S]) Namespace() string { return r.Resource.Namespace }
+
 // Generation is the generation this attempt reconciles.
 func (r *Request[S]) Generation() int64 { return r.Resource.Generation }
 

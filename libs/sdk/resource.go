@@ -68,8 +68,11 @@ type OwnerReference struct {
 // Resource is a declared object as the store holds it. Spec and Outputs
 // are JSON objects.
 type Resource struct {
-	ID                 int64
-	UID                string
+	ID  int64
+	UID string
+	// Namespace is the resource's namespace ("default" unless its creator
+	// named another); it never changes.
+	Namespace          string
 	Name               string
 	Type               TypeRef
 	Labels             map[string]string
@@ -118,9 +121,10 @@ func (r *Resource) DecodeSpec(v any) error {
 	return nil
 }
 
-// String identifies the resource in logs: "Type/version name (id N)".
+// String identifies the resource in logs: "Type/version namespace/name
+// (id N)".
 func (r *Resource) String() string {
-	return fmt.Sprintf("%s %s (id %d)", r.Type, r.Name, r.ID)
+	return fmt.Sprintf("%s %s/%s (id %d)", r.Type, r.Namespace, r.Name, r.ID)
 }
 
 // Clone returns a deep copy.
@@ -147,6 +151,7 @@ func ResourceFromProto(p *storev1.Resource) *Resource {
 	r := &Resource{
 		ID:                 p.GetId(),
 		UID:                p.GetUid(),
+		Namespace:          names.OrDefault(p.GetNamespace()),
 		Name:               p.GetName(),
 		Type:               TypeRef{Name: p.GetResourceTypeName(), Version: p.GetResourceTypeVersion()},
 		Labels:             maps.Clone(p.GetLabels()),

@@ -86,6 +86,11 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 	default:
 		return nil, 0, problem.Invalidf("operation is required: CREATE, UPDATE or DELETE")
 	}
+	if ns := r.GetNamespace(); ns != "" {
+		if fe := names.Namespace("/namespace", ns); fe != nil {
+			return nil, 0, problem.New(problem.Invalid, problem.CodeInvalid, "invalid resource").WithFields(*fe)
+		}
+	}
 	var errs []problem.FieldError
 	if fe := names.TypeName("/resource_type_name", r.GetResourceTypeName()); fe != nil {
 		errs = append(errs, *fe)
@@ -115,6 +120,9 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 	}
 	out := cloneResource(r)
 	out.Spec = spec
+	// Webhooks and the store see the namespace a create names, or the
+	// default one.
+	out.Namespace = names.OrDefault(r.GetNamespace())
 	if err := h.checkTenantTypes(ctx, out); err != nil {
 		return nil, 0, err
 	}
@@ -131,7 +139,7 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 			out.Finalizers = append(out.Finalizers, fin)
 		}
 	}
-	hooks, err := h.webhooks.Match(ctx, op, r.GetResourceTypeName(), r.GetResourceTypeVersion())
+	hooks, err := h.webhooks.Match(ctx, op, r.GetResourceTypeName(), r.GetResourceTypeVersion(), out.Namespace)
 	if err != nil || hooks.Empty() {
 		return out, c.revision, err
 	}
@@ -151,7 +159,7 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 // resource's current state.
 func (h *handler) admitDelete(ctx context.Context, req *admissionv1.AdmitResourceRequest) error {
 	r := req.GetResource()
-	hooks, err := h.webhooks.Match(ctx, webhookconf.OpDelete, r.GetResourceTypeName(), r.GetResourceTypeVersion())
+	hooks, err := h.webhooks.Match(ctx, webhookconf.OpDelete, r.GetResourceTypeName(), r.GetResourceTypeVersion(), names.OrDefault(r.GetNamespace()))
 	if err != nil || hooks.Empty() {
 		return err
 	}

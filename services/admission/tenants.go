@@ -66,13 +66,13 @@ func (h *handler) checkTemplate(ctx context.Context, r *storev1.Resource) ([]pro
 		return []problem.FieldError{{Path: "/spec", Message: err.Error()}}, nil
 	}
 	reg, err := h.cache.store.GetResource(ctx, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: &storev1.ResourceName{
-		ResourceTypeName: tenancy.RegistryType, ResourceTypeVersion: tenancy.Version, Name: spec.RegistryID,
+		ResourceTypeName: tenancy.RegistryType, ResourceTypeVersion: tenancy.Version, Namespace: r.GetNamespace(), Name: spec.RegistryID,
 	}}})
 	var extra map[string]string
 	pe := problem.As(grpcstatus.FromStatus(err))
 	switch {
 	case pe != nil && pe.Kind == problem.NotFound:
-		return []problem.FieldError{{Path: "/spec/registryId", Message: fmt.Sprintf("no TenantRegistry %q", spec.RegistryID)}}, nil
+		return []problem.FieldError{{Path: "/spec/registryId", Message: fmt.Sprintf("no TenantRegistry %q in namespace %q (a template references the registry of its own namespace)", spec.RegistryID, r.GetNamespace())}}, nil
 	case err != nil:
 		return nil, grpcstatus.FromStatus(err)
 	default:

@@ -36,8 +36,12 @@ func TestChaosKill9(t *testing.T) {
 	storeAddr := freeAddr(t)
 	c.startStore(storeAddr)
 	admAddr := freeAddr(t)
+	// Its probes on a free port too: the default one (7102) may be taken on a
+	// shared machine.
+	admHealth := c.healthAddr("admission-chaos")
 	startAdmission := func() *proc {
-		p := start(t, "admission", filepath.Join(binDir, "no8s-admission"), []string{"--listen", admAddr, "--store-addr", storeAddr, "--nats-url", c.natsURL})
+		p := start(t, "admission", filepath.Join(binDir, "no8s-admission"), []string{"--listen", admAddr, "--store-addr", storeAddr, "--nats-url", c.natsURL,
+			"--health-listen", admHealth})
 		waitTCP(t, admAddr, p)
 		return p
 	}

@@ -171,6 +171,10 @@ func seedFlow(t *testing.T, base string, count func(query string, args ...any) i
 	if res["generation"] != float64(1) || res["status"] != "pending" || fmt.Sprint(res["finalizers"]) != "[reconciler.no8s.io/noop]" {
 		t.Fatalf("created resource: %v", res)
 	}
+	// The seed's body names no namespace: the resource is in default.
+	if res["namespace"] != "default" {
+		t.Fatalf("the seed's resource landed in namespace %v, want default", res["namespace"])
+	}
 	id := int64(res["id"].(float64))
 	seed := func(cmd string) string {
 		return strings.ReplaceAll(cmd, "resources/1", fmt.Sprintf("resources/%d", id))
@@ -184,7 +188,7 @@ func seedFlow(t *testing.T, base string, count func(query string, args ...any) i
 	if got := step("get resource", seed(seedGetResource), 200).json(t); got["name"] != "production-pg" {
 		t.Fatalf("resource: %v", got)
 	}
-	if got := step("get by name", seedGetResourceByName, 200).json(t); got["id"] != float64(id) {
+	if got := step("get by name", seedGetResourceByName, 200).json(t); got["id"] != float64(id) || got["namespace"] != "default" {
 		t.Fatalf("by name: %v", got)
 	}
 	upd := step("update", seed(seedUpdateResource), 200).json(t)
@@ -240,6 +244,17 @@ func seedFlow(t *testing.T, base string, count func(query string, args ...any) i
 		t.Fatalf("delete: %d %s", r.status, r.body)
 	}
 	waitGone(t, base, id2)
+
+	// A namespace that does not exist is a 404 naming it, in every mode
+	// (this flow also runs on no8s dev), and nothing is written.
+	r = do(t, "POST", base+"/api/v1/resources", map[string]any{"namespace": "nowhere", "name": "lost", "resource_type_name": "DatabaseCluster",
+		"resource_type_version": "v1", "spec": map[string]any{"engine": "mysql", "engine_version": "8", "instance_class": "db.small", "storage_gb": 10}})
+	if e := r.json(t); r.status != 404 || e["code"] != "namespace_not_found" || !strings.Contains(fmt.Sprint(e["detail"]), `"nowhere"`) {
+		t.Fatalf("create in a missing namespace: %d %s", r.status, r.body)
+	}
+	if n := count(`SELECT count(*) FROM resources`); n != 0 {
+		t.Fatalf("%d resource rows after the flow", n)
+	}
 }
 
 // getResource reads a resource through the API (nil when 404).

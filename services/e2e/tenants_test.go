@@ -124,6 +124,9 @@ func (d *datasourceDB) source() map[string]any {
 type tenantCluster struct {
 	*cluster
 	base string
+	// ns is the namespace of the registries, templates and Tenants
+	// ("default" unless a test says otherwise).
+	ns string
 }
 
 func newTenantCluster(t *testing.T) *tenantCluster {
@@ -136,7 +139,7 @@ func newTenantCluster(t *testing.T) *tenantCluster {
 			"image": map[string]any{"type": "string"}, "host": map[string]any{"type": "string"}, "replicas": map[string]any{"type": "integer", "default": 1}}}}); r.status != 201 {
 		t.Fatalf("create WebApp: %d %s", r.status, r.body)
 	}
-	return &tenantCluster{cluster: c, base: base}
+	return &tenantCluster{cluster: c, base: base, ns: "default"}
 }
 
 // startSync starts a registry-sync replica.
@@ -166,7 +169,7 @@ func (c *tenantCluster) waitSyncLeads() {
 // tenants maps every live Tenant's name to its uid.
 func (c *tenantCluster) tenants() map[string]string {
 	c.t.Helper()
-	rows, err := c.pool.Query(c.t.Context(), `SELECT name, uid::text FROM resources WHERE resource_type_name = 'Tenant' AND deleted_at IS NULL`)
+	rows, err := c.pool.Query(c.t.Context(), `SELECT name, uid::text FROM resources WHERE resource_type_name = 'Tenant' AND deleted_at IS NULL AND namespace = $1`, c.ns)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -223,6 +226,7 @@ func first(s []string, n int) []string {
 
 func (c *tenantCluster) create(body map[string]any) map[string]any {
 	c.t.Helper()
+	body["namespace"] = c.ns
 	r := do(c.t, "POST", c.base+"/api/v1/resources", body)
 	if r.status != 201 {
 		c.t.Fatalf("create %v: %d %s", body["name"], r.status, r.body)
@@ -302,11 +306,23 @@ func TestTenantRegistryMariaDB(t *testing.T) {
 	testTenantFailures(t, c, ds)
 }
 
-// TestTenantRegistryPostgres: the same sync on a PostgreSQL datasource.
+// TestTenantRegistryPostgres: the same sync on a PostgreSQL datasource, in
+// a namespace other than default: the Tenants live in their registry's
+// namespace, and a registry of the same name in default is another one.
 func TestTenantRegistryPostgres(t *testing.T) {
 	c := newTenantCluster(t)
+	if r := do(t, "POST", c.base+"/api/v1/namespaces", map[string]any{"name": "team-a"}); r.status != 201 {
+		t.Fatalf("create namespace: %d %s", r.status, r.body)
+	}
+	c.ns = "team-a"
 	ds := newPostgresDatasource(t)
 	testTenantLifecycle(t, c, ds)
+	if n := c.count(`SELECT count(*) FROM resources WHERE resource_type_name = 'Tenant' AND namespace <> 'team-a'`); n != 0 {
+		t.Fatalf("%d Tenants outside the registry's namespace", n)
+	}
+	if n := c.count(`SELECT count(*) FROM resources WHERE resource_type_name = 'Tenant' AND namespace = 'team-a'`); n == 0 {
+		t.Fatal("no Tenant in team-a")
+	}
 }
 
 func testTenantLifecycle(t *testing.T, c *tenantCluster, ds *datasourceDB) {
@@ -335,7 +351,7 @@ func testTenantLifecycle(t *testing.T, c *tenantCluster, ds *datasourceDB) {
 	var spec struct {
 		Values map[string]string `json:"values"`
 	}
-	tenant := do(t, "GET", c.base+"/api/v1/resources/by-name/Tenant/v1/globex-web", nil).json(t)
+	tenant := do(t, "GET", c.base+"/api/v1/resources/by-name/Tenant/v1/globex-web?namespace="+c.ns, nil).json(t)
 	decode(t, tenant["spec"], &spec)
 	if spec.Values["host"] != "globex.example.com" || spec.Values["uid"] != "globex" || spec.Values["templateRef"] != "web" {
 		t.Fatalf("Tenant values %v", spec.Values)
@@ -362,13 +378,13 @@ func testTenantLifecycle(t *testing.T, c *tenantCluster, ds *datasourceDB) {
 	c.waitTenants(60*time.Second, "acme-web", "acme-worker", "initech-web", "initech-worker", "hooli2-web", "hooli2-worker")
 
 	// Unlink a template → its Tenants go.
-	tpl := do(t, "GET", c.base+"/api/v1/resources/by-name/TenantTemplate/v1/worker", nil).json(t)
+	tpl := do(t, "GET", c.base+"/api/v1/resources/by-name/TenantTemplate/v1/worker?namespace="+c.ns, nil).json(t)
 	if r := do(t, "DELETE", fmt.Sprintf("%s/api/v1/resources/%d", c.base, int64(tpl["id"].(float64))), nil); r.status != 202 {
 		t.Fatalf("delete template: %d %s", r.status, r.body)
 	}
 	c.waitTenants(60*time.Second, "acme-web", "initech-web", "hooli2-web")
 	waitFor(t, 30*time.Second, "the template gone", func() error {
-		if r := do(t, "GET", c.base+"/api/v1/resources/by-name/TenantTemplate/v1/worker", nil); r.status != 404 {
+		if r := do(t, "GET", c.base+"/api/v1/resources/by-name/TenantTemplate/v1/worker?namespace="+c.ns, nil); r.status != 404 {
 			return fmt.Errorf("template still there: %d", r.status)
 		}
 		return nil
@@ -394,6 +410,7 @@ func testTenantLifecycle(t *testing.T, c *tenantCluster, ds *datasourceDB) {
 	// Admission refuses a cyclic template and one whose rendered spec
 	// misses a required field, naming the cycle and the field.
 	bad := templateBody("cyclic", "customers", "app")
+	bad["namespace"] = c.ns
 	r := do(t, "POST", c.base+"/api/v1/resources", bad)
 	if r.status != 400 || !strings.Contains(string(r.body), "depends on itself") {
 		t.Fatalf("self-dependency: %d %s", r.status, r.body)
@@ -404,12 +421,14 @@ func testTenantLifecycle(t *testing.T, c *tenantCluster, ds *datasourceDB) {
 	b["id"], b["dependIds"] = "db", []string{"app"}
 	res[0]["dependIds"] = []string{"db"}
 	bad["spec"].(map[string]any)["resources"] = append(res, b)
+	bad["namespace"] = c.ns
 	r = do(t, "POST", c.base+"/api/v1/resources", bad)
 	if r.status != 400 || !strings.Contains(string(r.body), "dependency cycle: app -> db -> app") {
 		t.Fatalf("cycle: %d %s", r.status, r.body)
 	}
 	bad = templateBody("missing", "customers")
 	delete(bad["spec"].(map[string]any)["resources"].([]map[string]any)[0]["spec"].(map[string]any), "host")
+	bad["namespace"] = c.ns
 	r = do(t, "POST", c.base+"/api/v1/resources", bad)
 	if r.status != 400 || !strings.Contains(string(r.body), `"/spec/resources/0/spec/host"`) || !strings.Contains(string(r.body), `resource \"app\"`) {
 		t.Fatalf("missing field: %d %s", r.status, r.body)
@@ -422,7 +441,7 @@ func testTenantLifecycle(t *testing.T, c *tenantCluster, ds *datasourceDB) {
 // whose count grows; a query that tries DELETE is refused by the READ ONLY
 // transaction.
 func testTenantFailures(t *testing.T, c *tenantCluster, ds *datasourceDB) {
-	reg := do(t, "GET", c.base+"/api/v1/resources/by-name/TenantRegistry/v1/customers", nil).json(t)
+	reg := do(t, "GET", c.base+"/api/v1/resources/by-name/TenantRegistry/v1/customers?namespace="+c.ns, nil).json(t)
 	regID := reg["id"].(float64)
 	before := c.tenants()
 	patchSource := func(source map[string]any) {

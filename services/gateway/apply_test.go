@@ -88,10 +88,31 @@ func TestApply(t *testing.T) {
 			apply(t, "", map[string]any{"name": "x", "resource_type_name": "Gadget", "resource_type_version": "v1", "spec": map[string]any{"size": 1}, "status": "ready"}).
 				expectError(t, http.StatusBadRequest, "", "/status")
 			ns := applyBody("x", map[string]any{"size": 1})
-			ns["namespace"] = "team-a"
+			ns["namespace"] = "Team_A"
 			apply(t, "", ns).expectError(t, http.StatusBadRequest, "invalid", "/namespace")
+			ns["namespace"] = "apply-missing"
+			apply(t, "", ns).expectError(t, http.StatusNotFound, "namespace_not_found", "/namespace")
 			apply(t, "?dry_run=maybe", applyBody("x", map[string]any{"size": 1})).expectError(t, http.StatusBadRequest, "invalid", "/dry_run")
 		})
+	})
+
+	t.Run("in a namespace", func(t *testing.T) {
+		do(t, http.MethodPost, "/api/v1/namespaces", map[string]any{"name": "apply-a"}).expect(t, http.StatusCreated)
+		def := decode[resource.Resource](t, apply(t, "", applyBody("spaced", map[string]any{"size": 1})).expect(t, http.StatusCreated))
+		b := applyBody("spaced", map[string]any{"size": 2})
+		b["namespace"] = "apply-a"
+		r := apply(t, "", b).expect(t, http.StatusCreated)
+		inA := decode[resource.Resource](t, r)
+		if r.Header.Get(HeaderApplyResult) != ApplyCreated || inA.Namespace != "apply-a" || inA.ID == def.ID || def.Namespace != "default" {
+			t.Fatalf("apply into apply-a: %s %+v (default's: %+v)", r.Header.Get(HeaderApplyResult), inA, def)
+		}
+		r = apply(t, "", b).expect(t, http.StatusOK)
+		if got := decode[resource.Resource](t, r); r.Header.Get(HeaderApplyResult) != ApplyUnchanged || got.ID != inA.ID {
+			t.Fatalf("apply again into apply-a: %s %+v", r.Header.Get(HeaderApplyResult), got)
+		}
+		if got := decode[resource.Resource](t, do(t, http.MethodGet, "/api/v1/resources/"+strconv.FormatInt(def.ID, 10), nil).expect(t, http.StatusOK)); specOf(t, got)["size"] != float64(1) {
+			t.Fatalf("the default namespace's resource changed: %s", got.Spec)
+		}
 	})
 
 	t.Run("concurrent appliers", func(t *testing.T) {

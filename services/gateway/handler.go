@@ -95,6 +95,11 @@ func (s *Service) routes() *echo.Echo {
 	e.PUT("/api/v1/resource-types/:id", s.updateType)
 	e.DELETE("/api/v1/resource-types/:id", s.deleteType)
 
+	e.POST("/api/v1/namespaces", s.createNamespace)
+	e.GET("/api/v1/namespaces", s.listNamespaces)
+	e.GET("/api/v1/namespaces/:name", s.getNamespace)
+	e.DELETE("/api/v1/namespaces/:name", s.deleteNamespace)
+
 	e.POST("/api/v1/resources", s.createResource)
 	e.POST("/api/v1/resources/apply", s.applyResource)
 	e.GET("/api/v1/resources", s.listResources)

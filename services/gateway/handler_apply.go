@@ -25,10 +25,6 @@ const (
 	ApplyUnchanged  = "unchanged"
 )
 
-// defaultNamespace is the namespace of a resource that names none. Until
-// namespaces are served (issue 12), it is the only one apply accepts.
-const defaultNamespace = "default"
-
 // applyResourceBody is the body of POST /api/v1/resources/apply: the
 // resource as it should be. Labels and annotations, when given, replace the
 // stored ones; when omitted, the stored ones are kept.
@@ -58,13 +54,9 @@ func (s *Service) applyResource(c *echo.Context) error {
 		return err
 	}
 	var errs []problem.FieldError
-	if body.Namespace == "" {
-		body.Namespace = defaultNamespace
-	}
-	if fe := names.Name("/namespace", body.Namespace); fe != nil {
+	body.Namespace = names.OrDefault(body.Namespace)
+	if fe := names.Namespace("/namespace", body.Namespace); fe != nil {
 		errs = append(errs, *fe)
-	} else if body.Namespace != defaultNamespace {
-		errs = append(errs, problem.FieldError{Path: "/namespace", Message: "this control plane serves the namespace default only"})
 	}
 	if fe := names.Name("/name", body.Name); fe != nil {
 		errs = append(errs, *fe)
@@ -87,12 +79,13 @@ func (s *Service) applyResource(c *echo.Context) error {
 	if err := fieldsError("invalid resource", errs); err != nil {
 		return err
 	}
-	key := &storev1.ResourceName{ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion, Name: body.Name}
+	key := &storev1.ResourceName{ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion,
+		Namespace: body.Namespace, Name: body.Name}
 	for attempt := 1; ; attempt++ {
 		resp, err := call(s, c, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: key}})
 		if pe := problem.As(err); pe != nil && pe.Kind == problem.NotFound {
 			in := &resource.Resource{
-				Name: body.Name, ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion,
+				Namespace: body.Namespace, Name: body.Name, ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion,
 				Labels: labels, Annotations: annotations, Spec: spec,
 			}
 			in.Normalize()

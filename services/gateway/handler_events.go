@@ -31,10 +31,17 @@ const codeTooNew = "too_new"
 const watchReadyWait = 5 * time.Second
 
 // watchEvents serves GET /api/v1/events: every change matching the
-// resource_type, resource_type_version and label_selector filters.
+// namespace, resource_type, resource_type_version and label_selector
+// filters (no namespace: every namespace).
 func (s *Service) watchEvents(c *echo.Context) error {
 	var f watch.Filter
 	var errs []problem.FieldError
+	if ns := c.QueryParam("namespace"); ns != "" {
+		if fe := names.Namespace("/namespace", ns); fe != nil {
+			errs = append(errs, *fe)
+		}
+		f.Namespace = ns
+	}
 	if t := c.QueryParam("resource_type"); t != "" {
 		if fe := names.TypeName("/resource_type", t); fe != nil {
 			errs = append(errs, *fe)

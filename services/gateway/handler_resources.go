@@ -31,6 +31,8 @@ const (
 
 // createResourceBody is the body of POST /api/v1/resources.
 type createResourceBody struct {
+	// Namespace is optional: "default" when absent.
+	Namespace           string                    `json:"namespace"`
 	Name                string                    `json:"name"`
 	ResourceTypeName    string                    `json:"resource_type_name"`
 	ResourceTypeVersion string                    `json:"resource_type_version"`
@@ -44,6 +46,8 @@ type createResourceBody struct {
 // updateResourceBody is the body of PUT /api/v1/resources/{id}: the spec is
 // replaced; labels and annotations only when given.
 type updateResourceBody struct {
+	// Namespace may be repeated but not changed.
+	Namespace       *string            `json:"namespace"`
 	Spec            json.RawMessage    `json:"spec"`
 	Labels          *map[string]string `json:"labels"`
 	Annotations     *map[string]string `json:"annotations"`
@@ -67,7 +71,7 @@ type patchDocument struct {
 // isPatchField reports whether a merge patch may carry a top-level field.
 func isPatchField(k string) bool {
 	switch k {
-	case "spec", "labels", "annotations", "resource_version":
+	case "spec", "labels", "annotations", "resource_version", "namespace":
 		return true
 	}
 	return false
@@ -101,6 +105,10 @@ func (s *Service) createResource(c *echo.Context) error {
 		return err
 	}
 	var errs []problem.FieldError
+	body.Namespace = names.OrDefault(body.Namespace)
+	if fe := names.Namespace("/namespace", body.Namespace); fe != nil {
+		errs = append(errs, *fe)
+	}
 	if fe := names.Name("/name", body.Name); fe != nil {
 		errs = append(errs, *fe)
 	}
@@ -128,6 +136,7 @@ func (s *Service) createResource(c *echo.Context) error {
 		return err
 	}
 	in := &resource.Resource{
+		Namespace:           body.Namespace,
 		Name:                body.Name,
 		ResourceTypeName:    body.ResourceTypeName,
 		ResourceTypeVersion: body.ResourceTypeVersion,
@@ -209,9 +218,37 @@ func (s *Service) getResource(c *echo.Context) error {
 	return writeJSON(c, http.StatusOK, resourcepb.FromProto(r))
 }
 
+// queryNamespace reads ?namespace=: a namespace's name, or def when absent
+// or empty.
+func queryNamespace(c *echo.Context, def string) (string, error) {
+	ns := c.QueryParam("namespace")
+	if ns == "" {
+		return def, nil
+	}
+	if fe := names.Namespace("/namespace", ns); fe != nil {
+		return "", problem.New(problem.Invalid, problem.CodeInvalid, "namespace=%q: %s", ns, fe.Message).WithFields(*fe)
+	}
+	return ns, nil
+}
+
+// checkNamespaceKept refuses a write that names another namespace than the
+// resource's: the namespace is immutable.
+func checkNamespaceKept(cur *storev1.Resource, given *string) error {
+	if given == nil || *given == names.OrDefault(cur.GetNamespace()) {
+		return nil
+	}
+	return problem.New(problem.Invalid, problem.CodeInvalid, "the namespace of a resource cannot change").WithFields(problem.FieldError{
+		Path: "/namespace", Message: fmt.Sprintf("namespace is immutable: it is %q; create the resource in the other namespace instead", names.OrDefault(cur.GetNamespace())),
+	})
+}
+
 func (s *Service) getResourceByName(c *echo.Context) error {
+	ns, err := queryNamespace(c, names.DefaultNamespace)
+	if err != nil {
+		return err
+	}
 	resp, err := call(s, c, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: &storev1.ResourceName{
-		ResourceTypeName: c.Param("type"), ResourceTypeVersion: c.Param("version"), Name: c.Param("name"),
+		ResourceTypeName: c.Param("type"), ResourceTypeVersion: c.Param("version"), Namespace: ns, Name: c.Param("name"),
 	}}})
 	if err != nil {
 		return err
@@ -227,9 +264,14 @@ func (s *Service) listResources(c *echo.Context) error {
 	if !given {
 		limit = defaultListLimit
 	}
+	ns, err := queryNamespace(c, "")
+	if err != nil {
+		return err
+	}
 	resp, err := call(s, c, s.store.ListResources, &storev1.ListResourcesRequest{
 		ResourceTypeName:    c.QueryParam("resource_type"),
 		ResourceTypeVersion: c.QueryParam("resource_type_version"),
+		Namespace:           ns,
 		Status:              c.QueryParam("status"),
 		LabelSelector:       c.QueryParam("label_selector"),
 		Limit:               int32(limit),
@@ -346,6 +388,9 @@ func (s *Service) updateResource(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkNamespaceKept(cur, body.Namespace); err != nil {
+		return err
+	}
 	if body.ResourceVersion != 0 && body.ResourceVersion != cur.GetResourceVersion() {
 		return staleError(id, cur.GetResourceVersion(), body.ResourceVersion)
 	}
@@ -367,32 +412,50 @@ func (s *Service) updateResource(c *echo.Context) error {
 	return writeJSON(c, http.StatusOK, resourcepb.FromProto(out))
 }
 
+// resourcePatch is a checked merge patch of a resource.
+type resourcePatch struct {
+	// patch is the merge patch without resource_version and namespace.
+	patch []byte
+	// rv is the resource_version precondition (0 when absent).
+	rv int64
+	// namespace is the namespace the patch names, which must be the
+	// resource's (nil when absent).
+	namespace *string
+}
+
 // parsePatch checks a merge patch: a JSON object with only spec, labels,
-// annotations and resource_version, each of the right shape. It returns the
-// patch without resource_version, and resource_version (0 when absent).
-func parsePatch(data []byte) ([]byte, int64, error) {
+// annotations, resource_version and namespace, each of the right shape.
+func parsePatch(data []byte) (*resourcePatch, error) {
 	trimmed := bytes.TrimSpace(data)
 	if !json.Valid(trimmed) {
-		return nil, 0, malformed(trimmed, nil)
+		return nil, malformed(trimmed, nil)
 	}
 	if trimmed[0] != '{' {
-		return nil, 0, problem.New(problem.Invalid, problem.CodeInvalid, "a merge patch must be a JSON object").
+		return nil, problem.New(problem.Invalid, problem.CodeInvalid, "a merge patch must be a JSON object").
 			WithFields(problem.FieldError{Path: "", Message: "must be a JSON object"})
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &top); err != nil {
-		return nil, 0, malformed(trimmed, err)
+		return nil, malformed(trimmed, err)
 	}
 	var errs []problem.FieldError
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if !isPatchField(k) {
-			errs = append(errs, problem.FieldError{Path: "/" + resource.EscapePointer(k), Message: "unknown field: a patch may change only spec, labels and annotations (resource_version is a precondition)"})
+			errs = append(errs, problem.FieldError{Path: "/" + resource.EscapePointer(k), Message: "unknown field: a patch may change only spec, labels and annotations (resource_version is a precondition; namespace is immutable)"})
 		}
 	}
-	var rv int64
+	out := &resourcePatch{}
+	if raw, ok := top["namespace"]; ok {
+		var ns string
+		if err := json.Unmarshal(raw, &ns); err != nil {
+			errs = append(errs, problem.FieldError{Path: "/namespace", Message: "must be a string: the resource's namespace, which cannot change"})
+		}
+		out.namespace = &ns
+		delete(top, "namespace")
+	}
 	if raw, ok := top["resource_version"]; ok {
 		if !isNull(raw) {
-			if err := json.Unmarshal(raw, &rv); err != nil || rv < 0 {
+			if err := json.Unmarshal(raw, &out.rv); err != nil || out.rv < 0 {
 				errs = append(errs, problem.FieldError{Path: "/resource_version", Message: "must be a positive integer"})
 			}
 		}
@@ -419,13 +482,14 @@ func parsePatch(data []byte) ([]byte, int64, error) {
 		}
 	}
 	if err := fieldsError("invalid merge patch", errs); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	patch, err := json.Marshal(top)
 	if err != nil {
-		return nil, 0, fmt.Errorf("re-encode patch: %w", err)
+		return nil, fmt.Errorf("re-encode patch: %w", err)
 	}
-	return patch, rv, nil
+	out.patch = patch
+	return out, nil
 }
 
 // applyPatch merges patch into cur's spec, labels and annotations.
@@ -457,13 +521,17 @@ func (s *Service) patchResource(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	patch, rv, err := parsePatch(data)
+	mp, err := parsePatch(data)
 	if err != nil {
 		return err
 	}
+	patch, rv := mp.patch, mp.rv
 	for attempt := 1; ; attempt++ {
 		cur, err := s.getResourceByID(c, id)
 		if err != nil {
+			return err
+		}
+		if err := checkNamespaceKept(cur, mp.namespace); err != nil {
 			return err
 		}
 		if rv != 0 && rv != cur.GetResourceVersion() {

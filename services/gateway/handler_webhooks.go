@@ -23,6 +23,7 @@ type webhookDoc struct {
 	Name                string    `json:"name"`
 	ResourceTypeName    *string   `json:"resource_type_name"`
 	ResourceTypeVersion *string   `json:"resource_type_version"`
+	Namespaces          []string  `json:"namespaces"`
 	WebhookURL          string    `json:"webhook_url"`
 	WebhookType         string    `json:"webhook_type"`
 	Operations          []string  `json:"operations"`
@@ -46,6 +47,7 @@ type webhookBody struct {
 	Name                string          `json:"name"`
 	ResourceTypeName    *string         `json:"resource_type_name"`
 	ResourceTypeVersion *string         `json:"resource_type_version"`
+	Namespaces          []string        `json:"namespaces"`
 	WebhookURL          string          `json:"webhook_url"`
 	WebhookType         string          `json:"webhook_type"`
 	Operations          []string        `json:"operations"`
@@ -69,10 +71,20 @@ func toWebhookDoc(w *webhookconf.Webhook) *webhookDoc {
 	}
 	return &webhookDoc{
 		ID: w.ID, Name: w.Name, ResourceTypeName: orNull(w.ResourceTypeName), ResourceTypeVersion: orNull(w.ResourceTypeVersion),
+		Namespaces: orNullList(w.Namespaces),
 		WebhookURL: w.URL, WebhookType: w.Type, Operations: ops, TimeoutSeconds: w.TimeoutSeconds,
 		FailurePolicy: w.FailurePolicy, Ordering: w.Ordering, CABundle: orNull(w.CABundle),
 		ResourceVersion: w.ResourceVersion, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
 	}
+}
+
+// orNullList is a list as documents show it: null when empty (every
+// namespace).
+func orNullList(l []string) []string {
+	if len(l) == 0 {
+		return nil
+	}
+	return l
 }
 
 func orNull(s string) *string {
@@ -92,8 +104,12 @@ func parseWebhook(data []byte, create bool) (*webhookconf.Webhook, webhookBody, 
 	w := &webhookconf.Webhook{
 		Name: body.Name, URL: body.WebhookURL, Type: body.WebhookType, Operations: body.Operations,
 		TimeoutSeconds: webhookconf.DefaultTimeoutSeconds, FailurePolicy: webhookconf.PolicyFail,
+		Namespaces: body.Namespaces,
 	}
 	var errs []problem.FieldError
+	if body.Namespaces != nil && len(body.Namespaces) == 0 {
+		errs = append(errs, problem.FieldError{Path: "/namespaces", Message: "must not be empty: use null to match every namespace"})
+	}
 	optional := func(path string, v *string, dst *string, what string) {
 		if v == nil {
 			return

@@ -72,6 +72,11 @@ func TestTenantTypesAdmission(t *testing.T) {
 	}
 	do(t, http.MethodPost, "/api/v1/resources", tpl("orphan", "nope", res("app", nil, good))).
 		expectError(t, http.StatusBadRequest, "validation_failed", "/spec/registryId")
+	// A template references the registry of its own namespace.
+	do(t, http.MethodPost, "/api/v1/namespaces", map[string]any{"name": "tenants-other"}).expect(t, http.StatusCreated)
+	elsewhere := tpl("elsewhere", "customers", res("app", nil, good))
+	elsewhere["namespace"] = "tenants-other"
+	do(t, http.MethodPost, "/api/v1/resources", elsewhere).expectError(t, http.StatusBadRequest, "validation_failed", "/spec/registryId")
 	do(t, http.MethodPost, "/api/v1/resources", tpl("dup", "customers", res("app", nil, good), res("app", nil, good))).
 		expectError(t, http.StatusBadRequest, "validation_failed", "/spec/resources/1/id")
 	do(t, http.MethodPost, "/api/v1/resources", tpl("parse", "customers", map[string]any{"id": "x", "typeName": "WebApp", "typeVersion": "v1",

@@ -83,11 +83,11 @@ func (s *syncer) run(ctx context.Context) error {
 }
 
 func (s *syncer) round(ctx context.Context) error {
-	regs, err := s.svc.list(ctx, sdk.Type(tenancy.RegistryType, tenancy.Version), "")
+	regs, err := s.svc.list(ctx, sdk.Type(tenancy.RegistryType, tenancy.Version), "", "")
 	if err != nil {
 		return err
 	}
-	tmpls, err := s.svc.list(ctx, sdk.Type(tenancy.TemplateType, tenancy.Version), "")
+	tmpls, err := s.svc.list(ctx, sdk.Type(tenancy.TemplateType, tenancy.Version), "", "")
 	if err != nil {
 		return err
 	}
@@ -97,21 +97,23 @@ func (s *syncer) round(ctx context.Context) error {
 		if t.Deleting() || t.DecodeSpec(&ts) != nil {
 			continue
 		}
-		byRegistry[ts.RegistryID] = append(byRegistry[ts.RegistryID], t)
+		// A template references the registry of its own namespace.
+		k := t.Namespace + "/" + ts.RegistryID
+		byRegistry[k] = append(byRegistry[k], t)
 	}
 	now := time.Now()
 	present := map[string]bool{}
 	for _, reg := range regs {
-		present[reg.Name] = true
-		ts := byRegistry[reg.Name]
-		key := templatesKey(ts)
+		present[key(reg)] = true
+		ts := byRegistry[key(reg)]
+		tkey := templatesKey(ts)
 		s.mu.Lock()
-		st := s.state[reg.Name]
+		st := s.state[key(reg)]
 		if st == nil {
 			st = &regState{}
-			s.state[reg.Name] = st
+			s.state[key(reg)] = st
 		}
-		due := st.last == nil || reg.Generation != st.generation || key != st.templates || reg.Deleting() != st.deleting || !now.Before(st.next)
+		due := st.last == nil || reg.Generation != st.generation || tkey != st.templates || reg.Deleting() != st.deleting || !now.Before(st.next)
 		s.mu.Unlock()
 		if !due {
 			continue
@@ -121,9 +123,9 @@ func (s *syncer) round(ctx context.Context) error {
 		}
 		res := s.sync(ctx, reg, ts)
 		if errors.Is(res.Err, errDeposed) {
-			return fmt.Errorf("registry %s: %w", reg.Name, res.Err)
+			return fmt.Errorf("registry %s: %w", key(reg), res.Err)
 		}
-		s.record(reg, key, res)
+		s.record(reg, tkey, res)
 		s.trigger(ctx, reg, res)
 	}
 	s.mu.Lock()
@@ -136,6 +138,9 @@ func (s *syncer) round(ctx context.Context) error {
 	s.mu.Unlock()
 	return nil
 }
+
+// key names a registry in the loop's state: namespace/name.
+func key(r *sdk.Resource) string { return r.Namespace + "/" + r.Name }
 
 // templatesKey identifies a set of templates at their generations.
 func templatesKey(ts []*sdk.Resource) string {
@@ -159,11 +164,11 @@ func interval(reg *sdk.Resource) time.Duration {
 }
 
 // record keeps a result and schedules the next sync.
-func (s *syncer) record(reg *sdk.Resource, key string, res *result) {
+func (s *syncer) record(reg *sdk.Resource, tkey string, res *result) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.state[reg.Name]
-	st.generation, st.templates, st.deleting, st.last = reg.Generation, key, reg.Deleting(), res
+	st := s.state[key(reg)]
+	st.generation, st.templates, st.deleting, st.last = reg.Generation, tkey, reg.Deleting(), res
 	d := interval(reg)
 	if (!res.settled() || res.Deleting) && s.svc.cfg.Settle < d {
 		d = s.svc.cfg.Settle
@@ -182,7 +187,7 @@ func (s *syncer) trigger(ctx context.Context, reg *sdk.Resource, res *result) {
 		return
 	}
 	s.mu.Lock()
-	st := s.state[reg.Name]
+	st := s.state[key(reg)]
 	if st.triggered == want && time.Since(st.trigAt) < 30*time.Second {
 		s.mu.Unlock()
 		return
@@ -214,9 +219,9 @@ func storedSummary(reg *sdk.Resource) string {
 	})
 }
 
-// waitResult waits until a result of the registry at generation gen or
-// later (and, when deleting, of its deletion) exists, kicking the loop;
-// nil when ctx ends first.
+// waitResult waits until a result of the registry (namespace/name) at
+// generation gen or later (and, when deleting, of its deletion) exists,
+// kicking the loop; nil when ctx ends first.
 func (s *syncer) waitResult(ctx context.Context, name string, gen int64, deleting bool) *result {
 	s.Kick()
 	for {

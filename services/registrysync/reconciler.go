@@ -35,7 +35,7 @@ func newReconciler(s *syncer) *sdk.Engine[json.RawMessage] {
 			if !req.Deleting() {
 				return sdk.Result{}, nil
 			}
-			return s.waitNoTenants(ctx, tenancy.LabelTemplate+"="+r.Name)
+			return s.waitNoTenants(ctx, r.Namespace, tenancy.LabelTemplate+"="+r.Name)
 		}
 		return sdk.Result{}, sdk.Terminalf("registry-sync does not serve %s", r.Type)
 	})).WithNotReadyRequeue(5 * time.Second)
@@ -45,12 +45,12 @@ func (s *syncer) reconcileRegistry(ctx context.Context, req *sdk.Request[json.Ra
 	r := req.Resource
 	wctx, cancel := context.WithTimeout(ctx, waitForSync)
 	defer cancel()
-	res := s.waitResult(wctx, r.Name, r.Generation, r.Deleting())
+	res := s.waitResult(wctx, key(r), r.Generation, r.Deleting())
 	if res == nil {
 		return sdk.RequeueAfter(2 * time.Second), nil
 	}
 	if r.Deleting() {
-		return s.waitNoTenants(ctx, tenancy.LabelRegistry+"="+r.Name)
+		return s.waitNoTenants(ctx, r.Namespace, tenancy.LabelRegistry+"="+r.Name)
 	}
 	out := res.summary()
 	out["lastSyncTime"] = res.At.Format(time.RFC3339Nano)
@@ -70,11 +70,11 @@ func (s *syncer) reconcileRegistry(ctx context.Context, req *sdk.Request[json.Ra
 	return sdk.Result{}, nil
 }
 
-// waitNoTenants is done when no Tenant matches selector, else comes back
-// in a second.
-func (s *syncer) waitNoTenants(ctx context.Context, selector string) (sdk.Result, error) {
+// waitNoTenants is done when no Tenant of namespace matches selector, else
+// comes back in a second.
+func (s *syncer) waitNoTenants(ctx context.Context, namespace, selector string) (sdk.Result, error) {
 	s.Kick()
-	left, err := s.svc.list(ctx, sdk.Type(tenancy.TenantType, tenancy.Version), selector)
+	left, err := s.svc.list(ctx, sdk.Type(tenancy.TenantType, tenancy.Version), namespace, selector)
 	if err != nil {
 		return sdk.Result{}, err
 	}

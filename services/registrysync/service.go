@@ -127,13 +127,13 @@ func (s *Service) lead(ctx context.Context, t *leader.Term) error {
 	return g.Wait()
 }
 
-// list reads every resource of type t matching selector through the
-// workers' door.
-func (s *Service) list(ctx context.Context, t sdk.TypeRef, selector string) ([]*sdk.Resource, error) {
+// list reads every resource of type t in namespace ("": every namespace)
+// matching selector through the workers' door.
+func (s *Service) list(ctx context.Context, t sdk.TypeRef, namespace, selector string) ([]*sdk.Resource, error) {
 	var out []*sdk.Resource
 	cont := ""
 	for {
-		page, err := s.store.List(ctx, sdk.ListOptions{Type: t, LabelSelector: selector, Limit: 1000, Continue: cont})
+		page, err := s.store.List(ctx, sdk.ListOptions{Type: t, Namespace: namespace, LabelSelector: selector, Limit: 1000, Continue: cont})
 		if err != nil {
 			return out, err
 		}

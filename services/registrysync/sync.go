@@ -99,14 +99,14 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 	start := time.Now()
 	res := &result{Generation: reg.Generation, Deleting: reg.Deleting(), At: start.UTC(), ReferencingTemplates: len(templates)}
 	defer func() { res.Duration = time.Since(start) }()
-	log := s.log.With("registry", reg.Name, "generation", reg.Generation)
+	log := s.log.With("registry", reg.Name, "namespace", reg.Namespace, "generation", reg.Generation)
 
 	var spec tenancy.RegistrySpec
 	if err := reg.DecodeSpec(&spec); err != nil {
 		res.Err, res.Reason, res.Message = err, datasource.ReasonMapping, err.Error()
 		return res
 	}
-	current, err := s.listTenants(ctx, tenancy.LabelRegistry+"="+reg.Name)
+	current, err := s.listTenants(ctx, reg.Namespace, tenancy.LabelRegistry+"="+reg.Name)
 	if err != nil {
 		res.Err, res.Reason, res.Message = err, "ListFailed", err.Error()
 		return res
@@ -161,7 +161,7 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 		},
 		Create: func(ctx context.Context, name string, d desiredTenant) error {
 			return s.write(ctx, http.MethodPost, "/api/v1/resources", map[string]any{
-				"name": name, "resource_type_name": tenancy.TenantType, "resource_type_version": tenancy.Version,
+				"namespace": reg.Namespace, "name": name, "resource_type_name": tenancy.TenantType, "resource_type_version": tenancy.Version,
 				"labels": d.labels, "spec": json.RawMessage(d.spec),
 			})
 		},
@@ -196,7 +196,7 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 				}
 				return err
 			}
-			s.markPending(reg.Name, name, pendingDelete{uid: uid, template: tpl})
+			s.markPending(key(reg), name, pendingDelete{uid: uid, template: tpl})
 			return nil
 		},
 	}, strings.Compare)
@@ -372,13 +372,13 @@ func (s *syncer) markPending(registry, name string, p pendingDelete) {
 func (s *syncer) noteGone(ctx context.Context, reg *sdk.Resource, current map[string]currentTenant) {
 	s.mu.Lock()
 	var gone []string
-	for name := range s.pending[reg.Name] {
+	for name := range s.pending[key(reg)] {
 		if _, ok := current[name]; !ok {
 			gone = append(gone, name)
 		}
 	}
 	for _, name := range gone {
-		delete(s.pending[reg.Name], name)
+		delete(s.pending[key(reg)], name)
 	}
 	s.mu.Unlock()
 	for _, name := range slices.Sorted(slices.Values(gone)) {
@@ -386,10 +386,10 @@ func (s *syncer) noteGone(ctx context.Context, reg *sdk.Resource, current map[st
 	}
 }
 
-// listTenants lists the Tenants matching selector, by name.
-func (s *syncer) listTenants(ctx context.Context, selector string) (map[string]currentTenant, error) {
+// listTenants lists the Tenants of namespace matching selector, by name.
+func (s *syncer) listTenants(ctx context.Context, namespace, selector string) (map[string]currentTenant, error) {
 	out := map[string]currentTenant{}
-	items, err := s.svc.list(ctx, sdk.Type(tenancy.TenantType, tenancy.Version), selector)
+	items, err := s.svc.list(ctx, sdk.Type(tenancy.TenantType, tenancy.Version), namespace, selector)
 	for _, r := range items {
 		out[r.Name] = currentTenant{res: r}
 	}

@@ -36,6 +36,9 @@ type Config struct {
 	// RevisionMargin is how far a rebuild moves the revision past the
 	// highest one the database or the stream has seen.
 	RevisionMargin int64
+	// NamespaceSweep is how often terminating namespaces are finalized
+	// (removed once their last resource is gone).
+	NamespaceSweep time.Duration
 }
 
 // DefaultConfig returns the defaults.
@@ -50,5 +53,6 @@ func DefaultConfig() Config {
 		HistoryLimit:  storage.DefaultHistoryLimit,
 
 		RevisionMargin: outbox.DefaultRevisionMargin,
+		NamespaceSweep: DefaultNamespaceSweep,
 	}
 }

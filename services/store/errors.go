@@ -30,6 +30,9 @@ var storeErrors = []struct {
 	{storage.ErrLeaseHeld, problem.Conflict, problem.CodeLeaseHeld},
 	{storage.ErrStaleDispatch, problem.FailedPrecondition, problem.CodeStaleDispatch},
 	{storage.ErrUnavailable, problem.Unavailable, problem.CodeUnavailable},
+	{storage.ErrNamespaceNotFound, problem.NotFound, problem.CodeNamespaceNotFound},
+	{storage.ErrNamespaceTerminating, problem.Conflict, problem.CodeNamespaceTerminating},
+	{storage.ErrNamespaceProtected, problem.Forbidden, problem.CodeNamespaceProtected},
 }
 
 // toProblem translates a store error (storage.Error) into the shared error vocabulary.

@@ -40,6 +40,9 @@ func TestStoreErrorsOnTheWire(t *testing.T) {
 		{storage.ErrLeaseHeld, codes.Aborted, problem.CodeLeaseHeld},
 		{storage.ErrStaleDispatch, codes.FailedPrecondition, problem.CodeStaleDispatch},
 		{storage.ErrUnavailable, codes.Unavailable, problem.CodeUnavailable},
+		{storage.ErrNamespaceNotFound, codes.NotFound, problem.CodeNamespaceNotFound},
+		{storage.ErrNamespaceTerminating, codes.Aborted, problem.CodeNamespaceTerminating},
+		{storage.ErrNamespaceProtected, codes.PermissionDenied, problem.CodeNamespaceProtected},
 	}
 	if len(cases) != len(storeErrors) {
 		t.Fatalf("%d store errors mapped, %d pinned here", len(storeErrors), len(cases))

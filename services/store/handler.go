@@ -109,8 +109,8 @@ func (h *handler) GetResource(ctx context.Context, req *storev1.GetResourceReque
 
 func (h *handler) ListResources(ctx context.Context, req *storev1.ListResourcesRequest) (*storev1.ListResourcesResponse, error) {
 	res, err := h.store.ListResources(ctx, storage.ListResourcesRequest{
-		ResourceTypeName: req.GetResourceTypeName(), ResourceTypeVersion: req.GetResourceTypeVersion(), Status: req.GetStatus(),
-		LabelSelector: req.GetLabelSelector(), Limit: int(req.GetLimit()), Continue: req.GetContinueToken(),
+		ResourceTypeName: req.GetResourceTypeName(), ResourceTypeVersion: req.GetResourceTypeVersion(), Namespace: req.GetNamespace(),
+		Status: req.GetStatus(), LabelSelector: req.GetLabelSelector(), Limit: int(req.GetLimit()), Continue: req.GetContinueToken(),
 		Documents: req.GetDocuments(),
 	})
 	if err != nil {
@@ -181,11 +181,49 @@ func (h *handler) UpdateFinalizers(ctx context.Context, req *storev1.UpdateFinal
 	return &storev1.UpdateFinalizersResponse{Resource: resourcepb.ToProto(res.Resource), Purged: res.Purged}, nil
 }
 
+func (h *handler) CreateNamespace(ctx context.Context, req *storev1.CreateNamespaceRequest) (*storev1.CreateNamespaceResponse, error) {
+	out, err := h.store.CreateNamespace(ctx, req.GetName(), req.GetDryRun())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &storev1.CreateNamespaceResponse{Namespace: resourcepb.NamespaceToProto(out)}, nil
+}
+
+func (h *handler) GetNamespace(ctx context.Context, req *storev1.GetNamespaceRequest) (*storev1.GetNamespaceResponse, error) {
+	out, err := h.store.GetNamespace(ctx, req.GetName())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &storev1.GetNamespaceResponse{Namespace: resourcepb.NamespaceToProto(out)}, nil
+}
+
+func (h *handler) ListNamespaces(ctx context.Context, _ *storev1.ListNamespacesRequest) (*storev1.ListNamespacesResponse, error) {
+	list, err := h.store.ListNamespaces(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &storev1.ListNamespacesResponse{Namespaces: make([]*storev1.Namespace, 0, len(list))}
+	for _, n := range list {
+		out.Namespaces = append(out.Namespaces, resourcepb.NamespaceToProto(n))
+	}
+	return out, nil
+}
+
+func (h *handler) DeleteNamespace(ctx context.Context, req *storev1.DeleteNamespaceRequest) (*storev1.DeleteNamespaceResponse, error) {
+	res, err := h.store.DeleteNamespace(ctx, req.GetName(), req.GetDryRun())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &storev1.DeleteNamespaceResponse{Namespace: resourcepb.NamespaceToProto(res.Namespace), Purged: res.Purged}, nil
+}
+
 // resourceKey is the key of a GetResource call (the store's and the
-// workers'): a name when one is given, else the id.
+// workers'): a name when one is given (in its namespace, the default one
+// when it names none), else the id.
 func resourceKey(id int64, n *storev1.ResourceName) storage.ResourceKey {
 	if n != nil {
-		return storage.ResourceKey{ResourceTypeName: n.GetResourceTypeName(), ResourceTypeVersion: n.GetResourceTypeVersion(), Name: n.GetName()}
+		return storage.ResourceKey{ResourceTypeName: n.GetResourceTypeName(), ResourceTypeVersion: n.GetResourceTypeVersion(),
+			Namespace: n.GetNamespace(), Name: n.GetName()}
 	}
 	return storage.ResourceKey{ID: id}
 }

@@ -102,8 +102,8 @@ func (h *workerHandler) GetResource(ctx context.Context, req *reconcilev1.GetRes
 
 func (h *workerHandler) ListResources(ctx context.Context, req *reconcilev1.ListResourcesRequest) (*reconcilev1.ListResourcesResponse, error) {
 	res, err := h.store.ListResources(ctx, storage.ListResourcesRequest{
-		ResourceTypeName: req.GetResourceTypeName(), ResourceTypeVersion: req.GetResourceTypeVersion(), Status: req.GetStatus(),
-		LabelSelector: req.GetLabelSelector(), Limit: int(req.GetLimit()), Continue: req.GetContinueToken(),
+		ResourceTypeName: req.GetResourceTypeName(), ResourceTypeVersion: req.GetResourceTypeVersion(), Namespace: req.GetNamespace(),
+		Status: req.GetStatus(), LabelSelector: req.GetLabelSelector(), Limit: int(req.GetLimit()), Continue: req.GetContinueToken(),
 	})
 	if err != nil {
 		return nil, toStatus(err)

@@ -1,7 +1,8 @@
 // Package store is the store service: the only database user. It serves
 // the StoreService gRPC API over a storage.Store (PostgreSQL, or the
-// embedded backend; Open chooses) and runs the outbox relay that publishes
-// every committed change to JetStream.
+// embedded backend; Open chooses), runs the outbox relay that publishes
+// every committed change to JetStream, and finishes the deletion of
+// terminating namespaces (sweepNamespaces).
 package store
 
 import (
@@ -110,6 +111,10 @@ func (s *Service) Serve(ctx context.Context, lis, workerLis net.Listener) error 
 		relayDone <- err
 	}()
 	g.Go(func() error { return grpcserver.Serve(gctx, srv, hs, lis, s.cfg.ShutdownGrace) })
+	g.Go(func() error {
+		sweepNamespaces(gctx, s.db.Store, s.cfg.NamespaceSweep, s.log.With("component", "namespace-sweep"))
+		return nil
+	})
 	if wsrv != nil {
 		g.Go(func() error { return grpcserver.Serve(gctx, wsrv, whs, workerLis, s.cfg.ShutdownGrace) })
 	}

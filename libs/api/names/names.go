@@ -59,6 +59,33 @@ func Name(path, name string) *FieldError {
 	return nil
 }
 
+// DefaultNamespace is the namespace of a resource created without one. It
+// always exists and cannot be deleted, so that requests that name no
+// namespace (the seed's paths and bodies) keep working unchanged.
+const DefaultNamespace = "default"
+
+// Namespace checks a namespace name: a DNS-1123 label. An empty name is
+// refused here; callers that default it to DefaultNamespace do so before
+// checking (OrDefault).
+func Namespace(path, ns string) *FieldError {
+	if ns == "" {
+		return &FieldError{Path: path, Message: "namespace is required"}
+	}
+	if !IsDNSLabel(ns) {
+		return &FieldError{Path: path, Message: fmt.Sprintf("%q is not a valid namespace: a DNS-1123 label, at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit", truncate(ns))}
+	}
+	return nil
+}
+
+// OrDefault is ns, or DefaultNamespace when ns is empty: what a request
+// that names no namespace means.
+func OrDefault(ns string) string {
+	if ns == "" {
+		return DefaultNamespace
+	}
+	return ns
+}
+
 // DNSSubdomain checks a name that must be a DNS subdomain (a webhook's
 // name, for example).
 func DNSSubdomain(path, name string) *FieldError {

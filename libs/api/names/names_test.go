@@ -58,3 +58,19 @@ func TestKeysValuesFinalizers(t *testing.T) {
 		t.Error("subdomains")
 	}
 }
+
+func TestNamespace(t *testing.T) {
+	for _, ok := range []string{"default", "team-a", "a", strings.Repeat("n", 63)} {
+		if fe := Namespace("/namespace", ok); fe != nil {
+			t.Errorf("%q refused: %s", ok, fe.Message)
+		}
+	}
+	for _, bad := range []string{"", "Team", "-a", "a-", "a_b", "a.b", strings.Repeat("n", 64)} {
+		if fe := Namespace("/namespace", bad); fe == nil || fe.Path != "/namespace" {
+			t.Errorf("%q accepted (%v)", bad, fe)
+		}
+	}
+	if OrDefault("") != DefaultNamespace || OrDefault("x") != "x" {
+		t.Error("OrDefault")
+	}
+}

@@ -34,9 +34,9 @@ func (s *Store) Get(ctx context.Context, id int64) (*sdk.Resource, error) {
 }
 
 // GetByName implements sdk.Reader.
-func (s *Store) GetByName(ctx context.Context, t sdk.TypeRef, name string) (*sdk.Resource, error) {
+func (s *Store) GetByName(ctx context.Context, t sdk.TypeRef, namespace, name string) (*sdk.Resource, error) {
 	resp, err := s.w.GetResource(ctx, &reconcilev1.GetResourceRequest{Key: &reconcilev1.GetResourceRequest_Name{Name: &storev1.ResourceName{
-		ResourceTypeName: t.Name, ResourceTypeVersion: t.Version, Name: name,
+		ResourceTypeName: t.Name, ResourceTypeVersion: t.Version, Namespace: namespace, Name: name,
 	}}})
 	if err != nil {
 		return nil, Wrap("get resource", err)
@@ -47,7 +47,7 @@ func (s *Store) GetByName(ctx context.Context, t sdk.TypeRef, name string) (*sdk
 // List implements sdk.Reader.
 func (s *Store) List(ctx context.Context, opts sdk.ListOptions) (*sdk.ResourceList, error) {
 	resp, err := s.w.ListResources(ctx, &reconcilev1.ListResourcesRequest{
-		ResourceTypeName: opts.Type.Name, ResourceTypeVersion: opts.Type.Version, Status: opts.Status,
+		ResourceTypeName: opts.Type.Name, ResourceTypeVersion: opts.Type.Version, Namespace: opts.Namespace, Status: opts.Status,
 		LabelSelector: opts.LabelSelector, Limit: int32(min(max(opts.Limit, 0), 1<<30)), ContinueToken: opts.Continue,
 	})
 	if err != nil {

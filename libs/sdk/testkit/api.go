@@ -151,6 +151,12 @@ func WithAnnotations(a map[string]string) ResourceOption {
 	return func(m map[string]any) { m["annotations"] = a }
 }
 
+// WithNamespace creates the resource in namespace ns (CreateNamespace
+// makes it; without this option, the resource goes to "default").
+func WithNamespace(ns string) ResourceOption {
+	return func(m map[string]any) { m["namespace"] = ns }
+}
+
 // WithFinalizers sets extra finalizers.
 func WithFinalizers(f ...string) ResourceOption {
 	return func(m map[string]any) { m["finalizers"] = f }
@@ -259,6 +265,77 @@ func (e *Env) Delete(t testing.TB, r *sdk.Resource) {
 func (e *Env) UpdateFinalizers(t testing.TB, r *sdk.Resource, add, remove []string) {
 	t.Helper()
 	e.must(t, http.MethodPut, fmt.Sprintf("/api/v1/resources/%d/finalizers", r.ID), map[string]any{"add": add, "remove": remove})
+}
+
+// Namespace is a namespace as the REST API answers it.
+type Namespace struct {
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+	// Status is "active", or "terminating" while its deletion waits for its
+	// resources' finalizers.
+	Status          string     `json:"status"`
+	ResourceVersion int64      `json:"resource_version"`
+	CreatedAt       time.Time  `json:"created_at"`
+	UpdatedAt       time.Time  `json:"updated_at"`
+	DeletedAt       *time.Time `json:"deleted_at"`
+}
+
+// CreateNamespace creates a namespace through the REST API.
+func (e *Env) CreateNamespace(t testing.TB, name string) *Namespace {
+	t.Helper()
+	var out Namespace
+	if err := json.Unmarshal(e.must(t, http.MethodPost, "/api/v1/namespaces", map[string]any{"name": name}), &out); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	return &out
+}
+
+// DeleteNamespace requests a namespace's deletion through the REST API: it
+// turns terminating, its resources are deleted (their reconcilers clean
+// up), and it is gone once they are (WaitNamespaceGone).
+func (e *Env) DeleteNamespace(t testing.TB, name string) *Namespace {
+	t.Helper()
+	var out Namespace
+	if err := json.Unmarshal(e.must(t, http.MethodDelete, "/api/v1/namespaces/"+name, nil), &out); err != nil {
+		t.Fatalf("delete namespace %s: %v", name, err)
+	}
+	return &out
+}
+
+// GetNamespace reads a namespace; ok is false when it does not exist.
+func (e *Env) GetNamespace(t testing.TB, name string) (*Namespace, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	status, data, err := e.Do(ctx, http.MethodGet, "/api/v1/namespaces/"+name, nil)
+	if status == http.StatusNotFound {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatalf("get namespace %s: %v", name, err)
+	}
+	var out Namespace
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatalf("get namespace %s: %v", name, err)
+	}
+	return &out, true
+}
+
+// WaitNamespaceGone waits until a namespace being deleted is gone: its
+// resources' finalizers were all removed.
+func (e *Env) WaitNamespaceGone(t testing.TB, name string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		n, ok := e.GetNamespace(t, name)
+		if !ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace %s not gone within %v: %+v", name, timeout, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // History returns the resource's reconciliation history, newest first.

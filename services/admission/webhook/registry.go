@@ -148,9 +148,10 @@ func (r *Registry) Version() string {
 	return ""
 }
 
-// Match returns the webhooks that intercept op on the type and version, in
-// call order. It waits for the first load of the registry.
-func (r *Registry) Match(ctx context.Context, op, typeName, typeVersion string) (Matched, error) {
+// Match returns the webhooks that intercept op on a resource of the type and
+// version in the namespace, in call order. It waits for the first load of
+// the registry.
+func (r *Registry) Match(ctx context.Context, op, typeName, typeVersion, namespace string) (Matched, error) {
 	select {
 	case <-r.ready:
 	case <-ctx.Done():
@@ -159,12 +160,12 @@ func (r *Registry) Match(ctx context.Context, op, typeName, typeVersion string) 
 	s := r.set.Load()
 	var m Matched
 	for _, h := range s.mutating {
-		if h.Matches(op, typeName, typeVersion) {
+		if h.Matches(op, typeName, typeVersion, namespace) {
 			m.Mutating = append(m.Mutating, h)
 		}
 	}
 	for _, h := range s.validating {
-		if h.Matches(op, typeName, typeVersion) {
+		if h.Matches(op, typeName, typeVersion, namespace) {
 			m.Validating = append(m.Validating, h)
 		}
 	}

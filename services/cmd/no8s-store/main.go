@@ -51,6 +51,7 @@ func run() error {
 	healthListen := proc.HealthListenFlag(fs, "127.0.0.1:7101")
 	maxConns := fs.Int("max-conns", int(cfg.MaxConns), "PostgreSQL pool size")
 	fs.IntVar(&cfg.HistoryLimit, "history-limit", cfg.HistoryLimit, "reconciliation history rows kept per resource")
+	fs.DurationVar(&cfg.NamespaceSweep, "namespace-sweep", cfg.NamespaceSweep, "how often terminating namespaces are finalized (removed once their last resource is gone)")
 	fs.BoolVar(&cfg.RebuildStreamOnMismatch, "rebuild-stream-on-mismatch", false, "rebuild the event stream at start when it does not belong to the database, instead of refusing to start")
 	fs.Int64Var(&cfg.RevisionMargin, "revision-margin", cfg.RevisionMargin, "how far rebuild-stream moves the revision past the highest one the database or the stream has seen")
 	pprofListen := proc.ProfileListenFlag(fs)

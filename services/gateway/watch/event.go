@@ -35,6 +35,9 @@ const (
 type Filter struct {
 	TypeName    string
 	TypeVersion string
+	// Namespace, when set, selects one namespace (matched in the gateway,
+	// like labels: subjects do not carry it).
+	Namespace string
 	// ResourceID, when not 0, selects one resource.
 	ResourceID int64
 	Selector   labelselector.Selector
@@ -65,6 +68,9 @@ func (f Filter) match(e *event) bool {
 	if f.TypeVersion != "" && e.typeVersion != f.TypeVersion {
 		return false
 	}
+	if f.Namespace != "" && e.namespace != f.Namespace {
+		return false
+	}
 	if f.ResourceID != 0 && e.resourceID != f.ResourceID {
 		return false
 	}
@@ -77,6 +83,7 @@ type event struct {
 	revision    int64
 	typeName    string
 	typeVersion string
+	namespace   string
 	resourceID  int64
 	labels      map[string]string
 	// frame is the complete SSE frame; shared by every watcher, read-only.
@@ -94,6 +101,7 @@ type event struct {
 type eventData struct {
 	EventType           string          `json:"event_type"`
 	ResourceID          int64           `json:"resource_id"`
+	Namespace           string          `json:"namespace"`
 	ResourceName        string          `json:"resource_name"`
 	ResourceTypeName    string          `json:"resource_type_name"`
 	ResourceTypeVersion string          `json:"resource_type_version"`
@@ -121,6 +129,7 @@ func decode(msg jetstream.Msg) (*event, error) {
 	data, err := resource.Marshal(eventData{
 		EventType:           d.Type,
 		ResourceID:          d.ResourceID,
+		Namespace:           d.Namespace,
 		ResourceName:        d.ResourceName,
 		ResourceTypeName:    d.ResourceTypeName,
 		ResourceTypeVersion: d.ResourceTypeVersion,
@@ -134,6 +143,7 @@ func decode(msg jetstream.Msg) (*event, error) {
 	ev.revision = d.Revision
 	ev.typeName = d.ResourceTypeName
 	ev.typeVersion = d.ResourceTypeVersion
+	ev.namespace = d.Namespace
 	ev.resourceID = d.ResourceID
 	ev.labels = d.Labels
 	ev.frame = appendFrame(make([]byte, 0, len(data)+len(d.Type)+40), d.Type, d.Revision, data)

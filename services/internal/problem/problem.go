@@ -81,6 +81,15 @@ const (
 	// CodeNoReconciler is a resource type that no live reconciler serves
 	// (Invalid).
 	CodeNoReconciler = "no_reconciler"
+	// CodeNamespaceNotFound is a resource created in a namespace that does
+	// not exist (NotFound).
+	CodeNamespaceNotFound = "namespace_not_found"
+	// CodeNamespaceTerminating is a resource (or the namespace itself)
+	// created in a namespace that is being deleted (Conflict).
+	CodeNamespaceTerminating = "namespace_terminating"
+	// CodeNamespaceProtected is a request to delete the default namespace,
+	// which always exists (Forbidden).
+	CodeNamespaceProtected = "namespace_protected"
 )
 
 // FieldError names one offending field by JSON pointer (for example /spec/x):

@@ -62,8 +62,11 @@ type Condition = lifecycle.Condition[string]
 
 // Resource is the canonical document of a resource.
 type Resource struct {
-	ID                  int64             `json:"id"`
-	UID                 string            `json:"uid"`
+	ID  int64  `json:"id"`
+	UID string `json:"uid"`
+	// Namespace is the resource's namespace (names.DefaultNamespace when a
+	// create names none); immutable.
+	Namespace           string            `json:"namespace"`
 	Name                string            `json:"name"`
 	ResourceTypeName    string            `json:"resource_type_name"`
 	ResourceTypeVersion string            `json:"resource_type_version"`
@@ -84,6 +87,25 @@ type Resource struct {
 	UpdatedAt           time.Time         `json:"updated_at"`
 	DeletedAt           *time.Time        `json:"deleted_at"`
 	LastReconcileTime   *time.Time        `json:"last_reconcile_time"`
+}
+
+// Namespace statuses: active, then terminating from the moment its deletion
+// is requested until its last resource is gone.
+const (
+	NamespaceActive      = "active"
+	NamespaceTerminating = "terminating"
+)
+
+// Namespace is the canonical document of a namespace: the unit of isolation
+// every resource belongs to.
+type Namespace struct {
+	Name            string     `json:"name"`
+	UID             string     `json:"uid"`
+	Status          string     `json:"status"`
+	ResourceVersion int64      `json:"resource_version"`
+	CreatedAt       time.Time  `json:"created_at"`
+	UpdatedAt       time.Time  `json:"updated_at"`
+	DeletedAt       *time.Time `json:"deleted_at"`
 }
 
 // Normalize replaces nil collections with empty ones so documents always carry

@@ -20,6 +20,7 @@ func ToProto(r *resource.Resource) *storev1.Resource {
 	out := &storev1.Resource{
 		Id:                  r.ID,
 		Uid:                 r.UID,
+		Namespace:           r.Namespace,
 		Name:                r.Name,
 		ResourceTypeName:    r.ResourceTypeName,
 		ResourceTypeVersion: r.ResourceTypeVersion,
@@ -62,6 +63,7 @@ func FromProto(p *storev1.Resource) *resource.Resource {
 	r := &resource.Resource{
 		ID:                  p.GetId(),
 		UID:                 p.GetUid(),
+		Namespace:           p.GetNamespace(),
 		Name:                p.GetName(),
 		ResourceTypeName:    p.GetResourceTypeName(),
 		ResourceTypeVersion: p.GetResourceTypeVersion(),
@@ -165,4 +167,35 @@ func asTimePtr(p *timestamppb.Timestamp) *time.Time {
 	}
 	t := p.AsTime().UTC()
 	return &t
+}
+
+// NamespaceToProto converts a namespace to protobuf.
+func NamespaceToProto(n *resource.Namespace) *storev1.Namespace {
+	if n == nil {
+		return nil
+	}
+	return &storev1.Namespace{
+		Name: n.Name, Uid: n.UID, Status: n.Status, ResourceVersion: n.ResourceVersion,
+		CreatedAt: ts(n.CreatedAt), UpdatedAt: ts(n.UpdatedAt), DeletedAt: tsPtr(n.DeletedAt),
+	}
+}
+
+// NamespaceFromProto converts a protobuf namespace to its canonical
+// document.
+func NamespaceFromProto(p *storev1.Namespace) *resource.Namespace {
+	if p == nil {
+		return nil
+	}
+	n := &resource.Namespace{Name: p.GetName(), UID: p.GetUid(), Status: p.GetStatus(), ResourceVersion: p.GetResourceVersion()}
+	if t := p.GetCreatedAt(); t != nil {
+		n.CreatedAt = t.AsTime().UTC()
+	}
+	if t := p.GetUpdatedAt(); t != nil {
+		n.UpdatedAt = t.AsTime().UTC()
+	}
+	if t := p.GetDeletedAt(); t != nil {
+		d := t.AsTime().UTC()
+		n.DeletedAt = &d
+	}
+	return n
 }

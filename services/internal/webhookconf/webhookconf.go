@@ -47,35 +47,42 @@ const (
 	MaxTimeoutSeconds     = 30
 	MaxURLLength          = 2048
 	MaxCABundleBytes      = 64 << 10
+	// MaxNamespaces bounds a webhook's namespace list.
+	MaxNamespaces = 256
 )
 
 // Webhook is one registration. An empty ResourceTypeName or
-// ResourceTypeVersion matches every type or version; an empty CABundle means
-// the system's roots.
+// ResourceTypeVersion matches every type or version, an empty Namespaces
+// every namespace; an empty CABundle means the system's roots.
 type Webhook struct {
 	ID                  int64
 	Name                string
 	ResourceTypeName    string
 	ResourceTypeVersion string
-	URL                 string
-	Type                string
-	Operations          []string
-	TimeoutSeconds      int
-	FailurePolicy       string
-	Ordering            int
-	CABundle            string
-	ResourceVersion     int64
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
+	// Namespaces, when not empty, restricts the webhook to resources in
+	// these namespaces (webhooks themselves are global).
+	Namespaces      []string
+	URL             string
+	Type            string
+	Operations      []string
+	TimeoutSeconds  int
+	FailurePolicy   string
+	Ordering        int
+	CABundle        string
+	ResourceVersion int64
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // Timeout is the bound of one call.
 func (w *Webhook) Timeout() time.Duration { return time.Duration(w.TimeoutSeconds) * time.Second }
 
-// Matches reports whether the webhook intercepts op on the type and version.
-func (w *Webhook) Matches(op, typeName, typeVersion string) bool {
+// Matches reports whether the webhook intercepts op on a resource of the
+// type and version in the namespace.
+func (w *Webhook) Matches(op, typeName, typeVersion, namespace string) bool {
 	return (w.ResourceTypeName == "" || w.ResourceTypeName == typeName) &&
 		(w.ResourceTypeVersion == "" || w.ResourceTypeVersion == typeVersion) &&
+		(len(w.Namespaces) == 0 || slices.Contains(w.Namespaces, namespace)) &&
 		slices.Contains(w.Operations, op)
 }
 
@@ -106,6 +113,17 @@ func Validate(w *Webhook) []problem.FieldError {
 		if fe := names.TypeVersion("/resource_type_version", w.ResourceTypeVersion); fe != nil {
 			errs = append(errs, *fe)
 		}
+	}
+	for i, ns := range w.Namespaces {
+		p := fmt.Sprintf("/namespaces/%d", i)
+		if fe := names.Namespace(p, ns); fe != nil {
+			errs = append(errs, *fe)
+		} else if slices.Index(w.Namespaces, ns) != i {
+			add(p, "%s is listed twice", ns)
+		}
+	}
+	if len(w.Namespaces) > MaxNamespaces {
+		add("/namespaces", "at most %d namespaces: leave the list empty to match every namespace", MaxNamespaces)
 	}
 	u, uerr := checkURL(w.URL)
 	if uerr != "" {

@@ -60,6 +60,9 @@ func (s *Store) ListResources(ctx context.Context, req storage.ListResourcesRequ
 	if req.ResourceTypeVersion != "" {
 		where, args = append(where, "resource_type_version = ?"), append(args, req.ResourceTypeVersion)
 	}
+	if req.Namespace != "" {
+		where, args = append(where, "namespace = ?"), append(args, req.Namespace)
+	}
 	if req.Status != "" {
 		where, args = append(where, "status = ?"), append(args, req.Status)
 	}
@@ -102,7 +105,7 @@ func scanDocument(row scanner) ([]byte, int64, error) {
 		created, updated    int64
 		deleted, reconciled sql.NullInt64
 	)
-	if err := row.Scan(&d.ID, &d.UID, &d.Name, &d.TypeName, &d.TypeVersion, &d.Labels, &d.Annotations,
+	if err := row.Scan(&d.ID, &d.UID, &d.Namespace, &d.Name, &d.TypeName, &d.TypeVersion, &d.Labels, &d.Annotations,
 		&d.Owners, &d.Spec, &d.Status, &d.Message, &d.Generation, &d.Observed, &d.ResourceVersion,
 		&d.Conditions, &d.Phase, &d.Outputs, &d.Finalizers, &created, &updated, &deleted, &reconciled); err != nil {
 		return nil, 0, err

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/store/storage"
@@ -26,6 +27,12 @@ func (s *Store) CreateResource(ctx context.Context, req storage.CreateResourceRe
 		if err != nil {
 			return err
 		}
+		if err := checkNamespace(ctx, tx, r.Namespace); err != nil {
+			return err
+		}
+		if err := checkOwners(ctx, tx, r); err != nil {
+			return err
+		}
 		if req.SchemaRevision != 0 && req.SchemaRevision != typeRev {
 			return storage.SchemaChanged(r.ResourceTypeName, r.ResourceTypeVersion)
 		}
@@ -38,10 +45,10 @@ func (s *Store) CreateResource(ctx context.Context, req storage.CreateResourceRe
 			if err != nil {
 				return err
 			}
-			_, err = tx.ExecContext(ctx, `INSERT INTO resources (id, uid, name, resource_type_id, resource_type_name, resource_type_version, labels,
+			_, err = tx.ExecContext(ctx, `INSERT INTO resources (id, uid, namespace, name, resource_type_id, resource_type_name, resource_type_version, labels,
 				annotations, owner_references, spec, status, generation, resource_version, phase, finalizers, created_at, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				r.ID, r.UID, r.Name, typeID, r.ResourceTypeName, r.ResourceTypeVersion, v[0], v[1], v[2], string(r.Spec), r.Status,
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				r.ID, r.UID, r.Namespace, r.Name, typeID, r.ResourceTypeName, r.ResourceTypeVersion, v[0], v[1], v[2], string(r.Spec), r.Status,
 				r.Generation, r.ResourceVersion, r.Phase, v[3], micros(r.CreatedAt), micros(r.UpdatedAt))
 			return err
 		}})
@@ -77,8 +84,9 @@ func (s *Store) GetResource(ctx context.Context, key storage.ResourceKey) (*reso
 	if key.ID != 0 {
 		row = s.r.QueryRowContext(ctx, `SELECT `+resourceColumns+` FROM resources WHERE id = ?`, key.ID)
 	} else {
-		row = s.r.QueryRowContext(ctx, `SELECT `+resourceColumns+` FROM resources WHERE resource_type_name = ? AND resource_type_version = ? AND name = ?`,
-			key.ResourceTypeName, key.ResourceTypeVersion, key.Name)
+		row = s.r.QueryRowContext(ctx, `SELECT `+resourceColumns+` FROM resources
+			WHERE resource_type_name = ? AND resource_type_version = ? AND namespace = ? AND name = ?`,
+			key.ResourceTypeName, key.ResourceTypeVersion, names.OrDefault(key.Namespace), key.Name)
 	}
 	r, err := scanResource(row)
 	if errors.Is(err, sql.ErrNoRows) {

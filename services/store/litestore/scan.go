@@ -10,7 +10,7 @@ import (
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
 
-const resourceColumns = `id, uid, name, resource_type_name, resource_type_version, labels, annotations,
+const resourceColumns = `id, uid, namespace, name, resource_type_name, resource_type_version, labels, annotations,
 	owner_references, spec, status, status_message, generation, observed_generation, resource_version,
 	conditions, phase, outputs, finalizers, created_at, updated_at, deleted_at, last_reconcile_time`
 
@@ -23,7 +23,7 @@ func scanResource(row scanner, extra ...any) (*resource.Resource, error) {
 		created, updated                         int64
 		deleted, reconciled                      sql.NullInt64
 	)
-	dest := []any{&r.ID, &r.UID, &r.Name, &r.ResourceTypeName, &r.ResourceTypeVersion, &labels, &annotations,
+	dest := []any{&r.ID, &r.UID, &r.Namespace, &r.Name, &r.ResourceTypeName, &r.ResourceTypeVersion, &labels, &annotations,
 		&owners, &spec, &r.Status, &r.StatusMessage, &r.Generation, &r.ObservedGeneration, &r.ResourceVersion,
 		&conds, &r.Phase, &outputs, &finalizers, &created, &updated, &deleted, &reconciled}
 	if err := row.Scan(append(dest, extra...)...); err != nil {

@@ -81,7 +81,8 @@ func TestRevisionsAreConsecutiveAndRollBack(t *testing.T) {
 		}
 		return rev
 	}
-	// The migrations took the built-in types' revisions: base is the last.
+	// The migrations took revisions (the default namespace's, the built-in
+	// types'): base is the last.
 	var base int64
 	if err := s.r.QueryRowContext(ctx, `SELECT value FROM revision_counter WHERE id = 1`).Scan(&base); err != nil {
 		t.Fatal(err)

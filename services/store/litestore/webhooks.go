@@ -11,16 +11,20 @@ import (
 )
 
 const webhookColumns = `id, name, resource_type_name, resource_type_version, webhook_url, webhook_type, operations,
-	timeout_seconds, failure_policy, ordering, ca_bundle, resource_version, created_at, updated_at`
+	timeout_seconds, failure_policy, ordering, ca_bundle, resource_version, created_at, updated_at, namespaces`
 
 func scanWebhook(row scanner) (*webhookconf.Webhook, error) {
 	var w webhookconf.Webhook
 	var typeName, typeVersion, ca sql.NullString
-	var ops string
+	var ops, namespaces string
 	var created, updated int64
 	if err := row.Scan(&w.ID, &w.Name, &typeName, &typeVersion, &w.URL, &w.Type, &ops,
-		&w.TimeoutSeconds, &w.FailurePolicy, &w.Ordering, &ca, &w.ResourceVersion, &created, &updated); err != nil {
+		&w.TimeoutSeconds, &w.FailurePolicy, &w.Ordering, &ca, &w.ResourceVersion, &created, &updated, &namespaces); err != nil {
 		return nil, err
+	}
+	var err error
+	if w.Namespaces, err = storage.DecodeNamespaces([]byte(namespaces)); err != nil {
+		return nil, fmt.Errorf("webhook %d: %w", w.ID, err)
 	}
 	if err := decodeJSON(ops, &w.Operations); err != nil {
 		return nil, fmt.Errorf("webhook %d: %w", w.ID, err)
@@ -42,7 +46,7 @@ func nullable(s string) any {
 // write, are serialized: a reader's snapshot always holds a prefix of them,
 // which is what makes the set version change whenever the set does.
 func (s *Store) CreateWebhook(ctx context.Context, w webhookconf.Webhook, dryRun bool) (*webhookconf.Webhook, error) {
-	ops, err := storage.CheckWebhook(&w)
+	ops, namespaces, err := storage.CheckWebhook(&w)
 	if err != nil {
 		return nil, err
 	}
@@ -53,10 +57,11 @@ func (s *Store) CreateWebhook(ctx context.Context, w webhookconf.Webhook, dryRun
 			return err
 		}
 		out, err = scanWebhook(tx.QueryRowContext(ctx, `INSERT INTO admission_webhooks (name, resource_type_name, resource_type_version,
-			webhook_url, webhook_type, operations, timeout_seconds, failure_policy, ordering, ca_bundle, resource_version, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+webhookColumns,
+			webhook_url, webhook_type, operations, timeout_seconds, failure_policy, ordering, ca_bundle, resource_version, created_at, updated_at,
+			namespaces)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+webhookColumns,
 			w.Name, nullable(w.ResourceTypeName), nullable(w.ResourceTypeVersion), w.URL, w.Type, string(ops),
-			w.TimeoutSeconds, w.FailurePolicy, w.Ordering, nullable(w.CABundle), rev, micros(tx.now), micros(tx.now)))
+			w.TimeoutSeconds, w.FailurePolicy, w.Ordering, nullable(w.CABundle), rev, micros(tx.now), micros(tx.now), string(namespaces)))
 		return err
 	})
 	if err != nil {
@@ -103,7 +108,7 @@ func (s *Store) ListWebhooks(ctx context.Context, unless string) (*storage.ListW
 // UpdateWebhook replaces every registration field of webhook w.ID. A
 // non-zero expected must equal the current resource_version.
 func (s *Store) UpdateWebhook(ctx context.Context, w webhookconf.Webhook, expected int64, dryRun bool) (*webhookconf.Webhook, error) {
-	ops, err := storage.CheckWebhook(&w)
+	ops, namespaces, err := storage.CheckWebhook(&w)
 	if err != nil {
 		return nil, err
 	}
@@ -129,9 +134,9 @@ func (s *Store) UpdateWebhook(ctx context.Context, w webhookconf.Webhook, expect
 		}
 		out, err = scanWebhook(tx.QueryRowContext(ctx, `UPDATE admission_webhooks SET name = ?, resource_type_name = ?, resource_type_version = ?,
 			webhook_url = ?, webhook_type = ?, operations = ?, timeout_seconds = ?, failure_policy = ?, ordering = ?, ca_bundle = ?,
-			resource_version = ?, updated_at = ? WHERE id = ? RETURNING `+webhookColumns,
+			resource_version = ?, updated_at = ?, namespaces = ? WHERE id = ? RETURNING `+webhookColumns,
 			w.Name, nullable(w.ResourceTypeName), nullable(w.ResourceTypeVersion), w.URL, w.Type, string(ops),
-			w.TimeoutSeconds, w.FailurePolicy, w.Ordering, nullable(w.CABundle), rev, micros(tx.now), w.ID))
+			w.TimeoutSeconds, w.FailurePolicy, w.Ordering, nullable(w.CABundle), rev, micros(tx.now), string(namespaces), w.ID))
 		return err
 	})
 	if err != nil {

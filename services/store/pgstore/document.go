@@ -14,7 +14,7 @@ import (
 func scanDocument(row pgx.Row) (doc []byte, id int64, err error) {
 	var d storage.DocumentFields
 	var uid uuid.UUID
-	if err := row.Scan(&d.ID, &uid, &d.Name, &d.TypeName, &d.TypeVersion, &d.Labels, &d.Annotations,
+	if err := row.Scan(&d.ID, &uid, &d.Namespace, &d.Name, &d.TypeName, &d.TypeVersion, &d.Labels, &d.Annotations,
 		&d.Owners, &d.Spec, &d.Status, &d.Message, &d.Generation, &d.Observed, &d.ResourceVersion,
 		&d.Conditions, &d.Phase, &d.Outputs, &d.Finalizers, &d.Created, &d.Updated, &d.Deleted, &d.Reconciled); err != nil {
 		return nil, 0, err

@@ -34,6 +34,9 @@ func (s *Store) ListResources(ctx context.Context, req storage.ListResourcesRequ
 	if req.ResourceTypeVersion != "" {
 		where = append(where, "resource_type_version = "+arg(req.ResourceTypeVersion))
 	}
+	if req.Namespace != "" {
+		where = append(where, "namespace = "+arg(req.Namespace))
+	}
 	if req.Status != "" {
 		where = append(where, "status = "+arg(req.Status))
 	}

@@ -7,12 +7,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/store/storage"
 )
 
-const resourceColumns = `id, uid, name, resource_type_name, resource_type_version, labels, annotations,
+const resourceColumns = `id, uid, namespace, name, resource_type_name, resource_type_version, labels, annotations,
 	owner_references, spec, status, status_message, generation, observed_generation, resource_version,
 	conditions, phase, outputs, finalizers, created_at, updated_at, deleted_at, last_reconcile_time`
 
@@ -20,7 +21,7 @@ func scanResource(row pgx.Row) (*resource.Resource, error) {
 	var r resource.Resource
 	var uid uuid.UUID
 	var spec, outputs []byte
-	if err := row.Scan(&r.ID, &uid, &r.Name, &r.ResourceTypeName, &r.ResourceTypeVersion, &r.Labels, &r.Annotations,
+	if err := row.Scan(&r.ID, &uid, &r.Namespace, &r.Name, &r.ResourceTypeName, &r.ResourceTypeVersion, &r.Labels, &r.Annotations,
 		&r.OwnerReferences, &spec, &r.Status, &r.StatusMessage, &r.Generation, &r.ObservedGeneration, &r.ResourceVersion,
 		&r.Conditions, &r.Phase, &outputs, &r.Finalizers, &r.CreatedAt, &r.UpdatedAt, &r.DeletedAt, &r.LastReconcileTime); err != nil {
 		return nil, err
@@ -49,9 +50,15 @@ func (s *Store) CreateResource(ctx context.Context, req storage.CreateResourceRe
 	}
 	var typeID, typeRev int64
 	var rv *revisions
+	owners := storage.OwnerUIDs(r)
+	ownerNS := map[string]string{}
 	err = s.pipelinedWrite(ctx, req.DryRun, func(b *pgx.Batch) {
 		b.Queue(typeLockSQL, r.ResourceTypeName, r.ResourceTypeVersion)
 		b.Queue(`SELECT id, resource_version FROM resource_types WHERE name = $1 AND version = $2`, r.ResourceTypeName, r.ResourceTypeVersion)
+		queueNamespaceCheck(b, r.Namespace)
+		if len(owners) > 0 {
+			b.Queue(`SELECT uid::text, namespace FROM resources WHERE uid = ANY($1::uuid[])`, owners)
+		}
 		queueRevisions(b, 1)
 		b.Queue(`SELECT nextval('resources_id_seq')`)
 	}, func(br pgx.BatchResults) error {
@@ -65,20 +72,37 @@ func (s *Store) CreateResource(ctx context.Context, req storage.CreateResourceRe
 		if err != nil {
 			return err
 		}
+		if err := scanNamespaceCheck(br, r.Namespace); err != nil {
+			return err
+		}
+		if len(owners) > 0 {
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			var uid, ns string
+			_, err = pgx.ForEachRow(rows, []any{&uid, &ns}, func() error { ownerNS[uid] = ns; return nil })
+			if err != nil {
+				return err
+			}
+		}
 		if rv, err = scanRevisions(br, 1); err != nil {
 			return err
 		}
 		return br.QueryRow().Scan(&r.ID)
 	}, func(b *pgx.Batch) error {
+		if err := storage.CheckOwners(r, ownerNS); err != nil {
+			return err
+		}
 		if req.SchemaRevision != 0 && req.SchemaRevision != typeRev {
 			return storage.SchemaChanged(r.ResourceTypeName, r.ResourceTypeVersion)
 		}
 		r.CreatedAt = rv.now
 		return rv.emit(b, change{event: envelope.Created, r: r, write: func(b *pgx.Batch) {
-			b.Queue(`INSERT INTO resources (id, uid, name, resource_type_id, resource_type_name, resource_type_version, labels, annotations,
+			b.Queue(`INSERT INTO resources (id, uid, namespace, name, resource_type_id, resource_type_name, resource_type_version, labels, annotations,
 				owner_references, spec, status, generation, resource_version, phase, finalizers, created_at, updated_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
-				r.ID, r.UID, r.Name, typeID, r.ResourceTypeName, r.ResourceTypeVersion, r.Labels, r.Annotations,
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+				r.ID, r.UID, r.Namespace, r.Name, typeID, r.ResourceTypeName, r.ResourceTypeVersion, r.Labels, r.Annotations,
 				r.OwnerReferences, []byte(r.Spec), r.Status, r.Generation, r.ResourceVersion, r.Phase, r.Finalizers, r.CreatedAt, r.UpdatedAt)
 		}})
 	})
@@ -100,8 +124,9 @@ func (s *Store) GetResource(ctx context.Context, key storage.ResourceKey) (*reso
 	if key.ID != 0 {
 		row = s.pool.QueryRow(ctx, `SELECT `+resourceColumns+` FROM resources WHERE id = $1`, key.ID)
 	} else {
-		row = s.pool.QueryRow(ctx, `SELECT `+resourceColumns+` FROM resources WHERE resource_type_name = $1 AND resource_type_version = $2 AND name = $3`,
-			key.ResourceTypeName, key.ResourceTypeVersion, key.Name)
+		row = s.pool.QueryRow(ctx, `SELECT `+resourceColumns+` FROM resources
+			WHERE resource_type_name = $1 AND resource_type_version = $2 AND namespace = $3 AND name = $4`,
+			key.ResourceTypeName, key.ResourceTypeVersion, names.OrDefault(key.Namespace), key.Name)
 	}
 	r, err := scanResource(row)
 	if errors.Is(err, pgx.ErrNoRows) {

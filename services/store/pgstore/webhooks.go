@@ -13,15 +13,19 @@ import (
 )
 
 const webhookColumns = `id, name, resource_type_name, resource_type_version, webhook_url, webhook_type, operations,
-	timeout_seconds, failure_policy, ordering, ca_bundle, resource_version, created_at, updated_at`
+	timeout_seconds, failure_policy, ordering, ca_bundle, resource_version, created_at, updated_at, namespaces`
 
 func scanWebhook(row pgx.Row) (*webhookconf.Webhook, error) {
 	var w webhookconf.Webhook
 	var typeName, typeVersion, ca *string
-	var ops []byte
+	var ops, namespaces []byte
 	if err := row.Scan(&w.ID, &w.Name, &typeName, &typeVersion, &w.URL, &w.Type, &ops,
-		&w.TimeoutSeconds, &w.FailurePolicy, &w.Ordering, &ca, &w.ResourceVersion, &w.CreatedAt, &w.UpdatedAt); err != nil {
+		&w.TimeoutSeconds, &w.FailurePolicy, &w.Ordering, &ca, &w.ResourceVersion, &w.CreatedAt, &w.UpdatedAt, &namespaces); err != nil {
 		return nil, err
+	}
+	var err error
+	if w.Namespaces, err = storage.DecodeNamespaces(namespaces); err != nil {
+		return nil, fmt.Errorf("webhook %d: %w", w.ID, err)
 	}
 	if err := json.Unmarshal(ops, &w.Operations); err != nil {
 		return nil, fmt.Errorf("webhook %d: decode operations: %w", w.ID, err)
@@ -56,7 +60,7 @@ func lockWebhooks(ctx context.Context, tx pgx.Tx) error {
 
 // CreateWebhook registers an admission webhook.
 func (s *Store) CreateWebhook(ctx context.Context, w webhookconf.Webhook, dryRun bool) (*webhookconf.Webhook, error) {
-	ops, err := storage.CheckWebhook(&w)
+	ops, namespaces, err := storage.CheckWebhook(&w)
 	if err != nil {
 		return nil, err
 	}
@@ -70,10 +74,11 @@ func (s *Store) CreateWebhook(ctx context.Context, w webhookconf.Webhook, dryRun
 			return err
 		}
 		out, err = scanWebhook(tx.QueryRow(ctx, `INSERT INTO admission_webhooks (name, resource_type_name, resource_type_version,
-			webhook_url, webhook_type, operations, timeout_seconds, failure_policy, ordering, ca_bundle, resource_version, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING `+webhookColumns,
+			webhook_url, webhook_type, operations, timeout_seconds, failure_policy, ordering, ca_bundle, resource_version, created_at, updated_at,
+			namespaces)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13) RETURNING `+webhookColumns,
 			w.Name, nullable(w.ResourceTypeName), nullable(w.ResourceTypeVersion), w.URL, w.Type, ops,
-			w.TimeoutSeconds, w.FailurePolicy, w.Ordering, nullable(w.CABundle), rev, now))
+			w.TimeoutSeconds, w.FailurePolicy, w.Ordering, nullable(w.CABundle), rev, now, namespaces))
 		return err
 	})
 	if err != nil {
@@ -120,7 +125,7 @@ func (s *Store) ListWebhooks(ctx context.Context, unless string) (*storage.ListW
 // UpdateWebhook replaces every registration field of webhook w.ID. A
 // non-zero expected must equal the current resource_version.
 func (s *Store) UpdateWebhook(ctx context.Context, w webhookconf.Webhook, expected int64, dryRun bool) (*webhookconf.Webhook, error) {
-	ops, err := storage.CheckWebhook(&w)
+	ops, namespaces, err := storage.CheckWebhook(&w)
 	if err != nil {
 		return nil, err
 	}
@@ -149,9 +154,9 @@ func (s *Store) UpdateWebhook(ctx context.Context, w webhookconf.Webhook, expect
 		}
 		out, err = scanWebhook(tx.QueryRow(ctx, `UPDATE admission_webhooks SET name = $2, resource_type_name = $3, resource_type_version = $4,
 			webhook_url = $5, webhook_type = $6, operations = $7, timeout_seconds = $8, failure_policy = $9, ordering = $10, ca_bundle = $11,
-			resource_version = $12, updated_at = $13 WHERE id = $1 RETURNING `+webhookColumns,
+			resource_version = $12, updated_at = $13, namespaces = $14 WHERE id = $1 RETURNING `+webhookColumns,
 			w.ID, w.Name, nullable(w.ResourceTypeName), nullable(w.ResourceTypeVersion), w.URL, w.Type, ops,
-			w.TimeoutSeconds, w.FailurePolicy, w.Ordering, nullable(w.CABundle), rev, now))
+			w.TimeoutSeconds, w.FailurePolicy, w.Ordering, nullable(w.CABundle), rev, now, namespaces))
 		return err
 	})
 	if err != nil {

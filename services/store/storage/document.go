@@ -15,7 +15,8 @@ import (
 // spend their time here.
 type DocumentFields struct {
 	ID                                    int64
-	UID, Name, TypeName, TypeVersion      string
+	UID, Namespace, Name                  string
+	TypeName, TypeVersion                 string
 	Labels, Annotations, Owners, Spec     []byte
 	Status, Message                       string
 	Generation, Observed, ResourceVersion int64
@@ -32,7 +33,9 @@ func (d *DocumentFields) AppendDocument(b []byte) []byte {
 	b = strconv.AppendInt(b, d.ID, 10)
 	b = append(b, `,"uid":"`...)
 	b = append(b, d.UID...)
-	b = append(b, `","name":`...)
+	b = append(b, `","namespace":`...)
+	b = appendString(b, d.Namespace)
+	b = append(b, `,"name":`...)
 	b = appendString(b, d.Name)
 	b = append(b, `,"resource_type_name":`...)
 	b = appendString(b, d.TypeName)

@@ -52,6 +52,13 @@ var (
 	ErrStaleDispatch = errors.New("stale dispatch")
 	// ErrUnavailable: the database is unreachable; retry later.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrNamespaceNotFound: a resource's namespace does not exist.
+	ErrNamespaceNotFound = errors.New("namespace not found")
+	// ErrNamespaceTerminating: the namespace is being deleted; nothing new
+	// is created in it (nor is it created again) until it is gone.
+	ErrNamespaceTerminating = errors.New("namespace terminating")
+	// ErrNamespaceProtected: the default namespace cannot be deleted.
+	ErrNamespaceProtected = errors.New("namespace protected")
 )
 
 // FieldError names one offending field by JSON pointer (/spec/size).

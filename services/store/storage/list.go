@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/labelselector"
 	"github.com/no8s/no8s/services/internal/resource"
 )
@@ -22,10 +23,12 @@ const (
 type ListResourcesRequest struct {
 	ResourceTypeName    string
 	ResourceTypeVersion string
-	Status              string
-	LabelSelector       string
-	Limit               int
-	Continue            string
+	// Namespace restricts the list to one namespace ("": every namespace).
+	Namespace     string
+	Status        string
+	LabelSelector string
+	Limit         int
+	Continue      string
 	// Documents asks for canonical JSON documents instead of resources.
 	Documents bool
 }
@@ -68,14 +71,25 @@ type continueToken struct {
 }
 
 func (req ListResourcesRequest) fingerprint() string {
-	h := sha256.Sum256([]byte(strings.Join([]string{req.ResourceTypeName, req.ResourceTypeVersion, req.Status, req.LabelSelector}, "\x00")))
+	filters := []string{req.ResourceTypeName, req.ResourceTypeVersion, req.Status, req.LabelSelector}
+	// Only when set, so that the tokens of lists across every namespace
+	// stay what they were before namespaces existed.
+	if req.Namespace != "" {
+		filters = append(filters, req.Namespace)
+	}
+	h := sha256.Sum256([]byte(strings.Join(filters, "\x00")))
 	return base64.RawURLEncoding.EncodeToString(h[:8])
 }
 
-// ParseList validates a list request: its limit, status, label selector and
-// continue token.
+// ParseList validates a list request: its namespace, limit, status, label
+// selector and continue token.
 func ParseList(req ListResourcesRequest) (*ListQuery, error) {
 	q := &ListQuery{Request: req, Limit: req.Limit}
+	if req.Namespace != "" {
+		if fe := names.Namespace("/namespace", req.Namespace); fe != nil {
+			return nil, InvalidField(fe.Path, fe.Message)
+		}
+	}
 	if q.Limit == 0 {
 		q.Limit = DefaultListLimit
 	}

@@ -24,11 +24,13 @@ type CreateResourceRequest struct {
 	DryRun         bool
 }
 
-// ResourceKey names a resource by id, or by type, version and name.
+// ResourceKey names a resource by id, or by type, version, namespace and
+// name (an empty Namespace is names.DefaultNamespace).
 type ResourceKey struct {
 	ID                  int64
 	ResourceTypeName    string
 	ResourceTypeVersion string
+	Namespace           string
 	Name                string
 }
 
@@ -36,7 +38,7 @@ func (k ResourceKey) String() string {
 	if k.ID != 0 {
 		return fmt.Sprintf("resource %d", k.ID)
 	}
-	return fmt.Sprintf("%s/%s %q", k.ResourceTypeName, k.ResourceTypeVersion, k.Name)
+	return fmt.Sprintf("%s/%s %q in namespace %q", k.ResourceTypeName, k.ResourceTypeVersion, k.Name, names.OrDefault(k.Namespace))
 }
 
 // UpdateResourceRequest changes a resource's spec, labels or annotations.
@@ -115,11 +117,17 @@ func validateFinalizers(fs []string) []FieldError {
 }
 
 // NewResource validates a create request's resource and returns the
-// resource to store: a new uid, pending, generation 1, its phase, its
-// finalizers without repeats and its spec compacted. The backend gives it
-// its id, revision and timestamps.
+// resource to store: its namespace (the default one when it names none), a
+// new uid, pending, generation 1, its phase, its finalizers without repeats
+// and its spec compacted. The backend gives it its id, revision and
+// timestamps, after checking that its namespace is active (CheckNamespace)
+// and its owners are in it (CheckOwners).
 func NewResource(in resource.Resource) (*resource.Resource, error) {
 	var errs []FieldError
+	ns := names.OrDefault(in.Namespace)
+	if fe := names.Namespace("/namespace", ns); fe != nil {
+		errs = append(errs, fieldOf(fe)...)
+	}
 	if fe := names.Name("/name", in.Name); fe != nil {
 		errs = append(errs, fieldOf(fe)...)
 	}
@@ -135,6 +143,7 @@ func NewResource(in resource.Resource) (*resource.Resource, error) {
 	}
 	r := &resource.Resource{
 		UID:                 uuid.NewString(),
+		Namespace:           ns,
 		Name:                in.Name,
 		ResourceTypeName:    in.ResourceTypeName,
 		ResourceTypeVersion: in.ResourceTypeVersion,
@@ -151,10 +160,11 @@ func NewResource(in resource.Resource) (*resource.Resource, error) {
 	return r, nil
 }
 
-// NameTaken is the ErrNameTaken of a create whose resource name exists.
+// NameTaken is the ErrNameTaken of a create whose resource name exists in
+// its namespace.
 func NameTaken(r *resource.Resource) error {
-	return NewError(ErrNameTaken, "%s/%s %q already exists", r.ResourceTypeName, r.ResourceTypeVersion, r.Name).
-		WithFields(FieldError{Path: "/name", Message: "name already taken"})
+	return NewError(ErrNameTaken, "%s/%s %q already exists in namespace %q", r.ResourceTypeName, r.ResourceTypeVersion, r.Name, r.Namespace).
+		WithFields(FieldError{Path: "/name", Message: "name already taken in namespace " + r.Namespace})
 }
 
 // CheckVersion refuses a write that expected another resource_version than

@@ -16,6 +16,7 @@
 //   - errors.go: the store's errors;
 //   - events.go, document.go: an event and a document from a resource;
 //   - resources.go, list.go: resources and lists;
+//   - namespaces.go: namespaces and the end of their deletion;
 //   - types.go, webhooks.go: resource types and admission webhooks;
 //   - leases.go, completion.go, reconcilestate.go: the store's side of
 //     reconciliation.
@@ -59,6 +60,26 @@ type Store interface {
 	// becomes ResourceVersion; later pages read current data after the last
 	// id of the previous page.
 	ListResources(ctx context.Context, req ListResourcesRequest) (*ListResourcesResult, error)
+
+	// CreateNamespace creates an active namespace (ErrNameTaken when it
+	// exists, ErrNamespaceTerminating while it is being deleted).
+	CreateNamespace(ctx context.Context, name string, dryRun bool) (*resource.Namespace, error)
+	// GetNamespace returns a namespace (ErrNotFound when absent).
+	GetNamespace(ctx context.Context, name string) (*resource.Namespace, error)
+	// ListNamespaces lists every namespace by name, the terminating ones
+	// included.
+	ListNamespaces(ctx context.Context) ([]*resource.Namespace, error)
+	// DeleteNamespace requests a namespace's deletion: it becomes
+	// terminating, so that nothing new is created in it (creates wait for
+	// the ones in flight), and FinalizeNamespace runs at once. The default
+	// namespace is refused (ErrNamespaceProtected). Deleting a terminating
+	// namespace only runs FinalizeNamespace again.
+	DeleteNamespace(ctx context.Context, name string, dryRun bool) (*DeleteNamespaceResult, error)
+	// FinalizeNamespace advances the deletion of a terminating namespace
+	// (storage.FinalizeNamespace): deletes its resources that are not
+	// deleting yet and removes it when none is left. On an active
+	// namespace it changes nothing.
+	FinalizeNamespace(ctx context.Context, name string) (*DeleteNamespaceResult, error)
 
 	// CreateType registers a resource type.
 	CreateType(ctx context.Context, req CreateTypeRequest) (*resource.Type, error)

@@ -24,12 +24,35 @@ type ListWebhooksResult struct {
 }
 
 // CheckWebhook validates a webhook's registration and returns its
-// operations as stored (a JSON array).
-func CheckWebhook(w *webhookconf.Webhook) ([]byte, error) {
+// operations and its namespaces as stored (JSON arrays; no namespaces: []).
+func CheckWebhook(w *webhookconf.Webhook) (ops, namespaces []byte, err error) {
 	if errs := webhookconf.Validate(w); len(errs) > 0 {
-		return nil, NewError(ErrInvalid, "invalid admission webhook").WithFields(fieldsOf(errs)...)
+		return nil, nil, NewError(ErrInvalid, "invalid admission webhook").WithFields(fieldsOf(errs)...)
 	}
-	return json.Marshal(w.Operations)
+	if ops, err = json.Marshal(w.Operations); err != nil {
+		return nil, nil, err
+	}
+	if len(w.Namespaces) == 0 {
+		return ops, []byte("[]"), nil
+	}
+	namespaces, err = json.Marshal(w.Namespaces)
+	return ops, namespaces, err
+}
+
+// DecodeNamespaces reads a webhook's stored namespaces (nil when it has
+// none: every namespace).
+func DecodeNamespaces(stored []byte) ([]string, error) {
+	var out []string
+	if len(stored) == 0 {
+		return nil, nil
+	}
+	if err := json.Unmarshal(stored, &out); err != nil {
+		return nil, fmt.Errorf("decode webhook namespaces: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
 }
 
 // WebhookNameTaken turns a backend's ErrNameTaken on a webhook write into
@@ -83,6 +106,7 @@ func ListWebhooks(unless string, version func() (maxRevision int64, count int, e
 // (an update that changes nothing writes nothing).
 func SameRegistration(a, b *webhookconf.Webhook) bool {
 	return a.Name == b.Name && a.ResourceTypeName == b.ResourceTypeName && a.ResourceTypeVersion == b.ResourceTypeVersion &&
+		slices.Equal(a.Namespaces, b.Namespaces) &&
 		a.URL == b.URL && a.Type == b.Type && slices.Equal(a.Operations, b.Operations) && a.TimeoutSeconds == b.TimeoutSeconds &&
 		a.FailurePolicy == b.FailurePolicy && a.Ordering == b.Ordering && a.CABundle == b.CABundle
 }

@@ -9,7 +9,7 @@ import (
 // Funcs replaces methods of the wrapped client.
 type Funcs struct {
 	Get              func(ctx context.Context, next sdk.Client, id int64) (*sdk.Resource, error)
-	GetByName        func(ctx context.Context, next sdk.Client, t sdk.TypeRef, name string) (*sdk.Resource, error)
+	GetByName        func(ctx context.Context, next sdk.Client, t sdk.TypeRef, namespace, name string) (*sdk.Resource, error)
 	List             func(ctx context.Context, next sdk.Client, opts sdk.ListOptions) (*sdk.ResourceList, error)
 	UpdateFinalizers func(ctx context.Context, next sdk.Client, id int64, add, remove []string) (*sdk.Resource, error)
 	Complete         func(ctx context.Context, next sdk.StatusWriter, c *sdk.Completion) (*sdk.Completed, error)
@@ -30,11 +30,11 @@ func (c *client) Get(ctx context.Context, id int64) (*sdk.Resource, error) {
 	return c.next.Get(ctx, id)
 }
 
-func (c *client) GetByName(ctx context.Context, t sdk.TypeRef, name string) (*sdk.Resource, error) {
+func (c *client) GetByName(ctx context.Context, t sdk.TypeRef, namespace, name string) (*sdk.Resource, error) {
 	if c.f.GetByName != nil {
-		return c.f.GetByName(ctx, c.next, t, name)
+		return c.f.GetByName(ctx, c.next, t, namespace, name)
 	}
-	return c.next.GetByName(ctx, t, name)
+	return c.next.GetByName(ctx, t, namespace, name)
 }
 
 func (c *client) List(ctx context.Context, opts sdk.ListOptions) (*sdk.ResourceList, error) {

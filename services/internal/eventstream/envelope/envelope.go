@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/api/subjects"
 	eventsv1 "github.com/no8s/no8s/proto/gen/no8s/events/v1"
 	"github.com/no8s/no8s/services/internal/resource"
@@ -73,6 +74,7 @@ func Encode(ev Event) ([]byte, error) {
 		EventType:           t,
 		ResourceId:          r.ID,
 		ResourceUid:         r.UID,
+		Namespace:           r.Namespace,
 		ResourceName:        r.Name,
 		ResourceTypeName:    r.ResourceTypeName,
 		ResourceTypeVersion: r.ResourceTypeVersion,
@@ -84,10 +86,13 @@ func Encode(ev Event) ([]byte, error) {
 
 // Decoded is an event read back from the stream.
 type Decoded struct {
-	Revision            int64
-	Type                string
-	ResourceID          int64
-	ResourceUID         string
+	Revision    int64
+	Type        string
+	ResourceID  int64
+	ResourceUID string
+	// Namespace is the resource's namespace (names.DefaultNamespace for
+	// events published before namespaces existed, which carry none).
+	Namespace           string
 	ResourceName        string
 	ResourceTypeName    string
 	ResourceTypeVersion string
@@ -117,6 +122,7 @@ func Decode(data []byte) (*Decoded, error) {
 		Type:                name,
 		ResourceID:          pe.GetResourceId(),
 		ResourceUID:         pe.GetResourceUid(),
+		Namespace:           names.OrDefault(pe.GetNamespace()),
 		ResourceName:        pe.GetResourceName(),
 		ResourceTypeName:    pe.GetResourceTypeName(),
 		ResourceTypeVersion: pe.GetResourceTypeVersion(),

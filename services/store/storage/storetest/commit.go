@@ -272,6 +272,44 @@ func testEveryWriteEmitsThroughTheCommitPath(t *testing.T, open Opener) {
 				return 0, 0, s.DeleteWebhook(ctx, hookB.ID, false)
 			}
 		}, nil, 0},
+		{"CreateNamespace", func() write {
+			return func() (int64, int64, error) {
+				_, err := s.CreateNamespace(ctx, "created", false)
+				return 0, 0, err
+			}
+		}, nil, 1},
+		{"DeleteNamespace empty", func() write {
+			mustNamespace(t, s, "empty")
+			return func() (int64, int64, error) {
+				_, err := s.DeleteNamespace(ctx, "empty", false)
+				return 0, 0, err
+			}
+		}, nil, 1},
+		{"DeleteNamespace with a resource", func() write {
+			mustNamespace(t, s, "held")
+			r := mustCreateIn(t, s, "held", "held", nil, "example.com/hold")
+			return func() (int64, int64, error) {
+				_, err := s.DeleteNamespace(ctx, "held", false)
+				return r.ID, 0, err
+			}
+		}, []string{"DELETED"}, 1},
+		{"FinalizeNamespace", func() write {
+			mustNamespace(t, s, "emptied")
+			r := mustCreateIn(t, s, "emptied", "held", nil, "example.com/hold")
+			if _, err := s.DeleteNamespace(ctx, "emptied", false); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.UpdateFinalizers(ctx, storage.UpdateFinalizersRequest{ID: r.ID, Remove: []string{"example.com/hold"}}); err != nil {
+				t.Fatal(err)
+			}
+			return func() (int64, int64, error) {
+				res, err := s.FinalizeNamespace(ctx, "emptied")
+				if err == nil && !res.Purged {
+					t.Error("FinalizeNamespace: an empty terminating namespace was not removed")
+				}
+				return 0, 0, err
+			}
+		}, nil, 0},
 		// Events in the Kubernetes sense and leader leases are not part of
 		// the change stream: no revision, no event.
 		{"RecordEvent and ListEvents", func() write {
@@ -297,7 +335,8 @@ func testEveryWriteEmitsThroughTheCommitPath(t *testing.T, open Opener) {
 	}
 	// Every exported method of the store is a read or has a case here.
 	covered := map[string]bool{"GetResource": true, "ListResources": true, "GetType": true, "ListTypes": true,
-		"GetWebhook": true, "ListWebhooks": true, "ListHistory": true, "ListReconcileState": true, "Ping": true}
+		"GetWebhook": true, "ListWebhooks": true, "ListHistory": true, "ListReconcileState": true, "Ping": true,
+		"GetNamespace": true, "ListNamespaces": true}
 	for _, c := range cases {
 		for _, part := range strings.Split(c.name, " and ") {
 			covered[strings.Fields(part)[0]] = true

@@ -11,7 +11,9 @@
 // optimistic concurrency, finalizers and deletion, leases and fencing
 // epochs, scheduler leadership, webhooks, lists, history bounds, the
 // outbox's exactly-once order under concurrent writers and rollbacks, the
-// database identity and revision bump of a stream rebuild, events (the
+// database identity and revision bump of a stream rebuild, namespaces
+// (names unique per namespace, lists and selectors per namespace, a
+// namespace's deletion through its resources' finalizers), events (the
 // Kubernetes kind), leader leases and fenced client writes, and the
 // built-in tenant types.
 package storetest
@@ -69,6 +71,12 @@ func Run(t *testing.T, open Opener) {
 		{"RelayRepublishesALostTail", testRelayRepublishesALostTail},
 		{"RelayRebasesWhenTheOutboxNoLongerHoldsTheLostTail", testRelayRebasesWhenTheOutboxNoLongerHoldsTheLostTail},
 		{"IdentityAndRevisionBump", testIdentityAndRevisionBump},
+		{"NamespaceObjects", testNamespaceObjects},
+		{"NamesUniquePerNamespace", testNamesUniquePerNamespace},
+		{"ListPerNamespace", testListPerNamespace},
+		{"NamespaceDeletionWithFinalizers", testNamespaceDeletionWithFinalizers},
+		{"NamespaceDeleteRacesCreates", testNamespaceDeleteRacesCreates},
+		{"OwnerReferencesStayInNamespace", testOwnerReferencesStayInNamespace},
 		{"EventsDedupAndRetention", testEventsDedupAndRetention},
 		{"CompletionCarriesEvents", testCompletionCarriesEvents},
 		{"LeaderLeaseFencesClientWrites", testLeaderLeaseFencesClientWrites},

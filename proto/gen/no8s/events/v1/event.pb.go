@@ -99,7 +99,10 @@ type Event struct {
 	Resource  []byte                 `protobuf:"bytes,8,opt,name=resource,proto3" json:"resource,omitempty"`
 	Timestamp *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
 	// labels of the resource after the change, for server-side filtering.
-	Labels        map[string]string `protobuf:"bytes,10,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Labels map[string]string `protobuf:"bytes,10,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// namespace of the resource. Empty in events published before namespaces
+	// existed: those resources were all in "default".
+	Namespace     string `protobuf:"bytes,11,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -204,11 +207,18 @@ func (x *Event) GetLabels() map[string]string {
 	return nil
 }
 
+func (x *Event) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
 var File_no8s_events_v1_event_proto protoreflect.FileDescriptor
 
 const file_no8s_events_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x1ano8s/events/v1/event.proto\x12\x0eno8s.events.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf4\x03\n" +
+	"\x1ano8s/events/v1/event.proto\x12\x0eno8s.events.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x92\x04\n" +
 	"\x05Event\x12\x1a\n" +
 	"\brevision\x18\x01 \x01(\x03R\brevision\x128\n" +
 	"\n" +
@@ -222,7 +232,8 @@ const file_no8s_events_v1_event_proto_rawDesc = "" +
 	"\bresource\x18\b \x01(\fR\bresource\x128\n" +
 	"\ttimestamp\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\x129\n" +
 	"\x06labels\x18\n" +
-	" \x03(\v2!.no8s.events.v1.Event.LabelsEntryR\x06labels\x1a9\n" +
+	" \x03(\v2!.no8s.events.v1.Event.LabelsEntryR\x06labels\x12\x1c\n" +
+	"\tnamespace\x18\v \x01(\tR\tnamespace\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*\xa2\x01\n" +

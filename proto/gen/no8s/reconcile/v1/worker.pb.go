@@ -427,6 +427,9 @@ type ListResourcesRequest struct {
 	LabelSelector string `protobuf:"bytes,4,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
 	Limit         int32  `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
 	ContinueToken string `protobuf:"bytes,6,opt,name=continue_token,json=continueToken,proto3" json:"continue_token,omitempty"`
+	// namespace restricts the list to one namespace; empty lists every
+	// namespace.
+	Namespace     string `protobuf:"bytes,7,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -499,6 +502,13 @@ func (x *ListResourcesRequest) GetLimit() int32 {
 func (x *ListResourcesRequest) GetContinueToken() string {
 	if x != nil {
 		return x.ContinueToken
+	}
+	return ""
+}
+
+func (x *ListResourcesRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
 	}
 	return ""
 }
@@ -597,14 +607,15 @@ const file_no8s_reconcile_v1_worker_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\v2\x1b.no8s.store.v1.ResourceNameH\x00R\x04nameB\x05\n" +
 	"\x03key\"J\n" +
 	"\x13GetResourceResponse\x123\n" +
-	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\"\xf4\x01\n" +
+	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\"\x92\x02\n" +
 	"\x14ListResourcesRequest\x12,\n" +
 	"\x12resource_type_name\x18\x01 \x01(\tR\x10resourceTypeName\x122\n" +
 	"\x15resource_type_version\x18\x02 \x01(\tR\x13resourceTypeVersion\x12\x16\n" +
 	"\x06status\x18\x03 \x01(\tR\x06status\x12%\n" +
 	"\x0elabel_selector\x18\x04 \x01(\tR\rlabelSelector\x12\x14\n" +
 	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12%\n" +
-	"\x0econtinue_token\x18\x06 \x01(\tR\rcontinueToken\"\xa0\x01\n" +
+	"\x0econtinue_token\x18\x06 \x01(\tR\rcontinueToken\x12\x1c\n" +
+	"\tnamespace\x18\a \x01(\tR\tnamespace\"\xa0\x01\n" +
 	"\x15ListResourcesResponse\x125\n" +
 	"\tresources\x18\x01 \x03(\v2\x17.no8s.store.v1.ResourceR\tresources\x12%\n" +
 	"\x0econtinue_token\x18\x02 \x01(\tR\rcontinueToken\x12)\n" +

@@ -76,7 +76,8 @@ type WorkerServiceClient interface {
 	// refused with PermissionDenied/"not_owned"; a stale lease epoch with
 	// Aborted/"stale_epoch".
 	UpdateFinalizers(ctx context.Context, in *UpdateFinalizersRequest, opts ...grpc.CallOption) (*UpdateFinalizersResponse, error)
-	// GetResource reads one resource by id or by type, version and name.
+	// GetResource reads one resource by id or by type, version, namespace
+	// and name.
 	GetResource(ctx context.Context, in *GetResourceRequest, opts ...grpc.CallOption) (*GetResourceResponse, error)
 	// ListResources pages through resources, as StoreService.ListResources.
 	ListResources(ctx context.Context, in *ListResourcesRequest, opts ...grpc.CallOption) (*ListResourcesResponse, error)
@@ -215,7 +216,8 @@ type WorkerServiceServer interface {
 	// refused with PermissionDenied/"not_owned"; a stale lease epoch with
 	// Aborted/"stale_epoch".
 	UpdateFinalizers(context.Context, *UpdateFinalizersRequest) (*UpdateFinalizersResponse, error)
-	// GetResource reads one resource by id or by type, version and name.
+	// GetResource reads one resource by id or by type, version, namespace
+	// and name.
 	GetResource(context.Context, *GetResourceRequest) (*GetResourceResponse, error)
 	// ListResources pages through resources, as StoreService.ListResources.
 	ListResources(context.Context, *ListResourcesRequest) (*ListResourcesResponse, error)

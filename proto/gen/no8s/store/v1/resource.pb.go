@@ -208,7 +208,8 @@ func (x *ReconcilePolicy) GetTimeoutSeconds() int32 {
 	return 0
 }
 
-// OwnerReference points at the resource that owns this one.
+// OwnerReference points at the resource that owns this one. The owner is in
+// the same namespace as the resource: references never cross namespaces.
 type OwnerReference struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	Uid                 string                 `protobuf:"bytes,1,opt,name=uid,proto3" json:"uid,omitempty"`
@@ -405,8 +406,11 @@ type Resource struct {
 	UpdatedAt         *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	DeletedAt         *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=deleted_at,json=deletedAt,proto3" json:"deleted_at,omitempty"`
 	LastReconcileTime *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=last_reconcile_time,json=lastReconcileTime,proto3" json:"last_reconcile_time,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// namespace is the resource's namespace (a DNS-1123 label); immutable.
+	// Empty on a create means "default".
+	Namespace     string `protobuf:"bytes,23,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Resource) Reset() {
@@ -593,6 +597,110 @@ func (x *Resource) GetLastReconcileTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Resource) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+// Namespace is a unit of isolation: every resource belongs to one, and its
+// name is unique per (type, version, namespace). "default" always exists.
+type Namespace struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Uid   string                 `protobuf:"bytes,2,opt,name=uid,proto3" json:"uid,omitempty"`
+	// status is "active", or "terminating" from the moment its deletion was
+	// requested until its last resource is gone (then the namespace is gone).
+	Status string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	// resource_version is the global revision of the namespace's last change.
+	ResourceVersion int64                  `protobuf:"varint,4,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	CreatedAt       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt       *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	DeletedAt       *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=deleted_at,json=deletedAt,proto3" json:"deleted_at,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Namespace) Reset() {
+	*x = Namespace{}
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Namespace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Namespace) ProtoMessage() {}
+
+func (x *Namespace) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
+func (*Namespace) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_resource_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Namespace) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Namespace) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *Namespace) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Namespace) GetResourceVersion() int64 {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return 0
+}
+
+func (x *Namespace) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Namespace) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *Namespace) GetDeletedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DeletedAt
+	}
+	return nil
+}
+
 // EventInput is an event to record on a resource (an Event in the
 // Kubernetes sense, apart from the change stream).
 type EventInput struct {
@@ -610,7 +718,7 @@ type EventInput struct {
 
 func (x *EventInput) Reset() {
 	*x = EventInput{}
-	mi := &file_no8s_store_v1_resource_proto_msgTypes[5]
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -622,7 +730,7 @@ func (x *EventInput) String() string {
 func (*EventInput) ProtoMessage() {}
 
 func (x *EventInput) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_resource_proto_msgTypes[5]
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -635,7 +743,7 @@ func (x *EventInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventInput.ProtoReflect.Descriptor instead.
 func (*EventInput) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_resource_proto_rawDescGZIP(), []int{5}
+	return file_no8s_store_v1_resource_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *EventInput) GetType() string {
@@ -690,7 +798,7 @@ type EventRecord struct {
 
 func (x *EventRecord) Reset() {
 	*x = EventRecord{}
-	mi := &file_no8s_store_v1_resource_proto_msgTypes[6]
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -702,7 +810,7 @@ func (x *EventRecord) String() string {
 func (*EventRecord) ProtoMessage() {}
 
 func (x *EventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_resource_proto_msgTypes[6]
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -715,7 +823,7 @@ func (x *EventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRecord.ProtoReflect.Descriptor instead.
 func (*EventRecord) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_resource_proto_rawDescGZIP(), []int{6}
+	return file_no8s_store_v1_resource_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *EventRecord) GetId() int64 {
@@ -846,7 +954,7 @@ const file_no8s_store_v1_resource_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12/\n" +
 	"\x13observed_generation\x18\x05 \x01(\x03R\x12observedGeneration\x12L\n" +
-	"\x14last_transition_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\"\xc6\b\n" +
+	"\x14last_transition_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\"\xe4\b\n" +
 	"\bResource\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x12\n" +
@@ -879,13 +987,25 @@ const file_no8s_store_v1_resource_proto_rawDesc = "" +
 	"updated_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x129\n" +
 	"\n" +
 	"deleted_at\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\tdeletedAt\x12J\n" +
-	"\x13last_reconcile_time\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\x11lastReconcileTime\x1a9\n" +
+	"\x13last_reconcile_time\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\x11lastReconcileTime\x12\x1c\n" +
+	"\tnamespace\x18\x17 \x01(\tR\tnamespace\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"j\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa5\x02\n" +
+	"\tNamespace\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12)\n" +
+	"\x10resource_version\x18\x04 \x01(\x03R\x0fresourceVersion\x129\n" +
+	"\n" +
+	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x129\n" +
+	"\n" +
+	"deleted_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tdeletedAt\"j\n" +
 	"\n" +
 	"EventInput\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
@@ -923,39 +1043,43 @@ func file_no8s_store_v1_resource_proto_rawDescGZIP() []byte {
 	return file_no8s_store_v1_resource_proto_rawDescData
 }
 
-var file_no8s_store_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_no8s_store_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_no8s_store_v1_resource_proto_goTypes = []any{
 	(*ResourceType)(nil),          // 0: no8s.store.v1.ResourceType
 	(*ReconcilePolicy)(nil),       // 1: no8s.store.v1.ReconcilePolicy
 	(*OwnerReference)(nil),        // 2: no8s.store.v1.OwnerReference
 	(*Condition)(nil),             // 3: no8s.store.v1.Condition
 	(*Resource)(nil),              // 4: no8s.store.v1.Resource
-	(*EventInput)(nil),            // 5: no8s.store.v1.EventInput
-	(*EventRecord)(nil),           // 6: no8s.store.v1.EventRecord
-	nil,                           // 7: no8s.store.v1.Resource.LabelsEntry
-	nil,                           // 8: no8s.store.v1.Resource.AnnotationsEntry
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*Namespace)(nil),             // 5: no8s.store.v1.Namespace
+	(*EventInput)(nil),            // 6: no8s.store.v1.EventInput
+	(*EventRecord)(nil),           // 7: no8s.store.v1.EventRecord
+	nil,                           // 8: no8s.store.v1.Resource.LabelsEntry
+	nil,                           // 9: no8s.store.v1.Resource.AnnotationsEntry
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 }
 var file_no8s_store_v1_resource_proto_depIdxs = []int32{
-	9,  // 0: no8s.store.v1.ResourceType.created_at:type_name -> google.protobuf.Timestamp
-	9,  // 1: no8s.store.v1.ResourceType.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 0: no8s.store.v1.ResourceType.created_at:type_name -> google.protobuf.Timestamp
+	10, // 1: no8s.store.v1.ResourceType.updated_at:type_name -> google.protobuf.Timestamp
 	1,  // 2: no8s.store.v1.ResourceType.reconcile_policy:type_name -> no8s.store.v1.ReconcilePolicy
-	9,  // 3: no8s.store.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	7,  // 4: no8s.store.v1.Resource.labels:type_name -> no8s.store.v1.Resource.LabelsEntry
-	8,  // 5: no8s.store.v1.Resource.annotations:type_name -> no8s.store.v1.Resource.AnnotationsEntry
+	10, // 3: no8s.store.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	8,  // 4: no8s.store.v1.Resource.labels:type_name -> no8s.store.v1.Resource.LabelsEntry
+	9,  // 5: no8s.store.v1.Resource.annotations:type_name -> no8s.store.v1.Resource.AnnotationsEntry
 	2,  // 6: no8s.store.v1.Resource.owner_references:type_name -> no8s.store.v1.OwnerReference
 	3,  // 7: no8s.store.v1.Resource.conditions:type_name -> no8s.store.v1.Condition
-	9,  // 8: no8s.store.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
-	9,  // 9: no8s.store.v1.Resource.updated_at:type_name -> google.protobuf.Timestamp
-	9,  // 10: no8s.store.v1.Resource.deleted_at:type_name -> google.protobuf.Timestamp
-	9,  // 11: no8s.store.v1.Resource.last_reconcile_time:type_name -> google.protobuf.Timestamp
-	9,  // 12: no8s.store.v1.EventRecord.first_time:type_name -> google.protobuf.Timestamp
-	9,  // 13: no8s.store.v1.EventRecord.last_time:type_name -> google.protobuf.Timestamp
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	10, // 8: no8s.store.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
+	10, // 9: no8s.store.v1.Resource.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 10: no8s.store.v1.Resource.deleted_at:type_name -> google.protobuf.Timestamp
+	10, // 11: no8s.store.v1.Resource.last_reconcile_time:type_name -> google.protobuf.Timestamp
+	10, // 12: no8s.store.v1.Namespace.created_at:type_name -> google.protobuf.Timestamp
+	10, // 13: no8s.store.v1.Namespace.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 14: no8s.store.v1.Namespace.deleted_at:type_name -> google.protobuf.Timestamp
+	10, // 15: no8s.store.v1.EventRecord.first_time:type_name -> google.protobuf.Timestamp
+	10, // 16: no8s.store.v1.EventRecord.last_time:type_name -> google.protobuf.Timestamp
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_no8s_store_v1_resource_proto_init() }
@@ -969,7 +1093,7 @@ func file_no8s_store_v1_resource_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_no8s_store_v1_resource_proto_rawDesc), len(file_no8s_store_v1_resource_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -742,8 +742,11 @@ func (*DeleteResourceTypeResponse) Descriptor() ([]byte, []int) {
 
 type CreateResourceRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// resource carries name, type, version, labels, annotations, owner_references,
-	// spec and finalizers; the store assigns everything else.
+	// resource carries namespace, name, type, version, labels, annotations,
+	// owner_references, spec and finalizers; the store assigns everything else.
+	// An empty namespace is "default"; a namespace that does not exist is
+	// refused with NotFound/"namespace_not_found", a terminating one with
+	// Aborted/"namespace_terminating".
 	Resource *Resource `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
 	// schema_revision is the type's resource_version the spec was admitted against;
 	// a different current revision is refused with reason schema_changed. It is
@@ -849,14 +852,16 @@ func (x *CreateResourceResponse) GetResource() *Resource {
 	return nil
 }
 
-// ResourceName identifies a resource by type, version and name.
+// ResourceName identifies a resource by type, version, namespace and name.
 type ResourceName struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	ResourceTypeName    string                 `protobuf:"bytes,1,opt,name=resource_type_name,json=resourceTypeName,proto3" json:"resource_type_name,omitempty"`
 	ResourceTypeVersion string                 `protobuf:"bytes,2,opt,name=resource_type_version,json=resourceTypeVersion,proto3" json:"resource_type_version,omitempty"`
 	Name                string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// namespace is the resource's namespace; empty means "default".
+	Namespace     string `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ResourceName) Reset() {
@@ -906,6 +911,13 @@ func (x *ResourceName) GetResourceTypeVersion() string {
 func (x *ResourceName) GetName() string {
 	if x != nil {
 		return x.Name
+	}
+	return ""
+}
+
+func (x *ResourceName) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
 	}
 	return ""
 }
@@ -1048,7 +1060,10 @@ type ListResourcesRequest struct {
 	// documents asks for the resources' canonical JSON documents (documents)
 	// instead of protobuf messages (resources): the gateway serves them as they
 	// are, with no re-encoding.
-	Documents     bool `protobuf:"varint,7,opt,name=documents,proto3" json:"documents,omitempty"`
+	Documents bool `protobuf:"varint,7,opt,name=documents,proto3" json:"documents,omitempty"`
+	// namespace restricts the list to one namespace; empty lists every
+	// namespace.
+	Namespace     string `protobuf:"bytes,8,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1130,6 +1145,13 @@ func (x *ListResourcesRequest) GetDocuments() bool {
 		return x.Documents
 	}
 	return false
+}
+
+func (x *ListResourcesRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
 }
 
 type ListResourcesResponse struct {
@@ -1632,6 +1654,378 @@ func (x *UpdateFinalizersResponse) GetPurged() bool {
 	return false
 }
 
+type CreateNamespaceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the new namespace's name, a DNS-1123 label.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	DryRun        bool   `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateNamespaceRequest) Reset() {
+	*x = CreateNamespaceRequest{}
+	mi := &file_no8s_store_v1_store_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateNamespaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateNamespaceRequest) ProtoMessage() {}
+
+func (x *CreateNamespaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_store_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateNamespaceRequest.ProtoReflect.Descriptor instead.
+func (*CreateNamespaceRequest) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *CreateNamespaceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateNamespaceRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type CreateNamespaceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     *Namespace             `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateNamespaceResponse) Reset() {
+	*x = CreateNamespaceResponse{}
+	mi := &file_no8s_store_v1_store_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateNamespaceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateNamespaceResponse) ProtoMessage() {}
+
+func (x *CreateNamespaceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_store_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateNamespaceResponse.ProtoReflect.Descriptor instead.
+func (*CreateNamespaceResponse) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *CreateNamespaceResponse) GetNamespace() *Namespace {
+	if x != nil {
+		return x.Namespace
+	}
+	return nil
+}
+
+type GetNamespaceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetNamespaceRequest) Reset() {
+	*x = GetNamespaceRequest{}
+	mi := &file_no8s_store_v1_store_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetNamespaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetNamespaceRequest) ProtoMessage() {}
+
+func (x *GetNamespaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_store_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetNamespaceRequest.ProtoReflect.Descriptor instead.
+func (*GetNamespaceRequest) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *GetNamespaceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type GetNamespaceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     *Namespace             `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetNamespaceResponse) Reset() {
+	*x = GetNamespaceResponse{}
+	mi := &file_no8s_store_v1_store_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetNamespaceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetNamespaceResponse) ProtoMessage() {}
+
+func (x *GetNamespaceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_store_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetNamespaceResponse.ProtoReflect.Descriptor instead.
+func (*GetNamespaceResponse) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *GetNamespaceResponse) GetNamespace() *Namespace {
+	if x != nil {
+		return x.Namespace
+	}
+	return nil
+}
+
+type ListNamespacesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNamespacesRequest) Reset() {
+	*x = ListNamespacesRequest{}
+	mi := &file_no8s_store_v1_store_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNamespacesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNamespacesRequest) ProtoMessage() {}
+
+func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_store_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNamespacesRequest.ProtoReflect.Descriptor instead.
+func (*ListNamespacesRequest) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{32}
+}
+
+type ListNamespacesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// namespaces are ordered by name.
+	Namespaces    []*Namespace `protobuf:"bytes,1,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNamespacesResponse) Reset() {
+	*x = ListNamespacesResponse{}
+	mi := &file_no8s_store_v1_store_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNamespacesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNamespacesResponse) ProtoMessage() {}
+
+func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_store_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNamespacesResponse.ProtoReflect.Descriptor instead.
+func (*ListNamespacesResponse) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ListNamespacesResponse) GetNamespaces() []*Namespace {
+	if x != nil {
+		return x.Namespaces
+	}
+	return nil
+}
+
+type DeleteNamespaceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	DryRun        bool                   `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteNamespaceRequest) Reset() {
+	*x = DeleteNamespaceRequest{}
+	mi := &file_no8s_store_v1_store_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteNamespaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteNamespaceRequest) ProtoMessage() {}
+
+func (x *DeleteNamespaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_store_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteNamespaceRequest.ProtoReflect.Descriptor instead.
+func (*DeleteNamespaceRequest) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *DeleteNamespaceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DeleteNamespaceRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type DeleteNamespaceResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// namespace is the state after the request: terminating, or gone (purged)
+	// when none of its resources was left.
+	Namespace     *Namespace `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Purged        bool       `protobuf:"varint,2,opt,name=purged,proto3" json:"purged,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteNamespaceResponse) Reset() {
+	*x = DeleteNamespaceResponse{}
+	mi := &file_no8s_store_v1_store_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteNamespaceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteNamespaceResponse) ProtoMessage() {}
+
+func (x *DeleteNamespaceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_store_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteNamespaceResponse.ProtoReflect.Descriptor instead.
+func (*DeleteNamespaceResponse) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *DeleteNamespaceResponse) GetNamespace() *Namespace {
+	if x != nil {
+		return x.Namespace
+	}
+	return nil
+}
+
+func (x *DeleteNamespaceResponse) GetPurged() bool {
+	if x != nil {
+		return x.Purged
+	}
+	return false
+}
+
 var File_no8s_store_v1_store_proto protoreflect.FileDescriptor
 
 const file_no8s_store_v1_store_proto_rawDesc = "" +
@@ -1685,17 +2079,18 @@ const file_no8s_store_v1_store_proto_rawDesc = "" +
 	"\x0fschema_revision\x18\x02 \x01(\x03R\x0eschemaRevision\x12\x17\n" +
 	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"M\n" +
 	"\x16CreateResourceResponse\x123\n" +
-	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\"\x84\x01\n" +
+	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\"\xa2\x01\n" +
 	"\fResourceName\x12,\n" +
 	"\x12resource_type_name\x18\x01 \x01(\tR\x10resourceTypeName\x122\n" +
 	"\x15resource_type_version\x18\x02 \x01(\tR\x13resourceTypeVersion\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\"`\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1c\n" +
+	"\tnamespace\x18\x04 \x01(\tR\tnamespace\"`\n" +
 	"\x12GetResourceRequest\x12\x10\n" +
 	"\x02id\x18\x01 \x01(\x03H\x00R\x02id\x121\n" +
 	"\x04name\x18\x02 \x01(\v2\x1b.no8s.store.v1.ResourceNameH\x00R\x04nameB\x05\n" +
 	"\x03key\"J\n" +
 	"\x13GetResourceResponse\x123\n" +
-	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\"\x92\x02\n" +
+	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\"\xb0\x02\n" +
 	"\x14ListResourcesRequest\x12,\n" +
 	"\x12resource_type_name\x18\x01 \x01(\tR\x10resourceTypeName\x122\n" +
 	"\x15resource_type_version\x18\x02 \x01(\tR\x13resourceTypeVersion\x12\x16\n" +
@@ -1703,7 +2098,8 @@ const file_no8s_store_v1_store_proto_rawDesc = "" +
 	"\x0elabel_selector\x18\x04 \x01(\tR\rlabelSelector\x12\x14\n" +
 	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12%\n" +
 	"\x0econtinue_token\x18\x06 \x01(\tR\rcontinueToken\x12\x1c\n" +
-	"\tdocuments\x18\a \x01(\bR\tdocuments\"\xbe\x01\n" +
+	"\tdocuments\x18\a \x01(\bR\tdocuments\x12\x1c\n" +
+	"\tnamespace\x18\b \x01(\tR\tnamespace\"\xbe\x01\n" +
 	"\x15ListResourcesResponse\x125\n" +
 	"\tresources\x18\x01 \x03(\v2\x17.no8s.store.v1.ResourceR\tresources\x12%\n" +
 	"\x0econtinue_token\x18\x02 \x01(\tR\rcontinueToken\x12)\n" +
@@ -1739,7 +2135,27 @@ const file_no8s_store_v1_store_proto_rawDesc = "" +
 	"\adry_run\x18\x05 \x01(\bR\x06dryRun\"g\n" +
 	"\x18UpdateFinalizersResponse\x123\n" +
 	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\x12\x16\n" +
-	"\x06purged\x18\x02 \x01(\bR\x06purged2\xbd\x0e\n" +
+	"\x06purged\x18\x02 \x01(\bR\x06purged\"E\n" +
+	"\x16CreateNamespaceRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x17\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"Q\n" +
+	"\x17CreateNamespaceResponse\x126\n" +
+	"\tnamespace\x18\x01 \x01(\v2\x18.no8s.store.v1.NamespaceR\tnamespace\")\n" +
+	"\x13GetNamespaceRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"N\n" +
+	"\x14GetNamespaceResponse\x126\n" +
+	"\tnamespace\x18\x01 \x01(\v2\x18.no8s.store.v1.NamespaceR\tnamespace\"\x17\n" +
+	"\x15ListNamespacesRequest\"R\n" +
+	"\x16ListNamespacesResponse\x128\n" +
+	"\n" +
+	"namespaces\x18\x01 \x03(\v2\x18.no8s.store.v1.NamespaceR\n" +
+	"namespaces\"E\n" +
+	"\x16DeleteNamespaceRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x17\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"i\n" +
+	"\x17DeleteNamespaceResponse\x126\n" +
+	"\tnamespace\x18\x01 \x01(\v2\x18.no8s.store.v1.NamespaceR\tnamespace\x12\x16\n" +
+	"\x06purged\x18\x02 \x01(\bR\x06purged2\xb9\x11\n" +
 	"\fStoreService\x12i\n" +
 	"\x12CreateResourceType\x12(.no8s.store.v1.CreateResourceTypeRequest\x1a).no8s.store.v1.CreateResourceTypeResponse\x12`\n" +
 	"\x0fGetResourceType\x12%.no8s.store.v1.GetResourceTypeRequest\x1a&.no8s.store.v1.GetResourceTypeResponse\x12f\n" +
@@ -1751,7 +2167,11 @@ const file_no8s_store_v1_store_proto_rawDesc = "" +
 	"\rListResources\x12#.no8s.store.v1.ListResourcesRequest\x1a$.no8s.store.v1.ListResourcesResponse\x12]\n" +
 	"\x0eUpdateResource\x12$.no8s.store.v1.UpdateResourceRequest\x1a%.no8s.store.v1.UpdateResourceResponse\x12]\n" +
 	"\x0eDeleteResource\x12$.no8s.store.v1.DeleteResourceRequest\x1a%.no8s.store.v1.DeleteResourceResponse\x12c\n" +
-	"\x10UpdateFinalizers\x12&.no8s.store.v1.UpdateFinalizersRequest\x1a'.no8s.store.v1.UpdateFinalizersResponse\x12u\n" +
+	"\x10UpdateFinalizers\x12&.no8s.store.v1.UpdateFinalizersRequest\x1a'.no8s.store.v1.UpdateFinalizersResponse\x12`\n" +
+	"\x0fCreateNamespace\x12%.no8s.store.v1.CreateNamespaceRequest\x1a&.no8s.store.v1.CreateNamespaceResponse\x12W\n" +
+	"\fGetNamespace\x12\".no8s.store.v1.GetNamespaceRequest\x1a#.no8s.store.v1.GetNamespaceResponse\x12]\n" +
+	"\x0eListNamespaces\x12$.no8s.store.v1.ListNamespacesRequest\x1a%.no8s.store.v1.ListNamespacesResponse\x12`\n" +
+	"\x0fDeleteNamespace\x12%.no8s.store.v1.DeleteNamespaceRequest\x1a&.no8s.store.v1.DeleteNamespaceResponse\x12u\n" +
 	"\x16CreateAdmissionWebhook\x12,.no8s.store.v1.CreateAdmissionWebhookRequest\x1a-.no8s.store.v1.CreateAdmissionWebhookResponse\x12l\n" +
 	"\x13GetAdmissionWebhook\x12).no8s.store.v1.GetAdmissionWebhookRequest\x1a*.no8s.store.v1.GetAdmissionWebhookResponse\x12r\n" +
 	"\x15ListAdmissionWebhooks\x12+.no8s.store.v1.ListAdmissionWebhooksRequest\x1a,.no8s.store.v1.ListAdmissionWebhooksResponse\x12u\n" +
@@ -1775,7 +2195,7 @@ func file_no8s_store_v1_store_proto_rawDescGZIP() []byte {
 	return file_no8s_store_v1_store_proto_rawDescData
 }
 
-var file_no8s_store_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_no8s_store_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_no8s_store_v1_store_proto_goTypes = []any{
 	(*RecordEventRequest)(nil),             // 0: no8s.store.v1.RecordEventRequest
 	(*RecordEventResponse)(nil),            // 1: no8s.store.v1.RecordEventResponse
@@ -1805,85 +2225,106 @@ var file_no8s_store_v1_store_proto_goTypes = []any{
 	(*DeleteResourceResponse)(nil),         // 25: no8s.store.v1.DeleteResourceResponse
 	(*UpdateFinalizersRequest)(nil),        // 26: no8s.store.v1.UpdateFinalizersRequest
 	(*UpdateFinalizersResponse)(nil),       // 27: no8s.store.v1.UpdateFinalizersResponse
-	nil,                                    // 28: no8s.store.v1.StringMap.EntriesEntry
-	(*EventInput)(nil),                     // 29: no8s.store.v1.EventInput
-	(*EventRecord)(nil),                    // 30: no8s.store.v1.EventRecord
-	(*ResourceType)(nil),                   // 31: no8s.store.v1.ResourceType
-	(*ReconcilePolicy)(nil),                // 32: no8s.store.v1.ReconcilePolicy
-	(*Resource)(nil),                       // 33: no8s.store.v1.Resource
-	(*CreateAdmissionWebhookRequest)(nil),  // 34: no8s.store.v1.CreateAdmissionWebhookRequest
-	(*GetAdmissionWebhookRequest)(nil),     // 35: no8s.store.v1.GetAdmissionWebhookRequest
-	(*ListAdmissionWebhooksRequest)(nil),   // 36: no8s.store.v1.ListAdmissionWebhooksRequest
-	(*UpdateAdmissionWebhookRequest)(nil),  // 37: no8s.store.v1.UpdateAdmissionWebhookRequest
-	(*DeleteAdmissionWebhookRequest)(nil),  // 38: no8s.store.v1.DeleteAdmissionWebhookRequest
-	(*CreateAdmissionWebhookResponse)(nil), // 39: no8s.store.v1.CreateAdmissionWebhookResponse
-	(*GetAdmissionWebhookResponse)(nil),    // 40: no8s.store.v1.GetAdmissionWebhookResponse
-	(*ListAdmissionWebhooksResponse)(nil),  // 41: no8s.store.v1.ListAdmissionWebhooksResponse
-	(*UpdateAdmissionWebhookResponse)(nil), // 42: no8s.store.v1.UpdateAdmissionWebhookResponse
-	(*DeleteAdmissionWebhookResponse)(nil), // 43: no8s.store.v1.DeleteAdmissionWebhookResponse
+	(*CreateNamespaceRequest)(nil),         // 28: no8s.store.v1.CreateNamespaceRequest
+	(*CreateNamespaceResponse)(nil),        // 29: no8s.store.v1.CreateNamespaceResponse
+	(*GetNamespaceRequest)(nil),            // 30: no8s.store.v1.GetNamespaceRequest
+	(*GetNamespaceResponse)(nil),           // 31: no8s.store.v1.GetNamespaceResponse
+	(*ListNamespacesRequest)(nil),          // 32: no8s.store.v1.ListNamespacesRequest
+	(*ListNamespacesResponse)(nil),         // 33: no8s.store.v1.ListNamespacesResponse
+	(*DeleteNamespaceRequest)(nil),         // 34: no8s.store.v1.DeleteNamespaceRequest
+	(*DeleteNamespaceResponse)(nil),        // 35: no8s.store.v1.DeleteNamespaceResponse
+	nil,                                    // 36: no8s.store.v1.StringMap.EntriesEntry
+	(*EventInput)(nil),                     // 37: no8s.store.v1.EventInput
+	(*EventRecord)(nil),                    // 38: no8s.store.v1.EventRecord
+	(*ResourceType)(nil),                   // 39: no8s.store.v1.ResourceType
+	(*ReconcilePolicy)(nil),                // 40: no8s.store.v1.ReconcilePolicy
+	(*Resource)(nil),                       // 41: no8s.store.v1.Resource
+	(*Namespace)(nil),                      // 42: no8s.store.v1.Namespace
+	(*CreateAdmissionWebhookRequest)(nil),  // 43: no8s.store.v1.CreateAdmissionWebhookRequest
+	(*GetAdmissionWebhookRequest)(nil),     // 44: no8s.store.v1.GetAdmissionWebhookRequest
+	(*ListAdmissionWebhooksRequest)(nil),   // 45: no8s.store.v1.ListAdmissionWebhooksRequest
+	(*UpdateAdmissionWebhookRequest)(nil),  // 46: no8s.store.v1.UpdateAdmissionWebhookRequest
+	(*DeleteAdmissionWebhookRequest)(nil),  // 47: no8s.store.v1.DeleteAdmissionWebhookRequest
+	(*CreateAdmissionWebhookResponse)(nil), // 48: no8s.store.v1.CreateAdmissionWebhookResponse
+	(*GetAdmissionWebhookResponse)(nil),    // 49: no8s.store.v1.GetAdmissionWebhookResponse
+	(*ListAdmissionWebhooksResponse)(nil),  // 50: no8s.store.v1.ListAdmissionWebhooksResponse
+	(*UpdateAdmissionWebhookResponse)(nil), // 51: no8s.store.v1.UpdateAdmissionWebhookResponse
+	(*DeleteAdmissionWebhookResponse)(nil), // 52: no8s.store.v1.DeleteAdmissionWebhookResponse
 }
 var file_no8s_store_v1_store_proto_depIdxs = []int32{
-	29, // 0: no8s.store.v1.RecordEventRequest.event:type_name -> no8s.store.v1.EventInput
-	30, // 1: no8s.store.v1.RecordEventResponse.event:type_name -> no8s.store.v1.EventRecord
-	30, // 2: no8s.store.v1.ListEventsResponse.events:type_name -> no8s.store.v1.EventRecord
-	31, // 3: no8s.store.v1.CreateResourceTypeRequest.resource_type:type_name -> no8s.store.v1.ResourceType
-	31, // 4: no8s.store.v1.CreateResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
-	31, // 5: no8s.store.v1.GetResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
-	31, // 6: no8s.store.v1.ListResourceTypesResponse.resource_types:type_name -> no8s.store.v1.ResourceType
-	32, // 7: no8s.store.v1.UpdateResourceTypeRequest.reconcile_policy:type_name -> no8s.store.v1.ReconcilePolicy
-	31, // 8: no8s.store.v1.UpdateResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
-	33, // 9: no8s.store.v1.CreateResourceRequest.resource:type_name -> no8s.store.v1.Resource
-	33, // 10: no8s.store.v1.CreateResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	37, // 0: no8s.store.v1.RecordEventRequest.event:type_name -> no8s.store.v1.EventInput
+	38, // 1: no8s.store.v1.RecordEventResponse.event:type_name -> no8s.store.v1.EventRecord
+	38, // 2: no8s.store.v1.ListEventsResponse.events:type_name -> no8s.store.v1.EventRecord
+	39, // 3: no8s.store.v1.CreateResourceTypeRequest.resource_type:type_name -> no8s.store.v1.ResourceType
+	39, // 4: no8s.store.v1.CreateResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
+	39, // 5: no8s.store.v1.GetResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
+	39, // 6: no8s.store.v1.ListResourceTypesResponse.resource_types:type_name -> no8s.store.v1.ResourceType
+	40, // 7: no8s.store.v1.UpdateResourceTypeRequest.reconcile_policy:type_name -> no8s.store.v1.ReconcilePolicy
+	39, // 8: no8s.store.v1.UpdateResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
+	41, // 9: no8s.store.v1.CreateResourceRequest.resource:type_name -> no8s.store.v1.Resource
+	41, // 10: no8s.store.v1.CreateResourceResponse.resource:type_name -> no8s.store.v1.Resource
 	16, // 11: no8s.store.v1.GetResourceRequest.name:type_name -> no8s.store.v1.ResourceName
-	33, // 12: no8s.store.v1.GetResourceResponse.resource:type_name -> no8s.store.v1.Resource
-	33, // 13: no8s.store.v1.ListResourcesResponse.resources:type_name -> no8s.store.v1.Resource
-	28, // 14: no8s.store.v1.StringMap.entries:type_name -> no8s.store.v1.StringMap.EntriesEntry
+	41, // 12: no8s.store.v1.GetResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	41, // 13: no8s.store.v1.ListResourcesResponse.resources:type_name -> no8s.store.v1.Resource
+	36, // 14: no8s.store.v1.StringMap.entries:type_name -> no8s.store.v1.StringMap.EntriesEntry
 	21, // 15: no8s.store.v1.UpdateResourceRequest.labels:type_name -> no8s.store.v1.StringMap
 	21, // 16: no8s.store.v1.UpdateResourceRequest.annotations:type_name -> no8s.store.v1.StringMap
-	33, // 17: no8s.store.v1.UpdateResourceResponse.resource:type_name -> no8s.store.v1.Resource
-	33, // 18: no8s.store.v1.DeleteResourceResponse.resource:type_name -> no8s.store.v1.Resource
-	33, // 19: no8s.store.v1.UpdateFinalizersResponse.resource:type_name -> no8s.store.v1.Resource
-	4,  // 20: no8s.store.v1.StoreService.CreateResourceType:input_type -> no8s.store.v1.CreateResourceTypeRequest
-	6,  // 21: no8s.store.v1.StoreService.GetResourceType:input_type -> no8s.store.v1.GetResourceTypeRequest
-	8,  // 22: no8s.store.v1.StoreService.ListResourceTypes:input_type -> no8s.store.v1.ListResourceTypesRequest
-	10, // 23: no8s.store.v1.StoreService.UpdateResourceType:input_type -> no8s.store.v1.UpdateResourceTypeRequest
-	12, // 24: no8s.store.v1.StoreService.DeleteResourceType:input_type -> no8s.store.v1.DeleteResourceTypeRequest
-	14, // 25: no8s.store.v1.StoreService.CreateResource:input_type -> no8s.store.v1.CreateResourceRequest
-	17, // 26: no8s.store.v1.StoreService.GetResource:input_type -> no8s.store.v1.GetResourceRequest
-	19, // 27: no8s.store.v1.StoreService.ListResources:input_type -> no8s.store.v1.ListResourcesRequest
-	22, // 28: no8s.store.v1.StoreService.UpdateResource:input_type -> no8s.store.v1.UpdateResourceRequest
-	24, // 29: no8s.store.v1.StoreService.DeleteResource:input_type -> no8s.store.v1.DeleteResourceRequest
-	26, // 30: no8s.store.v1.StoreService.UpdateFinalizers:input_type -> no8s.store.v1.UpdateFinalizersRequest
-	34, // 31: no8s.store.v1.StoreService.CreateAdmissionWebhook:input_type -> no8s.store.v1.CreateAdmissionWebhookRequest
-	35, // 32: no8s.store.v1.StoreService.GetAdmissionWebhook:input_type -> no8s.store.v1.GetAdmissionWebhookRequest
-	36, // 33: no8s.store.v1.StoreService.ListAdmissionWebhooks:input_type -> no8s.store.v1.ListAdmissionWebhooksRequest
-	37, // 34: no8s.store.v1.StoreService.UpdateAdmissionWebhook:input_type -> no8s.store.v1.UpdateAdmissionWebhookRequest
-	38, // 35: no8s.store.v1.StoreService.DeleteAdmissionWebhook:input_type -> no8s.store.v1.DeleteAdmissionWebhookRequest
-	0,  // 36: no8s.store.v1.StoreService.RecordEvent:input_type -> no8s.store.v1.RecordEventRequest
-	2,  // 37: no8s.store.v1.StoreService.ListEvents:input_type -> no8s.store.v1.ListEventsRequest
-	5,  // 38: no8s.store.v1.StoreService.CreateResourceType:output_type -> no8s.store.v1.CreateResourceTypeResponse
-	7,  // 39: no8s.store.v1.StoreService.GetResourceType:output_type -> no8s.store.v1.GetResourceTypeResponse
-	9,  // 40: no8s.store.v1.StoreService.ListResourceTypes:output_type -> no8s.store.v1.ListResourceTypesResponse
-	11, // 41: no8s.store.v1.StoreService.UpdateResourceType:output_type -> no8s.store.v1.UpdateResourceTypeResponse
-	13, // 42: no8s.store.v1.StoreService.DeleteResourceType:output_type -> no8s.store.v1.DeleteResourceTypeResponse
-	15, // 43: no8s.store.v1.StoreService.CreateResource:output_type -> no8s.store.v1.CreateResourceResponse
-	18, // 44: no8s.store.v1.StoreService.GetResource:output_type -> no8s.store.v1.GetResourceResponse
-	20, // 45: no8s.store.v1.StoreService.ListResources:output_type -> no8s.store.v1.ListResourcesResponse
-	23, // 46: no8s.store.v1.StoreService.UpdateResource:output_type -> no8s.store.v1.UpdateResourceResponse
-	25, // 47: no8s.store.v1.StoreService.DeleteResource:output_type -> no8s.store.v1.DeleteResourceResponse
-	27, // 48: no8s.store.v1.StoreService.UpdateFinalizers:output_type -> no8s.store.v1.UpdateFinalizersResponse
-	39, // 49: no8s.store.v1.StoreService.CreateAdmissionWebhook:output_type -> no8s.store.v1.CreateAdmissionWebhookResponse
-	40, // 50: no8s.store.v1.StoreService.GetAdmissionWebhook:output_type -> no8s.store.v1.GetAdmissionWebhookResponse
-	41, // 51: no8s.store.v1.StoreService.ListAdmissionWebhooks:output_type -> no8s.store.v1.ListAdmissionWebhooksResponse
-	42, // 52: no8s.store.v1.StoreService.UpdateAdmissionWebhook:output_type -> no8s.store.v1.UpdateAdmissionWebhookResponse
-	43, // 53: no8s.store.v1.StoreService.DeleteAdmissionWebhook:output_type -> no8s.store.v1.DeleteAdmissionWebhookResponse
-	1,  // 54: no8s.store.v1.StoreService.RecordEvent:output_type -> no8s.store.v1.RecordEventResponse
-	3,  // 55: no8s.store.v1.StoreService.ListEvents:output_type -> no8s.store.v1.ListEventsResponse
-	38, // [38:56] is the sub-list for method output_type
-	20, // [20:38] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	41, // 17: no8s.store.v1.UpdateResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	41, // 18: no8s.store.v1.DeleteResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	41, // 19: no8s.store.v1.UpdateFinalizersResponse.resource:type_name -> no8s.store.v1.Resource
+	42, // 20: no8s.store.v1.CreateNamespaceResponse.namespace:type_name -> no8s.store.v1.Namespace
+	42, // 21: no8s.store.v1.GetNamespaceResponse.namespace:type_name -> no8s.store.v1.Namespace
+	42, // 22: no8s.store.v1.ListNamespacesResponse.namespaces:type_name -> no8s.store.v1.Namespace
+	42, // 23: no8s.store.v1.DeleteNamespaceResponse.namespace:type_name -> no8s.store.v1.Namespace
+	4,  // 24: no8s.store.v1.StoreService.CreateResourceType:input_type -> no8s.store.v1.CreateResourceTypeRequest
+	6,  // 25: no8s.store.v1.StoreService.GetResourceType:input_type -> no8s.store.v1.GetResourceTypeRequest
+	8,  // 26: no8s.store.v1.StoreService.ListResourceTypes:input_type -> no8s.store.v1.ListResourceTypesRequest
+	10, // 27: no8s.store.v1.StoreService.UpdateResourceType:input_type -> no8s.store.v1.UpdateResourceTypeRequest
+	12, // 28: no8s.store.v1.StoreService.DeleteResourceType:input_type -> no8s.store.v1.DeleteResourceTypeRequest
+	14, // 29: no8s.store.v1.StoreService.CreateResource:input_type -> no8s.store.v1.CreateResourceRequest
+	17, // 30: no8s.store.v1.StoreService.GetResource:input_type -> no8s.store.v1.GetResourceRequest
+	19, // 31: no8s.store.v1.StoreService.ListResources:input_type -> no8s.store.v1.ListResourcesRequest
+	22, // 32: no8s.store.v1.StoreService.UpdateResource:input_type -> no8s.store.v1.UpdateResourceRequest
+	24, // 33: no8s.store.v1.StoreService.DeleteResource:input_type -> no8s.store.v1.DeleteResourceRequest
+	26, // 34: no8s.store.v1.StoreService.UpdateFinalizers:input_type -> no8s.store.v1.UpdateFinalizersRequest
+	28, // 35: no8s.store.v1.StoreService.CreateNamespace:input_type -> no8s.store.v1.CreateNamespaceRequest
+	30, // 36: no8s.store.v1.StoreService.GetNamespace:input_type -> no8s.store.v1.GetNamespaceRequest
+	32, // 37: no8s.store.v1.StoreService.ListNamespaces:input_type -> no8s.store.v1.ListNamespacesRequest
+	34, // 38: no8s.store.v1.StoreService.DeleteNamespace:input_type -> no8s.store.v1.DeleteNamespaceRequest
+	43, // 39: no8s.store.v1.StoreService.CreateAdmissionWebhook:input_type -> no8s.store.v1.CreateAdmissionWebhookRequest
+	44, // 40: no8s.store.v1.StoreService.GetAdmissionWebhook:input_type -> no8s.store.v1.GetAdmissionWebhookRequest
+	45, // 41: no8s.store.v1.StoreService.ListAdmissionWebhooks:input_type -> no8s.store.v1.ListAdmissionWebhooksRequest
+	46, // 42: no8s.store.v1.StoreService.UpdateAdmissionWebhook:input_type -> no8s.store.v1.UpdateAdmissionWebhookRequest
+	47, // 43: no8s.store.v1.StoreService.DeleteAdmissionWebhook:input_type -> no8s.store.v1.DeleteAdmissionWebhookRequest
+	0,  // 44: no8s.store.v1.StoreService.RecordEvent:input_type -> no8s.store.v1.RecordEventRequest
+	2,  // 45: no8s.store.v1.StoreService.ListEvents:input_type -> no8s.store.v1.ListEventsRequest
+	5,  // 46: no8s.store.v1.StoreService.CreateResourceType:output_type -> no8s.store.v1.CreateResourceTypeResponse
+	7,  // 47: no8s.store.v1.StoreService.GetResourceType:output_type -> no8s.store.v1.GetResourceTypeResponse
+	9,  // 48: no8s.store.v1.StoreService.ListResourceTypes:output_type -> no8s.store.v1.ListResourceTypesResponse
+	11, // 49: no8s.store.v1.StoreService.UpdateResourceType:output_type -> no8s.store.v1.UpdateResourceTypeResponse
+	13, // 50: no8s.store.v1.StoreService.DeleteResourceType:output_type -> no8s.store.v1.DeleteResourceTypeResponse
+	15, // 51: no8s.store.v1.StoreService.CreateResource:output_type -> no8s.store.v1.CreateResourceResponse
+	18, // 52: no8s.store.v1.StoreService.GetResource:output_type -> no8s.store.v1.GetResourceResponse
+	20, // 53: no8s.store.v1.StoreService.ListResources:output_type -> no8s.store.v1.ListResourcesResponse
+	23, // 54: no8s.store.v1.StoreService.UpdateResource:output_type -> no8s.store.v1.UpdateResourceResponse
+	25, // 55: no8s.store.v1.StoreService.DeleteResource:output_type -> no8s.store.v1.DeleteResourceResponse
+	27, // 56: no8s.store.v1.StoreService.UpdateFinalizers:output_type -> no8s.store.v1.UpdateFinalizersResponse
+	29, // 57: no8s.store.v1.StoreService.CreateNamespace:output_type -> no8s.store.v1.CreateNamespaceResponse
+	31, // 58: no8s.store.v1.StoreService.GetNamespace:output_type -> no8s.store.v1.GetNamespaceResponse
+	33, // 59: no8s.store.v1.StoreService.ListNamespaces:output_type -> no8s.store.v1.ListNamespacesResponse
+	35, // 60: no8s.store.v1.StoreService.DeleteNamespace:output_type -> no8s.store.v1.DeleteNamespaceResponse
+	48, // 61: no8s.store.v1.StoreService.CreateAdmissionWebhook:output_type -> no8s.store.v1.CreateAdmissionWebhookResponse
+	49, // 62: no8s.store.v1.StoreService.GetAdmissionWebhook:output_type -> no8s.store.v1.GetAdmissionWebhookResponse
+	50, // 63: no8s.store.v1.StoreService.ListAdmissionWebhooks:output_type -> no8s.store.v1.ListAdmissionWebhooksResponse
+	51, // 64: no8s.store.v1.StoreService.UpdateAdmissionWebhook:output_type -> no8s.store.v1.UpdateAdmissionWebhookResponse
+	52, // 65: no8s.store.v1.StoreService.DeleteAdmissionWebhook:output_type -> no8s.store.v1.DeleteAdmissionWebhookResponse
+	1,  // 66: no8s.store.v1.StoreService.RecordEvent:output_type -> no8s.store.v1.RecordEventResponse
+	3,  // 67: no8s.store.v1.StoreService.ListEvents:output_type -> no8s.store.v1.ListEventsResponse
+	46, // [46:68] is the sub-list for method output_type
+	24, // [24:46] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_no8s_store_v1_store_proto_init() }
@@ -1904,7 +2345,7 @@ func file_no8s_store_v1_store_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_no8s_store_v1_store_proto_rawDesc), len(file_no8s_store_v1_store_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

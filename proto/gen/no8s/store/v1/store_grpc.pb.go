@@ -30,6 +30,10 @@ const (
 	StoreService_UpdateResource_FullMethodName         = "/no8s.store.v1.StoreService/UpdateResource"
 	StoreService_DeleteResource_FullMethodName         = "/no8s.store.v1.StoreService/DeleteResource"
 	StoreService_UpdateFinalizers_FullMethodName       = "/no8s.store.v1.StoreService/UpdateFinalizers"
+	StoreService_CreateNamespace_FullMethodName        = "/no8s.store.v1.StoreService/CreateNamespace"
+	StoreService_GetNamespace_FullMethodName           = "/no8s.store.v1.StoreService/GetNamespace"
+	StoreService_ListNamespaces_FullMethodName         = "/no8s.store.v1.StoreService/ListNamespaces"
+	StoreService_DeleteNamespace_FullMethodName        = "/no8s.store.v1.StoreService/DeleteNamespace"
 	StoreService_CreateAdmissionWebhook_FullMethodName = "/no8s.store.v1.StoreService/CreateAdmissionWebhook"
 	StoreService_GetAdmissionWebhook_FullMethodName    = "/no8s.store.v1.StoreService/GetAdmissionWebhook"
 	StoreService_ListAdmissionWebhooks_FullMethodName  = "/no8s.store.v1.StoreService/ListAdmissionWebhooks"
@@ -59,6 +63,16 @@ type StoreServiceClient interface {
 	UpdateResource(ctx context.Context, in *UpdateResourceRequest, opts ...grpc.CallOption) (*UpdateResourceResponse, error)
 	DeleteResource(ctx context.Context, in *DeleteResourceRequest, opts ...grpc.CallOption) (*DeleteResourceResponse, error)
 	UpdateFinalizers(ctx context.Context, in *UpdateFinalizersRequest, opts ...grpc.CallOption) (*UpdateFinalizersResponse, error)
+	// Namespaces. "default" always exists: deleting it is refused with
+	// PermissionDenied/"namespace_protected". Deleting a namespace makes it
+	// terminating (creates in it are refused with Aborted/
+	// "namespace_terminating"), requests the deletion of each of its resources
+	// (the normal finalizer path) and removes the namespace once the last of
+	// them is gone.
+	CreateNamespace(ctx context.Context, in *CreateNamespaceRequest, opts ...grpc.CallOption) (*CreateNamespaceResponse, error)
+	GetNamespace(ctx context.Context, in *GetNamespaceRequest, opts ...grpc.CallOption) (*GetNamespaceResponse, error)
+	ListNamespaces(ctx context.Context, in *ListNamespacesRequest, opts ...grpc.CallOption) (*ListNamespacesResponse, error)
+	DeleteNamespace(ctx context.Context, in *DeleteNamespaceRequest, opts ...grpc.CallOption) (*DeleteNamespaceResponse, error)
 	// Admission webhook registrations. Each write takes a revision; writes are
 	// serialized so that ListAdmissionWebhooks' set_version changes whenever
 	// the set does.
@@ -194,6 +208,46 @@ func (c *storeServiceClient) UpdateFinalizers(ctx context.Context, in *UpdateFin
 	return out, nil
 }
 
+func (c *storeServiceClient) CreateNamespace(ctx context.Context, in *CreateNamespaceRequest, opts ...grpc.CallOption) (*CreateNamespaceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateNamespaceResponse)
+	err := c.cc.Invoke(ctx, StoreService_CreateNamespace_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeServiceClient) GetNamespace(ctx context.Context, in *GetNamespaceRequest, opts ...grpc.CallOption) (*GetNamespaceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetNamespaceResponse)
+	err := c.cc.Invoke(ctx, StoreService_GetNamespace_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeServiceClient) ListNamespaces(ctx context.Context, in *ListNamespacesRequest, opts ...grpc.CallOption) (*ListNamespacesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListNamespacesResponse)
+	err := c.cc.Invoke(ctx, StoreService_ListNamespaces_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeServiceClient) DeleteNamespace(ctx context.Context, in *DeleteNamespaceRequest, opts ...grpc.CallOption) (*DeleteNamespaceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteNamespaceResponse)
+	err := c.cc.Invoke(ctx, StoreService_DeleteNamespace_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *storeServiceClient) CreateAdmissionWebhook(ctx context.Context, in *CreateAdmissionWebhookRequest, opts ...grpc.CallOption) (*CreateAdmissionWebhookResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CreateAdmissionWebhookResponse)
@@ -284,6 +338,16 @@ type StoreServiceServer interface {
 	UpdateResource(context.Context, *UpdateResourceRequest) (*UpdateResourceResponse, error)
 	DeleteResource(context.Context, *DeleteResourceRequest) (*DeleteResourceResponse, error)
 	UpdateFinalizers(context.Context, *UpdateFinalizersRequest) (*UpdateFinalizersResponse, error)
+	// Namespaces. "default" always exists: deleting it is refused with
+	// PermissionDenied/"namespace_protected". Deleting a namespace makes it
+	// terminating (creates in it are refused with Aborted/
+	// "namespace_terminating"), requests the deletion of each of its resources
+	// (the normal finalizer path) and removes the namespace once the last of
+	// them is gone.
+	CreateNamespace(context.Context, *CreateNamespaceRequest) (*CreateNamespaceResponse, error)
+	GetNamespace(context.Context, *GetNamespaceRequest) (*GetNamespaceResponse, error)
+	ListNamespaces(context.Context, *ListNamespacesRequest) (*ListNamespacesResponse, error)
+	DeleteNamespace(context.Context, *DeleteNamespaceRequest) (*DeleteNamespaceResponse, error)
 	// Admission webhook registrations. Each write takes a revision; writes are
 	// serialized so that ListAdmissionWebhooks' set_version changes whenever
 	// the set does.
@@ -341,6 +405,18 @@ func (UnimplementedStoreServiceServer) DeleteResource(context.Context, *DeleteRe
 }
 func (UnimplementedStoreServiceServer) UpdateFinalizers(context.Context, *UpdateFinalizersRequest) (*UpdateFinalizersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateFinalizers not implemented")
+}
+func (UnimplementedStoreServiceServer) CreateNamespace(context.Context, *CreateNamespaceRequest) (*CreateNamespaceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateNamespace not implemented")
+}
+func (UnimplementedStoreServiceServer) GetNamespace(context.Context, *GetNamespaceRequest) (*GetNamespaceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetNamespace not implemented")
+}
+func (UnimplementedStoreServiceServer) ListNamespaces(context.Context, *ListNamespacesRequest) (*ListNamespacesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListNamespaces not implemented")
+}
+func (UnimplementedStoreServiceServer) DeleteNamespace(context.Context, *DeleteNamespaceRequest) (*DeleteNamespaceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteNamespace not implemented")
 }
 func (UnimplementedStoreServiceServer) CreateAdmissionWebhook(context.Context, *CreateAdmissionWebhookRequest) (*CreateAdmissionWebhookResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateAdmissionWebhook not implemented")
@@ -582,6 +658,78 @@ func _StoreService_UpdateFinalizers_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _StoreService_CreateNamespace_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateNamespaceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServiceServer).CreateNamespace(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StoreService_CreateNamespace_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServiceServer).CreateNamespace(ctx, req.(*CreateNamespaceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StoreService_GetNamespace_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetNamespaceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServiceServer).GetNamespace(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StoreService_GetNamespace_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServiceServer).GetNamespace(ctx, req.(*GetNamespaceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StoreService_ListNamespaces_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListNamespacesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServiceServer).ListNamespaces(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StoreService_ListNamespaces_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServiceServer).ListNamespaces(ctx, req.(*ListNamespacesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StoreService_DeleteNamespace_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteNamespaceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServiceServer).DeleteNamespace(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StoreService_DeleteNamespace_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServiceServer).DeleteNamespace(ctx, req.(*DeleteNamespaceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _StoreService_CreateAdmissionWebhook_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CreateAdmissionWebhookRequest)
 	if err := dec(in); err != nil {
@@ -758,6 +906,22 @@ var StoreService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateFinalizers",
 			Handler:    _StoreService_UpdateFinalizers_Handler,
+		},
+		{
+			MethodName: "CreateNamespace",
+			Handler:    _StoreService_CreateNamespace_Handler,
+		},
+		{
+			MethodName: "GetNamespace",
+			Handler:    _StoreService_GetNamespace_Handler,
+		},
+		{
+			MethodName: "ListNamespaces",
+			Handler:    _StoreService_ListNamespaces_Handler,
+		},
+		{
+			MethodName: "DeleteNamespace",
+			Handler:    _StoreService_DeleteNamespace_Handler,
 		},
 		{
 			MethodName: "CreateAdmissionWebhook",

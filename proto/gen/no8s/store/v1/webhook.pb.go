@@ -53,8 +53,11 @@ type AdmissionWebhook struct {
 	ResourceVersion int64                  `protobuf:"varint,12,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
 	CreatedAt       *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt       *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// namespaces restricts the webhook to resources in the named namespaces;
+	// empty matches every namespace.
+	Namespaces    []string `protobuf:"bytes,15,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AdmissionWebhook) Reset() {
@@ -181,6 +184,13 @@ func (x *AdmissionWebhook) GetCreatedAt() *timestamppb.Timestamp {
 func (x *AdmissionWebhook) GetUpdatedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *AdmissionWebhook) GetNamespaces() []string {
+	if x != nil {
+		return x.Namespaces
 	}
 	return nil
 }
@@ -677,7 +687,7 @@ var File_no8s_store_v1_webhook_proto protoreflect.FileDescriptor
 
 const file_no8s_store_v1_webhook_proto_rawDesc = "" +
 	"\n" +
-	"\x1bno8s/store/v1/webhook.proto\x12\rno8s.store.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa6\x04\n" +
+	"\x1bno8s/store/v1/webhook.proto\x12\rno8s.store.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc6\x04\n" +
 	"\x10AdmissionWebhook\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12,\n" +
@@ -698,7 +708,10 @@ const file_no8s_store_v1_webhook_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"s\n" +
+	"updated_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x1e\n" +
+	"\n" +
+	"namespaces\x18\x0f \x03(\tR\n" +
+	"namespaces\"s\n" +
 	"\x1dCreateAdmissionWebhookRequest\x129\n" +
 	"\awebhook\x18\x01 \x01(\v2\x1f.no8s.store.v1.AdmissionWebhookR\awebhook\x12\x17\n" +
 	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"[\n" +
