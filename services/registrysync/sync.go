@@ -107,15 +107,19 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 		return res
 	}
 	current, err := s.listTenants(ctx, reg.Namespace, tenancy.LabelRegistry+"="+reg.Name)
+	listed := time.Since(start)
 	if err != nil {
 		res.Err, res.Reason, res.Message = err, "ListFailed", err.Error()
 		return res
 	}
 	desired := map[string]desiredTenant{}
 	complete := true
+	var readTook time.Duration
 	var problems []string
 	if !res.Deleting {
+		readStart := time.Now()
 		rows, err := s.svc.reader.Read(ctx, spec)
+		readTook = time.Since(readStart)
 		if err != nil {
 			reason := datasource.ReasonQuery
 			var de *datasource.Error
@@ -225,7 +229,8 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 		res.Message = fmt.Sprintf("%d active rows × %d templates = %d Tenants", res.ActiveRows, res.ReferencingTemplates, res.Desired)
 	}
 	log.Debug("sync", "created", out.Created, "updated", out.Updated, "deleted", out.Deleted, "unchanged", out.Unchanged,
-		"desired", res.Desired, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+		"desired", res.Desired, "duration_ms", float64(time.Since(start).Microseconds())/1000,
+		"list_ms", listed.Milliseconds(), "read_ms", readTook.Milliseconds())
 	if out.Created+out.Updated+out.Deleted > 0 || len(problems) > 0 {
 		log.Info("synced", "created", out.Created, "updated", out.Updated, "deleted", out.Deleted, "unchanged", out.Unchanged,
 			"kept", out.DeletesSkipped, "problems", len(problems), "duration", time.Since(start))
