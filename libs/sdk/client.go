@@ -47,15 +47,16 @@ type ResourceList struct {
 }
 
 // Writer is what a reconciler writes beside the status the engine saves:
-// its own finalizer on the resource it reconciles. Workers reach the store
+// its own finalizers on the resource it reconciles. Workers reach the store
 // through a narrow door (WorkerService) that takes nothing else. Other
 // resources, child resources for one, are created and changed through the
 // public API, as a client does, so that admission applies.
 type Writer interface {
 	// UpdateFinalizers adds and removes finalizers of the resource under
-	// reconcile. Only the reconciler's own finalizer (Finalizer(name)) is
-	// accepted, and only under the attempt's lease; anything else is
-	// refused (a gRPC PermissionDenied, reason not_owned). Removing the
+	// reconcile. Only the reconciler's own finalizers (Finalizer(name), and
+	// those it declared: FinalizerOwner) are accepted, and only under the
+	// attempt's lease; anything else is refused (a gRPC PermissionDenied,
+	// reason not_owned). Removing the
 	// last finalizer of a deleting resource purges it.
 	UpdateFinalizers(ctx context.Context, id int64, add, remove []string) (*Resource, error)
 }

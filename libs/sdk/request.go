@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/sdk/action"
 	"github.com/no8s/no8s/libs/sdk/conditions"
 	"github.com/no8s/no8s/libs/sdk/secret"
 )
@@ -31,6 +32,10 @@ type Request[S any] struct {
 	// Reason is why the attempt was dispatched (generation, deletion,
 	// manual, annotation, resync, retry, pending).
 	Reason string
+	// LeaseEpoch is the epoch of the attempt's reconcile lease (zero outside
+	// the worker runtime): it grows by one with every attempt on the
+	// resource.
+	LeaseEpoch int64
 	// Log carries the reconcile id and the resource's identity.
 	Log *slog.Logger
 	// Client reads other resources and changes finalizers.
@@ -43,12 +48,16 @@ type Request[S any] struct {
 	// the control plane; it is saved in the history row.
 	Changes Changes
 
-	secrets        secret.Resolver
-	events         []Event
-	conds          []conditions.Condition
-	outputs        map[string]any
-	outputsChanged bool
-	now            func() time.Time
+	secrets secret.Resolver
+	actions *action.Registry
+	// removeFinalizers are saved with the result (RunAction's, once its
+	// plugin's Destroy succeeded).
+	removeFinalizers []string
+	events           []Event
+	conds            []conditions.Condition
+	outputs          map[string]any
+	outputsChanged   bool
+	now              func() time.Time
 }
 
 // NewRequest builds the Request the engine would build for res (spec
@@ -70,6 +79,13 @@ func newRequest[S any](res *Resource, now func() time.Time) *Request[S] {
 		Log: slog.New(slog.DiscardHandler), Scratch: map[string]any{},
 		conds: conditions.Normalize(res.Conditions), outputs: decodeOutputs(res.Outputs), now: now,
 	}
+}
+
+// WithActions sets the action plugins Action and RunAction use (for tests of
+// single steps; the engine's WithActions sets them for every attempt).
+func (r *Request[S]) WithActions(reg *action.Registry) *Request[S] {
+	r.actions = reg
+	return r
 }
 
 // WithSecrets sets the resolver Secret uses (for tests of single steps).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/sdk/outbound"
@@ -127,13 +128,16 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 		return nil, 0, err
 	}
 	if op == webhookconf.OpCreate && h.live != nil {
-		fin, err := h.live.requireReconciler(ctx, r.GetResourceTypeName(), r.GetResourceTypeVersion())
+		fins, err := h.live.requireReconciler(ctx, r.GetResourceTypeName(), r.GetResourceTypeVersion())
 		if err != nil {
 			return nil, 0, err
 		}
-		if !slices.Contains(out.Finalizers, fin) {
+		for _, fin := range fins {
+			if slices.Contains(out.Finalizers, fin) {
+				continue
+			}
 			if len(out.Finalizers) >= names.MaxFinalizers {
-				return nil, 0, problem.New(problem.Invalid, problem.CodeInvalid, "at most %d finalizers, including the reconciler's %s", names.MaxFinalizers, fin).
+				return nil, 0, problem.New(problem.Invalid, problem.CodeInvalid, "at most %d finalizers, including the reconciler's %s", names.MaxFinalizers, strings.Join(fins, ", ")).
 					WithFields(problem.FieldError{Path: "/finalizers", Message: "too many finalizers"})
 			}
 			out.Finalizers = append(out.Finalizers, fin)

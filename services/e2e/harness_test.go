@@ -43,6 +43,9 @@ func runMain(m *testing.M) int {
 	if addr := os.Getenv(rogueEnv); addr != "" {
 		return runRogueWorker(addr) // this process is TestWorkerDoorIsNarrow's rogue worker
 	}
+	if url := os.Getenv(queuePublisherEnv); url != "" {
+		return runQueuePublisher(url) // this process is TestQueueInputKill9's publisher
+	}
 	dir, err := os.MkdirTemp("", "no8s-e2e-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -339,14 +342,15 @@ func (c *cluster) startReconciler(storeAddr string, types ...string) *proc {
 // startReconcilerArgs runs `no8s-reconciler <args>` as replica name, with
 // extra environment variables, and waits until the reconciler it names
 // serves every type it registers (for noop: --types; for
-// postgres-database: PostgresDatabase/v1). It connects to the worker
-// address of the store at storeAddr; postgres-database registers its type
+// postgres-database: PostgresDatabase/v1; for github-workflow:
+// GitHubWorkflow/v1). It connects to the worker address of the store at
+// storeAddr; postgres-database and github-workflow register their types
 // through the first gateway.
 func (c *cluster) startReconcilerArgs(name, storeAddr string, env []string, args ...string) *proc {
 	c.t.Helper()
 	full := append(slices.Clone(args), "--nats-url", c.natsURL, "--store-addr", c.workerAddr(storeAddr),
 		"--health-listen", c.healthAddr("reconciler-"+name), "--replica-id", name, "--log-level", "debug")
-	if args[0] == "postgres-database" && len(c.gateways) > 0 {
+	if (args[0] == "postgres-database" || args[0] == "github-workflow") && len(c.gateways) > 0 {
 		full = append(full, "--api-url", c.gateways[0])
 	}
 	p := start(c.t, "reconciler-"+name, filepath.Join(binDir, "no8s-reconciler"), full, env...)
@@ -356,8 +360,11 @@ func (c *cluster) startReconcilerArgs(name, storeAddr string, env []string, args
 			want = strings.Split(args[i+1], ",")
 		}
 	}
-	if args[0] == "postgres-database" {
+	switch args[0] {
+	case "postgres-database":
 		want = []string{"PostgresDatabase/v1"}
+	case "github-workflow":
+		want = []string{"GitHubWorkflow/v1"}
 	}
 	_, nc := c.jetstream()
 	waitFor(c.t, 20*time.Second, "reconciler "+name+" registered", func() error {

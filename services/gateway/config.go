@@ -8,6 +8,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+	"github.com/no8s/no8s/services/gateway/queueinput"
 	"github.com/no8s/no8s/services/gateway/watch"
 )
 
@@ -75,16 +76,27 @@ type Config struct {
 	// (admission applies it again when it connects): the zero Policy allows
 	// public addresses only; `no8s dev` allows loopback and private ones.
 	Outbound outbound.Policy
+	// Input configures the queue input (package queueinput); it runs when
+	// Input.Enabled and JetStream is set.
+	Input InputConfig
 	// Reconcile serves the reconcile endpoints (manual trigger, history);
 	// nil answers them with 503. The store serves it beside StoreService.
 	Reconcile reconcilev1.ReconcileServiceClient
+}
+
+// InputConfig configures the queue input.
+type InputConfig struct {
+	// Enabled serves the queue input (Serve runs it beside HTTP).
+	Enabled bool
+	queueinput.Config
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{ShutdownGrace: DefaultShutdownGrace, RequestTimeout: DefaultRequestTimeout,
 		ReadHeaderTimeout: DefaultReadHeaderTimeout, BodyReadTimeout: DefaultBodyReadTimeout,
-		IdleTimeout: DefaultIdleTimeout, MaxConcurrentBodyReads: DefaultMaxConcurrentBodyReads}
+		IdleTimeout: DefaultIdleTimeout, MaxConcurrentBodyReads: DefaultMaxConcurrentBodyReads,
+		Input: InputConfig{Enabled: true}}
 }
 
 func (c Config) withDefaults() Config {

@@ -201,10 +201,12 @@ func startStack() (*stack, func(), error) {
 	cfg.JetStream, cfg.Watch = js, watchTestConfig
 	cfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
 	cfg.Outbound = outbound.DevPolicy()
+	cfg.Input.Config = inputTestConfig
 	gw := New(cfg, storeClient, admissionClient, log.With("service", "gateway"))
 	ectx, stopEvents := context.WithCancel(ctx)
-	wg.Add(1)
+	wg.Add(2)
 	go func() { defer wg.Done(); _ = gw.RunEvents(ectx) }()
+	go func() { defer wg.Done(); _ = gw.RunInput(ectx) }()
 	srv := httptest.NewServer(gw.Handler())
 	cleanups = append(cleanups, srv.Close, stopEvents) // watches end before the server closes
 	return &stack{gateway: gw, server: srv, store: storeClient, admission: admissionClient, conns: conns, admissionSvc: admissionSvc, js: js,

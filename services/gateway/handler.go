@@ -80,7 +80,7 @@ func (s *Service) routes() *echo.Echo {
 		HTTPErrorHandler: s.handleError,
 	})
 	e.Pre(securityHeaders, headAsGet)
-	e.Use(s.requestID, s.accessLog, s.recoverPanic, checkRequestText, s.boundBody, requireJSON)
+	e.Use(s.requestID, s.accessLog, s.recoverPanic, checkRequestText, s.boundBody, requireJSON, fenceContext)
 
 	ready := echo.WrapHandler(health.ProbeHandler(s.cfg.Health, s.cfg.Health.Ready))
 	e.GET("/health", ready)
@@ -134,9 +134,7 @@ func (s *Service) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		id := c.Request().Header.Get(HeaderRequestID)
 		if !validRequestID(id) {
-			b := make([]byte, 16)
-			_, _ = rand.Read(b)
-			id = hex.EncodeToString(b)
+			id = newRequestID()
 		}
 		c.Set(ctxKeyRequestID, id)
 		c.Response().Header().Set(HeaderRequestID, id)
@@ -144,6 +142,13 @@ func (s *Service) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 		c.SetRequest(req.WithContext(metadata.AppendToOutgoingContext(req.Context(), "x-request-id", id)))
 		return next(c)
 	}
+}
+
+// newRequestID makes a request id.
+func newRequestID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func validRequestID(id string) bool {
@@ -211,24 +216,33 @@ func (s *Service) handleError(c *echo.Context, err error) {
 	if r, _ := echo.UnwrapResponse(c.Response()); r != nil && r.Committed {
 		return
 	}
-	status, body := s.errorResponse(c, err)
-	body.RequestID = requestIDOf(c)
+	status, b, _ := s.errorDocument(requestIDOf(c), err)
 	setRetryAfter(c, status)
-	if body.Errors == nil {
-		body.Errors = []problem.FieldError{}
-	}
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(status)
 		return
+	}
+	_ = c.JSONBlob(status, b)
+}
+
+// errorDocument is the status and the JSON error document that answer err
+// (HTTP and the queue input alike), and the document's detail.
+func (s *Service) errorDocument(requestID string, err error) (int, []byte, string) {
+	status, body := s.errorAnswer(requestID, err)
+	body.RequestID = requestID
+	if body.Errors == nil {
+		body.Errors = []problem.FieldError{}
 	}
 	b, merr := resource.Marshal(body)
 	if merr != nil {
 		b = []byte(`{"detail":"internal error","code":"internal","errors":[]}`)
 	}
-	_ = c.JSONBlob(status, b)
+	return status, b, body.Detail
 }
 
-func (s *Service) errorResponse(c *echo.Context, err error) (int, errorBody) {
+// errorAnswer is the status and error document that answer err, for HTTP
+// and the queue input alike; requestID is logged with internal errors.
+func (s *Service) errorAnswer(requestID string, err error) (int, errorBody) {
 	var he *httpError
 	if errors.As(err, &he) {
 		return he.status, errorBody{Detail: he.detail, Code: he.code}
@@ -236,11 +250,11 @@ func (s *Service) errorResponse(c *echo.Context, err error) (int, errorBody) {
 	if pe := problem.As(err); pe != nil {
 		status := httpStatus(pe.Kind)
 		if pe.Kind == problem.Internal {
-			s.log.Error("internal error", "error", pe.Error(), "request_id", requestIDOf(c))
+			s.log.Error("internal error", "error", pe.Error(), "request_id", requestID)
 			return status, errorBody{Detail: "internal error", Code: problem.CodeInternal}
 		}
-		if pe.Kind == problem.Unavailable && pe.Code != problem.CodeWebhookFailed {
-			s.log.Warn("backend unavailable", "error", pe.Error(), "request_id", requestIDOf(c))
+		if pe.Kind == problem.Unavailable && pe.Code != problem.CodeWebhookFailed && pe.Code != problem.CodeUndeliverable {
+			s.log.Warn("backend unavailable", "error", pe.Error(), "request_id", requestID)
 			return status, errorBody{Detail: "a backend service is unavailable; retry later", Code: problem.CodeUnavailable}
 		}
 		return status, errorBody{Detail: pe.Detail, Code: pe.Code, Errors: pe.Fields}
@@ -254,7 +268,7 @@ func (s *Service) errorResponse(c *echo.Context, err error) (int, errorBody) {
 	if code := echo.StatusCode(err); code != 0 {
 		return code, errorBody{Detail: http.StatusText(code), Code: codeForStatus(code)}
 	}
-	s.log.Error("internal error", "error", err.Error(), "request_id", requestIDOf(c))
+	s.log.Error("internal error", "error", err.Error(), "request_id", requestID)
 	return http.StatusInternalServerError, errorBody{Detail: "internal error", Code: problem.CodeInternal}
 }
 
@@ -285,13 +299,31 @@ func (s *Service) openAPI(c *echo.Context) error {
 
 // backendCtx bounds the backend calls of one step of a request.
 func (s *Service) backendCtx(c *echo.Context) (context.Context, context.CancelFunc) {
-	ctx := c.Request().Context()
-	// A fenced write's lease and epoch travel on to the store, which checks
-	// them where the write commits.
-	if h := c.Request().Header; h.Get(fence.HeaderLease) != "" || h.Get(fence.HeaderEpoch) != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, fence.MetadataLease, h.Get(fence.HeaderLease), fence.MetadataEpoch, h.Get(fence.HeaderEpoch))
+	return context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)
+}
+
+// fenceContext puts a fenced write's lease and epoch (the X-No8s-Fence-*
+// headers) on the request's context as outgoing gRPC metadata: every
+// backend call of the request carries them on to the store, which checks
+// them where the write commits.
+func fenceContext(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		r := c.Request()
+		if lease, epoch := r.Header.Get(fence.HeaderLease), r.Header.Get(fence.HeaderEpoch); lease != "" || epoch != "" {
+			c.SetRequest(r.WithContext(metadata.AppendToOutgoingContext(r.Context(), fence.MetadataLease, lease, fence.MetadataEpoch, epoch)))
+		}
+		return next(c)
 	}
-	return context.WithTimeout(ctx, s.cfg.RequestTimeout)
+}
+
+// fenceLease is the leader lease a request's writes are fenced by ("" for
+// none).
+func fenceLease(ctx context.Context) string {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	if v := md.Get(fence.MetadataLease); len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // writeJSON answers v as JSON without HTML escaping.

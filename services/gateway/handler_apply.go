@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -38,12 +39,8 @@ type applyResourceBody struct {
 	Annotations         *map[string]string `json:"annotations"`
 }
 
-// applyResource is server-side apply: it creates the resource named by
-// (type, version, namespace, name) or updates it to the given spec, labels
-// and annotations, through admission like every write. Applying what is
-// stored changes nothing (same generation, same resource_version, no
-// event). A conflicting concurrent write (409 conflict, or name_taken when
-// two applies create at once) is retried against the newer state.
+// applyResource is POST /api/v1/resources/apply: applyOp behind the HTTP
+// edge.
 func (s *Service) applyResource(c *echo.Context) error {
 	dry, err := dryRun(c)
 	if err != nil {
@@ -53,6 +50,51 @@ func (s *Service) applyResource(c *echo.Context) error {
 	if err := decodeJSONBody(c, &body); err != nil {
 		return err
 	}
+	out, err := s.applyOp(c.Request().Context(), body, dry)
+	if err != nil {
+		return err
+	}
+	for k, v := range out.header() {
+		c.Response().Header().Set(k, v)
+	}
+	return writeJSON(c, out.status(), out.doc)
+}
+
+// applied is what an apply did: its result (ApplyCreated, ApplyConfigured
+// or ApplyUnchanged) and the resource as stored (or as it would be, on a
+// dry run).
+type applied struct {
+	result string
+	doc    *resource.Resource
+	dry    bool
+}
+
+// status is the HTTP status of the answer: 201 for a create, else 200.
+func (a applied) status() int {
+	if a.result == ApplyCreated {
+		return http.StatusCreated
+	}
+	return http.StatusOK
+}
+
+// header is the answer's headers: X-Apply-Result, and Location for a
+// resource created for real.
+func (a applied) header() map[string]string {
+	h := map[string]string{HeaderApplyResult: a.result}
+	if a.result == ApplyCreated && !a.dry && a.doc != nil && a.doc.ID != 0 {
+		h[echo.HeaderLocation] = "/api/v1/resources/" + strconv.FormatInt(a.doc.ID, 10)
+	}
+	return h
+}
+
+// applyOp is server-side apply, the one implementation that HTTP and the
+// queue input call: it creates the resource named by (type, version,
+// namespace, name) or updates it to the given spec, labels and
+// annotations, through admission like every write. Applying what is stored
+// changes nothing (same generation, same resource_version, no event). A
+// conflicting concurrent write (409 conflict, or name_taken when two
+// applies create at once) is retried against the newer state.
+func (s *Service) applyOp(ctx context.Context, body applyResourceBody, dry bool) (applied, error) {
 	var errs []problem.FieldError
 	body.Namespace = names.OrDefault(body.Namespace)
 	if fe := names.Namespace("/namespace", body.Namespace); fe != nil {
@@ -77,34 +119,29 @@ func (s *Service) applyResource(c *echo.Context) error {
 	}
 	errs = append(errs, resource.ValidateMetadata(labels, annotations, nil)...)
 	if err := fieldsError("invalid resource", errs); err != nil {
-		return err
+		return applied{}, err
 	}
 	key := &storev1.ResourceName{ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion,
 		Namespace: body.Namespace, Name: body.Name}
 	for attempt := 1; ; attempt++ {
-		resp, err := call(s, c, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: key}})
+		resp, err := callCtx(s, ctx, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: key}})
 		if pe := problem.As(err); pe != nil && pe.Kind == problem.NotFound {
 			in := &resource.Resource{
 				Namespace: body.Namespace, Name: body.Name, ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion,
 				Labels: labels, Annotations: annotations, Spec: spec,
 			}
 			in.Normalize()
-			out, err := s.createAdmitted(c, in, dry)
+			out, err := s.createAdmitted(ctx, in, dry)
 			if pe := problem.As(err); pe != nil && pe.Code == problem.CodeNameTaken && attempt < MaxPatchAttempts {
 				continue // created meanwhile: update it instead
 			}
 			if err != nil {
-				return err
+				return applied{}, err
 			}
-			doc := resourcepb.FromProto(out)
-			if !dry && doc != nil && doc.ID != 0 {
-				c.Response().Header().Set(echo.HeaderLocation, "/api/v1/resources/"+strconv.FormatInt(doc.ID, 10))
-			}
-			c.Response().Header().Set(HeaderApplyResult, ApplyCreated)
-			return writeJSON(c, http.StatusCreated, doc)
+			return applied{result: ApplyCreated, doc: resourcepb.FromProto(out), dry: dry}, nil
 		}
 		if err != nil {
-			return err
+			return applied{}, err
 		}
 		cur := resp.GetResource()
 		next := resourcepb.FromProto(cur)
@@ -115,7 +152,7 @@ func (s *Service) applyResource(c *echo.Context) error {
 		if annotations != nil {
 			next.Annotations = annotations
 		}
-		out, err := s.writeUpdate(c, update{
+		out, err := s.writeUpdate(ctx, update{
 			cur: cur, next: next, setLabels: labels != nil, setAnnotations: annotations != nil,
 			expected: cur.GetResourceVersion(), dryRun: dry,
 		})
@@ -123,13 +160,12 @@ func (s *Service) applyResource(c *echo.Context) error {
 			continue // changed or purged since read: apply to the newer state
 		}
 		if err != nil {
-			return err
+			return applied{}, err
 		}
 		result := ApplyConfigured
 		if out.GetResourceVersion() == cur.GetResourceVersion() {
 			result = ApplyUnchanged
 		}
-		c.Response().Header().Set(HeaderApplyResult, result)
-		return writeJSON(c, http.StatusOK, resourcepb.FromProto(out))
+		return applied{result: result, doc: resourcepb.FromProto(out), dry: dry}, nil
 	}
 }

@@ -33,7 +33,13 @@ const (
 // call runs one backend call bounded by the request timeout and converts its
 // error into a domain error.
 func call[Req, Resp any](s *Service, c *echo.Context, fn func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
-	ctx, cancel := s.backendCtx(c)
+	return callCtx(s, c.Request().Context(), fn, req)
+}
+
+// callCtx is call under ctx: the operations that HTTP and the queue input
+// share take a context, not a request.
+func callCtx[Req, Resp any](s *Service, ctx context.Context, fn func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	resp, err := fn(ctx, req)
 	if err != nil {

@@ -101,7 +101,7 @@ func (s *Service) writeEventRecords(c *echo.Context, id int64, mustExist bool) e
 		return err
 	}
 	if mustExist && len(resp.GetEvents()) == 0 && before == 0 {
-		if _, err := s.getResourceByID(c, id); err != nil {
+		if _, err := s.getResourceByID(c.Request().Context(), id); err != nil {
 			return err
 		}
 	}

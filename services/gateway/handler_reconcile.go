@@ -127,7 +127,7 @@ func (s *Service) getOutputs(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.getResourceByID(c, id)
+	r, err := s.getResourceByID(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -147,7 +148,7 @@ func (s *Service) createResource(c *echo.Context) error {
 		Finalizers:          body.Finalizers,
 	}
 	in.Normalize()
-	out, err := s.createAdmitted(c, in, dry)
+	out, err := s.createAdmitted(c.Request().Context(), in, dry)
 	if err != nil {
 		return err
 	}
@@ -159,11 +160,11 @@ func (s *Service) createResource(c *echo.Context) error {
 }
 
 // createAdmitted admits a new resource and stores it.
-func (s *Service) createAdmitted(c *echo.Context, in *resource.Resource, dry bool) (*storev1.Resource, error) {
+func (s *Service) createAdmitted(ctx context.Context, in *resource.Resource, dry bool) (*storev1.Resource, error) {
 	areq := &admissionv1.AdmitResourceRequest{Operation: admissionv1.Operation_OPERATION_CREATE, Resource: resourcepb.ToProto(in), DryRun: dry}
 	var out *storev1.Resource
-	err := s.admitAndWrite(c, areq, func(admitted *storev1.Resource, rev int64) error {
-		resp, err := call(s, c, s.store.CreateResource, &storev1.CreateResourceRequest{Resource: admitted, SchemaRevision: rev, DryRun: dry})
+	err := s.admitAndWrite(ctx, areq, func(admitted *storev1.Resource, rev int64) error {
+		resp, err := callCtx(s, ctx, s.store.CreateResource, &storev1.CreateResourceRequest{Resource: admitted, SchemaRevision: rev, DryRun: dry})
 		out = resp.GetResource()
 		return err
 	})
@@ -173,15 +174,15 @@ func (s *Service) createAdmitted(c *echo.Context, in *resource.Resource, dry boo
 // admitAndWrite admits req and hands the admitted resource and its schema
 // revision to write. When the store answers schema_changed, it admits again
 // against a freshly read schema, up to maxSchemaRetries times.
-func (s *Service) admitAndWrite(c *echo.Context, req *admissionv1.AdmitResourceRequest, write func(admitted *storev1.Resource, schemaRevision int64) error) error {
+func (s *Service) admitAndWrite(ctx context.Context, req *admissionv1.AdmitResourceRequest, write func(admitted *storev1.Resource, schemaRevision int64) error) error {
 	if r := req.GetResource(); r.GetResourceTypeName() == tenancy.TenantType && r.GetResourceTypeVersion() == tenancy.Version &&
-		c.Request().Header.Get(fence.HeaderLease) != tenancy.SyncLease {
+		fenceLease(ctx) != tenancy.SyncLease {
 		return problem.New(problem.Forbidden, problem.CodeDenied,
 			"Tenants are written by registry-sync only (its fenced writes carry %s: %s); change the registry's rows or its templates instead",
 			fence.HeaderLease, tenancy.SyncLease)
 	}
 	for attempt := 0; ; attempt++ {
-		ar, err := call(s, c, s.admission.AdmitResource, req)
+		ar, err := callCtx(s, ctx, s.admission.AdmitResource, req)
 		if err != nil {
 			return err
 		}
@@ -198,8 +199,8 @@ func (s *Service) admitAndWrite(c *echo.Context, req *admissionv1.AdmitResourceR
 	}
 }
 
-func (s *Service) getResourceByID(c *echo.Context, id int64) (*storev1.Resource, error) {
-	resp, err := call(s, c, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Id{Id: id}})
+func (s *Service) getResourceByID(ctx context.Context, id int64) (*storev1.Resource, error) {
+	resp, err := callCtx(s, ctx, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Id{Id: id}})
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +212,7 @@ func (s *Service) getResource(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.getResourceByID(c, id)
+	r, err := s.getResourceByID(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -321,7 +322,7 @@ type update struct {
 }
 
 // writeUpdate admits u.next against u.cur and stores it.
-func (s *Service) writeUpdate(c *echo.Context, u update) (*storev1.Resource, error) {
+func (s *Service) writeUpdate(ctx context.Context, u update) (*storev1.Resource, error) {
 	areq := &admissionv1.AdmitResourceRequest{
 		Operation:   admissionv1.Operation_OPERATION_UPDATE,
 		Resource:    resourcepb.ToProto(u.next),
@@ -329,7 +330,7 @@ func (s *Service) writeUpdate(c *echo.Context, u update) (*storev1.Resource, err
 		DryRun:      u.dryRun,
 	}
 	var out *storev1.Resource
-	err := s.admitAndWrite(c, areq, func(admitted *storev1.Resource, rev int64) error {
+	err := s.admitAndWrite(ctx, areq, func(admitted *storev1.Resource, rev int64) error {
 		req := &storev1.UpdateResourceRequest{
 			Id:                      u.cur.GetId(),
 			Spec:                    admitted.GetSpec(),
@@ -342,7 +343,7 @@ func (s *Service) writeUpdate(c *echo.Context, u update) (*storev1.Resource, err
 		if req.Spec == nil {
 			req.Spec = []byte("{}")
 		}
-		resp, err := call(s, c, s.store.UpdateResource, req)
+		resp, err := callCtx(s, ctx, s.store.UpdateResource, req)
 		out = resp.GetResource()
 		return err
 	})
@@ -384,7 +385,7 @@ func (s *Service) updateResource(c *echo.Context) error {
 	if err := fieldsError("invalid resource", errs); err != nil {
 		return err
 	}
-	cur, err := s.getResourceByID(c, id)
+	cur, err := s.getResourceByID(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -402,7 +403,7 @@ func (s *Service) updateResource(c *echo.Context) error {
 	if body.Annotations != nil {
 		next.Annotations = orEmpty(annotations)
 	}
-	out, err := s.writeUpdate(c, update{
+	out, err := s.writeUpdate(c.Request().Context(), update{
 		cur: cur, next: next, setLabels: body.Labels != nil, setAnnotations: body.Annotations != nil,
 		expected: body.ResourceVersion, dryRun: dry,
 	})
@@ -527,7 +528,7 @@ func (s *Service) patchResource(c *echo.Context) error {
 	}
 	patch, rv := mp.patch, mp.rv
 	for attempt := 1; ; attempt++ {
-		cur, err := s.getResourceByID(c, id)
+		cur, err := s.getResourceByID(c.Request().Context(), id)
 		if err != nil {
 			return err
 		}
@@ -553,7 +554,7 @@ func (s *Service) patchResource(c *echo.Context) error {
 		if expected == 0 {
 			expected = cur.GetResourceVersion()
 		}
-		out, err := s.writeUpdate(c, update{
+		out, err := s.writeUpdate(c.Request().Context(), update{
 			cur: cur, next: next,
 			setLabels:      !maps.Equal(next.Labels, orEmpty(cur.GetLabels())),
 			setAnnotations: !maps.Equal(next.Annotations, orEmpty(cur.GetAnnotations())),
@@ -578,25 +579,36 @@ func (s *Service) deleteResource(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	out, err := s.deleteByID(c.Request().Context(), id, rv, dry)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusAccepted, resourcepb.FromProto(out))
+}
+
+// deleteByID requests the deletion of resource id (at resource_version rv
+// when rv > 0): DELETE /api/v1/resources/{id} and the queue input's delete
+// share it.
+func (s *Service) deleteByID(ctx context.Context, id, rv int64, dry bool) (*storev1.Resource, error) {
 	for attempt := 1; ; attempt++ {
-		resp, err := s.admitDelete(c, id, rv, dry)
+		resp, err := s.admitDelete(ctx, id, rv, dry)
 		// The validating webhooks saw one state; a change since then is
 		// admitted again, unless the caller named the version to delete.
 		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 && attempt < MaxPatchAttempts {
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return writeJSON(c, http.StatusAccepted, resourcepb.FromProto(resp.GetResource()))
+		return resp.GetResource(), nil
 	}
 }
 
 // admitDelete passes the current state of the resource through the
 // validating webhooks that intercept DELETE, then deletes exactly that
 // state. A resource already deleting is not admitted again.
-func (s *Service) admitDelete(c *echo.Context, id, rv int64, dry bool) (*storev1.DeleteResourceResponse, error) {
-	cur, err := s.getResourceByID(c, id)
+func (s *Service) admitDelete(ctx context.Context, id, rv int64, dry bool) (*storev1.DeleteResourceResponse, error) {
+	cur, err := s.getResourceByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -604,13 +616,13 @@ func (s *Service) admitDelete(c *echo.Context, id, rv int64, dry bool) (*storev1
 		return nil, staleError(id, cur.GetResourceVersion(), rv)
 	}
 	if cur.GetDeletedAt() == nil {
-		if _, err := call(s, c, s.admission.AdmitResource, &admissionv1.AdmitResourceRequest{
+		if _, err := callCtx(s, ctx, s.admission.AdmitResource, &admissionv1.AdmitResourceRequest{
 			Operation: admissionv1.Operation_OPERATION_DELETE, Resource: cur, DryRun: dry,
 		}); err != nil {
 			return nil, err
 		}
 	}
-	return call(s, c, s.store.DeleteResource, &storev1.DeleteResourceRequest{Id: id, ExpectedResourceVersion: cur.GetResourceVersion(), DryRun: dry})
+	return callCtx(s, ctx, s.store.DeleteResource, &storev1.DeleteResourceRequest{Id: id, ExpectedResourceVersion: cur.GetResourceVersion(), DryRun: dry})
 }
 
 func (s *Service) updateFinalizers(c *echo.Context) error {

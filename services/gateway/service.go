@@ -12,6 +12,7 @@ import (
 
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/gateway/queueinput"
 	"github.com/no8s/no8s/services/gateway/watch"
 )
 
@@ -56,6 +57,21 @@ func (s *Service) RunEvents(ctx context.Context) error {
 	return s.events.Run(ctx)
 }
 
+// RunInput serves the queue input until ctx ends (package queueinput):
+// requests and queue messages run through Execute, the operations the
+// HTTP API runs. It returns at once without JetStream or when the input is
+// off.
+func (s *Service) RunInput(ctx context.Context) error {
+	if s.cfg.JetStream == nil || !s.cfg.Input.Enabled {
+		return nil
+	}
+	cfg := s.cfg.Input.Config
+	if cfg.DrainGrace <= 0 {
+		cfg.DrainGrace = s.cfg.ShutdownGrace
+	}
+	return queueinput.New(s.cfg.JetStream, s, cfg, s.log.With("component", "queue-input")).Run(ctx)
+}
+
 // Serve serves HTTP on lis until ctx ends, then shuts down gracefully: it
 // stops accepting, lets in-flight requests finish within ShutdownGrace and
 // then closes what is left. Headers must arrive within ReadHeaderTimeout
@@ -71,15 +87,25 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 	}
 	s.log.Info("gateway serving", "addr", lis.Addr().String())
 	// Watches end when ctx ends: the hub stops before the server drains.
+	// The queue input stops taking messages then too, and finishes the
+	// running ones within the grace.
 	ectx, stopEvents := context.WithCancel(ctx)
 	eventsDone := make(chan struct{})
 	go func() {
 		defer close(eventsDone)
 		_ = s.RunEvents(ectx)
 	}()
+	inputDone := make(chan struct{})
+	go func() {
+		defer close(inputDone)
+		if err := s.RunInput(ectx); err != nil {
+			s.log.Error("queue input stopped", "err", err)
+		}
+	}()
 	defer func() {
 		stopEvents()
 		<-eventsDone
+		<-inputDone
 	}()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()

@@ -30,7 +30,7 @@ func run() error {
 	storeAddr := fs.String("store-addr", proc.Env("NO8S_STORE_ADDR", "127.0.0.1:7001"), "store gRPC address")
 	admissionAddr := fs.String("admission-addr", proc.Env("NO8S_ADMISSION_ADDR", "127.0.0.1:7002"), "admission gRPC address")
 	listen := fs.String("listen", proc.Env("NO8S_GATEWAY_LISTEN", ":8000"), "HTTP listen address")
-	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL for watches ($NATS_URL)")
+	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL for watches and the queue input ($NATS_URL)")
 	fs.DurationVar(&cfg.Watch.Heartbeat, "watch-heartbeat", 0, "interval of SSE heartbeat comments on idle watches (default 15s)")
 	fs.DurationVar(&cfg.Watch.Bookmark, "watch-bookmark", 0, "interval of BOOKMARK events on watches (default 30s)")
 	fs.DurationVar(&cfg.Watch.StallTimeout, "watch-stall-timeout", 0, "a watch whose client accepts no data for this long ends with a too_slow event (default 30s)")
@@ -39,6 +39,11 @@ func run() error {
 	fs.DurationVar(&cfg.BodyReadTimeout, "body-read-timeout", cfg.BodyReadTimeout, "a request's body must arrive within this (else 408); also the longest wait for a body-read slot (else 503)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "kept-alive connections idle this long are closed")
 	fs.IntVar(&cfg.MaxConcurrentBodyReads, "max-body-reads", cfg.MaxConcurrentBodyReads, "request bodies read at once")
+	fs.BoolVar(&cfg.Input.Enabled, "queue-input", cfg.Input.Enabled, "serve the NATS queue input (docs/queue-input.md)")
+	fs.DurationVar(&cfg.Input.AckWait, "input-ack-wait", 0, "queue input: a message held this long without a sign of life is redelivered to another gateway (default 30s)")
+	fs.IntVar(&cfg.Input.MaxDeliver, "input-max-deliver", 0, "queue input: deliveries of a message before it is dead-lettered (default 5)")
+	fs.IntVar(&cfg.Input.Concurrency, "input-concurrency", 0, "queue input: messages handled at once, requests and queue each (default 32)")
+	fs.DurationVar(&cfg.Input.RetryDelay, "input-retry-delay", 0, "queue input: first delay before a retry of a 5xx answer, doubling per delivery (default 1s)")
 	if err := proc.OutboundFlag(fs, &cfg.Outbound); err != nil {
 		return err
 	}

@@ -81,6 +81,14 @@ const (
 	// CodeNoReconciler is a resource type that no live reconciler serves
 	// (Invalid).
 	CodeNoReconciler = "no_reconciler"
+	// CodeKeyReused is a queue-input message whose idempotency key was
+	// used by another message with a different body (Conflict): the
+	// first one wins.
+	CodeKeyReused = "idempotency_key_reused"
+	// CodeUndeliverable is a queue-input message given up unhandled after
+	// its deliveries ran out (Unavailable): the gateways handling it kept
+	// stopping.
+	CodeUndeliverable = "undeliverable"
 	// CodeNamespaceNotFound is a resource created in a namespace that does
 	// not exist (NotFound).
 	CodeNamespaceNotFound = "namespace_not_found"

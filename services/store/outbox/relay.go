@@ -274,11 +274,7 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 		}
 		futures := make([]jetstream.PubAckFuture, 0, len(batch))
 		for i, x := range batch {
-			msg := &nats.Msg{Subject: x.Subject, Data: x.Payload, Header: nats.Header{}}
-			msg.Header.Set(jetstream.MsgIDHeader, eventstream.MsgID(x.Revision))
-			msg.Header.Set(eventstream.StoreIDHeader, r.storeID)
-			msg.Header.Set(eventstream.BaseHeader, r.base)
-			f, err := r.js.PublishMsgAsync(msg, jetstream.WithExpectLastSequence(seq+uint64(i)))
+			f, err := r.js.PublishMsgAsync(Message(x, r.storeID, r.base), jetstream.WithExpectLastSequence(seq+uint64(i)))
 			if err != nil {
 				return cursor, fmt.Errorf("publish revision %d: %w", x.Revision, err)
 			}
@@ -308,6 +304,21 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 		return cursor, err
 	}
 	return newCursor, nil
+}
+
+// Message is the message that publishes outbox row x of the store storeID
+// into a stream whose base revision is base: the row's payload on its
+// subject, the revision as Nats-Msg-Id (the dedup id), the stream identity
+// headers (No8s-Store-Id, No8s-Stream-Base) and the CloudEvents attributes
+// (eventstream.SetCloudEvent), all derived from the row and the relay's
+// identity: the outbox stores nothing for them.
+func Message(x storage.OutboxRow, storeID, base string) *nats.Msg {
+	msg := &nats.Msg{Subject: x.Subject, Data: x.Payload, Header: make(nats.Header, 10)}
+	msg.Header.Set(jetstream.MsgIDHeader, eventstream.MsgID(x.Revision))
+	msg.Header.Set(eventstream.StoreIDHeader, storeID)
+	msg.Header.Set(eventstream.BaseHeader, base)
+	eventstream.SetCloudEvent(msg.Header, eventstream.CloudEventSource(storeID), x.Revision, x.EventType, x.CreatedAt, x.Payload)
+	return msg
 }
 
 // prune deletes published rows past retention; the backend records the

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -130,4 +131,59 @@ func Decode(data []byte) (*Decoded, error) {
 		ResourceJSON:        pe.GetResource(),
 		Timestamp:           pe.GetTimestamp().AsTime(),
 	}, nil
+}
+
+// Name is what identifies the resource an event is about.
+type Name struct {
+	TypeName, TypeVersion, Namespace, Name string
+}
+
+// Field numbers of no8s.events.v1.Event that PeekName reads.
+const (
+	fieldResourceName        = 5
+	fieldResourceTypeName    = 6
+	fieldResourceTypeVersion = 7
+	fieldNamespace           = 11
+)
+
+// PeekName reads the resource's type, version, namespace and name from an event's
+// wire form without decoding the rest (the resource document is skipped,
+// not copied): the outbox relay labels every event with it.
+func PeekName(data []byte) (Name, error) {
+	var n Name
+	for len(data) > 0 {
+		num, typ, l := protowire.ConsumeTag(data)
+		if l < 0 {
+			return Name{}, fmt.Errorf("peek event: %w", protowire.ParseError(l))
+		}
+		data = data[l:]
+		if typ == protowire.BytesType && (num >= fieldResourceName && num <= fieldResourceTypeVersion || num == fieldNamespace) {
+			v, l := protowire.ConsumeBytes(data)
+			if l < 0 {
+				return Name{}, fmt.Errorf("peek event: %w", protowire.ParseError(l))
+			}
+			switch num {
+			case fieldResourceName:
+				n.Name = string(v)
+			case fieldResourceTypeName:
+				n.TypeName = string(v)
+			case fieldResourceTypeVersion:
+				n.TypeVersion = string(v)
+			case fieldNamespace:
+				n.Namespace = string(v)
+			}
+			data = data[l:]
+			continue
+		}
+		l = protowire.ConsumeFieldValue(num, typ, data)
+		if l < 0 {
+			return Name{}, fmt.Errorf("peek event: %w", protowire.ParseError(l))
+		}
+		data = data[l:]
+	}
+	if n.Name == "" || n.TypeName == "" || n.TypeVersion == "" {
+		return Name{}, fmt.Errorf("peek event: no resource name")
+	}
+	n.Namespace = names.OrDefault(n.Namespace)
+	return n, nil
 }
