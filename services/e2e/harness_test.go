@@ -101,10 +101,11 @@ func freeAddr(t *testing.T) string {
 }
 
 // start runs a binary with its output in a log file that is printed when
-// the test fails.
+// the test fails. Its probes are off unless args name a --health-listen:
+// the services' default probe ports may be taken on a shared machine.
 func start(t *testing.T, name, bin string, args []string, env ...string) *proc {
 	t.Helper()
-	return startEnv(t, name, bin, args, append(os.Environ(), env...))
+	return startEnv(t, name, bin, args, append(append(os.Environ(), "NO8S_HEALTH_LISTEN=off"), env...))
 }
 
 // startEnv is start with exactly the environment env.

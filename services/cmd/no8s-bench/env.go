@@ -861,9 +861,9 @@ func (e *benchEnv) startProcEnv(name, bin string, env []string, args ...string) 
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
-	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
-	}
+	// Probes off unless args name a --health-listen: the services' default
+	// probe ports may be taken by another stack on the machine.
+	cmd.Env = append(append(os.Environ(), "NO8S_HEALTH_LISTEN=off"), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Should the bench die without stopping them, the children die too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
