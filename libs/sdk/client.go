@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/sdk/conditions"
 )
 
@@ -122,8 +123,30 @@ type Completion struct {
 	RemoveFinalizers  []string
 	RemoveAnnotations []string
 	Changes           Changes
-	StartedAt         time.Time
-	Duration          time.Duration
+	// Events are recorded on the resource with the result (Request.Event).
+	Events    []Event
+	StartedAt time.Time
+	Duration  time.Duration
+}
+
+// Event types.
+const (
+	// EventNormal reports progress.
+	EventNormal = names.EventNormal
+	// EventWarning reports a problem.
+	EventWarning = names.EventWarning
+)
+
+// MaxEvents bounds the events one attempt records.
+const MaxEvents = 32
+
+// Event is an Event (the Kubernetes kind) an attempt records on its
+// resource.
+type Event struct {
+	// Type is EventNormal or EventWarning.
+	Type    string
+	Reason  string
+	Message string
 }
 
 // Completed is what the store answered.

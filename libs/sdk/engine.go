@@ -241,6 +241,7 @@ func (e *Engine[S]) Reconcile(ctx context.Context, att *Attempt) Report {
 	rep := e.conclude(req, comp, deleting, result, err)
 	comp.RemoveFinalizers = append(comp.RemoveFinalizers, req.removeFinalizers...)
 	comp.Changes = req.Changes
+	comp.Events = req.Events()
 	if req.outputsChanged {
 		if b, merr := json.Marshal(req.outputs); merr == nil {
 			comp.Outputs = b

@@ -3,10 +3,12 @@ package sdk
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"maps"
 	"time"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/sdk/action"
 	"github.com/no8s/no8s/libs/sdk/conditions"
 	"github.com/no8s/no8s/libs/sdk/secret"
@@ -51,6 +53,7 @@ type Request[S any] struct {
 	// removeFinalizers are saved with the result (RunAction's, once its
 	// plugin's Destroy succeeded).
 	removeFinalizers []string
+	events           []Event
 	conds            []conditions.Condition
 	outputs          map[string]any
 	outputsChanged   bool
@@ -161,6 +164,28 @@ func (r *Request[S]) Secret(ctx context.Context, ref secret.Ref) (secret.Value, 
 	}
 	return res.Resolve(ctx, ref)
 }
+
+// Event records an Event (the Kubernetes kind) on the resource: typ is
+// EventNormal or EventWarning, reason a CamelCase word (BackupFailed),
+// message what happened (cut to names.MaxEventMessageBytes). Events are
+// saved with the attempt's result through the workers' door, in the same
+// store transaction; a repeat of (type, reason, message) within the store's
+// dedup window raises the count of one record instead of adding one. At
+// most MaxEvents per attempt are kept (the first ones).
+func (r *Request[S]) Event(typ, reason, message string) {
+	if len(r.events) >= MaxEvents {
+		return
+	}
+	r.events = append(r.events, Event{Type: typ, Reason: reason, Message: names.TruncateEventMessage(message)})
+}
+
+// Eventf is Event with a formatted message.
+func (r *Request[S]) Eventf(typ, reason, format string, args ...any) {
+	r.Event(typ, reason, fmt.Sprintf(format, args...))
+}
+
+// Events returns the events recorded so far in this attempt.
+func (r *Request[S]) Events() []Event { return append([]Event(nil), r.events...) }
 
 // Now is the engine's clock.
 func (r *Request[S]) Now() time.Time { return r.now() }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/sdk/outbound"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission/schema"
@@ -26,6 +27,8 @@ type handler struct {
 	chain    *webhook.Chain
 	// live is the live-reconciler rule (nil: off).
 	live *liveTypes
+	// outbound is the address rule, which datasource hosts follow too.
+	outbound outbound.Policy
 }
 
 func (h *handler) CheckSchema(_ context.Context, req *admissionv1.CheckSchemaRequest) (*admissionv1.CheckSchemaResponse, error) {
@@ -121,6 +124,9 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 	// Webhooks and the store see the namespace a create names, or the
 	// default one.
 	out.Namespace = names.OrDefault(r.GetNamespace())
+	if err := h.checkTenantTypes(ctx, out); err != nil {
+		return nil, 0, err
+	}
 	if op == webhookconf.OpCreate && h.live != nil {
 		fins, err := h.live.requireReconciler(ctx, r.GetResourceTypeName(), r.GetResourceTypeVersion())
 		if err != nil {

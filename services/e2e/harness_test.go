@@ -52,7 +52,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/no8s", "./cmd/no8s-store", "./cmd/no8s-admission", "./cmd/no8s-gateway", "./cmd/no8s-scheduler", "./cmd/no8s-reconciler")
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/no8s", "./cmd/no8s-store", "./cmd/no8s-admission", "./cmd/no8s-gateway", "./cmd/no8s-scheduler", "./cmd/no8s-reconciler", "./cmd/no8s-registry-sync")
 	cmd.Dir = ".."
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -101,10 +101,11 @@ func freeAddr(t *testing.T) string {
 }
 
 // start runs a binary with its output in a log file that is printed when
-// the test fails.
+// the test fails. Its probes are off unless args name a --health-listen:
+// the services' default probe ports may be taken on a shared machine.
 func start(t *testing.T, name, bin string, args []string, env ...string) *proc {
 	t.Helper()
-	return startEnv(t, name, bin, args, append(os.Environ(), env...))
+	return startEnv(t, name, bin, args, append(append(os.Environ(), "NO8S_HEALTH_LISTEN=off"), env...))
 }
 
 // startEnv is start with exactly the environment env.

@@ -14,12 +14,14 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/labstack/echo/v5"
 
+	"github.com/no8s/no8s/libs/api/fence"
 	"github.com/no8s/no8s/libs/api/names"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/resourcepb"
+	"github.com/no8s/no8s/services/internal/tenancy"
 )
 
 // Resource list limits (the store's).
@@ -173,6 +175,12 @@ func (s *Service) createAdmitted(ctx context.Context, in *resource.Resource, dry
 // revision to write. When the store answers schema_changed, it admits again
 // against a freshly read schema, up to maxSchemaRetries times.
 func (s *Service) admitAndWrite(ctx context.Context, req *admissionv1.AdmitResourceRequest, write func(admitted *storev1.Resource, schemaRevision int64) error) error {
+	if r := req.GetResource(); r.GetResourceTypeName() == tenancy.TenantType && r.GetResourceTypeVersion() == tenancy.Version &&
+		fenceLease(ctx) != tenancy.SyncLease {
+		return problem.New(problem.Forbidden, problem.CodeDenied,
+			"Tenants are written by registry-sync only (its fenced writes carry %s: %s); change the registry's rows or its templates instead",
+			fence.HeaderLease, tenancy.SyncLease)
+	}
 	for attempt := 0; ; attempt++ {
 		ar, err := callCtx(s, ctx, s.admission.AdmitResource, req)
 		if err != nil {

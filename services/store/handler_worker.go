@@ -210,6 +210,7 @@ func (h *workerHandler) CompleteReconcile(ctx context.Context, req *reconcilev1.
 		RequeueAfter:      seconds(req.GetRequeueAfterSeconds()),
 		Degraded:          req.GetDegraded(),
 		Observed:          req.GetObserved(),
+		Events:            eventsFromProto(req.GetEvents()),
 	}
 	if len(req.GetOutputs()) > 0 {
 		in.Outputs = req.GetOutputs()
@@ -223,4 +224,25 @@ func (h *workerHandler) CompleteReconcile(ctx context.Context, req *reconcilev1.
 		return nil, toStatus(err)
 	}
 	return &reconcilev1.CompleteReconcileResponse{Resource: resourcepb.ToProto(res.Resource), Purged: res.Purged}, nil
+}
+
+// CampaignLeader takes, renews or releases the leader lease named after the
+// holder's reconciler (a worker campaigns for no other).
+func (h *workerHandler) CampaignLeader(ctx context.Context, req *reconcilev1.CampaignLeaderRequest) (*reconcilev1.CampaignLeaderResponse, error) {
+	own, _, _ := strings.Cut(req.GetHolder(), "/")
+	if req.GetName() != own {
+		return nil, toStatus(problem.New(problem.Forbidden, problem.CodeNotOwned,
+			"holder %q may campaign only for the leader lease %q, not %q", req.GetHolder(), own, req.GetName()))
+	}
+	if req.GetRelease() {
+		if err := h.store.ReleaseLeader(ctx, req.GetName(), req.GetHolder(), req.GetEpoch()); err != nil {
+			return nil, toStatus(err)
+		}
+		return &reconcilev1.CampaignLeaderResponse{Epoch: req.GetEpoch()}, nil
+	}
+	l, err := h.store.CampaignLeader(ctx, req.GetName(), req.GetHolder(), seconds(req.GetLeaseSeconds()), req.GetEpoch())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &reconcilev1.CampaignLeaderResponse{Leader: l.Leader, Epoch: l.Epoch, ExpiresAt: timestamppb.New(l.ExpiresAt), CurrentHolder: l.Holder}, nil
 }

@@ -757,7 +757,11 @@ type CompleteReconcileRequest struct {
 	// observed makes generation the observed_generation whatever the outcome
 	// (seed 004: set even when the attempt failed; the failure is in the
 	// conditions). A successful attempt always sets it.
-	Observed      bool `protobuf:"varint,14,opt,name=observed,proto3" json:"observed,omitempty"`
+	Observed bool `protobuf:"varint,14,opt,name=observed,proto3" json:"observed,omitempty"`
+	// events are recorded on the resource in the same transaction (Events
+	// in the Kubernetes sense; the store sets their source to the lease
+	// holder's reconciler), at most 32.
+	Events        []*v1.EventInput `protobuf:"bytes,15,rep,name=events,proto3" json:"events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -888,6 +892,13 @@ func (x *CompleteReconcileRequest) GetObserved() bool {
 		return x.Observed
 	}
 	return false
+}
+
+func (x *CompleteReconcileRequest) GetEvents() []*v1.EventInput {
+	if x != nil {
+		return x.Events
+	}
+	return nil
 }
 
 type CompleteReconcileResponse struct {
@@ -1916,7 +1927,7 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\vlease_epoch\x18\r \x01(\x03R\n" +
 	"leaseEpoch\x12\x16\n" +
 	"\x06holder\x18\x0e \x01(\tR\x06holder\x121\n" +
-	"\x06reason\x18\x0f \x01(\x0e2\x19.no8s.reconcile.v1.ReasonR\x06reason\"\xd7\x04\n" +
+	"\x06reason\x18\x0f \x01(\x0e2\x19.no8s.reconcile.v1.ReasonR\x06reason\"\x8a\x05\n" +
 	"\x18CompleteReconcileRequest\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\x03R\n" +
 	"resourceId\x12\x1f\n" +
@@ -1938,7 +1949,8 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\x12remove_annotations\x18\v \x03(\tR\x11removeAnnotations\x122\n" +
 	"\x15requeue_after_seconds\x18\f \x01(\x05R\x13requeueAfterSeconds\x12\x1a\n" +
 	"\bdegraded\x18\r \x01(\bR\bdegraded\x12\x1a\n" +
-	"\bobserved\x18\x0e \x01(\bR\bobserved\"h\n" +
+	"\bobserved\x18\x0e \x01(\bR\bobserved\x121\n" +
+	"\x06events\x18\x0f \x03(\v2\x19.no8s.store.v1.EventInputR\x06events\"h\n" +
 	"\x19CompleteReconcileResponse\x123\n" +
 	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\x12\x16\n" +
 	"\x06purged\x18\x02 \x01(\bR\x06purged\"\x85\x01\n" +
@@ -2088,6 +2100,7 @@ var file_no8s_reconcile_v1_reconcile_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil),      // 24: google.protobuf.Timestamp
 	(*v1.Resource)(nil),                // 25: no8s.store.v1.Resource
 	(*v1.Condition)(nil),               // 26: no8s.store.v1.Condition
+	(*v1.EventInput)(nil),              // 27: no8s.store.v1.EventInput
 }
 var file_no8s_reconcile_v1_reconcile_proto_depIdxs = []int32{
 	0,  // 0: no8s.reconcile.v1.WorkItem.reason:type_name -> no8s.reconcile.v1.Reason
@@ -2102,36 +2115,37 @@ var file_no8s_reconcile_v1_reconcile_proto_depIdxs = []int32{
 	1,  // 9: no8s.reconcile.v1.CompleteReconcileRequest.outcome:type_name -> no8s.reconcile.v1.Outcome
 	26, // 10: no8s.reconcile.v1.CompleteReconcileRequest.conditions:type_name -> no8s.store.v1.Condition
 	8,  // 11: no8s.reconcile.v1.CompleteReconcileRequest.history:type_name -> no8s.reconcile.v1.HistoryEntry
-	25, // 12: no8s.reconcile.v1.CompleteReconcileResponse.resource:type_name -> no8s.store.v1.Resource
-	24, // 13: no8s.reconcile.v1.BecomeSchedulerResponse.expires_at:type_name -> google.protobuf.Timestamp
-	0,  // 14: no8s.reconcile.v1.RecordDispatchRequest.reason:type_name -> no8s.reconcile.v1.Reason
-	24, // 15: no8s.reconcile.v1.ReconcileState.last_reconcile_time:type_name -> google.protobuf.Timestamp
-	24, // 16: no8s.reconcile.v1.ReconcileState.reconcile_requested_at:type_name -> google.protobuf.Timestamp
-	24, // 17: no8s.reconcile.v1.ReconcileState.lease_expires_at:type_name -> google.protobuf.Timestamp
-	24, // 18: no8s.reconcile.v1.ReconcileState.dispatched_at:type_name -> google.protobuf.Timestamp
-	3,  // 19: no8s.reconcile.v1.ReconcileState.policy:type_name -> no8s.reconcile.v1.ReconcilePolicy
-	24, // 20: no8s.reconcile.v1.ReconcileState.requeue_at:type_name -> google.protobuf.Timestamp
-	15, // 21: no8s.reconcile.v1.ListReconcileStateResponse.states:type_name -> no8s.reconcile.v1.ReconcileState
-	26, // 22: no8s.reconcile.v1.SetConditionRequest.condition:type_name -> no8s.store.v1.Condition
-	25, // 23: no8s.reconcile.v1.RequestReconcileResponse.resource:type_name -> no8s.store.v1.Resource
-	8,  // 24: no8s.reconcile.v1.ListHistoryResponse.entries:type_name -> no8s.reconcile.v1.HistoryEntry
-	11, // 25: no8s.reconcile.v1.ReconcileService.BecomeScheduler:input_type -> no8s.reconcile.v1.BecomeSchedulerRequest
-	13, // 26: no8s.reconcile.v1.ReconcileService.RecordDispatch:input_type -> no8s.reconcile.v1.RecordDispatchRequest
-	16, // 27: no8s.reconcile.v1.ReconcileService.ListReconcileState:input_type -> no8s.reconcile.v1.ListReconcileStateRequest
-	18, // 28: no8s.reconcile.v1.ReconcileService.SetCondition:input_type -> no8s.reconcile.v1.SetConditionRequest
-	20, // 29: no8s.reconcile.v1.ReconcileService.RequestReconcile:input_type -> no8s.reconcile.v1.RequestReconcileRequest
-	22, // 30: no8s.reconcile.v1.ReconcileService.ListHistory:input_type -> no8s.reconcile.v1.ListHistoryRequest
-	12, // 31: no8s.reconcile.v1.ReconcileService.BecomeScheduler:output_type -> no8s.reconcile.v1.BecomeSchedulerResponse
-	14, // 32: no8s.reconcile.v1.ReconcileService.RecordDispatch:output_type -> no8s.reconcile.v1.RecordDispatchResponse
-	17, // 33: no8s.reconcile.v1.ReconcileService.ListReconcileState:output_type -> no8s.reconcile.v1.ListReconcileStateResponse
-	19, // 34: no8s.reconcile.v1.ReconcileService.SetCondition:output_type -> no8s.reconcile.v1.SetConditionResponse
-	21, // 35: no8s.reconcile.v1.ReconcileService.RequestReconcile:output_type -> no8s.reconcile.v1.RequestReconcileResponse
-	23, // 36: no8s.reconcile.v1.ReconcileService.ListHistory:output_type -> no8s.reconcile.v1.ListHistoryResponse
-	31, // [31:37] is the sub-list for method output_type
-	25, // [25:31] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	27, // 12: no8s.reconcile.v1.CompleteReconcileRequest.events:type_name -> no8s.store.v1.EventInput
+	25, // 13: no8s.reconcile.v1.CompleteReconcileResponse.resource:type_name -> no8s.store.v1.Resource
+	24, // 14: no8s.reconcile.v1.BecomeSchedulerResponse.expires_at:type_name -> google.protobuf.Timestamp
+	0,  // 15: no8s.reconcile.v1.RecordDispatchRequest.reason:type_name -> no8s.reconcile.v1.Reason
+	24, // 16: no8s.reconcile.v1.ReconcileState.last_reconcile_time:type_name -> google.protobuf.Timestamp
+	24, // 17: no8s.reconcile.v1.ReconcileState.reconcile_requested_at:type_name -> google.protobuf.Timestamp
+	24, // 18: no8s.reconcile.v1.ReconcileState.lease_expires_at:type_name -> google.protobuf.Timestamp
+	24, // 19: no8s.reconcile.v1.ReconcileState.dispatched_at:type_name -> google.protobuf.Timestamp
+	3,  // 20: no8s.reconcile.v1.ReconcileState.policy:type_name -> no8s.reconcile.v1.ReconcilePolicy
+	24, // 21: no8s.reconcile.v1.ReconcileState.requeue_at:type_name -> google.protobuf.Timestamp
+	15, // 22: no8s.reconcile.v1.ListReconcileStateResponse.states:type_name -> no8s.reconcile.v1.ReconcileState
+	26, // 23: no8s.reconcile.v1.SetConditionRequest.condition:type_name -> no8s.store.v1.Condition
+	25, // 24: no8s.reconcile.v1.RequestReconcileResponse.resource:type_name -> no8s.store.v1.Resource
+	8,  // 25: no8s.reconcile.v1.ListHistoryResponse.entries:type_name -> no8s.reconcile.v1.HistoryEntry
+	11, // 26: no8s.reconcile.v1.ReconcileService.BecomeScheduler:input_type -> no8s.reconcile.v1.BecomeSchedulerRequest
+	13, // 27: no8s.reconcile.v1.ReconcileService.RecordDispatch:input_type -> no8s.reconcile.v1.RecordDispatchRequest
+	16, // 28: no8s.reconcile.v1.ReconcileService.ListReconcileState:input_type -> no8s.reconcile.v1.ListReconcileStateRequest
+	18, // 29: no8s.reconcile.v1.ReconcileService.SetCondition:input_type -> no8s.reconcile.v1.SetConditionRequest
+	20, // 30: no8s.reconcile.v1.ReconcileService.RequestReconcile:input_type -> no8s.reconcile.v1.RequestReconcileRequest
+	22, // 31: no8s.reconcile.v1.ReconcileService.ListHistory:input_type -> no8s.reconcile.v1.ListHistoryRequest
+	12, // 32: no8s.reconcile.v1.ReconcileService.BecomeScheduler:output_type -> no8s.reconcile.v1.BecomeSchedulerResponse
+	14, // 33: no8s.reconcile.v1.ReconcileService.RecordDispatch:output_type -> no8s.reconcile.v1.RecordDispatchResponse
+	17, // 34: no8s.reconcile.v1.ReconcileService.ListReconcileState:output_type -> no8s.reconcile.v1.ListReconcileStateResponse
+	19, // 35: no8s.reconcile.v1.ReconcileService.SetCondition:output_type -> no8s.reconcile.v1.SetConditionResponse
+	21, // 36: no8s.reconcile.v1.ReconcileService.RequestReconcile:output_type -> no8s.reconcile.v1.RequestReconcileResponse
+	23, // 37: no8s.reconcile.v1.ReconcileService.ListHistory:output_type -> no8s.reconcile.v1.ListHistoryResponse
+	32, // [32:38] is the sub-list for method output_type
+	26, // [26:32] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_no8s_reconcile_v1_reconcile_proto_init() }
