@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -35,11 +36,27 @@ func TestDescribeGolden(t *testing.T) {
 		{ID: 9, Generation: 2, Success: false, Phase: "failed", ErrorMessage: &msg, DurationMS: 1520, StartedAt: last, Holder: "postgres-database/a", Reason: "retry"},
 		{ID: 4, Generation: 1, Success: true, Phase: "completed", DurationMS: 12, StartedAt: now.Add(-2 * time.Hour), Holder: "postgres-database/a", Reason: "pending"},
 	}
+	events := []client.EventRecord{ // newest first, as the API answers
+		{ID: 31, ResourceID: 7, Type: "Warning", Reason: "ConnectFailed", Message: "dial tcp 10.0.0.7:5432:\nconnection refused", Source: "reconciler/postgres-database",
+			Count: 14, FirstTime: now.Add(-100 * time.Minute), LastTime: now.Add(-20 * time.Second)},
+		{ID: 12, ResourceID: 7, Type: "Normal", Reason: "DatabaseCreated", Message: "database orders created", Source: "reconciler/postgres-database",
+			Count: 1, FirstTime: now.Add(-2 * time.Hour), LastTime: now.Add(-2 * time.Hour)},
+	}
 	var b bytes.Buffer
-	if err := describe(&b, r, hist, now); err != nil {
+	if err := describe(&b, r, hist, eventsOrError{items: events}, now); err != nil {
 		t.Fatal(err)
 	}
 	goldenFile(t, "describe.golden", b.Bytes())
+	// No Events, and Events that could not be read: the page is shown.
+	for _, tc := range []struct {
+		ev   eventsOrError
+		want string
+	}{{eventsOrError{}, "Events:\n  <none>\n"}, {eventsOrError{err: errors.New("GET /x: connection\nreset")}, "Events:\n  <could not be read: GET /x: connection reset>\n"}} {
+		b.Reset()
+		if err := describe(&b, r, hist, tc.ev, now); err != nil || !strings.HasSuffix(b.String(), tc.want) || !strings.Contains(b.String(), "Recent history:") {
+			t.Fatalf("events %+v: %v\n%s", tc.ev, err, b.String())
+		}
+	}
 }
 
 // goldenFile compares got with testdata/name (rewritten with -update).

@@ -220,11 +220,12 @@ func ignoreCanceled(err error) error {
 func (a *app) describeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "describe TYPE[/VERSION] NAME | describe namespace NAME",
-		Short: "Show a resource or a namespace in detail",
+		Short: "Show a resource (with its Events) or a namespace in detail",
 		Long: `Shows one resource for a person: identity, labels and annotations, spec, status
-and phase, conditions, outputs, finalizers, owner references, and the recent
-reconcile attempts. Events lists those attempts as events (Normal Reconciled,
-Warning ReconcileFailed): the API keeps no other event records yet.
+and phase, conditions, outputs, finalizers, owner references, its 10 newest
+reconcile attempts, and its 20 newest Events (the records reconcilers and
+controllers attach to it: type, reason, age, source, message; a repeated one
+with its count), oldest first.
 
 describe namespace NAME shows a namespace: its status, and its resources
 counted by type and status (while it is terminating, those still holding it).`,
@@ -255,18 +256,33 @@ counted by type and status (while it is terminating, those still holding it).`,
 			if err != nil {
 				return err
 			}
-			hist, err := c.History(cmd.Context(), r.ID, 10)
+			hist, err := c.History(cmd.Context(), r.ID, describeHistory)
 			if err != nil {
 				return err
 			}
-			return describe(a.streams.Out, r, hist, a.now())
+			events, err := c.EventRecords(cmd.Context(), r.ID, describeEvents)
+			return describe(a.streams.Out, r, hist, eventsOrError{events, err}, a.now())
 		},
 	}
 	return cmd
 }
 
+// What describe shows of a resource's past: its newest reconcile attempts
+// and Events.
+const (
+	describeHistory = 10
+	describeEvents  = 20
+)
+
+// eventsOrError is a resource's Events, or why they could not be read
+// (describe shows the rest of the page anyway).
+type eventsOrError struct {
+	items []client.EventRecord
+	err   error
+}
+
 // describe writes the describe page of r.
-func describe(w io.Writer, r *client.Resource, hist []client.HistoryEntry, now time.Time) error {
+func describe(w io.Writer, r *client.Resource, hist []client.HistoryEntry, events eventsOrError, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	kv := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	kv("Name", r.Name)
@@ -346,28 +362,32 @@ func describe(w io.Writer, r *client.Resource, hist []client.HistoryEntry, now t
 			return err
 		}
 	}
+	return describeEventRecords(w, events, now)
+}
+
+// describeEventRecords writes the Events section, oldest first as kubectl
+// does; a record that repeated shows its count: "5m (x14 over 2h)".
+func describeEventRecords(w io.Writer, events eventsOrError, now time.Time) error {
 	fmt.Fprintln(w, "Events:")
-	if len(hist) == 0 {
+	switch {
+	case events.err != nil:
+		fmt.Fprintf(w, "  <could not be read: %s>\n", oneLine(events.err.Error()))
+		return nil
+	case len(events.items) == 0:
 		fmt.Fprintln(w, "  <none>")
 		return nil
 	}
-	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  TYPE\tREASON\tAGE\tFROM\tMESSAGE")
-	for _, h := range hist {
-		typ, reason, msg := "Normal", "Reconciled", fmt.Sprintf("generation %d reconciled (%s)", h.Generation, h.Reason)
-		if !h.Success {
-			typ, reason, msg = "Warning", "ReconcileFailed", fmt.Sprintf("generation %d: %s", h.Generation, oneLine(deref(h.ErrorMessage)))
+	for i := len(events.items) - 1; i >= 0; i-- {
+		e := events.items[i]
+		age := printer.Age(now, e.LastTime)
+		if e.Count > 1 {
+			age = fmt.Sprintf("%s (x%d over %s)", age, e.Count, printer.Age(now, e.FirstTime))
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", typ, reason, printer.Age(now, h.StartedAt), h.Holder, msg)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", e.Type, e.Reason, age, e.Source, oneLine(e.Message))
 	}
 	return tw.Flush()
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -191,8 +191,26 @@ func TestCLISeedFlow(t *testing.T) {
 	if changed.Generation != before.Generation+1 || changed.Spec["storage_gb"] != float64(600) || changed.Namespace != "default" {
 		t.Fatalf("after the change: %+v", changed)
 	}
-	expectOut(t, "describe", ok(t, base, "describe", "DatabaseCluster/v1", "production-pg"),
-		"Name:              production-pg", "Namespace:         default", "storage_gb: 600", "Ready  True", "Finalizers:        reconciler.no8s.io/noop", "Events:", "Normal")
+	// Events (the Kubernetes kind) recorded on it, one of them twice: describe
+	// shows them, oldest first, the repeated one with its count.
+	events := fmt.Sprintf("%s/api/v1/resources/%d/event-records", base, changed.ID)
+	for _, e := range []map[string]any{
+		{"type": "Normal", "reason": "Provisioned", "message": "storage resized to 600 GB", "source": "e2e"},
+		{"type": "Warning", "reason": "BackupFailed", "message": "bucket unreachable", "source": "e2e"},
+		{"type": "Warning", "reason": "BackupFailed", "message": "bucket unreachable", "source": "e2e"},
+	} {
+		if r := do(t, "POST", events, e); r.status != 201 {
+			t.Fatalf("record an Event: %d %s", r.status, r.body)
+		}
+	}
+	desc := ok(t, base, "describe", "DatabaseCluster/v1", "production-pg")
+	expectOut(t, "describe", desc,
+		"Name:              production-pg", "Namespace:         default", "storage_gb: 600", "Ready  True", "Finalizers:        reconciler.no8s.io/noop",
+		"Recent history:", "Events:\n  TYPE     REASON        AGE", "  Normal   Provisioned   ", "  e2e   storage resized to 600 GB\n",
+		"  Warning  BackupFailed  ", " (x2 over ", "  e2e   bucket unreachable\n")
+	if strings.Index(desc, "Provisioned") > strings.Index(desc, "BackupFailed") {
+		t.Fatalf("describe's Events are not oldest first:\n%s", desc)
+	}
 	expectOut(t, "history", ok(t, base, "history", "DatabaseCluster/v1", "production-pg"), "GENERATION", "success")
 	expectOut(t, "outputs", ok(t, base, "outputs", "DatabaseCluster/v1", "production-pg", "-o", "json"), "{")
 	expectOut(t, "reconcile", ok(t, base, "reconcile", "DatabaseCluster/v1", "production-pg"), "reconcile requested")

@@ -1,6 +1,7 @@
 // Package client is the no8s CLI's client of the REST API (docs/api.md):
-// resource types, resources (server-side apply included), webhooks,
-// reconciliation, and list-then-watch over Server-Sent Events with resume.
+// namespaces, resource types, resources (server-side apply included),
+// webhooks, reconciliation, Event records, and list-then-watch over
+// Server-Sent Events with resume.
 // Errors from the server come back as *APIError, with the server's message
 // and field paths.
 package client
@@ -211,6 +212,34 @@ type HistoryEntry struct {
 	DurationMS       int64     `json:"duration_ms"`
 	Holder           string    `json:"holder"`
 	Reason           string    `json:"reason"`
+}
+
+// EventRecord is an Event in the Kubernetes sense, as the API answers it:
+// a record attached to a resource saying what happened to it (not a change
+// of the event stream).
+type EventRecord struct {
+	ID         int64  `json:"id"`
+	ResourceID int64  `json:"resource_id"`
+	Type       string `json:"type"`
+	Reason     string `json:"reason"`
+	Message    string `json:"message"`
+	Source     string `json:"source"`
+	// Count is how many times it happened within the dedup window, from
+	// FirstTime to LastTime.
+	Count     int32     `json:"count"`
+	FirstTime time.Time `json:"first_time"`
+	LastTime  time.Time `json:"last_time"`
+}
+
+// EventRecords reads a resource's Events, newest first, at most limit.
+func (c *Client) EventRecords(ctx context.Context, id int64, limit int) ([]EventRecord, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out []EventRecord
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/resources/" + strconv.FormatInt(id, 10) + "/event-records", query: q}, &out)
+	return out, err
 }
 
 // ListTypes lists the resource types, those named name only when name is
