@@ -57,7 +57,10 @@ func no8sEnv(t *testing.T, env []string, stdin string, args ...string) cliResult
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("no8s %s: %v", strings.Join(args, " "), err)
+		// Not run (or killed): code -1, which every caller checks; no
+		// t.Fatal here, so that goroutines may run no8s too.
+		code = -1
+		fmt.Fprintf(&errb, "\nno8s %s: %v", strings.Join(args, " "), err)
 	}
 	return cliResult{code: code, stdout: out.String(), stderr: errb.String()}
 }
