@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -208,9 +209,14 @@ func TestCLISeedFlow(t *testing.T) {
 	}
 	desc := ok(t, base, "describe", "DatabaseCluster/v1", "production-pg")
 	expectOut(t, "describe", desc,
-		"Name:              production-pg", "Namespace:         default", "storage_gb: 600", "Ready  True", "Finalizers:        reconciler.no8s.io/noop",
+		"Name:              production-pg", "Namespace:         default", "storage_gb: 600", "Finalizers:        reconciler.no8s.io/noop",
 		"Recent history:", "Events:\n  TYPE     REASON        AGE", "  Normal   Provisioned   ", "  e2e   storage resized to 600 GB\n",
 		"  Warning  BackupFailed  ", " (x2 over ", "  e2e   bucket unreachable\n")
+	// The conditions table pads its TYPE column to the longest type: other
+	// conditions (ReconcilerAvailable) may widen it.
+	if !regexp.MustCompile(`(?m)^\s+Ready\s+True\b`).MatchString(desc) {
+		t.Fatalf("describe does not show Ready True:\n%s", desc)
+	}
 	if strings.Index(desc, "Provisioned") > strings.Index(desc, "BackupFailed") {
 		t.Fatalf("describe's Events are not oldest first:\n%s", desc)
 	}
