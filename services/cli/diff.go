@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/no8s/no8s/services/cli/client"
-	"github.com/no8s/no8s/services/cli/manifest"
 	"github.com/no8s/no8s/services/cli/printer"
+	"github.com/no8s/no8s/services/internal/manifest"
 )
 
 func (a *app) diffCmd() *cobra.Command {

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/no8s/no8s/services/cli/client"
-	"github.com/no8s/no8s/services/cli/manifest"
 	"github.com/no8s/no8s/services/cli/printer"
+	"github.com/no8s/no8s/services/internal/manifest"
 )
 
 // pollInterval is how often wait and delete --wait read the resource.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/cli/client"
-	"github.com/no8s/no8s/services/cli/manifest"
+	"github.com/no8s/no8s/services/internal/manifest"
 )
 
 // typeRef is a resource type named on the command line: Name or
