@@ -11,11 +11,16 @@ STATICCHECK_VERSION  := v0.8.2
 NATS_SERVER_VERSION  := v2.15.2
 GRPCURL_VERSION      := v1.9.4
 NATSCLI_VERSION      := v0.5.0
+# GitHub's published OpenAPI description, which the fake GitHub's every
+# exchange is validated against (services/internal/githubfake). Installed
+# from the npm registry into a git-ignored directory: it is far over 1 MiB.
+OCTOKIT_OPENAPI_VERSION := 23.0.2
+GITHUB_OPENAPI_DIR      := $(CURDIR)/.cache/github-openapi
 
 # Unit, integration and end-to-end tests of every module. Keep under 15 minutes.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: help run build test stress bench bench-scale lint check-large-files generate generate-check tools nats-server grpcurl natscli clean
+.PHONY: help run build test stress bench bench-scale lint check-large-files generate generate-check tools nats-server grpcurl natscli github-openapi clean
 
 help:
 	@echo "make run             run the whole control plane (no8s dev) on 127.0.0.1:8000 (ARGS=... for more flags)"
@@ -26,6 +31,7 @@ help:
 	@echo "make lint            gofmt, go vet, staticcheck, no tracked file over 1 MiB"
 	@echo "make generate        regenerate protobuf code with buf"
 	@echo "make generate-check  regenerate and fail if the committed code differs"
+	@echo "make github-openapi  install GitHub's OpenAPI description (@octokit/openapi, npm) for the fake GitHub's tests"
 
 # Builds bin/no8s (incrementally: only the first build is slow), then becomes
 # it; no8s dev exits 0 on Ctrl-C, so make does too.
@@ -40,11 +46,11 @@ build:
 	@mkdir -p $(BIN)
 	cd services && go build -o $(BIN)/ ./cmd/...
 
-test: build nats-server grpcurl natscli
+test: build nats-server grpcurl natscli github-openapi
 	NO8S_BIN=$(BIN)/no8s go test -count=1 -timeout $(TEST_TIMEOUT) work
 	cd examples/hello-reconciler && NO8S_BIN=$(BIN)/no8s GOWORK=off go test -count=1 ./...
 
-stress: build nats-server
+stress: build nats-server github-openapi
 	NO8S_STRESS=1 go test -count=1 -timeout 60m -run 'Stress|Outbox|Concurrency|Watch|Exclusion|Chaos|NATS|QueueInput' -v ./services/e2e/
 
 bench: build nats-server
@@ -72,7 +78,7 @@ generate-check: generate
 	@git diff --exit-code -- proto/gen || (echo "generated protobuf code is out of date: run make generate and commit"; exit 1)
 	@test -z "$$(git status --porcelain -- proto/gen)" || (git status --porcelain -- proto/gen; echo "untracked generated files"; exit 1)
 
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticcheck nats-server grpcurl natscli
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticcheck nats-server grpcurl natscli github-openapi
 
 nats-server: $(BIN)/nats-server
 
@@ -81,6 +87,18 @@ grpcurl: $(BIN)/grpcurl
 
 # natscli: the nats CLI, a plain subscriber in the event-contract test.
 natscli: $(BIN)/nats
+
+# Only api.github.com's description is kept (the package also holds GitHub
+# Enterprise's and dereferenced copies, some 400 MB); the stamp names the
+# version, so that changing the pin installs again.
+github-openapi: $(GITHUB_OPENAPI_DIR)/.installed-$(OCTOKIT_OPENAPI_VERSION)
+$(GITHUB_OPENAPI_DIR)/.installed-$(OCTOKIT_OPENAPI_VERSION):
+	@command -v npm >/dev/null || (echo "make github-openapi needs npm (apt-get install npm)"; exit 1)
+	rm -rf $(GITHUB_OPENAPI_DIR) && mkdir -p $(GITHUB_OPENAPI_DIR)
+	npm install --prefix $(GITHUB_OPENAPI_DIR) --no-save --no-audit --no-fund --ignore-scripts --loglevel=error @octokit/openapi@$(OCTOKIT_OPENAPI_VERSION)
+	find $(GITHUB_OPENAPI_DIR)/node_modules/@octokit/openapi/generated -name '*.json' ! -name api.github.com.json -delete
+	test -s $(GITHUB_OPENAPI_DIR)/node_modules/@octokit/openapi/generated/api.github.com.json
+	touch $@
 
 # buf needs a pre-release protobuf module: install it on its own, never in go.work.
 $(BIN)/buf:
@@ -99,4 +117,4 @@ $(BIN)/nats:
 	GOWORK=off GOBIN=$(BIN) go install github.com/nats-io/natscli/nats@$(NATSCLI_VERSION)
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(GITHUB_OPENAPI_DIR)

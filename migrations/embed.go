@@ -19,6 +19,14 @@ var FS embed.FS
 //go:embed sqlite/*.sql
 var sqliteFS embed.FS
 
+// Builtin holds the schemas of the built-in resource types that the
+// migrations create (builtin/<Type>.<version>.json); 00006_events_tenants.sql
+// and sqlite/00003_events_tenants.sql carry them in compact form
+// (TestBuiltinSchemasInMigrations).
+//
+//go:embed builtin/*.json
+var Builtin embed.FS
+
 // SQLite returns the embedded store's migrations (the sqlite folder), named
 // NNNNN_description.sql like FS's. One set per backend: the schemas are
 // equivalent, their SQL is not.

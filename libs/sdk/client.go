@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/sdk/conditions"
 )
 
@@ -46,15 +47,16 @@ type ResourceList struct {
 }
 
 // Writer is what a reconciler writes beside the status the engine saves:
-// its own finalizer on the resource it reconciles. Workers reach the store
+// its own finalizers on the resource it reconciles. Workers reach the store
 // through a narrow door (WorkerService) that takes nothing else. Other
 // resources, child resources for one, are created and changed through the
 // public API, as a client does, so that admission applies.
 type Writer interface {
 	// UpdateFinalizers adds and removes finalizers of the resource under
-	// reconcile. Only the reconciler's own finalizer (Finalizer(name)) is
-	// accepted, and only under the attempt's lease; anything else is
-	// refused (a gRPC PermissionDenied, reason not_owned). Removing the
+	// reconcile. Only the reconciler's own finalizers (Finalizer(name), and
+	// those it declared: FinalizerOwner) are accepted, and only under the
+	// attempt's lease; anything else is refused (a gRPC PermissionDenied,
+	// reason not_owned). Removing the
 	// last finalizer of a deleting resource purges it.
 	UpdateFinalizers(ctx context.Context, id int64, add, remove []string) (*Resource, error)
 }
@@ -121,8 +123,30 @@ type Completion struct {
 	RemoveFinalizers  []string
 	RemoveAnnotations []string
 	Changes           Changes
-	StartedAt         time.Time
-	Duration          time.Duration
+	// Events are recorded on the resource with the result (Request.Event).
+	Events    []Event
+	StartedAt time.Time
+	Duration  time.Duration
+}
+
+// Event types.
+const (
+	// EventNormal reports progress.
+	EventNormal = names.EventNormal
+	// EventWarning reports a problem.
+	EventWarning = names.EventWarning
+)
+
+// MaxEvents bounds the events one attempt records.
+const MaxEvents = 32
+
+// Event is an Event (the Kubernetes kind) an attempt records on its
+// resource.
+type Event struct {
+	// Type is EventNormal or EventWarning.
+	Type    string
+	Reason  string
+	Message string
 }
 
 // Completed is what the store answered.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/no8s/no8s/libs/sdk/action"
 	"github.com/no8s/no8s/libs/sdk/conditions"
 	"github.com/no8s/no8s/libs/sdk/secret"
 )
@@ -26,6 +27,15 @@ type Reconciler interface {
 	Reconcile(ctx context.Context, att *Attempt) Report
 }
 
+// FinalizerOwner is a Reconciler that owns finalizers beyond its own
+// reconciler.no8s.io/<name>: an Engine with action plugins owns theirs
+// (github_actions). The worker declares them in its registration; admission
+// then adds them to every new resource of the reconciler's types, and the
+// store's worker door lets this reconciler, and no other, remove them.
+type FinalizerOwner interface {
+	OwnedFinalizers() []string
+}
+
 // Attempt is the input of one reconcile.
 type Attempt struct {
 	// ID is the reconcile id that every log line of the attempt carries.
@@ -34,6 +44,9 @@ type Attempt struct {
 	Resource *Resource
 	// Reason is why it was dispatched.
 	Reason string
+	// LeaseEpoch is the epoch of the attempt's reconcile lease: it grows by
+	// one with every attempt on the resource.
+	LeaseEpoch int64
 	// Client reads, writes finalizers and (Status) saves the outcome.
 	Client Client
 	// Secrets resolves secret references (Local when nil).
@@ -74,6 +87,7 @@ type Engine[S any] struct {
 	notReadyRequeue time.Duration
 	saveTimeout     time.Duration
 	now             func() time.Time
+	actions         *action.Registry
 }
 
 // Engine defaults.
@@ -127,6 +141,18 @@ func (e *Engine[S]) WithClock(now func() time.Time) *Engine[S] {
 	return e
 }
 
+// WithActions gives the steps the action plugins of reg (Request.Action,
+// Request.RunAction). Their names are finalizers the reconciler owns
+// (OwnedFinalizers): resources of its types carry them from creation.
+func (e *Engine[S]) WithActions(reg *action.Registry) *Engine[S] {
+	e.actions = reg
+	return e
+}
+
+// OwnedFinalizers implements FinalizerOwner: the names of the engine's
+// action plugins.
+func (e *Engine[S]) OwnedFinalizers() []string { return e.actions.Names() }
+
 // Name implements Reconciler.
 func (e *Engine[S]) Name() string { return e.name }
 
@@ -164,7 +190,8 @@ func (e *Engine[S]) Reconcile(ctx context.Context, att *Attempt) Report {
 		rw = att.Client
 	}
 	req := newRequest[S](res, e.now)
-	req.ID, req.Reason, req.Log, req.Client, req.secrets = att.ID, att.Reason, log, rw, att.Secrets
+	req.ID, req.Reason, req.LeaseEpoch, req.Log, req.Client, req.secrets = att.ID, att.Reason, att.LeaseEpoch, log, rw, att.Secrets
+	req.actions = e.actions
 	req.conds = conditions.Initialize(req.conds, res.Generation, start, e.initConditions...)
 	deleting := res.Deleting()
 	fin := e.Finalizer()
@@ -212,7 +239,9 @@ func (e *Engine[S]) Reconcile(ctx context.Context, att *Attempt) Report {
 	}
 
 	rep := e.conclude(req, comp, deleting, result, err)
+	comp.RemoveFinalizers = append(comp.RemoveFinalizers, req.removeFinalizers...)
 	comp.Changes = req.Changes
+	comp.Events = req.Events()
 	if req.outputsChanged {
 		if b, merr := json.Marshal(req.outputs); merr == nil {
 			comp.Outputs = b

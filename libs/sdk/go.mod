@@ -3,6 +3,7 @@ module github.com/no8s/no8s/libs/sdk
 go 1.26.0
 
 require (
+	github.com/google/go-github/v93 v93.0.0
 	github.com/nats-io/nats.go v1.55.0
 	github.com/no8s/no8s/libs/api v0.0.0
 	github.com/no8s/no8s/proto v0.0.0
@@ -12,6 +13,7 @@ require (
 )
 
 require (
+	github.com/google/go-querystring v1.2.0 // indirect
 	github.com/klauspost/compress v1.20.0 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect

@@ -3,10 +3,13 @@ package sdk
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"maps"
 	"time"
 
+	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/sdk/action"
 	"github.com/no8s/no8s/libs/sdk/conditions"
 	"github.com/no8s/no8s/libs/sdk/secret"
 )
@@ -29,6 +32,10 @@ type Request[S any] struct {
 	// Reason is why the attempt was dispatched (generation, deletion,
 	// manual, annotation, resync, retry, pending).
 	Reason string
+	// LeaseEpoch is the epoch of the attempt's reconcile lease (zero outside
+	// the worker runtime): it grows by one with every attempt on the
+	// resource.
+	LeaseEpoch int64
 	// Log carries the reconcile id and the resource's identity.
 	Log *slog.Logger
 	// Client reads other resources and changes finalizers.
@@ -41,11 +48,16 @@ type Request[S any] struct {
 	// the control plane; it is saved in the history row.
 	Changes Changes
 
-	secrets        secret.Resolver
-	conds          []conditions.Condition
-	outputs        map[string]any
-	outputsChanged bool
-	now            func() time.Time
+	secrets secret.Resolver
+	actions *action.Registry
+	// removeFinalizers are saved with the result (RunAction's, once its
+	// plugin's Destroy succeeded).
+	removeFinalizers []string
+	events           []Event
+	conds            []conditions.Condition
+	outputs          map[string]any
+	outputsChanged   bool
+	now              func() time.Time
 }
 
 // NewRequest builds the Request the engine would build for res (spec
@@ -67,6 +79,13 @@ func newRequest[S any](res *Resource, now func() time.Time) *Request[S] {
 		Log: slog.New(slog.DiscardHandler), Scratch: map[string]any{},
 		conds: conditions.Normalize(res.Conditions), outputs: decodeOutputs(res.Outputs), now: now,
 	}
+}
+
+// WithActions sets the action plugins Action and RunAction use (for tests of
+// single steps; the engine's WithActions sets them for every attempt).
+func (r *Request[S]) WithActions(reg *action.Registry) *Request[S] {
+	r.actions = reg
+	return r
 }
 
 // WithSecrets sets the resolver Secret uses (for tests of single steps).
@@ -145,6 +164,28 @@ func (r *Request[S]) Secret(ctx context.Context, ref secret.Ref) (secret.Value, 
 	}
 	return res.Resolve(ctx, ref)
 }
+
+// Event records an Event (the Kubernetes kind) on the resource: typ is
+// EventNormal or EventWarning, reason a CamelCase word (BackupFailed),
+// message what happened (cut to names.MaxEventMessageBytes). Events are
+// saved with the attempt's result through the workers' door, in the same
+// store transaction; a repeat of (type, reason, message) within the store's
+// dedup window raises the count of one record instead of adding one. At
+// most MaxEvents per attempt are kept (the first ones).
+func (r *Request[S]) Event(typ, reason, message string) {
+	if len(r.events) >= MaxEvents {
+		return
+	}
+	r.events = append(r.events, Event{Type: typ, Reason: reason, Message: names.TruncateEventMessage(message)})
+}
+
+// Eventf is Event with a formatted message.
+func (r *Request[S]) Eventf(typ, reason, format string, args ...any) {
+	r.Event(typ, reason, fmt.Sprintf(format, args...))
+}
+
+// Events returns the events recorded so far in this attempt.
+func (r *Request[S]) Events() []Event { return append([]Event(nil), r.events...) }
 
 // Now is the engine's clock.
 func (r *Request[S]) Now() time.Time { return r.now() }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/sdk/outbound"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission/schema"
@@ -25,6 +27,8 @@ type handler struct {
 	chain    *webhook.Chain
 	// live is the live-reconciler rule (nil: off).
 	live *liveTypes
+	// outbound is the address rule, which datasource hosts follow too.
+	outbound outbound.Policy
 }
 
 func (h *handler) CheckSchema(_ context.Context, req *admissionv1.CheckSchemaRequest) (*admissionv1.CheckSchemaResponse, error) {
@@ -120,14 +124,20 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 	// Webhooks and the store see the namespace a create names, or the
 	// default one.
 	out.Namespace = names.OrDefault(r.GetNamespace())
+	if err := h.checkTenantTypes(ctx, out); err != nil {
+		return nil, 0, err
+	}
 	if op == webhookconf.OpCreate && h.live != nil {
-		fin, err := h.live.requireReconciler(ctx, r.GetResourceTypeName(), r.GetResourceTypeVersion())
+		fins, err := h.live.requireReconciler(ctx, r.GetResourceTypeName(), r.GetResourceTypeVersion())
 		if err != nil {
 			return nil, 0, err
 		}
-		if !slices.Contains(out.Finalizers, fin) {
+		for _, fin := range fins {
+			if slices.Contains(out.Finalizers, fin) {
+				continue
+			}
 			if len(out.Finalizers) >= names.MaxFinalizers {
-				return nil, 0, problem.New(problem.Invalid, problem.CodeInvalid, "at most %d finalizers, including the reconciler's %s", names.MaxFinalizers, fin).
+				return nil, 0, problem.New(problem.Invalid, problem.CodeInvalid, "at most %d finalizers, including the reconciler's %s", names.MaxFinalizers, strings.Join(fins, ", ")).
 					WithFields(problem.FieldError{Path: "/finalizers", Message: "too many finalizers"})
 			}
 			out.Finalizers = append(out.Finalizers, fin)

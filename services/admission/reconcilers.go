@@ -11,14 +11,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/services/internal/problem"
 )
 
 // liveTypes answers which reconciler serves a type, for the live-reconciler
-// rule. It caches the registry's type keys (type.<Type>.<version> =
-// reconciler name) from a KV watch. The bucket forgets a key its reconciler
+// rule. It caches the registry's type keys (type.<Type>.<version> = the
+// reconciler's claim, subjects.TypeClaim) from a KV watch. The bucket forgets a key its reconciler
 // stopped refreshing after its max age without telling watchers, so a cached
 // claim counts only while its last refresh is younger than the max age; a
 // miss or a stale claim is answered by reading the key itself, so a
@@ -34,8 +33,8 @@ type liveTypes struct {
 }
 
 type claim struct {
-	name string
-	at   time.Time // the key's last write (server time)
+	subjects.TypeClaim
+	at time.Time // the key's last write (server time)
 }
 
 func newLiveTypes(js jetstream.KeyValueManager, log *slog.Logger) *liveTypes {
@@ -146,8 +145,8 @@ func (l *liveTypes) apply(e jetstream.KeyValueEntry) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e.Operation() == jetstream.KeyValuePut && len(e.Value()) > 0 {
-		l.owners[k] = claim{name: string(e.Value()), at: e.Created()}
+	if c, ok := subjects.ParseTypeClaim(e.Value()); ok && e.Operation() == jetstream.KeyValuePut {
+		l.owners[k] = claim{TypeClaim: c, at: e.Created()}
 	} else {
 		delete(l.owners, k)
 	}
@@ -162,36 +161,38 @@ func parseTypeKey(key string) (typeKey, bool) {
 	return typeKey{name, version}, ok && name != "" && version != ""
 }
 
-// owner returns the live reconciler serving name/version, "" when none.
-func (l *liveTypes) owner(ctx context.Context, name, version string) (string, error) {
+// owner returns the claim of the live reconciler serving name/version; ok
+// is false when none does.
+func (l *liveTypes) owner(ctx context.Context, name, version string) (c subjects.TypeClaim, ok bool, err error) {
 	k := typeKey{name, version}
 	l.mu.RLock()
-	c, ok := l.owners[k]
+	cached, found := l.owners[k]
 	ttl := l.ttl
 	l.mu.RUnlock()
-	if ok && time.Since(c.at) < ttl {
-		return c.name, nil
+	if found && time.Since(cached.at) < ttl {
+		return cached.TypeClaim, true, nil
 	}
 	kv, err := l.bucket(ctx)
 	if err != nil {
-		return "", l.unavailable(err)
+		return c, false, l.unavailable(err)
 	}
 	if kv == nil {
-		return "", nil // no reconciler ever started
+		return c, false, nil // no reconciler ever started
 	}
 	e, err := kv.Get(ctx, subjects.TypeKey(name, version))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return "", nil
+		return c, false, nil
 	}
 	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrNoResponders) {
 		l.forget() // lost with a broker's storage: no reconciler has registered since
-		return "", nil
+		return c, false, nil
 	}
 	if err != nil {
-		return "", l.unavailable(err)
+		return c, false, l.unavailable(err)
 	}
 	l.apply(e)
-	return string(e.Value()), nil
+	c, ok = subjects.ParseTypeClaim(e.Value())
+	return c, ok, nil
 }
 
 func (l *liveTypes) unavailable(err error) error {
@@ -201,17 +202,18 @@ func (l *liveTypes) unavailable(err error) error {
 
 // requireReconciler applies the live-reconciler rule to a new resource of
 // name/version: refused (400 no_reconciler) unless a live reconciler serves
-// the type; else the reconciler's finalizer to add.
-func (l *liveTypes) requireReconciler(ctx context.Context, name, version string) (string, error) {
-	owner, err := l.owner(ctx, name, version)
+// the type; else the finalizers to add: the reconciler's own and those it
+// declared (subjects.TypeClaim.CreationFinalizers).
+func (l *liveTypes) requireReconciler(ctx context.Context, name, version string) ([]string, error) {
+	owner, ok, err := l.owner(ctx, name, version)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if owner == "" {
-		return "", problem.New(problem.Invalid, problem.CodeNoReconciler,
+	if !ok {
+		return nil, problem.New(problem.Invalid, problem.CodeNoReconciler,
 			"no live reconciler serves %s/%s: start one for this type (for a demo: no8s-reconciler noop --types %s/%s), then retry; GET /api/v1/reconcilers lists the live ones",
 			name, version, name, version).
 			WithFields(problem.FieldError{Path: "/resource_type_name", Message: "no live reconciler serves " + name + "/" + version})
 	}
-	return names.ReconcilerFinalizer(owner), nil
+	return owner.CreationFinalizers(), nil
 }

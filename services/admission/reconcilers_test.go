@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -47,10 +48,19 @@ func TestLiveTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	fin, err := l.requireReconciler(ctx, "Widget", "v1") // at once, watch or not
-	if err != nil || fin != "reconciler.no8s.io/widgets" {
-		t.Fatalf("finalizer %q, %v", fin, err)
+	if err != nil || fmt.Sprint(fin) != "[reconciler.no8s.io/widgets]" {
+		t.Fatalf("finalizers %q, %v", fin, err)
 	}
 	refused("Gadget")
+	// A reconciler that declares finalizers of its own (its action
+	// plugins'): new resources carry them too.
+	if _, err := kv.Put(ctx, "type.Gadget.v1", subjects.TypeClaim{Reconciler: "gadgets", Finalizers: []string{"github_actions"}}.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	fin, err = l.requireReconciler(ctx, "Gadget", "v1")
+	if err != nil || fmt.Sprint(fin) != "[reconciler.no8s.io/gadgets github_actions]" {
+		t.Fatalf("finalizers %q, %v", fin, err)
+	}
 
 	// Heartbeats keep it live; without them it is gone after the max age.
 	for range 3 {

@@ -52,6 +52,7 @@ func New(cfg Config, store storev1.StoreServiceClient, log *slog.Logger) *Servic
 		webhooks: reg,
 		chain:    &webhook.Chain{Timeout: cfg.WebhookChainTimeout, Log: log.With("component", "webhooks")},
 		live:     live,
+		outbound: cfg.Outbound,
 	}}
 }
 

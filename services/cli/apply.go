@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/no8s/no8s/services/cli/client"
-	"github.com/no8s/no8s/services/cli/manifest"
 	"github.com/no8s/no8s/services/cli/printer"
+	"github.com/no8s/no8s/services/internal/manifest"
 )
 
 // Results of applying one document.
@@ -68,13 +69,15 @@ func (a *app) applyCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE|FOLDER|-",
-		Short: "Create or update resource types, webhooks and resources from YAML or JSON documents",
-		Long: `Makes the control plane hold what the documents say: each resource type, admission
-webhook and resource is created when missing and updated when different, and left
-alone when it already is as given (no new generation, resource_version or event).
-Types are applied first, then webhooks, then resources. Resources go through the
-server's apply operation (POST /api/v1/resources/apply), so admission (schema,
-defaults, webhooks) judges them as any write.
+		Short: "Create or update namespaces, resource types, webhooks and resources from YAML or JSON documents",
+		Long: `Makes the control plane hold what the documents say: each namespace, resource
+type, admission webhook and resource is created when missing and updated when
+different, and left alone when it already is as given (no new generation,
+resource_version or event). Namespaces are applied first, then types, then
+webhooks, then resources, so one file can hold a namespace and what goes in
+it. Resources go through the server's apply operation (POST
+/api/v1/resources/apply), so admission (schema, defaults, webhooks) judges
+them as any write.
 
 --dry-run=server runs every check on the server and changes nothing.`,
 		Example: `  no8s apply -f db.yaml
@@ -100,16 +103,31 @@ defaults, webhooks) judges them as any write.
 			if err != nil {
 				return err
 			}
-			suffix := ""
-			if dry {
-				suffix = " (server dry run)"
-			}
-			var failed []error
+			var (
+				failed []error
+				plan   dryPlan
+			)
 			for _, d := range docs {
-				res, obj, err := a.applyDoc(cmd.Context(), c, d, dry)
+				var (
+					res = resultCreated
+					obj any
+					err error
+				)
+				note := ""
+				if why := plan.unchecked(d); dry && why != "" {
+					// The server cannot check what depends on an object
+					// that exists only in this dry run.
+					note = "; not checked by the server: " + why
+					obj = resourceDocOf(d.Resource)
+				} else {
+					res, obj, err = a.applyDoc(cmd.Context(), c, d, dry)
+				}
 				if err != nil {
 					failed = append(failed, fmt.Errorf("%s: %s: %w", d.Source, d.Key(), err))
 					continue
+				}
+				if dry && res == resultCreated {
+					plan.created(d)
 				}
 				switch output {
 				case printer.FormatJSON, printer.FormatYAML:
@@ -119,7 +137,11 @@ defaults, webhooks) judges them as any write.
 				case printer.FormatName:
 					fmt.Fprintln(a.streams.Out, d.Key())
 				default:
-					fmt.Fprintf(a.streams.Out, "%s %s%s\n", d.Key(), res, suffix)
+					tail := ""
+					if dry {
+						tail = " (server dry run" + note + ")"
+					}
+					fmt.Fprintf(a.streams.Out, "%s %s%s\n", d.Key(), res, tail)
 				}
 			}
 			return errors.Join(failed...)
@@ -143,10 +165,57 @@ func parseDryRun(v string) (bool, error) {
 	return false, usagef("--dry-run=%q: use server or none", v)
 }
 
+// dryPlan remembers the namespaces and types that a server dry run of the
+// documents would create. The server cannot check a resource in, or of,
+// one of those (it would answer namespace_not_found or an unknown type):
+// apply --dry-run=server and diff show such a resource as written and say
+// so.
+type dryPlan struct {
+	namespaces, types map[string]bool
+}
+
+// created records a document whose object a dry run would create.
+func (p *dryPlan) created(d manifest.Document) {
+	switch {
+	case d.Namespace != nil:
+		if p.namespaces == nil {
+			p.namespaces = map[string]bool{}
+		}
+		p.namespaces[d.Namespace.Name] = true
+	case d.Type != nil:
+		if p.types == nil {
+			p.types = map[string]bool{}
+		}
+		p.types[d.Type.Name+"/"+d.Type.Version] = true
+	}
+}
+
+// unchecked says why the server cannot check a resource document ("" when
+// it can).
+func (p *dryPlan) unchecked(d manifest.Document) string {
+	r := d.Resource
+	if r == nil {
+		return ""
+	}
+	var why []string
+	if p.namespaces[r.Namespace] {
+		why = append(why, "namespace "+r.Namespace)
+	}
+	if t := r.TypeName + "/" + r.TypeVersion; p.types[t] {
+		why = append(why, "resource type "+t)
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return strings.Join(why, " and ") + " would be created first"
+}
+
 // applyDoc applies one document and returns what happened and the object
 // as the server answered it.
 func (a *app) applyDoc(ctx context.Context, c *client.Client, d manifest.Document, dry bool) (string, any, error) {
 	switch {
+	case d.Namespace != nil:
+		return applyNamespace(ctx, c, d.Namespace, dry)
 	case d.Resource != nil:
 		r, res, err := c.Apply(ctx, applyRequest(d.Resource), dry)
 		return res, r, err

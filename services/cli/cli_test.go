@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -20,9 +21,8 @@ func TestDescribeGolden(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	msg := "dial tcp 10.0.0.7:5432: connection refused"
 	last := now.Add(-20 * time.Second)
-	r := &client.Resource{Namespace: "default"}
-	r.Resource = resource.Resource{
-		ID: 7, UID: "5f0c5a2e-0000-4000-8000-000000000007", Name: "production-pg", ResourceTypeName: "DatabaseCluster", ResourceTypeVersion: "v1",
+	r := &client.Resource{
+		Namespace: "default", ID: 7, UID: "5f0c5a2e-0000-4000-8000-000000000007", Name: "production-pg", ResourceTypeName: "DatabaseCluster", ResourceTypeVersion: "v1",
 		Labels: map[string]string{"tier": "db", "app": "orders"}, Annotations: map[string]string{},
 		OwnerReferences: []resource.OwnerReference{{UID: "u-1", ResourceTypeName: "Tenant", ResourceTypeVersion: "v1", Name: "acme", Controller: true}},
 		Spec:            json.RawMessage(`{"engine":"postgres","storage_gb":500,"replicas":0}`),
@@ -36,13 +36,35 @@ func TestDescribeGolden(t *testing.T) {
 		{ID: 9, Generation: 2, Success: false, Phase: "failed", ErrorMessage: &msg, DurationMS: 1520, StartedAt: last, Holder: "postgres-database/a", Reason: "retry"},
 		{ID: 4, Generation: 1, Success: true, Phase: "completed", DurationMS: 12, StartedAt: now.Add(-2 * time.Hour), Holder: "postgres-database/a", Reason: "pending"},
 	}
+	events := []client.EventRecord{ // newest first, as the API answers
+		{ID: 31, ResourceID: 7, Type: "Warning", Reason: "ConnectFailed", Message: "dial tcp 10.0.0.7:5432:\nconnection refused", Source: "reconciler/postgres-database",
+			Count: 14, FirstTime: now.Add(-100 * time.Minute), LastTime: now.Add(-20 * time.Second)},
+		{ID: 12, ResourceID: 7, Type: "Normal", Reason: "DatabaseCreated", Message: "database orders created", Source: "reconciler/postgres-database",
+			Count: 1, FirstTime: now.Add(-2 * time.Hour), LastTime: now.Add(-2 * time.Hour)},
+	}
 	var b bytes.Buffer
-	if err := describe(&b, r, hist, now); err != nil {
+	if err := describe(&b, r, hist, eventsOrError{items: events}, now); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "describe.golden")
+	goldenFile(t, "describe.golden", b.Bytes())
+	// No Events, and Events that could not be read: the page is shown.
+	for _, tc := range []struct {
+		ev   eventsOrError
+		want string
+	}{{eventsOrError{}, "Events:\n  <none>\n"}, {eventsOrError{err: errors.New("GET /x: connection\nreset")}, "Events:\n  <could not be read: GET /x: connection reset>\n"}} {
+		b.Reset()
+		if err := describe(&b, r, hist, tc.ev, now); err != nil || !strings.HasSuffix(b.String(), tc.want) || !strings.Contains(b.String(), "Recent history:") {
+			t.Fatalf("events %+v: %v\n%s", tc.ev, err, b.String())
+		}
+	}
+}
+
+// goldenFile compares got with testdata/name (rewritten with -update).
+func goldenFile(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
 	if *update {
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,9 +72,38 @@ func TestDescribeGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(b.Bytes(), want) {
-		t.Fatalf("describe differs:\n--- got\n%s--- want\n%s", b.Bytes(), want)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs:\n--- got\n%s--- want\n%s", name, got, want)
 	}
+}
+
+// describe namespace: identity, status, its resources by type and status,
+// and, while terminating, the resources still holding it.
+func TestDescribeNamespaceGolden(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	deleted := now.Add(-90 * time.Second)
+	ns := &client.Namespace{Name: "team-a", UID: "0f1e2d3c-0000-4000-8000-000000000002", Status: resource.NamespaceTerminating, ResourceVersion: 140,
+		CreatedAt: now.Add(-26 * time.Hour), UpdatedAt: deleted, DeletedAt: &deleted}
+	mk := func(typ, name, status string, finalizers ...string) client.Resource {
+		return client.Resource{Namespace: "team-a", Name: name, ResourceTypeName: typ, ResourceTypeVersion: "v1", Status: status, Finalizers: finalizers}
+	}
+	items := []client.Resource{
+		mk("DatabaseCluster", "orders", "deleting", "reconciler.no8s.io/postgres-database"),
+		mk("DatabaseCluster", "billing", "deleting", "reconciler.no8s.io/postgres-database", "example.com/backup"),
+		mk("Bucket", "assets", "deleting", "reconciler.no8s.io/bucket"),
+		mk("DatabaseCluster", "reports", "failed", "reconciler.no8s.io/postgres-database"),
+	}
+	var b bytes.Buffer
+	if err := describeNamespace(&b, ns, items, now); err != nil {
+		t.Fatal(err)
+	}
+	goldenFile(t, "describe-namespace.golden", b.Bytes())
+	active := &client.Namespace{Name: "team-b", UID: "0f1e2d3c-0000-4000-8000-000000000003", Status: resource.NamespaceActive, ResourceVersion: 12, CreatedAt: now.Add(-5 * time.Minute)}
+	b.Reset()
+	if err := describeNamespace(&b, active, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	goldenFile(t, "describe-namespace-empty.golden", b.Bytes())
 }
 
 func TestUnifiedDiff(t *testing.T) {
@@ -122,6 +173,13 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"get", "types"}, ExitError, "connection refused"},
 		{[]string{"diff", "-f", "-"}, ExitUsage, "no documents"},
 		{[]string{"apply", "-f", "-"}, ExitError, "/metadata/name: name is required"},
+		{[]string{"get", "namespaces", "-w"}, ExitUsage, "namespaces have no events"},
+		{[]string{"get", "ns", "-l", "a=b"}, ExitUsage, "-w and -l apply to resources only"},
+		{[]string{"delete", "namespace", "Team_A"}, ExitUsage, `"Team_A" is not a valid namespace`},
+		{[]string{"delete", "namespace"}, ExitUsage, "give at least one NAME"},
+		{[]string{"describe", "ns", "x_y"}, ExitUsage, "not a valid namespace"},
+		{[]string{"get", "resources", "-n", "Bad_NS"}, ExitUsage, "namespace: \"Bad_NS\" is not a valid namespace"},
+		{[]string{"get", "DatabaseCluster/v1", "x", "-A"}, ExitUsage, "across every namespace"},
 	} {
 		stdin := ""
 		if tc.args[0] == "apply" && len(tc.args) > 1 {

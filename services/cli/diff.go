@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/no8s/no8s/services/cli/client"
-	"github.com/no8s/no8s/services/cli/manifest"
 	"github.com/no8s/no8s/services/cli/printer"
+	"github.com/no8s/no8s/services/internal/manifest"
 )
 
 func (a *app) diffCmd() *cobra.Command {
@@ -22,7 +22,10 @@ func (a *app) diffCmd() *cobra.Command {
 		Long: `Asks the server what applying the documents would store (a server dry run, so
 defaults and mutating webhooks are included) and prints a unified diff of the
 live objects against that, in the document format (YAML). For resources the
-diff covers what apply owns: labels, annotations and spec.
+diff covers what apply owns: labels, annotations and spec; for namespaces,
+whether they exist. A resource in a namespace (or of a type) that the same
+documents create is shown as written: the server cannot check it before its
+namespace exists (a note on stderr says so).
 
 Exit code: 0 when apply would change nothing, 1 when it would change something,
 2 on any error.`,
@@ -54,10 +57,20 @@ func (a *app) diff(ctx context.Context, files fileFlags) error {
 		return err
 	}
 	differs := false
+	var plan dryPlan
 	for _, d := range docs {
-		live, applied, err := a.diffViews(ctx, c, d)
-		if err != nil {
-			return fmt.Errorf("%s: %s: %w", d.Source, d.Key(), err)
+		var live, applied any
+		if why := plan.unchecked(d); why != "" {
+			a.progress("%s: %s: shown as written, not checked by the server: %s", d.Source, d.Key(), why)
+			applied = resourceDocOf(d.Resource)
+		} else {
+			live, applied, err = a.diffViews(ctx, c, d)
+			if err != nil {
+				return fmt.Errorf("%s: %s: %w", d.Source, d.Key(), err)
+			}
+		}
+		if isNil(live) && !isNil(applied) {
+			plan.created(d)
 		}
 		before, err := render(live)
 		if err != nil {
@@ -80,7 +93,7 @@ func (a *app) diff(ctx context.Context, files fileFlags) error {
 
 // render is a view as YAML; "" for nil (the object does not exist).
 func render(view any) (string, error) {
-	if view == nil || isNilMap(view) || isNilDoc(view) {
+	if isNil(view) {
 		return "", nil
 	}
 	var b bytes.Buffer
@@ -89,6 +102,9 @@ func render(view any) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// isNil reports whether a view stands for no object.
+func isNil(v any) bool { return v == nil || isNilMap(v) || isNilDoc(v) }
 
 func isNilDoc(v any) bool {
 	d, ok := v.(*resourceDoc)
@@ -104,6 +120,8 @@ func isNilMap(v any) bool {
 // and of the object as a server dry run of the apply would store it.
 func (a *app) diffViews(ctx context.Context, c *client.Client, d manifest.Document) (any, any, error) {
 	switch {
+	case d.Namespace != nil:
+		return namespaceDiffViews(ctx, c, d.Namespace)
 	case d.Resource != nil:
 		r := d.Resource
 		cur, err := c.GetResource(ctx, r.TypeName, r.TypeVersion, r.Namespace, r.Name)
@@ -175,8 +193,15 @@ func resourceView(r *client.Resource) any {
 	if r == nil {
 		return nil
 	}
+	return resourceDocOf(&manifest.Resource{TypeName: r.ResourceTypeName, TypeVersion: r.ResourceTypeVersion, Namespace: r.Namespace,
+		Name: r.Name, Labels: r.Labels, Annotations: r.Annotations, Spec: r.Spec})
+}
+
+// resourceDocOf is a resource document as written, in the document format
+// (what diff and a dry run show when the server cannot check it).
+func resourceDocOf(r *manifest.Resource) *resourceDoc {
 	var spec any
 	_ = json.Unmarshal(r.Spec, &spec)
-	return &resourceDoc{Kind: manifest.KindResource, Type: r.ResourceTypeName + "/" + r.ResourceTypeVersion,
+	return &resourceDoc{Kind: manifest.KindResource, Type: r.TypeName + "/" + r.TypeVersion,
 		Metadata: resourceMD{Name: r.Name, Namespace: r.Namespace, Labels: r.Labels, Annotations: r.Annotations}, Spec: spec}
 }

@@ -23,11 +23,12 @@ func (a *app) getCmd() *cobra.Command {
 		chunk            int
 	)
 	cmd := &cobra.Command{
-		Use:   "get types|webhooks|resources|TYPE[/VERSION] [NAME]",
-		Short: "List resource types, webhooks or resources, or show one resource",
-		Long: `Lists resource types (get types), admission webhooks (get webhooks), every
-resource (get resources), the resources of one type (get DatabaseCluster or
-DatabaseCluster/v1), or one resource by name. Lists read every page.
+		Use:   "get namespaces|types|webhooks|resources|TYPE[/VERSION] [NAME]",
+		Short: "List namespaces, resource types, webhooks or resources, or show one",
+		Long: `Lists namespaces (get namespaces, or ns), resource types (get types), admission
+webhooks (get webhooks), every resource of the namespace (get resources; -A for
+every namespace), the resources of one type (get DatabaseCluster or
+DatabaseCluster/v1), or one of them by name. Lists read every page.
 
 -w (--watch) lists, then prints every later change as it happens: it starts
 from the list's revision and, when the connection drops (a gateway restart),
@@ -35,14 +36,16 @@ resumes from the last revision it saw, so no change is missed or printed twice;
 when the server no longer holds the history to resume from, it lists again.
 Notes about reconnecting go to stderr. With -o json or -o yaml a watch prints one
 {"type": ..., "revision": ..., "resource": ...} document per change.`,
-		Example: `  no8s get types
+		Example: `  no8s get namespaces
+  no8s get types
   no8s get DatabaseCluster/v1
+  no8s get DatabaseCluster/v1 -n team-a
   no8s get DatabaseCluster/v1 production-pg -o yaml
   no8s get resources -A -l tier=db -o wide
   no8s get DatabaseCluster -w`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
-				return usagef("expected what to get (types, webhooks, resources or a TYPE) and optionally a NAME")
+				return usagef("expected what to get (namespaces, types, webhooks, resources or a TYPE) and optionally a NAME")
 			}
 			return nil
 		},
@@ -57,6 +60,13 @@ Notes about reconnecting go to stderr. With -o json or -o yaml a watch prints on
 			}
 			ctx := cmd.Context()
 			now := a.now()
+			switch {
+			case isNamespaceNoun(args[0]):
+				if watch || selector != "" {
+					return usagef("-w and -l apply to resources only (namespaces have no events and no labels)")
+				}
+				return a.getNamespaces(ctx, c, args, output)
+			}
 			switch args[0] {
 			case "types", "type", "resource-types":
 				if watch || selector != "" {
@@ -96,6 +106,9 @@ Notes about reconnecting go to stderr. With -o json or -o yaml a watch prints on
 				if len(args) == 2 {
 					if watch {
 						return usagef("-w watches a list: leave the NAME out and select with -l")
+					}
+					if a.allNamespaces {
+						return usagef("a resource cannot be read by name across every namespace: name its namespace with -n, not -A")
 					}
 					r, err := a.target(ctx, c, args)
 					if err != nil {
@@ -206,13 +219,18 @@ func ignoreCanceled(err error) error {
 
 func (a *app) describeCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "describe TYPE[/VERSION] NAME",
-		Short: "Show a resource in detail: spec, status, conditions, history, outputs, finalizers, owners and events",
+		Use:   "describe TYPE[/VERSION] NAME | describe namespace NAME",
+		Short: "Show a resource (with its Events) or a namespace in detail",
 		Long: `Shows one resource for a person: identity, labels and annotations, spec, status
-and phase, conditions, outputs, finalizers, owner references, and the recent
-reconcile attempts. Events lists those attempts as events (Normal Reconciled,
-Warning ReconcileFailed): the API keeps no other event records yet.`,
-		Example:           `  no8s describe DatabaseCluster/v1 production-pg`,
+and phase, conditions, outputs, finalizers, owner references, its 10 newest
+reconcile attempts, and its 20 newest Events (the records reconcilers and
+controllers attach to it: type, reason, age, source, message; a repeated one
+with its count), oldest first.
+
+describe namespace NAME shows a namespace: its status, and its resources
+counted by type and status (while it is terminating, those still holding it).`,
+		Example: `  no8s describe DatabaseCluster/v1 production-pg
+  no8s describe namespace team-a`,
 		Args:              func(_ *cobra.Command, args []string) error { return exactArgs(2, "TYPE[/VERSION] NAME")(args) },
 		ValidArgsFunction: a.completeTypes,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -220,22 +238,51 @@ Warning ReconcileFailed): the API keeps no other event records yet.`,
 			if err != nil {
 				return err
 			}
+			if isNamespaceNoun(args[0]) {
+				if err := namespaceArgs(args[1:]); err != nil {
+					return err
+				}
+				ns, err := c.GetNamespace(cmd.Context(), args[1])
+				if err != nil {
+					return err
+				}
+				items, _, err := c.ListResources(cmd.Context(), client.ListOptions{Namespace: ns.Name})
+				if err != nil {
+					return err
+				}
+				return describeNamespace(a.streams.Out, ns, items, a.now())
+			}
 			r, err := a.target(cmd.Context(), c, args)
 			if err != nil {
 				return err
 			}
-			hist, err := c.History(cmd.Context(), r.ID, 10)
+			hist, err := c.History(cmd.Context(), r.ID, describeHistory)
 			if err != nil {
 				return err
 			}
-			return describe(a.streams.Out, r, hist, a.now())
+			events, err := c.EventRecords(cmd.Context(), r.ID, describeEvents)
+			return describe(a.streams.Out, r, hist, eventsOrError{events, err}, a.now())
 		},
 	}
 	return cmd
 }
 
+// What describe shows of a resource's past: its newest reconcile attempts
+// and Events.
+const (
+	describeHistory = 10
+	describeEvents  = 20
+)
+
+// eventsOrError is a resource's Events, or why they could not be read
+// (describe shows the rest of the page anyway).
+type eventsOrError struct {
+	items []client.EventRecord
+	err   error
+}
+
 // describe writes the describe page of r.
-func describe(w io.Writer, r *client.Resource, hist []client.HistoryEntry, now time.Time) error {
+func describe(w io.Writer, r *client.Resource, hist []client.HistoryEntry, events eventsOrError, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	kv := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	kv("Name", r.Name)
@@ -315,28 +362,32 @@ func describe(w io.Writer, r *client.Resource, hist []client.HistoryEntry, now t
 			return err
 		}
 	}
+	return describeEventRecords(w, events, now)
+}
+
+// describeEventRecords writes the Events section, oldest first as kubectl
+// does; a record that repeated shows its count: "5m (x14 over 2h)".
+func describeEventRecords(w io.Writer, events eventsOrError, now time.Time) error {
 	fmt.Fprintln(w, "Events:")
-	if len(hist) == 0 {
+	switch {
+	case events.err != nil:
+		fmt.Fprintf(w, "  <could not be read: %s>\n", oneLine(events.err.Error()))
+		return nil
+	case len(events.items) == 0:
 		fmt.Fprintln(w, "  <none>")
 		return nil
 	}
-	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  TYPE\tREASON\tAGE\tFROM\tMESSAGE")
-	for _, h := range hist {
-		typ, reason, msg := "Normal", "Reconciled", fmt.Sprintf("generation %d reconciled (%s)", h.Generation, h.Reason)
-		if !h.Success {
-			typ, reason, msg = "Warning", "ReconcileFailed", fmt.Sprintf("generation %d: %s", h.Generation, oneLine(deref(h.ErrorMessage)))
+	for i := len(events.items) - 1; i >= 0; i-- {
+		e := events.items[i]
+		age := printer.Age(now, e.LastTime)
+		if e.Count > 1 {
+			age = fmt.Sprintf("%s (x%d over %s)", age, e.Count, printer.Age(now, e.FirstTime))
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", typ, reason, printer.Age(now, h.StartedAt), h.Holder, msg)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", e.Type, e.Reason, age, e.Source, oneLine(e.Message))
 	}
 	return tw.Flush()
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -378,13 +429,19 @@ func indented(w io.Writer, doc json.RawMessage) error {
 
 // completeTypes completes the first argument with the keywords and the
 // registered types (as Name/version).
-func (a *app) completeTypes(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+func (a *app) completeTypes(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
+		if isNamespaceNoun(args[0]) {
+			return a.completeNamespaces(cmd, args, toComplete)
+		}
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	out := []string{}
-	if cmd.Name() == "get" {
-		out = append(out, "types", "webhooks", "resources")
+	switch cmd.Name() {
+	case "get":
+		out = append(out, "namespaces", "types", "webhooks", "resources")
+	case "describe", "delete":
+		out = append(out, "namespace")
 	}
 	c, err := a.client()
 	if err != nil {
@@ -396,6 +453,24 @@ func (a *app) completeTypes(cmd *cobra.Command, args []string, _ string) ([]stri
 	}
 	for _, t := range types {
 		out = append(out, t.Name+"/"+t.Version)
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeNamespaces completes a namespace name (-n, delete namespace, ...)
+// from the server.
+func (a *app) completeNamespaces(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	c, err := a.client()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	nss, err := c.ListNamespaces(cmd.Context())
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	out := make([]string, 0, len(nss))
+	for _, n := range nss {
+		out = append(out, n.Name)
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/no8s/no8s/services/cli/client"
-	"github.com/no8s/no8s/services/cli/manifest"
 	"github.com/no8s/no8s/services/cli/printer"
+	"github.com/no8s/no8s/services/internal/manifest"
 )
 
 // pollInterval is how often wait and delete --wait read the resource.
@@ -29,14 +29,21 @@ func (a *app) deleteCmd() *cobra.Command {
 		dryRun  string
 	)
 	cmd := &cobra.Command{
-		Use:   "delete (TYPE[/VERSION] NAME... | -f FILE|FOLDER|-)",
-		Short: "Delete resources (and, with -f, the types and webhooks of the documents)",
+		Use:   "delete (TYPE[/VERSION] NAME... | namespace NAME... | -f FILE|FOLDER|-)",
+		Short: "Delete resources or namespaces (and, with -f, every object of the documents)",
 		Long: `Requests deletion: a resource turns deleting, its reconciler cleans up and
 removes its finalizer, and it is gone. --wait waits until it is gone (at most
---timeout; progress on stderr). With -f, every object of the documents is
-deleted, resources first, then webhooks, then types (a type cannot go while
-resources of it remain: use --wait).`,
+--timeout; progress on stderr).
+
+delete namespace NAME deletes a namespace: it turns terminating, each of its
+resources is deleted as above, and the namespace goes with the last of them.
+--wait waits until it is gone, saying on stderr which resources still hold it.
+
+With -f, every object of the documents is deleted, resources first, then
+webhooks, then types, then namespaces (a type cannot go while resources of it
+remain: use --wait).`,
 		Example: `  no8s delete DatabaseCluster/v1 production-pg --wait
+  no8s delete namespace team-a --wait --timeout 5m
   no8s delete -f db.yaml --wait --timeout 2m`,
 		ValidArgsFunction: a.completeTypes,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -48,7 +55,12 @@ resources of it remain: use --wait).`,
 				return usagef("name what to delete either as TYPE[/VERSION] NAME... or with -f, not both or neither")
 			}
 			if len(args) == 1 {
-				return usagef("expected TYPE[/VERSION] NAME...: give at least one NAME")
+				return usagef("expected TYPE[/VERSION] NAME... or namespace NAME...: give at least one NAME")
+			}
+			if len(args) > 0 && isNamespaceNoun(args[0]) {
+				if err := namespaceArgs(args[1:]); err != nil {
+					return err
+				}
 			}
 			c, err := a.client()
 			if err != nil {
@@ -56,6 +68,15 @@ resources of it remain: use --wait).`,
 			}
 			ctx := cmd.Context()
 			deadline := time.Now().Add(timeout)
+			if len(args) > 0 && isNamespaceNoun(args[0]) {
+				var failed []error
+				for _, name := range args[1:] {
+					if err := a.deleteNamespace(ctx, c, name, dry, wait, deadline); err != nil {
+						failed = append(failed, fmt.Errorf("%s: %w", manifest.NamespaceKey(name), err))
+					}
+				}
+				return errors.Join(failed...)
+			}
 			if len(args) > 0 {
 				var failed []error
 				for _, name := range args[1:] {
@@ -80,7 +101,7 @@ resources of it remain: use --wait).`,
 		},
 	}
 	files.add(cmd, "whose objects to delete")
-	cmd.Flags().BoolVar(&wait, "wait", false, "wait until each resource is gone")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until each resource (or namespace) is gone")
 	cmd.Flags().DurationVar(&timeout, "timeout", 60*time.Second, "with --wait, how long to wait in all")
 	cmd.Flags().StringVar(&dryRun, "dry-run", "none", `"server": the server checks everything and deletes nothing`)
 	return cmd
@@ -100,22 +121,29 @@ func (a *app) deleteFound(ctx context.Context, c *client.Client, r *client.Resou
 		return err
 	}
 	if dry {
-		fmt.Fprintf(a.streams.Out, "%s deleted (server dry run)\n", r.Key())
+		fmt.Fprintf(a.streams.Out, "%s deleted (server dry run)\n", key(r))
 		return nil
 	}
-	fmt.Fprintf(a.streams.Out, "%s deletion requested\n", r.Key())
+	fmt.Fprintf(a.streams.Out, "%s deletion requested\n", key(r))
 	if !wait {
 		return nil
 	}
 	if err := a.waitGone(ctx, c, out, deadline); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.streams.Out, "%s deleted\n", r.Key())
+	fmt.Fprintf(a.streams.Out, "%s deleted\n", key(r))
 	return nil
 }
 
 func (a *app) deleteDoc(ctx context.Context, c *client.Client, d manifest.Document, dry, wait bool, deadline time.Time) error {
 	switch {
+	case d.Namespace != nil:
+		err := a.deleteNamespace(ctx, c, d.Namespace.Name, dry, wait, deadline)
+		if client.IsNotFound(err) {
+			fmt.Fprintf(a.streams.Out, "%s not found\n", d.Key())
+			return nil
+		}
+		return err
 	case d.Resource != nil:
 		r, err := c.GetResource(ctx, d.Resource.TypeName, d.Resource.TypeVersion, d.Resource.Namespace, d.Resource.Name)
 		if client.IsNotFound(err) {
@@ -172,10 +200,10 @@ func (a *app) waitGone(ctx context.Context, c *client.Client, r *client.Resource
 		}
 		state := fmt.Sprintf("status %s, finalizers %s", cur.Status, listOrNone(cur.Finalizers))
 		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s waiting for %s to be deleted: %s", time.Since(start).Round(time.Second), r.Key(), state)
+			return fmt.Errorf("timed out after %s waiting for %s to be deleted: %s", time.Since(start).Round(time.Second), key(r), state)
 		}
 		if time.Since(last) >= progressEvery {
-			a.progress("waiting for %s to be deleted (%s): %s", r.Key(), time.Since(start).Round(time.Second), state)
+			a.progress("waiting for %s to be deleted (%s): %s", key(r), time.Since(start).Round(time.Second), state)
 			last = time.Now()
 		}
 		if err := sleepCtx(ctx, pollInterval); err != nil {
@@ -214,7 +242,7 @@ func (a *app) reconcileCmd() *cobra.Command {
 			if _, err := c.Reconcile(cmd.Context(), r.ID); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.streams.Out, "%s reconcile requested\n", r.Key())
+			fmt.Fprintf(a.streams.Out, "%s reconcile requested\n", key(r))
 			return nil
 		},
 	}
@@ -400,13 +428,13 @@ after --timeout with where each resource stands.`,
 					if err := a.waitGone(ctx, c, r, deadline); err != nil {
 						return err
 					}
-					fmt.Fprintf(a.streams.Out, "%s deleted\n", r.Key())
+					fmt.Fprintf(a.streams.Out, "%s deleted\n", key(r))
 					continue
 				}
 				if err := a.waitCondition(ctx, c, r, w, deadline, timeout); err != nil {
 					return err
 				}
-				fmt.Fprintf(a.streams.Out, "%s %s met\n", r.Key(), w)
+				fmt.Fprintf(a.streams.Out, "%s %s met\n", key(r), w)
 			}
 			return nil
 		},
@@ -424,10 +452,10 @@ func (a *app) waitCondition(ctx context.Context, c *client.Client, r *client.Res
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s waiting for %s on %s: %s", timeout, w, r.Key(), state)
+			return fmt.Errorf("timed out after %s waiting for %s on %s: %s", timeout, w, key(r), state)
 		}
 		if time.Since(last) >= progressEvery {
-			a.progress("waiting for %s on %s (%s): %s", w, r.Key(), time.Since(start).Round(time.Second), state)
+			a.progress("waiting for %s on %s (%s): %s", w, key(r), time.Since(start).Round(time.Second), state)
 			last = time.Now()
 		}
 		if err := sleepCtx(ctx, pollInterval); err != nil {
@@ -435,7 +463,7 @@ func (a *app) waitCondition(ctx context.Context, c *client.Client, r *client.Res
 		}
 		cur, err := c.GetResourceByID(ctx, r.ID)
 		if client.IsNotFound(err) {
-			return fmt.Errorf("%s was deleted while waiting for %s", r.Key(), w)
+			return fmt.Errorf("%s was deleted while waiting for %s", key(r), w)
 		}
 		if err != nil {
 			return err

@@ -21,6 +21,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/cli/client"
 	"github.com/no8s/no8s/services/cli/config"
 )
@@ -165,6 +166,7 @@ error (for diff: any error).`,
 	pf.StringVarP(&a.flags.Server, "server", "s", "", "the API server's URL ($NO8S_SERVER, default http://127.0.0.1:8000)")
 	pf.StringVarP(&a.flags.Namespace, "namespace", "n", "", "the namespace ($NO8S_NAMESPACE, default default)")
 	pf.StringVar(&a.flags.Token, "token", "", "a bearer token to send ($NO8S_TOKEN)")
+	_ = root.RegisterFlagCompletionFunc("namespace", a.completeNamespaces)
 	pf.DurationVar(&a.timeout, "request-timeout", 30*time.Second, "how long one API request may take")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		a.namespaceSet = cmd.Flags().Changed("namespace")
@@ -199,6 +201,9 @@ func (a *app) resolve() (config.Resolved, error) {
 	r, err := f.Resolve(a.flags, env)
 	if err != nil {
 		return r, err
+	}
+	if fe := names.Namespace("", r.Namespace); fe != nil {
+		return r, usagef("namespace: %s", fe.Message)
 	}
 	a.resolved = r
 	return r, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/cli/client"
+	"github.com/no8s/no8s/services/internal/manifest"
 )
 
 // typeRef is a resource type named on the command line: Name or
@@ -100,4 +101,9 @@ func typeExists(ctx context.Context, c *client.Client, t typeRef) error {
 		}
 	}
 	return fmt.Errorf("there is no resource type %s (no8s get types lists them)", t)
+}
+
+// key names a resource in messages: "Type/version namespace/name".
+func key(r *client.Resource) string {
+	return manifest.ResourceKey(r.ResourceTypeName, r.ResourceTypeVersion, r.Namespace, r.Name)
 }

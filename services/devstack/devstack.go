@@ -1,6 +1,6 @@
 // Package devstack runs a whole no8s control plane in one process for
 // development: an embedded NATS server with JetStream, and the store,
-// admission, scheduler and api-gateway services, each on its own loopback
+// admission, scheduler, registry-sync and api-gateway services, each on its own loopback
 // port and talking over real gRPC exactly as they do when deployed apart.
 package devstack
 
@@ -33,6 +33,7 @@ import (
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/natsembed"
+	"github.com/no8s/no8s/services/registrysync"
 	"github.com/no8s/no8s/services/scheduler"
 	"github.com/no8s/no8s/services/store"
 )
@@ -66,6 +67,12 @@ type Config struct {
 	// HistoryLimit bounds reconciliation history rows per resource (0: the
 	// store's default).
 	HistoryLimit int
+	// RegistrySync runs registry-sync (true by default): TenantRegistry
+	// datasources → Tenants.
+	RegistrySync bool
+	// RegistrySyncSecretPrefix is the prefix registries' environment
+	// secret references need (registry-sync's --secret-env-prefix).
+	RegistrySyncSecretPrefix string
 	// ReadyFile, when set, receives the stack's addresses as JSON (Ready)
 	// once every service answers: a parent process (the SDK's test kit)
 	// learns there where the stack listens.
@@ -113,14 +120,16 @@ func DefaultConfig() Config {
 		dir = filepath.Join(home, "no8s", "dev")
 	}
 	return Config{
-		HTTPAddr:      "127.0.0.1:8000",
-		DataDir:       dir,
-		NATSPort:      4333,
-		StoreAddr:     "127.0.0.1:7001",
-		AdmissionAddr: "127.0.0.1:7002",
-		WorkerAddr:    "127.0.0.1:7003",
-		Outbound:      outbound.DevPolicy(),
-		Scheduler:     true,
+		HTTPAddr:                 "127.0.0.1:8000",
+		DataDir:                  dir,
+		NATSPort:                 4333,
+		StoreAddr:                "127.0.0.1:7001",
+		AdmissionAddr:            "127.0.0.1:7002",
+		WorkerAddr:               "127.0.0.1:7003",
+		Outbound:                 outbound.DevPolicy(),
+		Scheduler:                true,
+		RegistrySync:             true,
+		RegistrySyncSecretPrefix: registrysync.DefaultConfig().SecretEnvPrefix,
 	}
 }
 
@@ -215,6 +224,20 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 			return err
 		}
 	}
+	var syncSvc *registrysync.Service
+	if cfg.RegistrySync {
+		workerConn, err := grpcserver.Dial(workerLis.Addr().String())
+		if err != nil {
+			return err
+		}
+		defer workerConn.Close()
+		rcfg := registrysync.DefaultConfig()
+		rcfg.APIURL, rcfg.ReplicaID, rcfg.Outbound = "http://"+httpLis.Addr().String(), "no8s-dev", cfg.Outbound
+		rcfg.SecretEnvPrefix = cfg.RegistrySyncSecretPrefix
+		if syncSvc, err = registrysync.New(rcfg, nc, workerConn, base.With("service", "registry-sync")); err != nil {
+			return err
+		}
+	}
 	gatewaySvc := gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), base.With("service", "gateway"))
 
 	// Each tier stops only after the tier in front of it has stopped.
@@ -236,9 +259,18 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		}
 		return schedulerSvc.Run(gatewayCtx)
 	})
+	syncDone := make(chan struct{})
+	g.Go(func() error {
+		defer close(syncDone)
+		if syncSvc == nil {
+			return nil
+		}
+		return syncSvc.Run(gatewayCtx)
+	})
 	g.Go(func() error {
 		err := gatewaySvc.Serve(gatewayCtx, httpLis)
 		<-schedulerDone
+		<-syncDone
 		stopAdmission()
 		stopStore()
 		return err

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,10 +32,23 @@ type cliResult struct {
 // own (no file: flags and environment only).
 func no8s(t *testing.T, server, stdin string, args ...string) cliResult {
 	t.Helper()
+	return no8sEnv(t, cliEnv(t, server), stdin, args...)
+}
+
+// cliEnv is the environment of a no8s run against server with no
+// configuration file.
+func cliEnv(t *testing.T, server string) []string {
+	return []string{"NO8S_SERVER=" + server, "NO8S_CONFIG=" + filepath.Join(t.TempDir(), "none.yaml")}
+}
+
+// no8sEnv runs the real no8s binary with env added to the test's
+// environment (NO8S_* variables of the test's own are left out).
+func no8sEnv(t *testing.T, env []string, stdin string, args ...string) cliResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "no8s"), args...)
-	cmd.Env = append(os.Environ(), "NO8S_SERVER="+server, "NO8S_CONFIG="+filepath.Join(t.TempDir(), "none.yaml"))
+	cmd.Env = append(withoutNo8sEnv(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -44,9 +58,24 @@ func no8s(t *testing.T, server, stdin string, args ...string) cliResult {
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("no8s %s: %v", strings.Join(args, " "), err)
+		// Not run (or killed): code -1, which every caller checks; no
+		// t.Fatal here, so that goroutines may run no8s too.
+		code = -1
+		fmt.Fprintf(&errb, "\nno8s %s: %v", strings.Join(args, " "), err)
 	}
 	return cliResult{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// withoutNo8sEnv is the test's environment without NO8S_ variables, so
+// that a run says exactly which settings it uses.
+func withoutNo8sEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "NO8S_") || strings.HasPrefix(kv, "NO8S_BIN=") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // ok runs no8s and fails unless it exits 0.
@@ -166,8 +195,31 @@ func TestCLISeedFlow(t *testing.T) {
 	if changed.Generation != before.Generation+1 || changed.Spec["storage_gb"] != float64(600) || changed.Namespace != "default" {
 		t.Fatalf("after the change: %+v", changed)
 	}
-	expectOut(t, "describe", ok(t, base, "describe", "DatabaseCluster/v1", "production-pg"),
-		"Name:              production-pg", "Namespace:         default", "storage_gb: 600", "Ready  True", "Finalizers:        reconciler.no8s.io/noop", "Events:", "Normal")
+	// Events (the Kubernetes kind) recorded on it, one of them twice: describe
+	// shows them, oldest first, the repeated one with its count.
+	events := fmt.Sprintf("%s/api/v1/resources/%d/event-records", base, changed.ID)
+	for _, e := range []map[string]any{
+		{"type": "Normal", "reason": "Provisioned", "message": "storage resized to 600 GB", "source": "e2e"},
+		{"type": "Warning", "reason": "BackupFailed", "message": "bucket unreachable", "source": "e2e"},
+		{"type": "Warning", "reason": "BackupFailed", "message": "bucket unreachable", "source": "e2e"},
+	} {
+		if r := do(t, "POST", events, e); r.status != 201 {
+			t.Fatalf("record an Event: %d %s", r.status, r.body)
+		}
+	}
+	desc := ok(t, base, "describe", "DatabaseCluster/v1", "production-pg")
+	expectOut(t, "describe", desc,
+		"Name:              production-pg", "Namespace:         default", "storage_gb: 600", "Finalizers:        reconciler.no8s.io/noop",
+		"Recent history:", "Events:\n  TYPE     REASON        AGE", "  Normal   Provisioned   ", "  e2e   storage resized to 600 GB\n",
+		"  Warning  BackupFailed  ", " (x2 over ", "  e2e   bucket unreachable\n")
+	// The conditions table pads its TYPE column to the longest type: other
+	// conditions (ReconcilerAvailable) may widen it.
+	if !regexp.MustCompile(`(?m)^\s+Ready\s+True\b`).MatchString(desc) {
+		t.Fatalf("describe does not show Ready True:\n%s", desc)
+	}
+	if strings.Index(desc, "Provisioned") > strings.Index(desc, "BackupFailed") {
+		t.Fatalf("describe's Events are not oldest first:\n%s", desc)
+	}
 	expectOut(t, "history", ok(t, base, "history", "DatabaseCluster/v1", "production-pg"), "GENERATION", "success")
 	expectOut(t, "outputs", ok(t, base, "outputs", "DatabaseCluster/v1", "production-pg", "-o", "json"), "{")
 	expectOut(t, "reconcile", ok(t, base, "reconcile", "DatabaseCluster/v1", "production-pg"), "reconcile requested")
@@ -214,6 +266,76 @@ type watchLine struct {
 	Resource cliResource `json:"resource"`
 }
 
+// cliWatch is a running `no8s get -w -o json`: its output lines, read as
+// they come.
+type cliWatch struct {
+	t        *testing.T
+	cmd      *exec.Cmd
+	stderr   bytes.Buffer
+	readDone chan struct{}
+
+	mu    sync.Mutex
+	lines []watchLine
+	bad   []string
+}
+
+// startCLIWatch runs no8s with args (a watch with -o json) and env; the
+// process ends with the test at the latest.
+func startCLIWatch(t *testing.T, env []string, args ...string) *cliWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	w := &cliWatch{t: t, readDone: make(chan struct{})}
+	w.cmd = exec.CommandContext(ctx, filepath.Join(binDir, "no8s"), args...)
+	w.cmd.Env = append(withoutNo8sEnv(), env...)
+	stdout, err := w.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.cmd.Stderr = &w.stderr
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(w.readDone)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var l watchLine
+			w.mu.Lock()
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				w.bad = append(w.bad, sc.Text())
+			} else {
+				w.lines = append(w.lines, l)
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// snapshot is every line printed so far.
+func (w *cliWatch) snapshot() []watchLine {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]watchLine(nil), w.lines...)
+}
+
+// stop ends the watch as a user would (Ctrl-C), fails unless it exits 0
+// having printed only JSON lines, and returns its lines and stderr.
+func (w *cliWatch) stop() ([]watchLine, string) {
+	w.t.Helper()
+	_ = w.cmd.Process.Signal(syscall.SIGINT)
+	<-w.readDone
+	if err := w.cmd.Wait(); err != nil {
+		w.t.Fatalf("the watch ended with %v\nstderr: %s", err, w.stderr.String())
+	}
+	if len(w.bad) > 0 {
+		w.t.Fatalf("lines that are not JSON: %q", w.bad)
+	}
+	return w.snapshot(), w.stderr.String()
+}
+
 // TestCLIWatchAcrossGatewayRestarts: `no8s get -w` on one of two gateways
 // while that gateway is killed with SIGKILL and restarted three times, and
 // 100 changes per cycle go through the other gateway while it is down (with
@@ -235,45 +357,8 @@ func TestCLIWatchAcrossGatewayRestarts(t *testing.T) {
 	}
 	seed := getJSON(t, other, "Counter/v1", "seed")
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "no8s"), "get", "Counter/v1", "-w", "-o", "json")
-	cmd.Env = append(os.Environ(), "NO8S_SERVER=http://"+watchedAddr, "NO8S_CONFIG="+filepath.Join(t.TempDir(), "none.yaml"))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		lines []watchLine
-		bad   []string
-	)
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var l watchLine
-			mu.Lock()
-			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-				bad = append(bad, sc.Text())
-			} else {
-				lines = append(lines, l)
-			}
-			mu.Unlock()
-		}
-	}()
-	snapshot := func() []watchLine {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]watchLine(nil), lines...)
-	}
+	w := startCLIWatch(t, cliEnv(t, "http://"+watchedAddr), "get", "Counter/v1", "-w", "-o", "json")
+	snapshot := w.snapshot
 	waitFor(t, 30*time.Second, "the watch's list", func() error {
 		if l := snapshot(); len(l) == 0 || l[0].Type != "LISTED" {
 			return fmt.Errorf("no list yet: %v", l)
@@ -349,15 +434,7 @@ func TestCLIWatchAcrossGatewayRestarts(t *testing.T) {
 		return fmt.Errorf("%d lines so far, want revision %d (store at %d)", len(l), marker.ResourceVersion, last)
 	})
 	// Stop the watch as a user would (Ctrl-C).
-	_ = cmd.Process.Signal(syscall.SIGINT)
-	<-readDone
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("the watch ended with %v\nstderr: %s", err, stderr.String())
-	}
-	got := snapshot()
-	if len(bad) > 0 {
-		t.Fatalf("lines that are not JSON: %q", bad)
-	}
+	got, stderr := w.stop()
 	if got[0].Type != "LISTED" || got[0].Resource.ID != seed.ID || len(got) < 2 || got[1].Type == "LISTED" {
 		t.Fatalf("the list: %+v", got[:min(len(got), 2)])
 	}
@@ -373,15 +450,269 @@ func TestCLIWatchAcrossGatewayRestarts(t *testing.T) {
 		}
 	}
 	if d := firstDiff(gotRevs, wantRevs); d != "none" {
-		t.Fatalf("the watch's %d changes differ from the %d committed: %s\nstderr: %s", len(gotRevs), len(wantRevs), d, stderr.String())
+		t.Fatalf("the watch's %d changes differ from the %d committed: %s\nstderr: %s", len(gotRevs), len(wantRevs), d, stderr)
 	}
-	if n := strings.Count(stderr.String(), "watch: read the event stream"); n < 3 {
-		t.Fatalf("%d cut connections noted on stderr, want at least 3:\n%s", n, stderr.String())
+	if n := strings.Count(stderr, "watch: read the event stream"); n < 3 {
+		t.Fatalf("%d cut connections noted on stderr, want at least 3:\n%s", n, stderr)
 	}
-	t.Logf("%d changes watched across 3 kill -9 restarts; stderr:\n%s", len(events), stderr.String())
+	t.Logf("%d changes watched across 3 kill -9 restarts; stderr:\n%s", len(events), stderr)
 
 	// get reads every page: 101 resources in pages of 7.
 	if names := strings.Fields(ok(t, other, "get", "Counter/v1", "--chunk-size", "7", "-o", "name")); len(names) != perCycle+1 || names[0] != "Counter/v1/seed" {
 		t.Fatalf("paged list: %d names, first %v", len(names), names[:min(len(names), 1)])
+	}
+}
+
+// TestCLINamespaces: namespaces with the no8s binary, as a user would use
+// them. A file holding a Namespace and a resource in it is applied in one go
+// (diff and a server dry run first); the same name goes into three
+// namespaces (default, cli-a from the manifest, cli-b from -n); get -n, get
+// -A and a context's namespace pick the right ones; get -w -n cli-a prints
+// exactly cli-a's committed changes; describe namespace counts its
+// resources; delete namespace --wait returns once it is gone, its resource
+// cleaned up by the reconciler and cli-b's untouched.
+func TestCLINamespaces(t *testing.T) {
+	c := newCluster(t)
+	base := c.startAll()
+	c.startScheduler(c.storeAddrs[0], "s1", 0)
+	c.startReconciler(c.storeAddrs[0], "Widget/v1")
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	typ := write("widget.yaml", "kind: ResourceType\nmetadata: {name: Widget}\nversion: v1\nschema: {type: object, properties: {size: {type: integer, minimum: 1}}}\n")
+	// The namespace last in the file: apply orders it first.
+	inA := write("cli-a.yaml", "kind: Resource\ntype: Widget/v1\nmetadata: {name: same, namespace: cli-a}\nspec: {size: 1}\n---\nkind: Namespace\nmetadata: {name: cli-a}\n")
+	same := write("same.yaml", "kind: Resource\ntype: Widget/v1\nmetadata: {name: same}\nspec: {size: 2}\n")
+	expectOut(t, "apply type", ok(t, base, "apply", "-f", typ), "ResourceType Widget/v1 created")
+
+	// Before the namespace exists: diff shows it and the resource (as
+	// written: the server cannot check a resource in a missing namespace),
+	// and a server dry run stores neither.
+	d := no8s(t, base, "", "diff", "-f", inA)
+	if d.code != 1 {
+		t.Fatalf("diff of a new namespace: %+v", d)
+	}
+	expectOut(t, "diff", d.stdout, "+++ applied Namespace cli-a", "+kind: Namespace", "+  name: cli-a", "+++ applied Widget/v1 cli-a/same", "+  namespace: cli-a", "+  size: 1")
+	expectOut(t, "diff notes", d.stderr, "Widget/v1 cli-a/same: shown as written, not checked by the server: namespace cli-a would be created first")
+	expectOut(t, "dry run", ok(t, base, "apply", "-f", inA, "--dry-run=server"), "Namespace cli-a created (server dry run)\n",
+		"Widget/v1 cli-a/same created (server dry run; not checked by the server: namespace cli-a would be created first)")
+	if r := no8s(t, base, "", "get", "namespace", "cli-a"); r.code != 1 || !strings.Contains(r.stderr, "404 not_found") {
+		t.Fatalf("the namespace after a dry run: %+v", r)
+	}
+	// Without the Namespace document, the server says the namespace is missing.
+	if r := no8s(t, base, "", "apply", "-f", same, "-n", "cli-a"); r.code != 1 || !strings.Contains(r.stderr, "404 namespace_not_found") {
+		t.Fatalf("apply into a missing namespace: %+v", r)
+	}
+
+	// In one go: the namespace, then the resource in it; again: unchanged.
+	out := ok(t, base, "apply", "-f", inA)
+	if want := "Namespace cli-a created\nWidget/v1 cli-a/same created\n"; out != want {
+		t.Fatalf("apply -f %s: %q, want %q", inA, out, want)
+	}
+	expectOut(t, "apply again", ok(t, base, "apply", "-f", inA), "Namespace cli-a unchanged", "Widget/v1 cli-a/same unchanged")
+	if r := no8s(t, base, "", "diff", "-f", inA); r.code != 0 || r.stdout != "" {
+		t.Fatalf("diff after apply: %+v", r)
+	}
+	// cli-b from standard input; the same document into cli-b (-n) and
+	// default (no -n).
+	expectOut(t, "namespace from stdin", no8s(t, base, "kind: Namespace\nmetadata: {name: cli-b}\n", "apply", "-f", "-").stdout, "Namespace cli-b created")
+	expectOut(t, "apply -n cli-b", ok(t, base, "apply", "-f", same, "-n", "cli-b"), "Widget/v1 cli-b/same created")
+	expectOut(t, "apply default", ok(t, base, "apply", "-f", same), "Widget/v1 default/same created")
+	if r := no8s(t, base, "", "apply", "-f", inA, "-n", "cli-b"); r.code != 1 || !strings.Contains(r.stderr, `the document's namespace "cli-a" does not match --namespace "cli-b"`) {
+		t.Fatalf("a document contradicting -n: %+v", r)
+	}
+	ids := map[string]int64{}
+	for _, ns := range []string{"default", "cli-a", "cli-b"} {
+		ok(t, base, "wait", "Widget/v1", "same", "-n", ns, "--for=condition=Ready", "--timeout=60s")
+		r := getJSON(t, base, "Widget/v1", "same", "-n", ns)
+		if r.Namespace != ns {
+			t.Fatalf("get -n %s: namespace %q", ns, r.Namespace)
+		}
+		ids[ns] = r.ID
+	}
+	if ids["cli-a"] == ids["cli-b"] || ids["cli-a"] == ids["default"] {
+		t.Fatalf("one name, three namespaces, ids %v", ids)
+	}
+
+	// get -n and get -A.
+	list := func(env []string, args ...string) map[string]int64 {
+		t.Helper()
+		r := no8sEnv(t, env, "", append([]string{"get", "Widget/v1", "-o", "json"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("get %v: %+v", args, r)
+		}
+		var items []cliResource
+		if err := json.Unmarshal([]byte(r.stdout), &items); err != nil {
+			t.Fatalf("get %v: %v\n%s", args, err, r.stdout)
+		}
+		got := map[string]int64{}
+		for _, it := range items {
+			got[it.Namespace] = it.ID
+		}
+		return got
+	}
+	env := cliEnv(t, base)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{{nil, []string{"default"}}, {[]string{"-n", "cli-a"}, []string{"cli-a"}}, {[]string{"-n", "cli-b"}, []string{"cli-b"}}, {[]string{"-A"}, []string{"default", "cli-a", "cli-b"}}} {
+		got := list(env, tc.args...)
+		if len(got) != len(tc.want) {
+			t.Fatalf("get %v: %v, want %v", tc.args, got, tc.want)
+		}
+		for _, ns := range tc.want {
+			if got[ns] != ids[ns] {
+				t.Fatalf("get %v: %v, want %s's %d", tc.args, got, ns, ids[ns])
+			}
+		}
+	}
+	table := ok(t, base, "get", "Widget", "-A")
+	expectOut(t, "get -A", table, "NAMESPACE   NAME   STATUS   READY   AGE", "default     same   ready    True", "cli-a       same   ready    True", "cli-b       same   ready    True")
+	expectOut(t, "get -n cli-b", ok(t, base, "get", "resources", "-n", "cli-b"), "cli-b       same")
+	if out := ok(t, base, "get", "resources", "-n", "cli-b"); strings.Contains(out, "cli-a") || strings.Contains(out, "default") {
+		t.Fatalf("get -n cli-b shows others:\n%s", out)
+	}
+	expectOut(t, "get namespaces", ok(t, base, "get", "namespaces"), "NAME      STATUS   AGE", "cli-a     active", "cli-b     active", "default   active")
+	if names := ok(t, base, "get", "ns", "-o", "name"); names != "cli-a\ncli-b\ndefault\n" {
+		t.Fatalf("get ns -o name: %q", names)
+	}
+	// Shell completion offers the server's namespaces for -n and after
+	// "delete namespace".
+	for _, args := range [][]string{{"__complete", "get", "resources", "-n", ""}, {"__complete", "delete", "namespace", ""}} {
+		if out := ok(t, base, args...); !strings.HasPrefix(out, "cli-a\ncli-b\ndefault\n:") {
+			t.Fatalf("no8s %v: %q", args, out)
+		}
+	}
+
+	// A context's namespace is used when -n is absent; -n still wins.
+	cfg := filepath.Join(dir, "config.yaml")
+	ctxEnv := []string{"NO8S_CONFIG=" + cfg}
+	if r := no8sEnv(t, ctxEnv, "", "config", "set-context", "team-b", "--server", base, "--namespace", "cli-b"); r.code != 0 {
+		t.Fatalf("set-context: %+v", r)
+	}
+	if r := no8sEnv(t, ctxEnv, "", "config", "use-context", "team-b"); r.code != 0 {
+		t.Fatalf("use-context: %+v", r)
+	}
+	if got := list(ctxEnv); len(got) != 1 || got["cli-b"] != ids["cli-b"] {
+		t.Fatalf("get with the context's namespace: %v, want cli-b's %d", got, ids["cli-b"])
+	}
+	if got := list(ctxEnv, "-n", "cli-a"); len(got) != 1 || got["cli-a"] != ids["cli-a"] {
+		t.Fatalf("get -n cli-a over the context: %v", got)
+	}
+	if r := no8sEnv(t, ctxEnv, "", "apply", "-f", same); r.code != 0 || !strings.Contains(r.stdout, "Widget/v1 cli-b/same unchanged") {
+		t.Fatalf("apply in the context's namespace: %+v", r)
+	}
+
+	// get -w -n cli-a: cli-a's changes only, each once, in order, exactly
+	// the committed ones.
+	w := startCLIWatch(t, env, "get", "Widget/v1", "-w", "-n", "cli-a", "-o", "json")
+	waitFor(t, 30*time.Second, "the watch's list", func() error {
+		if l := w.snapshot(); len(l) == 0 || l[0].Type != "LISTED" {
+			return fmt.Errorf("no list yet: %v", l)
+		}
+		return nil
+	})
+	from := w.snapshot()[0].Resource.ResourceVersion
+	applyTo := func(ns, doc string) {
+		t.Helper()
+		if r := no8s(t, base, doc, "apply", "-f", "-", "-n", ns); r.code != 0 {
+			t.Fatalf("apply in %s: %+v", ns, r)
+		}
+	}
+	for round := 3; round <= 5; round++ {
+		for _, ns := range []string{"cli-b", "default", "cli-a"} {
+			applyTo(ns, fmt.Sprintf("kind: Resource\ntype: Widget/v1\nmetadata: {name: same}\nspec: {size: %d}\n", round))
+		}
+	}
+	applyTo("cli-b", "kind: Resource\ntype: Widget/v1\nmetadata: {name: only-b}\nspec: {size: 1}\n")
+	applyTo("cli-a", "kind: Resource\ntype: Widget/v1\nmetadata: {name: late}\nspec: {size: 1}\n")
+	ok(t, base, "wait", "Widget/v1", "late", "same", "-n", "cli-a", "--for=condition=Ready", "--timeout=60s")
+	marker := getJSON(t, base, "Widget/v1", "late", "-n", "cli-a").ResourceVersion
+	c.waitPublished()
+	var want []committed
+	for _, e := range c.outboxEvents(from) {
+		if e.ev.Namespace == "cli-a" && e.rev <= marker {
+			want = append(want, e)
+		}
+	}
+	waitFor(t, 60*time.Second, "the watch to print cli-a's changes", func() error {
+		l := w.snapshot()
+		if n := len(l); n > 0 && l[n-1].Revision >= marker {
+			return nil
+		}
+		return fmt.Errorf("%d lines, want revision %d", len(l), marker)
+	})
+	lines, stderr := w.stop()
+	var gotRevs, wantRevs []int64
+	for _, l := range lines[1:] {
+		if l.Type == "LISTED" || l.Resource.Namespace != "cli-a" {
+			t.Fatalf("the cli-a watch printed %s of %s/%d at %d\nstderr: %s", l.Type, l.Resource.Namespace, l.Resource.ID, l.Revision, stderr)
+		}
+		if l.Revision <= marker {
+			gotRevs = append(gotRevs, l.Revision)
+		}
+	}
+	for _, e := range want {
+		wantRevs = append(wantRevs, e.rev)
+	}
+	if d := firstDiff(gotRevs, wantRevs); d != "none" {
+		t.Fatalf("the cli-a watch's %d changes differ from cli-a's %d committed: %s", len(gotRevs), len(wantRevs), d)
+	}
+	if len(wantRevs) < 4 {
+		t.Fatalf("only %d changes in cli-a", len(wantRevs))
+	}
+	t.Logf("get -w -n cli-a printed cli-a's %d changes and none of the other namespaces'", len(gotRevs))
+
+	// describe namespace, then delete it and wait until it is gone.
+	expectOut(t, "describe namespace", ok(t, base, "describe", "namespace", "cli-a"), "Name:              cli-a", "Status:            active", "Widget/v1  2      2 ready")
+	del := no8s(t, base, "", "delete", "namespace", "cli-a", "--wait", "--timeout=60s")
+	if del.code != 0 {
+		t.Fatalf("delete namespace --wait: %+v", del)
+	}
+	expectOut(t, "delete namespace", del.stdout, "Namespace cli-a deletion requested (terminating)\n", "Namespace cli-a deleted\n")
+	// Gone when it returned: no namespace, no resources, nothing deleting.
+	if r := no8s(t, base, "", "get", "namespace", "cli-a"); r.code != 1 || !strings.Contains(r.stderr, "404 not_found") {
+		t.Fatalf("get namespace cli-a after delete --wait: %+v", r)
+	}
+	if n := c.count(`SELECT count(*) FROM resources WHERE namespace = 'cli-a'`); n != 0 {
+		t.Fatalf("%d resources left in cli-a after delete --wait", n)
+	}
+	if names := ok(t, base, "get", "ns", "-o", "name"); names != "cli-b\ndefault\n" {
+		t.Fatalf("namespaces after deleting cli-a: %q", names)
+	}
+	if got := list(env, "-A"); len(got) != 2 || got["cli-b"] == 0 || got["default"] != ids["default"] {
+		t.Fatalf("resources after deleting cli-a: %v", got)
+	}
+	if r := getJSON(t, base, "Widget/v1", "same", "-n", "cli-b"); r.Status != "ready" {
+		t.Fatalf("cli-b's resource after deleting cli-a: %+v", r)
+	}
+	// Appliers racing to create one namespace all succeed; one creates it.
+	results := make([]cliResult, 6)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() { results[i] = no8s(t, base, "kind: Namespace\nmetadata: {name: cli-c}\n", "apply", "-f", "-") })
+	}
+	wg.Wait()
+	created := 0
+	for _, r := range results {
+		if r.code != 0 || !strings.Contains(r.stdout, "Namespace cli-c ") {
+			t.Fatalf("racing namespace applies: %+v", r)
+		}
+		if strings.Contains(r.stdout, "Namespace cli-c created") {
+			created++
+		}
+	}
+	if created != 1 {
+		t.Fatalf("%d racing applies created the namespace: %+v", created, results)
+	}
+	// The name is free again; default cannot be deleted.
+	expectOut(t, "apply again after delete", ok(t, base, "apply", "-f", inA), "Namespace cli-a created", "Widget/v1 cli-a/same created")
+	if r := no8s(t, base, "", "delete", "namespace", "default"); r.code != 1 || !strings.Contains(r.stderr, "403 namespace_protected") {
+		t.Fatalf("delete namespace default: %+v", r)
 	}
 }

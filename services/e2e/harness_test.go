@@ -52,7 +52,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/no8s", "./cmd/no8s-store", "./cmd/no8s-admission", "./cmd/no8s-gateway", "./cmd/no8s-scheduler", "./cmd/no8s-reconciler")
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/no8s", "./cmd/no8s-store", "./cmd/no8s-admission", "./cmd/no8s-gateway", "./cmd/no8s-scheduler", "./cmd/no8s-reconciler", "./cmd/no8s-registry-sync")
 	cmd.Dir = ".."
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -101,10 +101,11 @@ func freeAddr(t *testing.T) string {
 }
 
 // start runs a binary with its output in a log file that is printed when
-// the test fails.
+// the test fails. Its probes are off unless args name a --health-listen:
+// the services' default probe ports may be taken on a shared machine.
 func start(t *testing.T, name, bin string, args []string, env ...string) *proc {
 	t.Helper()
-	return startEnv(t, name, bin, args, append(os.Environ(), env...))
+	return startEnv(t, name, bin, args, append(append(os.Environ(), "NO8S_HEALTH_LISTEN=off"), env...))
 }
 
 // startEnv is start with exactly the environment env.
@@ -342,14 +343,15 @@ func (c *cluster) startReconciler(storeAddr string, types ...string) *proc {
 // startReconcilerArgs runs `no8s-reconciler <args>` as replica name, with
 // extra environment variables, and waits until the reconciler it names
 // serves every type it registers (for noop: --types; for
-// postgres-database: PostgresDatabase/v1). It connects to the worker
-// address of the store at storeAddr; postgres-database registers its type
+// postgres-database: PostgresDatabase/v1; for github-workflow:
+// GitHubWorkflow/v1). It connects to the worker address of the store at
+// storeAddr; postgres-database and github-workflow register their types
 // through the first gateway.
 func (c *cluster) startReconcilerArgs(name, storeAddr string, env []string, args ...string) *proc {
 	c.t.Helper()
 	full := append(slices.Clone(args), "--nats-url", c.natsURL, "--store-addr", c.workerAddr(storeAddr),
 		"--health-listen", c.healthAddr("reconciler-"+name), "--replica-id", name, "--log-level", "debug")
-	if args[0] == "postgres-database" && len(c.gateways) > 0 {
+	if (args[0] == "postgres-database" || args[0] == "github-workflow") && len(c.gateways) > 0 {
 		full = append(full, "--api-url", c.gateways[0])
 	}
 	p := start(c.t, "reconciler-"+name, filepath.Join(binDir, "no8s-reconciler"), full, env...)
@@ -359,8 +361,11 @@ func (c *cluster) startReconcilerArgs(name, storeAddr string, env []string, args
 			want = strings.Split(args[i+1], ",")
 		}
 	}
-	if args[0] == "postgres-database" {
+	switch args[0] {
+	case "postgres-database":
 		want = []string{"PostgresDatabase/v1"}
+	case "github-workflow":
+		want = []string{"GitHubWorkflow/v1"}
 	}
 	_, nc := c.jetstream()
 	waitFor(c.t, 20*time.Second, "reconciler "+name+" registered", func() error {

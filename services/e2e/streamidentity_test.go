@@ -116,7 +116,8 @@ func (e *identityEnv) useDatabase(dbURL string) {
 func (e *identityEnv) startStore() *proc {
 	e.t.Helper()
 	p := start(e.t, "store", filepath.Join(binDir, "no8s-store"),
-		[]string{"--listen", e.storeAddr, "--worker-listen", e.c.workerAddr(e.storeAddr), "--database-url", e.dbURL, "--nats-url", e.c.natsURL},
+		[]string{"--listen", e.storeAddr, "--worker-listen", e.c.workerAddr(e.storeAddr), "--database-url", e.dbURL, "--nats-url", e.c.natsURL,
+			"--health-listen", e.c.healthAddr("store-identity")}, // the default 7101 may be taken on a shared machine
 		"NO8S_LOG_LEVEL=debug")
 	e.store = p
 	return p

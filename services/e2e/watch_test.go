@@ -558,3 +558,107 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// TestWatchBookmarksOnFreshCluster: on a fresh cluster, before any event
+// was published (a namespace and a type take revisions, but events are for
+// resources), a watch without a resume point starts with a BOOKMARK, with
+// the gateway's default timers, and later bookmarks follow the revisions
+// without events up to the list's X-Resource-Version; resuming from such a
+// bookmark then delivers the first resource's CREATED.
+func TestWatchBookmarksOnFreshCluster(t *testing.T) {
+	c := newCluster(t)
+	c.startStore("")
+	adm := c.startAdmission(c.storeAddrs[0])
+	plain := c.startGateway(c.storeAddrs[0], adm) // the default timers: bookmarks every 30 s
+	quickAddr := freeAddr(t)
+	c.startGatewayAt(quickAddr, c.storeAddrs[0], adm, watchFlags...) // bookmarks every second
+	quick := "http://" + quickAddr
+	listRevision := func() int64 {
+		t.Helper()
+		r := do(t, "GET", plain+"/api/v1/resources?limit=1", nil)
+		rv, err := strconv.ParseInt(r.header.Get("X-Resource-Version"), 10, 64)
+		if r.status != 200 || err != nil {
+			t.Fatalf("list: %d %v", r.status, err)
+		}
+		return rv
+	}
+	first := func(w *sseConn) sseEvent {
+		t.Helper()
+		select {
+		case ev, ok := <-w.events:
+			if !ok {
+				t.Fatalf("the watch ended: %v", w.err)
+			}
+			return ev
+		case <-time.After(10 * time.Second):
+			t.Fatal("no event within 10s")
+		}
+		return sseEvent{}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	start := listRevision()
+	w, _, err := dialWatch(ctx, plain+"/api/v1/events", -1, false, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	// The revision the gateway has passed: at most the published one (the
+	// gateway reads that at its start and at each bookmark interval).
+	if ev := first(w); ev.name != "BOOKMARK" || ev.id > start {
+		t.Fatalf("a fresh watch began with %s id %d, want a BOOKMARK at most %d (the list's X-Resource-Version)", ev.name, ev.id, start)
+	}
+
+	// Revisions without events: a namespace and a type.
+	if r := do(t, "POST", plain+"/api/v1/namespaces", map[string]any{"name": "fresh"}); r.status != 201 {
+		t.Fatalf("create namespace: %d %s", r.status, r.body)
+	}
+	if r := do(t, "POST", plain+"/api/v1/resource-types", map[string]any{"name": "Fresh", "version": "v1", "schema": map[string]any{"type": "object"}}); r.status != 201 {
+		t.Fatalf("create type: %d %s", r.status, r.body)
+	}
+	// The relay passes them within its poll interval (no event wakes it).
+	var later int64
+	waitFor(t, 10*time.Second, "the published revision to pass the namespace and the type", func() error {
+		if later = listRevision(); later < 2 || later <= start {
+			return fmt.Errorf("published revision %d (was %d at the start)", later, start)
+		}
+		return nil
+	})
+	wq, _, err := dialWatch(ctx, quick+"/api/v1/events?namespace=fresh", -1, false, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wq.close()
+	var bookmark int64
+	waitFor(t, 15*time.Second, "a bookmark at the newest revision", func() error {
+		ev := first(wq)
+		if ev.name != "BOOKMARK" {
+			return fmt.Errorf("got %s before any change", ev.name)
+		}
+		if bookmark = ev.id; bookmark < later {
+			return fmt.Errorf("bookmark %d, want %d", bookmark, later)
+		}
+		return nil
+	})
+	// Resuming from it: the first resource's CREATED, nothing before.
+	rw, status, err := dialWatch(ctx, quick+"/api/v1/events?namespace=fresh", bookmark, false, 64)
+	if err != nil {
+		t.Fatalf("resume from bookmark %d: %d %v", bookmark, status, err)
+	}
+	defer rw.close()
+	c.startReconciler(c.storeAddrs[0], "Fresh/v1")
+	created := do(t, "POST", plain+"/api/v1/resources", map[string]any{"namespace": "fresh", "name": "first", "resource_type_name": "Fresh", "resource_type_version": "v1", "spec": map[string]any{}})
+	if created.status != 201 {
+		t.Fatalf("create resource: %d %s", created.status, created.body)
+	}
+	for {
+		ev := first(rw)
+		if ev.name == "BOOKMARK" {
+			continue
+		}
+		if ev.name != "CREATED" || ev.id <= bookmark || ev.id != int64(created.json(t)["resource_version"].(float64)) {
+			t.Fatalf("after resuming from %d: %s id %d", bookmark, ev.name, ev.id)
+		}
+		break
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/no8s/no8s/services/internal/resource"
 )
@@ -20,11 +21,14 @@ func applyBody(name string, spec map[string]any) map[string]any {
 }
 
 // Server-side apply creates by name, then updates to the given spec,
-// labels and annotations; applying what is stored changes nothing.
+// labels and annotations; applying what is stored changes nothing. Every
+// run names its own resources and namespaces, so -count repeats it.
 func TestApply(t *testing.T) {
 	gadgetType.Do(func() { createType(t, "Gadget", "v1", gadgetSchema) })
+	run := "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	applied := "applied" + run
 
-	body := applyBody("applied", map[string]any{"size": 2})
+	body := applyBody(applied, map[string]any{"size": 2})
 	body["labels"] = map[string]string{"team": "a"}
 	var created resource.Resource
 	unchanged(t, func() {
@@ -49,7 +53,7 @@ func TestApply(t *testing.T) {
 				}
 			}
 			// The spec with its default written out, in another notation: the same value.
-			same := applyBody("applied", map[string]any{"tier": "basic", "size": 2.0})
+			same := applyBody(applied, map[string]any{"tier": "basic", "size": 2.0})
 			if r := apply(t, "", same).expect(t, http.StatusOK); r.Header.Get(HeaderApplyResult) != ApplyUnchanged {
 				t.Fatalf("by value: %s", r.Header.Get(HeaderApplyResult))
 			}
@@ -58,7 +62,7 @@ func TestApply(t *testing.T) {
 
 	t.Run("updates spec, replaces given labels, keeps omitted annotations", func(t *testing.T) {
 		mergePatch(t, "/api/v1/resources/"+strconv.FormatInt(created.ID, 10), `{"annotations":{"note":"kept"}}`).expect(t, http.StatusOK)
-		b := applyBody("applied", map[string]any{"size": 3})
+		b := applyBody(applied, map[string]any{"size": 3})
 		b["labels"] = map[string]string{"team": "b"}
 		unchanged(t, func() {
 			if r := apply(t, "?dry_run=true", b).expect(t, http.StatusOK); r.Header.Get(HeaderApplyResult) != ApplyConfigured {
@@ -97,13 +101,13 @@ func TestApply(t *testing.T) {
 	})
 
 	t.Run("in a namespace", func(t *testing.T) {
-		do(t, http.MethodPost, "/api/v1/namespaces", map[string]any{"name": "apply-a"}).expect(t, http.StatusCreated)
-		def := decode[resource.Resource](t, apply(t, "", applyBody("spaced", map[string]any{"size": 1})).expect(t, http.StatusCreated))
-		b := applyBody("spaced", map[string]any{"size": 2})
-		b["namespace"] = "apply-a"
+		do(t, http.MethodPost, "/api/v1/namespaces", map[string]any{"name": "apply-a" + run}).expect(t, http.StatusCreated)
+		def := decode[resource.Resource](t, apply(t, "", applyBody("spaced"+run, map[string]any{"size": 1})).expect(t, http.StatusCreated))
+		b := applyBody("spaced"+run, map[string]any{"size": 2})
+		b["namespace"] = "apply-a" + run
 		r := apply(t, "", b).expect(t, http.StatusCreated)
 		inA := decode[resource.Resource](t, r)
-		if r.Header.Get(HeaderApplyResult) != ApplyCreated || inA.Namespace != "apply-a" || inA.ID == def.ID || def.Namespace != "default" {
+		if r.Header.Get(HeaderApplyResult) != ApplyCreated || inA.Namespace != "apply-a"+run || inA.ID == def.ID || def.Namespace != "default" {
 			t.Fatalf("apply into apply-a: %s %+v (default's: %+v)", r.Header.Get(HeaderApplyResult), inA, def)
 		}
 		r = apply(t, "", b).expect(t, http.StatusOK)
@@ -116,11 +120,13 @@ func TestApply(t *testing.T) {
 	})
 
 	t.Run("concurrent appliers", func(t *testing.T) {
+		// Every applier succeeds, however many race: a lost race is applied
+		// again against the newer state until the request's deadline.
 		var wg sync.WaitGroup
-		results := make([]response, 8)
+		results := make([]response, 16)
 		for i := range results {
 			wg.Go(func() {
-				results[i] = doNoFatal(http.MethodPost, "/api/v1/resources/apply", applyBody("raced", map[string]any{"size": 1 + i%2}))
+				results[i] = doNoFatal(http.MethodPost, "/api/v1/resources/apply", applyBody("raced"+run, map[string]any{"size": 1 + i%2}))
 			})
 		}
 		wg.Wait()

@@ -28,9 +28,6 @@ const (
 	// DefaultMaxConcurrentBodyReads bounds the request bodies read at once
 	// (each up to 1 MiB).
 	DefaultMaxConcurrentBodyReads = 64
-	// MaxPatchAttempts bounds the read-merge-write rounds of a PATCH without
-	// an explicit resource_version.
-	MaxPatchAttempts = 5
 	// maxSchemaRetries is how many times a write is re-admitted after the
 	// store answered schema_changed.
 	maxSchemaRetries = 2

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v5"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/no8s/no8s/libs/api/fence"
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
@@ -79,7 +80,7 @@ func (s *Service) routes() *echo.Echo {
 		HTTPErrorHandler: s.handleError,
 	})
 	e.Pre(securityHeaders, headAsGet)
-	e.Use(s.requestID, s.accessLog, s.recoverPanic, checkRequestText, s.boundBody, requireJSON)
+	e.Use(s.requestID, s.accessLog, s.recoverPanic, checkRequestText, s.boundBody, requireJSON, fenceContext)
 
 	ready := echo.WrapHandler(health.ProbeHandler(s.cfg.Health, s.cfg.Health.Ready))
 	e.GET("/health", ready)
@@ -114,6 +115,9 @@ func (s *Service) routes() *echo.Echo {
 	e.GET("/api/v1/reconcilers", s.listReconcilers)
 	e.GET("/api/v1/resources/:id/events", s.watchResourceEvents)
 	e.GET("/api/v1/events", s.watchEvents)
+	e.GET("/api/v1/resources/:id/event-records", s.listResourceEventRecords)
+	e.POST("/api/v1/resources/:id/event-records", s.recordEvent)
+	e.GET("/api/v1/event-records", s.listEventRecords)
 
 	e.POST("/api/v1/admission-webhooks", s.createWebhook)
 	e.GET("/api/v1/admission-webhooks", s.listWebhooks)
@@ -296,6 +300,30 @@ func (s *Service) openAPI(c *echo.Context) error {
 // backendCtx bounds the backend calls of one step of a request.
 func (s *Service) backendCtx(c *echo.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)
+}
+
+// fenceContext puts a fenced write's lease and epoch (the X-No8s-Fence-*
+// headers) on the request's context as outgoing gRPC metadata: every
+// backend call of the request carries them on to the store, which checks
+// them where the write commits.
+func fenceContext(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		r := c.Request()
+		if lease, epoch := r.Header.Get(fence.HeaderLease), r.Header.Get(fence.HeaderEpoch); lease != "" || epoch != "" {
+			c.SetRequest(r.WithContext(metadata.AppendToOutgoingContext(r.Context(), fence.MetadataLease, lease, fence.MetadataEpoch, epoch)))
+		}
+		return next(c)
+	}
+}
+
+// fenceLease is the leader lease a request's writes are fenced by ("" for
+// none).
+func fenceLease(ctx context.Context) string {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	if v := md.Get(fence.MetadataLease); len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // writeJSON answers v as JSON without HTML escaping.

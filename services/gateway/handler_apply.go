@@ -93,7 +93,8 @@ func (a applied) header() map[string]string {
 // annotations, through admission like every write. Applying what is stored
 // changes nothing (same generation, same resource_version, no event). A
 // conflicting concurrent write (409 conflict, or name_taken when two
-// applies create at once) is retried against the newer state.
+// applies create at once) is retried against the newer state until the
+// request's deadline (raceRetry).
 func (s *Service) applyOp(ctx context.Context, body applyResourceBody, dry bool) (applied, error) {
 	var errs []problem.FieldError
 	body.Namespace = names.OrDefault(body.Namespace)
@@ -123,7 +124,8 @@ func (s *Service) applyOp(ctx context.Context, body applyResourceBody, dry bool)
 	}
 	key := &storev1.ResourceName{ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion,
 		Namespace: body.Namespace, Name: body.Name}
-	for attempt := 1; ; attempt++ {
+	retry := s.raceRetry(ctx)
+	for {
 		resp, err := callCtx(s, ctx, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: key}})
 		if pe := problem.As(err); pe != nil && pe.Kind == problem.NotFound {
 			in := &resource.Resource{
@@ -132,8 +134,12 @@ func (s *Service) applyOp(ctx context.Context, body applyResourceBody, dry bool)
 			}
 			in.Normalize()
 			out, err := s.createAdmitted(ctx, in, dry)
-			if pe := problem.As(err); pe != nil && pe.Code == problem.CodeNameTaken && attempt < MaxPatchAttempts {
-				continue // created meanwhile: update it instead
+			if pe := problem.As(err); pe != nil && pe.Code == problem.CodeNameTaken {
+				// Created meanwhile: update it instead.
+				if err := retry.again(err); err != nil {
+					return applied{}, err
+				}
+				continue
 			}
 			if err != nil {
 				return applied{}, err
@@ -156,8 +162,12 @@ func (s *Service) applyOp(ctx context.Context, body applyResourceBody, dry bool)
 			cur: cur, next: next, setLabels: labels != nil, setAnnotations: annotations != nil,
 			expected: cur.GetResourceVersion(), dryRun: dry,
 		})
-		if pe := problem.As(err); pe != nil && (pe.Code == problem.CodeConflict || pe.Kind == problem.NotFound) && attempt < MaxPatchAttempts {
-			continue // changed or purged since read: apply to the newer state
+		if pe := problem.As(err); pe != nil && (pe.Code == problem.CodeConflict || pe.Kind == problem.NotFound) {
+			// Changed or purged since read: apply to the newer state.
+			if err := retry.again(err); err != nil {
+				return applied{}, err
+			}
+			continue
 		}
 		if err != nil {
 			return applied{}, err

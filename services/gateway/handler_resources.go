@@ -14,12 +14,14 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/labstack/echo/v5"
 
+	"github.com/no8s/no8s/libs/api/fence"
 	"github.com/no8s/no8s/libs/api/names"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/resourcepb"
+	"github.com/no8s/no8s/services/internal/tenancy"
 )
 
 // Resource list limits (the store's).
@@ -173,6 +175,12 @@ func (s *Service) createAdmitted(ctx context.Context, in *resource.Resource, dry
 // revision to write. When the store answers schema_changed, it admits again
 // against a freshly read schema, up to maxSchemaRetries times.
 func (s *Service) admitAndWrite(ctx context.Context, req *admissionv1.AdmitResourceRequest, write func(admitted *storev1.Resource, schemaRevision int64) error) error {
+	if r := req.GetResource(); r.GetResourceTypeName() == tenancy.TenantType && r.GetResourceTypeVersion() == tenancy.Version &&
+		fenceLease(ctx) != tenancy.SyncLease {
+		return problem.New(problem.Forbidden, problem.CodeDenied,
+			"Tenants are written by registry-sync only (its fenced writes carry %s: %s); change the registry's rows or its templates instead",
+			fence.HeaderLease, tenancy.SyncLease)
+	}
 	for attempt := 0; ; attempt++ {
 		ar, err := callCtx(s, ctx, s.admission.AdmitResource, req)
 		if err != nil {
@@ -519,7 +527,8 @@ func (s *Service) patchResource(c *echo.Context) error {
 		return err
 	}
 	patch, rv := mp.patch, mp.rv
-	for attempt := 1; ; attempt++ {
+	retry := s.raceRetry(c.Request().Context())
+	for {
 		cur, err := s.getResourceByID(c.Request().Context(), id)
 		if err != nil {
 			return err
@@ -552,7 +561,10 @@ func (s *Service) patchResource(c *echo.Context) error {
 			setAnnotations: !maps.Equal(next.Annotations, orEmpty(cur.GetAnnotations())),
 			expected:       expected, dryRun: dry,
 		})
-		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 && attempt < MaxPatchAttempts {
+		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 {
+			if err := retry.again(err); err != nil {
+				return err
+			}
 			continue
 		}
 		if err != nil {
@@ -582,11 +594,15 @@ func (s *Service) deleteResource(c *echo.Context) error {
 // when rv > 0): DELETE /api/v1/resources/{id} and the queue input's delete
 // share it.
 func (s *Service) deleteByID(ctx context.Context, id, rv int64, dry bool) (*storev1.Resource, error) {
-	for attempt := 1; ; attempt++ {
+	retry := s.raceRetry(ctx)
+	for {
 		resp, err := s.admitDelete(ctx, id, rv, dry)
 		// The validating webhooks saw one state; a change since then is
 		// admitted again, unless the caller named the version to delete.
-		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 && attempt < MaxPatchAttempts {
+		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 {
+			if err := retry.again(err); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if err != nil {

@@ -229,7 +229,7 @@ func (s *Service) patchWebhook(c *echo.Context) error {
 // changeWebhook merges the body (a JSON merge patch: given fields replace,
 // null clears, omitted ones are kept) into the current registration and
 // stores the result. Without a resource_version precondition, a concurrent
-// change is merged again, up to MaxPatchAttempts times.
+// change is merged again until the request's deadline (raceRetry).
 func (s *Service) changeWebhook(c *echo.Context, media ...string) error {
 	id, dry, err := writeTarget(c)
 	if err != nil {
@@ -243,7 +243,8 @@ func (s *Service) changeWebhook(c *echo.Context, media ...string) error {
 	if err != nil {
 		return err
 	}
-	for attempt := 1; ; attempt++ {
+	retry := s.raceRetry(c.Request().Context())
+	for {
 		cur, err := call(s, c, s.store.GetAdmissionWebhook, &storev1.GetAdmissionWebhookRequest{Id: id})
 		if err != nil {
 			return err
@@ -271,7 +272,10 @@ func (s *Service) changeWebhook(c *echo.Context, media ...string) error {
 		resp, err := call(s, c, s.store.UpdateAdmissionWebhook, &storev1.UpdateAdmissionWebhookRequest{
 			Webhook: resourcepb.WebhookToProto(w), ExpectedResourceVersion: expected, DryRun: dry,
 		})
-		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 && attempt < MaxPatchAttempts {
+		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 {
+			if err := retry.again(err); err != nil {
+				return err
+			}
 			continue
 		}
 		if err != nil {

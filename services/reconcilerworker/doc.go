@@ -6,5 +6,10 @@
 //   - noop: marks the resources of the types named on its command line
 //     ready, for demos, tests and benchmarks;
 //   - postgresdb: PostgresDatabase/v1, a database and its owner role on a
-//     PostgreSQL server.
+//     PostgreSQL server;
+//   - githubworkflow: GitHubWorkflow/v1, a GitHub Actions workflow run per
+//     generation through the SDK's github_actions action plugin.
+//
+// typereg registers a reconciler's resource type through the public API
+// (--register-type).
 package reconcilerworker

@@ -20,12 +20,12 @@ import (
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/eventstream"
+	"github.com/no8s/no8s/services/internal/leader"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/scheduler/dispatch"
-	"github.com/no8s/no8s/services/scheduler/leader"
 	"github.com/no8s/no8s/services/scheduler/queue"
 	"github.com/no8s/no8s/services/scheduler/trigger"
 )

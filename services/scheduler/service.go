@@ -19,8 +19,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+	"github.com/no8s/no8s/services/internal/leader"
 	"github.com/no8s/no8s/services/scheduler/dispatch"
-	"github.com/no8s/no8s/services/scheduler/leader"
 )
 
 // Service is a scheduler process: a leader or a standby.

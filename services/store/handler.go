@@ -81,6 +81,10 @@ func (h *handler) DeleteResourceType(ctx context.Context, req *storev1.DeleteRes
 }
 
 func (h *handler) CreateResource(ctx context.Context, req *storev1.CreateResourceRequest) (*storev1.CreateResourceResponse, error) {
+	ctx, err := fenced(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
 	in := resourcepb.FromProto(req.GetResource())
 	if in == nil {
 		return nil, toStatus(problem.Invalidf("resource is required"))
@@ -125,6 +129,10 @@ func (h *handler) ListResources(ctx context.Context, req *storev1.ListResourcesR
 }
 
 func (h *handler) UpdateResource(ctx context.Context, req *storev1.UpdateResourceRequest) (*storev1.UpdateResourceResponse, error) {
+	ctx, err := fenced(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
 	if req.GetSpec() != nil {
 		if err := requireSchemaRevision(req.GetSchemaRevision()); err != nil {
 			return nil, toStatus(err)
@@ -148,6 +156,10 @@ func (h *handler) UpdateResource(ctx context.Context, req *storev1.UpdateResourc
 }
 
 func (h *handler) DeleteResource(ctx context.Context, req *storev1.DeleteResourceRequest) (*storev1.DeleteResourceResponse, error) {
+	ctx, err := fenced(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
 	res, err := h.store.DeleteResource(ctx, req.GetId(), req.GetExpectedResourceVersion(), req.GetDryRun())
 	if err != nil {
 		return nil, toStatus(err)
@@ -156,6 +168,10 @@ func (h *handler) DeleteResource(ctx context.Context, req *storev1.DeleteResourc
 }
 
 func (h *handler) UpdateFinalizers(ctx context.Context, req *storev1.UpdateFinalizersRequest) (*storev1.UpdateFinalizersResponse, error) {
+	ctx, err := fenced(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
 	res, err := h.store.UpdateFinalizers(ctx, storage.UpdateFinalizersRequest{
 		ID: req.GetId(), Add: req.GetAdd(), Remove: req.GetRemove(), ExpectedResourceVersion: req.GetExpectedResourceVersion(), DryRun: req.GetDryRun(),
 	})

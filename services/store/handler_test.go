@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/problem"
@@ -22,6 +25,15 @@ import (
 // client on its main listener.
 func startStore(t *testing.T) storev1.StoreServiceClient {
 	t.Helper()
+	st, _, _ := startStoreWithWorkers(t)
+	return st
+}
+
+// startStoreWithWorkers is startStore that also serves the worker listener:
+// it returns a WorkerService client there and the NATS connection the
+// store uses.
+func startStoreWithWorkers(t *testing.T) (storev1.StoreServiceClient, reconcilev1.WorkerServiceClient, *nats.Conn) {
+	t.Helper()
 	ctx := t.Context()
 	nc := testenv.Connect(t, testenv.NATS(t))
 	cfg := store.DefaultConfig()
@@ -30,19 +42,26 @@ func startStore(t *testing.T) storev1.StoreServiceClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	listen := func() net.Listener {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lis
 	}
+	lis, wlis := listen(), listen()
 	done := make(chan struct{})
-	go func() { defer close(done); _ = svc.Serve(ctx, lis, nil) }()
+	go func() { defer close(done); _ = svc.Serve(ctx, lis, wlis) }()
 	t.Cleanup(func() { <-done })
-	conn, err := grpcserver.Dial(lis.Addr().String())
-	if err != nil {
-		t.Fatal(err)
+	dial := func(addr string) *grpc.ClientConn {
+		conn, err := grpcserver.Dial(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		return conn
 	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return storev1.NewStoreServiceClient(conn)
+	return storev1.NewStoreServiceClient(dial(lis.Addr().String())), reconcilev1.NewWorkerServiceClient(dial(wlis.Addr().String())), nc
 }
 
 // TestSpecWritesNeedTheSchemaRevision: a spec reaches the store only with

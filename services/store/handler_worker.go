@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -21,29 +22,41 @@ import (
 // workerHandler is the gRPC edge of WorkerService, the reconciler workers'
 // door (proto/no8s/reconcile/v1/worker.proto). It is the only service on
 // the worker listener, so a worker cannot write a spec, a type or a
-// webhook. Of the metadata, a worker changes only its own finalizer and the
-// operation annotation it consumes: the handler checks that before the
-// store writes, against the holder of the lease epoch presented.
+// webhook. Of the metadata, a worker changes only the finalizers it owns
+// (its own, and those its registration declares) and the operation
+// annotation it consumes: the handler checks that before the store writes,
+// against the holder of the lease epoch presented.
 type workerHandler struct {
 	reconcilev1.UnimplementedWorkerServiceServer
 	store storage.Store
+	// claims reads the registry's type claims, for finalizers that are not
+	// the holder's own (nil: only its own are accepted).
+	claims claimReader
 }
 
-// ownFinalizer is the finalizer a lease holder may write:
-// reconciler.no8s.io/<name>, name being the holder up to its first "/"
-// (the SDK's holders are <name>/<replica>).
-func ownFinalizer(holder string) string {
+// claimReader reads the reconciler registry's claim on a type
+// (registry.Claim): the reconciler serving it and the finalizers it
+// declared beyond its own; ok is false when no live reconciler serves it.
+type claimReader func(ctx context.Context, t sdk.TypeRef) (c subjects.TypeClaim, ok bool, err error)
+
+// holderName is the reconciler a lease holder belongs to: the holder up to
+// its first "/" (the SDK's holders are <name>/<replica>).
+func holderName(holder string) string {
 	name, _, _ := strings.Cut(holder, "/")
-	return sdk.Finalizer(name)
+	return name
 }
 
-// checkOwned refuses, with Forbidden/not_owned, finalizers other than the
-// holder's own and annotations other than no8s.io/operation. The holder is
-// the one of the lease at epoch on resource id: an epoch names one holder
-// for ever. CompleteReconcile, which follows the check, is fenced by the
-// same epoch, so a lease taken over in between makes it fail with
-// stale_epoch; UpdateFinalizers is not fenced, but what it may change is
-// the holder's own finalizer whoever holds the lease by then.
+// checkOwned refuses, with Forbidden/not_owned, finalizers the holder does
+// not own and annotations other than no8s.io/operation. A holder owns its
+// own finalizer reconciler.no8s.io/<name>, and the finalizers its
+// reconciler declared in the registry's claim on the resource's type
+// (subjects.TypeClaim.Owns: an action plugin's, such as github_actions), read
+// only when asked for one. The holder is the one of the lease at epoch on
+// resource id: an epoch names one holder for ever. CompleteReconcile, which
+// follows the check, is fenced by the same epoch, so a lease taken over in
+// between makes it fail with stale_epoch; UpdateFinalizers is not fenced,
+// but what it may change is the holder's own finalizers whoever holds the
+// lease by then.
 func (h *workerHandler) checkOwned(ctx context.Context, id, epoch int64, finalizers, annotations []string) error {
 	if len(finalizers) == 0 && len(annotations) == 0 {
 		return nil
@@ -73,12 +86,41 @@ func (h *workerHandler) checkOwned(ctx context.Context, id, epoch int64, finaliz
 		return problem.New(problem.Conflict, problem.CodeStaleEpoch,
 			"lease epoch %d of resource %d is not held (the current epoch is %d)", epoch, id, st.LeaseEpoch)
 	}
-	own := ownFinalizer(st.LeaseHolder)
-	if i := slices.IndexFunc(finalizers, func(f string) bool { return f != own }); i >= 0 {
+	name := holderName(st.LeaseHolder)
+	typ := sdk.Type(st.ResourceTypeName, st.ResourceTypeVersion)
+	var claim subjects.TypeClaim // without a claim, a holder owns its own finalizer only
+	read := false
+	for _, f := range finalizers {
+		if claim.Owns(name, f) {
+			continue
+		}
+		if !read && h.claims != nil {
+			c, ok, err := h.claims(ctx, typ)
+			if err != nil {
+				return problem.New(problem.Unavailable, problem.CodeUnavailable, "cannot read the reconciler registry's claim on %s: %v", typ, err)
+			}
+			if ok {
+				claim = c
+			}
+			read = true
+			if claim.Owns(name, f) {
+				continue
+			}
+		}
 		return problem.New(problem.Forbidden, problem.CodeNotOwned,
-			"lease holder %q may change only its own finalizer %s, not %q", st.LeaseHolder, own, finalizers[i])
+			"lease holder %q may change only its own finalizer %s and those its registration declares for %s (%s), not %q",
+			st.LeaseHolder, sdk.Finalizer(name), typ, declared(claim, name), f)
 	}
 	return nil
+}
+
+// declared lists what claim lets reconciler name own beyond its own
+// finalizer, for error messages.
+func declared(claim subjects.TypeClaim, name string) string {
+	if claim.Reconciler != name || len(claim.Finalizers) == 0 {
+		return "none"
+	}
+	return strings.Join(claim.Finalizers, ", ")
 }
 
 func (h *workerHandler) UpdateFinalizers(ctx context.Context, req *reconcilev1.UpdateFinalizersRequest) (*reconcilev1.UpdateFinalizersResponse, error) {
@@ -168,6 +210,7 @@ func (h *workerHandler) CompleteReconcile(ctx context.Context, req *reconcilev1.
 		RequeueAfter:      seconds(req.GetRequeueAfterSeconds()),
 		Degraded:          req.GetDegraded(),
 		Observed:          req.GetObserved(),
+		Events:            eventsFromProto(req.GetEvents()),
 	}
 	if len(req.GetOutputs()) > 0 {
 		in.Outputs = req.GetOutputs()
@@ -181,4 +224,25 @@ func (h *workerHandler) CompleteReconcile(ctx context.Context, req *reconcilev1.
 		return nil, toStatus(err)
 	}
 	return &reconcilev1.CompleteReconcileResponse{Resource: resourcepb.ToProto(res.Resource), Purged: res.Purged}, nil
+}
+
+// CampaignLeader takes, renews or releases the leader lease named after the
+// holder's reconciler (a worker campaigns for no other).
+func (h *workerHandler) CampaignLeader(ctx context.Context, req *reconcilev1.CampaignLeaderRequest) (*reconcilev1.CampaignLeaderResponse, error) {
+	own, _, _ := strings.Cut(req.GetHolder(), "/")
+	if req.GetName() != own {
+		return nil, toStatus(problem.New(problem.Forbidden, problem.CodeNotOwned,
+			"holder %q may campaign only for the leader lease %q, not %q", req.GetHolder(), own, req.GetName()))
+	}
+	if req.GetRelease() {
+		if err := h.store.ReleaseLeader(ctx, req.GetName(), req.GetHolder(), req.GetEpoch()); err != nil {
+			return nil, toStatus(err)
+		}
+		return &reconcilev1.CampaignLeaderResponse{Epoch: req.GetEpoch()}, nil
+	}
+	l, err := h.store.CampaignLeader(ctx, req.GetName(), req.GetHolder(), seconds(req.GetLeaseSeconds()), req.GetEpoch())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &reconcilev1.CampaignLeaderResponse{Leader: l.Leader, Epoch: l.Epoch, ExpiresAt: timestamppb.New(l.ExpiresAt), CurrentHolder: l.Holder}, nil
 }

@@ -7,6 +7,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,7 +18,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 
+	"github.com/no8s/no8s/libs/api/subjects"
+	"github.com/no8s/no8s/libs/sdk"
 	sdkhealth "github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/registry"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/grpcserver"
@@ -32,6 +36,7 @@ type Service struct {
 	db    storage.Backend
 	relay *outbox.Relay
 	nc    *nats.Conn
+	js    jetstream.JetStream
 }
 
 // New opens the database (Open) and connects to NATS, and ensures the
@@ -59,7 +64,7 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, log *slog.Logger) (*Ser
 		return nil, err
 	}
 	relay = outbox.New(db.Log, nc, js, cfg.Stream, cfg.Relay, log.With("component", "outbox-relay"))
-	return &Service{cfg: cfg, log: log, db: db, relay: relay, nc: nc}, nil
+	return &Service{cfg: cfg, log: log, db: db, relay: relay, nc: nc, js: js}, nil
 }
 
 // Store returns the domain store (for in-process use and tests).
@@ -92,7 +97,7 @@ func (s *Service) Serve(ctx context.Context, lis, workerLis net.Listener) error 
 	var whs *health.Server
 	if workerLis != nil {
 		wsrv, whs = grpcserver.New(s.log)
-		reconcilev1.RegisterWorkerServiceServer(wsrv, &workerHandler{store: s.db.Store})
+		reconcilev1.RegisterWorkerServiceServer(wsrv, &workerHandler{store: s.db.Store, claims: registryClaims(s.js)})
 		s.log.Info("store serving workers", "addr", workerLis.Addr().String())
 	}
 
@@ -127,4 +132,19 @@ func (s *Service) Serve(ctx context.Context, lis, workerLis net.Listener) error 
 	}
 	s.log.Info("store stopped")
 	return err
+}
+
+// registryClaims reads the reconciler registry's claims on types (the KV
+// bucket the workers register in), for the worker door's finalizer check.
+func registryClaims(js jetstream.KeyValueManager) claimReader {
+	return func(ctx context.Context, t sdk.TypeRef) (subjects.TypeClaim, bool, error) {
+		kv, err := js.KeyValue(ctx, subjects.RegistryBucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			return subjects.TypeClaim{}, false, nil // no reconciler has registered
+		}
+		if err != nil {
+			return subjects.TypeClaim{}, false, fmt.Errorf("registry bucket %s: %w", subjects.RegistryBucket, err)
+		}
+		return registry.Claim(ctx, kv, t)
+	}
 }

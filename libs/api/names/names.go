@@ -142,6 +142,20 @@ const ReconcilerFinalizerPrefix = "reconciler.no8s.io/"
 // name: reconciler.no8s.io/<name>.
 func ReconcilerFinalizer(reconciler string) string { return ReconcilerFinalizerPrefix + reconciler }
 
+// DeclaredFinalizer checks a finalizer a reconciler declares as its own
+// beyond reconciler.no8s.io/<name> (an action plugin's, such as
+// github_actions): a valid finalizer outside the reconciler.no8s.io/ prefix,
+// where every name belongs to the reconciler it names.
+func DeclaredFinalizer(path, f string) *FieldError {
+	if fe := Finalizer(path, f); fe != nil {
+		return fe
+	}
+	if strings.HasPrefix(f, ReconcilerFinalizerPrefix) {
+		return &FieldError{Path: path, Message: fmt.Sprintf("%q is under %s, where each finalizer is the reconciler's it names: declare another name", truncate(f), ReconcilerFinalizerPrefix)}
+	}
+	return nil
+}
+
 func truncate(s string) string {
 	if len(s) > 80 {
 		return s[:77] + "..."

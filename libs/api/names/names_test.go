@@ -54,6 +54,16 @@ func TestKeysValuesFinalizers(t *testing.T) {
 	if Finalizer("/f", "a b") == nil || Finalizer("/f", strings.Repeat("a", MaxFinalizerLength+1)) == nil {
 		t.Error("bad finalizer accepted")
 	}
+	for _, ok := range []string{"github_actions", "example.com/cleanup"} {
+		if fe := DeclaredFinalizer("/f", ok); fe != nil {
+			t.Errorf("declared finalizer %q refused: %s", ok, fe.Message)
+		}
+	}
+	for _, bad := range []string{"", "a b", ReconcilerFinalizer("other")} {
+		if DeclaredFinalizer("/f", bad) == nil {
+			t.Errorf("declared finalizer %q accepted", bad)
+		}
+	}
 	if DNSSubdomain("/name", "policy.example.com") != nil || DNSSubdomain("/name", "Policy") == nil || DNSSubdomain("/name", "") == nil {
 		t.Error("subdomains")
 	}

@@ -1,8 +1,12 @@
 package subjects
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/no8s/no8s/libs/api/names"
 )
 
 // The event stream: one event per committed change, in revision order.
@@ -90,9 +94,11 @@ const (
 // The reconciler registry: a KV bucket in which every worker replica
 // announces its reconciler and claims the types it serves.
 //
-// Layout: key type.<Type>.<version> = the reconciler's name (one reconciler
-// per type); key replica.<name>.<id> = JSON {name, replica, types:
-// [{name, version}], started_at}. Keys are refreshed every few seconds
+// Layout: key type.<Type>.<version> = the claim of the reconciler serving
+// the type (TypeClaim: its name, or JSON {reconciler, finalizers} when it
+// owns finalizers beyond its own; one reconciler per type); key
+// replica.<name>.<id> = JSON {name, replica, types: [{name, version}],
+// finalizers, started_at}. Keys are refreshed every few seconds
 // (RegistryHeartbeat) and vanish with the bucket's max age (RegistryTTL)
 // once their replica stops.
 const (
@@ -130,6 +136,73 @@ func ParseTypeKey(key string) (typeName, version string, ok bool) {
 		return "", "", false
 	}
 	return typeName, version, true
+}
+
+// TypeClaim is the value of a TypeKey: the reconciler that serves the type
+// and the finalizers it owns beyond its own reconciler.no8s.io/<name> (its
+// action plugins', such as github_actions). Admission adds them all to a new
+// resource of the type (CreationFinalizers); the store's worker door lets
+// that reconciler, and no other, add and remove them (Owns).
+//
+// Encoded (Encode) as the bare name when there is nothing more to say, as
+// every claim was before reconcilers declared finalizers, and as JSON
+// {"reconciler": name, "finalizers": [...]} otherwise; ParseTypeClaim reads
+// both (a reconciler name, a DNS label, never starts with '{').
+type TypeClaim struct {
+	Reconciler string   `json:"reconciler"`
+	Finalizers []string `json:"finalizers,omitempty"`
+}
+
+// Encode is the claim as a TypeKey value.
+func (c TypeClaim) Encode() []byte {
+	if len(c.Finalizers) == 0 {
+		return []byte(c.Reconciler)
+	}
+	b, _ := json.Marshal(c) // strings only: cannot fail
+	return b
+}
+
+// ParseTypeClaim reads a TypeKey value; ok is false when it names no valid
+// reconciler. Declared finalizers that are not valid (names.DeclaredFinalizer)
+// are dropped.
+func ParseTypeClaim(value []byte) (c TypeClaim, ok bool) {
+	if len(value) > 0 && value[0] == '{' {
+		if json.Unmarshal(value, &c) != nil {
+			return TypeClaim{}, false
+		}
+	} else {
+		c.Reconciler = string(value)
+	}
+	if names.Name("", c.Reconciler) != nil {
+		return TypeClaim{}, false
+	}
+	c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return names.DeclaredFinalizer("", f) != nil })
+	if len(c.Finalizers) == 0 {
+		c.Finalizers = nil
+	}
+	return c, true
+}
+
+// CreationFinalizers are the finalizers a new resource of the type carries
+// from creation: the reconciler's own, then the ones it declared.
+func (c TypeClaim) CreationFinalizers() []string {
+	out := []string{names.ReconcilerFinalizer(c.Reconciler)}
+	for _, f := range c.Finalizers {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Owns reports whether reconciler may add and remove finalizer f on
+// resources of the claimed type: its own reconciler.no8s.io/<name> always,
+// a declared one only when it is the claim's reconciler.
+func (c TypeClaim) Owns(reconciler, f string) bool {
+	if f == names.ReconcilerFinalizer(reconciler) {
+		return true
+	}
+	return reconciler == c.Reconciler && !strings.HasPrefix(f, names.ReconcilerFinalizerPrefix) && slices.Contains(c.Finalizers, f)
 }
 
 // IsReplicaKey reports whether key is a ReplicaKey.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 )
 
 // Policy is a type's reconcile policy, with the defaults of the design
@@ -131,6 +132,9 @@ func CompleteRequest(c *sdk.Completion, lease *Lease) *reconcilev1.CompleteRecon
 	}
 	if !c.StartedAt.IsZero() {
 		req.History.StartedAt = timestamppb.New(c.StartedAt)
+	}
+	for _, e := range c.Events {
+		req.Events = append(req.Events, &storev1.EventInput{Type: e.Type, Reason: e.Reason, Message: e.Message})
 	}
 	if c.Outcome == sdk.OutcomeRequeue {
 		req.RequeueAfterSeconds = max(seconds(c.RequeueAfter), 1)

@@ -55,15 +55,31 @@ func ValidType(t sdk.TypeRef) error {
 	return nil
 }
 
+// ValidFinalizers checks the finalizers a reconciler declares beyond its own
+// (names.DeclaredFinalizer: valid, and not under reconciler.no8s.io/).
+func ValidFinalizers(list []string) error {
+	for i, f := range list {
+		if fe := names.DeclaredFinalizer(fmt.Sprintf("finalizers[%d]", i), f); fe != nil {
+			return fmt.Errorf("%w: %s: %s", ErrInvalid, fe.Path, fe.Message)
+		}
+	}
+	return nil
+}
+
 // typeKey is the key claiming type t.
 func typeKey(t sdk.TypeRef) string { return subjects.TypeKey(t.Name, t.Version) }
 
 // Replica is the value of a replica key.
 type Replica struct {
-	Name      string        `json:"name"`
-	ID        string        `json:"replica"`
-	Types     []sdk.TypeRef `json:"types"`
-	StartedAt time.Time     `json:"started_at"`
+	Name  string        `json:"name"`
+	ID    string        `json:"replica"`
+	Types []sdk.TypeRef `json:"types"`
+	// Finalizers are the finalizers the reconciler owns beyond its own
+	// reconciler.no8s.io/<name> (its action plugins'): every type claim
+	// carries them, admission adds them to new resources, and the store
+	// lets this reconciler, and no other, remove them.
+	Finalizers []string  `json:"finalizers,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
 }
 
 // Ensure returns the bucket, creating it (memory storage, max age ttl, one
@@ -92,6 +108,8 @@ func Ensure(ctx context.Context, js jetstream.KeyValueManager, ttl time.Duration
 type Registration struct {
 	replica Replica
 	value   []byte
+	// claim is the type keys' value (subjects.TypeClaim).
+	claim []byte
 	// ensure recreates the bucket (Join); nil for Register.
 	ensure func(ctx context.Context) (jetstream.KeyValue, error)
 
@@ -136,6 +154,9 @@ func register(ctx context.Context, kv jetstream.KeyValue, r Replica, ensure func
 			return nil, err
 		}
 	}
+	if err := ValidFinalizers(r.Finalizers); err != nil {
+		return nil, err
+	}
 	if r.StartedAt.IsZero() {
 		r.StartedAt = time.Now().UTC()
 	}
@@ -143,7 +164,8 @@ func register(ctx context.Context, kv jetstream.KeyValue, r Replica, ensure func
 	if err != nil {
 		return nil, err
 	}
-	reg := &Registration{kv: kv, replica: r, value: value, ensure: ensure}
+	claim := subjects.TypeClaim{Reconciler: r.Name, Finalizers: r.Finalizers}
+	reg := &Registration{kv: kv, replica: r, value: value, claim: claim.Encode(), ensure: ensure}
 	return reg, reg.Refresh(ctx)
 }
 
@@ -184,7 +206,7 @@ func (g *Registration) bucket() jetstream.KeyValue {
 
 func (g *Registration) refresh(ctx context.Context, kv jetstream.KeyValue) error {
 	for _, t := range g.replica.Types {
-		if err := g.claim(ctx, kv, t); err != nil {
+		if err := g.claimType(ctx, kv, t); err != nil {
 			return err
 		}
 	}
@@ -197,15 +219,15 @@ func (g *Registration) refresh(ctx context.Context, kv jetstream.KeyValue) error
 	return nil
 }
 
-// claim creates the type key, or refreshes it with a compare-and-set when it
-// already names this reconciler.
-func (g *Registration) claim(ctx context.Context, kv jetstream.KeyValue, t sdk.TypeRef) error {
-	key, name := typeKey(t), []byte(g.replica.Name)
+// claimType creates the type key, or refreshes it with a compare-and-set
+// when it already names this reconciler.
+func (g *Registration) claimType(ctx context.Context, kv jetstream.KeyValue, t sdk.TypeRef) error {
+	key, value := typeKey(t), g.claim
 	for range 5 {
 		e, err := kv.Get(ctx, key)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
-			if _, err := kv.Create(ctx, key, name); err == nil {
+			if _, err := kv.Create(ctx, key, value); err == nil {
 				return nil
 			} else if !errors.Is(err, jetstream.ErrKeyExists) {
 				return fmt.Errorf("registry: claim %s: %w", t, err)
@@ -214,10 +236,10 @@ func (g *Registration) claim(ctx context.Context, kv jetstream.KeyValue, t sdk.T
 		case err != nil:
 			return fmt.Errorf("registry: read %s: %w", t, err)
 		}
-		if holder := string(e.Value()); holder != g.replica.Name {
-			return fmt.Errorf("%w: %s is served by reconciler %q; reconciler %q may not serve it too", ErrTypeTaken, t, holder, g.replica.Name)
+		if holder, _ := subjects.ParseTypeClaim(e.Value()); holder.Reconciler != g.replica.Name {
+			return fmt.Errorf("%w: %s is served by reconciler %q; reconciler %q may not serve it too", ErrTypeTaken, t, holder.Reconciler, g.replica.Name)
 		}
-		if _, err := kv.Update(ctx, key, name, e.Revision()); err == nil {
+		if _, err := kv.Update(ctx, key, value, e.Revision()); err == nil {
 			return nil
 		} else if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
 			return fmt.Errorf("registry: refresh %s: %w", t, err)
@@ -246,7 +268,10 @@ func (g *Registration) Deregister(ctx context.Context) error {
 	}
 	for _, t := range g.replica.Types {
 		e, err := kv.Get(ctx, typeKey(t))
-		if err != nil || string(e.Value()) != g.replica.Name {
+		if err != nil {
+			continue
+		}
+		if c, _ := subjects.ParseTypeClaim(e.Value()); c.Reconciler != g.replica.Name {
 			continue
 		}
 		_ = kv.Delete(ctx, typeKey(t), jetstream.LastRevision(e.Revision()))
@@ -256,14 +281,23 @@ func (g *Registration) Deregister(ctx context.Context) error {
 
 // Holder returns the reconciler serving t ("" when none is live).
 func Holder(ctx context.Context, kv jetstream.KeyValue, t sdk.TypeRef) (string, error) {
+	c, _, err := Claim(ctx, kv, t)
+	return c.Reconciler, err
+}
+
+// Claim returns the claim on t: the reconciler serving it and the
+// finalizers it owns beyond its own; ok is false when no live reconciler
+// serves t.
+func Claim(ctx context.Context, kv jetstream.KeyValue, t sdk.TypeRef) (c subjects.TypeClaim, ok bool, err error) {
 	e, err := kv.Get(ctx, typeKey(t))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return "", nil
+		return subjects.TypeClaim{}, false, nil
 	}
 	if err != nil {
-		return "", err
+		return subjects.TypeClaim{}, false, fmt.Errorf("registry: read %s: %w", t, err)
 	}
-	return string(e.Value()), nil
+	c, ok = subjects.ParseTypeClaim(e.Value())
+	return c, ok, nil
 }
 
 // Reconciler is one live reconciler: the types it holds and its replicas.
@@ -330,8 +364,8 @@ func Live(ctx context.Context, kv jetstream.KeyValue) ([]Reconciler, error) {
 		}
 		key := e.Key()
 		if n, v, ok := subjects.ParseTypeKey(key); ok {
-			if name := string(e.Value()); name != "" {
-				r := get(name)
+			if c, ok := subjects.ParseTypeClaim(e.Value()); ok {
+				r := get(c.Reconciler)
 				r.Types = append(r.Types, sdk.TypeRef{Name: n, Version: v})
 			}
 		} else if subjects.IsReplicaKey(key) {

@@ -73,11 +73,23 @@ func (c Config) validate(rec sdk.Reconciler) error {
 		}
 		seen[t] = true
 	}
+	if err := registry.ValidFinalizers(ownedFinalizers(rec)); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	if c.NATS == nil {
 		return fmt.Errorf("%w: NATS connection is nil", ErrInvalidConfig)
 	}
 	if c.Store == nil {
 		return fmt.Errorf("%w: Store connection is nil", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// ownedFinalizers are the finalizers rec owns beyond its own
+// (sdk.FinalizerOwner), declared in its registration.
+func ownedFinalizers(rec sdk.Reconciler) []string {
+	if o, ok := rec.(sdk.FinalizerOwner); ok {
+		return o.OwnedFinalizers()
 	}
 	return nil
 }

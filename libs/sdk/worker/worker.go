@@ -137,7 +137,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker: jetstream: %w", err)
 	}
-	reg, err := registry.Join(ctx, js, w.o.registryTTL, registry.Replica{Name: w.name, ID: w.replica, Types: w.cfg.Types, StartedAt: w.startedAt.UTC()})
+	reg, err := registry.Join(ctx, js, w.o.registryTTL, registry.Replica{
+		Name: w.name, ID: w.replica, Types: w.cfg.Types, Finalizers: ownedFinalizers(w.rec), StartedAt: w.startedAt.UTC(),
+	})
 	if err != nil {
 		return fmt.Errorf("worker %s: register: %w", w.name, err)
 	}
@@ -535,7 +537,7 @@ func (w *Worker) process(workCtx context.Context, it *item) {
 		cl = w.o.wrapClient(cl)
 	}
 	att := &sdk.Attempt{
-		ID: id, Resource: lease.Resource, Reason: enumpb.ReasonName(wi.GetReason()),
+		ID: id, Resource: lease.Resource, Reason: enumpb.ReasonName(wi.GetReason()), LeaseEpoch: lease.Epoch,
 		Client:  cl,
 		Secrets: w.o.secrets, Log: w.log.With("holder", w.holder, "lease_epoch", lease.Epoch, "reason", enumpb.ReasonName(wi.GetReason())),
 	}

@@ -1,6 +1,7 @@
 // Package client is the no8s CLI's client of the REST API (docs/api.md):
-// resource types, resources (server-side apply included), webhooks,
-// reconciliation, and list-then-watch over Server-Sent Events with resume.
+// namespaces, resource types, resources (server-side apply included),
+// webhooks, reconciliation, Event records, and list-then-watch over
+// Server-Sent Events with resume.
 // Errors from the server come back as *APIError, with the server's message
 // and field paths.
 package client
@@ -21,9 +22,6 @@ import (
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/resource"
 )
-
-// DefaultNamespace is the namespace of a resource that names none.
-const DefaultNamespace = "default"
 
 // Client talks to one no8s API server.
 type Client struct {
@@ -173,24 +171,11 @@ func decodeError(status int, data []byte) error {
 	return e
 }
 
-// Resource is a resource as the API answers it, with its namespace
-// (default when the server sends none).
-type Resource struct {
-	resource.Resource
-	Namespace string `json:"namespace"`
-}
+// Resource is a resource as the API answers it.
+type Resource = resource.Resource
 
-// Key is "Type/version namespace/name".
-func (r *Resource) Key() string {
-	return r.ResourceTypeName + "/" + r.ResourceTypeVersion + " " + r.Namespace + "/" + r.Name
-}
-
-// fill sets what an older server leaves out.
-func (r *Resource) fill() {
-	if r.Namespace == "" {
-		r.Namespace = DefaultNamespace
-	}
-}
+// Namespace is a namespace as the API answers it.
+type Namespace = resource.Namespace
 
 // Type is a resource type as the API answers it.
 type Type = resource.Type
@@ -227,6 +212,34 @@ type HistoryEntry struct {
 	DurationMS       int64     `json:"duration_ms"`
 	Holder           string    `json:"holder"`
 	Reason           string    `json:"reason"`
+}
+
+// EventRecord is an Event in the Kubernetes sense, as the API answers it:
+// a record attached to a resource saying what happened to it (not a change
+// of the event stream).
+type EventRecord struct {
+	ID         int64  `json:"id"`
+	ResourceID int64  `json:"resource_id"`
+	Type       string `json:"type"`
+	Reason     string `json:"reason"`
+	Message    string `json:"message"`
+	Source     string `json:"source"`
+	// Count is how many times it happened within the dedup window, from
+	// FirstTime to LastTime.
+	Count     int32     `json:"count"`
+	FirstTime time.Time `json:"first_time"`
+	LastTime  time.Time `json:"last_time"`
+}
+
+// EventRecords reads a resource's Events, newest first, at most limit.
+func (c *Client) EventRecords(ctx context.Context, id int64, limit int) ([]EventRecord, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out []EventRecord
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/resources/" + strconv.FormatInt(id, 10) + "/event-records", query: q}, &out)
+	return out, err
 }
 
 // ListTypes lists the resource types, those named name only when name is
@@ -320,6 +333,43 @@ func dryRunQuery(dry bool) url.Values {
 	return nil
 }
 
+// ListNamespaces lists every namespace by name, the terminating ones
+// included.
+func (c *Client) ListNamespaces(ctx context.Context) ([]Namespace, error) {
+	var out []Namespace
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/namespaces"}, &out)
+	return out, err
+}
+
+// GetNamespace reads a namespace by name.
+func (c *Client) GetNamespace(ctx context.Context, name string) (*Namespace, error) {
+	var out Namespace
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/namespaces/" + url.PathEscape(name)}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CreateNamespace creates a namespace.
+func (c *Client) CreateNamespace(ctx context.Context, name string, dryRun bool) (*Namespace, error) {
+	var out Namespace
+	body := map[string]string{"name": name}
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/namespaces", query: dryRunQuery(dryRun), body: body}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeleteNamespace requests deletion of a namespace: it turns terminating,
+// its resources are deleted, and it goes with the last of them.
+func (c *Client) DeleteNamespace(ctx context.Context, name string, dryRun bool) (*Namespace, error) {
+	var out Namespace
+	if _, err := c.do(ctx, request{method: http.MethodDelete, path: "/api/v1/namespaces/" + url.PathEscape(name), query: dryRunQuery(dryRun)}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // ListOptions filter a resource list and a watch.
 type ListOptions struct {
 	TypeName, TypeVersion string
@@ -350,6 +400,19 @@ func (o ListOptions) query() url.Values {
 // ListResources reads every page of a list. The revision is the first
 // page's X-Resource-Version: a watch from it sees every later change.
 func (c *Client) ListResources(ctx context.Context, o ListOptions) ([]Resource, int64, error) {
+	items, rev, _, err := c.listPages(ctx, o, 0)
+	return items, rev, err
+}
+
+// ListResourcesPage reads the first page of a list (o.Limit items) and
+// reports whether more follow.
+func (c *Client) ListResourcesPage(ctx context.Context, o ListOptions) ([]Resource, bool, error) {
+	items, _, more, err := c.listPages(ctx, o, 1)
+	return items, more, err
+}
+
+// listPages reads up to maxPages pages of a list (0: every page).
+func (c *Client) listPages(ctx context.Context, o ListOptions, maxPages int) ([]Resource, int64, bool, error) {
 	q := o.query()
 	var (
 		all []Resource
@@ -359,21 +422,18 @@ func (c *Client) ListResources(ctx context.Context, o ListOptions) ([]Resource, 
 		var items []Resource
 		h, err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/resources", query: q}, &items)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, false, err
 		}
 		if page == 0 {
 			rev, _ = strconv.ParseInt(h.Get("X-Resource-Version"), 10, 64)
 		}
-		for i := range items {
-			items[i].fill()
-			// A server that does not filter by namespace yet: filter here.
-			if o.Namespace == "" || items[i].Namespace == o.Namespace {
-				all = append(all, items[i])
-			}
-		}
+		all = append(all, items...)
 		tok := h.Get("X-Continue-Token")
 		if tok == "" {
-			return all, rev, nil
+			return all, rev, false, nil
+		}
+		if maxPages > 0 && page+1 >= maxPages {
+			return all, rev, true, nil
 		}
 		q.Set("continue", tok)
 	}
@@ -390,10 +450,6 @@ func (c *Client) GetResource(ctx context.Context, typeName, version, namespace, 
 	if err != nil {
 		return nil, err
 	}
-	out.fill()
-	if namespace != "" && out.Namespace != namespace {
-		return nil, &APIError{Status: http.StatusNotFound, Code: "not_found", Detail: fmt.Sprintf("resource %s/%s %s/%s not found", typeName, version, namespace, name)}
-	}
 	return &out, nil
 }
 
@@ -404,7 +460,6 @@ func (c *Client) GetResourceByID(ctx context.Context, id int64) (*Resource, erro
 	if err != nil {
 		return nil, err
 	}
-	out.fill()
 	return &out, nil
 }
 
@@ -426,7 +481,6 @@ func (c *Client) Apply(ctx context.Context, req ApplyRequest, dryRun bool) (*Res
 	if err != nil {
 		return nil, "", err
 	}
-	out.fill()
 	return &out, h.Get("X-Apply-Result"), nil
 }
 
@@ -437,7 +491,6 @@ func (c *Client) DeleteResource(ctx context.Context, id int64, dryRun bool) (*Re
 	if err != nil {
 		return nil, err
 	}
-	out.fill()
 	return &out, nil
 }
 
@@ -448,7 +501,6 @@ func (c *Client) Reconcile(ctx context.Context, id int64) (*Resource, error) {
 	if err != nil {
 		return nil, err
 	}
-	out.fill()
 	return &out, nil
 }
 

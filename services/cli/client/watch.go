@@ -193,9 +193,6 @@ func (c *Client) watchOnce(ctx context.Context, o ListOptions, since *int64, han
 			if err := json.Unmarshal([]byte(payload), &d); err != nil {
 				return fmt.Errorf("decode event %s: %w", id, err)
 			}
-			if d.ResourceData != nil {
-				d.ResourceData.fill()
-			}
 			if rev <= *since {
 				continue // never twice
 			}

@@ -14,6 +14,8 @@ import (
 	"slices"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/no8s/no8s/libs/api/names"
 )
 
 // Environment variables the CLI reads.
@@ -25,11 +27,9 @@ const (
 	EnvToken     = "NO8S_TOKEN"
 )
 
-// Defaults when nothing else says.
-const (
-	DefaultServer    = "http://127.0.0.1:8000"
-	DefaultNamespace = "default"
-)
+// DefaultServer is the server when nothing else says (the namespace is
+// then names.DefaultNamespace).
+const DefaultServer = "http://127.0.0.1:8000"
 
 // File is the configuration file.
 type File struct {
@@ -161,7 +161,7 @@ func (f *File) Resolve(flags, env Overrides) (Resolved, error) {
 	return Resolved{
 		Context:   name,
 		Server:    first(flags.Server, env.Server, ctx.Server, DefaultServer),
-		Namespace: first(flags.Namespace, env.Namespace, ctx.Namespace, DefaultNamespace),
+		Namespace: first(flags.Namespace, env.Namespace, ctx.Namespace, names.DefaultNamespace),
 		Token:     first(flags.Token, env.Token, ctx.Token),
 	}, nil
 }

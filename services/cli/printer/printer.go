@@ -1,6 +1,6 @@
 // Package printer writes what the no8s CLI shows: tables (kubectl's
-// layout), JSON, YAML and names, for resources, types, webhooks and
-// reconcile history. Time is passed in, so output is reproducible (the
+// layout), JSON, YAML and names, for resources, namespaces, types, webhooks
+// and reconcile history. Time is passed in, so output is reproducible (the
 // golden-file tests rely on it).
 package printer
 
@@ -182,6 +182,39 @@ func Types(w io.Writer, items []client.Type, format string, now time.Time) error
 				strconv.FormatInt(ty.ResourceVersion, 10), Age(now, ty.CreatedAt), ty.Description)
 		} else {
 			t.row(ty.Name, ty.Version, Age(now, ty.CreatedAt))
+		}
+	}
+	return t.flush()
+}
+
+// Namespaces prints namespaces in format: a table NAME STATUS AGE (wide:
+// with RESOURCE-VERSION and UID), JSON, YAML, or their names.
+func Namespaces(w io.Writer, items []client.Namespace, format string, now time.Time) error {
+	switch format {
+	case FormatJSON, FormatYAML:
+		if items == nil {
+			items = []client.Namespace{}
+		}
+		return Document(w, items, format)
+	case FormatName:
+		for _, n := range items {
+			if _, err := fmt.Fprintln(w, n.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	t := newTable(w)
+	if format == FormatWide {
+		t.row("NAME", "STATUS", "RESOURCE-VERSION", "AGE", "UID")
+	} else {
+		t.row("NAME", "STATUS", "AGE")
+	}
+	for _, n := range items {
+		if format == FormatWide {
+			t.row(n.Name, n.Status, strconv.FormatInt(n.ResourceVersion, 10), Age(now, n.CreatedAt), n.UID)
+		} else {
+			t.row(n.Name, n.Status, Age(now, n.CreatedAt))
 		}
 	}
 	return t.flush()

@@ -38,9 +38,8 @@ func golden(t *testing.T, name string, got []byte) {
 
 func sampleResources() []client.Resource {
 	mk := func(ns, name, status, phase string, ready string, age time.Duration, gen, obs, rv int64, msg string) client.Resource {
-		r := client.Resource{Namespace: ns}
-		r.Resource = resource.Resource{
-			ID: rv, Name: name, ResourceTypeName: "DatabaseCluster", ResourceTypeVersion: "v1", Status: status, Phase: phase,
+		r := client.Resource{
+			Namespace: ns, ID: rv, Name: name, ResourceTypeName: "DatabaseCluster", ResourceTypeVersion: "v1", Status: status, Phase: phase,
 			Generation: gen, ObservedGeneration: obs, ResourceVersion: rv, CreatedAt: now.Add(-age), StatusMessage: msg,
 			Spec: json.RawMessage(`{"engine":"postgres","storage_gb":500}`),
 		}
@@ -95,6 +94,32 @@ func TestTypeAndWebhookTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "webhooks.golden", b.Bytes())
+}
+
+func TestNamespaceTables(t *testing.T) {
+	deleted := now.Add(-3 * time.Second)
+	nss := []client.Namespace{
+		{Name: "default", UID: "0f1e2d3c-0000-4000-8000-000000000001", Status: resource.NamespaceActive, ResourceVersion: 1, CreatedAt: now.Add(-40 * 24 * time.Hour), UpdatedAt: now.Add(-40 * 24 * time.Hour)},
+		{Name: "team-a", UID: "0f1e2d3c-0000-4000-8000-000000000002", Status: resource.NamespaceActive, ResourceVersion: 118, CreatedAt: now.Add(-5*time.Minute - 10*time.Second), UpdatedAt: now.Add(-5*time.Minute - 10*time.Second)},
+		{Name: "a-long-namespace-name-for-alignment", UID: "0f1e2d3c-0000-4000-8000-000000000003", Status: resource.NamespaceTerminating, ResourceVersion: 131,
+			CreatedAt: now.Add(-26 * time.Hour), UpdatedAt: deleted, DeletedAt: &deleted},
+	}
+	for _, tc := range []struct{ name, format string }{
+		{"namespaces.golden", FormatTable},
+		{"namespaces-wide.golden", FormatWide},
+		{"namespaces-name.golden", FormatName},
+		{"namespaces-yaml.golden", FormatYAML},
+	} {
+		var b bytes.Buffer
+		if err := Namespaces(&b, nss, tc.format, now); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, tc.name, b.Bytes())
+	}
+	var b bytes.Buffer
+	if err := Namespaces(&b, nil, FormatJSON, now); err != nil || b.String() != "[]\n" {
+		t.Fatalf("no namespaces as JSON: %q %v", b.String(), err)
+	}
 }
 
 func TestHistoryTable(t *testing.T) {

@@ -63,7 +63,7 @@ var serviceNames = []string{"store", "admission", "gateway", "reconciler"}
 
 // binaryNames are the no8s binaries the scenarios run: the stack's, and the
 // scheduler that scenarios measuring reconciles start themselves.
-var binaryNames = append(append([]string{}, serviceNames...), "scheduler")
+var binaryNames = append(append([]string{}, serviceNames...), "scheduler", "registry-sync")
 
 // benchTypes are the resource types the scenarios create resources of: the
 // stack's noop reconciler serves them (the live-reconciler rule). No
@@ -854,6 +854,11 @@ func (e *benchEnv) stop() {
 
 // startProc starts a binary with its stdout and stderr in a log file.
 func (e *benchEnv) startProc(name, bin string, args ...string) (*benchProc, error) {
+	return e.startProcEnv(name, bin, nil, args...)
+}
+
+// startProcEnv is startProc with env added to the bench's environment.
+func (e *benchEnv) startProcEnv(name, bin string, env []string, args ...string) (*benchProc, error) {
 	logPath := filepath.Join(e.workDir, "logs", fmt.Sprintf("%d-%s.log", e.stackN, name))
 	for i := 2; ; i++ { // a process started again keeps its predecessor's log
 		if _, err := os.Stat(logPath); err != nil {
@@ -866,6 +871,9 @@ func (e *benchEnv) startProc(name, bin string, args ...string) (*benchProc, erro
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	// Probes off unless args name a --health-listen: the services' default
+	// probe ports may be taken by another stack on the machine.
+	cmd.Env = append(append(os.Environ(), "NO8S_HEALTH_LISTEN=off"), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	var pprofAddr string
 	if name != "nats-server" {

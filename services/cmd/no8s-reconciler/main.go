@@ -5,6 +5,7 @@
 //
 //	no8s-reconciler noop --types DatabaseCluster/v1,Widget/v1
 //	no8s-reconciler postgres-database --register-type --api-url http://127.0.0.1:8000
+//	no8s-reconciler github-workflow --register-type --token-env GITHUB_TOKEN
 //
 // Flags default from the environment: --nats-url ($NATS_URL), --store-addr
 // ($NO8S_STORE_ADDR), --concurrency ($NO8S_MAX_CONCURRENCY), --replica-id
@@ -27,9 +28,12 @@ import (
 	"time"
 
 	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/action"
+	"github.com/no8s/no8s/libs/sdk/action/github"
 	"github.com/no8s/no8s/libs/sdk/secret"
 	"github.com/no8s/no8s/libs/sdk/worker"
 	"github.com/no8s/no8s/services/internal/proc"
+	"github.com/no8s/no8s/services/reconcilerworker/githubworkflow"
 	"github.com/no8s/no8s/services/reconcilerworker/noop"
 	"github.com/no8s/no8s/services/reconcilerworker/postgresdb"
 )
@@ -39,6 +43,7 @@ const usage = `usage: no8s-reconciler <reconciler> [flags]
 reconcilers:
   noop                --types Type/v1[,Type/v1...]   marks every resource of those types ready
   postgres-database   [--register-type]              PostgresDatabase/v1: a database and its owner role
+  github-workflow     [--register-type]              GitHubWorkflow/v1: a GitHub Actions workflow run per generation
 
 run "no8s-reconciler <reconciler> -h" for its flags.
 `
@@ -104,6 +109,8 @@ func run(ctx context.Context, args []string) error {
 		return runNoop(ctx, fs, c, args)
 	case "postgres-database":
 		return runPostgres(ctx, fs, c, args)
+	case "github-workflow":
+		return runGitHub(ctx, fs, c, args)
 	}
 	fmt.Fprint(os.Stderr, usage)
 	return fmt.Errorf("unknown reconciler %q", name)
@@ -162,6 +169,39 @@ func runPostgres(ctx context.Context, fs *flag.FlagSet, c *common, args []string
 	}
 	opts := append(c.options(), worker.WithSecretResolver(secret.Local{EnvPrefix: *envPrefix, FileDir: *secretDir}))
 	return worker.RunMain(ctx, postgresdb.New(), []sdk.TypeRef{postgresdb.Type}, c.getenv, opts...)
+}
+
+func runGitHub(ctx context.Context, fs *flag.FlagSet, c *common, args []string) error {
+	register := fs.Bool("register-type", envOr("NO8S_REGISTER_TYPE", "") == "true", "create the GitHubWorkflow/v1 resource type when missing, through the public API at --api-url ($NO8S_REGISTER_TYPE=true)")
+	apiURL := fs.String("api-url", envOr("NO8S_API_URL", "http://127.0.0.1:8000"), "the api-gateway's URL, where --register-type registers the type ($NO8S_API_URL)")
+	githubURL := fs.String("github-api-url", envOr("GITHUB_API_URL", github.DefaultBaseURL), "GitHub's REST API; GitHub Enterprise Server: https://HOST/api/v3/ ($GITHUB_API_URL)")
+	tokenEnv := fs.String("token-env", envOr("NO8S_GITHUB_TOKEN_ENV", github.DefaultTokenEnv), "the environment variable holding the GitHub token ($NO8S_GITHUB_TOKEN_ENV)")
+	tokenFile := fs.String("token-file", os.Getenv("NO8S_GITHUB_TOKEN_FILE"), "a file holding the GitHub token, instead of --token-env ($NO8S_GITHUB_TOKEN_FILE)")
+	poll := fs.Duration("poll-interval", envDuration("NO8S_GITHUB_POLL_INTERVAL", github.DefaultPollInterval), "how often a running workflow run is looked at ($NO8S_GITHUB_POLL_INTERVAL)")
+	maxInputs := fs.Int("max-inputs", github.DefaultMaxInputs, "workflow_dispatch inputs the server takes, the correlation id included (10 on older GitHub Enterprise Server)")
+	findTimeout := fs.Duration("find-timeout", github.DefaultFindTimeout, "how long a run dispatched without its id may stay unlisted")
+	_ = fs.Parse(args)
+	token := secret.Env(*tokenEnv)
+	if *tokenFile != "" {
+		token = secret.File(*tokenFile)
+	}
+	plugin, err := github.New(github.Config{BaseURL: *githubURL, Token: token, PollInterval: *poll, MaxInputs: *maxInputs, FindTimeout: *findTimeout})
+	if err != nil {
+		return err
+	}
+	reg, err := action.NewRegistry(plugin)
+	if err != nil {
+		return err
+	}
+	if *register {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := githubworkflow.RegisterType(rctx, *apiURL, &http.Client{Timeout: 10 * time.Second})
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	return worker.RunMain(ctx, githubworkflow.New(reg), []sdk.TypeRef{githubworkflow.Type}, c.getenv, c.options()...)
 }
 
 // parseRange reads "d" or "min-max".

@@ -64,14 +64,16 @@ missing and migrated at start); PostgreSQL is the production store.`,
 	// child: where it listens, and timings shortened for tests.
 	f.StringVar(&cfg.ReadyFile, "ready-file", "", "write the addresses as JSON to this file once every service answers")
 	noScheduler := f.Bool("no-scheduler", false, "run no scheduler (a test dispatches work items itself)")
+	noRegistrySync := f.Bool("no-registry-sync", false, "run no registry-sync")
+	f.StringVar(&cfg.RegistrySyncSecretPrefix, "registry-secret-env-prefix", cfg.RegistrySyncSecretPrefix, "required prefix of the environment variables that TenantRegistry credentials name")
 	f.IntVar(&cfg.HistoryLimit, "history-limit", 0, "reconciliation history rows kept per resource (0: the store's default)")
 	f.DurationVar(&cfg.SchedulerTuning.Lease, "scheduler-lease", 0, "the scheduler's leadership lease (0: its default)")
 	f.DurationVar(&cfg.SchedulerTuning.ItemLease, "item-lease", 0, "how long a dispatched item may wait for a worker (0: the scheduler's default)")
 	f.DurationVar(&cfg.SchedulerTuning.LivenessPoll, "liveness-poll", 0, "how often the scheduler reads the reconciler registry (0: its default)")
 	f.DurationVar(&cfg.SchedulerTuning.RetryDelay, "retry-delay", 0, "the first retry after a failed attempt (0: the scheduler's default)")
-	for _, name := range []string{"ready-file", "no-scheduler", "history-limit", "scheduler-lease", "item-lease", "liveness-poll", "retry-delay"} {
+	for _, name := range []string{"ready-file", "no-scheduler", "no-registry-sync", "history-limit", "scheduler-lease", "item-lease", "liveness-poll", "retry-delay"} {
 		_ = f.MarkHidden(name)
 	}
-	cmd.PreRun = func(*cobra.Command, []string) { cfg.Scheduler = !*noScheduler }
+	cmd.PreRun = func(*cobra.Command, []string) { cfg.Scheduler, cfg.RegistrySync = !*noScheduler, !*noRegistrySync }
 	return cmd
 }

@@ -122,7 +122,10 @@ type Hub struct {
 	stream  jetstream.Stream
 	created time.Time // the stream's creation time: another one is a new stream
 	lastSeq uint64    // every message up to lastSeq has been fanned out
-	lastRev int64     // the revision of the newest message fanned out
+	// lastRev is the newest revision passed: every event at or below it is
+	// at or below lastSeq (the newest event's revision, or the store's
+	// published revision once the hub has read all the stream: passPublished).
+	lastRev int64
 	// base is the stream's base revision (eventstream.Identity): when an
 	// event carries a newer one, the store rebuilt the stream and live
 	// watchers may have missed compacted changes.
@@ -302,6 +305,15 @@ func (h *Hub) follow(ctx context.Context, reconnected <-chan nats.Status) error 
 	}
 	start := h.lastSeq + 1
 	h.mu.Unlock()
+	// Pass the revisions without events (types, webhooks, namespaces) up to
+	// the store's published revision before the first watch starts, so
+	// that its bookmark names where the control plane is, also when no
+	// event was ever published.
+	pctx, cancel := context.WithTimeout(ctx, passPublishedWait)
+	if err := h.passPublished(pctx, stream); err != nil {
+		h.log.Debug("event hub: the published revision is not known yet", "err", err)
+	}
+	cancel()
 	h.readyOnce.Do(func() { close(h.ready) })
 
 	cons, err := stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
@@ -357,6 +369,11 @@ func (h *Hub) follow(ctx context.Context, reconnected <-chan nats.Status) error 
 			h.dispatch(msg)
 		}
 		if now := time.Now(); !now.Before(nextBookmark) {
+			pctx, cancel := context.WithTimeout(ctx, passPublishedWait)
+			if err := h.passPublished(pctx, stream); err != nil && ctx.Err() == nil {
+				h.log.Debug("event hub: reading the published revision failed; bookmarking the newest event", "err", err)
+			}
+			cancel()
 			h.bookmark()
 			nextBookmark = now.Add(h.cfg.Bookmark)
 		}
@@ -411,14 +428,44 @@ func (h *Hub) dispatch(msg jetstream.Msg) {
 	}
 }
 
+// passPublishedWait bounds reading the published revision and the stream's
+// state for passPublished.
+const passPublishedWait = 2 * time.Second
+
+// passPublished moves the hub's revision up to the store's published
+// revision when the hub has read every message of the stream. Revisions
+// without events (types, webhooks, namespaces, rolled-back transactions)
+// are then passed too, so bookmarks name where the control plane is, also
+// on a fresh cluster whose stream is still empty. The order makes it safe:
+// every event at or below the published revision is in the stream before
+// that revision is read, so when the stream read afterwards ends at or
+// below the hub's position (and is the same stream), the hub has fanned
+// them all out.
+func (h *Hub) passPublished(ctx context.Context, stream jetstream.Stream) error {
+	if h.published == nil {
+		return nil
+	}
+	published, err := h.published(ctx)
+	if err != nil {
+		return fmt.Errorf("read the published revision: %w", err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("stream info: %w", err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if info.Created.Equal(h.created) && info.State.LastSeq <= h.lastSeq && published > h.lastRev {
+		h.lastRev = published
+	}
+	return nil
+}
+
 // bookmark queues a bookmark with the hub's position to every live watcher
 // that has room for it.
 func (h *Hub) bookmark() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.lastRev == 0 {
-		return
-	}
 	bm := &event{bookmark: true, seq: h.lastSeq, revision: h.lastRev}
 	for s := range h.subs {
 		select {

@@ -56,3 +56,65 @@ func TestStreamFromNow(t *testing.T) {
 		}
 	}
 }
+
+// TestBookmarksBeforeAnyEvent: on a fresh cluster, types and namespaces
+// have taken revisions but no event was ever published. A watch from now
+// still starts with a BOOKMARK, at the store's published revision, and the
+// periodic bookmarks follow that revision while no event comes (a client
+// always has a resume point); resuming from a bookmark misses nothing.
+func TestBookmarksBeforeAnyEvent(t *testing.T) {
+	f := newFixture(t)
+	f.published.Store(7) // revisions without events: the default namespace, a type
+	f.start(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = f.hub.Stream(r.Context(), w, Filter{TypeName: "A"}, Now())
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel() // before the server closes: it waits for its handler
+	type frame struct {
+		name string
+		id   int64
+	}
+	frames := make(chan frame, 100)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	go readFrames(resp, func(name string, id int64) { frames <- frame{name, id} })
+	next := func(what string) frame {
+		t.Helper()
+		select {
+		case fr := <-frames:
+			return fr
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s within 10s", what)
+		}
+		return frame{}
+	}
+	if fr := next("bookmark at the start"); fr.name != Bookmark || fr.id != 7 {
+		t.Fatalf("first frame %s id %d, want BOOKMARK 7", fr.name, fr.id)
+	}
+	// More revisions without events: the next bookmarks (every second here)
+	// pass them.
+	f.published.Store(9)
+	for fr := next("a bookmark at 9"); fr.id < 9; fr = next("a bookmark at 9") {
+		if fr.name != Bookmark || fr.id != 7 {
+			t.Fatalf("frame %s id %d, want bookmarks 7 then 9", fr.name, fr.id)
+		}
+	}
+	// The first event arrives after the bookmark; a watch resuming from the
+	// bookmark starts right before it.
+	f.publish(t, 10, "A", 1, nil)
+	for fr := next("the event"); fr.name != "MODIFIED"; fr = next("the event") {
+		if fr.name != Bookmark || fr.id != 9 {
+			t.Fatalf("frame %s id %d before the event", fr.name, fr.id)
+		}
+	}
+	f.sync(t)
+	if st, err := f.hub.Resolve(ctx, 9); err != nil || st.seq != 1 {
+		t.Fatalf("resume from the bookmark 9: %+v %v, want sequence 1", st, err)
+	}
+}

@@ -90,17 +90,17 @@ func (wt *watcher) run(ctx context.Context, now bool) error {
 		if p.rev > wt.pos {
 			wt.pos = p.rev
 		}
-		if wt.pos > 0 {
-			// An id from the start, so that a reconnect before the first
-			// event resumes here rather than "now".
-			if err := wt.bookmark(); err != nil {
-				wt.h.unsubscribe(s)
-				return err
-			}
-			if err := wt.out.flush(); err != nil {
-				wt.h.unsubscribe(s)
-				return err
-			}
+		// An id from the start, so that a reconnect before the first event
+		// resumes here rather than "now": the hub's revision, which passes
+		// revisions without events too (0 only when nothing was ever
+		// written, and resuming after 0 then misses nothing).
+		if err := wt.bookmark(); err != nil {
+			wt.h.unsubscribe(s)
+			return err
+		}
+		if err := wt.out.flush(); err != nil {
+			wt.h.unsubscribe(s)
+			return err
 		}
 		err = wt.live(ctx, s)
 		wt.h.unsubscribe(s)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,8 +25,9 @@ type fixture struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
 	hub    *Hub
-	// published stands in for the store's relay cursor.
-	published int64
+	// published stands in for the store's relay cursor (the hub reads it
+	// at every bookmark).
+	published atomic.Int64
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -45,7 +47,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) start(t *testing.T) {
 	t.Helper()
-	f.hub = NewHub(f.js, Config{Heartbeat: time.Second, Bookmark: time.Second, Buffer: 4, TooNewWait: 100 * time.Millisecond}, func(context.Context) (int64, error) { return f.published, nil }, nil)
+	f.hub = NewHub(f.js, Config{Heartbeat: time.Second, Bookmark: time.Second, Buffer: 4, TooNewWait: 100 * time.Millisecond}, func(context.Context) (int64, error) { return f.published.Load(), nil }, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = f.hub.Run(ctx) }()
@@ -70,7 +72,7 @@ func (f *fixture) publish(t *testing.T, rev int64, typeName string, id int64, la
 	if _, err := f.js.PublishMsg(t.Context(), msg); err != nil {
 		t.Fatal(err)
 	}
-	f.published = rev
+	f.published.Store(rev)
 }
 
 // sync waits until the hub has read every published event.
@@ -155,7 +157,7 @@ func TestResolveGoneRule(t *testing.T) {
 	if err := f.stream.Purge(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f.published = 120
+	f.published.Store(120)
 	if _, err := f.hub.Resolve(ctx, 90); !errors.As(err, new(*GoneError)) {
 		t.Fatalf("since 90 on an empty stream published to 120: %v", err)
 	}

@@ -101,7 +101,8 @@ func (d Decision) Due(now time.Time) bool { return d.Reason != None && !d.At.Aft
 //   - no8s.io/operation: ignore → never;
 //   - a running attempt (unexpired lease) → look again when the lease ends;
 //   - a manual trigger → now, even when failing or terminal;
-//   - deleting → now, or after the backoff once cleanup failed (never when
+//   - deleting → now, or at requeue_at when the cleanup asked to come back
+//     later, or after the backoff once cleanup failed (never when
 //     terminal);
 //   - no8s.io/operation: reconcile → now, or after the backoff when the last
 //     attempt failed (so that a reconciler that forgets to remove it cannot
@@ -137,6 +138,12 @@ func Evaluate(s State, now time.Time) Decision {
 	case s.Deleting:
 		if failed {
 			return retry(Deletion)
+		}
+		if !s.RequeueAt.IsZero() {
+			// The cleanup asked to come back later (an action's teardown
+			// still running); a deletion request clears the live
+			// resource's requeue, so this one is the cleanup's.
+			return Decision{Reason: Deletion, At: s.RequeueAt}
 		}
 		return Decision{Reason: Deletion, At: now}
 	case s.AnnotationReconcile:

@@ -49,6 +49,9 @@ func TestEvaluate(t *testing.T) {
 		{"deleting, cleanup done, manual trigger: now", func(s *State) {
 			s.Deleting, s.Status, s.CleanupDone, s.RequestedAt = true, resource.StatusDeleting, true, now
 		}, Manual, nil},
+		{"deleting, the cleanup requeued: at requeue_at", func(s *State) {
+			s.Deleting, s.Status, s.RequeueAt = true, resource.StatusDeleting, now.Add(3*time.Second)
+		}, Deletion, func(d Decision) bool { return d.At.Equal(now.Add(3 * time.Second)) }},
 		{"deleting after failed cleanup: backoff", func(s *State) { s.Deleting, s.Status, s.Failures = true, resource.StatusDeleting, 1 }, Deletion,
 			func(d Decision) bool { return near(d, last.Add(4*time.Second)) }},
 		{"reconcile annotation: now", func(s *State) { s.AnnotationReconcile = true }, Annotation, nil},

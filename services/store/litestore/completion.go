@@ -31,6 +31,11 @@ func (s *Store) CompleteReconcile(ctx context.Context, req storage.CompleteRecon
 			return err
 		}
 		res.Resource, res.Purged = r, c.Purge
+		for _, e := range req.Events {
+			if _, err := s.recordEvent(ctx, tx, r, e); err != nil {
+				return err
+			}
+		}
 		if c.Purge {
 			return tx.emit(ctx, change{event: c.Event, r: r, write: deleteRow(r.ID)})
 		}

@@ -176,9 +176,10 @@ func (s *Store) DeleteResource(ctx context.Context, id, expected int64, dryRun b
 			return tx.emit(ctx, change{event: envelope.Purged, r: &purged, unbounded: true, write: deleteRow(r.ID)})
 		}
 		return tx.emit(ctx, change{event: envelope.Deleted, r: r, unbounded: true, write: func(ctx context.Context, tx *wtx) error {
-			// Deletion is dispatched at once: earlier failures' backoff is reset.
+			// Deletion is dispatched at once: earlier failures' backoff and
+			// a requeue the live resource asked for are reset.
 			_, err := tx.ExecContext(ctx, `UPDATE resources SET status = ?, phase = ?, deleted_at = ?, updated_at = ?, resource_version = ?,
-				failures = 0, terminal_generation = 0 WHERE id = ?`,
+				failures = 0, terminal_generation = 0, requeue_at = NULL WHERE id = ?`,
 				r.Status, r.Phase, micros(now), micros(now), r.ResourceVersion, r.ID)
 			return err
 		}})

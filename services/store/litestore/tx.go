@@ -5,7 +5,8 @@ package litestore
 // serialize and nothing a transaction reads can change under it), reads the
 // clock, runs the change, and commits. It rolls back on error, on a dry run
 // and when the before-commit hook fails, and calls the after-commit hook (the
-// relay's wake-up) after COMMIT.
+// relay's wake-up) after COMMIT. It checks the context's fence
+// (storage.WithFence) first, in the transaction.
 
 import (
 	"context"
@@ -28,6 +29,9 @@ func clock() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 // dryRun is set, when fn fails, or when the before-commit hook fails.
 func (s *Store) write(ctx context.Context, dryRun bool, fn func(tx *wtx) error) error {
 	err := s.transact(ctx, func(tx *wtx) (bool, error) {
+		if err := checkFence(ctx, tx); err != nil {
+			return false, err
+		}
 		if err := fn(tx); err != nil {
 			return false, err
 		}

@@ -51,8 +51,11 @@ func (s *Store) CompleteReconcile(ctx context.Context, req storage.CompleteRecon
 		}
 		res.Resource = r
 		if c.Purge {
-			// The row goes, and its history with it.
+			// The row goes, and its history with it; its events stay.
 			res.Purged = true
+			for _, e := range req.Events {
+				s.queueEvent(b, r, e, now)
+			}
 			return rv.emit(b, change{event: c.Event, r: r, write: func(b *pgx.Batch) {
 				b.Queue(`DELETE FROM resources WHERE id = $1`, r.ID)
 			}})
@@ -77,6 +80,9 @@ func (s *Store) CompleteReconcile(ctx context.Context, req storage.CompleteRecon
 				h.StartedAt, h.DurationMS, h.ReconcileTime, h.LeaseEpoch, h.Holder, h.Reason)
 			b.Queue(`DELETE FROM reconciliation_history WHERE resource_id = $1 AND id < (
 				SELECT id FROM reconciliation_history WHERE resource_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)`, r.ID, limit-1)
+			for _, e := range req.Events {
+				s.queueEvent(b, r, e, now)
+			}
 		}})
 	})
 	if err != nil {

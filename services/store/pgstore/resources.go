@@ -235,9 +235,10 @@ func (s *Store) DeleteResource(ctx context.Context, id, expected int64, dryRun b
 			res.Resource, res.Purged = &purged, true
 		} else {
 			err := rv.emit(b, change{event: envelope.Deleted, r: r, unbounded: true, write: func(b *pgx.Batch) {
-				// Deletion is dispatched at once: earlier failures' backoff is reset.
+				// Deletion is dispatched at once: earlier failures' backoff
+				// and a requeue the live resource asked for are reset.
 				b.Queue(`UPDATE resources SET status = $2, phase = $3, deleted_at = $4, updated_at = $4, resource_version = $5,
-					failures = 0, terminal_generation = 0 WHERE id = $1`,
+					failures = 0, terminal_generation = 0, requeue_at = NULL WHERE id = $1`,
 					r.ID, r.Status, r.Phase, now, r.ResourceVersion)
 			}})
 			if err != nil {

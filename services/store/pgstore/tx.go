@@ -3,7 +3,8 @@ package pgstore
 // The two ways a write runs: write (an interactive transaction) and
 // pipelinedWrite (two round trips, for the hot paths). Both roll back on
 // error, on a dry run and when the before-commit hook fails, and call the
-// after-commit hook (the relay's wake-up) after COMMIT.
+// after-commit hook (the relay's wake-up) after COMMIT. Both check the
+// context's fence (storage.WithFence) first, in the transaction.
 
 import (
 	"context"
@@ -21,6 +22,11 @@ func (s *Store) write(ctx context.Context, dryRun bool, fn func(tx pgx.Tx) error
 		return storage.Unavailable(err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if f := storage.FenceOf(ctx); !f.IsZero() {
+		if err := scanFence(tx.QueryRow(ctx, fenceSQL, f.Lease), f); err != nil {
+			return translate(err)
+		}
+	}
 	if err := fn(tx); err != nil {
 		return translate(err)
 	}
@@ -73,11 +79,18 @@ func (s *Store) pipelinedWriteAlone(ctx context.Context, dryRun bool, read func(
 			_ = conn.Conn().Close(context.WithoutCancel(ctx))
 		}
 	}()
+	fence := storage.FenceOf(ctx)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	if !fence.IsZero() {
+		b.Queue(fenceSQL, fence.Lease)
+	}
 	read(b)
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
+	if err == nil && !fence.IsZero() {
+		err = scanFence(br.QueryRow(), fence)
+	}
 	if err == nil {
 		err = scan(br)
 	}

@@ -7,6 +7,7 @@ package storage
 // history.
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -79,6 +80,9 @@ type CompleteReconcileRequest struct {
 	// Observed makes Generation the observed_generation whatever the outcome
 	// (seed 004); a success always does.
 	Observed bool
+	// Events are recorded on the resource in the completing transaction
+	// (RecordEvent's rules), with the lease holder's reconciler as source.
+	Events []EventInput
 }
 
 // CompleteResult is the resource after a completion.
@@ -197,6 +201,12 @@ func (req *CompleteReconcileRequest) Validate() ([]byte, error) {
 			outputs = c
 		}
 	}
+	if err := ValidateEvents("/events", req.Events); err != nil {
+		var se *Error
+		if errors.As(err, &se) {
+			errs = append(errs, se.Fields...)
+		}
+	}
 	if len(errs) > 0 {
 		return nil, NewError(ErrInvalid, "invalid reconcile result").WithFields(errs...)
 	}
@@ -229,10 +239,14 @@ type Completion struct {
 // released, with ErrStaleEpoch (a completion after the lease expired is
 // still accepted when nobody took the lease meanwhile). It sets r's status,
 // status message, observed generation, conditions, outputs, finalizers,
-// annotations, phase and last reconcile time.
+// annotations, phase and last reconcile time, and the source of req's events
+// (EventSource of the holder).
 func Complete(r *resource.Resource, l *LeaseState, req *CompleteReconcileRequest, outputs []byte, now time.Time) (*Completion, error) {
 	if l.Epoch != req.LeaseEpoch || l.Holder == "" {
 		return nil, LeaseError(req.ResourceID, l, req.LeaseEpoch)
+	}
+	for i := range req.Events {
+		req.Events[i].Source = EventSource(l.Holder)
 	}
 	gen := req.Generation
 	if gen == 0 || gen > r.Generation {

@@ -34,7 +34,9 @@ import (
 // new revision (its resource_version, strictly increasing across every
 // write) and records exactly one event per change in the outbox, in the
 // same transaction; errors are *Error values wrapping this package's
-// sentinels.
+// sentinels. A write whose context carries a Fence (WithFence) commits only
+// while the fence holds (CheckFence), checked in its own transaction:
+// otherwise ErrStaleEpoch and nothing is written.
 type Store interface {
 	// CreateResource stores a new resource and its CREATED event.
 	CreateResource(ctx context.Context, req CreateResourceRequest) (*resource.Resource, error)
@@ -144,6 +146,23 @@ type Store interface {
 	// with the relay's published revision.
 	ListReconcileState(ctx context.Context, req ListReconcileStateRequest) (*ListReconcileStateResult, error)
 
+	// RecordEvent records an event on a resource (records.go): a repeat
+	// within the dedup window raises the existing record's count. It takes
+	// no revision and writes no outbox row. NotFound when the resource does
+	// not exist.
+	RecordEvent(ctx context.Context, req RecordEventRequest) (*EventRecord, error)
+	// ListEvents pages through events, newest first.
+	ListEvents(ctx context.Context, req ListEventsRequest) ([]EventRecord, error)
+
+	// CampaignLeader takes or renews the named leader lease (Campaign's
+	// rules, as BecomeScheduler's; d 0: DefaultSchedulerLease). A lease is
+	// created on first use.
+	CampaignLeader(ctx context.Context, name, holder string, d time.Duration, epoch int64) (*SchedulerLease, error)
+	// ReleaseLeader gives up the named leader lease of the given epoch: it
+	// expires at once. Releasing an epoch that is no longer current does
+	// nothing.
+	ReleaseLeader(ctx context.Context, name, holder string, epoch int64) error
+
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 }
@@ -161,6 +180,15 @@ type Options struct {
 	// resource (<= 0: DefaultHistoryLimit). The oldest rows are pruned by
 	// the transaction that adds a row.
 	HistoryLimit int
+	// EventDedup is the window within which a repeated event raises the
+	// count of its record (<= 0: DefaultEventDedupWindow).
+	EventDedup time.Duration
+	// EventRetention is how long an event record is kept after its last
+	// occurrence (<= 0: DefaultEventRetention).
+	EventRetention time.Duration
+	// EventsPerResource bounds the records kept per resource, the oldest
+	// pruned first (<= 0: DefaultEventsPerResource).
+	EventsPerResource int
 }
 
 // MaxHistory is the history rows kept per resource.

@@ -310,6 +310,28 @@ func testEveryWriteEmitsThroughTheCommitPath(t *testing.T, open Opener) {
 				return 0, 0, err
 			}
 		}, nil, 0},
+		// Events in the Kubernetes sense and leader leases are not part of
+		// the change stream: no revision, no event.
+		{"RecordEvent and ListEvents", func() write {
+			r := fresh()
+			return func() (int64, int64, error) {
+				_, err := s.RecordEvent(ctx, storage.RecordEventRequest{ResourceID: r.ID,
+					Event: storage.EventInput{Type: "Normal", Reason: "Tested", Message: "m"}})
+				if err == nil {
+					_, err = s.ListEvents(ctx, storage.ListEventsRequest{ResourceID: r.ID})
+				}
+				return r.ID, 0, err
+			}
+		}, nil, 0},
+		{"CampaignLeader and ReleaseLeader", func() write {
+			return func() (int64, int64, error) {
+				l, err := s.CampaignLeader(ctx, "tested", "a", 0, 0)
+				if err == nil {
+					err = s.ReleaseLeader(ctx, "tested", "a", l.Epoch)
+				}
+				return 0, 0, err
+			}
+		}, nil, 0},
 	}
 	// Every exported method of the store is a read or has a case here.
 	covered := map[string]bool{"GetResource": true, "ListResources": true, "GetType": true, "ListTypes": true,

@@ -233,6 +233,19 @@ func testFailuresTerminalRequeue(t *testing.T, open Opener) {
 	}
 	_, err = s.RequestReconcile(ctx, 999999)
 	wantErr(t, err, storage.ErrNotFound)
+
+	// A deletion request drops a pending requeue of the live resource (a
+	// requeue the cleanup asks for is honoured again).
+	r2 := mustCreate(t, s, "two", "example.com/keep")
+	l := acquire(t, s, r2.ID, "w")
+	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r2.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeRequeue, RequeueAfter: time.Hour})
+	if _, err := s.DeleteResource(ctx, r2.ID, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	res2, err := s.ListReconcileState(ctx, storage.ListReconcileStateRequest{IDs: []int64{r2.ID}})
+	if err != nil || len(res2.States) != 1 || res2.States[0].RequeueAt != nil || !res2.States[0].Deleting {
+		t.Fatalf("deletion after a requeue: %+v %v", res2, err)
+	}
 }
 
 func testHistoryBoundAndPaging(t *testing.T, open Opener) {

@@ -11,9 +11,11 @@
 // optimistic concurrency, finalizers and deletion, leases and fencing
 // epochs, scheduler leadership, webhooks, lists, history bounds, the
 // outbox's exactly-once order under concurrent writers and rollbacks, the
-// database identity and revision bump of a stream rebuild, and namespaces
+// database identity and revision bump of a stream rebuild, namespaces
 // (names unique per namespace, lists and selectors per namespace, a
-// namespace's deletion through its resources' finalizers).
+// namespace's deletion through its resources' finalizers), events (the
+// Kubernetes kind), leader leases and fenced client writes, and the
+// built-in tenant types.
 package storetest
 
 import (
@@ -75,6 +77,10 @@ func Run(t *testing.T, open Opener) {
 		{"NamespaceDeletionWithFinalizers", testNamespaceDeletionWithFinalizers},
 		{"NamespaceDeleteRacesCreates", testNamespaceDeleteRacesCreates},
 		{"OwnerReferencesStayInNamespace", testOwnerReferencesStayInNamespace},
+		{"EventsDedupAndRetention", testEventsDedupAndRetention},
+		{"CompletionCarriesEvents", testCompletionCarriesEvents},
+		{"LeaderLeaseFencesClientWrites", testLeaderLeaseFencesClientWrites},
+		{"BuiltinTenantTypes", testBuiltinTenantTypes},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, open) })
 	}

@@ -757,7 +757,11 @@ type CompleteReconcileRequest struct {
 	// observed makes generation the observed_generation whatever the outcome
 	// (seed 004: set even when the attempt failed; the failure is in the
 	// conditions). A successful attempt always sets it.
-	Observed      bool `protobuf:"varint,14,opt,name=observed,proto3" json:"observed,omitempty"`
+	Observed bool `protobuf:"varint,14,opt,name=observed,proto3" json:"observed,omitempty"`
+	// events are recorded on the resource in the same transaction (Events
+	// in the Kubernetes sense; the store sets their source to the lease
+	// holder's reconciler), at most 32.
+	Events        []*v1.EventInput `protobuf:"bytes,15,rep,name=events,proto3" json:"events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -888,6 +892,13 @@ func (x *CompleteReconcileRequest) GetObserved() bool {
 		return x.Observed
 	}
 	return false
+}
+
+func (x *CompleteReconcileRequest) GetEvents() []*v1.EventInput {
+	if x != nil {
+		return x.Events
+	}
+	return nil
 }
 
 type CompleteReconcileResponse struct {
@@ -2076,7 +2087,7 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\vlease_epoch\x18\r \x01(\x03R\n" +
 	"leaseEpoch\x12\x16\n" +
 	"\x06holder\x18\x0e \x01(\tR\x06holder\x121\n" +
-	"\x06reason\x18\x0f \x01(\x0e2\x19.no8s.reconcile.v1.ReasonR\x06reason\"\xd7\x04\n" +
+	"\x06reason\x18\x0f \x01(\x0e2\x19.no8s.reconcile.v1.ReasonR\x06reason\"\x8a\x05\n" +
 	"\x18CompleteReconcileRequest\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\x03R\n" +
 	"resourceId\x12\x1f\n" +
@@ -2098,7 +2109,8 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\x12remove_annotations\x18\v \x03(\tR\x11removeAnnotations\x122\n" +
 	"\x15requeue_after_seconds\x18\f \x01(\x05R\x13requeueAfterSeconds\x12\x1a\n" +
 	"\bdegraded\x18\r \x01(\bR\bdegraded\x12\x1a\n" +
-	"\bobserved\x18\x0e \x01(\bR\bobserved\"h\n" +
+	"\bobserved\x18\x0e \x01(\bR\bobserved\x121\n" +
+	"\x06events\x18\x0f \x03(\v2\x19.no8s.store.v1.EventInputR\x06events\"h\n" +
 	"\x19CompleteReconcileResponse\x123\n" +
 	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\x12\x16\n" +
 	"\x06purged\x18\x02 \x01(\bR\x06purged\"\x85\x01\n" +
@@ -2265,6 +2277,7 @@ var file_no8s_reconcile_v1_reconcile_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil),      // 27: google.protobuf.Timestamp
 	(*v1.Resource)(nil),                // 28: no8s.store.v1.Resource
 	(*v1.Condition)(nil),               // 29: no8s.store.v1.Condition
+	(*v1.EventInput)(nil),              // 30: no8s.store.v1.EventInput
 }
 var file_no8s_reconcile_v1_reconcile_proto_depIdxs = []int32{
 	0,  // 0: no8s.reconcile.v1.WorkItem.reason:type_name -> no8s.reconcile.v1.Reason
@@ -2279,40 +2292,41 @@ var file_no8s_reconcile_v1_reconcile_proto_depIdxs = []int32{
 	1,  // 9: no8s.reconcile.v1.CompleteReconcileRequest.outcome:type_name -> no8s.reconcile.v1.Outcome
 	29, // 10: no8s.reconcile.v1.CompleteReconcileRequest.conditions:type_name -> no8s.store.v1.Condition
 	8,  // 11: no8s.reconcile.v1.CompleteReconcileRequest.history:type_name -> no8s.reconcile.v1.HistoryEntry
-	28, // 12: no8s.reconcile.v1.CompleteReconcileResponse.resource:type_name -> no8s.store.v1.Resource
-	27, // 13: no8s.reconcile.v1.BecomeSchedulerResponse.expires_at:type_name -> google.protobuf.Timestamp
-	0,  // 14: no8s.reconcile.v1.RecordDispatchRequest.reason:type_name -> no8s.reconcile.v1.Reason
-	0,  // 15: no8s.reconcile.v1.Dispatch.reason:type_name -> no8s.reconcile.v1.Reason
-	15, // 16: no8s.reconcile.v1.RecordDispatchesRequest.dispatches:type_name -> no8s.reconcile.v1.Dispatch
-	27, // 17: no8s.reconcile.v1.ReconcileState.last_reconcile_time:type_name -> google.protobuf.Timestamp
-	27, // 18: no8s.reconcile.v1.ReconcileState.reconcile_requested_at:type_name -> google.protobuf.Timestamp
-	27, // 19: no8s.reconcile.v1.ReconcileState.lease_expires_at:type_name -> google.protobuf.Timestamp
-	27, // 20: no8s.reconcile.v1.ReconcileState.dispatched_at:type_name -> google.protobuf.Timestamp
-	3,  // 21: no8s.reconcile.v1.ReconcileState.policy:type_name -> no8s.reconcile.v1.ReconcilePolicy
-	27, // 22: no8s.reconcile.v1.ReconcileState.requeue_at:type_name -> google.protobuf.Timestamp
-	18, // 23: no8s.reconcile.v1.ListReconcileStateResponse.states:type_name -> no8s.reconcile.v1.ReconcileState
-	29, // 24: no8s.reconcile.v1.SetConditionRequest.condition:type_name -> no8s.store.v1.Condition
-	28, // 25: no8s.reconcile.v1.RequestReconcileResponse.resource:type_name -> no8s.store.v1.Resource
-	8,  // 26: no8s.reconcile.v1.ListHistoryResponse.entries:type_name -> no8s.reconcile.v1.HistoryEntry
-	11, // 27: no8s.reconcile.v1.ReconcileService.BecomeScheduler:input_type -> no8s.reconcile.v1.BecomeSchedulerRequest
-	13, // 28: no8s.reconcile.v1.ReconcileService.RecordDispatch:input_type -> no8s.reconcile.v1.RecordDispatchRequest
-	16, // 29: no8s.reconcile.v1.ReconcileService.RecordDispatches:input_type -> no8s.reconcile.v1.RecordDispatchesRequest
-	19, // 30: no8s.reconcile.v1.ReconcileService.ListReconcileState:input_type -> no8s.reconcile.v1.ListReconcileStateRequest
-	21, // 31: no8s.reconcile.v1.ReconcileService.SetCondition:input_type -> no8s.reconcile.v1.SetConditionRequest
-	23, // 32: no8s.reconcile.v1.ReconcileService.RequestReconcile:input_type -> no8s.reconcile.v1.RequestReconcileRequest
-	25, // 33: no8s.reconcile.v1.ReconcileService.ListHistory:input_type -> no8s.reconcile.v1.ListHistoryRequest
-	12, // 34: no8s.reconcile.v1.ReconcileService.BecomeScheduler:output_type -> no8s.reconcile.v1.BecomeSchedulerResponse
-	14, // 35: no8s.reconcile.v1.ReconcileService.RecordDispatch:output_type -> no8s.reconcile.v1.RecordDispatchResponse
-	17, // 36: no8s.reconcile.v1.ReconcileService.RecordDispatches:output_type -> no8s.reconcile.v1.RecordDispatchesResponse
-	20, // 37: no8s.reconcile.v1.ReconcileService.ListReconcileState:output_type -> no8s.reconcile.v1.ListReconcileStateResponse
-	22, // 38: no8s.reconcile.v1.ReconcileService.SetCondition:output_type -> no8s.reconcile.v1.SetConditionResponse
-	24, // 39: no8s.reconcile.v1.ReconcileService.RequestReconcile:output_type -> no8s.reconcile.v1.RequestReconcileResponse
-	26, // 40: no8s.reconcile.v1.ReconcileService.ListHistory:output_type -> no8s.reconcile.v1.ListHistoryResponse
-	34, // [34:41] is the sub-list for method output_type
-	27, // [27:34] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	30, // 12: no8s.reconcile.v1.CompleteReconcileRequest.events:type_name -> no8s.store.v1.EventInput
+	28, // 13: no8s.reconcile.v1.CompleteReconcileResponse.resource:type_name -> no8s.store.v1.Resource
+	27, // 14: no8s.reconcile.v1.BecomeSchedulerResponse.expires_at:type_name -> google.protobuf.Timestamp
+	0,  // 15: no8s.reconcile.v1.RecordDispatchRequest.reason:type_name -> no8s.reconcile.v1.Reason
+	0,  // 16: no8s.reconcile.v1.Dispatch.reason:type_name -> no8s.reconcile.v1.Reason
+	15, // 17: no8s.reconcile.v1.RecordDispatchesRequest.dispatches:type_name -> no8s.reconcile.v1.Dispatch
+	27, // 18: no8s.reconcile.v1.ReconcileState.last_reconcile_time:type_name -> google.protobuf.Timestamp
+	27, // 19: no8s.reconcile.v1.ReconcileState.reconcile_requested_at:type_name -> google.protobuf.Timestamp
+	27, // 20: no8s.reconcile.v1.ReconcileState.lease_expires_at:type_name -> google.protobuf.Timestamp
+	27, // 21: no8s.reconcile.v1.ReconcileState.dispatched_at:type_name -> google.protobuf.Timestamp
+	3,  // 22: no8s.reconcile.v1.ReconcileState.policy:type_name -> no8s.reconcile.v1.ReconcilePolicy
+	27, // 23: no8s.reconcile.v1.ReconcileState.requeue_at:type_name -> google.protobuf.Timestamp
+	18, // 24: no8s.reconcile.v1.ListReconcileStateResponse.states:type_name -> no8s.reconcile.v1.ReconcileState
+	29, // 25: no8s.reconcile.v1.SetConditionRequest.condition:type_name -> no8s.store.v1.Condition
+	28, // 26: no8s.reconcile.v1.RequestReconcileResponse.resource:type_name -> no8s.store.v1.Resource
+	8,  // 27: no8s.reconcile.v1.ListHistoryResponse.entries:type_name -> no8s.reconcile.v1.HistoryEntry
+	11, // 28: no8s.reconcile.v1.ReconcileService.BecomeScheduler:input_type -> no8s.reconcile.v1.BecomeSchedulerRequest
+	13, // 29: no8s.reconcile.v1.ReconcileService.RecordDispatch:input_type -> no8s.reconcile.v1.RecordDispatchRequest
+	16, // 30: no8s.reconcile.v1.ReconcileService.RecordDispatches:input_type -> no8s.reconcile.v1.RecordDispatchesRequest
+	19, // 31: no8s.reconcile.v1.ReconcileService.ListReconcileState:input_type -> no8s.reconcile.v1.ListReconcileStateRequest
+	21, // 32: no8s.reconcile.v1.ReconcileService.SetCondition:input_type -> no8s.reconcile.v1.SetConditionRequest
+	23, // 33: no8s.reconcile.v1.ReconcileService.RequestReconcile:input_type -> no8s.reconcile.v1.RequestReconcileRequest
+	25, // 34: no8s.reconcile.v1.ReconcileService.ListHistory:input_type -> no8s.reconcile.v1.ListHistoryRequest
+	12, // 35: no8s.reconcile.v1.ReconcileService.BecomeScheduler:output_type -> no8s.reconcile.v1.BecomeSchedulerResponse
+	14, // 36: no8s.reconcile.v1.ReconcileService.RecordDispatch:output_type -> no8s.reconcile.v1.RecordDispatchResponse
+	17, // 37: no8s.reconcile.v1.ReconcileService.RecordDispatches:output_type -> no8s.reconcile.v1.RecordDispatchesResponse
+	20, // 38: no8s.reconcile.v1.ReconcileService.ListReconcileState:output_type -> no8s.reconcile.v1.ListReconcileStateResponse
+	22, // 39: no8s.reconcile.v1.ReconcileService.SetCondition:output_type -> no8s.reconcile.v1.SetConditionResponse
+	24, // 40: no8s.reconcile.v1.ReconcileService.RequestReconcile:output_type -> no8s.reconcile.v1.RequestReconcileResponse
+	26, // 41: no8s.reconcile.v1.ReconcileService.ListHistory:output_type -> no8s.reconcile.v1.ListHistoryResponse
+	35, // [35:42] is the sub-list for method output_type
+	28, // [28:35] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_no8s_reconcile_v1_reconcile_proto_init() }

@@ -10,6 +10,7 @@ import (
 	v1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -21,6 +22,151 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+type CampaignLeaderRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Name         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Holder       string                 `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
+	LeaseSeconds int32                  `protobuf:"varint,3,opt,name=lease_seconds,json=leaseSeconds,proto3" json:"lease_seconds,omitempty"`
+	// epoch is the epoch held so far (0 when campaigning).
+	Epoch         int64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Release       bool  `protobuf:"varint,5,opt,name=release,proto3" json:"release,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CampaignLeaderRequest) Reset() {
+	*x = CampaignLeaderRequest{}
+	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CampaignLeaderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CampaignLeaderRequest) ProtoMessage() {}
+
+func (x *CampaignLeaderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CampaignLeaderRequest.ProtoReflect.Descriptor instead.
+func (*CampaignLeaderRequest) Descriptor() ([]byte, []int) {
+	return file_no8s_reconcile_v1_worker_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *CampaignLeaderRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CampaignLeaderRequest) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *CampaignLeaderRequest) GetLeaseSeconds() int32 {
+	if x != nil {
+		return x.LeaseSeconds
+	}
+	return 0
+}
+
+func (x *CampaignLeaderRequest) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *CampaignLeaderRequest) GetRelease() bool {
+	if x != nil {
+		return x.Release
+	}
+	return false
+}
+
+type CampaignLeaderResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Leader        bool                   `protobuf:"varint,1,opt,name=leader,proto3" json:"leader,omitempty"`
+	Epoch         int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	CurrentHolder string                 `protobuf:"bytes,4,opt,name=current_holder,json=currentHolder,proto3" json:"current_holder,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CampaignLeaderResponse) Reset() {
+	*x = CampaignLeaderResponse{}
+	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CampaignLeaderResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CampaignLeaderResponse) ProtoMessage() {}
+
+func (x *CampaignLeaderResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CampaignLeaderResponse.ProtoReflect.Descriptor instead.
+func (*CampaignLeaderResponse) Descriptor() ([]byte, []int) {
+	return file_no8s_reconcile_v1_worker_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CampaignLeaderResponse) GetLeader() bool {
+	if x != nil {
+		return x.Leader
+	}
+	return false
+}
+
+func (x *CampaignLeaderResponse) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *CampaignLeaderResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *CampaignLeaderResponse) GetCurrentHolder() string {
+	if x != nil {
+		return x.CurrentHolder
+	}
+	return ""
+}
 
 type UpdateFinalizersRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -36,7 +182,7 @@ type UpdateFinalizersRequest struct {
 
 func (x *UpdateFinalizersRequest) Reset() {
 	*x = UpdateFinalizersRequest{}
-	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[0]
+	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -48,7 +194,7 @@ func (x *UpdateFinalizersRequest) String() string {
 func (*UpdateFinalizersRequest) ProtoMessage() {}
 
 func (x *UpdateFinalizersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[0]
+	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -61,7 +207,7 @@ func (x *UpdateFinalizersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateFinalizersRequest.ProtoReflect.Descriptor instead.
 func (*UpdateFinalizersRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_worker_proto_rawDescGZIP(), []int{0}
+	return file_no8s_reconcile_v1_worker_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *UpdateFinalizersRequest) GetResourceId() int64 {
@@ -104,7 +250,7 @@ type UpdateFinalizersResponse struct {
 
 func (x *UpdateFinalizersResponse) Reset() {
 	*x = UpdateFinalizersResponse{}
-	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[1]
+	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -116,7 +262,7 @@ func (x *UpdateFinalizersResponse) String() string {
 func (*UpdateFinalizersResponse) ProtoMessage() {}
 
 func (x *UpdateFinalizersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[1]
+	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -129,7 +275,7 @@ func (x *UpdateFinalizersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateFinalizersResponse.ProtoReflect.Descriptor instead.
 func (*UpdateFinalizersResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_worker_proto_rawDescGZIP(), []int{1}
+	return file_no8s_reconcile_v1_worker_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *UpdateFinalizersResponse) GetResource() *v1.Resource {
@@ -159,7 +305,7 @@ type GetResourceRequest struct {
 
 func (x *GetResourceRequest) Reset() {
 	*x = GetResourceRequest{}
-	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[2]
+	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -171,7 +317,7 @@ func (x *GetResourceRequest) String() string {
 func (*GetResourceRequest) ProtoMessage() {}
 
 func (x *GetResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[2]
+	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -184,7 +330,7 @@ func (x *GetResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceRequest.ProtoReflect.Descriptor instead.
 func (*GetResourceRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_worker_proto_rawDescGZIP(), []int{2}
+	return file_no8s_reconcile_v1_worker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetResourceRequest) GetKey() isGetResourceRequest_Key {
@@ -237,7 +383,7 @@ type GetResourceResponse struct {
 
 func (x *GetResourceResponse) Reset() {
 	*x = GetResourceResponse{}
-	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[3]
+	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -249,7 +395,7 @@ func (x *GetResourceResponse) String() string {
 func (*GetResourceResponse) ProtoMessage() {}
 
 func (x *GetResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[3]
+	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -262,7 +408,7 @@ func (x *GetResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceResponse.ProtoReflect.Descriptor instead.
 func (*GetResourceResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_worker_proto_rawDescGZIP(), []int{3}
+	return file_no8s_reconcile_v1_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetResourceResponse) GetResource() *v1.Resource {
@@ -290,7 +436,7 @@ type ListResourcesRequest struct {
 
 func (x *ListResourcesRequest) Reset() {
 	*x = ListResourcesRequest{}
-	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[4]
+	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -302,7 +448,7 @@ func (x *ListResourcesRequest) String() string {
 func (*ListResourcesRequest) ProtoMessage() {}
 
 func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[4]
+	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -315,7 +461,7 @@ func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_no8s_reconcile_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListResourcesRequest) GetResourceTypeName() string {
@@ -380,7 +526,7 @@ type ListResourcesResponse struct {
 
 func (x *ListResourcesResponse) Reset() {
 	*x = ListResourcesResponse{}
-	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[5]
+	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -392,7 +538,7 @@ func (x *ListResourcesResponse) String() string {
 func (*ListResourcesResponse) ProtoMessage() {}
 
 func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[5]
+	mi := &file_no8s_reconcile_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -405,7 +551,7 @@ func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_no8s_reconcile_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListResourcesResponse) GetResources() []*v1.Resource {
@@ -433,7 +579,19 @@ var File_no8s_reconcile_v1_worker_proto protoreflect.FileDescriptor
 
 const file_no8s_reconcile_v1_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x1eno8s/reconcile/v1/worker.proto\x12\x11no8s.reconcile.v1\x1a!no8s/reconcile/v1/reconcile.proto\x1a\x1cno8s/store/v1/resource.proto\x1a\x19no8s/store/v1/store.proto\"\x85\x01\n" +
+	"\x1eno8s/reconcile/v1/worker.proto\x12\x11no8s.reconcile.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!no8s/reconcile/v1/reconcile.proto\x1a\x1cno8s/store/v1/resource.proto\x1a\x19no8s/store/v1/store.proto\"\x98\x01\n" +
+	"\x15CampaignLeaderRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06holder\x18\x02 \x01(\tR\x06holder\x12#\n" +
+	"\rlease_seconds\x18\x03 \x01(\x05R\fleaseSeconds\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\x03R\x05epoch\x12\x18\n" +
+	"\arelease\x18\x05 \x01(\bR\arelease\"\xa8\x01\n" +
+	"\x16CampaignLeaderResponse\x12\x16\n" +
+	"\x06leader\x18\x01 \x01(\bR\x06leader\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x129\n" +
+	"\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12%\n" +
+	"\x0ecurrent_holder\x18\x04 \x01(\tR\rcurrentHolder\"\x85\x01\n" +
 	"\x17UpdateFinalizersRequest\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\x03R\n" +
 	"resourceId\x12\x1f\n" +
@@ -461,7 +619,7 @@ const file_no8s_reconcile_v1_worker_proto_rawDesc = "" +
 	"\x15ListResourcesResponse\x125\n" +
 	"\tresources\x18\x01 \x03(\v2\x17.no8s.store.v1.ResourceR\tresources\x12%\n" +
 	"\x0econtinue_token\x18\x02 \x01(\tR\rcontinueToken\x12)\n" +
-	"\x10resource_version\x18\x03 \x01(\x03R\x0fresourceVersion2\xea\x04\n" +
+	"\x10resource_version\x18\x03 \x01(\x03R\x0fresourceVersion2\xd1\x05\n" +
 	"\rWorkerService\x12_\n" +
 	"\fAcquireLease\x12&.no8s.reconcile.v1.AcquireLeaseRequest\x1a'.no8s.reconcile.v1.AcquireLeaseResponse\x12Y\n" +
 	"\n" +
@@ -469,7 +627,8 @@ const file_no8s_reconcile_v1_worker_proto_rawDesc = "" +
 	"\x11CompleteReconcile\x12+.no8s.reconcile.v1.CompleteReconcileRequest\x1a,.no8s.reconcile.v1.CompleteReconcileResponse\x12k\n" +
 	"\x10UpdateFinalizers\x12*.no8s.reconcile.v1.UpdateFinalizersRequest\x1a+.no8s.reconcile.v1.UpdateFinalizersResponse\x12\\\n" +
 	"\vGetResource\x12%.no8s.reconcile.v1.GetResourceRequest\x1a&.no8s.reconcile.v1.GetResourceResponse\x12b\n" +
-	"\rListResources\x12'.no8s.reconcile.v1.ListResourcesRequest\x1a(.no8s.reconcile.v1.ListResourcesResponseB\xc8\x01\n" +
+	"\rListResources\x12'.no8s.reconcile.v1.ListResourcesRequest\x1a(.no8s.reconcile.v1.ListResourcesResponse\x12e\n" +
+	"\x0eCampaignLeader\x12(.no8s.reconcile.v1.CampaignLeaderRequest\x1a).no8s.reconcile.v1.CampaignLeaderResponseB\xc8\x01\n" +
 	"\x15com.no8s.reconcile.v1B\vWorkerProtoP\x01Z<github.com/no8s/no8s/proto/gen/no8s/reconcile/v1;reconcilev1\xa2\x02\x03NRX\xaa\x02\x11No8s.Reconcile.V1\xca\x02\x11No8s\\Reconcile\\V1\xe2\x02\x1dNo8s\\Reconcile\\V1\\GPBMetadata\xea\x02\x13No8s::Reconcile::V1b\x06proto3"
 
 var (
@@ -484,45 +643,51 @@ func file_no8s_reconcile_v1_worker_proto_rawDescGZIP() []byte {
 	return file_no8s_reconcile_v1_worker_proto_rawDescData
 }
 
-var file_no8s_reconcile_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_no8s_reconcile_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_no8s_reconcile_v1_worker_proto_goTypes = []any{
-	(*UpdateFinalizersRequest)(nil),   // 0: no8s.reconcile.v1.UpdateFinalizersRequest
-	(*UpdateFinalizersResponse)(nil),  // 1: no8s.reconcile.v1.UpdateFinalizersResponse
-	(*GetResourceRequest)(nil),        // 2: no8s.reconcile.v1.GetResourceRequest
-	(*GetResourceResponse)(nil),       // 3: no8s.reconcile.v1.GetResourceResponse
-	(*ListResourcesRequest)(nil),      // 4: no8s.reconcile.v1.ListResourcesRequest
-	(*ListResourcesResponse)(nil),     // 5: no8s.reconcile.v1.ListResourcesResponse
-	(*v1.Resource)(nil),               // 6: no8s.store.v1.Resource
-	(*v1.ResourceName)(nil),           // 7: no8s.store.v1.ResourceName
-	(*AcquireLeaseRequest)(nil),       // 8: no8s.reconcile.v1.AcquireLeaseRequest
-	(*RenewLeaseRequest)(nil),         // 9: no8s.reconcile.v1.RenewLeaseRequest
-	(*CompleteReconcileRequest)(nil),  // 10: no8s.reconcile.v1.CompleteReconcileRequest
-	(*AcquireLeaseResponse)(nil),      // 11: no8s.reconcile.v1.AcquireLeaseResponse
-	(*RenewLeaseResponse)(nil),        // 12: no8s.reconcile.v1.RenewLeaseResponse
-	(*CompleteReconcileResponse)(nil), // 13: no8s.reconcile.v1.CompleteReconcileResponse
+	(*CampaignLeaderRequest)(nil),     // 0: no8s.reconcile.v1.CampaignLeaderRequest
+	(*CampaignLeaderResponse)(nil),    // 1: no8s.reconcile.v1.CampaignLeaderResponse
+	(*UpdateFinalizersRequest)(nil),   // 2: no8s.reconcile.v1.UpdateFinalizersRequest
+	(*UpdateFinalizersResponse)(nil),  // 3: no8s.reconcile.v1.UpdateFinalizersResponse
+	(*GetResourceRequest)(nil),        // 4: no8s.reconcile.v1.GetResourceRequest
+	(*GetResourceResponse)(nil),       // 5: no8s.reconcile.v1.GetResourceResponse
+	(*ListResourcesRequest)(nil),      // 6: no8s.reconcile.v1.ListResourcesRequest
+	(*ListResourcesResponse)(nil),     // 7: no8s.reconcile.v1.ListResourcesResponse
+	(*timestamppb.Timestamp)(nil),     // 8: google.protobuf.Timestamp
+	(*v1.Resource)(nil),               // 9: no8s.store.v1.Resource
+	(*v1.ResourceName)(nil),           // 10: no8s.store.v1.ResourceName
+	(*AcquireLeaseRequest)(nil),       // 11: no8s.reconcile.v1.AcquireLeaseRequest
+	(*RenewLeaseRequest)(nil),         // 12: no8s.reconcile.v1.RenewLeaseRequest
+	(*CompleteReconcileRequest)(nil),  // 13: no8s.reconcile.v1.CompleteReconcileRequest
+	(*AcquireLeaseResponse)(nil),      // 14: no8s.reconcile.v1.AcquireLeaseResponse
+	(*RenewLeaseResponse)(nil),        // 15: no8s.reconcile.v1.RenewLeaseResponse
+	(*CompleteReconcileResponse)(nil), // 16: no8s.reconcile.v1.CompleteReconcileResponse
 }
 var file_no8s_reconcile_v1_worker_proto_depIdxs = []int32{
-	6,  // 0: no8s.reconcile.v1.UpdateFinalizersResponse.resource:type_name -> no8s.store.v1.Resource
-	7,  // 1: no8s.reconcile.v1.GetResourceRequest.name:type_name -> no8s.store.v1.ResourceName
-	6,  // 2: no8s.reconcile.v1.GetResourceResponse.resource:type_name -> no8s.store.v1.Resource
-	6,  // 3: no8s.reconcile.v1.ListResourcesResponse.resources:type_name -> no8s.store.v1.Resource
-	8,  // 4: no8s.reconcile.v1.WorkerService.AcquireLease:input_type -> no8s.reconcile.v1.AcquireLeaseRequest
-	9,  // 5: no8s.reconcile.v1.WorkerService.RenewLease:input_type -> no8s.reconcile.v1.RenewLeaseRequest
-	10, // 6: no8s.reconcile.v1.WorkerService.CompleteReconcile:input_type -> no8s.reconcile.v1.CompleteReconcileRequest
-	0,  // 7: no8s.reconcile.v1.WorkerService.UpdateFinalizers:input_type -> no8s.reconcile.v1.UpdateFinalizersRequest
-	2,  // 8: no8s.reconcile.v1.WorkerService.GetResource:input_type -> no8s.reconcile.v1.GetResourceRequest
-	4,  // 9: no8s.reconcile.v1.WorkerService.ListResources:input_type -> no8s.reconcile.v1.ListResourcesRequest
-	11, // 10: no8s.reconcile.v1.WorkerService.AcquireLease:output_type -> no8s.reconcile.v1.AcquireLeaseResponse
-	12, // 11: no8s.reconcile.v1.WorkerService.RenewLease:output_type -> no8s.reconcile.v1.RenewLeaseResponse
-	13, // 12: no8s.reconcile.v1.WorkerService.CompleteReconcile:output_type -> no8s.reconcile.v1.CompleteReconcileResponse
-	1,  // 13: no8s.reconcile.v1.WorkerService.UpdateFinalizers:output_type -> no8s.reconcile.v1.UpdateFinalizersResponse
-	3,  // 14: no8s.reconcile.v1.WorkerService.GetResource:output_type -> no8s.reconcile.v1.GetResourceResponse
-	5,  // 15: no8s.reconcile.v1.WorkerService.ListResources:output_type -> no8s.reconcile.v1.ListResourcesResponse
-	10, // [10:16] is the sub-list for method output_type
-	4,  // [4:10] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	8,  // 0: no8s.reconcile.v1.CampaignLeaderResponse.expires_at:type_name -> google.protobuf.Timestamp
+	9,  // 1: no8s.reconcile.v1.UpdateFinalizersResponse.resource:type_name -> no8s.store.v1.Resource
+	10, // 2: no8s.reconcile.v1.GetResourceRequest.name:type_name -> no8s.store.v1.ResourceName
+	9,  // 3: no8s.reconcile.v1.GetResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	9,  // 4: no8s.reconcile.v1.ListResourcesResponse.resources:type_name -> no8s.store.v1.Resource
+	11, // 5: no8s.reconcile.v1.WorkerService.AcquireLease:input_type -> no8s.reconcile.v1.AcquireLeaseRequest
+	12, // 6: no8s.reconcile.v1.WorkerService.RenewLease:input_type -> no8s.reconcile.v1.RenewLeaseRequest
+	13, // 7: no8s.reconcile.v1.WorkerService.CompleteReconcile:input_type -> no8s.reconcile.v1.CompleteReconcileRequest
+	2,  // 8: no8s.reconcile.v1.WorkerService.UpdateFinalizers:input_type -> no8s.reconcile.v1.UpdateFinalizersRequest
+	4,  // 9: no8s.reconcile.v1.WorkerService.GetResource:input_type -> no8s.reconcile.v1.GetResourceRequest
+	6,  // 10: no8s.reconcile.v1.WorkerService.ListResources:input_type -> no8s.reconcile.v1.ListResourcesRequest
+	0,  // 11: no8s.reconcile.v1.WorkerService.CampaignLeader:input_type -> no8s.reconcile.v1.CampaignLeaderRequest
+	14, // 12: no8s.reconcile.v1.WorkerService.AcquireLease:output_type -> no8s.reconcile.v1.AcquireLeaseResponse
+	15, // 13: no8s.reconcile.v1.WorkerService.RenewLease:output_type -> no8s.reconcile.v1.RenewLeaseResponse
+	16, // 14: no8s.reconcile.v1.WorkerService.CompleteReconcile:output_type -> no8s.reconcile.v1.CompleteReconcileResponse
+	3,  // 15: no8s.reconcile.v1.WorkerService.UpdateFinalizers:output_type -> no8s.reconcile.v1.UpdateFinalizersResponse
+	5,  // 16: no8s.reconcile.v1.WorkerService.GetResource:output_type -> no8s.reconcile.v1.GetResourceResponse
+	7,  // 17: no8s.reconcile.v1.WorkerService.ListResources:output_type -> no8s.reconcile.v1.ListResourcesResponse
+	1,  // 18: no8s.reconcile.v1.WorkerService.CampaignLeader:output_type -> no8s.reconcile.v1.CampaignLeaderResponse
+	12, // [12:19] is the sub-list for method output_type
+	5,  // [5:12] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_no8s_reconcile_v1_worker_proto_init() }
@@ -531,7 +696,7 @@ func file_no8s_reconcile_v1_worker_proto_init() {
 		return
 	}
 	file_no8s_reconcile_v1_reconcile_proto_init()
-	file_no8s_reconcile_v1_worker_proto_msgTypes[2].OneofWrappers = []any{
+	file_no8s_reconcile_v1_worker_proto_msgTypes[4].OneofWrappers = []any{
 		(*GetResourceRequest_Id)(nil),
 		(*GetResourceRequest_Name)(nil),
 	}
@@ -541,7 +706,7 @@ func file_no8s_reconcile_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_no8s_reconcile_v1_worker_proto_rawDesc), len(file_no8s_reconcile_v1_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	WorkerService_UpdateFinalizers_FullMethodName  = "/no8s.reconcile.v1.WorkerService/UpdateFinalizers"
 	WorkerService_GetResource_FullMethodName       = "/no8s.reconcile.v1.WorkerService/GetResource"
 	WorkerService_ListResources_FullMethodName     = "/no8s.reconcile.v1.WorkerService/ListResources"
+	WorkerService_CampaignLeader_FullMethodName    = "/no8s.reconcile.v1.WorkerService/CampaignLeader"
 )
 
 // WorkerServiceClient is the client API for WorkerService service.
@@ -80,6 +81,13 @@ type WorkerServiceClient interface {
 	GetResource(ctx context.Context, in *GetResourceRequest, opts ...grpc.CallOption) (*GetResourceResponse, error)
 	// ListResources pages through resources, as StoreService.ListResources.
 	ListResources(ctx context.Context, in *ListResourcesRequest, opts ...grpc.CallOption) (*ListResourcesResponse, error)
+	// CampaignLeader takes or renews a leader lease for a reconciler that
+	// runs as a singleton (registry-sync), with the scheduler lease's rules:
+	// epoch + 1 on every takeover, a fencing token its client writes carry.
+	// A worker campaigns only for the lease named after itself (the holder up
+	// to its first "/"); any other name is refused with PermissionDenied/
+	// "not_owned". release gives the lease of epoch up.
+	CampaignLeader(ctx context.Context, in *CampaignLeaderRequest, opts ...grpc.CallOption) (*CampaignLeaderResponse, error)
 }
 
 type workerServiceClient struct {
@@ -150,6 +158,16 @@ func (c *workerServiceClient) ListResources(ctx context.Context, in *ListResourc
 	return out, nil
 }
 
+func (c *workerServiceClient) CampaignLeader(ctx context.Context, in *CampaignLeaderRequest, opts ...grpc.CallOption) (*CampaignLeaderResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CampaignLeaderResponse)
+	err := c.cc.Invoke(ctx, WorkerService_CampaignLeader_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkerServiceServer is the server API for WorkerService service.
 // All implementations must embed UnimplementedWorkerServiceServer
 // for forward compatibility.
@@ -203,6 +221,13 @@ type WorkerServiceServer interface {
 	GetResource(context.Context, *GetResourceRequest) (*GetResourceResponse, error)
 	// ListResources pages through resources, as StoreService.ListResources.
 	ListResources(context.Context, *ListResourcesRequest) (*ListResourcesResponse, error)
+	// CampaignLeader takes or renews a leader lease for a reconciler that
+	// runs as a singleton (registry-sync), with the scheduler lease's rules:
+	// epoch + 1 on every takeover, a fencing token its client writes carry.
+	// A worker campaigns only for the lease named after itself (the holder up
+	// to its first "/"); any other name is refused with PermissionDenied/
+	// "not_owned". release gives the lease of epoch up.
+	CampaignLeader(context.Context, *CampaignLeaderRequest) (*CampaignLeaderResponse, error)
 	mustEmbedUnimplementedWorkerServiceServer()
 }
 
@@ -230,6 +255,9 @@ func (UnimplementedWorkerServiceServer) GetResource(context.Context, *GetResourc
 }
 func (UnimplementedWorkerServiceServer) ListResources(context.Context, *ListResourcesRequest) (*ListResourcesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListResources not implemented")
+}
+func (UnimplementedWorkerServiceServer) CampaignLeader(context.Context, *CampaignLeaderRequest) (*CampaignLeaderResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CampaignLeader not implemented")
 }
 func (UnimplementedWorkerServiceServer) mustEmbedUnimplementedWorkerServiceServer() {}
 func (UnimplementedWorkerServiceServer) testEmbeddedByValue()                       {}
@@ -360,6 +388,24 @@ func _WorkerService_ListResources_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkerService_CampaignLeader_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CampaignLeaderRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServiceServer).CampaignLeader(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkerService_CampaignLeader_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServiceServer).CampaignLeader(ctx, req.(*CampaignLeaderRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkerService_ServiceDesc is the grpc.ServiceDesc for WorkerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -390,6 +436,10 @@ var WorkerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListResources",
 			Handler:    _WorkerService_ListResources_Handler,
+		},
+		{
+			MethodName: "CampaignLeader",
+			Handler:    _WorkerService_CampaignLeader_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

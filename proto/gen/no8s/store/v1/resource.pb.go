@@ -701,6 +701,222 @@ func (x *Namespace) GetDeletedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// EventInput is an event to record on a resource (an Event in the
+// Kubernetes sense, apart from the change stream).
+type EventInput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// type is Normal or Warning.
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// reason is a CamelCase word (TenantDeleted).
+	Reason  string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// source names the emitting component; the store sets it for workers.
+	Source        string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventInput) Reset() {
+	*x = EventInput{}
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventInput) ProtoMessage() {}
+
+func (x *EventInput) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventInput.ProtoReflect.Descriptor instead.
+func (*EventInput) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_resource_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *EventInput) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *EventInput) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *EventInput) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *EventInput) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+// EventRecord is a recorded event: a repeat of (type, reason, message) on
+// the same resource within the store's dedup window raised count and
+// last_time.
+type EventRecord struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	Id                  int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	ResourceId          int64                  `protobuf:"varint,2,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	ResourceUid         string                 `protobuf:"bytes,3,opt,name=resource_uid,json=resourceUid,proto3" json:"resource_uid,omitempty"`
+	ResourceName        string                 `protobuf:"bytes,4,opt,name=resource_name,json=resourceName,proto3" json:"resource_name,omitempty"`
+	ResourceTypeName    string                 `protobuf:"bytes,5,opt,name=resource_type_name,json=resourceTypeName,proto3" json:"resource_type_name,omitempty"`
+	ResourceTypeVersion string                 `protobuf:"bytes,6,opt,name=resource_type_version,json=resourceTypeVersion,proto3" json:"resource_type_version,omitempty"`
+	Type                string                 `protobuf:"bytes,7,opt,name=type,proto3" json:"type,omitempty"`
+	Reason              string                 `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message             string                 `protobuf:"bytes,9,opt,name=message,proto3" json:"message,omitempty"`
+	Source              string                 `protobuf:"bytes,10,opt,name=source,proto3" json:"source,omitempty"`
+	Count               int32                  `protobuf:"varint,11,opt,name=count,proto3" json:"count,omitempty"`
+	FirstTime           *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=first_time,json=firstTime,proto3" json:"first_time,omitempty"`
+	LastTime            *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=last_time,json=lastTime,proto3" json:"last_time,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *EventRecord) Reset() {
+	*x = EventRecord{}
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventRecord) ProtoMessage() {}
+
+func (x *EventRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_resource_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventRecord.ProtoReflect.Descriptor instead.
+func (*EventRecord) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_resource_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *EventRecord) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *EventRecord) GetResourceId() int64 {
+	if x != nil {
+		return x.ResourceId
+	}
+	return 0
+}
+
+func (x *EventRecord) GetResourceUid() string {
+	if x != nil {
+		return x.ResourceUid
+	}
+	return ""
+}
+
+func (x *EventRecord) GetResourceName() string {
+	if x != nil {
+		return x.ResourceName
+	}
+	return ""
+}
+
+func (x *EventRecord) GetResourceTypeName() string {
+	if x != nil {
+		return x.ResourceTypeName
+	}
+	return ""
+}
+
+func (x *EventRecord) GetResourceTypeVersion() string {
+	if x != nil {
+		return x.ResourceTypeVersion
+	}
+	return ""
+}
+
+func (x *EventRecord) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *EventRecord) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *EventRecord) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *EventRecord) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *EventRecord) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *EventRecord) GetFirstTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FirstTime
+	}
+	return nil
+}
+
+func (x *EventRecord) GetLastTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastTime
+	}
+	return nil
+}
+
 var File_no8s_store_v1_resource_proto protoreflect.FileDescriptor
 
 const file_no8s_store_v1_resource_proto_rawDesc = "" +
@@ -789,7 +1005,30 @@ const file_no8s_store_v1_resource_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x129\n" +
 	"\n" +
-	"deleted_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tdeletedAtB\xae\x01\n" +
+	"deleted_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tdeletedAt\"j\n" +
+	"\n" +
+	"EventInput\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12\x16\n" +
+	"\x06source\x18\x04 \x01(\tR\x06source\"\xd0\x03\n" +
+	"\vEventRecord\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1f\n" +
+	"\vresource_id\x18\x02 \x01(\x03R\n" +
+	"resourceId\x12!\n" +
+	"\fresource_uid\x18\x03 \x01(\tR\vresourceUid\x12#\n" +
+	"\rresource_name\x18\x04 \x01(\tR\fresourceName\x12,\n" +
+	"\x12resource_type_name\x18\x05 \x01(\tR\x10resourceTypeName\x122\n" +
+	"\x15resource_type_version\x18\x06 \x01(\tR\x13resourceTypeVersion\x12\x12\n" +
+	"\x04type\x18\a \x01(\tR\x04type\x12\x16\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\t \x01(\tR\amessage\x12\x16\n" +
+	"\x06source\x18\n" +
+	" \x01(\tR\x06source\x12\x14\n" +
+	"\x05count\x18\v \x01(\x05R\x05count\x129\n" +
+	"\n" +
+	"first_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tfirstTime\x127\n" +
+	"\tlast_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\blastTimeB\xae\x01\n" +
 	"\x11com.no8s.store.v1B\rResourceProtoP\x01Z4github.com/no8s/no8s/proto/gen/no8s/store/v1;storev1\xa2\x02\x03NSX\xaa\x02\rNo8s.Store.V1\xca\x02\rNo8s\\Store\\V1\xe2\x02\x19No8s\\Store\\V1\\GPBMetadata\xea\x02\x0fNo8s::Store::V1b\x06proto3"
 
 var (
@@ -804,7 +1043,7 @@ func file_no8s_store_v1_resource_proto_rawDescGZIP() []byte {
 	return file_no8s_store_v1_resource_proto_rawDescData
 }
 
-var file_no8s_store_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_no8s_store_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_no8s_store_v1_resource_proto_goTypes = []any{
 	(*ResourceType)(nil),          // 0: no8s.store.v1.ResourceType
 	(*ReconcilePolicy)(nil),       // 1: no8s.store.v1.ReconcilePolicy
@@ -812,31 +1051,35 @@ var file_no8s_store_v1_resource_proto_goTypes = []any{
 	(*Condition)(nil),             // 3: no8s.store.v1.Condition
 	(*Resource)(nil),              // 4: no8s.store.v1.Resource
 	(*Namespace)(nil),             // 5: no8s.store.v1.Namespace
-	nil,                           // 6: no8s.store.v1.Resource.LabelsEntry
-	nil,                           // 7: no8s.store.v1.Resource.AnnotationsEntry
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(*EventInput)(nil),            // 6: no8s.store.v1.EventInput
+	(*EventRecord)(nil),           // 7: no8s.store.v1.EventRecord
+	nil,                           // 8: no8s.store.v1.Resource.LabelsEntry
+	nil,                           // 9: no8s.store.v1.Resource.AnnotationsEntry
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 }
 var file_no8s_store_v1_resource_proto_depIdxs = []int32{
-	8,  // 0: no8s.store.v1.ResourceType.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 1: no8s.store.v1.ResourceType.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 0: no8s.store.v1.ResourceType.created_at:type_name -> google.protobuf.Timestamp
+	10, // 1: no8s.store.v1.ResourceType.updated_at:type_name -> google.protobuf.Timestamp
 	1,  // 2: no8s.store.v1.ResourceType.reconcile_policy:type_name -> no8s.store.v1.ReconcilePolicy
-	8,  // 3: no8s.store.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	6,  // 4: no8s.store.v1.Resource.labels:type_name -> no8s.store.v1.Resource.LabelsEntry
-	7,  // 5: no8s.store.v1.Resource.annotations:type_name -> no8s.store.v1.Resource.AnnotationsEntry
+	10, // 3: no8s.store.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	8,  // 4: no8s.store.v1.Resource.labels:type_name -> no8s.store.v1.Resource.LabelsEntry
+	9,  // 5: no8s.store.v1.Resource.annotations:type_name -> no8s.store.v1.Resource.AnnotationsEntry
 	2,  // 6: no8s.store.v1.Resource.owner_references:type_name -> no8s.store.v1.OwnerReference
 	3,  // 7: no8s.store.v1.Resource.conditions:type_name -> no8s.store.v1.Condition
-	8,  // 8: no8s.store.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 9: no8s.store.v1.Resource.updated_at:type_name -> google.protobuf.Timestamp
-	8,  // 10: no8s.store.v1.Resource.deleted_at:type_name -> google.protobuf.Timestamp
-	8,  // 11: no8s.store.v1.Resource.last_reconcile_time:type_name -> google.protobuf.Timestamp
-	8,  // 12: no8s.store.v1.Namespace.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 13: no8s.store.v1.Namespace.updated_at:type_name -> google.protobuf.Timestamp
-	8,  // 14: no8s.store.v1.Namespace.deleted_at:type_name -> google.protobuf.Timestamp
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	10, // 8: no8s.store.v1.Resource.created_at:type_name -> google.protobuf.Timestamp
+	10, // 9: no8s.store.v1.Resource.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 10: no8s.store.v1.Resource.deleted_at:type_name -> google.protobuf.Timestamp
+	10, // 11: no8s.store.v1.Resource.last_reconcile_time:type_name -> google.protobuf.Timestamp
+	10, // 12: no8s.store.v1.Namespace.created_at:type_name -> google.protobuf.Timestamp
+	10, // 13: no8s.store.v1.Namespace.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 14: no8s.store.v1.Namespace.deleted_at:type_name -> google.protobuf.Timestamp
+	10, // 15: no8s.store.v1.EventRecord.first_time:type_name -> google.protobuf.Timestamp
+	10, // 16: no8s.store.v1.EventRecord.last_time:type_name -> google.protobuf.Timestamp
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_no8s_store_v1_resource_proto_init() }
@@ -850,7 +1093,7 @@ func file_no8s_store_v1_resource_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_no8s_store_v1_resource_proto_rawDesc), len(file_no8s_store_v1_resource_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -21,6 +21,225 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type RecordEventRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ResourceId    int64                  `protobuf:"varint,1,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	Event         *EventInput            `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordEventRequest) Reset() {
+	*x = RecordEventRequest{}
+	mi := &file_no8s_store_v1_store_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordEventRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordEventRequest) ProtoMessage() {}
+
+func (x *RecordEventRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_store_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordEventRequest.ProtoReflect.Descriptor instead.
+func (*RecordEventRequest) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RecordEventRequest) GetResourceId() int64 {
+	if x != nil {
+		return x.ResourceId
+	}
+	return 0
+}
+
+func (x *RecordEventRequest) GetEvent() *EventInput {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+type RecordEventResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Event         *EventRecord           `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordEventResponse) Reset() {
+	*x = RecordEventResponse{}
+	mi := &file_no8s_store_v1_store_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordEventResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordEventResponse) ProtoMessage() {}
+
+func (x *RecordEventResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_store_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordEventResponse.ProtoReflect.Descriptor instead.
+func (*RecordEventResponse) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RecordEventResponse) GetEvent() *EventRecord {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+type ListEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// resource_id restricts the list to one resource (0: every resource).
+	ResourceId int64  `protobuf:"varint,1,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	Type       string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Reason     string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// limit is 1..500 (0: 50).
+	Limit int32 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	// before_id pages back (0: the newest).
+	BeforeId      int64 `protobuf:"varint,5,opt,name=before_id,json=beforeId,proto3" json:"before_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEventsRequest) Reset() {
+	*x = ListEventsRequest{}
+	mi := &file_no8s_store_v1_store_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEventsRequest) ProtoMessage() {}
+
+func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_store_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListEventsRequest) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListEventsRequest) GetResourceId() int64 {
+	if x != nil {
+		return x.ResourceId
+	}
+	return 0
+}
+
+func (x *ListEventsRequest) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ListEventsRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ListEventsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListEventsRequest) GetBeforeId() int64 {
+	if x != nil {
+		return x.BeforeId
+	}
+	return 0
+}
+
+type ListEventsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*EventRecord         `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEventsResponse) Reset() {
+	*x = ListEventsResponse{}
+	mi := &file_no8s_store_v1_store_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEventsResponse) ProtoMessage() {}
+
+func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_store_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListEventsResponse) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ListEventsResponse) GetEvents() []*EventRecord {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 type CreateResourceTypeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ResourceType  *ResourceType          `protobuf:"bytes,1,opt,name=resource_type,json=resourceType,proto3" json:"resource_type,omitempty"`
@@ -31,7 +250,7 @@ type CreateResourceTypeRequest struct {
 
 func (x *CreateResourceTypeRequest) Reset() {
 	*x = CreateResourceTypeRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[0]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -43,7 +262,7 @@ func (x *CreateResourceTypeRequest) String() string {
 func (*CreateResourceTypeRequest) ProtoMessage() {}
 
 func (x *CreateResourceTypeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[0]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -56,7 +275,7 @@ func (x *CreateResourceTypeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResourceTypeRequest.ProtoReflect.Descriptor instead.
 func (*CreateResourceTypeRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{0}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateResourceTypeRequest) GetResourceType() *ResourceType {
@@ -82,7 +301,7 @@ type CreateResourceTypeResponse struct {
 
 func (x *CreateResourceTypeResponse) Reset() {
 	*x = CreateResourceTypeResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[1]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -94,7 +313,7 @@ func (x *CreateResourceTypeResponse) String() string {
 func (*CreateResourceTypeResponse) ProtoMessage() {}
 
 func (x *CreateResourceTypeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[1]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -107,7 +326,7 @@ func (x *CreateResourceTypeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResourceTypeResponse.ProtoReflect.Descriptor instead.
 func (*CreateResourceTypeResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{1}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateResourceTypeResponse) GetResourceType() *ResourceType {
@@ -129,7 +348,7 @@ type GetResourceTypeRequest struct {
 
 func (x *GetResourceTypeRequest) Reset() {
 	*x = GetResourceTypeRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[2]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -141,7 +360,7 @@ func (x *GetResourceTypeRequest) String() string {
 func (*GetResourceTypeRequest) ProtoMessage() {}
 
 func (x *GetResourceTypeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[2]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -154,7 +373,7 @@ func (x *GetResourceTypeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceTypeRequest.ProtoReflect.Descriptor instead.
 func (*GetResourceTypeRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{2}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetResourceTypeRequest) GetId() int64 {
@@ -187,7 +406,7 @@ type GetResourceTypeResponse struct {
 
 func (x *GetResourceTypeResponse) Reset() {
 	*x = GetResourceTypeResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[3]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -199,7 +418,7 @@ func (x *GetResourceTypeResponse) String() string {
 func (*GetResourceTypeResponse) ProtoMessage() {}
 
 func (x *GetResourceTypeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[3]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -212,7 +431,7 @@ func (x *GetResourceTypeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceTypeResponse.ProtoReflect.Descriptor instead.
 func (*GetResourceTypeResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{3}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetResourceTypeResponse) GetResourceType() *ResourceType {
@@ -232,7 +451,7 @@ type ListResourceTypesRequest struct {
 
 func (x *ListResourceTypesRequest) Reset() {
 	*x = ListResourceTypesRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[4]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -244,7 +463,7 @@ func (x *ListResourceTypesRequest) String() string {
 func (*ListResourceTypesRequest) ProtoMessage() {}
 
 func (x *ListResourceTypesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[4]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -257,7 +476,7 @@ func (x *ListResourceTypesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourceTypesRequest.ProtoReflect.Descriptor instead.
 func (*ListResourceTypesRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{4}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListResourceTypesRequest) GetName() string {
@@ -276,7 +495,7 @@ type ListResourceTypesResponse struct {
 
 func (x *ListResourceTypesResponse) Reset() {
 	*x = ListResourceTypesResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[5]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -288,7 +507,7 @@ func (x *ListResourceTypesResponse) String() string {
 func (*ListResourceTypesResponse) ProtoMessage() {}
 
 func (x *ListResourceTypesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[5]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -301,7 +520,7 @@ func (x *ListResourceTypesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourceTypesResponse.ProtoReflect.Descriptor instead.
 func (*ListResourceTypesResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{5}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListResourceTypesResponse) GetResourceTypes() []*ResourceType {
@@ -326,7 +545,7 @@ type UpdateResourceTypeRequest struct {
 
 func (x *UpdateResourceTypeRequest) Reset() {
 	*x = UpdateResourceTypeRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[6]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -338,7 +557,7 @@ func (x *UpdateResourceTypeRequest) String() string {
 func (*UpdateResourceTypeRequest) ProtoMessage() {}
 
 func (x *UpdateResourceTypeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[6]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -351,7 +570,7 @@ func (x *UpdateResourceTypeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResourceTypeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateResourceTypeRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{6}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *UpdateResourceTypeRequest) GetId() int64 {
@@ -398,7 +617,7 @@ type UpdateResourceTypeResponse struct {
 
 func (x *UpdateResourceTypeResponse) Reset() {
 	*x = UpdateResourceTypeResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[7]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -410,7 +629,7 @@ func (x *UpdateResourceTypeResponse) String() string {
 func (*UpdateResourceTypeResponse) ProtoMessage() {}
 
 func (x *UpdateResourceTypeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[7]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -423,7 +642,7 @@ func (x *UpdateResourceTypeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResourceTypeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateResourceTypeResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{7}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *UpdateResourceTypeResponse) GetResourceType() *ResourceType {
@@ -443,7 +662,7 @@ type DeleteResourceTypeRequest struct {
 
 func (x *DeleteResourceTypeRequest) Reset() {
 	*x = DeleteResourceTypeRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[8]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -455,7 +674,7 @@ func (x *DeleteResourceTypeRequest) String() string {
 func (*DeleteResourceTypeRequest) ProtoMessage() {}
 
 func (x *DeleteResourceTypeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[8]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -468,7 +687,7 @@ func (x *DeleteResourceTypeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResourceTypeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteResourceTypeRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{8}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeleteResourceTypeRequest) GetId() int64 {
@@ -493,7 +712,7 @@ type DeleteResourceTypeResponse struct {
 
 func (x *DeleteResourceTypeResponse) Reset() {
 	*x = DeleteResourceTypeResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[9]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -505,7 +724,7 @@ func (x *DeleteResourceTypeResponse) String() string {
 func (*DeleteResourceTypeResponse) ProtoMessage() {}
 
 func (x *DeleteResourceTypeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[9]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -518,7 +737,7 @@ func (x *DeleteResourceTypeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResourceTypeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResourceTypeResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{9}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{13}
 }
 
 type CreateResourceRequest struct {
@@ -540,7 +759,7 @@ type CreateResourceRequest struct {
 
 func (x *CreateResourceRequest) Reset() {
 	*x = CreateResourceRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[10]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +771,7 @@ func (x *CreateResourceRequest) String() string {
 func (*CreateResourceRequest) ProtoMessage() {}
 
 func (x *CreateResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[10]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +784,7 @@ func (x *CreateResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResourceRequest.ProtoReflect.Descriptor instead.
 func (*CreateResourceRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{10}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateResourceRequest) GetResource() *Resource {
@@ -598,7 +817,7 @@ type CreateResourceResponse struct {
 
 func (x *CreateResourceResponse) Reset() {
 	*x = CreateResourceResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[11]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +829,7 @@ func (x *CreateResourceResponse) String() string {
 func (*CreateResourceResponse) ProtoMessage() {}
 
 func (x *CreateResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[11]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +842,7 @@ func (x *CreateResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResourceResponse.ProtoReflect.Descriptor instead.
 func (*CreateResourceResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{11}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateResourceResponse) GetResource() *Resource {
@@ -647,7 +866,7 @@ type ResourceName struct {
 
 func (x *ResourceName) Reset() {
 	*x = ResourceName{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[12]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -659,7 +878,7 @@ func (x *ResourceName) String() string {
 func (*ResourceName) ProtoMessage() {}
 
 func (x *ResourceName) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[12]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -672,7 +891,7 @@ func (x *ResourceName) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceName.ProtoReflect.Descriptor instead.
 func (*ResourceName) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{12}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ResourceName) GetResourceTypeName() string {
@@ -716,7 +935,7 @@ type GetResourceRequest struct {
 
 func (x *GetResourceRequest) Reset() {
 	*x = GetResourceRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[13]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -728,7 +947,7 @@ func (x *GetResourceRequest) String() string {
 func (*GetResourceRequest) ProtoMessage() {}
 
 func (x *GetResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[13]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -741,7 +960,7 @@ func (x *GetResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceRequest.ProtoReflect.Descriptor instead.
 func (*GetResourceRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{13}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetResourceRequest) GetKey() isGetResourceRequest_Key {
@@ -794,7 +1013,7 @@ type GetResourceResponse struct {
 
 func (x *GetResourceResponse) Reset() {
 	*x = GetResourceResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[14]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -806,7 +1025,7 @@ func (x *GetResourceResponse) String() string {
 func (*GetResourceResponse) ProtoMessage() {}
 
 func (x *GetResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[14]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -819,7 +1038,7 @@ func (x *GetResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourceResponse.ProtoReflect.Descriptor instead.
 func (*GetResourceResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{14}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetResourceResponse) GetResource() *Resource {
@@ -851,7 +1070,7 @@ type ListResourcesRequest struct {
 
 func (x *ListResourcesRequest) Reset() {
 	*x = ListResourcesRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[15]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +1082,7 @@ func (x *ListResourcesRequest) String() string {
 func (*ListResourcesRequest) ProtoMessage() {}
 
 func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[15]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,7 +1095,7 @@ func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{15}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListResourcesRequest) GetResourceTypeName() string {
@@ -951,7 +1170,7 @@ type ListResourcesResponse struct {
 
 func (x *ListResourcesResponse) Reset() {
 	*x = ListResourcesResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[16]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -963,7 +1182,7 @@ func (x *ListResourcesResponse) String() string {
 func (*ListResourcesResponse) ProtoMessage() {}
 
 func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[16]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -976,7 +1195,7 @@ func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{16}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListResourcesResponse) GetResources() []*Resource {
@@ -1017,7 +1236,7 @@ type StringMap struct {
 
 func (x *StringMap) Reset() {
 	*x = StringMap{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[17]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1029,7 +1248,7 @@ func (x *StringMap) String() string {
 func (*StringMap) ProtoMessage() {}
 
 func (x *StringMap) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[17]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1042,7 +1261,7 @@ func (x *StringMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StringMap.ProtoReflect.Descriptor instead.
 func (*StringMap) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{17}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StringMap) GetEntries() map[string]string {
@@ -1071,7 +1290,7 @@ type UpdateResourceRequest struct {
 
 func (x *UpdateResourceRequest) Reset() {
 	*x = UpdateResourceRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[18]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1302,7 @@ func (x *UpdateResourceRequest) String() string {
 func (*UpdateResourceRequest) ProtoMessage() {}
 
 func (x *UpdateResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[18]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1315,7 @@ func (x *UpdateResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResourceRequest.ProtoReflect.Descriptor instead.
 func (*UpdateResourceRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{18}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *UpdateResourceRequest) GetId() int64 {
@@ -1157,7 +1376,7 @@ type UpdateResourceResponse struct {
 
 func (x *UpdateResourceResponse) Reset() {
 	*x = UpdateResourceResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[19]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1169,7 +1388,7 @@ func (x *UpdateResourceResponse) String() string {
 func (*UpdateResourceResponse) ProtoMessage() {}
 
 func (x *UpdateResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[19]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1182,7 +1401,7 @@ func (x *UpdateResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResourceResponse.ProtoReflect.Descriptor instead.
 func (*UpdateResourceResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{19}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UpdateResourceResponse) GetResource() *Resource {
@@ -1203,7 +1422,7 @@ type DeleteResourceRequest struct {
 
 func (x *DeleteResourceRequest) Reset() {
 	*x = DeleteResourceRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[20]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1434,7 @@ func (x *DeleteResourceRequest) String() string {
 func (*DeleteResourceRequest) ProtoMessage() {}
 
 func (x *DeleteResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[20]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1447,7 @@ func (x *DeleteResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResourceRequest.ProtoReflect.Descriptor instead.
 func (*DeleteResourceRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{20}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteResourceRequest) GetId() int64 {
@@ -1263,7 +1482,7 @@ type DeleteResourceResponse struct {
 
 func (x *DeleteResourceResponse) Reset() {
 	*x = DeleteResourceResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[21]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1494,7 @@ func (x *DeleteResourceResponse) String() string {
 func (*DeleteResourceResponse) ProtoMessage() {}
 
 func (x *DeleteResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[21]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1507,7 @@ func (x *DeleteResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResourceResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResourceResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{21}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteResourceResponse) GetResource() *Resource {
@@ -1318,7 +1537,7 @@ type UpdateFinalizersRequest struct {
 
 func (x *UpdateFinalizersRequest) Reset() {
 	*x = UpdateFinalizersRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[22]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1330,7 +1549,7 @@ func (x *UpdateFinalizersRequest) String() string {
 func (*UpdateFinalizersRequest) ProtoMessage() {}
 
 func (x *UpdateFinalizersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[22]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1343,7 +1562,7 @@ func (x *UpdateFinalizersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateFinalizersRequest.ProtoReflect.Descriptor instead.
 func (*UpdateFinalizersRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{22}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UpdateFinalizersRequest) GetId() int64 {
@@ -1393,7 +1612,7 @@ type UpdateFinalizersResponse struct {
 
 func (x *UpdateFinalizersResponse) Reset() {
 	*x = UpdateFinalizersResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[23]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1405,7 +1624,7 @@ func (x *UpdateFinalizersResponse) String() string {
 func (*UpdateFinalizersResponse) ProtoMessage() {}
 
 func (x *UpdateFinalizersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[23]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1418,7 +1637,7 @@ func (x *UpdateFinalizersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateFinalizersResponse.ProtoReflect.Descriptor instead.
 func (*UpdateFinalizersResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{23}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UpdateFinalizersResponse) GetResource() *Resource {
@@ -1446,7 +1665,7 @@ type CreateNamespaceRequest struct {
 
 func (x *CreateNamespaceRequest) Reset() {
 	*x = CreateNamespaceRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[24]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1458,7 +1677,7 @@ func (x *CreateNamespaceRequest) String() string {
 func (*CreateNamespaceRequest) ProtoMessage() {}
 
 func (x *CreateNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[24]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1471,7 +1690,7 @@ func (x *CreateNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*CreateNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{24}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateNamespaceRequest) GetName() string {
@@ -1497,7 +1716,7 @@ type CreateNamespaceResponse struct {
 
 func (x *CreateNamespaceResponse) Reset() {
 	*x = CreateNamespaceResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[25]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1509,7 +1728,7 @@ func (x *CreateNamespaceResponse) String() string {
 func (*CreateNamespaceResponse) ProtoMessage() {}
 
 func (x *CreateNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[25]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1522,7 +1741,7 @@ func (x *CreateNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*CreateNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{25}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateNamespaceResponse) GetNamespace() *Namespace {
@@ -1541,7 +1760,7 @@ type GetNamespaceRequest struct {
 
 func (x *GetNamespaceRequest) Reset() {
 	*x = GetNamespaceRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[26]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1772,7 @@ func (x *GetNamespaceRequest) String() string {
 func (*GetNamespaceRequest) ProtoMessage() {}
 
 func (x *GetNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[26]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1785,7 @@ func (x *GetNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*GetNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{26}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetNamespaceRequest) GetName() string {
@@ -1585,7 +1804,7 @@ type GetNamespaceResponse struct {
 
 func (x *GetNamespaceResponse) Reset() {
 	*x = GetNamespaceResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[27]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1597,7 +1816,7 @@ func (x *GetNamespaceResponse) String() string {
 func (*GetNamespaceResponse) ProtoMessage() {}
 
 func (x *GetNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[27]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1610,7 +1829,7 @@ func (x *GetNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*GetNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{27}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetNamespaceResponse) GetNamespace() *Namespace {
@@ -1628,7 +1847,7 @@ type ListNamespacesRequest struct {
 
 func (x *ListNamespacesRequest) Reset() {
 	*x = ListNamespacesRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[28]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +1859,7 @@ func (x *ListNamespacesRequest) String() string {
 func (*ListNamespacesRequest) ProtoMessage() {}
 
 func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[28]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +1872,7 @@ func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNamespacesRequest.ProtoReflect.Descriptor instead.
 func (*ListNamespacesRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{28}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{32}
 }
 
 type ListNamespacesResponse struct {
@@ -1666,7 +1885,7 @@ type ListNamespacesResponse struct {
 
 func (x *ListNamespacesResponse) Reset() {
 	*x = ListNamespacesResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[29]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1678,7 +1897,7 @@ func (x *ListNamespacesResponse) String() string {
 func (*ListNamespacesResponse) ProtoMessage() {}
 
 func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[29]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1691,7 +1910,7 @@ func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNamespacesResponse.ProtoReflect.Descriptor instead.
 func (*ListNamespacesResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{29}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListNamespacesResponse) GetNamespaces() []*Namespace {
@@ -1711,7 +1930,7 @@ type DeleteNamespaceRequest struct {
 
 func (x *DeleteNamespaceRequest) Reset() {
 	*x = DeleteNamespaceRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[30]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1723,7 +1942,7 @@ func (x *DeleteNamespaceRequest) String() string {
 func (*DeleteNamespaceRequest) ProtoMessage() {}
 
 func (x *DeleteNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[30]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1736,7 +1955,7 @@ func (x *DeleteNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*DeleteNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{30}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DeleteNamespaceRequest) GetName() string {
@@ -1765,7 +1984,7 @@ type DeleteNamespaceResponse struct {
 
 func (x *DeleteNamespaceResponse) Reset() {
 	*x = DeleteNamespaceResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[31]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +1996,7 @@ func (x *DeleteNamespaceResponse) String() string {
 func (*DeleteNamespaceResponse) ProtoMessage() {}
 
 func (x *DeleteNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[31]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +2009,7 @@ func (x *DeleteNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*DeleteNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{31}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DeleteNamespaceResponse) GetNamespace() *Namespace {
@@ -1811,7 +2030,22 @@ var File_no8s_store_v1_store_proto protoreflect.FileDescriptor
 
 const file_no8s_store_v1_store_proto_rawDesc = "" +
 	"\n" +
-	"\x19no8s/store/v1/store.proto\x12\rno8s.store.v1\x1a\x1cno8s/store/v1/resource.proto\x1a\x1bno8s/store/v1/webhook.proto\"v\n" +
+	"\x19no8s/store/v1/store.proto\x12\rno8s.store.v1\x1a\x1cno8s/store/v1/resource.proto\x1a\x1bno8s/store/v1/webhook.proto\"f\n" +
+	"\x12RecordEventRequest\x12\x1f\n" +
+	"\vresource_id\x18\x01 \x01(\x03R\n" +
+	"resourceId\x12/\n" +
+	"\x05event\x18\x02 \x01(\v2\x19.no8s.store.v1.EventInputR\x05event\"G\n" +
+	"\x13RecordEventResponse\x120\n" +
+	"\x05event\x18\x01 \x01(\v2\x1a.no8s.store.v1.EventRecordR\x05event\"\x93\x01\n" +
+	"\x11ListEventsRequest\x12\x1f\n" +
+	"\vresource_id\x18\x01 \x01(\x03R\n" +
+	"resourceId\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\x12\x1b\n" +
+	"\tbefore_id\x18\x05 \x01(\x03R\bbeforeId\"H\n" +
+	"\x12ListEventsResponse\x122\n" +
+	"\x06events\x18\x01 \x03(\v2\x1a.no8s.store.v1.EventRecordR\x06events\"v\n" +
 	"\x19CreateResourceTypeRequest\x12@\n" +
 	"\rresource_type\x18\x01 \x01(\v2\x1b.no8s.store.v1.ResourceTypeR\fresourceType\x12\x17\n" +
 	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"^\n" +
@@ -1921,7 +2155,7 @@ const file_no8s_store_v1_store_proto_rawDesc = "" +
 	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"i\n" +
 	"\x17DeleteNamespaceResponse\x126\n" +
 	"\tnamespace\x18\x01 \x01(\v2\x18.no8s.store.v1.NamespaceR\tnamespace\x12\x16\n" +
-	"\x06purged\x18\x02 \x01(\bR\x06purged2\x90\x10\n" +
+	"\x06purged\x18\x02 \x01(\bR\x06purged2\xb9\x11\n" +
 	"\fStoreService\x12i\n" +
 	"\x12CreateResourceType\x12(.no8s.store.v1.CreateResourceTypeRequest\x1a).no8s.store.v1.CreateResourceTypeResponse\x12`\n" +
 	"\x0fGetResourceType\x12%.no8s.store.v1.GetResourceTypeRequest\x1a&.no8s.store.v1.GetResourceTypeResponse\x12f\n" +
@@ -1942,7 +2176,10 @@ const file_no8s_store_v1_store_proto_rawDesc = "" +
 	"\x13GetAdmissionWebhook\x12).no8s.store.v1.GetAdmissionWebhookRequest\x1a*.no8s.store.v1.GetAdmissionWebhookResponse\x12r\n" +
 	"\x15ListAdmissionWebhooks\x12+.no8s.store.v1.ListAdmissionWebhooksRequest\x1a,.no8s.store.v1.ListAdmissionWebhooksResponse\x12u\n" +
 	"\x16UpdateAdmissionWebhook\x12,.no8s.store.v1.UpdateAdmissionWebhookRequest\x1a-.no8s.store.v1.UpdateAdmissionWebhookResponse\x12u\n" +
-	"\x16DeleteAdmissionWebhook\x12,.no8s.store.v1.DeleteAdmissionWebhookRequest\x1a-.no8s.store.v1.DeleteAdmissionWebhookResponseB\xab\x01\n" +
+	"\x16DeleteAdmissionWebhook\x12,.no8s.store.v1.DeleteAdmissionWebhookRequest\x1a-.no8s.store.v1.DeleteAdmissionWebhookResponse\x12T\n" +
+	"\vRecordEvent\x12!.no8s.store.v1.RecordEventRequest\x1a\".no8s.store.v1.RecordEventResponse\x12Q\n" +
+	"\n" +
+	"ListEvents\x12 .no8s.store.v1.ListEventsRequest\x1a!.no8s.store.v1.ListEventsResponseB\xab\x01\n" +
 	"\x11com.no8s.store.v1B\n" +
 	"StoreProtoP\x01Z4github.com/no8s/no8s/proto/gen/no8s/store/v1;storev1\xa2\x02\x03NSX\xaa\x02\rNo8s.Store.V1\xca\x02\rNo8s\\Store\\V1\xe2\x02\x19No8s\\Store\\V1\\GPBMetadata\xea\x02\x0fNo8s::Store::V1b\x06proto3"
 
@@ -1958,123 +2195,136 @@ func file_no8s_store_v1_store_proto_rawDescGZIP() []byte {
 	return file_no8s_store_v1_store_proto_rawDescData
 }
 
-var file_no8s_store_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_no8s_store_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_no8s_store_v1_store_proto_goTypes = []any{
-	(*CreateResourceTypeRequest)(nil),      // 0: no8s.store.v1.CreateResourceTypeRequest
-	(*CreateResourceTypeResponse)(nil),     // 1: no8s.store.v1.CreateResourceTypeResponse
-	(*GetResourceTypeRequest)(nil),         // 2: no8s.store.v1.GetResourceTypeRequest
-	(*GetResourceTypeResponse)(nil),        // 3: no8s.store.v1.GetResourceTypeResponse
-	(*ListResourceTypesRequest)(nil),       // 4: no8s.store.v1.ListResourceTypesRequest
-	(*ListResourceTypesResponse)(nil),      // 5: no8s.store.v1.ListResourceTypesResponse
-	(*UpdateResourceTypeRequest)(nil),      // 6: no8s.store.v1.UpdateResourceTypeRequest
-	(*UpdateResourceTypeResponse)(nil),     // 7: no8s.store.v1.UpdateResourceTypeResponse
-	(*DeleteResourceTypeRequest)(nil),      // 8: no8s.store.v1.DeleteResourceTypeRequest
-	(*DeleteResourceTypeResponse)(nil),     // 9: no8s.store.v1.DeleteResourceTypeResponse
-	(*CreateResourceRequest)(nil),          // 10: no8s.store.v1.CreateResourceRequest
-	(*CreateResourceResponse)(nil),         // 11: no8s.store.v1.CreateResourceResponse
-	(*ResourceName)(nil),                   // 12: no8s.store.v1.ResourceName
-	(*GetResourceRequest)(nil),             // 13: no8s.store.v1.GetResourceRequest
-	(*GetResourceResponse)(nil),            // 14: no8s.store.v1.GetResourceResponse
-	(*ListResourcesRequest)(nil),           // 15: no8s.store.v1.ListResourcesRequest
-	(*ListResourcesResponse)(nil),          // 16: no8s.store.v1.ListResourcesResponse
-	(*StringMap)(nil),                      // 17: no8s.store.v1.StringMap
-	(*UpdateResourceRequest)(nil),          // 18: no8s.store.v1.UpdateResourceRequest
-	(*UpdateResourceResponse)(nil),         // 19: no8s.store.v1.UpdateResourceResponse
-	(*DeleteResourceRequest)(nil),          // 20: no8s.store.v1.DeleteResourceRequest
-	(*DeleteResourceResponse)(nil),         // 21: no8s.store.v1.DeleteResourceResponse
-	(*UpdateFinalizersRequest)(nil),        // 22: no8s.store.v1.UpdateFinalizersRequest
-	(*UpdateFinalizersResponse)(nil),       // 23: no8s.store.v1.UpdateFinalizersResponse
-	(*CreateNamespaceRequest)(nil),         // 24: no8s.store.v1.CreateNamespaceRequest
-	(*CreateNamespaceResponse)(nil),        // 25: no8s.store.v1.CreateNamespaceResponse
-	(*GetNamespaceRequest)(nil),            // 26: no8s.store.v1.GetNamespaceRequest
-	(*GetNamespaceResponse)(nil),           // 27: no8s.store.v1.GetNamespaceResponse
-	(*ListNamespacesRequest)(nil),          // 28: no8s.store.v1.ListNamespacesRequest
-	(*ListNamespacesResponse)(nil),         // 29: no8s.store.v1.ListNamespacesResponse
-	(*DeleteNamespaceRequest)(nil),         // 30: no8s.store.v1.DeleteNamespaceRequest
-	(*DeleteNamespaceResponse)(nil),        // 31: no8s.store.v1.DeleteNamespaceResponse
-	nil,                                    // 32: no8s.store.v1.StringMap.EntriesEntry
-	(*ResourceType)(nil),                   // 33: no8s.store.v1.ResourceType
-	(*ReconcilePolicy)(nil),                // 34: no8s.store.v1.ReconcilePolicy
-	(*Resource)(nil),                       // 35: no8s.store.v1.Resource
-	(*Namespace)(nil),                      // 36: no8s.store.v1.Namespace
-	(*CreateAdmissionWebhookRequest)(nil),  // 37: no8s.store.v1.CreateAdmissionWebhookRequest
-	(*GetAdmissionWebhookRequest)(nil),     // 38: no8s.store.v1.GetAdmissionWebhookRequest
-	(*ListAdmissionWebhooksRequest)(nil),   // 39: no8s.store.v1.ListAdmissionWebhooksRequest
-	(*UpdateAdmissionWebhookRequest)(nil),  // 40: no8s.store.v1.UpdateAdmissionWebhookRequest
-	(*DeleteAdmissionWebhookRequest)(nil),  // 41: no8s.store.v1.DeleteAdmissionWebhookRequest
-	(*CreateAdmissionWebhookResponse)(nil), // 42: no8s.store.v1.CreateAdmissionWebhookResponse
-	(*GetAdmissionWebhookResponse)(nil),    // 43: no8s.store.v1.GetAdmissionWebhookResponse
-	(*ListAdmissionWebhooksResponse)(nil),  // 44: no8s.store.v1.ListAdmissionWebhooksResponse
-	(*UpdateAdmissionWebhookResponse)(nil), // 45: no8s.store.v1.UpdateAdmissionWebhookResponse
-	(*DeleteAdmissionWebhookResponse)(nil), // 46: no8s.store.v1.DeleteAdmissionWebhookResponse
+	(*RecordEventRequest)(nil),             // 0: no8s.store.v1.RecordEventRequest
+	(*RecordEventResponse)(nil),            // 1: no8s.store.v1.RecordEventResponse
+	(*ListEventsRequest)(nil),              // 2: no8s.store.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),             // 3: no8s.store.v1.ListEventsResponse
+	(*CreateResourceTypeRequest)(nil),      // 4: no8s.store.v1.CreateResourceTypeRequest
+	(*CreateResourceTypeResponse)(nil),     // 5: no8s.store.v1.CreateResourceTypeResponse
+	(*GetResourceTypeRequest)(nil),         // 6: no8s.store.v1.GetResourceTypeRequest
+	(*GetResourceTypeResponse)(nil),        // 7: no8s.store.v1.GetResourceTypeResponse
+	(*ListResourceTypesRequest)(nil),       // 8: no8s.store.v1.ListResourceTypesRequest
+	(*ListResourceTypesResponse)(nil),      // 9: no8s.store.v1.ListResourceTypesResponse
+	(*UpdateResourceTypeRequest)(nil),      // 10: no8s.store.v1.UpdateResourceTypeRequest
+	(*UpdateResourceTypeResponse)(nil),     // 11: no8s.store.v1.UpdateResourceTypeResponse
+	(*DeleteResourceTypeRequest)(nil),      // 12: no8s.store.v1.DeleteResourceTypeRequest
+	(*DeleteResourceTypeResponse)(nil),     // 13: no8s.store.v1.DeleteResourceTypeResponse
+	(*CreateResourceRequest)(nil),          // 14: no8s.store.v1.CreateResourceRequest
+	(*CreateResourceResponse)(nil),         // 15: no8s.store.v1.CreateResourceResponse
+	(*ResourceName)(nil),                   // 16: no8s.store.v1.ResourceName
+	(*GetResourceRequest)(nil),             // 17: no8s.store.v1.GetResourceRequest
+	(*GetResourceResponse)(nil),            // 18: no8s.store.v1.GetResourceResponse
+	(*ListResourcesRequest)(nil),           // 19: no8s.store.v1.ListResourcesRequest
+	(*ListResourcesResponse)(nil),          // 20: no8s.store.v1.ListResourcesResponse
+	(*StringMap)(nil),                      // 21: no8s.store.v1.StringMap
+	(*UpdateResourceRequest)(nil),          // 22: no8s.store.v1.UpdateResourceRequest
+	(*UpdateResourceResponse)(nil),         // 23: no8s.store.v1.UpdateResourceResponse
+	(*DeleteResourceRequest)(nil),          // 24: no8s.store.v1.DeleteResourceRequest
+	(*DeleteResourceResponse)(nil),         // 25: no8s.store.v1.DeleteResourceResponse
+	(*UpdateFinalizersRequest)(nil),        // 26: no8s.store.v1.UpdateFinalizersRequest
+	(*UpdateFinalizersResponse)(nil),       // 27: no8s.store.v1.UpdateFinalizersResponse
+	(*CreateNamespaceRequest)(nil),         // 28: no8s.store.v1.CreateNamespaceRequest
+	(*CreateNamespaceResponse)(nil),        // 29: no8s.store.v1.CreateNamespaceResponse
+	(*GetNamespaceRequest)(nil),            // 30: no8s.store.v1.GetNamespaceRequest
+	(*GetNamespaceResponse)(nil),           // 31: no8s.store.v1.GetNamespaceResponse
+	(*ListNamespacesRequest)(nil),          // 32: no8s.store.v1.ListNamespacesRequest
+	(*ListNamespacesResponse)(nil),         // 33: no8s.store.v1.ListNamespacesResponse
+	(*DeleteNamespaceRequest)(nil),         // 34: no8s.store.v1.DeleteNamespaceRequest
+	(*DeleteNamespaceResponse)(nil),        // 35: no8s.store.v1.DeleteNamespaceResponse
+	nil,                                    // 36: no8s.store.v1.StringMap.EntriesEntry
+	(*EventInput)(nil),                     // 37: no8s.store.v1.EventInput
+	(*EventRecord)(nil),                    // 38: no8s.store.v1.EventRecord
+	(*ResourceType)(nil),                   // 39: no8s.store.v1.ResourceType
+	(*ReconcilePolicy)(nil),                // 40: no8s.store.v1.ReconcilePolicy
+	(*Resource)(nil),                       // 41: no8s.store.v1.Resource
+	(*Namespace)(nil),                      // 42: no8s.store.v1.Namespace
+	(*CreateAdmissionWebhookRequest)(nil),  // 43: no8s.store.v1.CreateAdmissionWebhookRequest
+	(*GetAdmissionWebhookRequest)(nil),     // 44: no8s.store.v1.GetAdmissionWebhookRequest
+	(*ListAdmissionWebhooksRequest)(nil),   // 45: no8s.store.v1.ListAdmissionWebhooksRequest
+	(*UpdateAdmissionWebhookRequest)(nil),  // 46: no8s.store.v1.UpdateAdmissionWebhookRequest
+	(*DeleteAdmissionWebhookRequest)(nil),  // 47: no8s.store.v1.DeleteAdmissionWebhookRequest
+	(*CreateAdmissionWebhookResponse)(nil), // 48: no8s.store.v1.CreateAdmissionWebhookResponse
+	(*GetAdmissionWebhookResponse)(nil),    // 49: no8s.store.v1.GetAdmissionWebhookResponse
+	(*ListAdmissionWebhooksResponse)(nil),  // 50: no8s.store.v1.ListAdmissionWebhooksResponse
+	(*UpdateAdmissionWebhookResponse)(nil), // 51: no8s.store.v1.UpdateAdmissionWebhookResponse
+	(*DeleteAdmissionWebhookResponse)(nil), // 52: no8s.store.v1.DeleteAdmissionWebhookResponse
 }
 var file_no8s_store_v1_store_proto_depIdxs = []int32{
-	33, // 0: no8s.store.v1.CreateResourceTypeRequest.resource_type:type_name -> no8s.store.v1.ResourceType
-	33, // 1: no8s.store.v1.CreateResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
-	33, // 2: no8s.store.v1.GetResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
-	33, // 3: no8s.store.v1.ListResourceTypesResponse.resource_types:type_name -> no8s.store.v1.ResourceType
-	34, // 4: no8s.store.v1.UpdateResourceTypeRequest.reconcile_policy:type_name -> no8s.store.v1.ReconcilePolicy
-	33, // 5: no8s.store.v1.UpdateResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
-	35, // 6: no8s.store.v1.CreateResourceRequest.resource:type_name -> no8s.store.v1.Resource
-	35, // 7: no8s.store.v1.CreateResourceResponse.resource:type_name -> no8s.store.v1.Resource
-	12, // 8: no8s.store.v1.GetResourceRequest.name:type_name -> no8s.store.v1.ResourceName
-	35, // 9: no8s.store.v1.GetResourceResponse.resource:type_name -> no8s.store.v1.Resource
-	35, // 10: no8s.store.v1.ListResourcesResponse.resources:type_name -> no8s.store.v1.Resource
-	32, // 11: no8s.store.v1.StringMap.entries:type_name -> no8s.store.v1.StringMap.EntriesEntry
-	17, // 12: no8s.store.v1.UpdateResourceRequest.labels:type_name -> no8s.store.v1.StringMap
-	17, // 13: no8s.store.v1.UpdateResourceRequest.annotations:type_name -> no8s.store.v1.StringMap
-	35, // 14: no8s.store.v1.UpdateResourceResponse.resource:type_name -> no8s.store.v1.Resource
-	35, // 15: no8s.store.v1.DeleteResourceResponse.resource:type_name -> no8s.store.v1.Resource
-	35, // 16: no8s.store.v1.UpdateFinalizersResponse.resource:type_name -> no8s.store.v1.Resource
-	36, // 17: no8s.store.v1.CreateNamespaceResponse.namespace:type_name -> no8s.store.v1.Namespace
-	36, // 18: no8s.store.v1.GetNamespaceResponse.namespace:type_name -> no8s.store.v1.Namespace
-	36, // 19: no8s.store.v1.ListNamespacesResponse.namespaces:type_name -> no8s.store.v1.Namespace
-	36, // 20: no8s.store.v1.DeleteNamespaceResponse.namespace:type_name -> no8s.store.v1.Namespace
-	0,  // 21: no8s.store.v1.StoreService.CreateResourceType:input_type -> no8s.store.v1.CreateResourceTypeRequest
-	2,  // 22: no8s.store.v1.StoreService.GetResourceType:input_type -> no8s.store.v1.GetResourceTypeRequest
-	4,  // 23: no8s.store.v1.StoreService.ListResourceTypes:input_type -> no8s.store.v1.ListResourceTypesRequest
-	6,  // 24: no8s.store.v1.StoreService.UpdateResourceType:input_type -> no8s.store.v1.UpdateResourceTypeRequest
-	8,  // 25: no8s.store.v1.StoreService.DeleteResourceType:input_type -> no8s.store.v1.DeleteResourceTypeRequest
-	10, // 26: no8s.store.v1.StoreService.CreateResource:input_type -> no8s.store.v1.CreateResourceRequest
-	13, // 27: no8s.store.v1.StoreService.GetResource:input_type -> no8s.store.v1.GetResourceRequest
-	15, // 28: no8s.store.v1.StoreService.ListResources:input_type -> no8s.store.v1.ListResourcesRequest
-	18, // 29: no8s.store.v1.StoreService.UpdateResource:input_type -> no8s.store.v1.UpdateResourceRequest
-	20, // 30: no8s.store.v1.StoreService.DeleteResource:input_type -> no8s.store.v1.DeleteResourceRequest
-	22, // 31: no8s.store.v1.StoreService.UpdateFinalizers:input_type -> no8s.store.v1.UpdateFinalizersRequest
-	24, // 32: no8s.store.v1.StoreService.CreateNamespace:input_type -> no8s.store.v1.CreateNamespaceRequest
-	26, // 33: no8s.store.v1.StoreService.GetNamespace:input_type -> no8s.store.v1.GetNamespaceRequest
-	28, // 34: no8s.store.v1.StoreService.ListNamespaces:input_type -> no8s.store.v1.ListNamespacesRequest
-	30, // 35: no8s.store.v1.StoreService.DeleteNamespace:input_type -> no8s.store.v1.DeleteNamespaceRequest
-	37, // 36: no8s.store.v1.StoreService.CreateAdmissionWebhook:input_type -> no8s.store.v1.CreateAdmissionWebhookRequest
-	38, // 37: no8s.store.v1.StoreService.GetAdmissionWebhook:input_type -> no8s.store.v1.GetAdmissionWebhookRequest
-	39, // 38: no8s.store.v1.StoreService.ListAdmissionWebhooks:input_type -> no8s.store.v1.ListAdmissionWebhooksRequest
-	40, // 39: no8s.store.v1.StoreService.UpdateAdmissionWebhook:input_type -> no8s.store.v1.UpdateAdmissionWebhookRequest
-	41, // 40: no8s.store.v1.StoreService.DeleteAdmissionWebhook:input_type -> no8s.store.v1.DeleteAdmissionWebhookRequest
-	1,  // 41: no8s.store.v1.StoreService.CreateResourceType:output_type -> no8s.store.v1.CreateResourceTypeResponse
-	3,  // 42: no8s.store.v1.StoreService.GetResourceType:output_type -> no8s.store.v1.GetResourceTypeResponse
-	5,  // 43: no8s.store.v1.StoreService.ListResourceTypes:output_type -> no8s.store.v1.ListResourceTypesResponse
-	7,  // 44: no8s.store.v1.StoreService.UpdateResourceType:output_type -> no8s.store.v1.UpdateResourceTypeResponse
-	9,  // 45: no8s.store.v1.StoreService.DeleteResourceType:output_type -> no8s.store.v1.DeleteResourceTypeResponse
-	11, // 46: no8s.store.v1.StoreService.CreateResource:output_type -> no8s.store.v1.CreateResourceResponse
-	14, // 47: no8s.store.v1.StoreService.GetResource:output_type -> no8s.store.v1.GetResourceResponse
-	16, // 48: no8s.store.v1.StoreService.ListResources:output_type -> no8s.store.v1.ListResourcesResponse
-	19, // 49: no8s.store.v1.StoreService.UpdateResource:output_type -> no8s.store.v1.UpdateResourceResponse
-	21, // 50: no8s.store.v1.StoreService.DeleteResource:output_type -> no8s.store.v1.DeleteResourceResponse
-	23, // 51: no8s.store.v1.StoreService.UpdateFinalizers:output_type -> no8s.store.v1.UpdateFinalizersResponse
-	25, // 52: no8s.store.v1.StoreService.CreateNamespace:output_type -> no8s.store.v1.CreateNamespaceResponse
-	27, // 53: no8s.store.v1.StoreService.GetNamespace:output_type -> no8s.store.v1.GetNamespaceResponse
-	29, // 54: no8s.store.v1.StoreService.ListNamespaces:output_type -> no8s.store.v1.ListNamespacesResponse
-	31, // 55: no8s.store.v1.StoreService.DeleteNamespace:output_type -> no8s.store.v1.DeleteNamespaceResponse
-	42, // 56: no8s.store.v1.StoreService.CreateAdmissionWebhook:output_type -> no8s.store.v1.CreateAdmissionWebhookResponse
-	43, // 57: no8s.store.v1.StoreService.GetAdmissionWebhook:output_type -> no8s.store.v1.GetAdmissionWebhookResponse
-	44, // 58: no8s.store.v1.StoreService.ListAdmissionWebhooks:output_type -> no8s.store.v1.ListAdmissionWebhooksResponse
-	45, // 59: no8s.store.v1.StoreService.UpdateAdmissionWebhook:output_type -> no8s.store.v1.UpdateAdmissionWebhookResponse
-	46, // 60: no8s.store.v1.StoreService.DeleteAdmissionWebhook:output_type -> no8s.store.v1.DeleteAdmissionWebhookResponse
-	41, // [41:61] is the sub-list for method output_type
-	21, // [21:41] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	37, // 0: no8s.store.v1.RecordEventRequest.event:type_name -> no8s.store.v1.EventInput
+	38, // 1: no8s.store.v1.RecordEventResponse.event:type_name -> no8s.store.v1.EventRecord
+	38, // 2: no8s.store.v1.ListEventsResponse.events:type_name -> no8s.store.v1.EventRecord
+	39, // 3: no8s.store.v1.CreateResourceTypeRequest.resource_type:type_name -> no8s.store.v1.ResourceType
+	39, // 4: no8s.store.v1.CreateResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
+	39, // 5: no8s.store.v1.GetResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
+	39, // 6: no8s.store.v1.ListResourceTypesResponse.resource_types:type_name -> no8s.store.v1.ResourceType
+	40, // 7: no8s.store.v1.UpdateResourceTypeRequest.reconcile_policy:type_name -> no8s.store.v1.ReconcilePolicy
+	39, // 8: no8s.store.v1.UpdateResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
+	41, // 9: no8s.store.v1.CreateResourceRequest.resource:type_name -> no8s.store.v1.Resource
+	41, // 10: no8s.store.v1.CreateResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	16, // 11: no8s.store.v1.GetResourceRequest.name:type_name -> no8s.store.v1.ResourceName
+	41, // 12: no8s.store.v1.GetResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	41, // 13: no8s.store.v1.ListResourcesResponse.resources:type_name -> no8s.store.v1.Resource
+	36, // 14: no8s.store.v1.StringMap.entries:type_name -> no8s.store.v1.StringMap.EntriesEntry
+	21, // 15: no8s.store.v1.UpdateResourceRequest.labels:type_name -> no8s.store.v1.StringMap
+	21, // 16: no8s.store.v1.UpdateResourceRequest.annotations:type_name -> no8s.store.v1.StringMap
+	41, // 17: no8s.store.v1.UpdateResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	41, // 18: no8s.store.v1.DeleteResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	41, // 19: no8s.store.v1.UpdateFinalizersResponse.resource:type_name -> no8s.store.v1.Resource
+	42, // 20: no8s.store.v1.CreateNamespaceResponse.namespace:type_name -> no8s.store.v1.Namespace
+	42, // 21: no8s.store.v1.GetNamespaceResponse.namespace:type_name -> no8s.store.v1.Namespace
+	42, // 22: no8s.store.v1.ListNamespacesResponse.namespaces:type_name -> no8s.store.v1.Namespace
+	42, // 23: no8s.store.v1.DeleteNamespaceResponse.namespace:type_name -> no8s.store.v1.Namespace
+	4,  // 24: no8s.store.v1.StoreService.CreateResourceType:input_type -> no8s.store.v1.CreateResourceTypeRequest
+	6,  // 25: no8s.store.v1.StoreService.GetResourceType:input_type -> no8s.store.v1.GetResourceTypeRequest
+	8,  // 26: no8s.store.v1.StoreService.ListResourceTypes:input_type -> no8s.store.v1.ListResourceTypesRequest
+	10, // 27: no8s.store.v1.StoreService.UpdateResourceType:input_type -> no8s.store.v1.UpdateResourceTypeRequest
+	12, // 28: no8s.store.v1.StoreService.DeleteResourceType:input_type -> no8s.store.v1.DeleteResourceTypeRequest
+	14, // 29: no8s.store.v1.StoreService.CreateResource:input_type -> no8s.store.v1.CreateResourceRequest
+	17, // 30: no8s.store.v1.StoreService.GetResource:input_type -> no8s.store.v1.GetResourceRequest
+	19, // 31: no8s.store.v1.StoreService.ListResources:input_type -> no8s.store.v1.ListResourcesRequest
+	22, // 32: no8s.store.v1.StoreService.UpdateResource:input_type -> no8s.store.v1.UpdateResourceRequest
+	24, // 33: no8s.store.v1.StoreService.DeleteResource:input_type -> no8s.store.v1.DeleteResourceRequest
+	26, // 34: no8s.store.v1.StoreService.UpdateFinalizers:input_type -> no8s.store.v1.UpdateFinalizersRequest
+	28, // 35: no8s.store.v1.StoreService.CreateNamespace:input_type -> no8s.store.v1.CreateNamespaceRequest
+	30, // 36: no8s.store.v1.StoreService.GetNamespace:input_type -> no8s.store.v1.GetNamespaceRequest
+	32, // 37: no8s.store.v1.StoreService.ListNamespaces:input_type -> no8s.store.v1.ListNamespacesRequest
+	34, // 38: no8s.store.v1.StoreService.DeleteNamespace:input_type -> no8s.store.v1.DeleteNamespaceRequest
+	43, // 39: no8s.store.v1.StoreService.CreateAdmissionWebhook:input_type -> no8s.store.v1.CreateAdmissionWebhookRequest
+	44, // 40: no8s.store.v1.StoreService.GetAdmissionWebhook:input_type -> no8s.store.v1.GetAdmissionWebhookRequest
+	45, // 41: no8s.store.v1.StoreService.ListAdmissionWebhooks:input_type -> no8s.store.v1.ListAdmissionWebhooksRequest
+	46, // 42: no8s.store.v1.StoreService.UpdateAdmissionWebhook:input_type -> no8s.store.v1.UpdateAdmissionWebhookRequest
+	47, // 43: no8s.store.v1.StoreService.DeleteAdmissionWebhook:input_type -> no8s.store.v1.DeleteAdmissionWebhookRequest
+	0,  // 44: no8s.store.v1.StoreService.RecordEvent:input_type -> no8s.store.v1.RecordEventRequest
+	2,  // 45: no8s.store.v1.StoreService.ListEvents:input_type -> no8s.store.v1.ListEventsRequest
+	5,  // 46: no8s.store.v1.StoreService.CreateResourceType:output_type -> no8s.store.v1.CreateResourceTypeResponse
+	7,  // 47: no8s.store.v1.StoreService.GetResourceType:output_type -> no8s.store.v1.GetResourceTypeResponse
+	9,  // 48: no8s.store.v1.StoreService.ListResourceTypes:output_type -> no8s.store.v1.ListResourceTypesResponse
+	11, // 49: no8s.store.v1.StoreService.UpdateResourceType:output_type -> no8s.store.v1.UpdateResourceTypeResponse
+	13, // 50: no8s.store.v1.StoreService.DeleteResourceType:output_type -> no8s.store.v1.DeleteResourceTypeResponse
+	15, // 51: no8s.store.v1.StoreService.CreateResource:output_type -> no8s.store.v1.CreateResourceResponse
+	18, // 52: no8s.store.v1.StoreService.GetResource:output_type -> no8s.store.v1.GetResourceResponse
+	20, // 53: no8s.store.v1.StoreService.ListResources:output_type -> no8s.store.v1.ListResourcesResponse
+	23, // 54: no8s.store.v1.StoreService.UpdateResource:output_type -> no8s.store.v1.UpdateResourceResponse
+	25, // 55: no8s.store.v1.StoreService.DeleteResource:output_type -> no8s.store.v1.DeleteResourceResponse
+	27, // 56: no8s.store.v1.StoreService.UpdateFinalizers:output_type -> no8s.store.v1.UpdateFinalizersResponse
+	29, // 57: no8s.store.v1.StoreService.CreateNamespace:output_type -> no8s.store.v1.CreateNamespaceResponse
+	31, // 58: no8s.store.v1.StoreService.GetNamespace:output_type -> no8s.store.v1.GetNamespaceResponse
+	33, // 59: no8s.store.v1.StoreService.ListNamespaces:output_type -> no8s.store.v1.ListNamespacesResponse
+	35, // 60: no8s.store.v1.StoreService.DeleteNamespace:output_type -> no8s.store.v1.DeleteNamespaceResponse
+	48, // 61: no8s.store.v1.StoreService.CreateAdmissionWebhook:output_type -> no8s.store.v1.CreateAdmissionWebhookResponse
+	49, // 62: no8s.store.v1.StoreService.GetAdmissionWebhook:output_type -> no8s.store.v1.GetAdmissionWebhookResponse
+	50, // 63: no8s.store.v1.StoreService.ListAdmissionWebhooks:output_type -> no8s.store.v1.ListAdmissionWebhooksResponse
+	51, // 64: no8s.store.v1.StoreService.UpdateAdmissionWebhook:output_type -> no8s.store.v1.UpdateAdmissionWebhookResponse
+	52, // 65: no8s.store.v1.StoreService.DeleteAdmissionWebhook:output_type -> no8s.store.v1.DeleteAdmissionWebhookResponse
+	1,  // 66: no8s.store.v1.StoreService.RecordEvent:output_type -> no8s.store.v1.RecordEventResponse
+	3,  // 67: no8s.store.v1.StoreService.ListEvents:output_type -> no8s.store.v1.ListEventsResponse
+	46, // [46:68] is the sub-list for method output_type
+	24, // [24:46] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_no8s_store_v1_store_proto_init() }
@@ -2084,8 +2334,8 @@ func file_no8s_store_v1_store_proto_init() {
 	}
 	file_no8s_store_v1_resource_proto_init()
 	file_no8s_store_v1_webhook_proto_init()
-	file_no8s_store_v1_store_proto_msgTypes[6].OneofWrappers = []any{}
-	file_no8s_store_v1_store_proto_msgTypes[13].OneofWrappers = []any{
+	file_no8s_store_v1_store_proto_msgTypes[10].OneofWrappers = []any{}
+	file_no8s_store_v1_store_proto_msgTypes[17].OneofWrappers = []any{
 		(*GetResourceRequest_Id)(nil),
 		(*GetResourceRequest_Name)(nil),
 	}
@@ -2095,7 +2345,7 @@ func file_no8s_store_v1_store_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_no8s_store_v1_store_proto_rawDesc), len(file_no8s_store_v1_store_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -39,6 +39,8 @@ const (
 	StoreService_ListAdmissionWebhooks_FullMethodName  = "/no8s.store.v1.StoreService/ListAdmissionWebhooks"
 	StoreService_UpdateAdmissionWebhook_FullMethodName = "/no8s.store.v1.StoreService/UpdateAdmissionWebhook"
 	StoreService_DeleteAdmissionWebhook_FullMethodName = "/no8s.store.v1.StoreService/DeleteAdmissionWebhook"
+	StoreService_RecordEvent_FullMethodName            = "/no8s.store.v1.StoreService/RecordEvent"
+	StoreService_ListEvents_FullMethodName             = "/no8s.store.v1.StoreService/ListEvents"
 )
 
 // StoreServiceClient is the client API for StoreService service.
@@ -79,6 +81,13 @@ type StoreServiceClient interface {
 	ListAdmissionWebhooks(ctx context.Context, in *ListAdmissionWebhooksRequest, opts ...grpc.CallOption) (*ListAdmissionWebhooksResponse, error)
 	UpdateAdmissionWebhook(ctx context.Context, in *UpdateAdmissionWebhookRequest, opts ...grpc.CallOption) (*UpdateAdmissionWebhookResponse, error)
 	DeleteAdmissionWebhook(ctx context.Context, in *DeleteAdmissionWebhookRequest, opts ...grpc.CallOption) (*DeleteAdmissionWebhookResponse, error)
+	// RecordEvent records an Event (the Kubernetes kind) on a resource: no
+	// revision, no change event. A repeat of (type, reason, message) within
+	// the dedup window raises the existing record's count. NotFound when the
+	// resource does not exist.
+	RecordEvent(ctx context.Context, in *RecordEventRequest, opts ...grpc.CallOption) (*RecordEventResponse, error)
+	// ListEvents pages through recorded events, newest first.
+	ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error)
 }
 
 type storeServiceClient struct {
@@ -289,6 +298,26 @@ func (c *storeServiceClient) DeleteAdmissionWebhook(ctx context.Context, in *Del
 	return out, nil
 }
 
+func (c *storeServiceClient) RecordEvent(ctx context.Context, in *RecordEventRequest, opts ...grpc.CallOption) (*RecordEventResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordEventResponse)
+	err := c.cc.Invoke(ctx, StoreService_RecordEvent_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *storeServiceClient) ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListEventsResponse)
+	err := c.cc.Invoke(ctx, StoreService_ListEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // StoreServiceServer is the server API for StoreService service.
 // All implementations must embed UnimplementedStoreServiceServer
 // for forward compatibility.
@@ -327,6 +356,13 @@ type StoreServiceServer interface {
 	ListAdmissionWebhooks(context.Context, *ListAdmissionWebhooksRequest) (*ListAdmissionWebhooksResponse, error)
 	UpdateAdmissionWebhook(context.Context, *UpdateAdmissionWebhookRequest) (*UpdateAdmissionWebhookResponse, error)
 	DeleteAdmissionWebhook(context.Context, *DeleteAdmissionWebhookRequest) (*DeleteAdmissionWebhookResponse, error)
+	// RecordEvent records an Event (the Kubernetes kind) on a resource: no
+	// revision, no change event. A repeat of (type, reason, message) within
+	// the dedup window raises the existing record's count. NotFound when the
+	// resource does not exist.
+	RecordEvent(context.Context, *RecordEventRequest) (*RecordEventResponse, error)
+	// ListEvents pages through recorded events, newest first.
+	ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error)
 	mustEmbedUnimplementedStoreServiceServer()
 }
 
@@ -396,6 +432,12 @@ func (UnimplementedStoreServiceServer) UpdateAdmissionWebhook(context.Context, *
 }
 func (UnimplementedStoreServiceServer) DeleteAdmissionWebhook(context.Context, *DeleteAdmissionWebhookRequest) (*DeleteAdmissionWebhookResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteAdmissionWebhook not implemented")
+}
+func (UnimplementedStoreServiceServer) RecordEvent(context.Context, *RecordEventRequest) (*RecordEventResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordEvent not implemented")
+}
+func (UnimplementedStoreServiceServer) ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListEvents not implemented")
 }
 func (UnimplementedStoreServiceServer) mustEmbedUnimplementedStoreServiceServer() {}
 func (UnimplementedStoreServiceServer) testEmbeddedByValue()                      {}
@@ -778,6 +820,42 @@ func _StoreService_DeleteAdmissionWebhook_Handler(srv interface{}, ctx context.C
 	return interceptor(ctx, in, info, handler)
 }
 
+func _StoreService_RecordEvent_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordEventRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServiceServer).RecordEvent(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StoreService_RecordEvent_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServiceServer).RecordEvent(ctx, req.(*RecordEventRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StoreService_ListEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StoreServiceServer).ListEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StoreService_ListEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StoreServiceServer).ListEvents(ctx, req.(*ListEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // StoreService_ServiceDesc is the grpc.ServiceDesc for StoreService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -864,6 +942,14 @@ var StoreService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteAdmissionWebhook",
 			Handler:    _StoreService_DeleteAdmissionWebhook_Handler,
+		},
+		{
+			MethodName: "RecordEvent",
+			Handler:    _StoreService_RecordEvent_Handler,
+		},
+		{
+			MethodName: "ListEvents",
+			Handler:    _StoreService_ListEvents_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,5 +1,6 @@
-// Package leader runs the scheduler's leader election: a lease with a
-// fencing epoch held in the store (HARD-PARTS 3). A process campaigns until
+// Package leader runs the leader election of a singleton (the scheduler,
+// registry-sync): a lease with a fencing epoch held in the store
+// (HARD-PARTS 3). A process campaigns until
 // it is granted the lease, then runs its term until the lease is lost; the
 // term's context ends the moment the process can no longer prove that it
 // holds the lease, and Term.Valid lets the term check that before each
@@ -38,6 +39,8 @@ type Config struct {
 	Lease time.Duration
 	// Renew is how often a leader renews and a standby campaigns.
 	Renew time.Duration
+	// Name names the singleton in log lines ("scheduler" when empty).
+	Name string
 }
 
 // Term is one stretch of leadership.
@@ -92,6 +95,9 @@ func New(store Store, cfg Config, log *slog.Logger) *Elector {
 	if cfg.Renew <= 0 {
 		cfg.Renew = cfg.Lease / 3
 	}
+	if cfg.Name == "" {
+		cfg.Name = "scheduler"
+	}
 	return &Elector{store: store, cfg: cfg, log: log}
 }
 
@@ -110,25 +116,25 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t *Ter
 		case ctx.Err() != nil:
 			return nil
 		case err != nil:
-			e.log.Warn("scheduler campaign failed", "error", err)
+			e.log.Warn(e.cfg.Name+" campaign failed", "error", err)
 		case !g.Leader:
 			epoch = 0
 			if standbyLogged != g.Holder {
-				e.log.Info("scheduler standby", "leader", g.Holder, "epoch", g.Epoch)
+				e.log.Info(e.cfg.Name+" standby", "leader", g.Holder, "epoch", g.Epoch)
 				standbyLogged = g.Holder
 			}
 		default:
 			standbyLogged = ""
 			t := &Term{Epoch: g.Epoch, Since: sent, until: sent.Add(e.cfg.Lease)}
 			epoch = g.Epoch
-			e.log.Info("scheduler leader", "epoch", g.Epoch)
+			e.log.Info(e.cfg.Name+" leader", "epoch", g.Epoch)
 			stale := e.runTerm(ctx, t, lead)
 			if ctx.Err() != nil {
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.Renew)
 				if err := e.store.Release(rctx, t.Epoch); err != nil {
-					e.log.Warn("scheduler lease release failed", "epoch", t.Epoch, "error", err)
+					e.log.Warn(e.cfg.Name+" lease release failed", "epoch", t.Epoch, "error", err)
 				} else {
-					e.log.Info("scheduler lease released", "epoch", t.Epoch)
+					e.log.Info(e.cfg.Name+" lease released", "epoch", t.Epoch)
 				}
 				cancel()
 				return nil
@@ -136,7 +142,7 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t *Ter
 			if stale {
 				epoch = 0
 			}
-			e.log.Info("scheduler term ended", "epoch", t.Epoch)
+			e.log.Info(e.cfg.Name+" term ended", "epoch", t.Epoch)
 			sent = time.Now() // campaign again one interval after the term, not at once
 		}
 		if !sleep(ctx, time.Until(sent.Add(e.cfg.Renew))) {
@@ -164,7 +170,7 @@ func (e *Elector) runTerm(ctx context.Context, t *Term, lead func(context.Contex
 	expiry := time.NewTimer(time.Until(t.ValidUntil()))
 	defer expiry.Stop()
 	end := func(why string, args ...any) {
-		e.log.Warn("scheduler leadership lost: "+why, append([]any{"epoch", t.Epoch}, args...)...)
+		e.log.Warn(e.cfg.Name+" leadership lost: "+why, append([]any{"epoch", t.Epoch}, args...)...)
 		cancel()
 		<-done
 	}
@@ -176,11 +182,11 @@ func (e *Elector) runTerm(ctx context.Context, t *Term, lead func(context.Contex
 			return false
 		case err := <-done:
 			if errors.Is(err, ErrStale) {
-				e.log.Warn("scheduler epoch found stale; stopping at once", "epoch", t.Epoch)
+				e.log.Warn(e.cfg.Name+" epoch found stale; stopping at once", "epoch", t.Epoch)
 				return true
 			}
 			if err != nil && ctx.Err() == nil {
-				e.log.Error("scheduler term failed", "epoch", t.Epoch, "error", err)
+				e.log.Error(e.cfg.Name+" term failed", "epoch", t.Epoch, "error", err)
 			}
 			return false
 		case <-expiry.C:
@@ -194,7 +200,7 @@ func (e *Elector) runTerm(ctx context.Context, t *Term, lead func(context.Contex
 			g, err := e.campaign(tctx, t.Epoch, t.ValidUntil())
 			switch {
 			case err != nil:
-				e.log.Warn("scheduler lease renewal failed", "epoch", t.Epoch, "error", err)
+				e.log.Warn(e.cfg.Name+" lease renewal failed", "epoch", t.Epoch, "error", err)
 				if !t.Valid() {
 					end("renewals failed for a whole lease")
 					return false

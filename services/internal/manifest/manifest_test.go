@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -39,6 +40,10 @@ webhook_type: validating
 operations: [CREATE, UPDATE]
 ---
 {"kind": "Resource", "type": "DatabaseCluster/v1", "metadata": {"name": "other", "namespace": "team-a"}, "spec": {"storage_gb": 1e2}}
+---
+kind: Namespace
+metadata:
+  name: team-a
 `
 
 func TestParse(t *testing.T) {
@@ -46,7 +51,7 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(docs) != 4 {
+	if len(docs) != 5 {
 		t.Fatalf("%d documents", len(docs))
 	}
 	if ty := docs[0].Type; ty == nil || ty.Name != "DatabaseCluster" || ty.Version != "v1" || !bytes.Contains(ty.Schema, []byte(`"minimum":10`)) {
@@ -69,9 +74,21 @@ func TestParse(t *testing.T) {
 	if got := docs[3].Key(); got != "DatabaseCluster/v1 team-a/other" {
 		t.Fatal(got)
 	}
+	if got := docs[1].Key(); got != "DatabaseCluster/v1 default/production-pg" {
+		t.Fatal(got)
+	}
+	if ns := docs[4].Namespace; ns == nil || ns.Name != "team-a" || docs[4].Key() != "Namespace team-a" {
+		t.Fatalf("namespace %+v %s", ns, docs[4].Key())
+	}
+	// Namespaces first (the resources in them need them), then types,
+	// webhooks, resources; otherwise as read.
 	SortForApply(docs)
-	if docs[0].Kind != KindResourceType || docs[1].Kind != KindAdmissionWebhook || docs[2].Resource.Name != "production-pg" {
-		t.Fatalf("order %v %v %v", docs[0].Kind, docs[1].Kind, docs[2].Kind)
+	var order []string
+	for _, d := range docs {
+		order = append(order, d.Key())
+	}
+	if want := []string{"Namespace team-a", "ResourceType DatabaseCluster/v1", "AdmissionWebhook deny-small", "DatabaseCluster/v1 default/production-pg", "DatabaseCluster/v1 team-a/other"}; !slices.Equal(order, want) {
+		t.Fatalf("order %q, want %q", order, want)
 	}
 }
 
@@ -94,6 +111,11 @@ func TestParseErrors(t *testing.T) {
 		{"bad yaml", "---\n---\nkind: [\n", "f.yaml: document 1 (line 3): not valid YAML"},
 		{"scalar", "just a string\n", "a document must be a mapping"},
 		{"empty namespace", "kind: Resource\ntype: A/v1\nmetadata: {name: a, namespace: \"\"}\n", "/metadata/namespace: namespace must not be empty"},
+		{"bad namespace", "kind: Resource\ntype: A/v1\nmetadata: {name: a, namespace: Team_A}\n", `/metadata/namespace: "Team_A" is not a valid namespace`},
+		{"namespace without name", "kind: Namespace\nmetadata: {}\n", "/metadata/name: name is required"},
+		{"namespace without metadata", "kind: Namespace\n", "/metadata/name: name is required"},
+		{"namespace bad name", "kind: Namespace\nmetadata: {name: Team_A}\n", `/metadata/name: "Team_A" is not a valid namespace`},
+		{"namespace extra field", "kind: Namespace\nmetadata: {name: a, labels: {x: y}}\nspec: {}\n", "/spec: unknown field (allowed: kind, metadata)\n  /metadata/labels: unknown field (allowed: name)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in
@@ -229,6 +251,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(sample))
 	f.Add([]byte("kind: Resource\ntype: A/v1\nmetadata: {name: a, labels: {x: y}}\nspec: {a: [1, 2, {b: c}]}\n"))
 	f.Add([]byte("{\"kind\": \"ResourceType\", \"metadata\": {\"name\": \"A\"}, \"version\": \"v1\", \"schema\": {}}"))
+	f.Add([]byte("kind: Namespace\nmetadata: {name: team-a}\n---\nkind: Resource\ntype: A/v1\nmetadata: {name: a, namespace: team-a}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		docs, err := Parse("fuzz.yaml", data)
 		if err != nil {
@@ -251,9 +274,39 @@ func FuzzParse(f *testing.F) {
 				if d.Webhook.Name == "" || !utf8.Valid(d.Webhook.Body) {
 					t.Fatalf("bad webhook %+v", d.Webhook)
 				}
+			case d.Namespace != nil:
+				if d.Namespace.Name == "" {
+					t.Fatalf("incomplete namespace %+v", d.Namespace)
+				}
 			default:
 				t.Fatalf("empty document %+v", d)
 			}
 		}
 	})
+}
+
+// The documented examples (docs/examples) parse, and all-in-one.yaml holds
+// every kind, its namespace applied first though written last.
+func TestDocsExamples(t *testing.T) {
+	docs, err := Read([]string{filepath.Join("..", "..", "..", "docs", "examples")}, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{}
+	for _, d := range docs {
+		kinds[d.Kind] = true
+	}
+	for _, k := range []string{KindNamespace, KindResourceType, KindAdmissionWebhook, KindResource} {
+		if !kinds[k] {
+			t.Errorf("no %s in docs/examples", k)
+		}
+	}
+	all, err := Read([]string{filepath.Join("..", "..", "..", "docs", "examples", "all-in-one.yaml")}, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	SortForApply(all)
+	if all[0].Key() != "Namespace storage" || all[len(all)-1].Key() != "Bucket/v1 storage/backups" {
+		t.Fatalf("all-in-one.yaml applies %s first and %s last", all[0].Key(), all[len(all)-1].Key())
+	}
 }

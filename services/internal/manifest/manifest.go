@@ -20,24 +20,26 @@ import (
 
 // The kinds of document.
 const (
+	KindNamespace        = "Namespace"
 	KindResourceType     = "ResourceType"
 	KindAdmissionWebhook = "AdmissionWebhook"
 	KindResource         = "Resource"
 )
 
-// DefaultNamespace is the namespace of a resource whose document names none.
-const DefaultNamespace = "default"
+// kinds lists the kinds, for messages.
+const kinds = "Namespace, ResourceType, AdmissionWebhook, Resource"
 
-// Document is one decoded document: exactly one of Type, Webhook and
-// Resource is set, as Kind says.
+// Document is one decoded document: exactly one of Namespace, Type,
+// Webhook and Resource is set, as Kind says.
 type Document struct {
 	// Source says where the document came from, for messages.
 	Source Source
 	Kind   string
 
-	Type     *ResourceType
-	Webhook  *Webhook
-	Resource *Resource
+	Namespace *Namespace
+	Type      *ResourceType
+	Webhook   *Webhook
+	Resource  *Resource
 }
 
 // Source is where a document was read: a file (or "-" for standard input),
@@ -53,23 +55,37 @@ func (s Source) String() string {
 	return fmt.Sprintf("%s: document %d (line %d)", s.File, s.Doc, s.Line)
 }
 
-// Key names the object a document describes: "ResourceType DatabaseCluster/v1",
-// "AdmissionWebhook deny-small", "DatabaseCluster/v1 default/production-pg"
-// (a resource without a namespace shows default).
+// Key names the object a document describes: "Namespace team-a",
+// "ResourceType DatabaseCluster/v1", "AdmissionWebhook deny-small",
+// "DatabaseCluster/v1 default/production-pg" (a resource without a
+// namespace shows default).
 func (d Document) Key() string {
 	switch {
+	case d.Namespace != nil:
+		return NamespaceKey(d.Namespace.Name)
 	case d.Type != nil:
 		return KindResourceType + " " + d.Type.Name + "/" + d.Type.Version
 	case d.Webhook != nil:
 		return KindAdmissionWebhook + " " + d.Webhook.Name
 	case d.Resource != nil:
-		ns := d.Resource.Namespace
-		if ns == "" {
-			ns = DefaultNamespace
-		}
-		return d.Resource.TypeName + "/" + d.Resource.TypeVersion + " " + ns + "/" + d.Resource.Name
+		return ResourceKey(d.Resource.TypeName, d.Resource.TypeVersion, d.Resource.Namespace, d.Resource.Name)
 	}
 	return d.Kind
+}
+
+// ResourceKey is how messages name a resource: "Type/version
+// namespace/name", the namespace defaulted as the API does.
+func ResourceKey(typeName, typeVersion, namespace, name string) string {
+	return typeName + "/" + typeVersion + " " + names.OrDefault(namespace) + "/" + name
+}
+
+// NamespaceKey is how messages name a namespace: "Namespace team-a".
+func NamespaceKey(name string) string { return KindNamespace + " " + name }
+
+// Namespace is a kind: Namespace document: the body of
+// POST /api/v1/namespaces.
+type Namespace struct {
+	Name string
 }
 
 // ResourceType is a kind: ResourceType document: the body of
@@ -175,13 +191,15 @@ func decode(src Source, text []byte) (*Document, error) {
 	}
 	var kind string
 	if raw, ok := top["kind"]; !ok {
-		return nil, fail("kind is missing", names.FieldError{Path: "/kind", Message: "must be one of ResourceType, AdmissionWebhook, Resource"})
+		return nil, fail("kind is missing", names.FieldError{Path: "/kind", Message: "must be one of " + kinds})
 	} else if json.Unmarshal(raw, &kind) != nil {
-		return nil, fail("kind must be a string", names.FieldError{Path: "/kind", Message: "must be one of ResourceType, AdmissionWebhook, Resource"})
+		return nil, fail("kind must be a string", names.FieldError{Path: "/kind", Message: "must be one of " + kinds})
 	}
 	d := &Document{Source: src, Kind: kind}
 	var fields []names.FieldError
 	switch kind {
+	case KindNamespace:
+		d.Namespace, fields = decodeNamespace(top)
 	case KindResourceType:
 		d.Type, fields = decodeType(top)
 	case KindAdmissionWebhook:
@@ -189,7 +207,7 @@ func decode(src Source, text []byte) (*Document, error) {
 	case KindResource:
 		d.Resource, fields = decodeResource(top)
 	default:
-		return nil, fail(fmt.Sprintf("unknown kind %q", kind), names.FieldError{Path: "/kind", Message: "must be one of ResourceType, AdmissionWebhook, Resource"})
+		return nil, fail(fmt.Sprintf("unknown kind %q", kind), names.FieldError{Path: "/kind", Message: "must be one of " + kinds})
 	}
 	if len(fields) > 0 {
 		return nil, fail("invalid "+kind, fields...)
@@ -507,6 +525,23 @@ func metadata(top map[string]json.RawMessage, allowed []string, errs *[]names.Fi
 	return md
 }
 
+func decodeNamespace(top map[string]json.RawMessage) (*Namespace, []names.FieldError) {
+	errs := unknownFields(top, "", "kind", "metadata")
+	md := metadata(top, []string{"name"}, &errs)
+	ns := &Namespace{Name: str(md, "name", "/metadata/name", &errs)}
+	_, hasMetadata := top["metadata"]
+	switch fe := names.Namespace("/metadata/name", ns.Name); {
+	case fe == nil:
+	case ns.Name == "":
+		if hasMetadata { // else metadata reported it
+			errs = append(errs, names.FieldError{Path: "/metadata/name", Message: "name is required"})
+		}
+	default:
+		errs = append(errs, *fe)
+	}
+	return ns, errs
+}
+
 func decodeType(top map[string]json.RawMessage) (*ResourceType, []names.FieldError) {
 	errs := unknownFields(top, "", "kind", "metadata", "version", "description", "schema", "reconcile_policy")
 	md := metadata(top, []string{"name"}, &errs)
@@ -580,8 +615,10 @@ func decodeResource(top map[string]json.RawMessage) (*Resource, []names.FieldErr
 		errs = append(errs, *fe)
 	}
 	if _, given := md["namespace"]; given {
-		if fe := names.Name("/metadata/namespace", r.Namespace); fe != nil {
-			fe.Message = strings.Replace(fe.Message, "name is required", "namespace must not be empty (leave it out for default)", 1)
+		if fe := names.Namespace("/metadata/namespace", r.Namespace); fe != nil {
+			if r.Namespace == "" {
+				fe.Message = "namespace must not be empty (leave it out for the CLI's namespace)"
+			}
 			errs = append(errs, *fe)
 		}
 	}
@@ -612,21 +649,24 @@ func decodeResource(top map[string]json.RawMessage) (*Resource, []names.FieldErr
 	return r, errs
 }
 
-// kindOrder ranks kinds for applying: types first, then webhooks, then
-// resources (so that one apply can register a type and create resources of
-// it, with the webhooks that admit them in place).
+// kindOrder ranks kinds for applying: namespaces first, then types, then
+// webhooks, then resources (so that one apply can create a namespace,
+// register a type and create resources of it in that namespace, with the
+// webhooks that admit them in place).
 func kindOrder(kind string) int {
 	switch kind {
-	case KindResourceType:
+	case KindNamespace:
 		return 0
-	case KindAdmissionWebhook:
+	case KindResourceType:
 		return 1
+	case KindAdmissionWebhook:
+		return 2
 	}
-	return 2
+	return 3
 }
 
-// SortForApply orders documents for apply: by kind (types, webhooks,
-// resources), otherwise as read. Delete goes the other way round.
+// SortForApply orders documents for apply: by kind (namespaces, types,
+// webhooks, resources), otherwise as read. Delete goes the other way round.
 func SortForApply(docs []Document) {
 	slices.SortStableFunc(docs, func(a, b Document) int { return kindOrder(a.Kind) - kindOrder(b.Kind) })
 }

@@ -1,0 +1,73 @@
+package names
+
+import (
+	"fmt"
+	"regexp"
+	"unicode/utf8"
+)
+
+// Event types (Events in the Kubernetes sense: records attached to a
+// resource, apart from the change stream).
+const (
+	// EventNormal is an event that reports progress.
+	EventNormal = "Normal"
+	// EventWarning is an event that reports a problem.
+	EventWarning = "Warning"
+)
+
+// Bounds of an Event.
+const (
+	// MaxEventReasonLength bounds an Event's reason.
+	MaxEventReasonLength = 128
+	// MaxEventMessageBytes bounds an Event's message.
+	MaxEventMessageBytes = 1024
+	// MaxEventSourceBytes bounds an Event's source (the emitting component).
+	MaxEventSourceBytes = 253
+)
+
+var eventReasonRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,127}$`)
+
+// EventType checks an Event's type: Normal or Warning.
+func EventType(path, t string) *FieldError {
+	if t != EventNormal && t != EventWarning {
+		return &FieldError{Path: path, Message: fmt.Sprintf("%q is not an event type: Normal or Warning", truncate(t))}
+	}
+	return nil
+}
+
+// EventReason checks an Event's reason: a CamelCase word such as
+// TenantDeleted, at most 128 letters and digits.
+func EventReason(path, r string) *FieldError {
+	if !eventReasonRE.MatchString(r) {
+		return &FieldError{Path: path, Message: fmt.Sprintf("%q is not an event reason: an upper-case letter, then letters and digits, at most %d (TenantDeleted)", truncate(r), MaxEventReasonLength)}
+	}
+	return nil
+}
+
+// EventMessage checks an Event's message: required, at most
+// MaxEventMessageBytes bytes of valid UTF-8.
+func EventMessage(path, m string) *FieldError {
+	switch {
+	case m == "":
+		return &FieldError{Path: path, Message: "message is required"}
+	case len(m) > MaxEventMessageBytes:
+		return &FieldError{Path: path, Message: fmt.Sprintf("message is %d bytes, more than %d", len(m), MaxEventMessageBytes)}
+	case !utf8.ValidString(m):
+		return &FieldError{Path: path, Message: "message is not valid UTF-8"}
+	}
+	return nil
+}
+
+// TruncateEventMessage cuts m to at most MaxEventMessageBytes bytes on a
+// character boundary, marking the cut with "...", for emitters that would
+// rather shorten a long message than lose the event.
+func TruncateEventMessage(m string) string {
+	if len(m) <= MaxEventMessageBytes {
+		return m
+	}
+	cut := MaxEventMessageBytes - 3
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return m[:cut] + "..."
+}

@@ -1,0 +1,121 @@
+package admission
+
+// Admission of the built-in tenant types (seed 002, issue 14 scope 3): kro
+// checks its resource graphs statically before anything runs, and so do we.
+// A TenantTemplate is refused unless its registry exists, its resource ids
+// are unique, its dependIds name existing ids without a cycle (the error
+// names the cycle), its templates parse, and every resource rendered with a
+// sample row validates against its target type's schema (errors name the
+// resource id and the field path). A TenantRegistry's datasource host must
+// pass the outbound address rule that webhooks follow.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/no8s/no8s/libs/api/names"
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
+	"github.com/no8s/no8s/services/internal/tenancy"
+)
+
+// checkTenantTypes runs the checks of the built-in tenant types on an
+// admitted (defaulted) resource; other types pass.
+func (h *handler) checkTenantTypes(ctx context.Context, r *storev1.Resource) error {
+	if r.GetResourceTypeVersion() != tenancy.Version {
+		return nil
+	}
+	var errs []problem.FieldError
+	var err error
+	switch r.GetResourceTypeName() {
+	case tenancy.RegistryType:
+		errs = h.checkRegistry(r)
+	case tenancy.TemplateType:
+		errs, err = h.checkTemplate(ctx, r)
+	default:
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return problem.New(problem.Invalid, problem.CodeValidation, "%s %q is refused: %s", r.GetResourceTypeName(), r.GetName(), errs[0].Message).
+			WithFields(errs...)
+	}
+	return nil
+}
+
+func (h *handler) checkRegistry(r *storev1.Resource) []problem.FieldError {
+	var spec tenancy.RegistrySpec
+	if err := json.Unmarshal(r.GetSpec(), &spec); err != nil {
+		return []problem.FieldError{{Path: "/spec", Message: err.Error()}}
+	}
+	if err := h.outbound.CheckURL("tcp://" + spec.Source.Host); err != nil {
+		return []problem.FieldError{{Path: "/spec/source/host", Message: err.Error()}}
+	}
+	return nil
+}
+
+func (h *handler) checkTemplate(ctx context.Context, r *storev1.Resource) ([]problem.FieldError, error) {
+	var spec tenancy.TemplateSpec
+	if err := json.Unmarshal(r.GetSpec(), &spec); err != nil {
+		return []problem.FieldError{{Path: "/spec", Message: err.Error()}}, nil
+	}
+	reg, err := h.cache.store.GetResource(ctx, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: &storev1.ResourceName{
+		ResourceTypeName: tenancy.RegistryType, ResourceTypeVersion: tenancy.Version, Namespace: r.GetNamespace(), Name: spec.RegistryID,
+	}}})
+	var extra map[string]string
+	pe := problem.As(grpcstatus.FromStatus(err))
+	switch {
+	case pe != nil && pe.Kind == problem.NotFound:
+		return []problem.FieldError{{Path: "/spec/registryId", Message: fmt.Sprintf("no TenantRegistry %q in namespace %q (a template references the registry of its own namespace)", spec.RegistryID, r.GetNamespace())}}, nil
+	case err != nil:
+		return nil, grpcstatus.FromStatus(err)
+	default:
+		var rs tenancy.RegistrySpec
+		if err := json.Unmarshal(reg.GetResource().GetSpec(), &rs); err == nil {
+			extra = rs.ExtraValueMappings
+		}
+	}
+	errs := tenancy.CheckTemplate(spec)
+	if len(errs) > 0 {
+		return errs, nil
+	}
+	sample := tenancy.SampleValues(spec.RegistryID, r.GetName(), extra)
+	for i, tr := range spec.Resources {
+		base := fmt.Sprintf("/spec/resources/%d", i)
+		rendered, err := tenancy.Render(tr, sample)
+		if err != nil {
+			var re *tenancy.RenderError
+			if errors.As(err, &re) {
+				errs = append(errs, problem.FieldError{Path: base + re.Path, Message: fmt.Sprintf("resource %q: rendered with a sample row: %v", tr.ID, re.Err)})
+				continue
+			}
+			return nil, err
+		}
+		if fe := names.Name(base+"/nameTemplate", rendered.Name); fe != nil {
+			errs = append(errs, problem.FieldError{Path: fe.Path, Message: fmt.Sprintf("resource %q: the name rendered with a sample row, %q, is not a DNS-1123 label", tr.ID, rendered.Name)})
+		}
+		c, err := h.cache.get(ctx, tr.TypeName, tr.TypeVersion, true)
+		if err != nil {
+			if pe := problem.As(err); pe != nil && pe.Code == problem.CodeUnknownType {
+				errs = append(errs, problem.FieldError{Path: base + "/typeName", Message: fmt.Sprintf("resource %q: resource type %s/%s does not exist", tr.ID, tr.TypeName, tr.TypeVersion)})
+				continue
+			}
+			return nil, err
+		}
+		_, violations, err := c.schema.Admit(rendered.Spec)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range violations {
+			errs = append(errs, problem.FieldError{Path: base + v.Path,
+				Message: fmt.Sprintf("resource %q (%s/%s) rendered with a sample row: %s: %s", tr.ID, tr.TypeName, tr.TypeVersion, strings.TrimPrefix(v.Path, "/spec"), v.Message)})
+		}
+	}
+	return errs, nil
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // the datasource's setup
+)
+
+// The "tenants" scenario (issue 14): registry-sync keeps 10,000 Tenants
+// from a 10,000-row MariaDB table with one template; then a periodic sync
+// that finds nothing to change must take under a second and leave the
+// store's revision where it was. The duration is registry-sync's own
+// (its debug log line per sync: datasource read, Tenant list, comparison).
+const (
+	tenantRows      = 10000
+	tenantSyncLimit = time.Second
+	mariaDBBench    = "root@tcp(127.0.0.1:3306)/"
+)
+
+var syncLineRE = regexp.MustCompile(`msg=sync .*registry=bench-registry.*created=(\d+) updated=(\d+) deleted=(\d+) unchanged=(\d+) desired=(\d+) duration_ms=([0-9.]+)`)
+
+func benchTenants(ctx context.Context, env *benchEnv) error {
+	if err := env.Fresh(ctx); err != nil {
+		return err
+	}
+	if env.pool == nil {
+		return errors.New("the tenants scenario needs the PostgreSQL backend")
+	}
+	admin, err := sql.Open("mysql", mariaDBBench)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	dbName := "no8s_bench_" + hex.EncodeToString(b)
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+dbName); err != nil {
+		return fmt.Errorf("MariaDB at 127.0.0.1:3306: %w", err)
+	}
+	defer func() { _, _ = admin.ExecContext(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS "+dbName) }()
+	if _, err := admin.ExecContext(ctx, "CREATE TABLE "+dbName+".tenants (id VARCHAR(64), url VARCHAR(200), active VARCHAR(8))"); err != nil {
+		return err
+	}
+	for start := 0; start < tenantRows; start += 1000 {
+		var vals []string
+		for i := start; i < start+1000; i++ {
+			vals = append(vals, fmt.Sprintf("('t%05d', 'https://t%05d.example.com', '1')", i, i))
+		}
+		if _, err := admin.ExecContext(ctx, "INSERT INTO "+dbName+".tenants VALUES "+strings.Join(vals, ",")); err != nil {
+			return err
+		}
+	}
+	if _, err := env.startScheduler(ctx, "bench-tenants"); err != nil {
+		return err
+	}
+	if err := env.startNoopReplicas(ctx, "noop-tenants", []string{"Tenant/v1"}, []string{"t1"}); err != nil {
+		return err
+	}
+	sp, err := env.startProcEnv("registry-sync", filepath.Join(env.binDir, "no8s-registry-sync"), []string{"NO8S_LOG_LEVEL=debug"}, "--api-url", env.gatewayURL,
+		"--store-addr", env.workerAddr, "--nats-url", env.natsURL, "--replica-id", "bench", "--outbound-allow", "loopback,private",
+		"--writes", "16", "--health-listen", "off")
+	if err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 30*time.Second, "registry-sync serving TenantRegistry/v1", sp, func() error {
+		return registered(ctx, env.natsURL, []string{"TenantRegistry/v1", "TenantTemplate/v1"})
+	}); err != nil {
+		return err
+	}
+	if _, err := env.postJSON(ctx, "/api/v1/resource-types", map[string]any{"name": "BenchApp", "version": "v1",
+		"schema": map[string]any{"type": "object", "properties": map[string]any{"host": map[string]any{"type": "string"}}}}); err != nil {
+		return err
+	}
+	if _, err := env.postJSON(ctx, "/api/v1/resources", map[string]any{"name": "bench-registry", "resource_type_name": "TenantRegistry",
+		"resource_type_version": "v1", "spec": map[string]any{
+			"source":        map[string]any{"type": "mysql", "host": "127.0.0.1", "database": dbName, "table": "tenants", "username": "root"},
+			"syncInterval":  "3s",
+			"valueMappings": map[string]any{"uid": "id", "hostOrUrl": "url", "activate": "active"}}}); err != nil {
+		return err
+	}
+	created := time.Now()
+	if _, err := env.postJSON(ctx, "/api/v1/resources", map[string]any{"name": "bench-web", "resource_type_name": "TenantTemplate",
+		"resource_type_version": "v1", "spec": map[string]any{"registryId": "bench-registry", "resources": []any{map[string]any{
+			"id": "app", "typeName": "BenchApp", "typeVersion": "v1", "nameTemplate": "{{ .uid }}-app", "spec": map[string]any{"host": "{{ .host }}"}}}}}); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 10*time.Minute, "10,000 Tenants", sp, func() error {
+		var n int
+		if err := env.pool.QueryRow(ctx, `SELECT count(*) FROM resources WHERE resource_type_name = 'Tenant' AND status = 'ready'`).Scan(&n); err != nil {
+			return err
+		}
+		if n < tenantRows {
+			return fmt.Errorf("%d ready", n)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	fmt.Printf("stack: %s, registry-sync, noop serving Tenant/v1; MariaDB table of %d rows, one template\n", describeServices(env), tenantRows)
+	fmt.Printf("initial sync: %d Tenants created and ready in %s\n", tenantRows, time.Since(created).Round(100*time.Millisecond))
+
+	// Let the registry's status settle, then watch three no-change syncs.
+	revision := func() (int64, error) {
+		var r int64
+		err := env.pool.QueryRow(ctx, `SELECT last_value FROM revision_seq`).Scan(&r)
+		return r, err
+	}
+	if err := waitFor(ctx, time.Minute, "the registry's status written", sp, func() error {
+		_, _, body, err := env.do(ctx, "GET", "/api/v1/resources/by-name/TenantRegistry/v1/bench-registry", nil)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(body), `"ready":10000`) {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	before, err := revision()
+	if err != nil {
+		return err
+	}
+	seenLines := countSyncLines(sp.logPath)
+	var durations []time.Duration
+	if err := waitFor(ctx, time.Minute, "three no-change syncs", sp, func() error {
+		lines := syncLines(sp.logPath)
+		durations = durations[:0]
+		for _, m := range lines[min(seenLines, len(lines)):] {
+			if m[1] != "0" || m[2] != "0" || m[3] != "0" || m[5] != strconv.Itoa(tenantRows) {
+				return fmt.Errorf("a sync changed something: %v", m)
+			}
+			ms, _ := strconv.ParseFloat(m[6], 64)
+			durations = append(durations, time.Duration(ms*float64(time.Millisecond)))
+		}
+		if len(durations) < 3 {
+			return fmt.Errorf("%d no-change syncs so far", len(durations))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	after, err := revision()
+	if err != nil {
+		return err
+	}
+	worst := durations[0]
+	for _, d := range durations {
+		worst = max(worst, d)
+	}
+	fmt.Printf("no-change syncs of %d rows: %v (each: read the table, list the Tenants, compare)\n", tenantRows, durations)
+	printTargets(
+		targetResult{"no-change sync of 10,000 rows", worst < tenantSyncLimit, fmt.Sprintf("slowest %s (target < %s)", fmtDur(worst), tenantSyncLimit)},
+		targetResult{"store revision across the no-change syncs", after == before, fmt.Sprintf("%d → %d (target unchanged)", before, after)},
+	)
+	return nil
+}
+
+func syncLines(path string) [][]string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out [][]string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if m := syncLineRE.FindStringSubmatch(sc.Text()); m != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func countSyncLines(path string) int { return len(syncLines(path)) }

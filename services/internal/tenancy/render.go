@@ -1,0 +1,159 @@
+package tenancy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/no8s/no8s/services/internal/resource"
+)
+
+// Values are a row's template variables: uid, hostOrUrl, host (extracted
+// from hostOrUrl), activate, registryId, templateRef and the registry's extra
+// mappings.
+type Values map[string]string
+
+// RowValues builds the template variables of a row.
+func RowValues(registry, tmpl, uid, hostOrURL, activate string, extra map[string]string) Values {
+	v := Values{}
+	maps.Copy(v, extra)
+	v["uid"], v["hostOrUrl"], v["host"], v["activate"] = uid, hostOrURL, ToHost(hostOrURL), activate
+	v["registryId"], v["templateRef"] = registry, tmpl
+	return v
+}
+
+// Rendered is a template resource rendered with a row's values.
+type Rendered struct {
+	Name        string
+	Labels      map[string]string
+	Annotations map[string]string
+	// Spec is the rendered spec, a JSON object: every string in the
+	// template's spec (keys included) is rendered as a template.
+	Spec []byte
+}
+
+// RenderError is a template that did not parse or execute; Path is the
+// JSON pointer of the field under the resource (/nameTemplate,
+// /spec/containers/0/image).
+type RenderError struct {
+	Path string
+	Err  error
+}
+
+func (e *RenderError) Error() string { return e.Path + ": " + e.Err.Error() }
+
+func (e *RenderError) Unwrap() error { return e.Err }
+
+// parse parses one template text with the function map. Missing keys are
+// errors (a typo in a variable name must not render as "<no value>").
+func parse(path, text string) (*template.Template, error) {
+	t, err := template.New(path).Funcs(FuncMap()).Option("missingkey=error").Parse(text)
+	if err != nil {
+		return nil, &RenderError{Path: path, Err: err}
+	}
+	return t, nil
+}
+
+func execute(path, text string, v Values) (string, error) {
+	t, err := parse(path, text)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, map[string]string(v)); err != nil {
+		return "", &RenderError{Path: path, Err: err}
+	}
+	return b.String(), nil
+}
+
+// Render renders r with the values v.
+func Render(r TResource, v Values) (*Rendered, error) {
+	out := &Rendered{Labels: map[string]string{}, Annotations: map[string]string{}}
+	var err error
+	if out.Name, err = execute("/nameTemplate", r.NameTemplate, v); err != nil {
+		return nil, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.LabelsTemplate)) {
+		if out.Labels[k], err = execute("/labelsTemplate/"+resource.EscapePointer(k), r.LabelsTemplate[k], v); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.AnnotationsTemplate)) {
+		if out.Annotations[k], err = execute("/annotationsTemplate/"+resource.EscapePointer(k), r.AnnotationsTemplate[k], v); err != nil {
+			return nil, err
+		}
+	}
+	spec, err := decodeSpec(r.Spec)
+	if err != nil {
+		return nil, &RenderError{Path: "/spec", Err: err}
+	}
+	rendered, err := renderValue("/spec", spec, v)
+	if err != nil {
+		return nil, err
+	}
+	if out.Spec, err = resource.Marshal(rendered); err != nil {
+		return nil, &RenderError{Path: "/spec", Err: err}
+	}
+	return out, nil
+}
+
+func decodeSpec(raw json.RawMessage) (any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, fmt.Errorf("spec must be a JSON object")
+	}
+	return v, nil
+}
+
+// renderValue renders every string (keys too) in a decoded JSON value.
+func renderValue(path string, x any, v Values) (any, error) {
+	switch x := x.(type) {
+	case string:
+		if !strings.Contains(x, "{{") {
+			return x, nil
+		}
+		return execute(path, x, v)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			p := path + "/" + resource.EscapePointer(k)
+			key := k
+			if strings.Contains(k, "{{") {
+				var err error
+				if key, err = execute(p, k, v); err != nil {
+					return nil, err
+				}
+			}
+			r, err := renderValue(p, x[k], v)
+			if err != nil {
+				return nil, err
+			}
+			out[key] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			r, err := renderValue(path+"/"+strconv.Itoa(i), e, v)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	}
+	return x, nil
+}

@@ -1,0 +1,108 @@
+package tenancy
+
+import (
+	"encoding/json"
+
+	"github.com/no8s/no8s/libs/sdk/secret"
+)
+
+// The built-in types (created by the store's migrations).
+const (
+	RegistryType = "TenantRegistry"
+	TemplateType = "TenantTemplate"
+	TenantType   = "Tenant"
+	// Version is the version of all three.
+	Version = "v1"
+)
+
+// SyncLease is registry-sync's leader lease and reconciler name: its
+// fenced writes carry it, and only they may create or change Tenants.
+const SyncLease = "registry-sync"
+
+// Labels registry-sync puts on every Tenant: they name its registry and
+// template, so the Tenants of one are listed by label selector.
+const (
+	LabelRegistry = "tenants.no8s.io/registry"
+	LabelTemplate = "tenants.no8s.io/template"
+)
+
+// Datasource types.
+const (
+	SourceMySQL    = "mysql"
+	SourcePostgres = "postgres"
+)
+
+// RegistrySpec is a TenantRegistry's spec.
+type RegistrySpec struct {
+	Source             Source            `json:"source"`
+	SyncInterval       string            `json:"syncInterval"`
+	ValueMappings      ValueMappings     `json:"valueMappings"`
+	ExtraValueMappings map[string]string `json:"extraValueMappings"`
+}
+
+// Source is a registry's datasource.
+type Source struct {
+	Type        string     `json:"type"`
+	Host        string     `json:"host"`
+	Port        int        `json:"port,omitempty"`
+	Database    string     `json:"database"`
+	Table       string     `json:"table,omitempty"`
+	Query       string     `json:"query,omitempty"`
+	Username    string     `json:"username,omitempty"`
+	UsernameRef secret.Ref `json:"usernameRef,omitzero"`
+	PasswordRef secret.Ref `json:"passwordRef,omitzero"`
+}
+
+// DefaultPort is the port of a source type when the spec names none.
+func (s Source) DefaultPort() int {
+	if s.Port != 0 {
+		return s.Port
+	}
+	if s.Type == SourcePostgres {
+		return 5432
+	}
+	return 3306
+}
+
+// ValueMappings names the columns of the required values.
+type ValueMappings struct {
+	UID       string `json:"uid"`
+	HostOrURL string `json:"hostOrUrl"`
+	Activate  string `json:"activate"`
+}
+
+// TemplateSpec is a TenantTemplate's spec.
+type TemplateSpec struct {
+	RegistryID string      `json:"registryId"`
+	Resources  []TResource `json:"resources"`
+}
+
+// TResource is one resource of a template (the seed's TResource): a no8s
+// resource of any registered type, its name, labels, annotations and spec
+// rendered per tenant row.
+type TResource struct {
+	ID                  string            `json:"id"`
+	TypeName            string            `json:"typeName"`
+	TypeVersion         string            `json:"typeVersion"`
+	NameTemplate        string            `json:"nameTemplate"`
+	LabelsTemplate      map[string]string `json:"labelsTemplate,omitempty"`
+	AnnotationsTemplate map[string]string `json:"annotationsTemplate,omitempty"`
+	Spec                json.RawMessage   `json:"spec"`
+	DependIDs           []string          `json:"dependIds,omitempty"`
+	CreationPolicy      string            `json:"creationPolicy,omitempty"`
+	DeletionPolicy      string            `json:"deletionPolicy,omitempty"`
+	ConflictPolicy      string            `json:"conflictPolicy,omitempty"`
+	PatchStrategy       string            `json:"patchStrategy,omitempty"`
+	WaitForReady        *bool             `json:"waitForReady,omitempty"`
+	TimeoutSeconds      int32             `json:"timeoutSeconds,omitempty"`
+}
+
+// TenantSpec is a Tenant's spec: one active row of a registry with one
+// template that references it.
+type TenantSpec struct {
+	RegistryID  string            `json:"registryId"`
+	TemplateRef string            `json:"templateRef"`
+	UID         string            `json:"uid"`
+	Values      map[string]string `json:"values"`
+	Resources   []json.RawMessage `json:"resources"`
+}

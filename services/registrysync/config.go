@@ -1,0 +1,54 @@
+package registrysync
+
+import (
+	"time"
+
+	"github.com/no8s/no8s/libs/sdk/outbound"
+	"github.com/no8s/no8s/services/registrysync/datasource"
+)
+
+// Config configures registry-sync.
+type Config struct {
+	// APIURL is the public REST API (the gateway): every Tenant and Event
+	// write goes there, fenced, through admission like any client's.
+	APIURL string
+	// ReplicaID names this replica; the leader lease holder is
+	// registry-sync/<ReplicaID>.
+	ReplicaID string
+	// Lease is the leader lease; Renew how often it is renewed (Lease/3
+	// when zero).
+	Lease, Renew time.Duration
+	// WorkerLease is the reconcile lease of the registries' and templates'
+	// own reconciles.
+	WorkerLease time.Duration
+	// SecretEnvPrefix is required of every environment variable a
+	// registry's credentials name; SecretDir, when set, must contain every
+	// file they name (file references are refused without it).
+	SecretEnvPrefix, SecretDir string
+	// Outbound is the address rule for datasources (webhooks' rule).
+	Outbound outbound.Policy
+	// Limits bound every datasource read.
+	Limits datasource.Limits
+	// Writes is the number of Tenant writes in flight during a sync.
+	Writes int
+	// Poll is how often registries and templates are listed for changes.
+	Poll time.Duration
+	// Settle is how soon a registry is synced again while its Tenants are
+	// not all ready or failed yet (so that its status counts converge),
+	// when that is sooner than its syncInterval.
+	Settle time.Duration
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		APIURL:          "http://127.0.0.1:8000",
+		Lease:           6 * time.Second,
+		WorkerLease:     15 * time.Second,
+		SecretEnvPrefix: "NO8S_REGISTRY_",
+		Limits:          datasource.Limits{StatementTimeout: 10 * time.Second, RowLimit: 100000},
+		Writes:          8,
+		Poll:            500 * time.Millisecond,
+		Settle:          2 * time.Second,
+	}
+}

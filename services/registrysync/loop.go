@@ -1,0 +1,244 @@
+package registrysync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/services/internal/leader"
+	"github.com/no8s/no8s/services/internal/tenancy"
+)
+
+// syncer is the leader's loop: it lists registries and templates every
+// Poll (and at once when kicked), and syncs each registry when its
+// interval is due, when its spec or the set of templates referencing it
+// changed, or when it is being deleted. It keeps the latest result of each
+// registry for the registry's reconcile, which writes the status, and asks
+// for that reconcile (a manual trigger) only when the status would change.
+type syncer struct {
+	svc  *Service
+	term *leader.Term
+	log  *slog.Logger
+	kick chan struct{}
+
+	mu      sync.Mutex
+	state   map[string]*regState
+	pending map[string]map[string]pendingDelete
+	// changed is closed (and replaced) whenever a result is recorded.
+	changed chan struct{}
+}
+
+// regState is what the loop knows of one registry.
+type regState struct {
+	generation int64
+	templates  string
+	deleting   bool
+	next       time.Time
+	last       *result
+	// triggered is the summary last asked to be written.
+	triggered string
+	trigAt    time.Time
+}
+
+func newSyncer(svc *Service, t *leader.Term) *syncer {
+	return &syncer{svc: svc, term: t, log: svc.log.With("epoch", t.Epoch), kick: make(chan struct{}, 1),
+		state: map[string]*regState{}, pending: map[string]map[string]pendingDelete{}, changed: make(chan struct{})}
+}
+
+// Kick asks for a round now.
+func (s *syncer) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run runs rounds until ctx ends or the epoch is found stale.
+func (s *syncer) run(ctx context.Context) error {
+	t := time.NewTicker(s.svc.cfg.Poll)
+	defer t.Stop()
+	for {
+		if err := s.round(ctx); err != nil {
+			if errors.Is(err, leader.ErrStale) {
+				return err
+			}
+			if ctx.Err() == nil {
+				s.log.Warn("sync round failed", "error", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-s.kick:
+		}
+	}
+}
+
+func (s *syncer) round(ctx context.Context) error {
+	regs, err := s.svc.list(ctx, sdk.Type(tenancy.RegistryType, tenancy.Version), "", "")
+	if err != nil {
+		return err
+	}
+	tmpls, err := s.svc.list(ctx, sdk.Type(tenancy.TemplateType, tenancy.Version), "", "")
+	if err != nil {
+		return err
+	}
+	byRegistry := map[string][]*sdk.Resource{}
+	for _, t := range tmpls {
+		var ts tenancy.TemplateSpec
+		if t.Deleting() || t.DecodeSpec(&ts) != nil {
+			continue
+		}
+		// A template references the registry of its own namespace.
+		k := t.Namespace + "/" + ts.RegistryID
+		byRegistry[k] = append(byRegistry[k], t)
+	}
+	now := time.Now()
+	present := map[string]bool{}
+	for _, reg := range regs {
+		present[key(reg)] = true
+		ts := byRegistry[key(reg)]
+		tkey := templatesKey(ts)
+		s.mu.Lock()
+		st := s.state[key(reg)]
+		if st == nil {
+			st = &regState{}
+			s.state[key(reg)] = st
+		}
+		due := st.last == nil || reg.Generation != st.generation || tkey != st.templates || reg.Deleting() != st.deleting || !now.Before(st.next)
+		s.mu.Unlock()
+		if !due {
+			continue
+		}
+		if reg.Deleting() {
+			ts = nil
+		}
+		res := s.sync(ctx, reg, ts)
+		if errors.Is(res.Err, errDeposed) {
+			return fmt.Errorf("registry %s: %w", key(reg), res.Err)
+		}
+		s.record(reg, tkey, res)
+		s.trigger(ctx, reg, res)
+	}
+	s.mu.Lock()
+	for name := range s.state {
+		if !present[name] {
+			delete(s.state, name)
+			delete(s.pending, name)
+		}
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// key names a registry in the loop's state: namespace/name.
+func key(r *sdk.Resource) string { return r.Namespace + "/" + r.Name }
+
+// templatesKey identifies a set of templates at their generations.
+func templatesKey(ts []*sdk.Resource) string {
+	parts := make([]string, 0, len(ts))
+	for _, t := range ts {
+		parts = append(parts, fmt.Sprintf("%s@%d", t.Name, t.Generation))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+// interval is a registry's syncInterval (1m when it does not parse).
+func interval(reg *sdk.Resource) time.Duration {
+	var spec tenancy.RegistrySpec
+	if reg.DecodeSpec(&spec) == nil {
+		if d, err := time.ParseDuration(spec.SyncInterval); err == nil && d > 0 {
+			return d
+		}
+	}
+	return time.Minute
+}
+
+// record keeps a result and schedules the next sync.
+func (s *syncer) record(reg *sdk.Resource, tkey string, res *result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.state[key(reg)]
+	st.generation, st.templates, st.deleting, st.last = reg.Generation, tkey, reg.Deleting(), res
+	d := interval(reg)
+	if (!res.settled() || res.Deleting) && s.svc.cfg.Settle < d {
+		d = s.svc.cfg.Settle
+	}
+	st.next = time.Now().Add(d)
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// trigger asks for the registry's reconcile (which writes the status) when
+// the result's summary differs from the stored status, once per summary
+// (again after 30 s if it still differs).
+func (s *syncer) trigger(ctx context.Context, reg *sdk.Resource, res *result) {
+	want := fmt.Sprint(res.summary())
+	if stored := storedSummary(reg); stored == want {
+		return
+	}
+	s.mu.Lock()
+	st := s.state[key(reg)]
+	if st.triggered == want && time.Since(st.trigAt) < 30*time.Second {
+		s.mu.Unlock()
+		return
+	}
+	st.triggered, st.trigAt = want, time.Now()
+	s.mu.Unlock()
+	if err := s.svc.api.call(ctx, http.MethodPost, fmt.Sprintf("/api/v1/resources/%d/reconcile", reg.ID), 0, nil, nil); err != nil && !isCode(err, "not_found") {
+		s.log.Warn("asking for the registry's status write failed", "registry", reg.Name, "error", err)
+	}
+}
+
+// storedSummary is the summary the registry's stored status shows.
+func storedSummary(reg *sdk.Resource) string {
+	var out struct {
+		ReferencingTemplates int    `json:"referencingTemplates"`
+		Desired              int    `json:"desired"`
+		Ready                int    `json:"ready"`
+		Failed               int    `json:"failed"`
+		ActiveRows           int    `json:"activeRows"`
+		InvalidRows          int    `json:"invalidRows"`
+		SyncedReason         string `json:"syncedReason"`
+	}
+	if len(reg.Outputs) == 0 || decodeJSON(reg.Outputs, &out) != nil {
+		return ""
+	}
+	return fmt.Sprint(map[string]any{
+		"referencingTemplates": out.ReferencingTemplates, "desired": out.Desired, "ready": out.Ready, "failed": out.Failed,
+		"activeRows": out.ActiveRows, "invalidRows": out.InvalidRows, "syncedReason": out.SyncedReason,
+	})
+}
+
+// waitResult waits until a result of the registry (namespace/name) at
+// generation gen or later (and, when deleting, of its deletion) exists,
+// kicking the loop; nil when ctx ends first.
+func (s *syncer) waitResult(ctx context.Context, name string, gen int64, deleting bool) *result {
+	s.Kick()
+	for {
+		s.mu.Lock()
+		var res *result
+		if st := s.state[name]; st != nil && st.last != nil && st.last.Generation >= gen && st.last.Deleting == deleting {
+			res = st.last
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		if res != nil {
+			return res
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ch:
+		}
+	}
+}
