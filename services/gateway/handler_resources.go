@@ -49,10 +49,10 @@ type createResourceBody struct {
 // replaced; labels and annotations only when given.
 type updateResourceBody struct {
 	// Namespace may be repeated but not changed.
-	Namespace       *string            `json:"namespace"`
-	Spec            json.RawMessage    `json:"spec"`
-	Labels          *map[string]string `json:"labels"`
-	Annotations     *map[string]string `json:"annotations"`
+	Namespace   *string            `json:"namespace"`
+	Spec        json.RawMessage    `json:"spec"`
+	Labels      *map[string]string `json:"labels"`
+	Annotations *map[string]string `json:"annotations"`
 	// OwnerReferences replace the current ones when given ([] drops them
 	// all).
 	OwnerReferences *[]resource.OwnerReference `json:"owner_references"`
@@ -325,7 +325,7 @@ type update struct {
 	// setOwners replaces the owner references with next's.
 	setOwners bool
 	expected  int64
-	dryRun                    bool
+	dryRun    bool
 }
 
 // writeUpdate admits u.next against u.cur and stores it.

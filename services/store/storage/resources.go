@@ -44,12 +44,12 @@ func (k ResourceKey) String() string {
 // UpdateResourceRequest changes a resource's spec, labels or annotations.
 // Nil fields are left as they are.
 type UpdateResourceRequest struct {
-	ID                      int64
-	Spec                    []byte
-	Labels                  map[string]string
-	Annotations             map[string]string
-	SetLabels               bool
-	SetAnnotations          bool
+	ID             int64
+	Spec           []byte
+	Labels         map[string]string
+	Annotations    map[string]string
+	SetLabels      bool
+	SetAnnotations bool
 	// OwnerReferences replace the current ones when SetOwnerReferences
 	// (empty: every owner reference dropped).
 	OwnerReferences         []resource.OwnerReference
