@@ -49,18 +49,19 @@ func (e *RenderError) Error() string { return e.Path + ": " + e.Err.Error() }
 
 func (e *RenderError) Unwrap() error { return e.Err }
 
-// parse parses one template text with the function map. Missing keys are
-// errors (a typo in a variable name must not render as "<no value>").
-func parse(path, text string) (*template.Template, error) {
-	t, err := template.New(path).Funcs(FuncMap()).Option("missingkey=error").Parse(text)
+// parse parses one template text with the function map funcs (FuncMap's).
+// Missing keys are errors (a typo in a variable name must not render as
+// "<no value>").
+func parse(path, text string, funcs template.FuncMap) (*template.Template, error) {
+	t, err := template.New(path).Funcs(funcs).Option("missingkey=error").Parse(text)
 	if err != nil {
 		return nil, &RenderError{Path: path, Err: err}
 	}
 	return t, nil
 }
 
-func execute(path, text string, v Values) (string, error) {
-	t, err := parse(path, text)
+func (rd *Renderer) execute(path, text string, v Values) (string, error) {
+	t, err := parse(path, text, rd.funcs)
 	if err != nil {
 		return "", err
 	}
@@ -71,20 +72,34 @@ func execute(path, text string, v Values) (string, error) {
 	return b.String(), nil
 }
 
+// Renderer renders template resources. Its function map is built once
+// (FuncMap) and only read afterwards, so one Renderer serves concurrent
+// renders; building sprig's map for every template text is most of a
+// render's cost.
+type Renderer struct {
+	funcs template.FuncMap
+}
+
+// NewRenderer returns a Renderer.
+func NewRenderer() *Renderer { return &Renderer{funcs: FuncMap()} }
+
+// Render renders r with the values v (a Renderer made for this call).
+func Render(r TResource, v Values) (*Rendered, error) { return NewRenderer().Render(r, v) }
+
 // Render renders r with the values v.
-func Render(r TResource, v Values) (*Rendered, error) {
+func (rd *Renderer) Render(r TResource, v Values) (*Rendered, error) {
 	out := &Rendered{Labels: map[string]string{}, Annotations: map[string]string{}}
 	var err error
-	if out.Name, err = execute("/nameTemplate", r.NameTemplate, v); err != nil {
+	if out.Name, err = rd.execute("/nameTemplate", r.NameTemplate, v); err != nil {
 		return nil, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.LabelsTemplate)) {
-		if out.Labels[k], err = execute("/labelsTemplate/"+resource.EscapePointer(k), r.LabelsTemplate[k], v); err != nil {
+		if out.Labels[k], err = rd.execute("/labelsTemplate/"+resource.EscapePointer(k), r.LabelsTemplate[k], v); err != nil {
 			return nil, err
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.AnnotationsTemplate)) {
-		if out.Annotations[k], err = execute("/annotationsTemplate/"+resource.EscapePointer(k), r.AnnotationsTemplate[k], v); err != nil {
+		if out.Annotations[k], err = rd.execute("/annotationsTemplate/"+resource.EscapePointer(k), r.AnnotationsTemplate[k], v); err != nil {
 			return nil, err
 		}
 	}
@@ -92,7 +107,7 @@ func Render(r TResource, v Values) (*Rendered, error) {
 	if err != nil {
 		return nil, &RenderError{Path: "/spec", Err: err}
 	}
-	rendered, err := renderValue("/spec", spec, v)
+	rendered, err := rd.renderValue("/spec", spec, v)
 	if err != nil {
 		return nil, err
 	}
@@ -119,13 +134,13 @@ func decodeSpec(raw json.RawMessage) (any, error) {
 }
 
 // renderValue renders every string (keys too) in a decoded JSON value.
-func renderValue(path string, x any, v Values) (any, error) {
+func (rd *Renderer) renderValue(path string, x any, v Values) (any, error) {
 	switch x := x.(type) {
 	case string:
 		if !strings.Contains(x, "{{") {
 			return x, nil
 		}
-		return execute(path, x, v)
+		return rd.execute(path, x, v)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for _, k := range slices.Sorted(maps.Keys(x)) {
@@ -133,11 +148,11 @@ func renderValue(path string, x any, v Values) (any, error) {
 			key := k
 			if strings.Contains(k, "{{") {
 				var err error
-				if key, err = execute(p, k, v); err != nil {
+				if key, err = rd.execute(p, k, v); err != nil {
 					return nil, err
 				}
 			}
-			r, err := renderValue(p, x[k], v)
+			r, err := rd.renderValue(p, x[k], v)
 			if err != nil {
 				return nil, err
 			}
@@ -147,7 +162,7 @@ func renderValue(path string, x any, v Values) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := renderValue(path+"/"+strconv.Itoa(i), e, v)
+			r, err := rd.renderValue(path+"/"+strconv.Itoa(i), e, v)
 			if err != nil {
 				return nil, err
 			}

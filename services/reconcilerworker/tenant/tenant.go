@@ -59,12 +59,15 @@ func New(cfg Config) *sdk.Engine[tenancy.TenantSpec] {
 	if cfg.ReadyPoll <= 0 {
 		cfg.ReadyPoll = DefaultReadyPoll
 	}
-	r := &reconciler{cfg: cfg}
+	r := &reconciler{cfg: cfg, renderer: tenancy.NewRenderer()}
 	return sdk.New(Name, sdk.StepFuncs[tenancy.TenantSpec]{StepName: "children", DoFunc: r.do, CleanupFunc: r.cleanup})
 }
 
 type reconciler struct {
 	cfg Config
+	// renderer is the one renderer (tenancy's), its function map built
+	// once.
+	renderer *tenancy.Renderer
 }
 
 // Child states, in the outputs.
@@ -178,7 +181,7 @@ func (r *reconciler) do(ctx context.Context, req *sdk.Request[tenancy.TenantSpec
 	rendered := make([]*tenancy.Rendered, len(rs))
 	var renderErrs []string
 	for i, tr := range rs {
-		out, err := tenancy.Render(tr, values)
+		out, err := r.renderer.Render(tr, values)
 		if err != nil {
 			renderErrs = append(renderErrs, fmt.Sprintf("resource %q: %v", tr.ID, err))
 			continue
@@ -411,8 +414,11 @@ func (r *reconciler) write(ctx context.Context, req *sdk.Request[tenancy.TenantS
 			ResourceTypeName: tr.TypeName, ResourceTypeVersion: tr.TypeVersion, Spec: want.Spec,
 			Labels: labels, Annotations: annotations, OwnerReferences: owners})
 	case tr.Patch() == tenancy.PatchMerge:
+		// No resource_version: the gateway merges the patch again into a
+		// state that changed meanwhile (a status write of the child's
+		// reconciler), and the patch does not depend on what it read.
 		patch, merr := json.Marshal(map[string]any{"spec": json.RawMessage(want.Spec), "labels": want.Labels, "annotations": want.Annotations,
-			"owner_references": owners, "resource_version": cur.resourceVersion})
+			"owner_references": owners})
 		if merr != nil {
 			return nil, merr
 		}
@@ -450,7 +456,7 @@ func (r *reconciler) remove(ctx context.Context, req *sdk.Request[tenancy.Tenant
 	}
 	if c.DeletionPolicy == tenancy.DeletionRetain {
 		kept := slices.DeleteFunc(slices.Clone(cur.owners), func(o resource.OwnerReference) bool { return o.UID == owner.UID })
-		patch, err := json.Marshal(map[string]any{"owner_references": orNone(kept), "resource_version": cur.resourceVersion})
+		patch, err := json.Marshal(map[string]any{"owner_references": orNone(kept)})
 		if err != nil {
 			return false, err
 		}
@@ -487,7 +493,7 @@ func (r *reconciler) cleanup(ctx context.Context, req *sdk.Request[tenancy.Tenan
 			}
 			// Not recorded (an attempt that created it ended before its
 			// outputs were saved): found by its rendered name, if any.
-			if out, err := tenancy.Render(tr, tenancy.Values(req.Spec.Values)); err == nil {
+			if out, err := r.renderer.Render(tr, tenancy.Values(req.Spec.Values)); err == nil {
 				all[tr.ID] = child{ID: tr.ID, TypeName: tr.TypeName, TypeVersion: tr.TypeVersion, Name: out.Name, DeletionPolicy: tr.DeletionPolicy}
 			}
 		}
