@@ -144,7 +144,8 @@ func (c *tenantCluster) reconcileNow(r *resource.Resource) {
 // with it and leaves its Retain child without owner; a child deleted by
 // hand comes back, a Once child edited by hand is left alone, a WhenNeeded
 // one is restored; a child that exists with another owner makes its Tenant
-// Degraded, naming it, under Stuck, and is taken over under Force.
+// Degraded, naming it, under Stuck, and is taken over under Force; a child
+// dropped from the template is deleted by its deletionPolicy.
 func TestTenantChildrenMariaDB(t *testing.T) {
 	c := newChildCluster(t)
 	ds := newMariaDB(t)
@@ -275,6 +276,25 @@ func TestTenantChildrenMariaDB(t *testing.T) {
 	h = c.get("TConfig", "hooli-cfg")
 	if !slices.Equal(ownerUIDs(h), []string{hooli.UID}) || !strings.Contains(string(h.Spec), "hooli.example.com") {
 		t.Fatalf("not taken over: %+v", h)
+	}
+
+	// app leaves the template: every Tenant deletes its app (Delete) and
+	// keeps the rest.
+	if r := do(t, "PUT", fmt.Sprintf("%s/api/v1/resources/%d", c.base, int64(tpl["id"].(float64))), map[string]any{
+		"spec": map[string]any{"registryId": "customers", "resources": []any{cfg, db}}}); r.status != 200 {
+		t.Fatalf("template without app: %d %s", r.status, r.body)
+	}
+	for _, row := range []string{"acme", "initech", "hooli"} {
+		c.waitTenantReady(row+"-web", 2)
+		waitFor(t, 30*time.Second, row+"-app gone", func() error {
+			if c.get("TApp", row+"-app") != nil {
+				return fmt.Errorf("still there")
+			}
+			return nil
+		})
+		if c.get("TConfig", row+"-cfg") == nil || c.get("TDatabase", row+"-db") == nil {
+			t.Fatalf("%s lost a child still in the template", row)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,15 +11,20 @@ import (
 )
 
 // The "tenant-children" scenario (issue 15): 10,000 rows × one template of
-// 3 children in a dependency chain (cfg → db → app; noop serves the child
-// types, the tenant reconciler the Tenants) → time from the registry's
+// 3 children (noop serves the child types, the tenant reconciler the
+// Tenants; independent children, as the issue's "about 50,000 reconciles"
+// counts them: each Tenant applies its 3 at once, then sees them ready;
+// -tenant-chain makes them a dependency chain cfg → db → svc, one more
+// Tenant attempt per link) → time from the registry's
 // creation until all 40,000 resources (10,000 Tenants and 30,000 children)
-// are Ready, and the reconciles/s that implies (the history rows written
+// are Ready (the template is created right after the registry), and the reconciles/s that implies (the history rows written
 // meanwhile). Target: under 2 minutes.
 const (
 	childRows   = 10000
 	childTarget = 2 * time.Minute
 )
+
+var tenantChainFlag = flag.Bool("tenant-chain", false, "tenant-children scenario: the 3 children form a dependency chain (cfg → db → svc) instead of being independent")
 
 func benchTenantChildren(ctx context.Context, env *benchEnv) error {
 	ts, err := setupTenants(ctx, env, childRows)
@@ -53,14 +59,6 @@ func benchTenantChildren(ctx context.Context, env *benchEnv) error {
 			return err
 		}
 	}
-	if _, err := env.postJSON(ctx, "/api/v1/resources", map[string]any{"name": "bench-web", "resource_type_name": "TenantTemplate",
-		"resource_type_version": "v1", "spec": map[string]any{"registryId": "bench-registry", "resources": []any{
-			map[string]any{"id": "cfg", "typeName": "BenchCfg", "typeVersion": "v1", "nameTemplate": "{{ .uid }}-cfg", "spec": map[string]any{"host": "{{ .host }}"}},
-			map[string]any{"id": "db", "typeName": "BenchDB", "typeVersion": "v1", "nameTemplate": "{{ .uid }}-db", "spec": map[string]any{"host": "{{ .host }}"}, "dependIds": []string{"cfg"}},
-			map[string]any{"id": "svc", "typeName": "BenchSvc", "typeVersion": "v1", "nameTemplate": "{{ .uid }}-svc", "spec": map[string]any{"host": "{{ .host }}"}, "dependIds": []string{"db"}},
-		}}}); err != nil {
-		return err
-	}
 	var historyBefore int64
 	if err := env.pool.QueryRow(ctx, `SELECT count(*) FROM reconciliation_history`).Scan(&historyBefore); err != nil {
 		return err
@@ -68,6 +66,21 @@ func benchTenantChildren(ctx context.Context, env *benchEnv) error {
 	load := loadAverage()
 	created := time.Now()
 	if err := ts.createRegistry(ctx, env); err != nil {
+		return err
+	}
+	children := []any{
+		map[string]any{"id": "cfg", "typeName": "BenchCfg", "typeVersion": "v1", "nameTemplate": "{{ .uid }}-cfg", "spec": map[string]any{"host": "{{ .host }}"}},
+		map[string]any{"id": "db", "typeName": "BenchDB", "typeVersion": "v1", "nameTemplate": "{{ .uid }}-db", "spec": map[string]any{"host": "{{ .host }}"}},
+		map[string]any{"id": "svc", "typeName": "BenchSvc", "typeVersion": "v1", "nameTemplate": "{{ .uid }}-svc", "spec": map[string]any{"host": "{{ .host }}"}},
+	}
+	shape := "independent"
+	if *tenantChainFlag {
+		children[1].(map[string]any)["dependIds"] = []string{"cfg"}
+		children[2].(map[string]any)["dependIds"] = []string{"db"}
+		shape = "a chain"
+	}
+	if _, err := env.postJSON(ctx, "/api/v1/resources", map[string]any{"name": "bench-web", "resource_type_name": "TenantTemplate",
+		"resource_type_version": "v1", "spec": map[string]any{"registryId": "bench-registry", "resources": children}}); err != nil {
 		return err
 	}
 	want := childRows * (1 + len(kinds))
@@ -95,8 +108,8 @@ func benchTenantChildren(ctx context.Context, env *benchEnv) error {
 	}
 	reconciles := history - historyBefore
 	fmt.Printf("stack: %s, registry-sync, the tenant reconciler (64 at once), noop serving the children (32 at once)\n", describeServices(env))
-	fmt.Printf("MariaDB table of %d rows × 1 template × %d children (a chain) = %d resources; load average at the start %s, at the end %s\n",
-		childRows, len(kinds), want, load, loadAverage())
+	fmt.Printf("MariaDB table of %d rows × 1 template × %d children (%s) = %d resources; load average at the start %s, at the end %s\n",
+		childRows, len(kinds), shape, want, load, loadAverage())
 	fmt.Printf("registry created → all %d Ready: %s; %d reconciles (history rows) = %.0f reconciles/s\n",
 		want, took.Round(100*time.Millisecond), reconciles, float64(reconciles)/took.Seconds())
 	printTargets(targetResult{"10,000 rows × 3 children all Ready", took < childTarget, fmt.Sprintf("%s (target < %s)", fmtDur(took), childTarget)})
