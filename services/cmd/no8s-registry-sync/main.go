@@ -1,6 +1,7 @@
 // Command no8s-registry-sync runs registry-sync: it reads every
 // TenantRegistry's datasource and keeps one Tenant per active row and
-// referencing template. Run two or more; one leads (a leader lease with a
+// referencing template, and polls every HttpSource's URL and keeps one
+// resource per item of its list. Run two or more; one leads (a leader lease with a
 // fencing epoch in the store), the others stand by and take over within
 // --lease + --renew. Every Tenant write goes through the API at --api-url,
 // fenced by the leader's epoch.
@@ -9,8 +10,8 @@
 //
 // Credentials: a registry's passwordRef {"env": "NAME"} must start with
 // --secret-env-prefix (default NO8S_REGISTRY_); {"file": "/path"} must be
-// under --secret-dir. Datasource hosts follow --outbound-allow, as webhooks
-// do. It serves /healthz and /readyz on --health-listen (default
+// under --secret-dir; so must an HttpSource's header references. Datasource
+// hosts and HttpSource URLs follow --outbound-allow, as webhooks do. It serves /healthz and /readyz on --health-listen (default
 // 127.0.0.1:7104).
 package main
 
@@ -47,10 +48,11 @@ func run() error {
 	fs.StringVar(&cfg.SecretEnvPrefix, "secret-env-prefix", proc.Env("NO8S_SECRET_ENV_PREFIX", cfg.SecretEnvPrefix), "required prefix of the environment variables registries' credentials name")
 	fs.StringVar(&cfg.SecretDir, "secret-dir", proc.Env("NO8S_SECRET_DIR", ""), "directory that must contain every file registries' credentials name (none: file references refused)")
 	fs.DurationVar(&cfg.Limits.StatementTimeout, "statement-timeout", cfg.Limits.StatementTimeout, "bound of a datasource query (and connection)")
-	fs.IntVar(&cfg.Limits.RowLimit, "row-limit", cfg.Limits.RowLimit, "most rows a registry may have; more fails the sync and writes nothing")
-	fs.IntVar(&cfg.Writes, "writes", cfg.Writes, "Tenant writes in flight during a sync")
+	fs.IntVar(&cfg.Limits.RowLimit, "row-limit", cfg.Limits.RowLimit, "most rows a registry (items an HttpSource's list) may have; more fails the sync and writes nothing")
+	fs.Int64Var(&cfg.BodyLimit, "body-limit", cfg.BodyLimit, "most bytes of an HttpSource's answer; more fails the poll and writes nothing")
+	fs.IntVar(&cfg.Writes, "writes", cfg.Writes, "Tenant and HttpSource resource writes in flight during a sync")
 	fs.DurationVar(&cfg.Poll, "poll", cfg.Poll, "how often registries and templates are listed for changes")
-	allow := fs.String("outbound-allow", proc.Env("NO8S_OUTBOUND_ALLOW", ""), "address classes datasources may reach besides public ones: loopback, private, link-local ($NO8S_OUTBOUND_ALLOW)")
+	allow := fs.String("outbound-allow", proc.Env("NO8S_OUTBOUND_ALLOW", ""), "address classes datasources and HttpSource URLs may reach besides public ones: loopback, private, link-local ($NO8S_OUTBOUND_ALLOW)")
 	healthListen := proc.HealthListenFlag(fs, "127.0.0.1:7104")
 	pprofListen := proc.ProfileListenFlag(fs)
 	_ = fs.Parse(os.Args[1:])
