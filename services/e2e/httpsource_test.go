@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -233,14 +236,22 @@ func TestHttpSource(t *testing.T) {
 		t.Fatalf("b2: labels %v spec %v", labels, spec)
 	}
 	waitSourceSynced(t, base, srcID, "True", "Synced", func(out map[string]any) error {
-		if out["items"] != float64(3) || out["desired"] != float64(3) || out["etag"] == "" || out["etag"] == nil {
+		if out["items"] != float64(3) || out["desired"] != float64(3) || out["ready"] != float64(3) || out["etag"] == "" || out["etag"] == nil {
 			return fmt.Errorf("outputs %v", out)
 		}
 		return nil
 	})
 
-	// ETag: the list stays; later polls are 304s and change nothing.
-	rv := do(t, "GET", base+"/api/v1/resources/by-name/WebApp/v1/a1", nil).json(t)["resource_version"]
+	// ETag: the list stays; later polls are 304s and change nothing (every
+	// WebApp is ready: nothing else writes them now).
+	versions := func() map[string]any {
+		out := map[string]any{}
+		for _, r := range listAll(t, base, "WebApp", "default") {
+			out[r["name"].(string)] = r["resource_version"]
+		}
+		return out
+	}
+	rv := versions()
 	n304 := f.notModified.Load()
 	waitFor(t, 30*time.Second, "two 304 answers", func() error {
 		if got := f.notModified.Load() - n304; got < 2 {
@@ -248,8 +259,8 @@ func TestHttpSource(t *testing.T) {
 		}
 		return nil
 	})
-	if again := do(t, "GET", base+"/api/v1/resources/by-name/WebApp/v1/a1", nil).json(t)["resource_version"]; again != rv {
-		t.Fatalf("a 304 rewrote a1: resource_version %v, was %v", again, rv)
+	if again := versions(); !maps.Equal(again, rv) {
+		t.Fatalf("a 304 rewrote a WebApp: resource versions %v, were %v", again, rv)
 	}
 	t.Logf("ETag honoured: %d 304 answers of %d requests so far", f.notModified.Load(), f.requests.Load())
 
@@ -375,4 +386,86 @@ func TestHttpSource(t *testing.T) {
 		t.Fatalf("%d polls without the secret header", f.unauth.Load())
 	}
 	t.Logf("feed: %d requests, %d answered 304", f.requests.Load(), f.notModified.Load())
+}
+
+// TestHttpSourceEmbedded: the same poll in `no8s dev` on the embedded store
+// (SQLite), without PostgreSQL: the set follows the list (add, change,
+// remove), and a 500 deletes nothing.
+func TestHttpSourceEmbedded(t *testing.T) {
+	env := append(noPostgreSQL(), "NO8S_REGISTRY_HS_TOKEN="+feedToken)
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready.json")
+	_, natsPort, err := net.SplitHostPort(freeAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := startEnv(t, "no8s-dev", filepath.Join(binDir, "no8s"), []string{"dev", "--data-dir", filepath.Join(dir, "state"),
+		"--listen", freeAddr(t), "--nats-port", natsPort, "--store-addr", "127.0.0.1:0", "--admission-addr", "127.0.0.1:0",
+		"--worker-listen", "127.0.0.1:0", "--ready-file", ready}, env)
+	var addrs struct {
+		APIURL     string `json:"api_url"`
+		NATSURL    string `json:"nats_url"`
+		WorkerAddr string `json:"worker_addr"`
+		Store      string `json:"store"`
+	}
+	waitFor(t, 60*time.Second, "no8s dev ready", func() error {
+		select {
+		case <-dev.done:
+			return fmt.Errorf("no8s dev exited: %v", dev.err)
+		default:
+		}
+		data, err := os.ReadFile(ready)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(data, &addrs)
+	})
+	if !strings.HasPrefix(addrs.Store, "sqlite:") {
+		t.Fatalf("no8s dev's store is %q, want the embedded one", addrs.Store)
+	}
+	base := addrs.APIURL
+	c := &cluster{t: t, gateways: []string{base}}
+	if r := do(t, "POST", base+"/api/v1/resource-types", map[string]any{"name": "WebApp", "version": "v1", "schema": map[string]any{
+		"type": "object", "properties": map[string]any{"image": map[string]any{"type": "string"}, "host": map[string]any{"type": "string"}}}}); r.status != 201 {
+		t.Fatalf("create WebApp: %d %s", r.status, r.body)
+	}
+	startEnv(t, "reconciler-noop", filepath.Join(binDir, "no8s-reconciler"), []string{"noop", "--types", "WebApp/v1",
+		"--nats-url", addrs.NATSURL, "--store-addr", addrs.WorkerAddr, "--health-listen", "off"}, env)
+	waitFor(t, 30*time.Second, "the noop reconciler and registry-sync live", func() error {
+		r := do(t, "GET", base+"/api/v1/reconcilers", nil)
+		if r.status != 200 || !strings.Contains(string(r.body), `"WebApp"`) || !strings.Contains(string(r.body), `"HttpSource"`) {
+			return fmt.Errorf("GET /reconcilers: %d %s", r.status, r.body)
+		}
+		return nil
+	})
+	f := newFeed(t)
+	f.set("", feedItems("x1", "y2")...)
+	r := do(t, "POST", base+"/api/v1/resources", httpSourceBody("inventory", f.srv.URL))
+	if r.status != 201 {
+		t.Fatalf("create HttpSource: %d %s", r.status, r.body)
+	}
+	srcID := r.json(t)["id"].(float64)
+	waitWebApps(c, "default", 60*time.Second, "x1", "y2")
+	items := feedItems("x1", "z3")
+	items[0] = feedItem{ID: "x1", Image: "nginx:2"}
+	f.set("", items...)
+	waitWebApps(c, "default", 60*time.Second, "x1", "z3")
+	waitFor(t, 30*time.Second, "x1 at nginx:2", func() error {
+		s, _ := do(t, "GET", base+"/api/v1/resources/by-name/WebApp/v1/x1", nil).json(t)["spec"].(map[string]any)
+		if s["image"] != "nginx:2" {
+			return fmt.Errorf("x1 spec %v", s)
+		}
+		return nil
+	})
+	f.set("500")
+	waitSourceSynced(t, base, srcID, "False", "HTTPError", nil)
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if got := slices.Sorted(maps.Keys(webApps(c, "default"))); !slices.Equal(got, []string{"x1", "z3"}) {
+			t.Fatalf("a 500 changed the WebApps: %v", got)
+		}
+	}
+	f.set("", feedItems("z3")...)
+	waitWebApps(c, "default", 60*time.Second, "z3")
+	waitSourceSynced(t, base, srcID, "True", "Synced", nil)
+	t.Logf("no8s dev on %s: the set followed the list; feed %d requests, %d answered 304", addrs.Store, f.requests.Load(), f.notModified.Load())
 }
