@@ -37,7 +37,8 @@ type Config struct {
 	BodyLimit int64
 	// Writes is the number of Tenant writes in flight during a sync.
 	Writes int
-	// Poll is how often registries and templates are listed for changes.
+	// Poll is how often registries, templates and HttpSources are listed
+	// for changes.
 	Poll time.Duration
 	// Settle is how soon a registry is synced again while its Tenants are
 	// not all ready or failed yet (so that its status counts converge),
