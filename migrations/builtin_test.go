@@ -12,15 +12,28 @@ import (
 // written once as JSON (builtin/) and copied, compact, into each backend's
 // migration; the copies must not drift.
 func TestBuiltinSchemasInMigrations(t *testing.T) {
-	pg, err := fs.ReadFile(FS, "00006_events_tenants.sql")
+	for _, m := range []struct {
+		pg, lite string
+		types    []string
+	}{
+		{"00006_events_tenants.sql", "00003_events_tenants.sql", []string{"TenantRegistry", "TenantTemplate", "Tenant"}},
+		{"00008_httpsource.sql", "00004_httpsource.sql", []string{"HttpSource"}},
+	} {
+		checkBuiltins(t, m.pg, m.lite, m.types)
+	}
+}
+
+func checkBuiltins(t *testing.T, pgFile, liteFile string, types []string) {
+	t.Helper()
+	pg, err := fs.ReadFile(FS, pgFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lite, err := fs.ReadFile(SQLite(), "00003_events_tenants.sql")
+	lite, err := fs.ReadFile(SQLite(), liteFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"TenantRegistry", "TenantTemplate", "Tenant"} {
+	for _, name := range types {
 		raw, err := fs.ReadFile(Builtin, "builtin/"+name+".v1.json")
 		if err != nil {
 			t.Fatal(err)
@@ -31,10 +44,10 @@ func TestBuiltinSchemasInMigrations(t *testing.T) {
 		}
 		lit := "'" + c.String() + "'"
 		if !strings.Contains(string(pg), "'"+name+"', 'v1'") || !strings.Contains(string(pg), lit) {
-			t.Errorf("00006_events_tenants.sql does not carry builtin/%s.v1.json as written", name)
+			t.Errorf("%s does not carry builtin/%s.v1.json as written", pgFile, name)
 		}
 		if !strings.Contains(string(lite), lit) {
-			t.Errorf("sqlite/00003_events_tenants.sql does not carry builtin/%s.v1.json as written", name)
+			t.Errorf("sqlite/%s does not carry builtin/%s.v1.json as written", liteFile, name)
 		}
 	}
 }

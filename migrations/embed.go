@@ -21,7 +21,8 @@ var sqliteFS embed.FS
 
 // Builtin holds the schemas of the built-in resource types that the
 // migrations create (builtin/<Type>.<version>.json); 00006_events_tenants.sql
-// and sqlite/00003_events_tenants.sql carry them in compact form
+// and sqlite/00003_events_tenants.sql (the tenant types), 00008_httpsource.sql
+// and sqlite/00004_httpsource.sql (HttpSource) carry them in compact form
 // (TestBuiltinSchemasInMigrations).
 //
 //go:embed builtin/*.json

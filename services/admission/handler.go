@@ -127,6 +127,9 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 	if err := h.checkTenantTypes(ctx, out); err != nil {
 		return nil, 0, err
 	}
+	if err := h.checkHTTPSource(ctx, op, out); err != nil {
+		return nil, 0, err
+	}
 	if op == webhookconf.OpCreate && h.live != nil {
 		fins, err := h.live.requireReconciler(ctx, r.GetResourceTypeName(), r.GetResourceTypeVersion())
 		if err != nil {

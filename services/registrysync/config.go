@@ -5,12 +5,14 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/services/registrysync/datasource"
+	"github.com/no8s/no8s/services/registrysync/httppoll"
 )
 
 // Config configures registry-sync.
 type Config struct {
-	// APIURL is the public REST API (the gateway): every Tenant and Event
-	// write goes there, fenced, through admission like any client's.
+	// APIURL is the public REST API (the gateway): every Tenant, managed
+	// resource and Event write goes there, fenced, through admission like
+	// any client's.
 	APIURL string
 	// ReplicaID names this replica; the leader lease holder is
 	// registry-sync/<ReplicaID>.
@@ -25,13 +27,18 @@ type Config struct {
 	// registry's credentials name; SecretDir, when set, must contain every
 	// file they name (file references are refused without it).
 	SecretEnvPrefix, SecretDir string
-	// Outbound is the address rule for datasources (webhooks' rule).
+	// Outbound is the address rule for datasources and HttpSource URLs
+	// (webhooks' rule).
 	Outbound outbound.Policy
-	// Limits bound every datasource read.
+	// Limits bound every datasource read; RowLimit also bounds the items
+	// of an HttpSource's list.
 	Limits datasource.Limits
+	// BodyLimit bounds the body of an HttpSource's poll, in bytes.
+	BodyLimit int64
 	// Writes is the number of Tenant writes in flight during a sync.
 	Writes int
-	// Poll is how often registries and templates are listed for changes.
+	// Poll is how often registries, templates and HttpSources are listed
+	// for changes.
 	Poll time.Duration
 	// Settle is how soon a registry is synced again while its Tenants are
 	// not all ready or failed yet (so that its status counts converge),
@@ -47,6 +54,7 @@ func DefaultConfig() Config {
 		WorkerLease:     15 * time.Second,
 		SecretEnvPrefix: "NO8S_REGISTRY_",
 		Limits:          datasource.Limits{StatementTimeout: 10 * time.Second, RowLimit: 100000},
+		BodyLimit:       httppoll.DefaultBodyLimit,
 		Writes:          8,
 		Poll:            500 * time.Millisecond,
 		Settle:          2 * time.Second,

@@ -30,6 +30,7 @@ type syncer struct {
 
 	mu      sync.Mutex
 	state   map[string]*regState
+	sources map[string]*srcState
 	pending map[string]map[string]pendingDelete
 	// changed is closed (and replaced) whenever a result is recorded.
 	changed chan struct{}
@@ -42,14 +43,18 @@ type regState struct {
 	deleting   bool
 	next       time.Time
 	last       *result
-	// triggered is the summary last asked to be written.
+	trig       trigState
+}
+
+// trigState is the status summary last asked to be written, and when.
+type trigState struct {
 	triggered string
-	trigAt    time.Time
+	at        time.Time
 }
 
 func newSyncer(svc *Service, t *leader.Term) *syncer {
 	return &syncer{svc: svc, term: t, log: svc.log.With("epoch", t.Epoch), kick: make(chan struct{}, 1),
-		state: map[string]*regState{}, pending: map[string]map[string]pendingDelete{}, changed: make(chan struct{})}
+		state: map[string]*regState{}, sources: map[string]*srcState{}, pending: map[string]map[string]pendingDelete{}, changed: make(chan struct{})}
 }
 
 // Kick asks for a round now.
@@ -65,7 +70,7 @@ func (s *syncer) run(ctx context.Context) error {
 	t := time.NewTicker(s.svc.cfg.Poll)
 	defer t.Stop()
 	for {
-		if err := s.round(ctx); err != nil {
+		if err := errors.Join(s.round(ctx), s.roundSources(ctx)); err != nil {
 			if errors.Is(err, leader.ErrStale) {
 				return err
 			}
@@ -126,7 +131,10 @@ func (s *syncer) round(ctx context.Context) error {
 			return fmt.Errorf("registry %s: %w", key(reg), res.Err)
 		}
 		s.record(reg, tkey, res)
-		s.trigger(ctx, reg, res)
+		s.mu.Lock()
+		trig := &s.state[key(reg)].trig
+		s.mu.Unlock()
+		s.triggerStatus(ctx, reg, storedSummary(reg), fmt.Sprint(res.summary()), trig)
 	}
 	s.mu.Lock()
 	for name := range s.state {
@@ -178,24 +186,22 @@ func (s *syncer) record(reg *sdk.Resource, tkey string, res *result) {
 	s.changed = make(chan struct{})
 }
 
-// trigger asks for the registry's reconcile (which writes the status) when
-// the result's summary differs from the stored status, once per summary
-// (again after 30 s if it still differs).
-func (s *syncer) trigger(ctx context.Context, reg *sdk.Resource, res *result) {
-	want := fmt.Sprint(res.summary())
-	if stored := storedSummary(reg); stored == want {
+// triggerStatus asks for the reconcile of r (a registry or an HttpSource,
+// which writes its status) when the result's summary want differs from the
+// stored one, once per summary (again after 30 s if it still differs).
+func (s *syncer) triggerStatus(ctx context.Context, r *sdk.Resource, stored, want string, ts *trigState) {
+	if stored == want {
 		return
 	}
 	s.mu.Lock()
-	st := s.state[key(reg)]
-	if st.triggered == want && time.Since(st.trigAt) < 30*time.Second {
+	if ts.triggered == want && time.Since(ts.at) < 30*time.Second {
 		s.mu.Unlock()
 		return
 	}
-	st.triggered, st.trigAt = want, time.Now()
+	ts.triggered, ts.at = want, time.Now()
 	s.mu.Unlock()
-	if err := s.svc.api.call(ctx, http.MethodPost, fmt.Sprintf("/api/v1/resources/%d/reconcile", reg.ID), 0, nil, nil); err != nil && !isCode(err, "not_found") {
-		s.log.Warn("asking for the registry's status write failed", "registry", reg.Name, "error", err)
+	if err := s.svc.api.call(ctx, http.MethodPost, fmt.Sprintf("/api/v1/resources/%d/reconcile", r.ID), 0, nil, nil); err != nil && !isCode(err, "not_found") {
+		s.log.Warn("asking for the status write failed", "type", r.Type.Name, "name", r.Name, "error", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/services/internal/httpsource"
 	"github.com/no8s/no8s/services/internal/tenancy"
 )
 
@@ -30,6 +31,8 @@ func newReconciler(s *syncer) *sdk.Engine[json.RawMessage] {
 		switch r.Type.Name {
 		case tenancy.RegistryType:
 			return s.reconcileRegistry(ctx, req)
+		case httpsource.Type:
+			return s.reconcileSource(ctx, req)
 		case tenancy.TemplateType:
 			s.Kick()
 			if !req.Deleting() {

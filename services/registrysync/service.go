@@ -7,8 +7,10 @@
 // Tenant and Event through the public API, as any client does, each write
 // fenced by its epoch, so that a deposed leader changes nothing. While it
 // leads it is also the reconciler of TenantRegistry/v1 and TenantTemplate/v1
-// (libs/sdk worker), which writes the registries' status. See
-// docs/design/tenants.md.
+// (libs/sdk worker), which writes the registries' status. It also polls
+// every HttpSource (issue 18) and keeps the resources of its items, through
+// the same set-sync and the same fenced writes, and is HttpSource/v1's
+// reconciler. See docs/design/tenants.md and docs/design/httpsource.md.
 package registrysync
 
 import (
@@ -29,9 +31,11 @@ import (
 	"github.com/no8s/no8s/libs/sdk/secret"
 	"github.com/no8s/no8s/libs/sdk/worker"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+	"github.com/no8s/no8s/services/internal/httpsource"
 	"github.com/no8s/no8s/services/internal/leader"
 	"github.com/no8s/no8s/services/internal/tenancy"
 	"github.com/no8s/no8s/services/registrysync/datasource"
+	"github.com/no8s/no8s/services/registrysync/httppoll"
 )
 
 // Service is a registry-sync replica.
@@ -44,6 +48,7 @@ type Service struct {
 	wc     reconcilev1.WorkerServiceClient
 	api    *api
 	reader *datasource.Reader
+	poller *httppoll.Poller
 	holder string
 }
 
@@ -62,6 +67,9 @@ func New(cfg Config, nc *nats.Conn, conn grpc.ClientConnInterface, log *slog.Log
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = def.Poll
+	}
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = def.BodyLimit
 	}
 	if cfg.Settle <= 0 {
 		cfg.Settle = def.Settle
@@ -100,6 +108,10 @@ func New(cfg Config, nc *nats.Conn, conn grpc.ClientConnInterface, log *slog.Log
 		cfg: cfg, log: log, nc: nc, conn: conn, store: client.NewStore(conn), wc: reconcilev1.NewWorkerServiceClient(conn),
 		api:    &api{base: cfg.APIURL, http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}},
 		reader: &datasource.Reader{Dialer: dialer, Secrets: resolver, Limits: cfg.Limits},
+		// HttpSource polls dial through the same rule (each poll has its
+		// own timeout, the body included).
+		poller: &httppoll.Poller{Client: outbound.NewClient(outbound.NewTransport(&outbound.Dialer{Policy: cfg.Outbound}, nil)),
+			Secrets: resolver, BodyLimit: cfg.BodyLimit},
 		holder: leaseName + "/" + cfg.ReplicaID,
 	}, nil
 }
@@ -114,8 +126,9 @@ func (s *Service) Run(ctx context.Context) error {
 func (s *Service) lead(ctx context.Context, t *leader.Term) error {
 	sy := newSyncer(s, t)
 	w, err := worker.New(newReconciler(sy), worker.Config{
-		Types: []sdk.TypeRef{sdk.Type(tenancy.RegistryType, tenancy.Version), sdk.Type(tenancy.TemplateType, tenancy.Version)},
-		NATS:  s.nc, Store: s.conn,
+		Types: []sdk.TypeRef{sdk.Type(tenancy.RegistryType, tenancy.Version), sdk.Type(tenancy.TemplateType, tenancy.Version),
+			sdk.Type(httpsource.Type, httpsource.Version)},
+		NATS: s.nc, Store: s.conn,
 	}, worker.WithReplicaID(s.cfg.ReplicaID), worker.WithLease(s.cfg.WorkerLease), worker.WithShutdownGrace(2*time.Second, time.Second),
 		worker.WithFetchWait(time.Second), worker.WithLogger(s.log))
 	if err != nil {

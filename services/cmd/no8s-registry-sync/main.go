@@ -1,6 +1,7 @@
 // Command no8s-registry-sync runs registry-sync: it reads every
 // TenantRegistry's datasource and keeps one Tenant per active row and
-// referencing template. Run two or more; one leads (a leader lease with a
+// referencing template, and polls every HttpSource's URL and keeps one
+// resource per item of its list. Run two or more; one leads (a leader lease with a
 // fencing epoch in the store), the others stand by and take over within
 // --lease + --renew. Every Tenant write goes through the API at --api-url,
 // fenced by the leader's epoch.
@@ -9,8 +10,8 @@
 //
 // Credentials: a registry's passwordRef {"env": "NAME"} must start with
 // --secret-env-prefix (default NO8S_REGISTRY_); {"file": "/path"} must be
-// under --secret-dir. Datasource hosts follow --outbound-allow, as webhooks
-// do. It serves /healthz and /readyz on --health-listen (default
+// under --secret-dir; so must an HttpSource's header references. Datasource
+// hosts and HttpSource URLs follow --outbound-allow, as webhooks do. It serves /healthz and /readyz on --health-listen (default
 // 127.0.0.1:7104).
 package main
 
@@ -20,8 +21,6 @@ import (
 	"os"
 
 	"github.com/no8s/no8s/libs/sdk/health"
-	"github.com/no8s/no8s/libs/sdk/outbound"
-	"github.com/no8s/no8s/libs/sdk/profiling"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
@@ -29,6 +28,7 @@ import (
 )
 
 func main() {
+	proc.TuneGC()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "no8s-registry-sync:", err)
 		os.Exit(1)
@@ -38,38 +38,33 @@ func main() {
 func run() error {
 	cfg := registrysync.DefaultConfig()
 	fs := flag.NewFlagSet("no8s-registry-sync", flag.ExitOnError)
-	fs.StringVar(&cfg.APIURL, "api-url", proc.Env("NO8S_API_URL", cfg.APIURL), "the public REST API, where every Tenant write goes ($NO8S_API_URL)")
-	storeAddr := fs.String("store-addr", proc.Env("NO8S_STORE_ADDR", "127.0.0.1:7003"), "the store's worker address: leader lease, reads, the registries' status ($NO8S_STORE_ADDR)")
+	fs.StringVar(&cfg.APIURL, "api-url", proc.Env("NO8S_API_URL", cfg.APIURL), "the public REST API, where every Tenant and HttpSource resource write goes ($NO8S_API_URL)")
+	storeAddr := fs.String("store-addr", proc.Env("NO8S_STORE_ADDR", "127.0.0.1:7003"), "the store's worker address: leader lease, reads, the registries' and HttpSources' status ($NO8S_STORE_ADDR)")
 	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL ($NATS_URL)")
 	fs.StringVar(&cfg.ReplicaID, "replica-id", proc.Env("NO8S_REPLICA_ID", ""), "this replica's name (default hostname-pid)")
 	fs.DurationVar(&cfg.Lease, "lease", cfg.Lease, "leader lease, whole seconds; a standby takes over within lease + renew")
 	fs.DurationVar(&cfg.Renew, "renew", 0, "how often the leader renews and standbys campaign (default lease/3)")
-	fs.StringVar(&cfg.SecretEnvPrefix, "secret-env-prefix", proc.Env("NO8S_SECRET_ENV_PREFIX", cfg.SecretEnvPrefix), "required prefix of the environment variables registries' credentials name")
-	fs.StringVar(&cfg.SecretDir, "secret-dir", proc.Env("NO8S_SECRET_DIR", ""), "directory that must contain every file registries' credentials name (none: file references refused)")
+	fs.StringVar(&cfg.SecretEnvPrefix, "secret-env-prefix", proc.Env("NO8S_SECRET_ENV_PREFIX", cfg.SecretEnvPrefix), "required prefix of the environment variables registries' credentials and HttpSources' headers name")
+	fs.StringVar(&cfg.SecretDir, "secret-dir", proc.Env("NO8S_SECRET_DIR", ""), "directory that must contain every file registries' credentials and HttpSources' headers name (none: file references refused)")
 	fs.DurationVar(&cfg.Limits.StatementTimeout, "statement-timeout", cfg.Limits.StatementTimeout, "bound of a datasource query (and connection)")
-	fs.IntVar(&cfg.Limits.RowLimit, "row-limit", cfg.Limits.RowLimit, "most rows a registry may have; more fails the sync and writes nothing")
-	fs.IntVar(&cfg.Writes, "writes", cfg.Writes, "Tenant writes in flight during a sync")
-	fs.DurationVar(&cfg.Poll, "poll", cfg.Poll, "how often registries and templates are listed for changes")
-	allow := fs.String("outbound-allow", proc.Env("NO8S_OUTBOUND_ALLOW", ""), "address classes datasources may reach besides public ones: loopback, private, link-local ($NO8S_OUTBOUND_ALLOW)")
+	fs.IntVar(&cfg.Limits.RowLimit, "row-limit", cfg.Limits.RowLimit, "most rows a registry (items an HttpSource's list) may have; more fails the sync and writes nothing")
+	fs.Int64Var(&cfg.BodyLimit, "body-limit", cfg.BodyLimit, "most bytes of an HttpSource's answer; more fails the poll and writes nothing")
+	fs.IntVar(&cfg.Writes, "writes", cfg.Writes, "Tenant and HttpSource resource writes in flight during a sync")
+	fs.DurationVar(&cfg.Poll, "poll", cfg.Poll, "how often registries, templates and HttpSources are listed for changes")
 	healthListen := proc.HealthListenFlag(fs, "127.0.0.1:7104")
-	pprofListen := proc.ProfileListenFlag(fs)
-	_ = fs.Parse(os.Args[1:])
-	var err error
-	if cfg.Outbound, err = outbound.ParsePolicy(*allow); err != nil {
+	if err := proc.OutboundFlag(fs, &cfg.Outbound); err != nil {
 		return err
 	}
+	sp, err := proc.Start(fs, os.Args[1:], "registry-sync")
+	if err != nil {
+		return err
+	}
+	defer sp.Stop()
+	ctx, log := sp.Ctx, sp.Log
 	if cfg.ReplicaID == "" {
 		host, _ := os.Hostname()
 		cfg.ReplicaID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	log := proc.Logger("registry-sync")
-	ctx, cancel := proc.SignalContext()
-	defer cancel()
-	stopProfiles, err := profiling.Serve(ctx, *pprofListen, log)
-	if err != nil {
-		return err
-	}
-	defer stopProfiles()
 	conn, err := grpcserver.Dial(*storeAddr)
 	if err != nil {
 		return err

@@ -67,12 +67,12 @@ const EnvOutboundAllow = "NO8S_OUTBOUND_ALLOW"
 
 // OutboundFlag sets p from $NO8S_OUTBOUND_ALLOW and defines --outbound-allow
 // over it: the classes of address besides public ones that outbound calls
-// (webhooks) may reach. A bad environment value is an error.
+// (webhooks, registry-sync's datasources and HttpSource URLs) may reach. A bad environment value is an error.
 func OutboundFlag(fs *flag.FlagSet, p *outbound.Policy) error {
 	if err := p.Set(os.Getenv(EnvOutboundAllow)); err != nil {
 		return fmt.Errorf("%s: %w", EnvOutboundAllow, err)
 	}
-	fs.Var(p, "outbound-allow", "classes of address besides public ones that webhooks may be called at: loopback, private, link-local, comma-separated ($"+EnvOutboundAllow+"; default none)")
+	fs.Var(p, "outbound-allow", "classes of address besides public ones that outbound calls (webhooks, datasources, HttpSource URLs) may reach: loopback, private, link-local, comma-separated ($"+EnvOutboundAllow+"; default none)")
 	return nil
 }
 

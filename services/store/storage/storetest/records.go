@@ -211,11 +211,11 @@ func testLeaderLeaseFencesClientWrites(t *testing.T, open Opener) {
 	}
 }
 
-// testBuiltinTenantTypes: TenantRegistry, TenantTemplate and Tenant v1
-// exist from the first start, with their schemas.
+// testBuiltinTenantTypes: TenantRegistry, TenantTemplate, Tenant and
+// HttpSource v1 exist from the first start, with their schemas.
 func testBuiltinTenantTypes(t *testing.T, open Opener) {
 	s, _ := newStore(t, open)
-	for _, name := range []string{"TenantRegistry", "TenantTemplate", "Tenant"} {
+	for _, name := range []string{"TenantRegistry", "TenantTemplate", "Tenant", "HttpSource"} {
 		typ, err := s.GetType(t.Context(), storage.TypeKey{Name: name, Version: "v1"})
 		if err != nil {
 			t.Fatalf("%s/v1: %v", name, err)

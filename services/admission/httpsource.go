@@ -1,0 +1,74 @@
+package admission
+
+// Admission of the built-in type HttpSource (issue 18, scope 2): besides
+// its schema, the checks of httpsource.Check (URL shape, header names,
+// exactly one name and one spec mapping, pointers, templates that parse),
+// the outbound address rule on the URL (as on a webhook's), the target type
+// existing, and the target fixed once created (the resources of the old
+// type would be orphaned).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/httpsource"
+	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
+	"github.com/no8s/no8s/services/internal/webhookconf"
+)
+
+// checkHTTPSource runs the checks of HttpSource on an admitted (defaulted)
+// resource of operation op; other types pass.
+func (h *handler) checkHTTPSource(ctx context.Context, op string, r *storev1.Resource) error {
+	if r.GetResourceTypeName() != httpsource.Type || r.GetResourceTypeVersion() != httpsource.Version {
+		return nil
+	}
+	errs, err := h.httpSourceErrors(ctx, op, r)
+	if err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return problem.New(problem.Invalid, problem.CodeValidation, "%s %q is refused: %s: %s", httpsource.Type, r.GetName(), errs[0].Path, errs[0].Message).
+			WithFields(errs...)
+	}
+	return nil
+}
+
+func (h *handler) httpSourceErrors(ctx context.Context, op string, r *storev1.Resource) ([]problem.FieldError, error) {
+	var spec httpsource.Spec
+	if err := json.Unmarshal(r.GetSpec(), &spec); err != nil {
+		return []problem.FieldError{{Path: "/spec", Message: err.Error()}}, nil
+	}
+	errs := httpsource.Check(spec)
+	if len(errs) > 0 {
+		return errs, nil
+	}
+	if err := h.outbound.CheckURL(spec.URL); err != nil {
+		return []problem.FieldError{{Path: "/spec/url", Message: err.Error()}}, nil
+	}
+	if _, err := h.cache.get(ctx, spec.Target.TypeName, spec.Target.TypeVersion, true); err != nil {
+		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeUnknownType {
+			return []problem.FieldError{{Path: "/spec/target", Message: fmt.Sprintf("resource type %s does not exist", spec.Target)}}, nil
+		}
+		return nil, err
+	}
+	if op != webhookconf.OpUpdate {
+		return nil, nil
+	}
+	old, err := h.cache.store.GetResource(ctx, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: &storev1.ResourceName{
+		ResourceTypeName: httpsource.Type, ResourceTypeVersion: httpsource.Version, Namespace: r.GetNamespace(), Name: r.GetName(),
+	}}})
+	if pe := problem.As(grpcstatus.FromStatus(err)); pe != nil && pe.Kind == problem.NotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, grpcstatus.FromStatus(err)
+	}
+	var was httpsource.Spec
+	if json.Unmarshal(old.GetResource().GetSpec(), &was) == nil && was.Target != spec.Target {
+		return []problem.FieldError{{Path: "/spec/target", Message: fmt.Sprintf("the target cannot change (it is %s): delete the source and create it anew", was.Target)}}, nil
+	}
+	return nil, nil
+}
