@@ -296,8 +296,12 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		if tenantWorker == nil {
 			return nil
 		}
+		// It writes through the gateway: start once it answers.
 		if err := waitReady(gatewayCtx, "http://"+httpLis.Addr().String()); err != nil {
-			return nil // stopping before the gateway was up
+			if gatewayCtx.Err() != nil {
+				return nil // stopping before the gateway was up
+			}
+			return fmt.Errorf("tenant reconciler: %w", err)
 		}
 		return tenantWorker.Run(gatewayCtx)
 	})
