@@ -22,9 +22,12 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
 
+	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/outbound"
+	"github.com/no8s/no8s/libs/sdk/worker"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -33,6 +36,7 @@ import (
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/natsembed"
+	"github.com/no8s/no8s/services/reconcilerworker/tenant"
 	"github.com/no8s/no8s/services/registrysync"
 	"github.com/no8s/no8s/services/scheduler"
 	"github.com/no8s/no8s/services/store"
@@ -70,6 +74,10 @@ type Config struct {
 	// RegistrySync runs registry-sync (true by default): TenantRegistry
 	// datasources → Tenants.
 	RegistrySync bool
+	// TenantReconciler runs the tenant reconciler (true by default): it
+	// serves Tenant/v1, writing each Tenant's resources through the REST
+	// API. Tests that serve Tenants with another reconciler turn it off.
+	TenantReconciler bool
 	// RegistrySyncSecretPrefix is the prefix registries' environment
 	// secret references need (registry-sync's --secret-env-prefix).
 	RegistrySyncSecretPrefix string
@@ -129,6 +137,7 @@ func DefaultConfig() Config {
 		Outbound:                 outbound.DevPolicy(),
 		Scheduler:                true,
 		RegistrySync:             true,
+		TenantReconciler:         true,
 		RegistrySyncSecretPrefix: registrysync.DefaultConfig().SecretEnvPrefix,
 	}
 }
@@ -224,18 +233,32 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 			return err
 		}
 	}
-	var syncSvc *registrysync.Service
-	if cfg.RegistrySync {
-		workerConn, err := grpcserver.Dial(workerLis.Addr().String())
-		if err != nil {
+	var workerConn *grpc.ClientConn
+	if cfg.RegistrySync || cfg.TenantReconciler {
+		if workerConn, err = grpcserver.Dial(workerLis.Addr().String()); err != nil {
 			return err
 		}
 		defer workerConn.Close()
+	}
+	var syncSvc *registrysync.Service
+	if cfg.RegistrySync {
 		rcfg := registrysync.DefaultConfig()
 		rcfg.APIURL, rcfg.ReplicaID, rcfg.Outbound = "http://"+httpLis.Addr().String(), "no8s-dev", cfg.Outbound
 		rcfg.SecretEnvPrefix = cfg.RegistrySyncSecretPrefix
 		if syncSvc, err = registrysync.New(rcfg, nc, workerConn, base.With("service", "registry-sync")); err != nil {
 			return err
+		}
+	}
+	var tenantWorker *worker.Worker
+	if cfg.TenantReconciler {
+		api, err := tenant.NewAPIClient("http://" + httpLis.Addr().String())
+		if err != nil {
+			return err
+		}
+		if tenantWorker, err = worker.New(tenant.New(tenant.Config{API: api}), worker.Config{Types: []sdk.TypeRef{tenant.Type}, NATS: nc, Store: workerConn},
+			worker.WithReplicaID("no8s-dev"), worker.WithShutdownGrace(2*time.Second, time.Second), worker.WithFetchWait(time.Second),
+			worker.WithLogger(base.With("service", "reconciler-tenant"))); err != nil {
+			return fmt.Errorf("tenant reconciler: %w", err)
 		}
 	}
 	gatewaySvc := gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), base.With("service", "gateway"))
@@ -267,10 +290,26 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		}
 		return syncSvc.Run(gatewayCtx)
 	})
+	tenantDone := make(chan struct{})
+	g.Go(func() error {
+		defer close(tenantDone)
+		if tenantWorker == nil {
+			return nil
+		}
+		// It writes through the gateway: start once it answers.
+		if err := waitReady(gatewayCtx, "http://"+httpLis.Addr().String()); err != nil {
+			if gatewayCtx.Err() != nil {
+				return nil // stopping before the gateway was up
+			}
+			return fmt.Errorf("tenant reconciler: %w", err)
+		}
+		return tenantWorker.Run(gatewayCtx)
+	})
 	g.Go(func() error {
 		err := gatewaySvc.Serve(gatewayCtx, httpLis)
 		<-schedulerDone
 		<-syncDone
+		<-tenantDone
 		stopAdmission()
 		stopStore()
 		return err

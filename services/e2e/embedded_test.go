@@ -78,6 +78,27 @@ func TestEmbeddedWithoutPostgreSQL(t *testing.T) {
 			return nil
 		})
 	})
+	// no8s dev serves Tenants with the tenant reconciler by default.
+	waitFor(t, 20*time.Second, "the tenant reconciler live in no8s dev", func() error {
+		r := do(t, "GET", base+"/api/v1/reconcilers", nil)
+		var regs []struct {
+			Name  string `json:"name"`
+			Types []struct {
+				Name, Version string
+			} `json:"types"`
+		}
+		if r.status != 200 || json.Unmarshal(r.body, &regs) != nil {
+			return fmt.Errorf("GET /reconcilers: %d %s", r.status, r.body)
+		}
+		for _, reg := range regs {
+			for _, ty := range reg.Types {
+				if reg.Name == "tenant" && ty.Name == "Tenant" && ty.Version == "v1" {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("no reconciler tenant serving Tenant/v1: %s", r.body)
+	})
 	if _, err := os.Stat(state); err != nil {
 		t.Fatalf("the data directory: %v", err)
 	}

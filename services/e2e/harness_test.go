@@ -344,14 +344,14 @@ func (c *cluster) startReconciler(storeAddr string, types ...string) *proc {
 // extra environment variables, and waits until the reconciler it names
 // serves every type it registers (for noop: --types; for
 // postgres-database: PostgresDatabase/v1; for github-workflow:
-// GitHubWorkflow/v1). It connects to the worker address of the store at
-// storeAddr; postgres-database and github-workflow register their types
-// through the first gateway.
+// GitHubWorkflow/v1; for tenant: Tenant/v1). It connects to the worker
+// address of the store at storeAddr; postgres-database and github-workflow
+// register their types, and tenant writes, through the first gateway.
 func (c *cluster) startReconcilerArgs(name, storeAddr string, env []string, args ...string) *proc {
 	c.t.Helper()
 	full := append(slices.Clone(args), "--nats-url", c.natsURL, "--store-addr", c.workerAddr(storeAddr),
 		"--health-listen", c.healthAddr("reconciler-"+name), "--replica-id", name, "--log-level", "debug")
-	if (args[0] == "postgres-database" || args[0] == "github-workflow") && len(c.gateways) > 0 {
+	if (args[0] == "postgres-database" || args[0] == "github-workflow" || args[0] == "tenant") && len(c.gateways) > 0 {
 		full = append(full, "--api-url", c.gateways[0])
 	}
 	p := start(c.t, "reconciler-"+name, filepath.Join(binDir, "no8s-reconciler"), full, env...)
@@ -366,6 +366,8 @@ func (c *cluster) startReconcilerArgs(name, storeAddr string, env []string, args
 		want = []string{"PostgresDatabase/v1"}
 	case "github-workflow":
 		want = []string{"GitHubWorkflow/v1"}
+	case "tenant":
+		want = []string{"Tenant/v1"}
 	}
 	_, nc := c.jetstream()
 	waitFor(c.t, 20*time.Second, "reconciler "+name+" registered", func() error {

@@ -37,6 +37,9 @@ type applyResourceBody struct {
 	Spec                json.RawMessage    `json:"spec"`
 	Labels              *map[string]string `json:"labels"`
 	Annotations         *map[string]string `json:"annotations"`
+	// OwnerReferences, when given, replace the stored ones ([] drops them
+	// all); when omitted, the stored ones are kept.
+	OwnerReferences *[]resource.OwnerReference `json:"owner_references"`
 }
 
 // applyResource is POST /api/v1/resources/apply: applyOp behind the HTTP
@@ -118,7 +121,11 @@ func (s *Service) applyOp(ctx context.Context, body applyResourceBody, dry bool)
 	if body.Annotations != nil {
 		annotations = orEmpty(*body.Annotations)
 	}
-	errs = append(errs, resource.ValidateMetadata(labels, annotations, nil)...)
+	var owners []resource.OwnerReference
+	if body.OwnerReferences != nil {
+		owners = *body.OwnerReferences
+	}
+	errs = append(errs, resource.ValidateMetadata(labels, annotations, owners)...)
 	if err := fieldsError("invalid resource", errs); err != nil {
 		return applied{}, err
 	}
@@ -130,7 +137,7 @@ func (s *Service) applyOp(ctx context.Context, body applyResourceBody, dry bool)
 		if pe := problem.As(err); pe != nil && pe.Kind == problem.NotFound {
 			in := &resource.Resource{
 				Namespace: body.Namespace, Name: body.Name, ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion,
-				Labels: labels, Annotations: annotations, Spec: spec,
+				Labels: labels, Annotations: annotations, OwnerReferences: owners, Spec: spec,
 			}
 			in.Normalize()
 			out, err := s.createAdmitted(ctx, in, dry)
@@ -158,8 +165,11 @@ func (s *Service) applyOp(ctx context.Context, body applyResourceBody, dry bool)
 		if annotations != nil {
 			next.Annotations = annotations
 		}
+		if body.OwnerReferences != nil {
+			next.OwnerReferences = owners
+		}
 		out, err := s.writeUpdate(ctx, update{
-			cur: cur, next: next, setLabels: labels != nil, setAnnotations: annotations != nil,
+			cur: cur, next: next, setLabels: labels != nil, setAnnotations: annotations != nil, setOwners: body.OwnerReferences != nil,
 			expected: cur.GetResourceVersion(), dryRun: dry,
 		})
 		if pe := problem.As(err); pe != nil && (pe.Code == problem.CodeConflict || pe.Kind == problem.NotFound) {

@@ -13,6 +13,7 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/labstack/echo/v5"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/no8s/no8s/libs/api/fence"
 	"github.com/no8s/no8s/libs/api/names"
@@ -48,11 +49,14 @@ type createResourceBody struct {
 // replaced; labels and annotations only when given.
 type updateResourceBody struct {
 	// Namespace may be repeated but not changed.
-	Namespace       *string            `json:"namespace"`
-	Spec            json.RawMessage    `json:"spec"`
-	Labels          *map[string]string `json:"labels"`
-	Annotations     *map[string]string `json:"annotations"`
-	ResourceVersion int64              `json:"resource_version"`
+	Namespace   *string            `json:"namespace"`
+	Spec        json.RawMessage    `json:"spec"`
+	Labels      *map[string]string `json:"labels"`
+	Annotations *map[string]string `json:"annotations"`
+	// OwnerReferences replace the current ones when given ([] drops them
+	// all).
+	OwnerReferences *[]resource.OwnerReference `json:"owner_references"`
+	ResourceVersion int64                      `json:"resource_version"`
 }
 
 // finalizersBody is the body of PUT /api/v1/resources/{id}/finalizers.
@@ -64,15 +68,16 @@ type finalizersBody struct {
 
 // patchDocument is what a merge patch applies to.
 type patchDocument struct {
-	Spec        json.RawMessage   `json:"spec"`
-	Labels      map[string]string `json:"labels"`
-	Annotations map[string]string `json:"annotations"`
+	Spec            json.RawMessage           `json:"spec"`
+	Labels          map[string]string         `json:"labels"`
+	Annotations     map[string]string         `json:"annotations"`
+	OwnerReferences []resource.OwnerReference `json:"owner_references"`
 }
 
 // isPatchField reports whether a merge patch may carry a top-level field.
 func isPatchField(k string) bool {
 	switch k {
-	case "spec", "labels", "annotations", "resource_version", "namespace":
+	case "spec", "labels", "annotations", "owner_references", "resource_version", "namespace":
 		return true
 	}
 	return false
@@ -317,8 +322,10 @@ type update struct {
 	cur                       *storev1.Resource
 	next                      *resource.Resource
 	setLabels, setAnnotations bool
-	expected                  int64
-	dryRun                    bool
+	// setOwners replaces the owner references with next's.
+	setOwners bool
+	expected  int64
+	dryRun    bool
 }
 
 // writeUpdate admits u.next against u.cur and stores it.
@@ -336,6 +343,7 @@ func (s *Service) writeUpdate(ctx context.Context, u update) (*storev1.Resource,
 			Spec:                    admitted.GetSpec(),
 			Labels:                  stringMap(admitted.GetLabels(), u.cur.GetLabels(), u.setLabels),
 			Annotations:             stringMap(admitted.GetAnnotations(), u.cur.GetAnnotations(), u.setAnnotations),
+			OwnerReferences:         ownerList(admitted.GetOwnerReferences(), u.cur.GetOwnerReferences(), u.setOwners),
 			ExpectedResourceVersion: u.expected,
 			SchemaRevision:          rev,
 			DryRun:                  u.dryRun,
@@ -363,6 +371,15 @@ func stringMap(admitted, cur map[string]string, set bool) *storev1.StringMap {
 	return nil
 }
 
+// ownerList is the owner references to send: the admitted ones when the
+// request sets them or admission changed them, else nil (unchanged).
+func ownerList(admitted, cur []*storev1.OwnerReference, set bool) *storev1.OwnerReferenceList {
+	if set || !slices.EqualFunc(admitted, cur, func(a, b *storev1.OwnerReference) bool { return proto.Equal(a, b) }) {
+		return &storev1.OwnerReferenceList{Items: admitted}
+	}
+	return nil
+}
+
 func (s *Service) updateResource(c *echo.Context) error {
 	id, dry, err := writeTarget(c)
 	if err != nil {
@@ -381,7 +398,11 @@ func (s *Service) updateResource(c *echo.Context) error {
 	if body.Annotations != nil {
 		annotations = *body.Annotations
 	}
-	errs = append(errs, resource.ValidateMetadata(labels, annotations, nil)...)
+	var owners []resource.OwnerReference
+	if body.OwnerReferences != nil {
+		owners = *body.OwnerReferences
+	}
+	errs = append(errs, resource.ValidateMetadata(labels, annotations, owners)...)
 	if err := fieldsError("invalid resource", errs); err != nil {
 		return err
 	}
@@ -403,8 +424,11 @@ func (s *Service) updateResource(c *echo.Context) error {
 	if body.Annotations != nil {
 		next.Annotations = orEmpty(annotations)
 	}
+	if body.OwnerReferences != nil {
+		next.OwnerReferences = owners
+	}
 	out, err := s.writeUpdate(c.Request().Context(), update{
-		cur: cur, next: next, setLabels: body.Labels != nil, setAnnotations: body.Annotations != nil,
+		cur: cur, next: next, setLabels: body.Labels != nil, setAnnotations: body.Annotations != nil, setOwners: body.OwnerReferences != nil,
 		expected: body.ResourceVersion, dryRun: dry,
 	})
 	if err != nil {
@@ -442,7 +466,7 @@ func parsePatch(data []byte) (*resourcePatch, error) {
 	var errs []problem.FieldError
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if !isPatchField(k) {
-			errs = append(errs, problem.FieldError{Path: "/" + resource.EscapePointer(k), Message: "unknown field: a patch may change only spec, labels and annotations (resource_version is a precondition; namespace is immutable)"})
+			errs = append(errs, problem.FieldError{Path: "/" + resource.EscapePointer(k), Message: "unknown field: a patch may change only spec, labels, annotations and owner_references (resource_version is a precondition; namespace is immutable)"})
 		}
 	}
 	out := &resourcePatch{}
@@ -464,6 +488,12 @@ func parsePatch(data []byte) (*resourcePatch, error) {
 	}
 	if raw, ok := top["spec"]; ok && !isNull(raw) && !isObject(raw) {
 		errs = append(errs, problem.FieldError{Path: "/spec", Message: "must be a JSON object or null"})
+	}
+	if raw, ok := top["owner_references"]; ok && !isNull(raw) {
+		var owners []resource.OwnerReference
+		if err := json.Unmarshal(raw, &owners); err != nil {
+			errs = append(errs, problem.FieldError{Path: "/owner_references", Message: "must be an array of owner references (it replaces the current list) or null to drop them all"})
+		}
 	}
 	for _, field := range []string{"labels", "annotations"} {
 		raw, ok := top[field]
@@ -495,7 +525,8 @@ func parsePatch(data []byte) (*resourcePatch, error) {
 
 // applyPatch merges patch into cur's spec, labels and annotations.
 func applyPatch(cur *storev1.Resource, patch []byte) (*patchDocument, error) {
-	doc, err := resource.Marshal(patchDocument{Spec: orEmptyObject(cur.GetSpec()), Labels: orEmpty(cur.GetLabels()), Annotations: orEmpty(cur.GetAnnotations())})
+	doc, err := resource.Marshal(patchDocument{Spec: orEmptyObject(cur.GetSpec()), Labels: orEmpty(cur.GetLabels()), Annotations: orEmpty(cur.GetAnnotations()),
+		OwnerReferences: resourcepb.OwnerReferencesFromProto(cur.GetOwnerReferences())})
 	if err != nil {
 		return nil, fmt.Errorf("marshal patch target: %w", err)
 	}
@@ -544,13 +575,17 @@ func (s *Service) patchResource(c *echo.Context) error {
 			return err
 		}
 		spec, errs := checkSpec(merged.Spec, nil)
-		errs = append(errs, resource.ValidateMetadata(merged.Labels, merged.Annotations, nil)...)
+		errs = append(errs, resource.ValidateMetadata(merged.Labels, merged.Annotations, merged.OwnerReferences)...)
 		if err := fieldsError("invalid resource after applying the patch", errs); err != nil {
 			return err
 		}
 		next := resourcepb.FromProto(cur)
 		next.Spec = spec
 		next.Labels, next.Annotations = orEmpty(merged.Labels), orEmpty(merged.Annotations)
+		setOwners := !slices.Equal(merged.OwnerReferences, next.OwnerReferences)
+		if setOwners {
+			next.OwnerReferences = merged.OwnerReferences
+		}
 		expected := rv
 		if expected == 0 {
 			expected = cur.GetResourceVersion()
@@ -559,6 +594,7 @@ func (s *Service) patchResource(c *echo.Context) error {
 			cur: cur, next: next,
 			setLabels:      !maps.Equal(next.Labels, orEmpty(cur.GetLabels())),
 			setAnnotations: !maps.Equal(next.Annotations, orEmpty(cur.GetAnnotations())),
+			setOwners:      setOwners,
 			expected:       expected, dryRun: dry,
 		})
 		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 {

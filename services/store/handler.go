@@ -145,6 +145,8 @@ func (h *handler) UpdateResource(ctx context.Context, req *storev1.UpdateResourc
 		SetLabels:               req.GetLabels() != nil,
 		Annotations:             req.GetAnnotations().GetEntries(),
 		SetAnnotations:          req.GetAnnotations() != nil,
+		OwnerReferences:         resourcepb.OwnerReferencesFromProto(req.GetOwnerReferences().GetItems()),
+		SetOwnerReferences:      req.GetOwnerReferences() != nil,
 		ExpectedResourceVersion: req.GetExpectedResourceVersion(),
 		SchemaRevision:          req.GetSchemaRevision(),
 		DryRun:                  req.GetDryRun(),

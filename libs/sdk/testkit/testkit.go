@@ -183,10 +183,11 @@ func (e *Env) start() error {
 	if !e.opts.scheduler {
 		args = append(args, "--no-scheduler")
 	}
-	// A reconciler's tests get a bare control plane: no registry-sync
-	// (which would register as a reconciler and create the registry's
-	// bucket with its own TTL). The tenant types exist all the same.
-	args = append(args, "--no-registry-sync")
+	// A reconciler's tests get a bare control plane: no registry-sync and
+	// no tenant reconciler (each would register as a reconciler and create
+	// the registry's bucket with its own TTL). The tenant types exist all
+	// the same.
+	args = append(args, "--no-registry-sync", "--no-tenant-reconciler")
 	if e.opts.historyLimit > 0 {
 		args = append(args, "--history-limit", strconv.Itoa(e.opts.historyLimit))
 	}

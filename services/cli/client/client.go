@@ -48,6 +48,16 @@ func New(base, token string, timeout time.Duration) (*Client, error) {
 	}, nil
 }
 
+// WithHTTPClient returns a copy of c that sends its requests (watches
+// excepted) through hc: a program calling the API from many goroutines
+// (the tenant reconciler) gives it a transport that keeps enough idle
+// connections.
+func (c *Client) WithHTTPClient(hc *http.Client) *Client {
+	cp := *c
+	cp.http = hc
+	return &cp
+}
+
 // Server is the base URL.
 func (c *Client) Server() string { return c.base }
 
@@ -472,6 +482,61 @@ type ApplyRequest struct {
 	Spec                json.RawMessage    `json:"spec"`
 	Labels              *map[string]string `json:"labels,omitempty"`
 	Annotations         *map[string]string `json:"annotations,omitempty"`
+	// OwnerReferences, when not nil, replace the stored ones.
+	OwnerReferences *[]resource.OwnerReference `json:"owner_references,omitempty"`
+}
+
+// CreateRequest is the body of a create.
+type CreateRequest struct {
+	Namespace           string                    `json:"namespace,omitempty"`
+	Name                string                    `json:"name"`
+	ResourceTypeName    string                    `json:"resource_type_name"`
+	ResourceTypeVersion string                    `json:"resource_type_version"`
+	Spec                json.RawMessage           `json:"spec"`
+	Labels              map[string]string         `json:"labels,omitempty"`
+	Annotations         map[string]string         `json:"annotations,omitempty"`
+	OwnerReferences     []resource.OwnerReference `json:"owner_references,omitempty"`
+}
+
+// CreateResource creates a resource (POST /api/v1/resources).
+func (c *Client) CreateResource(ctx context.Context, req CreateRequest) (*Resource, error) {
+	var out Resource
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/resources", body: req}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ReplaceRequest is the body of PUT /api/v1/resources/{id}: the spec is
+// replaced, labels, annotations and owner references when not nil.
+type ReplaceRequest struct {
+	Spec            json.RawMessage            `json:"spec"`
+	Labels          *map[string]string         `json:"labels,omitempty"`
+	Annotations     *map[string]string         `json:"annotations,omitempty"`
+	OwnerReferences *[]resource.OwnerReference `json:"owner_references,omitempty"`
+	// ResourceVersion, when not zero, must be the stored one (else 409).
+	ResourceVersion int64 `json:"resource_version,omitempty"`
+}
+
+// ReplaceResource replaces a resource's spec (PUT /api/v1/resources/{id}).
+func (c *Client) ReplaceResource(ctx context.Context, id int64, req ReplaceRequest) (*Resource, error) {
+	var out Resource
+	if _, err := c.do(ctx, request{method: http.MethodPut, path: "/api/v1/resources/" + strconv.FormatInt(id, 10), body: req}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// PatchResource applies a JSON merge patch (RFC 7386) to a resource's spec,
+// labels, annotations and owner references (PATCH /api/v1/resources/{id}).
+func (c *Client) PatchResource(ctx context.Context, id int64, patch json.RawMessage) (*Resource, error) {
+	var out Resource
+	h := http.Header{}
+	h.Set("Content-Type", "application/merge-patch+json")
+	if _, err := c.do(ctx, request{method: http.MethodPatch, path: "/api/v1/resources/" + strconv.FormatInt(id, 10), body: []byte(patch), header: h}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // Apply is server-side apply; result is created, configured or unchanged.

@@ -31,63 +31,102 @@ const (
 
 var syncLineRE = regexp.MustCompile(`msg=sync .*registry=bench-registry.*created=(\d+) updated=(\d+) deleted=(\d+) unchanged=(\d+) desired=(\d+) duration_ms=([0-9.]+)`)
 
-func benchTenants(ctx context.Context, env *benchEnv) error {
+// tenantSetup is what the tenant scenarios share: a fresh store, a MariaDB
+// database whose table holds rows active rows (dropped by cleanup), the
+// scheduler, and registry-sync serving the registry types.
+type tenantSetup struct {
+	db      string
+	sync    *benchProc
+	cleanup func()
+}
+
+func setupTenants(ctx context.Context, env *benchEnv, rows int) (*tenantSetup, error) {
 	if err := env.Fresh(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if env.pool == nil {
-		return errors.New("the tenants scenario needs the PostgreSQL backend")
+		return nil, errors.New("the tenant scenarios need the PostgreSQL backend")
 	}
 	admin, err := sql.Open("mysql", mariaDBBench)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer admin.Close()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	dbName := "no8s_bench_" + hex.EncodeToString(b)
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+dbName); err != nil {
-		return fmt.Errorf("MariaDB at 127.0.0.1:3306: %w", err)
+	ts := &tenantSetup{db: "no8s_bench_" + hex.EncodeToString(b)}
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+ts.db); err != nil {
+		_ = admin.Close()
+		return nil, fmt.Errorf("MariaDB at 127.0.0.1:3306: %w", err)
 	}
-	defer func() { _, _ = admin.ExecContext(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS "+dbName) }()
-	if _, err := admin.ExecContext(ctx, "CREATE TABLE "+dbName+".tenants (id VARCHAR(64), url VARCHAR(200), active VARCHAR(8))"); err != nil {
-		return err
+	ts.cleanup = func() {
+		_, _ = admin.ExecContext(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS "+ts.db)
+		_ = admin.Close()
 	}
-	for start := 0; start < tenantRows; start += 1000 {
+	fail := func(err error) (*tenantSetup, error) {
+		ts.cleanup()
+		return nil, err
+	}
+	if _, err := admin.ExecContext(ctx, "CREATE TABLE "+ts.db+".tenants (id VARCHAR(64), url VARCHAR(200), active VARCHAR(8))"); err != nil {
+		return fail(err)
+	}
+	for start := 0; start < rows; start += 1000 {
 		var vals []string
-		for i := start; i < start+1000; i++ {
+		for i := start; i < min(start+1000, rows); i++ {
 			vals = append(vals, fmt.Sprintf("('t%05d', 'https://t%05d.example.com', '1')", i, i))
 		}
-		if _, err := admin.ExecContext(ctx, "INSERT INTO "+dbName+".tenants VALUES "+strings.Join(vals, ",")); err != nil {
-			return err
+		if _, err := admin.ExecContext(ctx, "INSERT INTO "+ts.db+".tenants VALUES "+strings.Join(vals, ",")); err != nil {
+			return fail(err)
 		}
 	}
 	if _, err := env.startScheduler(ctx, "bench-tenants"); err != nil {
-		return err
+		return fail(err)
 	}
-	if err := env.startNoopReplicas(ctx, "noop-tenants", []string{"Tenant/v1"}, []string{"t1"}); err != nil {
-		return err
-	}
+	return ts, nil
+}
+
+// startSync starts registry-sync and waits until it serves the registry
+// types.
+func (ts *tenantSetup) startSync(ctx context.Context, env *benchEnv) error {
 	sp, err := env.startProcEnv("registry-sync", filepath.Join(env.binDir, "no8s-registry-sync"), []string{"NO8S_LOG_LEVEL=debug"}, "--api-url", env.gatewayURL,
 		"--store-addr", env.workerAddr, "--nats-url", env.natsURL, "--replica-id", "bench", "--outbound-allow", "loopback,private",
 		"--writes", "16", "--health-listen", "off")
 	if err != nil {
 		return err
 	}
-	if err := waitFor(ctx, 30*time.Second, "registry-sync serving TenantRegistry/v1", sp, func() error {
+	ts.sync = sp
+	return waitFor(ctx, 30*time.Second, "registry-sync serving TenantRegistry/v1", sp, func() error {
 		return registered(ctx, env.natsURL, []string{"TenantRegistry/v1", "TenantTemplate/v1"})
-	}); err != nil {
+	})
+}
+
+// createRegistry creates the registry bench-registry over the table.
+func (ts *tenantSetup) createRegistry(ctx context.Context, env *benchEnv) error {
+	_, err := env.postJSON(ctx, "/api/v1/resources", map[string]any{"name": "bench-registry", "resource_type_name": "TenantRegistry",
+		"resource_type_version": "v1", "spec": map[string]any{
+			"source":        map[string]any{"type": "mysql", "host": "127.0.0.1", "database": ts.db, "table": "tenants", "username": "root"},
+			"syncInterval":  "3s",
+			"valueMappings": map[string]any{"uid": "id", "hostOrUrl": "url", "activate": "active"}}})
+	return err
+}
+
+func benchTenants(ctx context.Context, env *benchEnv) error {
+	ts, err := setupTenants(ctx, env, tenantRows)
+	if err != nil {
 		return err
 	}
+	defer ts.cleanup()
+	if err := env.startNoopReplicas(ctx, "noop-tenants", []string{"Tenant/v1"}, []string{"t1"}); err != nil {
+		return err
+	}
+	if err := ts.startSync(ctx, env); err != nil {
+		return err
+	}
+	sp := ts.sync
 	if _, err := env.postJSON(ctx, "/api/v1/resource-types", map[string]any{"name": "BenchApp", "version": "v1",
 		"schema": map[string]any{"type": "object", "properties": map[string]any{"host": map[string]any{"type": "string"}}}}); err != nil {
 		return err
 	}
-	if _, err := env.postJSON(ctx, "/api/v1/resources", map[string]any{"name": "bench-registry", "resource_type_name": "TenantRegistry",
-		"resource_type_version": "v1", "spec": map[string]any{
-			"source":        map[string]any{"type": "mysql", "host": "127.0.0.1", "database": dbName, "table": "tenants", "username": "root"},
-			"syncInterval":  "3s",
-			"valueMappings": map[string]any{"uid": "id", "hostOrUrl": "url", "activate": "active"}}}); err != nil {
+	if err := ts.createRegistry(ctx, env); err != nil {
 		return err
 	}
 	created := time.Now()

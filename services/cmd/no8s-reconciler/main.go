@@ -6,6 +6,7 @@
 //	no8s-reconciler noop --types DatabaseCluster/v1,Widget/v1
 //	no8s-reconciler postgres-database --register-type --api-url http://127.0.0.1:8000
 //	no8s-reconciler github-workflow --register-type --token-env GITHUB_TOKEN
+//	no8s-reconciler tenant --api-url http://127.0.0.1:8000
 //
 // Flags default from the environment: --nats-url ($NATS_URL), --store-addr
 // ($NO8S_STORE_ADDR), --concurrency ($NO8S_MAX_CONCURRENCY), --replica-id
@@ -36,6 +37,7 @@ import (
 	"github.com/no8s/no8s/services/reconcilerworker/githubworkflow"
 	"github.com/no8s/no8s/services/reconcilerworker/noop"
 	"github.com/no8s/no8s/services/reconcilerworker/postgresdb"
+	"github.com/no8s/no8s/services/reconcilerworker/tenant"
 )
 
 const usage = `usage: no8s-reconciler <reconciler> [flags]
@@ -44,6 +46,7 @@ reconcilers:
   noop                --types Type/v1[,Type/v1...]   marks every resource of those types ready
   postgres-database   [--register-type]              PostgresDatabase/v1: a database and its owner role
   github-workflow     [--register-type]              GitHubWorkflow/v1: a GitHub Actions workflow run per generation
+  tenant              [--api-url URL]                Tenant/v1: renders and applies each Tenant's resources
 
 run "no8s-reconciler <reconciler> -h" for its flags.
 `
@@ -111,6 +114,8 @@ func run(ctx context.Context, args []string) error {
 		return runPostgres(ctx, fs, c, args)
 	case "github-workflow":
 		return runGitHub(ctx, fs, c, args)
+	case "tenant":
+		return runTenant(ctx, fs, c, args)
 	}
 	fmt.Fprint(os.Stderr, usage)
 	return fmt.Errorf("unknown reconciler %q", name)
@@ -202,6 +207,17 @@ func runGitHub(ctx context.Context, fs *flag.FlagSet, c *common, args []string) 
 		}
 	}
 	return worker.RunMain(ctx, githubworkflow.New(reg), []sdk.TypeRef{githubworkflow.Type}, c.getenv, c.options()...)
+}
+
+func runTenant(ctx context.Context, fs *flag.FlagSet, c *common, args []string) error {
+	apiURL := fs.String("api-url", envOr("NO8S_API_URL", "http://127.0.0.1:8000"), "the api-gateway's URL, through which every child resource is written ($NO8S_API_URL)")
+	poll := fs.Duration("ready-poll", envDuration("NO8S_TENANT_READY_POLL", tenant.DefaultReadyPoll), "how soon a Tenant is reconciled again while it waits for a child to be ready or gone, whole seconds ($NO8S_TENANT_READY_POLL)")
+	_ = fs.Parse(args)
+	api, err := tenant.NewAPIClient(*apiURL)
+	if err != nil {
+		return err
+	}
+	return worker.RunMain(ctx, tenant.New(tenant.Config{API: api, ReadyPoll: *poll}), []sdk.TypeRef{tenant.Type}, c.getenv, c.options()...)
 }
 
 // parseRange reads "d" or "min-max".

@@ -65,6 +65,7 @@ missing and migrated at start); PostgreSQL is the production store.`,
 	f.StringVar(&cfg.ReadyFile, "ready-file", "", "write the addresses as JSON to this file once every service answers")
 	noScheduler := f.Bool("no-scheduler", false, "run no scheduler (a test dispatches work items itself)")
 	noRegistrySync := f.Bool("no-registry-sync", false, "run no registry-sync")
+	noTenantReconciler := f.Bool("no-tenant-reconciler", false, "run no tenant reconciler (serve Tenant/v1 with another reconciler)")
 	f.StringVar(&cfg.RegistrySyncSecretPrefix, "registry-secret-env-prefix", cfg.RegistrySyncSecretPrefix, "required prefix of the environment variables that TenantRegistry credentials name")
 	f.IntVar(&cfg.HistoryLimit, "history-limit", 0, "reconciliation history rows kept per resource (0: the store's default)")
 	f.DurationVar(&cfg.SchedulerTuning.Lease, "scheduler-lease", 0, "the scheduler's leadership lease (0: its default)")
@@ -74,6 +75,8 @@ missing and migrated at start); PostgreSQL is the production store.`,
 	for _, name := range []string{"ready-file", "no-scheduler", "no-registry-sync", "history-limit", "scheduler-lease", "item-lease", "liveness-poll", "retry-delay"} {
 		_ = f.MarkHidden(name)
 	}
-	cmd.PreRun = func(*cobra.Command, []string) { cfg.Scheduler, cfg.RegistrySync = !*noScheduler, !*noRegistrySync }
+	cmd.PreRun = func(*cobra.Command, []string) {
+		cfg.Scheduler, cfg.RegistrySync, cfg.TenantReconciler = !*noScheduler, !*noRegistrySync, !*noTenantReconciler
+	}
 	return cmd
 }

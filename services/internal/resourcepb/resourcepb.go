@@ -40,12 +40,7 @@ func ToProto(r *resource.Resource) *storev1.Resource {
 		DeletedAt:           tsPtr(r.DeletedAt),
 		LastReconcileTime:   tsPtr(r.LastReconcileTime),
 	}
-	for _, o := range r.OwnerReferences {
-		out.OwnerReferences = append(out.OwnerReferences, &storev1.OwnerReference{
-			Uid: o.UID, ResourceTypeName: o.ResourceTypeName, ResourceTypeVersion: o.ResourceTypeVersion,
-			Name: o.Name, Controller: o.Controller, BlockOwnerDeletion: o.BlockOwnerDeletion,
-		})
-	}
+	out.OwnerReferences = OwnerReferencesToProto(r.OwnerReferences)
 	for _, c := range r.Conditions {
 		out.Conditions = append(out.Conditions, &storev1.Condition{
 			Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
@@ -83,12 +78,7 @@ func FromProto(p *storev1.Resource) *resource.Resource {
 		DeletedAt:           asTimePtr(p.GetDeletedAt()),
 		LastReconcileTime:   asTimePtr(p.GetLastReconcileTime()),
 	}
-	for _, o := range p.GetOwnerReferences() {
-		r.OwnerReferences = append(r.OwnerReferences, resource.OwnerReference{
-			UID: o.GetUid(), ResourceTypeName: o.GetResourceTypeName(), ResourceTypeVersion: o.GetResourceTypeVersion(),
-			Name: o.GetName(), Controller: o.GetController(), BlockOwnerDeletion: o.GetBlockOwnerDeletion(),
-		})
-	}
+	r.OwnerReferences = OwnerReferencesFromProto(p.GetOwnerReferences())
 	for _, c := range p.GetConditions() {
 		r.Conditions = append(r.Conditions, resource.Condition{
 			Type: c.GetType(), Status: c.GetStatus(), Reason: c.GetReason(), Message: c.GetMessage(),
@@ -198,4 +188,30 @@ func NamespaceFromProto(p *storev1.Namespace) *resource.Namespace {
 		n.DeletedAt = &d
 	}
 	return n
+}
+
+// OwnerReferencesToProto converts owner references to protobuf (nil for
+// none).
+func OwnerReferencesToProto(l []resource.OwnerReference) []*storev1.OwnerReference {
+	var out []*storev1.OwnerReference
+	for _, o := range l {
+		out = append(out, &storev1.OwnerReference{
+			Uid: o.UID, ResourceTypeName: o.ResourceTypeName, ResourceTypeVersion: o.ResourceTypeVersion,
+			Name: o.Name, Controller: o.Controller, BlockOwnerDeletion: o.BlockOwnerDeletion,
+		})
+	}
+	return out
+}
+
+// OwnerReferencesFromProto converts protobuf owner references (nil for
+// none).
+func OwnerReferencesFromProto(l []*storev1.OwnerReference) []resource.OwnerReference {
+	var out []resource.OwnerReference
+	for _, o := range l {
+		out = append(out, resource.OwnerReference{
+			UID: o.GetUid(), ResourceTypeName: o.GetResourceTypeName(), ResourceTypeVersion: o.GetResourceTypeVersion(),
+			Name: o.GetName(), Controller: o.GetController(), BlockOwnerDeletion: o.GetBlockOwnerDeletion(),
+		})
+	}
+	return out
 }

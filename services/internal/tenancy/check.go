@@ -46,11 +46,12 @@ func CheckTemplate(t TemplateSpec) []problem.FieldError {
 // parseAll parses every template text of r.
 func parseAll(base string, r TResource) []problem.FieldError {
 	var errs []problem.FieldError
+	funcs := FuncMap()
 	try := func(path, text string) {
 		if !strings.Contains(text, "{{") {
 			return
 		}
-		if _, err := parse(path, text); err != nil {
+		if _, err := parse(path, text, funcs); err != nil {
 			errs = append(errs, problem.FieldError{Path: base + path, Message: "template does not parse: " + err.(*RenderError).Err.Error()})
 		}
 	}

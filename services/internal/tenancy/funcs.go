@@ -4,6 +4,8 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"text/template"
@@ -62,12 +64,19 @@ func SHA1Sum(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// FromJSON parses a JSON document into a value (nil when it does not parse,
-// as sprig's fromJson).
-func FromJSON(s string) any {
+// ErrFromJSON is wrapped by the error of fromJson on text that is not JSON:
+// rendering stops with it (a row's bad JSON must not render as an empty
+// value). Admission, which renders with sample values that are not JSON,
+// tells it apart with errors.Is.
+var ErrFromJSON = errors.New("fromJson: not a JSON document")
+
+// FromJSON parses a JSON document into a value; text that is not JSON is
+// an error wrapping ErrFromJSON (sprig's mustFromJson; sprig's fromJson
+// would render it as nothing).
+func FromJSON(s string) (any, error) {
 	var v any
 	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		return nil
+		return nil, fmt.Errorf("%w: %q: %v", ErrFromJSON, Trunc63(s), err)
 	}
-	return v
+	return v, nil
 }

@@ -49,21 +49,47 @@ func (e *RenderError) Error() string { return e.Path + ": " + e.Err.Error() }
 
 func (e *RenderError) Unwrap() error { return e.Err }
 
-// parse parses one template text with the function map. Missing keys are
-// errors (a typo in a variable name must not render as "<no value>").
-func parse(path, text string) (*template.Template, error) {
-	t, err := template.New(path).Funcs(FuncMap()).Option("missingkey=error").Parse(text)
+// parse parses one template text with the function map funcs (FuncMap's).
+// Missing keys are errors (a typo in a variable name must not render as
+// "<no value>").
+func parse(path, text string, funcs template.FuncMap) (*template.Template, error) {
+	t, err := template.New(path).Funcs(funcs).Option("missingkey=error").Parse(text)
 	if err != nil {
 		return nil, &RenderError{Path: path, Err: err}
 	}
 	return t, nil
 }
 
+// Renderer renders templates. Its function map is built once (FuncMap) and
+// only read afterwards, so one Renderer serves concurrent renders (the
+// tenant reconciler keeps one); building sprig's map for every template
+// text was most of a render's cost. The package functions Execute,
+// Render and RenderObject make a Renderer per call.
+type Renderer struct {
+	funcs template.FuncMap
+}
+
+// NewRenderer returns a Renderer.
+func NewRenderer() *Renderer { return &Renderer{funcs: FuncMap()} }
+
+// Execute is Renderer.Execute with a Renderer of its own.
+func Execute(path, text string, data any) (string, error) {
+	return NewRenderer().Execute(path, text, data)
+}
+
+// Render is Renderer.Render with a Renderer of its own.
+func Render(r TResource, v Values) (*Rendered, error) { return NewRenderer().Render(r, v) }
+
+// RenderObject is Renderer.RenderObject with a Renderer of its own.
+func RenderObject(path string, raw json.RawMessage, data any) ([]byte, error) {
+	return NewRenderer().RenderObject(path, raw, data)
+}
+
 // Execute renders one template text with data (a row's Values, or any
 // decoded JSON value: an HttpSource's item), with the function map and
 // missing keys as errors; errors are *RenderError naming path.
-func Execute(path, text string, data any) (string, error) {
-	t, err := parse(path, text)
+func (rd *Renderer) Execute(path, text string, data any) (string, error) {
+	t, err := parse(path, text, rd.funcs)
 	if err != nil {
 		return "", err
 	}
@@ -75,23 +101,23 @@ func Execute(path, text string, data any) (string, error) {
 }
 
 // Render renders r with the values v.
-func Render(r TResource, v Values) (*Rendered, error) {
+func (rd *Renderer) Render(r TResource, v Values) (*Rendered, error) {
 	out := &Rendered{Labels: map[string]string{}, Annotations: map[string]string{}}
 	var err error
-	if out.Name, err = Execute("/nameTemplate", r.NameTemplate, v); err != nil {
+	if out.Name, err = rd.Execute("/nameTemplate", r.NameTemplate, v); err != nil {
 		return nil, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.LabelsTemplate)) {
-		if out.Labels[k], err = Execute("/labelsTemplate/"+resource.EscapePointer(k), r.LabelsTemplate[k], v); err != nil {
+		if out.Labels[k], err = rd.Execute("/labelsTemplate/"+resource.EscapePointer(k), r.LabelsTemplate[k], v); err != nil {
 			return nil, err
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.AnnotationsTemplate)) {
-		if out.Annotations[k], err = Execute("/annotationsTemplate/"+resource.EscapePointer(k), r.AnnotationsTemplate[k], v); err != nil {
+		if out.Annotations[k], err = rd.Execute("/annotationsTemplate/"+resource.EscapePointer(k), r.AnnotationsTemplate[k], v); err != nil {
 			return nil, err
 		}
 	}
-	if out.Spec, err = RenderObject("/spec", r.Spec, map[string]string(v)); err != nil {
+	if out.Spec, err = rd.RenderObject("/spec", r.Spec, map[string]string(v)); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -100,12 +126,12 @@ func Render(r TResource, v Values) (*Rendered, error) {
 // RenderObject renders every string (keys too) of the JSON object raw (empty:
 // {}) as a template with data, and returns the result as compact JSON;
 // errors are *RenderError whose Path starts with path.
-func RenderObject(path string, raw json.RawMessage, data any) ([]byte, error) {
+func (rd *Renderer) RenderObject(path string, raw json.RawMessage, data any) ([]byte, error) {
 	spec, err := decodeSpec(raw)
 	if err != nil {
 		return nil, &RenderError{Path: path, Err: err}
 	}
-	rendered, err := renderValue(path, spec, data)
+	rendered, err := rd.renderValue(path, spec, data)
 	if err != nil {
 		return nil, err
 	}
@@ -133,13 +159,13 @@ func decodeSpec(raw json.RawMessage) (any, error) {
 }
 
 // renderValue renders every string (keys too) in a decoded JSON value.
-func renderValue(path string, x any, data any) (any, error) {
+func (rd *Renderer) renderValue(path string, x any, data any) (any, error) {
 	switch x := x.(type) {
 	case string:
 		if !strings.Contains(x, "{{") {
 			return x, nil
 		}
-		return Execute(path, x, data)
+		return rd.Execute(path, x, data)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for _, k := range slices.Sorted(maps.Keys(x)) {
@@ -147,11 +173,11 @@ func renderValue(path string, x any, data any) (any, error) {
 			key := k
 			if strings.Contains(k, "{{") {
 				var err error
-				if key, err = Execute(p, k, data); err != nil {
+				if key, err = rd.Execute(p, k, data); err != nil {
 					return nil, err
 				}
 			}
-			r, err := renderValue(p, x[k], data)
+			r, err := rd.renderValue(p, x[k], data)
 			if err != nil {
 				return nil, err
 			}
@@ -161,7 +187,7 @@ func renderValue(path string, x any, data any) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := renderValue(path+"/"+strconv.Itoa(i), e, data)
+			r, err := rd.renderValue(path+"/"+strconv.Itoa(i), e, data)
 			if err != nil {
 				return nil, err
 			}
@@ -178,7 +204,7 @@ func ParseText(path, text string) error {
 	if !strings.Contains(text, "{{") {
 		return nil
 	}
-	_, err := parse(path, text)
+	_, err := parse(path, text, FuncMap())
 	return err
 }
 

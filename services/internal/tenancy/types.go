@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/no8s/no8s/libs/sdk/secret"
 )
@@ -24,6 +25,32 @@ const SyncLease = "registry-sync"
 const (
 	LabelRegistry = "tenants.no8s.io/registry"
 	LabelTemplate = "tenants.no8s.io/template"
+)
+
+// LabelTenant is the label the tenant reconciler puts on every child: the
+// name of its Tenant (the owner reference names it too).
+const LabelTenant = "tenants.no8s.io/tenant"
+
+// AnnotationCreatedOnce marks a child of creationPolicy Once that the
+// tenant reconciler created: it is never applied again (seed 002's
+// kubernetes-tenants.org/created-once).
+const AnnotationCreatedOnce = "tenants.no8s.io/created-once"
+
+// The policies of a TResource (seed 002). Their enums and defaults are the
+// TenantTemplate schema's (migrations/builtin); these names are what the
+// reconciler compares with, an empty value meaning the default.
+const (
+	CreationWhenNeeded = "WhenNeeded"
+	CreationOnce       = "Once"
+	DeletionDelete     = "Delete"
+	DeletionRetain     = "Retain"
+	ConflictStuck      = "Stuck"
+	ConflictForce      = "Force"
+	PatchApply         = "apply"
+	PatchMerge         = "merge"
+	PatchReplace       = "replace"
+	// DefaultTimeoutSeconds is timeoutSeconds when the spec has none.
+	DefaultTimeoutSeconds = 300
 )
 
 // Datasource types.
@@ -105,4 +132,35 @@ type TenantSpec struct {
 	UID         string            `json:"uid"`
 	Values      map[string]string `json:"values"`
 	Resources   []json.RawMessage `json:"resources"`
+}
+
+// Once reports whether r is created once and never applied again.
+func (r TResource) Once() bool { return r.CreationPolicy == CreationOnce }
+
+// Retain reports whether r is kept (its owner reference dropped) when its
+// Tenant or its template entry goes.
+func (r TResource) Retain() bool { return r.DeletionPolicy == DeletionRetain }
+
+// Force reports whether a child that exists with another owner or none is
+// taken over (else the Tenant is stuck on it).
+func (r TResource) Force() bool { return r.ConflictPolicy == ConflictForce }
+
+// Patch is r's patch strategy: PatchApply, PatchMerge or PatchReplace.
+func (r TResource) Patch() string {
+	if r.PatchStrategy == "" {
+		return PatchApply
+	}
+	return r.PatchStrategy
+}
+
+// Wait reports whether r's dependents wait for its Ready condition.
+func (r TResource) Wait() bool { return r.WaitForReady == nil || *r.WaitForReady }
+
+// Timeout is how long r may take to become ready.
+func (r TResource) Timeout() time.Duration {
+	s := r.TimeoutSeconds
+	if s <= 0 {
+		s = DefaultTimeoutSeconds
+	}
+	return time.Duration(s) * time.Second
 }

@@ -133,15 +133,20 @@ func (s *Store) UpdateResource(ctx context.Context, req storage.UpdateResourceRe
 		if err != nil || !changed {
 			return err
 		}
+		if req.SetOwnerReferences {
+			if err := checkOwners(ctx, tx, r); err != nil {
+				return err
+			}
+		}
 		return tx.emit(ctx, change{event: envelope.Modified, r: r, write: func(ctx context.Context, tx *wtx) error {
-			v, err := encodeJSON(r.Labels, r.Annotations)
+			v, err := encodeJSON(r.Labels, r.Annotations, r.OwnerReferences)
 			if err != nil {
 				return err
 			}
 			// A spec change resets the reconcile backoff (docs/design/reconcile.md).
-			_, err = tx.ExecContext(ctx, `UPDATE resources SET spec = ?, labels = ?, annotations = ?, generation = ?, resource_version = ?, updated_at = ?,
+			_, err = tx.ExecContext(ctx, `UPDATE resources SET spec = ?, labels = ?, annotations = ?, owner_references = ?, generation = ?, resource_version = ?, updated_at = ?,
 				failures = CASE WHEN ? THEN 0 ELSE failures END WHERE id = ?`,
-				string(r.Spec), v[0], v[1], r.Generation, r.ResourceVersion, micros(r.UpdatedAt), specChanged, r.ID)
+				string(r.Spec), v[0], v[1], v[2], r.Generation, r.ResourceVersion, micros(r.UpdatedAt), specChanged, r.ID)
 			return err
 		}})
 	})

@@ -182,11 +182,17 @@ func (s *Store) UpdateResource(ctx context.Context, req storage.UpdateResourceRe
 		if err != nil || !changed {
 			return err
 		}
+		if req.SetOwnerReferences {
+			if err := checkOwnersTx(ctx, tx, r); err != nil {
+				return err
+			}
+		}
 		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
 			// A spec change resets the reconcile backoff (docs/design/reconcile.md).
-			b.Queue(`UPDATE resources SET spec = $2, labels = $3, annotations = $4, generation = $5, resource_version = $6, updated_at = $7,
+			b.Queue(`UPDATE resources SET spec = $2, labels = $3, annotations = $4, owner_references = $9, generation = $5, resource_version = $6, updated_at = $7,
 				failures = CASE WHEN $8 THEN 0 ELSE failures END WHERE id = $1`,
-				r.ID, []byte(r.Spec), r.Labels, r.Annotations, r.Generation, r.ResourceVersion, r.UpdatedAt, specChanged)
+				r.ID, []byte(r.Spec), r.Labels, r.Annotations, r.Generation, r.ResourceVersion, r.UpdatedAt, specChanged,
+				resource.AppendOwnerReferences(nil, r.OwnerReferences))
 		}})
 	})
 	if err != nil {
@@ -284,4 +290,23 @@ func (s *Store) UpdateFinalizers(ctx context.Context, req storage.UpdateFinalize
 		return nil, err
 	}
 	return &res, nil
+}
+
+// checkOwnersTx applies storage.CheckOwners to an update's owner references,
+// reading the owners' namespaces in tx.
+func checkOwnersTx(ctx context.Context, tx pgx.Tx, r *resource.Resource) error {
+	uids := storage.OwnerUIDs(r)
+	if len(uids) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT uid::text, namespace FROM resources WHERE uid = ANY($1::uuid[])`, uids)
+	if err != nil {
+		return err
+	}
+	found := map[string]string{}
+	var uid, ns string
+	if _, err := pgx.ForEachRow(rows, []any{&uid, &ns}, func() error { found[uid] = ns; return nil }); err != nil {
+		return err
+	}
+	return storage.CheckOwners(r, found)
 }

@@ -44,12 +44,16 @@ func (k ResourceKey) String() string {
 // UpdateResourceRequest changes a resource's spec, labels or annotations.
 // Nil fields are left as they are.
 type UpdateResourceRequest struct {
-	ID                      int64
-	Spec                    []byte
-	Labels                  map[string]string
-	Annotations             map[string]string
-	SetLabels               bool
-	SetAnnotations          bool
+	ID             int64
+	Spec           []byte
+	Labels         map[string]string
+	Annotations    map[string]string
+	SetLabels      bool
+	SetAnnotations bool
+	// OwnerReferences replace the current ones when SetOwnerReferences
+	// (empty: every owner reference dropped).
+	OwnerReferences         []resource.OwnerReference
+	SetOwnerReferences      bool
 	ExpectedResourceVersion int64
 	SchemaRevision          int64
 	DryRun                  bool
@@ -205,11 +209,18 @@ func ApplyUpdate(r *resource.Resource, req UpdateResourceRequest, spec []byte, t
 	if req.SetAnnotations {
 		annotations = orEmpty(req.Annotations)
 	}
-	if !maps.Equal(labels, r.Labels) || !maps.Equal(annotations, r.Annotations) {
-		if errs := resource.ValidateMetadata(labels, annotations, r.OwnerReferences); len(errs) > 0 {
+	owners := r.OwnerReferences
+	if req.SetOwnerReferences {
+		owners = req.OwnerReferences
+		if owners == nil {
+			owners = []resource.OwnerReference{}
+		}
+	}
+	if !maps.Equal(labels, r.Labels) || !maps.Equal(annotations, r.Annotations) || !slices.Equal(owners, r.OwnerReferences) {
+		if errs := resource.ValidateMetadata(labels, annotations, owners); len(errs) > 0 {
 			return false, false, NewError(ErrInvalid, "invalid resource").WithFields(fieldsOf(errs)...)
 		}
-		r.Labels, r.Annotations = labels, annotations
+		r.Labels, r.Annotations, r.OwnerReferences = labels, annotations, owners
 		changed = true
 	}
 	return changed, specChanged, nil

@@ -498,3 +498,78 @@ func testOwnerReferencesStayInNamespace(t *testing.T, open Opener) {
 		t.Fatalf("a refused owner reference wrote %d events", after-before)
 	}
 }
+
+// testUpdateOwnerReferences: an update may set, replace and drop owner
+// references (one MODIFIED event each, resource_version up, generation
+// unchanged); an update that does not set them keeps them; setting the
+// same list changes nothing; an owner in another namespace is refused and
+// nothing is written.
+func testUpdateOwnerReferences(t *testing.T, open Opener) {
+	s, el := newStore(t, open)
+	ctx := t.Context()
+	mustType(t, s, "Widget", "v1")
+	mustNamespace(t, s, "team-a")
+	mustNamespace(t, s, "team-b")
+	a := mustCreateIn(t, s, "team-a", "owner-a", nil)
+	b := mustCreateIn(t, s, "team-a", "owner-b", nil)
+	other := mustCreateIn(t, s, "team-b", "owner-c", nil)
+	child := mustCreateIn(t, s, "team-a", "child", nil)
+	ref := func(r *resource.Resource) resource.OwnerReference {
+		return resource.OwnerReference{UID: r.UID, ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Name: r.Name, Controller: true, BlockOwnerDeletion: true}
+	}
+	update := func(set bool, owners ...resource.OwnerReference) (*resource.Resource, error) {
+		return s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: child.ID, SetOwnerReferences: set, OwnerReferences: owners})
+	}
+	check := func(what string, got *resource.Resource, want ...resource.OwnerReference) {
+		t.Helper()
+		read, err := s.GetResource(ctx, storage.ResourceKey{ID: child.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []*resource.Resource{got, read} {
+			if len(r.OwnerReferences) != len(want) || (len(want) > 0 && !slices.Equal(r.OwnerReferences, want)) {
+				t.Fatalf("%s: owner references %+v, want %+v", what, r.OwnerReferences, want)
+			}
+			if r.Generation != child.Generation {
+				t.Fatalf("%s: generation %d, want %d (owners are metadata)", what, r.Generation, child.Generation)
+			}
+		}
+	}
+	before := countEvents(t, el)
+	got, err := update(true, ref(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("set", got, ref(a))
+	if got.ResourceVersion <= child.ResourceVersion {
+		t.Fatalf("resource_version %d did not grow from %d", got.ResourceVersion, child.ResourceVersion)
+	}
+	rv := got.ResourceVersion
+	if got, err = update(true, ref(a)); err != nil || got.ResourceVersion != rv {
+		t.Fatalf("setting the same owners wrote: %v %v", got, err)
+	}
+	if got, err = s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: child.ID, SetAnnotations: true, Annotations: map[string]string{"k": "v"}}); err != nil {
+		t.Fatal(err)
+	}
+	check("an update that does not set them", got, ref(a))
+	if got, err = update(true, ref(a), ref(b)); err != nil {
+		t.Fatal(err)
+	}
+	check("replace", got, ref(a), ref(b))
+	before2 := countEvents(t, el)
+	_, err = update(true, ref(a), ref(other))
+	wantErr(t, err, storage.ErrInvalid)
+	if se := storeErr(err); se == nil || len(se.Fields) != 1 || se.Fields[0].Path != "/owner_references/1/uid" {
+		t.Fatalf("an owner in another namespace: %v", err)
+	}
+	if n := countEvents(t, el); n != before2 {
+		t.Fatalf("a refused owner change wrote %d events", n-before2)
+	}
+	if got, err = update(true); err != nil {
+		t.Fatal(err)
+	}
+	check("drop", got)
+	if n := countEvents(t, el); n != before+4 {
+		t.Fatalf("%d events, want 4 (set, annotate, replace, drop)", n-before)
+	}
+}

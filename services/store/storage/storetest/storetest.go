@@ -77,6 +77,7 @@ func Run(t *testing.T, open Opener) {
 		{"NamespaceDeletionWithFinalizers", testNamespaceDeletionWithFinalizers},
 		{"NamespaceDeleteRacesCreates", testNamespaceDeleteRacesCreates},
 		{"OwnerReferencesStayInNamespace", testOwnerReferencesStayInNamespace},
+		{"UpdateOwnerReferences", testUpdateOwnerReferences},
 		{"EventsDedupAndRetention", testEventsDedupAndRetention},
 		{"CompletionCarriesEvents", testCompletionCarriesEvents},
 		{"LeaderLeaseFencesClientWrites", testLeaderLeaseFencesClientWrites},

@@ -1284,8 +1284,11 @@ type UpdateResourceRequest struct {
 	// schema_revision is required when spec is set, as in CreateResourceRequest.
 	SchemaRevision int64 `protobuf:"varint,6,opt,name=schema_revision,json=schemaRevision,proto3" json:"schema_revision,omitempty"`
 	DryRun         bool  `protobuf:"varint,7,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// owner_references replace the current ones when set (an empty list
+	// drops every owner reference).
+	OwnerReferences *OwnerReferenceList `protobuf:"bytes,8,opt,name=owner_references,json=ownerReferences,proto3" json:"owner_references,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *UpdateResourceRequest) Reset() {
@@ -1367,6 +1370,59 @@ func (x *UpdateResourceRequest) GetDryRun() bool {
 	return false
 }
 
+func (x *UpdateResourceRequest) GetOwnerReferences() *OwnerReferenceList {
+	if x != nil {
+		return x.OwnerReferences
+	}
+	return nil
+}
+
+// OwnerReferenceList is a list of owner references that may be set empty,
+// told apart from "unchanged" (the field unset).
+type OwnerReferenceList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*OwnerReference      `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OwnerReferenceList) Reset() {
+	*x = OwnerReferenceList{}
+	mi := &file_no8s_store_v1_store_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OwnerReferenceList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OwnerReferenceList) ProtoMessage() {}
+
+func (x *OwnerReferenceList) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_store_v1_store_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OwnerReferenceList.ProtoReflect.Descriptor instead.
+func (*OwnerReferenceList) Descriptor() ([]byte, []int) {
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *OwnerReferenceList) GetItems() []*OwnerReference {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
 type UpdateResourceResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Resource      *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
@@ -1376,7 +1432,7 @@ type UpdateResourceResponse struct {
 
 func (x *UpdateResourceResponse) Reset() {
 	*x = UpdateResourceResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[23]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1388,7 +1444,7 @@ func (x *UpdateResourceResponse) String() string {
 func (*UpdateResourceResponse) ProtoMessage() {}
 
 func (x *UpdateResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[23]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1401,7 +1457,7 @@ func (x *UpdateResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResourceResponse.ProtoReflect.Descriptor instead.
 func (*UpdateResourceResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{23}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UpdateResourceResponse) GetResource() *Resource {
@@ -1422,7 +1478,7 @@ type DeleteResourceRequest struct {
 
 func (x *DeleteResourceRequest) Reset() {
 	*x = DeleteResourceRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[24]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1434,7 +1490,7 @@ func (x *DeleteResourceRequest) String() string {
 func (*DeleteResourceRequest) ProtoMessage() {}
 
 func (x *DeleteResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[24]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1447,7 +1503,7 @@ func (x *DeleteResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResourceRequest.ProtoReflect.Descriptor instead.
 func (*DeleteResourceRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{24}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteResourceRequest) GetId() int64 {
@@ -1482,7 +1538,7 @@ type DeleteResourceResponse struct {
 
 func (x *DeleteResourceResponse) Reset() {
 	*x = DeleteResourceResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[25]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1550,7 @@ func (x *DeleteResourceResponse) String() string {
 func (*DeleteResourceResponse) ProtoMessage() {}
 
 func (x *DeleteResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[25]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1563,7 @@ func (x *DeleteResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResourceResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResourceResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{25}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteResourceResponse) GetResource() *Resource {
@@ -1537,7 +1593,7 @@ type UpdateFinalizersRequest struct {
 
 func (x *UpdateFinalizersRequest) Reset() {
 	*x = UpdateFinalizersRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[26]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +1605,7 @@ func (x *UpdateFinalizersRequest) String() string {
 func (*UpdateFinalizersRequest) ProtoMessage() {}
 
 func (x *UpdateFinalizersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[26]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1618,7 @@ func (x *UpdateFinalizersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateFinalizersRequest.ProtoReflect.Descriptor instead.
 func (*UpdateFinalizersRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{26}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UpdateFinalizersRequest) GetId() int64 {
@@ -1612,7 +1668,7 @@ type UpdateFinalizersResponse struct {
 
 func (x *UpdateFinalizersResponse) Reset() {
 	*x = UpdateFinalizersResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[27]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1624,7 +1680,7 @@ func (x *UpdateFinalizersResponse) String() string {
 func (*UpdateFinalizersResponse) ProtoMessage() {}
 
 func (x *UpdateFinalizersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[27]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1637,7 +1693,7 @@ func (x *UpdateFinalizersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateFinalizersResponse.ProtoReflect.Descriptor instead.
 func (*UpdateFinalizersResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{27}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *UpdateFinalizersResponse) GetResource() *Resource {
@@ -1665,7 +1721,7 @@ type CreateNamespaceRequest struct {
 
 func (x *CreateNamespaceRequest) Reset() {
 	*x = CreateNamespaceRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[28]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1677,7 +1733,7 @@ func (x *CreateNamespaceRequest) String() string {
 func (*CreateNamespaceRequest) ProtoMessage() {}
 
 func (x *CreateNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[28]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1690,7 +1746,7 @@ func (x *CreateNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*CreateNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{28}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateNamespaceRequest) GetName() string {
@@ -1716,7 +1772,7 @@ type CreateNamespaceResponse struct {
 
 func (x *CreateNamespaceResponse) Reset() {
 	*x = CreateNamespaceResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[29]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1728,7 +1784,7 @@ func (x *CreateNamespaceResponse) String() string {
 func (*CreateNamespaceResponse) ProtoMessage() {}
 
 func (x *CreateNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[29]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1741,7 +1797,7 @@ func (x *CreateNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*CreateNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{29}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CreateNamespaceResponse) GetNamespace() *Namespace {
@@ -1760,7 +1816,7 @@ type GetNamespaceRequest struct {
 
 func (x *GetNamespaceRequest) Reset() {
 	*x = GetNamespaceRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[30]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1772,7 +1828,7 @@ func (x *GetNamespaceRequest) String() string {
 func (*GetNamespaceRequest) ProtoMessage() {}
 
 func (x *GetNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[30]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1785,7 +1841,7 @@ func (x *GetNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*GetNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{30}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetNamespaceRequest) GetName() string {
@@ -1804,7 +1860,7 @@ type GetNamespaceResponse struct {
 
 func (x *GetNamespaceResponse) Reset() {
 	*x = GetNamespaceResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[31]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +1872,7 @@ func (x *GetNamespaceResponse) String() string {
 func (*GetNamespaceResponse) ProtoMessage() {}
 
 func (x *GetNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[31]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +1885,7 @@ func (x *GetNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*GetNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{31}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetNamespaceResponse) GetNamespace() *Namespace {
@@ -1847,7 +1903,7 @@ type ListNamespacesRequest struct {
 
 func (x *ListNamespacesRequest) Reset() {
 	*x = ListNamespacesRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[32]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +1915,7 @@ func (x *ListNamespacesRequest) String() string {
 func (*ListNamespacesRequest) ProtoMessage() {}
 
 func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[32]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +1928,7 @@ func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNamespacesRequest.ProtoReflect.Descriptor instead.
 func (*ListNamespacesRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{32}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{33}
 }
 
 type ListNamespacesResponse struct {
@@ -1885,7 +1941,7 @@ type ListNamespacesResponse struct {
 
 func (x *ListNamespacesResponse) Reset() {
 	*x = ListNamespacesResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[33]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1897,7 +1953,7 @@ func (x *ListNamespacesResponse) String() string {
 func (*ListNamespacesResponse) ProtoMessage() {}
 
 func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[33]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1910,7 +1966,7 @@ func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNamespacesResponse.ProtoReflect.Descriptor instead.
 func (*ListNamespacesResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{33}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListNamespacesResponse) GetNamespaces() []*Namespace {
@@ -1930,7 +1986,7 @@ type DeleteNamespaceRequest struct {
 
 func (x *DeleteNamespaceRequest) Reset() {
 	*x = DeleteNamespaceRequest{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[34]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1942,7 +1998,7 @@ func (x *DeleteNamespaceRequest) String() string {
 func (*DeleteNamespaceRequest) ProtoMessage() {}
 
 func (x *DeleteNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[34]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1955,7 +2011,7 @@ func (x *DeleteNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*DeleteNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{34}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DeleteNamespaceRequest) GetName() string {
@@ -1984,7 +2040,7 @@ type DeleteNamespaceResponse struct {
 
 func (x *DeleteNamespaceResponse) Reset() {
 	*x = DeleteNamespaceResponse{}
-	mi := &file_no8s_store_v1_store_proto_msgTypes[35]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1996,7 +2052,7 @@ func (x *DeleteNamespaceResponse) String() string {
 func (*DeleteNamespaceResponse) ProtoMessage() {}
 
 func (x *DeleteNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_store_v1_store_proto_msgTypes[35]
+	mi := &file_no8s_store_v1_store_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2009,7 +2065,7 @@ func (x *DeleteNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*DeleteNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{35}
+	return file_no8s_store_v1_store_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DeleteNamespaceResponse) GetNamespace() *Namespace {
@@ -2109,7 +2165,7 @@ const file_no8s_store_v1_store_proto_rawDesc = "" +
 	"\aentries\x18\x01 \x03(\v2%.no8s.store.v1.StringMap.EntriesEntryR\aentries\x1a:\n" +
 	"\fEntriesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa7\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf5\x02\n" +
 	"\x15UpdateResourceRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04spec\x18\x02 \x01(\fR\x04spec\x120\n" +
@@ -2117,7 +2173,10 @@ const file_no8s_store_v1_store_proto_rawDesc = "" +
 	"\vannotations\x18\x04 \x01(\v2\x18.no8s.store.v1.StringMapR\vannotations\x12:\n" +
 	"\x19expected_resource_version\x18\x05 \x01(\x03R\x17expectedResourceVersion\x12'\n" +
 	"\x0fschema_revision\x18\x06 \x01(\x03R\x0eschemaRevision\x12\x17\n" +
-	"\adry_run\x18\a \x01(\bR\x06dryRun\"M\n" +
+	"\adry_run\x18\a \x01(\bR\x06dryRun\x12L\n" +
+	"\x10owner_references\x18\b \x01(\v2!.no8s.store.v1.OwnerReferenceListR\x0fownerReferences\"I\n" +
+	"\x12OwnerReferenceList\x123\n" +
+	"\x05items\x18\x01 \x03(\v2\x1d.no8s.store.v1.OwnerReferenceR\x05items\"M\n" +
 	"\x16UpdateResourceResponse\x123\n" +
 	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\"|\n" +
 	"\x15DeleteResourceRequest\x12\x0e\n" +
@@ -2195,7 +2254,7 @@ func file_no8s_store_v1_store_proto_rawDescGZIP() []byte {
 	return file_no8s_store_v1_store_proto_rawDescData
 }
 
-var file_no8s_store_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_no8s_store_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_no8s_store_v1_store_proto_goTypes = []any{
 	(*RecordEventRequest)(nil),             // 0: no8s.store.v1.RecordEventRequest
 	(*RecordEventResponse)(nil),            // 1: no8s.store.v1.RecordEventResponse
@@ -2220,111 +2279,115 @@ var file_no8s_store_v1_store_proto_goTypes = []any{
 	(*ListResourcesResponse)(nil),          // 20: no8s.store.v1.ListResourcesResponse
 	(*StringMap)(nil),                      // 21: no8s.store.v1.StringMap
 	(*UpdateResourceRequest)(nil),          // 22: no8s.store.v1.UpdateResourceRequest
-	(*UpdateResourceResponse)(nil),         // 23: no8s.store.v1.UpdateResourceResponse
-	(*DeleteResourceRequest)(nil),          // 24: no8s.store.v1.DeleteResourceRequest
-	(*DeleteResourceResponse)(nil),         // 25: no8s.store.v1.DeleteResourceResponse
-	(*UpdateFinalizersRequest)(nil),        // 26: no8s.store.v1.UpdateFinalizersRequest
-	(*UpdateFinalizersResponse)(nil),       // 27: no8s.store.v1.UpdateFinalizersResponse
-	(*CreateNamespaceRequest)(nil),         // 28: no8s.store.v1.CreateNamespaceRequest
-	(*CreateNamespaceResponse)(nil),        // 29: no8s.store.v1.CreateNamespaceResponse
-	(*GetNamespaceRequest)(nil),            // 30: no8s.store.v1.GetNamespaceRequest
-	(*GetNamespaceResponse)(nil),           // 31: no8s.store.v1.GetNamespaceResponse
-	(*ListNamespacesRequest)(nil),          // 32: no8s.store.v1.ListNamespacesRequest
-	(*ListNamespacesResponse)(nil),         // 33: no8s.store.v1.ListNamespacesResponse
-	(*DeleteNamespaceRequest)(nil),         // 34: no8s.store.v1.DeleteNamespaceRequest
-	(*DeleteNamespaceResponse)(nil),        // 35: no8s.store.v1.DeleteNamespaceResponse
-	nil,                                    // 36: no8s.store.v1.StringMap.EntriesEntry
-	(*EventInput)(nil),                     // 37: no8s.store.v1.EventInput
-	(*EventRecord)(nil),                    // 38: no8s.store.v1.EventRecord
-	(*ResourceType)(nil),                   // 39: no8s.store.v1.ResourceType
-	(*ReconcilePolicy)(nil),                // 40: no8s.store.v1.ReconcilePolicy
-	(*Resource)(nil),                       // 41: no8s.store.v1.Resource
-	(*Namespace)(nil),                      // 42: no8s.store.v1.Namespace
-	(*CreateAdmissionWebhookRequest)(nil),  // 43: no8s.store.v1.CreateAdmissionWebhookRequest
-	(*GetAdmissionWebhookRequest)(nil),     // 44: no8s.store.v1.GetAdmissionWebhookRequest
-	(*ListAdmissionWebhooksRequest)(nil),   // 45: no8s.store.v1.ListAdmissionWebhooksRequest
-	(*UpdateAdmissionWebhookRequest)(nil),  // 46: no8s.store.v1.UpdateAdmissionWebhookRequest
-	(*DeleteAdmissionWebhookRequest)(nil),  // 47: no8s.store.v1.DeleteAdmissionWebhookRequest
-	(*CreateAdmissionWebhookResponse)(nil), // 48: no8s.store.v1.CreateAdmissionWebhookResponse
-	(*GetAdmissionWebhookResponse)(nil),    // 49: no8s.store.v1.GetAdmissionWebhookResponse
-	(*ListAdmissionWebhooksResponse)(nil),  // 50: no8s.store.v1.ListAdmissionWebhooksResponse
-	(*UpdateAdmissionWebhookResponse)(nil), // 51: no8s.store.v1.UpdateAdmissionWebhookResponse
-	(*DeleteAdmissionWebhookResponse)(nil), // 52: no8s.store.v1.DeleteAdmissionWebhookResponse
+	(*OwnerReferenceList)(nil),             // 23: no8s.store.v1.OwnerReferenceList
+	(*UpdateResourceResponse)(nil),         // 24: no8s.store.v1.UpdateResourceResponse
+	(*DeleteResourceRequest)(nil),          // 25: no8s.store.v1.DeleteResourceRequest
+	(*DeleteResourceResponse)(nil),         // 26: no8s.store.v1.DeleteResourceResponse
+	(*UpdateFinalizersRequest)(nil),        // 27: no8s.store.v1.UpdateFinalizersRequest
+	(*UpdateFinalizersResponse)(nil),       // 28: no8s.store.v1.UpdateFinalizersResponse
+	(*CreateNamespaceRequest)(nil),         // 29: no8s.store.v1.CreateNamespaceRequest
+	(*CreateNamespaceResponse)(nil),        // 30: no8s.store.v1.CreateNamespaceResponse
+	(*GetNamespaceRequest)(nil),            // 31: no8s.store.v1.GetNamespaceRequest
+	(*GetNamespaceResponse)(nil),           // 32: no8s.store.v1.GetNamespaceResponse
+	(*ListNamespacesRequest)(nil),          // 33: no8s.store.v1.ListNamespacesRequest
+	(*ListNamespacesResponse)(nil),         // 34: no8s.store.v1.ListNamespacesResponse
+	(*DeleteNamespaceRequest)(nil),         // 35: no8s.store.v1.DeleteNamespaceRequest
+	(*DeleteNamespaceResponse)(nil),        // 36: no8s.store.v1.DeleteNamespaceResponse
+	nil,                                    // 37: no8s.store.v1.StringMap.EntriesEntry
+	(*EventInput)(nil),                     // 38: no8s.store.v1.EventInput
+	(*EventRecord)(nil),                    // 39: no8s.store.v1.EventRecord
+	(*ResourceType)(nil),                   // 40: no8s.store.v1.ResourceType
+	(*ReconcilePolicy)(nil),                // 41: no8s.store.v1.ReconcilePolicy
+	(*Resource)(nil),                       // 42: no8s.store.v1.Resource
+	(*OwnerReference)(nil),                 // 43: no8s.store.v1.OwnerReference
+	(*Namespace)(nil),                      // 44: no8s.store.v1.Namespace
+	(*CreateAdmissionWebhookRequest)(nil),  // 45: no8s.store.v1.CreateAdmissionWebhookRequest
+	(*GetAdmissionWebhookRequest)(nil),     // 46: no8s.store.v1.GetAdmissionWebhookRequest
+	(*ListAdmissionWebhooksRequest)(nil),   // 47: no8s.store.v1.ListAdmissionWebhooksRequest
+	(*UpdateAdmissionWebhookRequest)(nil),  // 48: no8s.store.v1.UpdateAdmissionWebhookRequest
+	(*DeleteAdmissionWebhookRequest)(nil),  // 49: no8s.store.v1.DeleteAdmissionWebhookRequest
+	(*CreateAdmissionWebhookResponse)(nil), // 50: no8s.store.v1.CreateAdmissionWebhookResponse
+	(*GetAdmissionWebhookResponse)(nil),    // 51: no8s.store.v1.GetAdmissionWebhookResponse
+	(*ListAdmissionWebhooksResponse)(nil),  // 52: no8s.store.v1.ListAdmissionWebhooksResponse
+	(*UpdateAdmissionWebhookResponse)(nil), // 53: no8s.store.v1.UpdateAdmissionWebhookResponse
+	(*DeleteAdmissionWebhookResponse)(nil), // 54: no8s.store.v1.DeleteAdmissionWebhookResponse
 }
 var file_no8s_store_v1_store_proto_depIdxs = []int32{
-	37, // 0: no8s.store.v1.RecordEventRequest.event:type_name -> no8s.store.v1.EventInput
-	38, // 1: no8s.store.v1.RecordEventResponse.event:type_name -> no8s.store.v1.EventRecord
-	38, // 2: no8s.store.v1.ListEventsResponse.events:type_name -> no8s.store.v1.EventRecord
-	39, // 3: no8s.store.v1.CreateResourceTypeRequest.resource_type:type_name -> no8s.store.v1.ResourceType
-	39, // 4: no8s.store.v1.CreateResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
-	39, // 5: no8s.store.v1.GetResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
-	39, // 6: no8s.store.v1.ListResourceTypesResponse.resource_types:type_name -> no8s.store.v1.ResourceType
-	40, // 7: no8s.store.v1.UpdateResourceTypeRequest.reconcile_policy:type_name -> no8s.store.v1.ReconcilePolicy
-	39, // 8: no8s.store.v1.UpdateResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
-	41, // 9: no8s.store.v1.CreateResourceRequest.resource:type_name -> no8s.store.v1.Resource
-	41, // 10: no8s.store.v1.CreateResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	38, // 0: no8s.store.v1.RecordEventRequest.event:type_name -> no8s.store.v1.EventInput
+	39, // 1: no8s.store.v1.RecordEventResponse.event:type_name -> no8s.store.v1.EventRecord
+	39, // 2: no8s.store.v1.ListEventsResponse.events:type_name -> no8s.store.v1.EventRecord
+	40, // 3: no8s.store.v1.CreateResourceTypeRequest.resource_type:type_name -> no8s.store.v1.ResourceType
+	40, // 4: no8s.store.v1.CreateResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
+	40, // 5: no8s.store.v1.GetResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
+	40, // 6: no8s.store.v1.ListResourceTypesResponse.resource_types:type_name -> no8s.store.v1.ResourceType
+	41, // 7: no8s.store.v1.UpdateResourceTypeRequest.reconcile_policy:type_name -> no8s.store.v1.ReconcilePolicy
+	40, // 8: no8s.store.v1.UpdateResourceTypeResponse.resource_type:type_name -> no8s.store.v1.ResourceType
+	42, // 9: no8s.store.v1.CreateResourceRequest.resource:type_name -> no8s.store.v1.Resource
+	42, // 10: no8s.store.v1.CreateResourceResponse.resource:type_name -> no8s.store.v1.Resource
 	16, // 11: no8s.store.v1.GetResourceRequest.name:type_name -> no8s.store.v1.ResourceName
-	41, // 12: no8s.store.v1.GetResourceResponse.resource:type_name -> no8s.store.v1.Resource
-	41, // 13: no8s.store.v1.ListResourcesResponse.resources:type_name -> no8s.store.v1.Resource
-	36, // 14: no8s.store.v1.StringMap.entries:type_name -> no8s.store.v1.StringMap.EntriesEntry
+	42, // 12: no8s.store.v1.GetResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	42, // 13: no8s.store.v1.ListResourcesResponse.resources:type_name -> no8s.store.v1.Resource
+	37, // 14: no8s.store.v1.StringMap.entries:type_name -> no8s.store.v1.StringMap.EntriesEntry
 	21, // 15: no8s.store.v1.UpdateResourceRequest.labels:type_name -> no8s.store.v1.StringMap
 	21, // 16: no8s.store.v1.UpdateResourceRequest.annotations:type_name -> no8s.store.v1.StringMap
-	41, // 17: no8s.store.v1.UpdateResourceResponse.resource:type_name -> no8s.store.v1.Resource
-	41, // 18: no8s.store.v1.DeleteResourceResponse.resource:type_name -> no8s.store.v1.Resource
-	41, // 19: no8s.store.v1.UpdateFinalizersResponse.resource:type_name -> no8s.store.v1.Resource
-	42, // 20: no8s.store.v1.CreateNamespaceResponse.namespace:type_name -> no8s.store.v1.Namespace
-	42, // 21: no8s.store.v1.GetNamespaceResponse.namespace:type_name -> no8s.store.v1.Namespace
-	42, // 22: no8s.store.v1.ListNamespacesResponse.namespaces:type_name -> no8s.store.v1.Namespace
-	42, // 23: no8s.store.v1.DeleteNamespaceResponse.namespace:type_name -> no8s.store.v1.Namespace
-	4,  // 24: no8s.store.v1.StoreService.CreateResourceType:input_type -> no8s.store.v1.CreateResourceTypeRequest
-	6,  // 25: no8s.store.v1.StoreService.GetResourceType:input_type -> no8s.store.v1.GetResourceTypeRequest
-	8,  // 26: no8s.store.v1.StoreService.ListResourceTypes:input_type -> no8s.store.v1.ListResourceTypesRequest
-	10, // 27: no8s.store.v1.StoreService.UpdateResourceType:input_type -> no8s.store.v1.UpdateResourceTypeRequest
-	12, // 28: no8s.store.v1.StoreService.DeleteResourceType:input_type -> no8s.store.v1.DeleteResourceTypeRequest
-	14, // 29: no8s.store.v1.StoreService.CreateResource:input_type -> no8s.store.v1.CreateResourceRequest
-	17, // 30: no8s.store.v1.StoreService.GetResource:input_type -> no8s.store.v1.GetResourceRequest
-	19, // 31: no8s.store.v1.StoreService.ListResources:input_type -> no8s.store.v1.ListResourcesRequest
-	22, // 32: no8s.store.v1.StoreService.UpdateResource:input_type -> no8s.store.v1.UpdateResourceRequest
-	24, // 33: no8s.store.v1.StoreService.DeleteResource:input_type -> no8s.store.v1.DeleteResourceRequest
-	26, // 34: no8s.store.v1.StoreService.UpdateFinalizers:input_type -> no8s.store.v1.UpdateFinalizersRequest
-	28, // 35: no8s.store.v1.StoreService.CreateNamespace:input_type -> no8s.store.v1.CreateNamespaceRequest
-	30, // 36: no8s.store.v1.StoreService.GetNamespace:input_type -> no8s.store.v1.GetNamespaceRequest
-	32, // 37: no8s.store.v1.StoreService.ListNamespaces:input_type -> no8s.store.v1.ListNamespacesRequest
-	34, // 38: no8s.store.v1.StoreService.DeleteNamespace:input_type -> no8s.store.v1.DeleteNamespaceRequest
-	43, // 39: no8s.store.v1.StoreService.CreateAdmissionWebhook:input_type -> no8s.store.v1.CreateAdmissionWebhookRequest
-	44, // 40: no8s.store.v1.StoreService.GetAdmissionWebhook:input_type -> no8s.store.v1.GetAdmissionWebhookRequest
-	45, // 41: no8s.store.v1.StoreService.ListAdmissionWebhooks:input_type -> no8s.store.v1.ListAdmissionWebhooksRequest
-	46, // 42: no8s.store.v1.StoreService.UpdateAdmissionWebhook:input_type -> no8s.store.v1.UpdateAdmissionWebhookRequest
-	47, // 43: no8s.store.v1.StoreService.DeleteAdmissionWebhook:input_type -> no8s.store.v1.DeleteAdmissionWebhookRequest
-	0,  // 44: no8s.store.v1.StoreService.RecordEvent:input_type -> no8s.store.v1.RecordEventRequest
-	2,  // 45: no8s.store.v1.StoreService.ListEvents:input_type -> no8s.store.v1.ListEventsRequest
-	5,  // 46: no8s.store.v1.StoreService.CreateResourceType:output_type -> no8s.store.v1.CreateResourceTypeResponse
-	7,  // 47: no8s.store.v1.StoreService.GetResourceType:output_type -> no8s.store.v1.GetResourceTypeResponse
-	9,  // 48: no8s.store.v1.StoreService.ListResourceTypes:output_type -> no8s.store.v1.ListResourceTypesResponse
-	11, // 49: no8s.store.v1.StoreService.UpdateResourceType:output_type -> no8s.store.v1.UpdateResourceTypeResponse
-	13, // 50: no8s.store.v1.StoreService.DeleteResourceType:output_type -> no8s.store.v1.DeleteResourceTypeResponse
-	15, // 51: no8s.store.v1.StoreService.CreateResource:output_type -> no8s.store.v1.CreateResourceResponse
-	18, // 52: no8s.store.v1.StoreService.GetResource:output_type -> no8s.store.v1.GetResourceResponse
-	20, // 53: no8s.store.v1.StoreService.ListResources:output_type -> no8s.store.v1.ListResourcesResponse
-	23, // 54: no8s.store.v1.StoreService.UpdateResource:output_type -> no8s.store.v1.UpdateResourceResponse
-	25, // 55: no8s.store.v1.StoreService.DeleteResource:output_type -> no8s.store.v1.DeleteResourceResponse
-	27, // 56: no8s.store.v1.StoreService.UpdateFinalizers:output_type -> no8s.store.v1.UpdateFinalizersResponse
-	29, // 57: no8s.store.v1.StoreService.CreateNamespace:output_type -> no8s.store.v1.CreateNamespaceResponse
-	31, // 58: no8s.store.v1.StoreService.GetNamespace:output_type -> no8s.store.v1.GetNamespaceResponse
-	33, // 59: no8s.store.v1.StoreService.ListNamespaces:output_type -> no8s.store.v1.ListNamespacesResponse
-	35, // 60: no8s.store.v1.StoreService.DeleteNamespace:output_type -> no8s.store.v1.DeleteNamespaceResponse
-	48, // 61: no8s.store.v1.StoreService.CreateAdmissionWebhook:output_type -> no8s.store.v1.CreateAdmissionWebhookResponse
-	49, // 62: no8s.store.v1.StoreService.GetAdmissionWebhook:output_type -> no8s.store.v1.GetAdmissionWebhookResponse
-	50, // 63: no8s.store.v1.StoreService.ListAdmissionWebhooks:output_type -> no8s.store.v1.ListAdmissionWebhooksResponse
-	51, // 64: no8s.store.v1.StoreService.UpdateAdmissionWebhook:output_type -> no8s.store.v1.UpdateAdmissionWebhookResponse
-	52, // 65: no8s.store.v1.StoreService.DeleteAdmissionWebhook:output_type -> no8s.store.v1.DeleteAdmissionWebhookResponse
-	1,  // 66: no8s.store.v1.StoreService.RecordEvent:output_type -> no8s.store.v1.RecordEventResponse
-	3,  // 67: no8s.store.v1.StoreService.ListEvents:output_type -> no8s.store.v1.ListEventsResponse
-	46, // [46:68] is the sub-list for method output_type
-	24, // [24:46] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	23, // 17: no8s.store.v1.UpdateResourceRequest.owner_references:type_name -> no8s.store.v1.OwnerReferenceList
+	43, // 18: no8s.store.v1.OwnerReferenceList.items:type_name -> no8s.store.v1.OwnerReference
+	42, // 19: no8s.store.v1.UpdateResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	42, // 20: no8s.store.v1.DeleteResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	42, // 21: no8s.store.v1.UpdateFinalizersResponse.resource:type_name -> no8s.store.v1.Resource
+	44, // 22: no8s.store.v1.CreateNamespaceResponse.namespace:type_name -> no8s.store.v1.Namespace
+	44, // 23: no8s.store.v1.GetNamespaceResponse.namespace:type_name -> no8s.store.v1.Namespace
+	44, // 24: no8s.store.v1.ListNamespacesResponse.namespaces:type_name -> no8s.store.v1.Namespace
+	44, // 25: no8s.store.v1.DeleteNamespaceResponse.namespace:type_name -> no8s.store.v1.Namespace
+	4,  // 26: no8s.store.v1.StoreService.CreateResourceType:input_type -> no8s.store.v1.CreateResourceTypeRequest
+	6,  // 27: no8s.store.v1.StoreService.GetResourceType:input_type -> no8s.store.v1.GetResourceTypeRequest
+	8,  // 28: no8s.store.v1.StoreService.ListResourceTypes:input_type -> no8s.store.v1.ListResourceTypesRequest
+	10, // 29: no8s.store.v1.StoreService.UpdateResourceType:input_type -> no8s.store.v1.UpdateResourceTypeRequest
+	12, // 30: no8s.store.v1.StoreService.DeleteResourceType:input_type -> no8s.store.v1.DeleteResourceTypeRequest
+	14, // 31: no8s.store.v1.StoreService.CreateResource:input_type -> no8s.store.v1.CreateResourceRequest
+	17, // 32: no8s.store.v1.StoreService.GetResource:input_type -> no8s.store.v1.GetResourceRequest
+	19, // 33: no8s.store.v1.StoreService.ListResources:input_type -> no8s.store.v1.ListResourcesRequest
+	22, // 34: no8s.store.v1.StoreService.UpdateResource:input_type -> no8s.store.v1.UpdateResourceRequest
+	25, // 35: no8s.store.v1.StoreService.DeleteResource:input_type -> no8s.store.v1.DeleteResourceRequest
+	27, // 36: no8s.store.v1.StoreService.UpdateFinalizers:input_type -> no8s.store.v1.UpdateFinalizersRequest
+	29, // 37: no8s.store.v1.StoreService.CreateNamespace:input_type -> no8s.store.v1.CreateNamespaceRequest
+	31, // 38: no8s.store.v1.StoreService.GetNamespace:input_type -> no8s.store.v1.GetNamespaceRequest
+	33, // 39: no8s.store.v1.StoreService.ListNamespaces:input_type -> no8s.store.v1.ListNamespacesRequest
+	35, // 40: no8s.store.v1.StoreService.DeleteNamespace:input_type -> no8s.store.v1.DeleteNamespaceRequest
+	45, // 41: no8s.store.v1.StoreService.CreateAdmissionWebhook:input_type -> no8s.store.v1.CreateAdmissionWebhookRequest
+	46, // 42: no8s.store.v1.StoreService.GetAdmissionWebhook:input_type -> no8s.store.v1.GetAdmissionWebhookRequest
+	47, // 43: no8s.store.v1.StoreService.ListAdmissionWebhooks:input_type -> no8s.store.v1.ListAdmissionWebhooksRequest
+	48, // 44: no8s.store.v1.StoreService.UpdateAdmissionWebhook:input_type -> no8s.store.v1.UpdateAdmissionWebhookRequest
+	49, // 45: no8s.store.v1.StoreService.DeleteAdmissionWebhook:input_type -> no8s.store.v1.DeleteAdmissionWebhookRequest
+	0,  // 46: no8s.store.v1.StoreService.RecordEvent:input_type -> no8s.store.v1.RecordEventRequest
+	2,  // 47: no8s.store.v1.StoreService.ListEvents:input_type -> no8s.store.v1.ListEventsRequest
+	5,  // 48: no8s.store.v1.StoreService.CreateResourceType:output_type -> no8s.store.v1.CreateResourceTypeResponse
+	7,  // 49: no8s.store.v1.StoreService.GetResourceType:output_type -> no8s.store.v1.GetResourceTypeResponse
+	9,  // 50: no8s.store.v1.StoreService.ListResourceTypes:output_type -> no8s.store.v1.ListResourceTypesResponse
+	11, // 51: no8s.store.v1.StoreService.UpdateResourceType:output_type -> no8s.store.v1.UpdateResourceTypeResponse
+	13, // 52: no8s.store.v1.StoreService.DeleteResourceType:output_type -> no8s.store.v1.DeleteResourceTypeResponse
+	15, // 53: no8s.store.v1.StoreService.CreateResource:output_type -> no8s.store.v1.CreateResourceResponse
+	18, // 54: no8s.store.v1.StoreService.GetResource:output_type -> no8s.store.v1.GetResourceResponse
+	20, // 55: no8s.store.v1.StoreService.ListResources:output_type -> no8s.store.v1.ListResourcesResponse
+	24, // 56: no8s.store.v1.StoreService.UpdateResource:output_type -> no8s.store.v1.UpdateResourceResponse
+	26, // 57: no8s.store.v1.StoreService.DeleteResource:output_type -> no8s.store.v1.DeleteResourceResponse
+	28, // 58: no8s.store.v1.StoreService.UpdateFinalizers:output_type -> no8s.store.v1.UpdateFinalizersResponse
+	30, // 59: no8s.store.v1.StoreService.CreateNamespace:output_type -> no8s.store.v1.CreateNamespaceResponse
+	32, // 60: no8s.store.v1.StoreService.GetNamespace:output_type -> no8s.store.v1.GetNamespaceResponse
+	34, // 61: no8s.store.v1.StoreService.ListNamespaces:output_type -> no8s.store.v1.ListNamespacesResponse
+	36, // 62: no8s.store.v1.StoreService.DeleteNamespace:output_type -> no8s.store.v1.DeleteNamespaceResponse
+	50, // 63: no8s.store.v1.StoreService.CreateAdmissionWebhook:output_type -> no8s.store.v1.CreateAdmissionWebhookResponse
+	51, // 64: no8s.store.v1.StoreService.GetAdmissionWebhook:output_type -> no8s.store.v1.GetAdmissionWebhookResponse
+	52, // 65: no8s.store.v1.StoreService.ListAdmissionWebhooks:output_type -> no8s.store.v1.ListAdmissionWebhooksResponse
+	53, // 66: no8s.store.v1.StoreService.UpdateAdmissionWebhook:output_type -> no8s.store.v1.UpdateAdmissionWebhookResponse
+	54, // 67: no8s.store.v1.StoreService.DeleteAdmissionWebhook:output_type -> no8s.store.v1.DeleteAdmissionWebhookResponse
+	1,  // 68: no8s.store.v1.StoreService.RecordEvent:output_type -> no8s.store.v1.RecordEventResponse
+	3,  // 69: no8s.store.v1.StoreService.ListEvents:output_type -> no8s.store.v1.ListEventsResponse
+	48, // [48:70] is the sub-list for method output_type
+	26, // [26:48] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_no8s_store_v1_store_proto_init() }
@@ -2345,7 +2408,7 @@ func file_no8s_store_v1_store_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_no8s_store_v1_store_proto_rawDesc), len(file_no8s_store_v1_store_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   37,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
