@@ -873,15 +873,15 @@ func (e *benchEnv) startProcEnv(name, bin string, env []string, args ...string) 
 	cmd := exec.Command(bin, args...)
 	// Probes off unless args name a --health-listen: the services' default
 	// probe ports may be taken by another stack on the machine.
-	cmd.Env = append(append(os.Environ(), "NO8S_HEALTH_LISTEN=off"), env...)
-	cmd.Stdout, cmd.Stderr = logf, logf
 	var pprofAddr string
-	if name != "nats-server" {
-		if cmd.Env, pprofAddr, err = procEnv(); err != nil {
-			logf.Close()
-			return nil, err
-		}
+	if cmd.Env, pprofAddr, err = procEnv(env); err != nil {
+		logf.Close()
+		return nil, err
 	}
+	if name == "nats-server" {
+		pprofAddr = ""
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
 	// Should the bench die without stopping them, the children die too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

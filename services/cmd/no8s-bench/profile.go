@@ -28,10 +28,11 @@ func profiling() bool { return *profileDirFlag != "" }
 
 // procEnv returns the environment of a no8s process: the bench's own,
 // without the probe listeners (their fixed default ports may be taken by
-// another stack on the machine), plus a loopback pprof listener when
-// profiles are asked for (addr is its address then, "" otherwise).
-func procEnv() (env []string, addr string, err error) {
-	env = append(os.Environ(), "NO8S_HEALTH_LISTEN=off")
+// another stack on the machine), then extra (the scenario's own settings),
+// plus a loopback pprof listener when profiles are asked for (addr is its
+// address then, "" otherwise).
+func procEnv(extra []string) (env []string, addr string, err error) {
+	env = append(append(os.Environ(), "NO8S_HEALTH_LISTEN=off"), extra...)
 	if !profiling() {
 		return env, "", nil
 	}
