@@ -23,6 +23,7 @@ import (
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/services/internal/httpsource"
+	"github.com/no8s/no8s/services/internal/strictjson"
 	"github.com/no8s/no8s/services/registrysync/httppoll"
 	"github.com/no8s/no8s/services/registrysync/setsync"
 )
@@ -253,7 +254,7 @@ func (s *syncer) syncSource(ctx context.Context, src *sdk.Resource, etag string,
 					return false
 				}
 			}
-			return httpsource.Covers(c.Spec, d.Spec)
+			return strictjson.Covers(c.Spec, d.Spec)
 		},
 		Create: func(ctx context.Context, name string, d desiredItem) error {
 			return s.write(ctx, http.MethodPost, "/api/v1/resources", map[string]any{

@@ -216,22 +216,3 @@ func FuzzMap(f *testing.F) {
 		}
 	})
 }
-
-func TestCovers(t *testing.T) {
-	for _, c := range []struct {
-		cur, des string
-		want     bool
-	}{
-		{`{"a":1,"b":{"c":[1,{"d":2,"e":3}]},"def":1}`, `{"a":1.0,"b":{"c":[1,{"d":2}]}}`, true},
-		{`{"a":1}`, `{"a":2}`, false},
-		{`{"a":[1,2]}`, `{"a":[1]}`, false},
-		{`{"a":"1"}`, `{"a":1}`, false},
-		{`{"a":null}`, `{"a":null}`, true},
-		{`{}`, `{"a":null}`, false},
-		{`not json`, `{}`, false},
-	} {
-		if got := Covers([]byte(c.cur), []byte(c.des)); got != c.want {
-			t.Errorf("Covers(%s, %s) = %v", c.cur, c.des, got)
-		}
-	}
-}

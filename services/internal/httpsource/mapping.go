@@ -14,7 +14,6 @@ import (
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
-	"github.com/no8s/no8s/services/internal/strictjson"
 	"github.com/no8s/no8s/services/internal/tenancy"
 )
 
@@ -131,54 +130,4 @@ func (s Spec) Map(item any) (Item, error) {
 		return out, fmt.Errorf("labels: %s: %s", errs[0].Path, errs[0].Message)
 	}
 	return out, nil
-}
-
-// Covers reports whether the JSON object current carries every member of
-// desired with an equal value (numbers by value, objects member by member,
-// arrays element by element and of the same length): current may hold
-// more, the target type's defaults. Invalid JSON covers nothing.
-func Covers(current, desired []byte) bool {
-	var c, d any
-	if decode(current, &c) != nil || decode(desired, &d) != nil {
-		return false
-	}
-	return covers(c, d)
-}
-
-func decode(raw []byte, v *any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	return dec.Decode(v)
-}
-
-func covers(c, d any) bool {
-	switch d := d.(type) {
-	case map[string]any:
-		cm, ok := c.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, dv := range d {
-			cv, ok := cm[k]
-			if !ok || !covers(cv, dv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		ca, ok := c.([]any)
-		if !ok || len(ca) != len(d) {
-			return false
-		}
-		for i := range d {
-			if !covers(ca[i], d[i]) {
-				return false
-			}
-		}
-		return true
-	case json.Number:
-		cn, ok := c.(json.Number)
-		return ok && strictjson.Equal([]byte(cn), []byte(d))
-	}
-	return c == d
 }

@@ -23,6 +23,50 @@ func Equal(a, b []byte) bool {
 	return equalValues(va, vb)
 }
 
+// Covers reports whether the JSON value have contains want: every member of
+// an object in want is in have with a covering value (have may hold more
+// members: defaults a server filled in, keys another writer added), arrays
+// are of the same length and cover element by element, numbers are equal by
+// value, other values equal. Documents that do not decode cover nothing.
+// The tenant reconciler and HttpSource use it to tell drift from defaults.
+func Covers(have, want []byte) bool {
+	vh, errH := decode(have)
+	vw, errW := decode(want)
+	if errH != nil || errW != nil {
+		return false
+	}
+	return coversValue(vh, vw)
+}
+
+func coversValue(have, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, wv := range w {
+			hv, ok := h[k]
+			if !ok || !coversValue(hv, wv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		h, ok := have.([]any)
+		if !ok || len(h) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !coversValue(h[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return equalValues(have, want)
+}
+
 // decode parses one JSON value, numbers as json.Number.
 func decode(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))

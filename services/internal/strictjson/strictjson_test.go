@@ -215,3 +215,32 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestCovers: have contains want by value; have's extra members are
+// allowed, nothing else is.
+func TestCovers(t *testing.T) {
+	for _, tc := range []struct {
+		have, want string
+		ok         bool
+	}{
+		{`{"a":1,"b":2}`, `{"a":1}`, true},
+		{`{"a":1.0}`, `{"a":1}`, true},
+		{`{"a":1e2}`, `{"a":100}`, true},
+		{`{"a":"1"}`, `{"a":1}`, false},
+		{`{"a":{"b":[1,{"c":true,"d":null}]}}`, `{"a":{"b":[1,{"c":true}]}}`, true},
+		{`{"a":1,"b":{"c":[1,{"d":2,"e":3}]},"def":1}`, `{"a":1.0,"b":{"c":[1,{"d":2}]}}`, true},
+		{`{"a":[1,2,3]}`, `{"a":[1,2]}`, false},
+		{`{"a":[1]}`, `{"a":[1,2]}`, false},
+		{`{"a":null}`, `{"a":null}`, true},
+		{`{}`, `{"a":null}`, false},
+		{`{"a":{"b":1}}`, `{"a":{"b":2}}`, false},
+		{`{"a":[]}`, `{"a":{}}`, false},
+		{`not json`, `{}`, false},
+		{`{}`, `not json`, false},
+		{`{"a":1} {}`, `{}`, false},
+	} {
+		if got := Covers([]byte(tc.have), []byte(tc.want)); got != tc.ok {
+			t.Errorf("Covers(%s, %s) = %v, want %v", tc.have, tc.want, got, tc.ok)
+		}
+	}
+}

@@ -1,12 +1,11 @@
 package tenant
 
 import (
-	"bytes"
 	"encoding/json"
-	"math/big"
 	"slices"
 
 	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/internal/strictjson"
 	"github.com/no8s/no8s/services/internal/tenancy"
 )
 
@@ -94,59 +93,5 @@ func drifted(cur *view, want *tenancy.Rendered) bool {
 			return true
 		}
 	}
-	w, err1 := decodeJSON(want.Spec)
-	c, err2 := decodeJSON(cur.spec)
-	if err1 != nil || err2 != nil {
-		return true
-	}
-	return !covers(c, w)
-}
-
-func decodeJSON(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	err := dec.Decode(&v)
-	return v, err
-}
-
-// covers reports whether have contains want: every key of an object in
-// want is in have with a covering value, arrays have the same length and
-// cover element by element, numbers are equal by value, other values equal.
-func covers(have, want any) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		h, ok := have.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, wv := range w {
-			hv, ok := h[k]
-			if !ok || !covers(hv, wv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		h, ok := have.([]any)
-		if !ok || len(h) != len(w) {
-			return false
-		}
-		for i := range w {
-			if !covers(h[i], w[i]) {
-				return false
-			}
-		}
-		return true
-	case json.Number:
-		h, ok := have.(json.Number)
-		if !ok {
-			return false
-		}
-		a, ok1 := new(big.Float).SetString(string(w))
-		b, ok2 := new(big.Float).SetString(string(h))
-		return ok1 && ok2 && a.Cmp(b) == 0
-	default:
-		return have == want
-	}
+	return !strictjson.Covers(cur.spec, want.Spec)
 }
