@@ -229,13 +229,21 @@ func storedSummary(reg *sdk.Resource) string {
 // generation gen or later (and, when deleting, of its deletion) exists,
 // kicking the loop; nil when ctx ends first.
 func (s *syncer) waitResult(ctx context.Context, name string, gen int64, deleting bool) *result {
+	return waitLast(ctx, s, func() *result {
+		if st := s.state[name]; st != nil && st.last != nil && st.last.Generation >= gen && st.last.Deleting == deleting {
+			return st.last
+		}
+		return nil
+	})
+}
+
+// waitLast kicks the loop and waits until last (called with s.mu held)
+// returns a result; nil when ctx ends first.
+func waitLast[R any](ctx context.Context, s *syncer, last func() *R) *R {
 	s.Kick()
 	for {
 		s.mu.Lock()
-		var res *result
-		if st := s.state[name]; st != nil && st.last != nil && st.last.Generation >= gen && st.last.Deleting == deleting {
-			res = st.last
-		}
+		res := last()
 		ch := s.changed
 		s.mu.Unlock()
 		if res != nil {

@@ -55,21 +55,37 @@ func (s *syncer) reconcileRegistry(ctx context.Context, req *sdk.Request[json.Ra
 	if r.Deleting() {
 		return s.waitNoTenants(ctx, r.Namespace, tenancy.LabelRegistry+"="+r.Name)
 	}
-	out := res.summary()
-	out["lastSyncTime"] = res.At.Format(time.RFC3339Nano)
-	out["lastSyncDurationMs"] = res.Duration.Milliseconds()
-	for k, v := range out {
+	return reportSync(req, syncReport{res.summary(), res.At, res.Duration, res.Err, res.Partial, res.Reason, res.Message})
+}
+
+// syncReport is what a registry's or an HttpSource's status shows of the
+// loop's latest sync of it.
+type syncReport struct {
+	summary         map[string]any
+	at              time.Time
+	duration        time.Duration
+	err             error
+	partial         bool
+	reason, message string
+}
+
+// reportSync writes a sync's outputs (its summary and times) and the Synced
+// condition: a failed read is an error, a partial sync a Degraded result.
+func reportSync(req *sdk.Request[json.RawMessage], r syncReport) (sdk.Result, error) {
+	r.summary["lastSyncTime"] = r.at.Format(time.RFC3339Nano)
+	r.summary["lastSyncDurationMs"] = r.duration.Milliseconds()
+	for k, v := range r.summary {
 		req.SetOutput(k, v)
 	}
 	switch {
-	case res.Err != nil:
-		req.MarkFalse(ConditionSynced, res.Reason, res.Message)
-		return sdk.Result{}, fmt.Errorf("sync failed: %s", res.Message)
-	case res.Partial:
-		req.MarkFalse(ConditionSynced, res.Reason, res.Message)
-		return sdk.Result{}, sdk.Degraded(errors.New(res.Message))
+	case r.err != nil:
+		req.MarkFalse(ConditionSynced, r.reason, r.message)
+		return sdk.Result{}, fmt.Errorf("sync failed: %s", r.message)
+	case r.partial:
+		req.MarkFalse(ConditionSynced, r.reason, r.message)
+		return sdk.Result{}, sdk.Degraded(errors.New(r.message))
 	}
-	req.MarkTrue(ConditionSynced, res.Reason, res.Message)
+	req.MarkTrue(ConditionSynced, r.reason, r.message)
 	return sdk.Result{}, nil
 }
 

@@ -392,24 +392,12 @@ func storedSourceSummary(src *sdk.Resource) string {
 // generation gen or later (and, when deleting, of its deletion) exists,
 // kicking the loop; nil when ctx ends first.
 func (s *syncer) waitSourceResult(ctx context.Context, name string, gen int64, deleting bool) *srcResult {
-	s.Kick()
-	for {
-		s.mu.Lock()
-		var res *srcResult
+	return waitLast(ctx, s, func() *srcResult {
 		if st := s.sources[name]; st != nil && st.last != nil && st.last.Generation >= gen && st.last.Deleting == deleting {
-			res = st.last
+			return st.last
 		}
-		ch := s.changed
-		s.mu.Unlock()
-		if res != nil {
-			return res
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ch:
-		}
-	}
+		return nil
+	})
 }
 
 // reconcileSource writes the status of the loop's latest sync of an
@@ -437,20 +425,5 @@ func (s *syncer) reconcileSource(ctx context.Context, req *sdk.Request[json.RawM
 		}
 		return sdk.Result{}, nil
 	}
-	out := res.summary()
-	out["lastSyncTime"] = res.At.Format(time.RFC3339Nano)
-	out["lastSyncDurationMs"] = res.Duration.Milliseconds()
-	for k, v := range out {
-		req.SetOutput(k, v)
-	}
-	switch {
-	case res.Err != nil:
-		req.MarkFalse(ConditionSynced, res.Reason, res.Message)
-		return sdk.Result{}, fmt.Errorf("sync failed: %s", res.Message)
-	case res.Partial:
-		req.MarkFalse(ConditionSynced, res.Reason, res.Message)
-		return sdk.Result{}, sdk.Degraded(errors.New(res.Message))
-	}
-	req.MarkTrue(ConditionSynced, res.Reason, res.Message)
-	return sdk.Result{}, nil
+	return reportSync(req, syncReport{res.summary(), res.At, res.Duration, res.Err, res.Partial, res.Reason, res.Message})
 }
