@@ -45,7 +45,7 @@ func run() error {
 		{"reconcile", benchReconcile, false},            // issue 13: create→Ready latency at 100/200/400/s, reconciles/s at saturation
 		{"api-embedded", benchAPIEmbedded, false},       // issue 11: the api scenario's figures with the store on its embedded backend
 		{"tenants", benchTenants, false},                // issue 14: a no-change registry sync of 10,000 rows: under 1 s, revision unchanged
-		{"tenant-children", benchTenantChildren, false}, // issue 15: 10,000 rows × 3 children all Ready: under 2 min (3.5 min here; -tenant-chain for a chain)
+		{"tenant-children", benchTenantChildren, false}, // issue 15: 10,000 rows × 3 children all Ready: under 2 min (3.5-6 min on 2 cores; -tenant-chain for a chain)
 		{"cloudevents", benchCloudEvents, false},        // issue 18: the relay publish rate with CloudEvents headers vs without
 		{"scale", benchScale, true},                     // issue 13: cost at 10k, 100k, 1M stored resources (make bench-scale)
 	}
