@@ -30,37 +30,10 @@ func noPostgreSQL() []string {
 // examples/hello-reconciler's tests pass against the no8s binary.
 func TestEmbeddedWithoutPostgreSQL(t *testing.T) {
 	env := noPostgreSQL()
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	ready := filepath.Join(dir, "ready.json")
-	httpAddr := freeAddr(t)
-	_, natsPort, err := net.SplitHostPort(freeAddr(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	state := filepath.Join(t.TempDir(), "state")
 	// make run runs `bin/no8s dev $(ARGS)`: the same command, on free ports
 	// and a temporary data directory instead of the defaults.
-	dev := startEnv(t, "no8s-dev", filepath.Join(binDir, "no8s"), []string{"dev", "--data-dir", state,
-		"--listen", httpAddr, "--nats-port", natsPort, "--store-addr", "127.0.0.1:0", "--admission-addr", "127.0.0.1:0",
-		"--worker-listen", "127.0.0.1:0", "--ready-file", ready}, env)
-	var addrs struct {
-		APIURL     string `json:"api_url"`
-		NATSURL    string `json:"nats_url"`
-		WorkerAddr string `json:"worker_addr"`
-		Store      string `json:"store"`
-	}
-	waitFor(t, 60*time.Second, "no8s dev ready", func() error {
-		select {
-		case <-dev.done:
-			return fmt.Errorf("no8s dev exited: %v", dev.err)
-		default:
-		}
-		data, err := os.ReadFile(ready)
-		if err != nil {
-			return err
-		}
-		return json.Unmarshal(data, &addrs)
-	})
+	addrs := startDev(t, state, env)
 	if want := "sqlite:" + filepath.Join(state, "store.db"); addrs.Store != want {
 		t.Fatalf("no8s dev's store is %q, want the embedded one %q", addrs.Store, want)
 	}
@@ -113,7 +86,7 @@ func TestEmbeddedWithoutPostgreSQL(t *testing.T) {
 		t.Fatalf("examples/hello-reconciler: go test: %v\n%s", err, out)
 	}
 	t.Logf("examples/hello-reconciler without PostgreSQL: %s", strings.TrimSpace(string(out)))
-	t.Logf("no8s dev on the embedded store (%s), API on %s", addrs.Store, httpAddr)
+	t.Logf("no8s dev on the embedded store (%s), API on %s", addrs.Store, addrs.APIURL)
 }
 
 // TestLibraryModulesStayLean: a reconciler author's module pulls in none of
@@ -147,4 +120,40 @@ func TestLibraryModulesStayLean(t *testing.T) {
 			t.Logf("%s: %d packages, none of %s", m.dir, len(strings.Fields(string(out))), strings.Join(forbidden, ", "))
 		}
 	}
+}
+
+// devAddrs is what `no8s dev` writes to its --ready-file.
+type devAddrs struct {
+	APIURL     string `json:"api_url"`
+	NATSURL    string `json:"nats_url"`
+	WorkerAddr string `json:"worker_addr"`
+	Store      string `json:"store"`
+}
+
+// startDev runs `no8s dev` (make run's command) with its state in dataDir,
+// on free ports, with env, and waits until it is ready.
+func startDev(t *testing.T, dataDir string, env []string) devAddrs {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "ready.json")
+	_, natsPort, err := net.SplitHostPort(freeAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := startEnv(t, "no8s-dev", filepath.Join(binDir, "no8s"), []string{"dev", "--data-dir", dataDir,
+		"--listen", freeAddr(t), "--nats-port", natsPort, "--store-addr", "127.0.0.1:0", "--admission-addr", "127.0.0.1:0",
+		"--worker-listen", "127.0.0.1:0", "--ready-file", ready}, env)
+	var addrs devAddrs
+	waitFor(t, 60*time.Second, "no8s dev ready", func() error {
+		select {
+		case <-dev.done:
+			return fmt.Errorf("no8s dev exited: %v", dev.err)
+		default:
+		}
+		data, err := os.ReadFile(ready)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(data, &addrs)
+	})
+	return addrs
 }

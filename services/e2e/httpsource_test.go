@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -393,33 +391,7 @@ func TestHttpSource(t *testing.T) {
 // remove), and a 500 deletes nothing.
 func TestHttpSourceEmbedded(t *testing.T) {
 	env := append(noPostgreSQL(), "NO8S_REGISTRY_HS_TOKEN="+feedToken)
-	dir := t.TempDir()
-	ready := filepath.Join(dir, "ready.json")
-	_, natsPort, err := net.SplitHostPort(freeAddr(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := startEnv(t, "no8s-dev", filepath.Join(binDir, "no8s"), []string{"dev", "--data-dir", filepath.Join(dir, "state"),
-		"--listen", freeAddr(t), "--nats-port", natsPort, "--store-addr", "127.0.0.1:0", "--admission-addr", "127.0.0.1:0",
-		"--worker-listen", "127.0.0.1:0", "--ready-file", ready}, env)
-	var addrs struct {
-		APIURL     string `json:"api_url"`
-		NATSURL    string `json:"nats_url"`
-		WorkerAddr string `json:"worker_addr"`
-		Store      string `json:"store"`
-	}
-	waitFor(t, 60*time.Second, "no8s dev ready", func() error {
-		select {
-		case <-dev.done:
-			return fmt.Errorf("no8s dev exited: %v", dev.err)
-		default:
-		}
-		data, err := os.ReadFile(ready)
-		if err != nil {
-			return err
-		}
-		return json.Unmarshal(data, &addrs)
-	})
+	addrs := startDev(t, filepath.Join(t.TempDir(), "state"), env)
 	if !strings.HasPrefix(addrs.Store, "sqlite:") {
 		t.Fatalf("no8s dev's store is %q, want the embedded one", addrs.Store)
 	}
