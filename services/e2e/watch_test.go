@@ -218,7 +218,7 @@ func (c *cluster) outboxEvents(since int64) []committed {
 func (c *cluster) waitPublished() int64 {
 	c.t.Helper()
 	var last int64
-	if err := c.pool.QueryRow(c.t.Context(), `SELECT last_value FROM revision_seq`).Scan(&last); err != nil {
+	if err := c.pool.QueryRow(c.t.Context(), `SELECT coalesce(pg_sequence_last_value('revision_seq'), 0)`).Scan(&last); err != nil {
 		c.t.Fatal(err)
 	}
 	waitFor(c.t, 60*time.Second, "the relay to publish everything", func() error {

@@ -153,7 +153,7 @@ func benchTenants(ctx context.Context, env *benchEnv) error {
 	// Let the registry's status settle, then watch three no-change syncs.
 	revision := func() (int64, error) {
 		var r int64
-		err := env.pool.QueryRow(ctx, `SELECT last_value FROM revision_seq`).Scan(&r)
+		err := env.pool.QueryRow(ctx, `SELECT coalesce(pg_sequence_last_value('revision_seq'), 0)`).Scan(&r)
 		return r, err
 	}
 	if err := waitFor(ctx, time.Minute, "the registry's status written", sp, func() error {

@@ -147,6 +147,17 @@ func (l *relayLock) BumpRevision(ctx context.Context, b int64) error {
 	})
 }
 
+// lastRevisionSQL is the last revision handed out, 0 before the first.
+//
+// It reads the sequence with pg_sequence_last_value, which takes the
+// sequence's buffer lock. nextval updates the sequence's tuple in place
+// under that lock, and while it builds a WAL record (every 32nd call) the
+// tuple holds the value 32 ahead; a plain SELECT last_value FROM
+// revision_seq reads the tuple without the lock. A relay that read such a
+// value would settle revisions no writer holds yet and move its cursor past
+// them, and their events would never be published.
+const lastRevisionSQL = `coalesce(pg_sequence_last_value('revision_seq'), 0)`
+
 // SettledRevision reads the sequence's last value V and only then takes a
 // transaction id X of its own: ids are handed out in increasing order, and
 // every writer takes its id before its revisions, so every transaction
@@ -156,17 +167,16 @@ func (l *relayLock) BumpRevision(ctx context.Context, b int64) error {
 // and running transactions above it are not listed.)
 func (g *Log) SettledRevision(ctx context.Context, cursor int64) (int64, error) {
 	var last int64
-	var called bool
 	var xid string
 	// One round trip reads the sequence and takes a transaction id. The id
 	// is taken only when there is something to publish: reading the
-	// sequence first in the same statement keeps an idle relay from using
+	// sequence first (the materialized CTE) keeps an idle relay from using
 	// up transaction ids (CASE evaluates the id lazily).
-	if err := g.pool.QueryRow(ctx, `SELECT last_value, is_called,
-		CASE WHEN is_called AND last_value > $1 THEN pg_current_xact_id()::text ELSE '' END FROM revision_seq`, cursor).Scan(&last, &called, &xid); err != nil {
+	if err := g.pool.QueryRow(ctx, `WITH s AS MATERIALIZED (SELECT `+lastRevisionSQL+` AS last)
+		SELECT last, CASE WHEN last > $1 THEN pg_current_xact_id()::text ELSE '' END FROM s`, cursor).Scan(&last, &xid); err != nil {
 		return 0, fmt.Errorf("read revision sequence: %w", err)
 	}
-	if !called || last <= cursor {
+	if last <= cursor {
 		return 0, nil
 	}
 	wait := 200 * time.Microsecond
@@ -264,14 +274,10 @@ func (g *Log) Prune(ctx context.Context, epoch, cursor int64, retention time.Dur
 // State reads the database's identity and the relay's state.
 func (g *Log) State(ctx context.Context) (storage.LogState, error) {
 	var s storage.LogState
-	var called bool
 	var lastEvent *int64
-	if err := g.pool.QueryRow(ctx, `SELECT r.store_id::text, r.published_revision, r.last_event_revision, r.pruned_revision, s.last_value, s.is_called
-		FROM relay_state r, revision_seq s WHERE r.id = 1`).Scan(&s.StoreID, &s.Cursor, &lastEvent, &s.Pruned, &s.Revision, &called); err != nil {
+	if err := g.pool.QueryRow(ctx, `SELECT r.store_id::text, r.published_revision, r.last_event_revision, r.pruned_revision, `+lastRevisionSQL+`
+		FROM relay_state r WHERE r.id = 1`).Scan(&s.StoreID, &s.Cursor, &lastEvent, &s.Pruned, &s.Revision); err != nil {
 		return s, fmt.Errorf("read relay state: %w", err)
-	}
-	if !called {
-		s.Revision = 0
 	}
 	if lastEvent != nil {
 		s.LastEvent, s.LastEventKnown = *lastEvent, true
