@@ -535,7 +535,8 @@ func (w *readyWatch) waitReady(ctx context.Context, env *benchEnv, names []strin
 		if missing != last {
 			last, progress = missing, time.Now()
 		} else if time.Since(progress) > reconcileStall {
-			return fmt.Errorf("%d of %d resources not seen ready, no progress for %s", missing, len(names), reconcileStall)
+			return fmt.Errorf("%d of %d resources not seen ready, no progress for %s; in the store: %s",
+				missing, len(names), reconcileStall, w.describeMissing(ctx, env, names, 10))
 		}
 		if err := env.checkAlive(); err != nil {
 			return err
@@ -544,6 +545,50 @@ func (w *readyWatch) waitReady(ctx context.Context, env *benchEnv, names []strin
 			return err
 		}
 	}
+}
+
+// describeMissing says, for the first limit of names not seen ready, what
+// the store holds of them: what a stall needs to be told apart (an event
+// never published, a lost dispatch, a held lease), with the transaction ids
+// of the resource's row and of its last event's outbox row.
+func (w *readyWatch) describeMissing(ctx context.Context, env *benchEnv, names []string, limit int) string {
+	w.mu.Lock()
+	var missing []string
+	for _, n := range names {
+		if _, ok := w.ready[n]; !ok && len(missing) < limit {
+			missing = append(missing, n)
+		}
+	}
+	w.mu.Unlock()
+	rows, err := env.pool.Query(ctx, `
+		SELECT r.name, r.status, r.generation, r.observed_generation, r.resource_version,
+		       r.lease_holder, r.lease_epoch, r.lease_expires_at, r.failures, r.dispatch_id,
+		       (SELECT count(*) FROM reconciliation_history h WHERE h.resource_id = r.id),
+		       EXISTS (SELECT 1 FROM outbox o WHERE o.revision = r.resource_version),
+		       (SELECT coalesce(max(o.xmin::text), '') FROM outbox o WHERE o.revision = r.resource_version), r.xmin::text,
+		       (SELECT published_revision FROM relay_state)
+		FROM resources r WHERE r.name = ANY($1) ORDER BY r.name`, missing)
+	if err != nil {
+		return fmt.Sprintf("(read failed: %v)", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name, status, holder, dispatch string
+		var gen, observed, rv, epoch, failures, attempts, published int64
+		var expires *time.Time
+		var inOutbox bool
+		var oxmin, rxmin string
+		if err := rows.Scan(&name, &status, &gen, &observed, &rv, &holder, &epoch, &expires, &failures, &dispatch, &attempts, &inOutbox, &oxmin, &rxmin, &published); err != nil {
+			return fmt.Sprintf("(read failed: %v)", err)
+		}
+		out = append(out, fmt.Sprintf("%s %s gen %d/%d rv %d (outbox row: %t xmin %s, resource xmin %s; relay at %d) lease %q epoch %d until %v failures %d dispatch %s attempts %d",
+			name, status, observed, gen, rv, inOutbox, oxmin, rxmin, published, holder, epoch, expires, failures, dispatch, attempts))
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Sprintf("(read failed: %v)", err)
+	}
+	return strings.Join(out, "; ")
 }
 
 // latencies returns, for the names that have been seen ready, the time from
