@@ -50,11 +50,15 @@ type Config struct {
 	// RoundGap is the pause after a round that published, so that a busy
 	// store's commits are published in batches rather than one round each.
 	RoundGap time.Duration
+	// GapCheckAfter is how long after passing revisions it did not find
+	// the relay reads them again, to report a row committed there (gaps.go).
+	GapCheckAfter time.Duration
 }
 
 // DefaultConfig returns the production defaults.
 func DefaultConfig() Config {
-	return Config{BatchSize: 512, PollInterval: 500 * time.Millisecond, Retention: time.Hour, PruneInterval: time.Minute, LeaderRetry: time.Second, RoundGap: 5 * time.Millisecond}
+	return Config{BatchSize: 512, PollInterval: 500 * time.Millisecond, Retention: time.Hour, PruneInterval: time.Minute, LeaderRetry: time.Second, RoundGap: 5 * time.Millisecond,
+		GapCheckAfter: 2 * time.Second}
 }
 
 // Relay publishes outbox rows to JetStream.
@@ -75,8 +79,11 @@ type Relay struct {
 	// lastSeqKnown: it spares a stream info request per batch.
 	lastSeq      uint64
 	lastSeqKnown bool
+	// gaps are the revisions passed as absent, to be read again.
+	gaps gapWatch
 
 	published atomic.Int64
+	late      atomic.Int64
 	cursor    atomic.Int64
 	leader    atomic.Bool
 }
@@ -100,6 +107,9 @@ func New(el storage.EventLog, nc *nats.Conn, js jetstream.JetStream, sc eventstr
 	}
 	if cfg.LeaderRetry <= 0 {
 		cfg.LeaderRetry = d.LeaderRetry
+	}
+	if cfg.GapCheckAfter <= 0 {
+		cfg.GapCheckAfter = d.GapCheckAfter
 	}
 	return &Relay{events: el, nc: nc, js: js, streamCfg: sc, cfg: cfg, log: log, wake: make(chan struct{}, 1)}
 }
@@ -208,6 +218,7 @@ func (r *Relay) publishLoop(ctx context.Context, epoch, cursor int64) error {
 		return err
 	}
 	r.lastSeqKnown = false // align may have published or rebuilt
+	r.gaps = gapWatch{}
 	r.cursor.Store(cursor)
 	prune := time.NewTicker(r.cfg.PruneInterval)
 	defer prune.Stop()
@@ -225,6 +236,9 @@ func (r *Relay) publishLoop(ctx context.Context, epoch, cursor int64) error {
 			}
 			cursor = moved
 			r.cursor.Store(cursor)
+		}
+		if err := r.checkGaps(ctx); err != nil {
+			return err
 		}
 		if next > 0 {
 			// More may have committed meanwhile: look again after a short gap.
@@ -303,6 +317,7 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 	if err := r.events.AdvanceCursor(ctx, epoch, newCursor, lastEvent); err != nil {
 		return cursor, err
 	}
+	r.gaps.note(cursor, newCursor, batch, time.Now())
 	return newCursor, nil
 }
 

@@ -4,12 +4,14 @@ package storetest
 // moved here from the relay's own tests, so that every backend runs them.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -320,4 +322,96 @@ func (e *relayEnv) pruneAll() int64 {
 		e.t.Fatalf("pruned up to %d with the cursor at %d, %d rows left", st.Pruned, cursor, countEvents(e.t, e.db.Log))
 	}
 	return st.Pruned
+}
+
+// testRelayReportsARowCommittedBelowItsCursor: a row that shows up below
+// the cursor after the relay passed its revision as absent (what a wrong
+// settled revision would let happen: its event is never published) is
+// reported at ERROR with its revision and counted by Late. The EventLog
+// here hides the row from the relay's first read of it, as if it had not
+// committed yet.
+func testRelayReportsARowCommittedBelowItsCursor(t *testing.T, open Opener) {
+	ctx := t.Context()
+	e := newRelayEnv(t, open, storage.Options{})
+	e.write(20)
+	st, err := e.db.Log.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := e.db.Log.ReadOutbox(ctx, 0, st.Revision, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) < 3 {
+		t.Fatalf("only %d events written", len(rows))
+	}
+	hidden := rows[len(rows)/2].Revision
+	el := &hidingLog{EventLog: e.db.Log, hide: hidden}
+	var logs lockedBuffer
+	r := outbox.New(el, e.nc, e.js, eventstream.DefaultStreamConfig(),
+		outbox.Config{PollInterval: 10 * time.Millisecond, LeaderRetry: 20 * time.Millisecond, GapCheckAfter: 50 * time.Millisecond},
+		slog.New(slog.NewTextHandler(&logs, nil)))
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("relay: %v", err)
+		}
+	}()
+	eventually(t, 20*time.Second, "the relay reports the row that showed up below its cursor", func(context.Context) bool {
+		return r.Late() == 1
+	})
+	if !el.hid.Load() {
+		t.Fatal("the relay never read the hidden row's revision")
+	}
+	out := logs.String()
+	if !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "were not published") || !strings.Contains(out, fmt.Sprint(hidden)) {
+		t.Fatalf("no ERROR naming revision %d in the relay's log:\n%s", hidden, out)
+	}
+	// Every other row was published, the hidden one was not.
+	if r.Cursor() < rows[len(rows)-1].Revision || r.Published() != int64(len(rows)-1) {
+		t.Fatalf("cursor %d, %d published; want past %d with %d published", r.Cursor(), r.Published(), rows[len(rows)-1].Revision, len(rows)-1)
+	}
+}
+
+// hidingLog is an EventLog that leaves the row of revision hide out of the
+// first ReadOutbox that would return it.
+type hidingLog struct {
+	storage.EventLog
+	hide int64
+	hid  atomic.Bool
+}
+
+func (h *hidingLog) ReadOutbox(ctx context.Context, after, upTo int64, limit int) ([]storage.OutboxRow, error) {
+	rows, err := h.EventLog.ReadOutbox(ctx, after, upTo, limit)
+	if err != nil || h.hid.Load() {
+		return rows, err
+	}
+	for i, x := range rows {
+		if x.Revision == h.hide {
+			h.hid.Store(true)
+			return append(rows[:i:i], rows[i+1:]...), nil
+		}
+	}
+	return rows, nil
+}
+
+// lockedBuffer is a log sink safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

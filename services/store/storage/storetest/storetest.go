@@ -70,6 +70,7 @@ func Run(t *testing.T, open Opener) {
 		{"RelayPublishesExactlyTheCommittedChanges", testRelayPublishesExactlyTheCommittedChanges},
 		{"RelayRepublishesALostTail", testRelayRepublishesALostTail},
 		{"RelayRebasesWhenTheOutboxNoLongerHoldsTheLostTail", testRelayRebasesWhenTheOutboxNoLongerHoldsTheLostTail},
+		{"RelayReportsARowCommittedBelowItsCursor", testRelayReportsARowCommittedBelowItsCursor},
 		{"IdentityAndRevisionBump", testIdentityAndRevisionBump},
 		{"NamespaceObjects", testNamespaceObjects},
 		{"NamesUniquePerNamespace", testNamesUniquePerNamespace},
