@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -102,24 +101,6 @@ func (p *tcpProxy) Close() {
 	p.wg.Wait()
 }
 
-// syncBuffer is a log sink for several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestDatabaseOutageAnswers503 runs a store whose PostgreSQL connection goes
 // through a proxy, cuts it, and shows that every kind of request is then
 // answered 503 unavailable with Retry-After (never 500), and that any 500
@@ -151,7 +132,7 @@ func TestDatabaseOutageAnswers503(t *testing.T) {
 	}
 	defer nc.Close()
 
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, testLogSink()), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var wg sync.WaitGroup
 	defer wg.Wait()

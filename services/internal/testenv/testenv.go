@@ -4,20 +4,26 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/url"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/no8s/no8s/services/internal/natsembed"
+	"github.com/no8s/no8s/services/store/migrate"
 )
 
 // AdminURLEnv names the variable with the admin connection string of the test
@@ -103,4 +109,40 @@ func Connect(tb testing.TB, s *server.Server) *nats.Conn {
 	}
 	tb.Cleanup(nc.Close)
 	return nc
+}
+
+// MigratedPool returns a pool on a fresh database of the test package
+// (Database) with the store's migrations applied; it closes when tb ends.
+func MigratedPool(tb testing.TB) *pgxpool.Pool {
+	tb.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, Database(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	if _, err := migrate.Up(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		tb.Fatal(err)
+	}
+	return pool
+}
+
+// LogBuffer is a log sink that several goroutines may write to at once.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns everything written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -2,17 +2,12 @@ package pgoutbox_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/no8s/no8s/services/internal/testenv"
-	"github.com/no8s/no8s/services/store/migrate"
 	"github.com/no8s/no8s/services/store/pgoutbox"
 )
 
@@ -25,14 +20,7 @@ import (
 // relay move its cursor past revisions that committed after it settled.
 func TestSettledRevisionIsSettled(t *testing.T) {
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, testenv.Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if _, err := migrate.Up(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		t.Fatal(err)
-	}
+	pool := testenv.MigratedPool(t)
 	if _, err := pool.Exec(ctx, `CREATE TABLE settle_probe (revision bigint PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}

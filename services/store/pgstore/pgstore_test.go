@@ -1,14 +1,11 @@
 package pgstore_test
 
 import (
-	"io"
-	"log/slog"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/no8s/no8s/services/internal/testenv"
-	"github.com/no8s/no8s/services/store/migrate"
 	"github.com/no8s/no8s/services/store/pgoutbox"
 	"github.com/no8s/no8s/services/store/pgstore"
 	"github.com/no8s/no8s/services/store/storage"
@@ -16,19 +13,7 @@ import (
 )
 
 // newPool returns a pool on a fresh, migrated database.
-func newPool(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, testenv.Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if _, err := migrate.Up(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		t.Fatal(err)
-	}
-	return pool
-}
+func newPool(t *testing.T) *pgxpool.Pool { return testenv.MigratedPool(t) }
 
 // TestConformance runs the store's conformance suite on PostgreSQL: pgstore
 // as the Store, pgoutbox as the EventLog, each subtest on a fresh database.

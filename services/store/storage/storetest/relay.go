@@ -4,7 +4,6 @@ package storetest
 // moved here from the relay's own tests, so that every backend runs them.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -347,7 +346,7 @@ func testRelayReportsARowCommittedBelowItsCursor(t *testing.T, open Opener) {
 	}
 	hidden := rows[len(rows)/2].Revision
 	el := &hidingLog{EventLog: e.db.Log, hide: hidden}
-	var logs lockedBuffer
+	var logs testenv.LogBuffer
 	r := outbox.New(el, e.nc, e.js, eventstream.DefaultStreamConfig(),
 		outbox.Config{PollInterval: 10 * time.Millisecond, LeaderRetry: 20 * time.Millisecond, GapCheckAfter: 50 * time.Millisecond},
 		slog.New(slog.NewTextHandler(&logs, nil)))
@@ -396,22 +395,4 @@ func (h *hidingLog) ReadOutbox(ctx context.Context, after, upTo int64, limit int
 		}
 	}
 	return rows, nil
-}
-
-// lockedBuffer is a log sink safe for concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
