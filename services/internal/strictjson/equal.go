@@ -20,7 +20,7 @@ func Equal(a, b []byte) bool {
 	if errA != nil || errB != nil {
 		return false
 	}
-	return equalValues(va, vb)
+	return matchValues(va, vb, false)
 }
 
 // Covers reports whether the JSON value have contains want: every member of
@@ -35,36 +35,7 @@ func Covers(have, want []byte) bool {
 	if errH != nil || errW != nil {
 		return false
 	}
-	return coversValue(vh, vw)
-}
-
-func coversValue(have, want any) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		h, ok := have.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, wv := range w {
-			hv, ok := h[k]
-			if !ok || !coversValue(hv, wv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		h, ok := have.([]any)
-		if !ok || len(h) != len(w) {
-			return false
-		}
-		for i := range w {
-			if !coversValue(h[i], w[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	return equalValues(have, want)
+	return matchValues(vh, vw, true)
 }
 
 // decode parses one JSON value, numbers as json.Number.
@@ -81,16 +52,19 @@ func decode(data []byte) (any, error) {
 	return v, nil
 }
 
-func equalValues(a, b any) bool {
+// matchValues compares decoded JSON values: equal, or, with cover, a
+// covering b (objects in a may hold members b lacks; everything else as
+// equal).
+func matchValues(a, b any, cover bool) bool {
 	switch a := a.(type) {
 	case map[string]any:
 		b, ok := b.(map[string]any)
-		if !ok || len(a) != len(b) {
+		if !ok || (!cover && len(a) != len(b)) {
 			return false
 		}
-		for k, va := range a {
-			vb, ok := b[k]
-			if !ok || !equalValues(va, vb) {
+		for k, vb := range b {
+			va, ok := a[k]
+			if !ok || !matchValues(va, vb, cover) {
 				return false
 			}
 		}
@@ -101,7 +75,7 @@ func equalValues(a, b any) bool {
 			return false
 		}
 		for i := range a {
-			if !equalValues(a[i], b[i]) {
+			if !matchValues(a[i], b[i], cover) {
 				return false
 			}
 		}
