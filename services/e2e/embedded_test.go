@@ -144,10 +144,8 @@ func startDev(t *testing.T, dataDir string, env []string) devAddrs {
 		"--worker-listen", "127.0.0.1:0", "--ready-file", ready}, env)
 	var addrs devAddrs
 	waitFor(t, 60*time.Second, "no8s dev ready", func() error {
-		select {
-		case <-dev.done:
-			return fmt.Errorf("no8s dev exited: %v", dev.err)
-		default:
+		if err := dev.exited(); err != nil {
+			return err
 		}
 		data, err := os.ReadFile(ready)
 		if err != nil {

@@ -90,6 +90,16 @@ type proc struct {
 	err  error
 }
 
+// exited says that p has exited and how, or returns nil while it runs.
+func (p *proc) exited() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s exited: %v", p.name, p.err)
+	default:
+		return nil
+	}
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -371,10 +381,8 @@ func (c *cluster) startReconcilerArgs(name, storeAddr string, env []string, args
 	}
 	_, nc := c.jetstream()
 	waitFor(c.t, 20*time.Second, "reconciler "+name+" registered", func() error {
-		select {
-		case <-p.done:
-			return fmt.Errorf("reconciler exited: %v", p.err)
-		default:
+		if err := p.exited(); err != nil {
+			return err
 		}
 		js, err := jetstream.New(nc)
 		if err != nil {
@@ -443,10 +451,8 @@ func (c *cluster) count(query string, args ...any) int {
 func waitTCP(t *testing.T, addr string, p *proc) {
 	t.Helper()
 	waitFor(t, 20*time.Second, p.name+" on "+addr, func() error {
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited: %v", p.name, p.err)
-		default:
+		if err := p.exited(); err != nil {
+			return err
 		}
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {

@@ -34,10 +34,8 @@ func (c *cluster) startGatewayAt(addr, storeAddr, admissionAddr string, extra ..
 	args := append([]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr, "--nats-url", c.natsURL}, extra...)
 	p := start(c.t, "gateway", filepath.Join(binDir, "no8s-gateway"), args)
 	waitFor(c.t, 20*time.Second, "gateway health on "+addr, func() error {
-		select {
-		case <-p.done:
-			return fmt.Errorf("gateway exited: %v", p.err)
-		default:
+		if err := p.exited(); err != nil {
+			return err
 		}
 		resp, err := http.Get("http://" + addr + "/health")
 		if err != nil {
