@@ -72,6 +72,9 @@ type Config struct {
 	// HistoryLimit bounds reconciliation history rows per resource (0: the
 	// store's default).
 	HistoryLimit int
+	// RelayDegradedHold is how long the store reports itself degraded
+	// after a foreign message in the event stream (0: its default).
+	RelayDegradedHold time.Duration
 	// RegistrySync runs registry-sync (true by default): TenantRegistry
 	// datasources → Tenants.
 	RegistrySync bool
@@ -203,6 +206,9 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	scfg.DatabaseURL = cfg.StoreURL()
 	if cfg.HistoryLimit > 0 {
 		scfg.HistoryLimit = cfg.HistoryLimit
+	}
+	if cfg.RelayDegradedHold > 0 {
+		scfg.Relay.DegradedHold = cfg.RelayDegradedHold
 	}
 	// A dev data directory outliving its database (or the reverse) is
 	// common: rebuild the stream rather than refuse to start.

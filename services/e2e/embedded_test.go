@@ -134,14 +134,26 @@ type devAddrs struct {
 // on free ports, with env, and waits until it is ready.
 func startDev(t *testing.T, dataDir string, env []string) devAddrs {
 	t.Helper()
+	addrs, _ := startDevProc(t, dataDir, freeAddr(t), "", env)
+	return addrs
+}
+
+// startDevProc runs `no8s dev` with its API on listen and its embedded NATS
+// on natsPort ("" picks a free one), and extra flags; it waits until it is
+// ready and returns its addresses and process. The same call again, after
+// the process died, restarts it on the same state and addresses.
+func startDevProc(t *testing.T, dataDir, listen, natsPort string, env []string, extra ...string) (devAddrs, *proc) {
+	t.Helper()
 	ready := filepath.Join(t.TempDir(), "ready.json")
-	_, natsPort, err := net.SplitHostPort(freeAddr(t))
-	if err != nil {
-		t.Fatal(err)
+	if natsPort == "" {
+		var err error
+		if _, natsPort, err = net.SplitHostPort(freeAddr(t)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	dev := startEnv(t, "no8s-dev", filepath.Join(binDir, "no8s"), []string{"dev", "--data-dir", dataDir,
-		"--listen", freeAddr(t), "--nats-port", natsPort, "--store-addr", "127.0.0.1:0", "--admission-addr", "127.0.0.1:0",
-		"--worker-listen", "127.0.0.1:0", "--ready-file", ready}, env)
+	dev := startEnv(t, "no8s-dev", filepath.Join(binDir, "no8s"), append([]string{"dev", "--data-dir", dataDir,
+		"--listen", listen, "--nats-port", natsPort, "--store-addr", "127.0.0.1:0", "--admission-addr", "127.0.0.1:0",
+		"--worker-listen", "127.0.0.1:0", "--ready-file", ready}, extra...), env)
 	var addrs devAddrs
 	waitFor(t, 60*time.Second, "no8s dev ready", func() error {
 		if err := dev.exited(); err != nil {
@@ -153,5 +165,5 @@ func startDev(t *testing.T, dataDir string, env []string) devAddrs {
 		}
 		return json.Unmarshal(data, &addrs)
 	})
-	return addrs
+	return addrs, dev
 }

@@ -134,7 +134,7 @@ type Hub struct {
 	// without it are foreign and dropped.
 	storeIDs *eventstream.StoreIDs
 	subs     map[*sub]struct{}
-	closed  bool
+	closed   bool
 
 	stats counters
 }
