@@ -200,7 +200,9 @@ func runForeignAttacks(f *foreignTarget) {
 	r := &received{last: since}
 	stopWatch := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { chaosWatcher(ctx, watchFilter{name: "all", query: "/api/v1/events"}, []string{f.apiAddr}, r, stopWatch) })
+	wg.Go(func() {
+		chaosWatcher(ctx, watchFilter{name: "all", query: "/api/v1/events"}, []string{f.apiAddr}, r, stopWatch)
+	})
 
 	// Writers: creates and updates at about 320 per second offered (the test needs 50 acknowledged).
 	var acked atomic.Int64
