@@ -63,6 +63,20 @@ type ListQuery struct {
 // relay's published revision in the page's snapshot.
 func (q *ListQuery) First() bool { return q.Request.Continue == "" }
 
+// PageRevision is the resource version a page answers with, given head (the
+// published revision now): head on the first page; on a later page its
+// token's, which a token the store did not write can set ahead of head: that
+// is refused as malformed rather than echoed.
+func (q *ListQuery) PageRevision(head int64) (int64, error) {
+	if q.First() {
+		return head, nil
+	}
+	if q.Revision > head {
+		return 0, InvalidField("/continue", "malformed continue token")
+	}
+	return q.Revision, nil
+}
+
 // continueToken is the decoded form of a continue token.
 type continueToken struct {
 	AfterID  int64  `json:"a"`
@@ -107,7 +121,7 @@ func ParseList(req ListResourcesRequest) (*ListQuery, error) {
 	if req.Continue != "" {
 		var tok continueToken
 		raw, err := base64.RawURLEncoding.DecodeString(req.Continue)
-		if err != nil || json.Unmarshal(raw, &tok) != nil || tok.AfterID < 0 {
+		if err != nil || json.Unmarshal(raw, &tok) != nil || tok.AfterID < 0 || tok.Revision < 0 {
 			return nil, InvalidField("/continue", "malformed continue token")
 		}
 		if tok.Filter != req.fingerprint() {
