@@ -77,6 +77,10 @@ func TestCreateResourceBadInput(t *testing.T) {
 		{"bad type name", map[string]any{"name": "a", "resource_type_name": "bad name", "resource_type_version": "v1", "spec": validSpec()}, nil, 400, "invalid", []string{"/resource_type_name"}},
 		{"non-JSON content type", resourceBody("a", validSpec()), []string{"Content-Type", "text/plain"}, 415, "unsupported_media_type", nil},
 		{"form content type", resourceBody("a", validSpec()), []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "unsupported_media_type", nil},
+		// Only UTF-8 JSON (issue 27): another charset is refused; UTF-8
+		// named explicitly is JSON (this body then fails validation).
+		{"latin1 charset", resourceBody("a", validSpec()), []string{"Content-Type", "application/json; charset=latin1"}, 415, "unsupported_media_type", nil},
+		{"utf-8 charset", resourceBody("a", withSpec(func(m map[string]any) { m["storage_gb"] = "500" })), []string{"Content-Type", "application/json; charset=UTF-8"}, 400, "validation_failed", []string{"/spec/storage_gb"}},
 		{"bad dry_run", resourceBody("a", validSpec()), nil, 400, "invalid", []string{"/dry_run"}},
 	}
 	for _, tc := range cases {
