@@ -238,13 +238,20 @@ func (s *syncer) record(reg *sdk.Resource, tkey string, res *result) {
 	defer s.mu.Unlock()
 	st := s.state[key(reg)]
 	st.generation, st.templates, st.deleting, st.last = reg.Generation, tkey, reg.Deleting(), res
-	d := interval(reg)
-	if (!res.settled() || res.Deleting) && s.svc.cfg.Settle < d {
-		d = s.svc.cfg.Settle
-	}
-	st.next = time.Now().Add(d)
+	st.next = s.recorded(interval(reg), res.settled() && !res.Deleting)
+}
+
+// recorded wakes the waiters of results and returns when to sync again:
+// after interval, or after Settle when that is sooner and the result has
+// not settled (its resources are not all ready or failed, or it is a
+// deletion's). Called with s.mu held.
+func (s *syncer) recorded(interval time.Duration, settled bool) time.Time {
 	close(s.changed)
 	s.changed = make(chan struct{})
+	if !settled && s.svc.cfg.Settle < interval {
+		interval = s.svc.cfg.Settle
+	}
+	return time.Now().Add(interval)
 }
 
 // triggerStatus asks for the reconcile of r (a registry or an HttpSource,

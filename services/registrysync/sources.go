@@ -158,13 +158,7 @@ func (s *syncer) syncSourceDue(ctx context.Context, src *sdk.Resource, st *srcSt
 		// A read that was not complete: poll in full next time.
 		st.etag, st.items = "", nil
 	}
-	d := sourceInterval(src)
-	if (!res.settled() || res.Deleting) && s.svc.cfg.Settle < d {
-		d = s.svc.cfg.Settle
-	}
-	st.next = time.Now().Add(d)
-	close(s.changed)
-	s.changed = make(chan struct{})
+	st.next = s.recorded(sourceInterval(src), res.settled() && !res.Deleting)
 	s.mu.Unlock()
 	s.triggerStatus(ctx, src, storedSourceSummary(src), fmt.Sprint(res.summary()), &st.trig)
 	s.mu.Lock()

@@ -63,11 +63,16 @@ type ListQuery struct {
 // relay's published revision in the page's snapshot.
 func (q *ListQuery) First() bool { return q.Request.Continue == "" }
 
-// PageRevision is the resource version a page answers with, given head (the
-// published revision now): head on the first page; on a later page its
-// token's, which a token the store did not write can set ahead of head: that
-// is refused as malformed rather than echoed.
-func (q *ListQuery) PageRevision(head int64) (int64, error) {
+// PageRevision is the resource version a page answers with, given
+// readHead, which reads the published revision now (in the page's
+// transaction): that on the first page; on a later page its token's, which
+// a token the store did not write can set ahead of it: that is refused as
+// malformed rather than echoed.
+func (q *ListQuery) PageRevision(readHead func(head *int64) error) (int64, error) {
+	var head int64
+	if err := readHead(&head); err != nil {
+		return 0, err
+	}
 	if q.First() {
 		return head, nil
 	}
