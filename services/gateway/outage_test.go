@@ -131,8 +131,11 @@ func (p *tcpProxy) Restore(t *testing.T) {
 // store (its PostgreSQL connections through a proxy), admission, the
 // gateway, the scheduler and the noop reconciler, all in-process.
 type outageStack struct {
-	srv   *httptest.Server
-	proxy *tcpProxy
+	srv *httptest.Server
+	// admissionProbes serves the probes as no8s-admission composes them
+	// (its store's gRPC health, NATS).
+	admissionProbes *httptest.Server
+	proxy           *tcpProxy
 	// admin reaches the test's database directly (not through the proxy)
 	// to terminate its sessions and to make it read-only.
 	admin  *pgx.Conn
@@ -223,6 +226,8 @@ func startOutageStack(t *testing.T, ctx context.Context) *outageStack {
 	cfg.Health.Ready = []health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn), health.NATS(nc)}
 	st.srv = httptest.NewServer(New(cfg, storeClient, admissionv1.NewAdmissionServiceClient(admissionConn), log.With("service", "gateway")).Handler())
 	t.Cleanup(st.srv.Close)
+	st.admissionProbes = httptest.NewServer(health.Handler(health.Config{Ready: []health.Check{health.GRPC("store", storeConn), health.NATS(nc)}}))
+	t.Cleanup(st.admissionProbes.Close)
 
 	sched, err := scheduler.New(scheduler.DefaultConfig(), reconcilev1.NewReconcileServiceClient(storeConn), js, log.With("service", "scheduler"))
 	if err != nil {
@@ -489,6 +494,11 @@ func TestDatabaseOutageAnswers503(t *testing.T) {
 			} else {
 				t.Errorf("/readyz %s into the cut: %d %s, want 503 naming the store", time.Since(cut).Round(time.Millisecond), resp.StatusCode, data)
 			}
+			if resp, err := http.Get(st.admissionProbes.URL + health.ReadyPath); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+				t.Errorf("admission's /readyz %s into the cut: %v %v, want 503", time.Since(cut).Round(time.Millisecond), resp, err)
+			} else {
+				resp.Body.Close()
+			}
 		}
 		if time.Since(cut) > 5*time.Second && time.Since(cut) < 7*time.Second {
 			st.everyKind(t, id)
@@ -577,6 +587,9 @@ func TestDatabaseOutageAnswers503(t *testing.T) {
 			}
 			if len(pending) == 0 {
 				t.Logf("%d acknowledged creates present and Ready %s after the load stopped", len(load.created), time.Since(deadline.Add(-90*time.Second)).Round(time.Millisecond))
+				if resp, data := st.send(t, http.MethodGet, "/readyz", "", ""); resp.StatusCode != http.StatusOK {
+					t.Errorf("/readyz after the outage: %d %s", resp.StatusCode, data)
+				}
 				break
 			}
 		}
