@@ -168,6 +168,10 @@ const (
 	ReasonDeleting       = "Deleting"
 	ReasonInterrupted    = "Interrupted"
 	ReasonDegraded       = "Degraded"
+	// ReasonStoreUnavailable: a call to the store failed because it could
+	// not reach its database; the attempt comes back at once rather than
+	// counting as a failure (no failure backoff for an outage).
+	ReasonStoreUnavailable = "StoreUnavailable"
 )
 
 // Reconcile implements Reconciler.
@@ -277,6 +281,11 @@ func (e *Engine[S]) conclude(req *Request[S], comp *Completion, deleting bool, r
 		// The worker is stopping: not a failure, come back at once.
 		rep.Outcome, rep.RequeueAfter = OutcomeRequeue, DefaultRequeueDelay
 		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: ReasonInterrupted, Message: err.Error()}
+	case err != nil && errors.Is(err, ErrUnavailable) && !IsTerminal(err):
+		// The store (its database) was unreachable: not the resource's
+		// failure; come back once the store answers again.
+		rep.Outcome, rep.RequeueAfter = OutcomeRequeue, DefaultRequeueDelay
+		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: ReasonStoreUnavailable, Message: err.Error()}
 	case err != nil && IsTerminal(err):
 		rep.Outcome = OutcomeTerminal
 		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: ReasonTerminalError, Message: err.Error()}

@@ -340,13 +340,33 @@ func TestFinalizerEnsuredBeforeFirstDo(t *testing.T) {
 
 func TestFinalizerFailureRunsNoStep(t *testing.T) {
 	f := newFixture(2)
-	f.rec.finErr = sdk.ErrUnavailable
+	denied := errors.New("finalizer refused")
+	f.rec.finErr = denied
 	res := resource()
 	res.Finalizers = nil
 	rep := f.run(t, res)
 	wantCalls(t, f.calls, "finalizers +["+fin+"] -[]", "post s1", "post s2", "complete error")
-	if rep.Outcome != sdk.OutcomeError || !errors.Is(rep.Err, sdk.ErrUnavailable) {
+	if rep.Outcome != sdk.OutcomeError || !errors.Is(rep.Err, denied) {
 		t.Fatalf("report %+v", rep)
+	}
+}
+
+// A store that cannot reach its database (here while adding the
+// finalizer) is an outage, not the resource's failure: the attempt is a
+// requeue in a second, not an error with the failure backoff.
+func TestStoreUnavailableIsARequeue(t *testing.T) {
+	f := newFixture(2)
+	f.rec.finErr = fmt.Errorf("update finalizers: %w", sdk.ErrUnavailable)
+	res := resource()
+	res.Finalizers = nil
+	rep := f.run(t, res)
+	wantCalls(t, f.calls, "finalizers +["+fin+"] -[]", "post s1", "post s2", "complete requeue")
+	if rep.Outcome != sdk.OutcomeRequeue || rep.RequeueAfter != sdk.DefaultRequeueDelay || !errors.Is(rep.Err, sdk.ErrUnavailable) {
+		t.Fatalf("report %+v", rep)
+	}
+	c := f.saved(t)
+	if c.Observed || len(c.Conditions) == 0 || c.Conditions[0].Reason != sdk.ReasonStoreUnavailable {
+		t.Fatalf("completion %+v", c)
 	}
 }
 

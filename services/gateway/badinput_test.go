@@ -77,6 +77,10 @@ func TestCreateResourceBadInput(t *testing.T) {
 		{"bad type name", map[string]any{"name": "a", "resource_type_name": "bad name", "resource_type_version": "v1", "spec": validSpec()}, nil, 400, "invalid", []string{"/resource_type_name"}},
 		{"non-JSON content type", resourceBody("a", validSpec()), []string{"Content-Type", "text/plain"}, 415, "unsupported_media_type", nil},
 		{"form content type", resourceBody("a", validSpec()), []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "unsupported_media_type", nil},
+		// Only UTF-8 JSON (issue 27): another charset is refused; UTF-8
+		// named explicitly is JSON (this body then fails validation).
+		{"latin1 charset", resourceBody("a", validSpec()), []string{"Content-Type", "application/json; charset=latin1"}, 415, "unsupported_media_type", nil},
+		{"utf-8 charset", resourceBody("a", withSpec(func(m map[string]any) { m["storage_gb"] = "500" })), []string{"Content-Type", "application/json; charset=UTF-8"}, 400, "validation_failed", []string{"/spec/storage_gb"}},
 		{"bad dry_run", resourceBody("a", validSpec()), nil, 400, "invalid", []string{"/dry_run"}},
 	}
 	for _, tc := range cases {
@@ -163,6 +167,15 @@ func TestBadIDsAndRoutes(t *testing.T) {
 			do(t, http.MethodPut, "/api/v1/resource-types/"+p, `{}`).expectError(t, 400, "invalid", "/id")
 			do(t, http.MethodDelete, "/api/v1/resource-types/"+p, nil).expectError(t, 400, "invalid", "/id")
 		}
+		// Built-in types are read by their negative ids (issue 27), never
+		// changed or deleted.
+		for id, name := range map[string]string{"-1": "TenantRegistry", "-2": "TenantTemplate", "-3": "Tenant", "-4": "HttpSource"} {
+			if typ := decode[resource.Type](t, do(t, http.MethodGet, "/api/v1/resource-types/"+id, nil).expect(t, 200)); typ.Name != name || strconv.FormatInt(typ.ID, 10) != id {
+				t.Errorf("GET /api/v1/resource-types/%s: %s (id %d), want %s", id, typ.Name, typ.ID, name)
+			}
+		}
+		do(t, http.MethodGet, "/api/v1/resource-types/0", nil).expectError(t, 400, "invalid", "/id")
+		do(t, http.MethodGet, "/api/v1/resource-types/-99", nil).expectError(t, 404, "not_found")
 		do(t, http.MethodGet, "/api/v1/resources/987654321", nil).expectError(t, 404, "not_found")
 		do(t, http.MethodPut, "/api/v1/resources/987654321", map[string]any{"spec": map[string]any{}}).expectError(t, 404, "not_found")
 		do(t, http.MethodPatch, "/api/v1/resources/987654321", `{}`).expectError(t, 404, "not_found")

@@ -13,7 +13,7 @@
 // Every request first passes the HTTP edge (handler_edge.go): security
 // headers, HEAD answered as GET, a JSON Content-Type on writes with a body,
 // and body reads bounded in time, number and size (an oversized body is
-// read and discarded up to MaxDrainBytes so that its client reads the 413).
+// read and discarded within BodyReadTimeout so that its client reads the 413).
 // Serve adds header and idle timeouts; event streams are exempt from all of
 // them. Webhook URLs are checked against the outbound address rule
 // (Config.Outbound, package libs/sdk/outbound) at registration.

@@ -123,6 +123,17 @@ func TestTooLargeBodyIsAnsweredReadably(t *testing.T) {
 				}
 				return nil
 			}},
+		// 20 MB, past what was drained before issue 27 (16 MiB): a reset.
+		{name: "content-length 20 MB",
+			head: fmt.Sprintf("POST /api/v1/resources HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, 20_000_000),
+			body: func(w io.Writer) error {
+				for left := 20_000_000; left > 0; left -= len(chunk) {
+					if _, err := w.Write(chunk[:min(left, len(chunk))]); err != nil {
+						return err
+					}
+				}
+				return nil
+			}},
 		{name: "chunked 9 MiB",
 			head: fmt.Sprintf("POST /api/v1/resources HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n", addr),
 			body: func(w io.Writer) error {

@@ -73,6 +73,12 @@ func TestEventRecords(t *testing.T) {
 		expectError(t, http.StatusBadRequest, "invalid", "/type", "/reason", "/message")
 	do(t, http.MethodPost, path, map[string]any{"type": "Normal", "reason": "X", "message": strings.Repeat("m", 1025)}).
 		expectError(t, http.StatusBadRequest, "invalid", "/message")
+	// A reconciler's source is reserved (issue 27): a client cannot pass
+	// its Event off as one.
+	do(t, http.MethodPost, path, map[string]any{"type": "Normal", "reason": "X", "message": "m", "source": "reconciler/noop"}).
+		expectError(t, http.StatusBadRequest, "invalid", "/source")
+	do(t, http.MethodPost, path, map[string]any{"type": "Normal", "reason": "X", "message": "m", "source": strings.Repeat("s", 254)}).
+		expectError(t, http.StatusBadRequest, "invalid", "/source")
 	do(t, http.MethodGet, path+"?type=Loud", nil).expectError(t, http.StatusBadRequest, "invalid", "/type")
 	do(t, http.MethodGet, "/api/v1/resources/987654/event-records", nil).expectError(t, http.StatusNotFound, "not_found")
 	do(t, http.MethodPost, "/api/v1/resources/987654/event-records", body).expectError(t, http.StatusNotFound, "not_found")

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"mime"
 	"net/http"
 	"reflect"
 	"slices"
@@ -55,14 +54,7 @@ func callCtx[Req, Resp any](s *Service, ctx context.Context, fn func(context.Con
 func readBody(c *echo.Context, accepted ...string) ([]byte, error) {
 	req := c.Request()
 	if ct := req.Header.Get(echo.HeaderContentType); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		ok := false
-		for _, a := range accepted {
-			if err == nil && mt == a {
-				ok = true
-			}
-		}
-		if !ok {
+		if !acceptedMediaType(ct, accepted) {
 			return nil, &httpError{status: http.StatusUnsupportedMediaType, code: codeUnsupportedMediaType,
 				detail: fmt.Sprintf("Content-Type %q is not supported here: use %s", ct, strings.Join(accepted, " or "))}
 		}

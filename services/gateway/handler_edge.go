@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -19,12 +21,6 @@ import (
 // The defences every request passes at the HTTP edge: security headers,
 // HEAD as GET, the Content-Type of a write with a body, and bounded body
 // reads. The server's own timeouts are set in Serve.
-
-// MaxDrainBytes bounds how much of a refused body (too large, or not read by
-// its handler) is read and discarded before the answer, so that a client
-// that writes its whole body before reading the answer gets the answer
-// rather than a reset. Beyond it the connection is closed.
-const MaxDrainBytes = 16 << 20
 
 // RetryAfterSeconds is the Retry-After of every 503.
 const RetryAfterSeconds = 2
@@ -92,11 +88,8 @@ func requireJSON(next echo.HandlerFunc) echo.HandlerFunc {
 			accepted = []string{mediaMergePatch, mediaJSON}
 		}
 		ct := req.Header.Get(echo.HeaderContentType)
-		mt, _, err := mime.ParseMediaType(ct)
-		for _, a := range accepted {
-			if err == nil && mt == a {
-				return next(c)
-			}
+		if acceptedMediaType(ct, accepted) {
+			return next(c)
 		}
 		detail := fmt.Sprintf("a %s with a body needs Content-Type %s", req.Method, accepted[0])
 		if len(accepted) > 1 {
@@ -109,6 +102,19 @@ func requireJSON(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// acceptedMediaType reports whether the Content-Type ct is one of accepted
+// and, when it names a charset, that charset is UTF-8: JSON is UTF-8 (RFC
+// 8259), and a body declared in another charset would be read as what it
+// is not.
+func acceptedMediaType(ct string, accepted []string) bool {
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || !slices.Contains(accepted, mt) {
+		return false
+	}
+	cs, ok := params["charset"]
+	return !ok || strings.EqualFold(cs, "utf-8") || strings.EqualFold(cs, "utf8")
+}
+
 // Body read failures that readBody turns into answers.
 var (
 	errBodySlots   = errors.New("too many request bodies are being read")
@@ -118,7 +124,9 @@ var (
 // boundBody makes every body read take one of MaxConcurrentBodyReads slots
 // (waiting at most BodyReadTimeout for one) and finish within
 // BodyReadTimeout, and reads and discards what the handler left unread (up
-// to MaxDrainBytes in all) before the answer is sent.
+// to the body's read deadline, BodyReadTimeout) before the answer is sent,
+// so that a client that writes its whole body before reading the answer
+// (20 MB over a 1 MiB limit, say) reads the 413 rather than a reset.
 func (s *Service) boundBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		req := c.Request()
@@ -129,9 +137,7 @@ func (s *Service) boundBody(next echo.HandlerFunc) echo.HandlerFunc {
 		req.Body = b
 		defer b.release()
 		err := next(c)
-		if req.ContentLength <= MaxDrainBytes {
-			b.drain()
-		}
+		b.drain()
 		return err
 	}
 }
@@ -199,12 +205,14 @@ func (b *boundedBody) release() {
 	<-b.s.bodySlots
 }
 
-// drain reads and discards what is left of the body, up to MaxDrainBytes.
+// drain reads and discards what is left of the body, under its slot and
+// within its read deadline (BodyReadTimeout from its first read): a body
+// that does not end in time closes its connection.
 func (b *boundedBody) drain() {
-	if b.done || b.n >= MaxDrainBytes {
+	if b.done {
 		return
 	}
-	_, _ = io.CopyN(io.Discard, b, MaxDrainBytes-b.n)
+	_, _ = io.Copy(io.Discard, b)
 }
 
 func (b *boundedBody) Close() error { return b.body.Close() }

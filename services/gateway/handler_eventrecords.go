@@ -126,13 +126,11 @@ func (s *Service) recordEvent(c *echo.Context) error {
 		return err
 	}
 	var errs []problem.FieldError
-	for _, fe := range []*names.FieldError{names.EventType("/type", body.Type), names.EventReason("/reason", body.Reason), names.EventMessage("/message", body.Message)} {
+	for _, fe := range []*names.FieldError{names.EventType("/type", body.Type), names.EventReason("/reason", body.Reason),
+		names.EventMessage("/message", body.Message), names.EventSource("/source", body.Source)} {
 		if fe != nil {
 			errs = append(errs, *fe)
 		}
-	}
-	if len(body.Source) > names.MaxEventSourceBytes {
-		errs = append(errs, problem.FieldError{Path: "/source", Message: "too long"})
 	}
 	if err := fieldsError("invalid event", errs); err != nil {
 		return err

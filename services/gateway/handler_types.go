@@ -114,13 +114,21 @@ func (s *Service) listTypes(c *echo.Context) error {
 
 // typeID parses the id of a resource type path; a name in its place gets a
 // hint at the name/version route.
-func typeID(c *echo.Context) (int64, error) {
+// typeID reads the {id} of a resource type path: a positive integer, or
+// for a read a negative one, the id of a built-in type (TenantRegistry -1,
+// TenantTemplate -2, Tenant -3, HttpSource -4), which cannot be changed or
+// deleted.
+func typeID(c *echo.Context, builtinOK bool) (int64, error) {
 	raw := c.Param("id")
 	id, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || id <= 0 {
+	if err != nil || id == 0 {
 		return 0, problem.New(problem.Invalid, problem.CodeInvalid,
-			"%q is not a resource type id (a positive integer); to address a type by name use /api/v1/resource-types/{name}/{version} or ?name=", raw).
-			WithFields(problem.FieldError{Path: "/id", Message: "must be a positive integer"})
+			"%q is not a resource type id (an integer, negative for a built-in type); to address a type by name use /api/v1/resource-types/{name}/{version} or ?name=", raw).
+			WithFields(problem.FieldError{Path: "/id", Message: "must be a non-zero integer"})
+	}
+	if id < 0 && !builtinOK {
+		return 0, problem.New(problem.Invalid, problem.CodeInvalid, "resource type %d is built in: it can be read, not changed or deleted", id).
+			WithFields(problem.FieldError{Path: "/id", Message: "a built-in type cannot be changed or deleted"})
 	}
 	return id, nil
 }
@@ -134,7 +142,7 @@ func (s *Service) getTypeByID(c *echo.Context, id int64) (*resource.Type, error)
 }
 
 func (s *Service) getType(c *echo.Context) error {
-	id, err := typeID(c)
+	id, err := typeID(c, true)
 	if err != nil {
 		return err
 	}
@@ -155,7 +163,7 @@ func (s *Service) getTypeByName(c *echo.Context) error {
 }
 
 func (s *Service) updateType(c *echo.Context) error {
-	id, err := typeID(c)
+	id, err := typeID(c, false)
 	if err != nil {
 		return err
 	}
@@ -201,7 +209,7 @@ func (s *Service) updateType(c *echo.Context) error {
 }
 
 func (s *Service) deleteType(c *echo.Context) error {
-	id, err := typeID(c)
+	id, err := typeID(c, false)
 	if err != nil {
 		return err
 	}

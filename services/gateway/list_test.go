@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/no8s/no8s/services/internal/resource"
@@ -115,7 +118,9 @@ func TestListPaginationAndFilters(t *testing.T) {
 		for _, q := range []string{"limit=0", "limit=1001", "limit=abc", "limit=-5", "limit=1.5"} {
 			do(t, http.MethodGet, "/api/v1/resources?"+q, nil).expectError(t, 400, "invalid", "/limit")
 		}
-		for _, sel := range []string{"env in (", "=x", "a b", "env,,x", "env==x=="} {
+		// Keys and values no label can have are refused (issue 27), not
+		// answered with an empty list.
+		for _, sel := range []string{"env in (", "=x", "a b", "env,,x", "env==x==", strings.Repeat("k", 300) + "=v", "app>1", "app=é", "env in (prod,é)"} {
 			do(t, http.MethodGet, "/api/v1/resources?label_selector="+url.QueryEscape(sel), nil).expectError(t, 400, "invalid", "/label_selector")
 		}
 		do(t, http.MethodGet, "/api/v1/resources?status=sleeping", nil).expectError(t, 400, "invalid", "/status")
@@ -123,5 +128,21 @@ func TestListPaginationAndFilters(t *testing.T) {
 		_, r := listNames(t, "resource_type=Widget&limit=2")
 		tok := r.Header.Get("X-Continue-Token")
 		do(t, http.MethodGet, "/api/v1/resources?resource_type=Other&limit=2&continue="+url.QueryEscape(tok), nil).expectError(t, 400, "invalid", "/continue")
+		// A token whose revision was forged (issue 27): refused, not echoed
+		// as X-Resource-Version.
+		raw, err := base64.RawURLEncoding.DecodeString(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fields map[string]any
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			t.Fatal(err)
+		}
+		for _, rev := range []int64{-1, 1_000_000_000_000} {
+			fields["r"] = rev
+			forged, _ := json.Marshal(fields)
+			do(t, http.MethodGet, "/api/v1/resources?resource_type=Widget&limit=2&continue="+base64.RawURLEncoding.EncodeToString(forged), nil).
+				expectError(t, 400, "invalid", "/continue")
+		}
 	})
 }

@@ -165,7 +165,7 @@ func (q queueClient) publish(subject, key, doc string, headers ...string) uint64
 		m.Header.Set(subjects.InputKeyHeader, key)
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
-		m.Header.Set(headers[i], headers[i+1])
+		m.Header.Add(headers[i], headers[i+1])
 	}
 	ack, err := q.js.PublishMsg(q.t.(*testing.T).Context(), m)
 	if err != nil {
@@ -268,6 +268,11 @@ func TestInputQueue(t *testing.T) {
 		noKey := q.publish(subjects.InputQueueApply, "", gadgetDoc("nokey", 1))
 		if d := q.dead(noKey); !strings.Contains(d.Header.Get(subjects.InputReasonHeader), subjects.InputKeyHeader+" is required") {
 			t.Fatalf("dead letter without key: %v", d.Header)
+		}
+		// Two keys (issue 27): refused, not run under the first.
+		twoKeys := q.publish(subjects.InputQueueApply, "q-key-4", gadgetDoc("twokeys", 1), subjects.InputKeyHeader, "q-key-5")
+		if d := q.dead(twoKeys); !strings.Contains(d.Header.Get(subjects.InputReasonHeader), subjects.InputKeyHeader+" appears 2 times") {
+			t.Fatalf("dead letter with two keys: %v", d.Header)
 		}
 	})
 	// The malformed message left its key free.

@@ -44,6 +44,13 @@ type Config struct {
 	// not all ready or failed yet (so that its status counts converge),
 	// when that is sooner than its syncInterval.
 	Settle time.Duration
+	// Syncs is how many registries and HttpSources sync at once, each on
+	// its own: one that hangs holds one slot, not the loop.
+	Syncs int
+	// SyncTimeout bounds one sync of one registry or HttpSource, its
+	// writes included (its read has its own, shorter bound: the
+	// datasource's statement timeout, the source's timeoutSeconds).
+	SyncTimeout time.Duration
 }
 
 // DefaultConfig returns the defaults.
@@ -58,5 +65,7 @@ func DefaultConfig() Config {
 		Writes:          8,
 		Poll:            500 * time.Millisecond,
 		Settle:          2 * time.Second,
+		Syncs:           8,
+		SyncTimeout:     5 * time.Minute,
 	}
 }

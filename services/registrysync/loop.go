@@ -22,11 +22,23 @@ import (
 // changed, or when it is being deleted. It keeps the latest result of each
 // registry for the registry's reconcile, which writes the status, and asks
 // for that reconcile (a manual trigger) only when the status would change.
+//
+// Each registry and each HttpSource syncs on its own (issue 27): a due one
+// starts in a pool of Config.Syncs goroutines, bounded by
+// Config.SyncTimeout besides its own read's timeout, and is not due again
+// until it has finished; the loop never waits for a sync, so a datasource
+// that hangs or answers garbage delays nobody else. A pool that is full
+// leaves the rest due for the next round.
 type syncer struct {
 	svc  *Service
 	term *leader.Term
 	log  *slog.Logger
 	kick chan struct{}
+	// slots is the pool (one token per running sync); running holds them.
+	slots   chan struct{}
+	running sync.WaitGroup
+	// stop ends run with a cause (a deposed sync).
+	stop context.CancelCauseFunc
 
 	mu      sync.Mutex
 	state   map[string]*regState
@@ -44,6 +56,8 @@ type regState struct {
 	next       time.Time
 	last       *result
 	trig       trigState
+	// busy: a sync of it is running.
+	busy bool
 }
 
 // trigState is the status summary last asked to be written, and when.
@@ -53,7 +67,7 @@ type trigState struct {
 }
 
 func newSyncer(svc *Service, t *leader.Term) *syncer {
-	return &syncer{svc: svc, term: t, log: svc.log.With("epoch", t.Epoch), kick: make(chan struct{}, 1),
+	return &syncer{svc: svc, term: t, log: svc.log.With("epoch", t.Epoch), kick: make(chan struct{}, 1), slots: make(chan struct{}, max(svc.cfg.Syncs, 1)),
 		state: map[string]*regState{}, sources: map[string]*srcState{}, pending: map[string]map[string]pendingDelete{}, changed: make(chan struct{})}
 }
 
@@ -65,8 +79,13 @@ func (s *syncer) Kick() {
 	}
 }
 
-// run runs rounds until ctx ends or the epoch is found stale.
+// run runs rounds until ctx ends or the epoch is found stale, then waits
+// for the syncs it started.
 func (s *syncer) run(ctx context.Context) error {
+	ctx, stop := context.WithCancelCause(ctx)
+	s.stop = stop
+	defer s.running.Wait()
+	defer stop(nil)
 	t := time.NewTicker(s.svc.cfg.Poll)
 	defer t.Stop()
 	for {
@@ -80,11 +99,36 @@ func (s *syncer) run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			if cause := context.Cause(ctx); errors.Is(cause, leader.ErrStale) {
+				return cause
+			}
 			return nil
 		case <-t.C:
 		case <-s.kick:
 		}
 	}
+}
+
+// start runs sync in the pool, bounded by Config.SyncTimeout, and reports
+// false (running nothing) when every slot is taken.
+func (s *syncer) start(ctx context.Context, sync func(ctx context.Context)) bool {
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		return false
+	}
+	s.running.Go(func() {
+		defer func() { <-s.slots }()
+		sctx, cancel := context.WithTimeout(ctx, s.svc.cfg.SyncTimeout)
+		defer cancel()
+		sync(sctx)
+	})
+	return true
+}
+
+// deposed ends the loop: a sync found the epoch stale.
+func (s *syncer) deposed(what string, err error) {
+	s.stop(fmt.Errorf("%s: %w", what, err))
 }
 
 func (s *syncer) round(ctx context.Context) error {
@@ -118,7 +162,10 @@ func (s *syncer) round(ctx context.Context) error {
 			st = &regState{}
 			s.state[key(reg)] = st
 		}
-		due := st.last == nil || reg.Generation != st.generation || tkey != st.templates || reg.Deleting() != st.deleting || !now.Before(st.next)
+		due := !st.busy && (st.last == nil || reg.Generation != st.generation || tkey != st.templates || reg.Deleting() != st.deleting || !now.Before(st.next))
+		if due {
+			st.busy = true
+		}
 		s.mu.Unlock()
 		if !due {
 			continue
@@ -126,25 +173,39 @@ func (s *syncer) round(ctx context.Context) error {
 		if reg.Deleting() {
 			ts = nil
 		}
-		res := s.sync(ctx, reg, ts)
-		if errors.Is(res.Err, errDeposed) {
-			return fmt.Errorf("registry %s: %w", key(reg), res.Err)
+		if !s.start(ctx, func(ctx context.Context) { s.syncRegistry(ctx, reg, ts, tkey) }) {
+			s.mu.Lock()
+			st.busy = false
+			s.mu.Unlock()
 		}
-		s.record(reg, tkey, res)
-		s.mu.Lock()
-		trig := &s.state[key(reg)].trig
-		s.mu.Unlock()
-		s.triggerStatus(ctx, reg, storedSummary(reg), fmt.Sprint(res.summary()), trig)
 	}
 	s.mu.Lock()
-	for name := range s.state {
-		if !present[name] {
+	for name, st := range s.state {
+		if !present[name] && !st.busy {
 			delete(s.state, name)
 			delete(s.pending, name)
 		}
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// syncRegistry syncs one registry (in the pool), records the result and
+// asks for its status write.
+func (s *syncer) syncRegistry(ctx context.Context, reg *sdk.Resource, ts []*sdk.Resource, tkey string) {
+	res := s.sync(ctx, reg, ts)
+	if errors.Is(res.Err, errDeposed) {
+		s.deposed("registry "+key(reg), res.Err)
+		return
+	}
+	s.record(reg, tkey, res)
+	s.mu.Lock()
+	st := s.state[key(reg)]
+	s.mu.Unlock()
+	s.triggerStatus(ctx, reg, storedSummary(reg), fmt.Sprint(res.summary()), &st.trig)
+	s.mu.Lock()
+	st.busy = false
+	s.mu.Unlock()
 }
 
 // key names a registry in the loop's state: namespace/name.
@@ -177,13 +238,20 @@ func (s *syncer) record(reg *sdk.Resource, tkey string, res *result) {
 	defer s.mu.Unlock()
 	st := s.state[key(reg)]
 	st.generation, st.templates, st.deleting, st.last = reg.Generation, tkey, reg.Deleting(), res
-	d := interval(reg)
-	if (!res.settled() || res.Deleting) && s.svc.cfg.Settle < d {
-		d = s.svc.cfg.Settle
-	}
-	st.next = time.Now().Add(d)
+	st.next = s.recorded(interval(reg), res.settled() && !res.Deleting)
+}
+
+// recorded wakes the waiters of results and returns when to sync again:
+// after interval, or after Settle when that is sooner and the result has
+// not settled (its resources are not all ready or failed, or it is a
+// deletion's). Called with s.mu held.
+func (s *syncer) recorded(interval time.Duration, settled bool) time.Time {
 	close(s.changed)
 	s.changed = make(chan struct{})
+	if !settled && s.svc.cfg.Settle < interval {
+		interval = s.svc.cfg.Settle
+	}
+	return time.Now().Add(interval)
 }
 
 // triggerStatus asks for the reconcile of r (a registry or an HttpSource,

@@ -74,6 +74,12 @@ func New(cfg Config, nc *nats.Conn, conn grpc.ClientConnInterface, log *slog.Log
 	if cfg.Settle <= 0 {
 		cfg.Settle = def.Settle
 	}
+	if cfg.Syncs <= 0 {
+		cfg.Syncs = def.Syncs
+	}
+	if cfg.SyncTimeout <= 0 {
+		cfg.SyncTimeout = def.SyncTimeout
+	}
 	if cfg.APIURL == "" {
 		return nil, fmt.Errorf("registry-sync: the API URL is required")
 	}

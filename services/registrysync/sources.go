@@ -55,6 +55,8 @@ type srcState struct {
 	etag  string
 	items map[string]desiredItem
 	trig  trigState
+	// busy: a sync of it is running.
+	busy bool
 }
 
 // srcResult is one sync of one HttpSource.
@@ -115,42 +117,53 @@ func (s *syncer) roundSources(ctx context.Context) error {
 		if st.generation != src.Generation {
 			st.etag, st.items = "", nil
 		}
-		due := st.last == nil || src.Generation != st.generation || src.Deleting() != st.deleting || !now.Before(st.next)
+		due := !st.busy && (st.last == nil || src.Generation != st.generation || src.Deleting() != st.deleting || !now.Before(st.next))
+		if due {
+			st.busy = true
+		}
 		etag, cached := st.etag, st.items
 		s.mu.Unlock()
 		if !due {
 			continue
 		}
-		res, items := s.syncSource(ctx, src, etag, cached)
-		if errors.Is(res.Err, errDeposed) {
-			return fmt.Errorf("HttpSource %s: %w", k, res.Err)
+		if !s.start(ctx, func(ctx context.Context) { s.syncSourceDue(ctx, src, st, etag, cached) }) {
+			s.mu.Lock()
+			st.busy = false
+			s.mu.Unlock()
 		}
-		s.mu.Lock()
-		st.generation, st.deleting, st.last = src.Generation, src.Deleting(), res
-		if items != nil {
-			st.etag, st.items = res.ETag, items
-		} else if res.Err == nil && !res.NotModified {
-			// A read that was not complete: poll in full next time.
-			st.etag, st.items = "", nil
-		}
-		d := sourceInterval(src)
-		if (!res.settled() || res.Deleting) && s.svc.cfg.Settle < d {
-			d = s.svc.cfg.Settle
-		}
-		st.next = time.Now().Add(d)
-		close(s.changed)
-		s.changed = make(chan struct{})
-		s.mu.Unlock()
-		s.triggerStatus(ctx, src, storedSourceSummary(src), fmt.Sprint(res.summary()), &st.trig)
 	}
 	s.mu.Lock()
-	for k := range s.sources {
-		if !present[k] {
+	for k, st := range s.sources {
+		if !present[k] && !st.busy {
 			delete(s.sources, k)
 		}
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// syncSourceDue syncs one HttpSource (in the pool), records the result in
+// st and asks for its status write.
+func (s *syncer) syncSourceDue(ctx context.Context, src *sdk.Resource, st *srcState, etag string, cached map[string]desiredItem) {
+	res, items := s.syncSource(ctx, src, etag, cached)
+	if errors.Is(res.Err, errDeposed) {
+		s.deposed("HttpSource "+key(src), res.Err)
+		return
+	}
+	s.mu.Lock()
+	st.generation, st.deleting, st.last = src.Generation, src.Deleting(), res
+	if items != nil {
+		st.etag, st.items = res.ETag, items
+	} else if res.Err == nil && !res.NotModified {
+		// A read that was not complete: poll in full next time.
+		st.etag, st.items = "", nil
+	}
+	st.next = s.recorded(sourceInterval(src), res.settled() && !res.Deleting)
+	s.mu.Unlock()
+	s.triggerStatus(ctx, src, storedSourceSummary(src), fmt.Sprint(res.summary()), &st.trig)
+	s.mu.Lock()
+	st.busy = false
+	s.mu.Unlock()
 }
 
 // syncSource polls src and makes its resources equal to its items. It

@@ -50,7 +50,7 @@ func toProblem(err error) error {
 			if se.Code != "" {
 				code = se.Code
 			}
-			pe := &problem.Error{Kind: m.kind, Code: code, Detail: se.Detail}
+			pe := &problem.Error{Kind: m.kind, Code: code, Detail: se.Detail, Cause: se.Cause}
 			for _, f := range se.Fields {
 				pe.Fields = append(pe.Fields, problem.FieldError{Path: f.Path, Message: f.Message})
 			}

@@ -11,12 +11,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk"
@@ -128,6 +130,10 @@ func (s *Service) Serve(ctx context.Context, lis, workerLis net.Listener) error 
 	}()
 	g.Go(func() error { return grpcserver.Serve(gctx, srv, hs, lis, s.cfg.ShutdownGrace) })
 	g.Go(func() error {
+		s.watchDatabase(gctx, hs, whs)
+		return nil
+	})
+	g.Go(func() error {
 		sweepNamespaces(gctx, s.db.Store, s.cfg.NamespaceSweep, s.log.With("component", "namespace-sweep"))
 		return nil
 	})
@@ -143,6 +149,50 @@ func (s *Service) Serve(ctx context.Context, lis, workerLis net.Listener) error 
 	}
 	s.log.Info("store stopped")
 	return err
+}
+
+// databaseProbe is how often the store checks its database for its gRPC
+// health service.
+const databaseProbe = time.Second
+
+// watchDatabase keeps the gRPC health service's overall status ("") in
+// step with the database every databaseProbe until ctx ends: NOT_SERVING
+// while a ping fails (refused, terminated, read-only, too slow), SERVING
+// again once it answers. The gateway's, admission's and the scheduler's
+// /readyz read it, so they report a store that cannot reach its database.
+func (s *Service) watchDatabase(ctx context.Context, servers ...*health.Server) {
+	t := time.NewTicker(databaseProbe)
+	defer t.Stop()
+	var down bool
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, sdkhealth.DefaultTimeout)
+		err := s.db.Store.Ping(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		st := healthpb.HealthCheckResponse_SERVING
+		if err != nil {
+			st = healthpb.HealthCheckResponse_NOT_SERVING
+		}
+		for _, hs := range servers {
+			if hs != nil {
+				hs.SetServingStatus("", st)
+			}
+		}
+		switch {
+		case err != nil && !down:
+			s.log.Warn("database unreachable: not serving", "backend", s.db.Name, "error", err)
+		case err == nil && down:
+			s.log.Info("database reachable again: serving", "backend", s.db.Name)
+		}
+		down = err != nil
+	}
 }
 
 // registryClaims reads the reconciler registry's claims on types (the KV

@@ -3,6 +3,7 @@ package names
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -25,7 +26,25 @@ const (
 	MaxEventSourceBytes = 253
 )
 
+// ReconcilerEventSourcePrefix begins the source of the Events a reconciler
+// records with its results (reconciler/<name>, set by the store from the
+// lease holder): reserved, so that a client cannot pass its Events off as a
+// reconciler's (until identities make the source exact).
+const ReconcilerEventSourcePrefix = "reconciler/"
+
 var eventReasonRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,127}$`)
+
+// EventSource checks the source a client gives an Event: at most
+// MaxEventSourceBytes, and not of the reserved form reconciler/….
+func EventSource(path, s string) *FieldError {
+	switch {
+	case len(s) > MaxEventSourceBytes:
+		return &FieldError{Path: path, Message: fmt.Sprintf("source is %d bytes, more than %d", len(s), MaxEventSourceBytes)}
+	case strings.HasPrefix(s, ReconcilerEventSourcePrefix):
+		return &FieldError{Path: path, Message: fmt.Sprintf("source %q is reserved: %s<name> is set by the store for the Events a reconciler records with its results", truncate(s), ReconcilerEventSourcePrefix)}
+	}
+	return nil
+}
 
 // EventType checks an Event's type: Normal or Warning.
 func EventType(path, t string) *FieldError {

@@ -15,7 +15,10 @@
 //	success, requeue-after, error (saved)    Ack           the scheduler re-dispatches (requeue_at, backoff)
 //	terminal error (saved)                   Term          not retried until the spec changes or a trigger
 //	lease held by another worker             NakWithDelay  comes back once that attempt can be over
-//	store unreachable (acquire or save)      NakWithDelay  growing with the delivery count
+//	store unreachable (acquire)              NakWithDelay  1 s, then 2 s: prompt once the database returns
+//	store unreachable (save, after retries)  NakWithDelay  likewise; the save itself is retried every
+//	                                                       second for up to a lease first (saveRetry)
+//	acquire failed otherwise                 NakWithDelay  growing with the delivery count
 //	stale dispatch, resource gone, ignored   Term          the item is obsolete
 //	save refused for a stale epoch           Term          a newer attempt owns the resource
 //	undecodable item                         Term          it can never succeed

@@ -66,6 +66,10 @@ type action struct {
 const (
 	minRetryDelay = time.Second
 	maxRetryDelay = 30 * time.Second
+	// maxUnavailableDelay caps the naks of a store that could not reach
+	// its database: the outage ends on its own, and the item should run
+	// within seconds of its end, not after a delay grown during it.
+	maxUnavailableDelay = 2 * time.Second
 )
 
 // settle maps the outcome of one item onto the broker. It is the only place
@@ -90,6 +94,8 @@ func settle(o outcome, lease time.Duration) action {
 			return action{verb: term, why: "resource gone"}
 		case errors.Is(o.err, sdk.ErrIgnored):
 			return action{verb: term, why: "resource ignored"}
+		case errors.Is(o.err, sdk.ErrUnavailable):
+			return action{verb: nak, delay: backoff(o.deliveries, minRetryDelay, maxUnavailableDelay), why: "store unavailable"}
 		}
 		return action{verb: nak, delay: backoff(o.deliveries, minRetryDelay, maxRetryDelay), why: "acquire failed"}
 	case stageRun:
@@ -105,6 +111,8 @@ func settle(o outcome, lease time.Duration) action {
 			return action{verb: term, why: "result refused: stale lease epoch"}
 		case errors.Is(r.SaveErr, sdk.ErrNotFound):
 			return action{verb: term, why: "resource gone"}
+		case errors.Is(r.SaveErr, sdk.ErrUnavailable):
+			return action{verb: nak, delay: backoff(o.deliveries, minRetryDelay, maxUnavailableDelay), why: "saving the result failed: store unavailable"}
 		}
 		return action{verb: nak, delay: backoff(o.deliveries, minRetryDelay, maxRetryDelay), why: "saving the result failed"}
 	}

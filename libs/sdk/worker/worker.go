@@ -545,6 +545,7 @@ func (w *Worker) process(workCtx context.Context, it *item) {
 	if rep.Skipped {
 		rep = w.release(workCtx, lease)
 	}
+	rep = w.saveAgain(workCtx, att, rep, log)
 	close(stopKA)
 	<-kaDone
 	switch rep.Outcome {
@@ -571,6 +572,44 @@ func (w *Worker) reconcile(ctx context.Context, att *sdk.Attempt) (rep sdk.Repor
 		}
 	}()
 	return w.rec.Reconcile(ctx, att)
+}
+
+// saveRetryDelay spaces the saves of a result the store could not take.
+const saveRetryDelay = time.Second
+
+// saveAgain saves once a second, for up to a lease, a result the store
+// could not take because it was unavailable (its database went away). The
+// attempt keeps its item (InProgress) and its lease meanwhile, so the
+// result lands within a second of the database's return, instead of the
+// item being redelivered to find its own lease held until it expires. A
+// save refused (a stale epoch: the lease was taken over) or accepted ends
+// it; so does the worker stopping. The store fences every save by the
+// lease epoch, so saving again is safe.
+func (w *Worker) saveAgain(ctx context.Context, att *sdk.Attempt, rep sdk.Report, log *slog.Logger) sdk.Report {
+	if rep.Completion == nil || att.Client == nil || !errors.Is(rep.SaveErr, sdk.ErrUnavailable) {
+		return rep
+	}
+	deadline := time.Now().Add(w.o.lease)
+	tries := 0
+	for errors.Is(rep.SaveErr, sdk.ErrUnavailable) && time.Now().Before(deadline) {
+		t := time.NewTimer(saveRetryDelay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return rep
+		case <-t.C:
+		}
+		tries++
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sdk.DefaultSaveTimeout)
+		rep.Completed, rep.SaveErr = att.Client.Status().Complete(sctx, rep.Completion)
+		cancel()
+	}
+	if rep.SaveErr == nil {
+		log.Info("result saved after the store came back", "tries", tries)
+	} else {
+		log.Warn("saving the result again failed", "tries", tries, "error", rep.SaveErr)
+	}
+	return rep
 }
 
 // release ends the attempt on an ignored resource: nothing ran; the lease is

@@ -51,6 +51,8 @@ func run() error {
 	fs.Int64Var(&cfg.BodyLimit, "body-limit", cfg.BodyLimit, "most bytes of an HttpSource's answer; more fails the poll and writes nothing")
 	fs.IntVar(&cfg.Writes, "writes", cfg.Writes, "Tenant and HttpSource resource writes in flight during a sync")
 	fs.DurationVar(&cfg.Poll, "poll", cfg.Poll, "how often registries, templates and HttpSources are listed for changes")
+	fs.IntVar(&cfg.Syncs, "syncs", cfg.Syncs, "registries and HttpSources synced at once, each on its own (one that hangs holds one slot)")
+	fs.DurationVar(&cfg.SyncTimeout, "sync-timeout", cfg.SyncTimeout, "bound of one sync of one registry or HttpSource, its writes included")
 	healthListen := proc.HealthListenFlag(fs, "127.0.0.1:7104")
 	if err := proc.OutboundFlag(fs, &cfg.Outbound); err != nil {
 		return err

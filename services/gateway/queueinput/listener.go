@@ -183,7 +183,9 @@ type delivery struct {
 	delivered int
 	op        Op
 	key       string
-	req       Request
+	// keys counts the key headers: more than one is refused.
+	keys int
+	req  Request
 }
 
 // handle takes one queue message from claim to settlement.
@@ -195,7 +197,8 @@ func (l *Listener) handle(ctx context.Context, kv jetstream.KeyValue, msg jetstr
 		return
 	}
 	h := msg.Headers()
-	d := delivery{msg: msg, seq: md.Sequence.Stream, delivered: int(md.NumDelivered), op: opOf(msg.Subject()), key: h.Get(subjects.InputKeyHeader)}
+	d := delivery{msg: msg, seq: md.Sequence.Stream, delivered: int(md.NumDelivered), op: opOf(msg.Subject()), key: h.Get(subjects.InputKeyHeader),
+		keys: len(h.Values(subjects.InputKeyHeader))}
 	d.req = Request{Op: d.op, Document: msg.Data(), DryRun: h.Get(subjects.InputDryRunHeader), RequestID: h.Get(requestIDHeader)}
 	if d.req.RequestID == "" {
 		d.req.RequestID = "input-" + strconv.FormatUint(d.seq, 10)
@@ -261,6 +264,8 @@ func badEnvelope(d delivery) string {
 	switch {
 	case d.op == "":
 		return fmt.Sprintf("subject %s takes nothing: publish on %s or %s", d.msg.Subject(), subjects.InputQueueApply, subjects.InputQueueDelete)
+	case d.keys > 1:
+		return fmt.Sprintf("%s appears %d times: a message has one key", subjects.InputKeyHeader, d.keys)
 	case d.key == "":
 		return subjects.InputKeyHeader + " is required: a key of your choosing that identifies the message ([A-Za-z0-9_-], at most " + strconv.Itoa(subjects.InputMaxKeyLength) + " characters)"
 	case !subjects.ValidInputKey(d.key):

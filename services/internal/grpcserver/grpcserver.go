@@ -113,6 +113,9 @@ func LogInternal(log *slog.Logger) grpc.UnaryServerInterceptor {
 		switch cause := grpcstatus.InternalCause(err); {
 		case cause != nil:
 			log.ErrorContext(ctx, "internal error", "method", info.FullMethod, "error", cause, "request_id", requestID(ctx))
+		case grpcstatus.UnavailableCause(err) != nil:
+			cause := grpcstatus.UnavailableCause(err)
+			log.WarnContext(ctx, "unavailable", "method", info.FullMethod, "sqlstate", sqlState(cause), "error", cause, "request_id", requestID(ctx))
 		case !isStatus:
 			log.ErrorContext(ctx, "handler error without a status", "method", info.FullMethod, "error", err, "request_id", requestID(ctx))
 		case st.Code() == codes.Internal:
@@ -123,6 +126,17 @@ func LogInternal(log *slog.Logger) grpc.UnaryServerInterceptor {
 }
 
 // requestID is the request id the caller sent in the x-request-id metadata.
+// sqlState is the SQLSTATE of a database error in err's chain (pgx's
+// PgError has the method), "none" when there is none (a connection refused
+// or cut).
+func sqlState(err error) string {
+	var e interface{ SQLState() string }
+	if errors.As(err, &e) {
+		return e.SQLState()
+	}
+	return "none"
+}
+
 func requestID(ctx context.Context) string {
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if v := md.Get("x-request-id"); len(v) > 0 {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/no8s/no8s/libs/api/names"
 )
 
 // Operator is a requirement's comparison.
@@ -145,16 +147,19 @@ func binary(key string, op Operator, value string) (Requirement, error) {
 	return Requirement{Key: key, Operator: op, Values: []string{value}}, nil
 }
 
+// checkKey checks a key by the rule of label keys (names.QualifiedKey, as
+// in Kubernetes): a key no label can have is an error, not an empty match.
 func checkKey(k string) error {
-	if k == "" || len(k) > 317 || strings.ContainsAny(k, " \t\n=!(),") {
-		return fmt.Errorf("label selector: invalid key %q", k)
+	if fe := names.QualifiedKey("", k); fe != nil {
+		return fmt.Errorf("label selector: %s", fe.Message)
 	}
 	return nil
 }
 
+// checkValue checks a value by the rule of label values (names.LabelValue).
 func checkValue(v string) error {
-	if len(v) > 63 || strings.ContainsAny(v, " \t\n=!(),") {
-		return fmt.Errorf("label selector: invalid value %q", v)
+	if fe := names.LabelValue("", v); fe != nil {
+		return fmt.Errorf("label selector: %s", fe.Message)
 	}
 	return nil
 }

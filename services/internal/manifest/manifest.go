@@ -380,6 +380,14 @@ func scalarValue(path string, n *yaml.Node) (any, error) {
 			return nil, fmt.Errorf("line %d: %s: %s is not a JSON number", n.Line, orRoot(path), n.Value)
 		}
 		return f, nil
+	case "!!str":
+		// YAML resolves a plain number out of float64's range (1e400) as a
+		// string: a number it is, kept as written, for the server to accept
+		// or refuse as a number (issue 27), never stored as "1e400". Quoted
+		// or tagged strings stay strings.
+		if n.Style == 0 && isJSONNumber(n.Value) {
+			return json.Number(n.Value), nil
+		}
 	}
 	return n.Value, nil
 }

@@ -94,6 +94,18 @@ func TestParse(t *testing.T) {
 
 // Every problem of every document is reported with its file, document,
 // line and JSON pointer; nothing is returned.
+// A plain YAML number out of float64's range stays a number, not the
+// string YAML resolves it to (issue 27); a quoted one stays a string.
+func TestHugeNumbersStayNumbers(t *testing.T) {
+	docs, err := Parse("n.yaml", []byte("kind: Resource\ntype: Widget/v1\nmetadata: {name: w}\nspec:\n  n: 1e400\n  m: -2E+999\n  s: \"1e400\"\n  t: !!str 1e400\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(docs[0].Resource.Spec); got != `{"m":-2E+999,"n":1e400,"s":"1e400","t":"1e400"}` {
+		t.Fatalf("spec %s", got)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		{"no kind", "metadata: {name: x}\n", "/kind"},

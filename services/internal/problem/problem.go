@@ -110,7 +110,13 @@ type Error struct {
 	Code   string
 	Detail string
 	Fields []FieldError
+	// Cause, when set, is the error behind this one (a database that went
+	// away): for the log of the service where it happened, never sent.
+	Cause error
 }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Cause }
 
 // Error implements error.
 func (e *Error) Error() string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/problem"
@@ -12,10 +13,12 @@ import (
 
 // ValidateMetadata checks labels, annotations and owner references (by the
 // rules of libs/api/names; annotation values as JSON strings) and their
-// combined size, returning every violation.
+// combined size, returning every violation. A combined size over the limit
+// points at the largest of the three.
 func ValidateMetadata(labels, annotations map[string]string, owners []OwnerReference) []problem.FieldError {
 	var errs []problem.FieldError
-	size := 0
+	// sizes of /labels, /annotations and /owner_references.
+	var sizes [3]int
 	for k, v := range labels {
 		p := "/labels/" + EscapePointer(k)
 		if fe := names.QualifiedKey(p, k); fe != nil {
@@ -24,7 +27,7 @@ func ValidateMetadata(labels, annotations map[string]string, owners []OwnerRefer
 		if fe := names.LabelValue(p, v); fe != nil {
 			errs = append(errs, *fe)
 		}
-		size += len(k) + len(v)
+		sizes[0] += len(k) + len(v)
 	}
 	for k, v := range annotations {
 		p := "/annotations/" + EscapePointer(k)
@@ -34,7 +37,7 @@ func ValidateMetadata(labels, annotations map[string]string, owners []OwnerRefer
 		if fe := strictjson.CheckString(p, v); fe != nil {
 			errs = append(errs, *fe)
 		}
-		size += len(k) + len(v)
+		sizes[1] += len(k) + len(v)
 	}
 	for i, o := range owners {
 		p := fmt.Sprintf("/owner_references/%d", i)
@@ -50,10 +53,11 @@ func ValidateMetadata(labels, annotations map[string]string, owners []OwnerRefer
 		if fe := names.TypeVersion(p+"/resource_type_version", o.ResourceTypeVersion); fe != nil {
 			errs = append(errs, *fe)
 		}
-		size += len(o.UID) + len(o.Name) + len(o.ResourceTypeName) + len(o.ResourceTypeVersion) + 64
+		sizes[2] += len(o.UID) + len(o.Name) + len(o.ResourceTypeName) + len(o.ResourceTypeVersion) + 64
 	}
-	if size > names.MaxMetadataBytes {
-		errs = append(errs, problem.FieldError{Path: "/labels", Message: fmt.Sprintf("labels, annotations and owner references total %d bytes, more than the %d allowed", size, names.MaxMetadataBytes)})
+	if size := sizes[0] + sizes[1] + sizes[2]; size > names.MaxMetadataBytes {
+		path := []string{"/labels", "/annotations", "/owner_references"}[slices.Index(sizes[:], slices.Max(sizes[:]))]
+		errs = append(errs, problem.FieldError{Path: path, Message: fmt.Sprintf("labels, annotations and owner references total %d bytes, more than the %d allowed", size, names.MaxMetadataBytes)})
 	}
 	return errs
 }

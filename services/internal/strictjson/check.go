@@ -106,11 +106,18 @@ func (c *checker) pointer() string {
 	return b.String()
 }
 
+// fail records a violation at the current path, once: a string with
+// several bad bytes is one error, not one per byte.
 func (c *checker) fail(msg string, malformed bool) {
 	c.malformed = c.malformed || malformed
-	if len(c.errs) < maxErrors {
-		c.errs = append(c.errs, problem.FieldError{Path: c.pointer(), Message: msg})
+	if len(c.errs) >= maxErrors {
+		return
 	}
+	fe := problem.FieldError{Path: c.pointer(), Message: msg}
+	if n := len(c.errs); n > 0 && c.errs[n-1] == fe {
+		return
+	}
+	c.errs = append(c.errs, fe)
 }
 
 func (c *checker) skipSpace() {

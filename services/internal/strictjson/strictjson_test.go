@@ -85,6 +85,18 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// A string with several bad bytes is one error (issue 27: "and 2 more" of
+// the same entry).
+func TestCheckReportsAStringOnce(t *testing.T) {
+	e := Check([]byte("{\"s\":\"a\xff\xfe\xfdb\",\"t\":\"\xff\xff\"}"), "")
+	if e == nil {
+		t.Fatal("accepted")
+	}
+	if got := paths(e); !slices.Equal(got, []string{"/s", "/t"}) || e.Detail != "/s: not valid UTF-8 (and 1 more)" {
+		t.Fatalf("paths %q, detail %q", got, e.Detail)
+	}
+}
+
 func TestCheckBase(t *testing.T) {
 	if got := paths(Check([]byte(`{"n":"\u0000"}`), "/spec")); !slices.Equal(got, []string{"/spec/n"}) {
 		t.Fatalf("paths %q", got)

@@ -21,8 +21,14 @@ func translate(err error) error {
 		switch e.Code() {
 		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
 			return storage.NewError(storage.ErrNameTaken, "name already taken")
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_BUSY_SNAPSHOT, sqlite3.SQLITE_LOCKED:
+		}
+		switch e.Code() & 0xff { // the primary result code
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 			// Another process held the write lock past busy_timeout.
+			return storage.Unavailable(err)
+		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL:
+			// The file cannot be written or read now (a read-only or
+			// vanished mount, a full disk): the database is unavailable.
 			return storage.Unavailable(err)
 		}
 		return fmt.Errorf("sqlite: %w", err)

@@ -73,10 +73,12 @@ func (s *Store) ListResources(ctx context.Context, req storage.ListResourcesRequ
 
 	out := &storage.ListResourcesResult{Resources: make([]*resource.Resource, 0, min(q.Limit, 128)), ResourceVersion: q.Revision}
 	err = s.read(ctx, func(tx *sql.Tx) error {
-		if q.First() {
-			if err := tx.QueryRowContext(ctx, `SELECT published_revision FROM relay_state WHERE id = 1`).Scan(&out.ResourceVersion); err != nil {
-				return err
-			}
+		var err error
+		out.ResourceVersion, err = q.PageRevision(func(head *int64) error {
+			return tx.QueryRowContext(ctx, `SELECT published_revision FROM relay_state WHERE id = 1`).Scan(head)
+		})
+		if err != nil {
+			return err
 		}
 		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -27,7 +28,8 @@ func translate(err error) error {
 			return storage.NewError(storage.ErrNameTaken, "name already taken")
 		case "40001", "40P01": // serialization failure, deadlock
 			return storage.NewError(storage.ErrConflict, "concurrent change, retry: %s", pgErr.Message)
-		case "57P01", "57P02", "57P03", "08000", "08003", "08006": // shutdown, connection
+		}
+		if unavailableState(pgErr.Code) {
 			return storage.Unavailable(err)
 		}
 		return fmt.Errorf("postgres: %w", err)
@@ -47,4 +49,29 @@ func translate(err error) error {
 		return storage.Unavailable(err)
 	}
 	return err
+}
+
+// unavailableState reports whether a SQLSTATE means the database cannot
+// serve this request now but may soon: the write's outcome is unknown or
+// nothing was done, and the client retries (503 with Retry-After).
+//
+//   - class 08, connection exception (08000, 08003, 08006, 08001, 08004, ...)
+//   - 57P01 admin shutdown (the session was terminated), 57P02 crash
+//     shutdown, 57P03 cannot connect now (starting up or shutting down),
+//     57P05 idle session timeout
+//   - 53300 too many connections, 53400 configuration limit exceeded
+//   - 25006 read-only transaction (a standby, or a primary being demoted
+//     or fenced during a failover), 25P04 transaction timeout
+//   - 55000 object not in prerequisite state (answered during the outage
+//     probe of 2026-11-27, around the server's return)
+//   - 58000 system error, 58030 I/O error
+func unavailableState(code string) bool {
+	if strings.HasPrefix(code, "08") {
+		return true
+	}
+	switch code {
+	case "57P01", "57P02", "57P03", "57P05", "53300", "53400", "25006", "25P04", "55000", "58000", "58030":
+		return true
+	}
+	return false
 }

@@ -261,7 +261,13 @@ func (s *Store) commitBatch(ctx context.Context, batch []*pwrite) (retry bool, e
 		wb.Queue("COMMIT")
 	}
 	if err := conn.SendBatch(ctx, wb).Close(); err != nil {
-		if isDatabaseError(err) {
+		// The database refused the writes together (a conflict among
+		// them): each runs again alone. A session that ended (57P01 and
+		// the like) may have ended after its COMMIT: the outcome is
+		// unknown, so nothing runs again (a create would find its own
+		// name taken) and the writers are told the database was
+		// unavailable.
+		if isDatabaseError(err) && !sessionLost(err) {
 			return true, nil
 		}
 		return false, err
@@ -287,6 +293,13 @@ func (s *Store) commitBatch(ctx context.Context, batch []*pwrite) (retry bool, e
 func isDatabaseError(err error) bool {
 	var pgErr *pgconn.PgError
 	return err != nil && errors.As(err, &pgErr)
+}
+
+// sessionLost reports whether err is the database ending or refusing the
+// session (unavailableState) rather than refusing a statement.
+func sessionLost(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && unavailableState(pgErr.Code)
 }
 
 // countingResults counts the results a write's scan read.

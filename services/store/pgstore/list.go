@@ -55,10 +55,12 @@ func (s *Store) ListResources(ctx context.Context, req storage.ListResourcesRequ
 
 	out := &storage.ListResourcesResult{Resources: make([]*resource.Resource, 0, min(q.Limit, 128)), ResourceVersion: q.Revision}
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if q.First() {
-			if err := tx.QueryRow(ctx, `SELECT published_revision FROM relay_state WHERE id = 1`).Scan(&out.ResourceVersion); err != nil {
-				return err
-			}
+		var err error
+		out.ResourceVersion, err = q.PageRevision(func(head *int64) error {
+			return tx.QueryRow(ctx, `SELECT published_revision FROM relay_state WHERE id = 1`).Scan(head)
+		})
+		if err != nil {
+			return err
 		}
 		if indexed {
 			if _, err := tx.Exec(ctx, `SELECT set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)`); err != nil {

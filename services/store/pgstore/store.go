@@ -19,6 +19,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -45,5 +46,16 @@ func New(pool *pgxpool.Pool, opts storage.Options) *Store {
 // Pool returns the underlying pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Ping checks that PostgreSQL answers.
-func (s *Store) Ping(ctx context.Context) error { return translate(s.pool.Ping(ctx)) }
+// Ping checks that PostgreSQL answers and accepts writes: a session that
+// is read-only (a standby, or a primary fenced during a failover) cannot
+// serve the store, so it is unavailable too.
+func (s *Store) Ping(ctx context.Context) error {
+	var readOnly string
+	if err := s.pool.QueryRow(ctx, "SELECT current_setting('transaction_read_only')").Scan(&readOnly); err != nil {
+		return translate(err)
+	}
+	if readOnly == "on" {
+		return storage.Unavailable(errors.New("the database session is read-only (SQLSTATE 25006 for every write)"))
+	}
+	return nil
+}

@@ -76,6 +76,9 @@ type Error struct {
 	Code   string
 	Detail string
 	Fields []FieldError
+	// Cause, when set, is the backend's error behind Err (a database
+	// that went away): for the service's log, never sent to clients.
+	Cause error
 }
 
 // Error implements error.
@@ -90,8 +93,13 @@ func (e *Error) Error() string {
 	return e.Detail + " (" + strings.Join(parts, "; ") + ")"
 }
 
-// Unwrap returns the sentinel.
-func (e *Error) Unwrap() error { return e.Err }
+// Unwrap returns the sentinel, and the cause when there is one.
+func (e *Error) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.Cause}
+}
 
 // NewError returns an *Error wrapping kind.
 func NewError(kind error, format string, args ...any) *Error {
@@ -127,7 +135,7 @@ func Translated(err error) bool {
 // Unavailable is ErrUnavailable caused by err, a database that cannot be
 // reached.
 func Unavailable(err error) error {
-	return &Error{Err: ErrUnavailable, Detail: "database unavailable: " + err.Error()}
+	return &Error{Err: ErrUnavailable, Detail: "database unavailable: " + err.Error(), Cause: err}
 }
 
 // Conflict is the ErrConflict of a write whose expected resource_version

@@ -63,6 +63,25 @@ type ListQuery struct {
 // relay's published revision in the page's snapshot.
 func (q *ListQuery) First() bool { return q.Request.Continue == "" }
 
+// PageRevision is the resource version a page answers with, given
+// readHead, which reads the published revision now (in the page's
+// transaction): that on the first page; on a later page its token's, which
+// a token the store did not write can set ahead of it: that is refused as
+// malformed rather than echoed.
+func (q *ListQuery) PageRevision(readHead func(head *int64) error) (int64, error) {
+	var head int64
+	if err := readHead(&head); err != nil {
+		return 0, err
+	}
+	if q.First() {
+		return head, nil
+	}
+	if q.Revision > head {
+		return 0, InvalidField("/continue", "malformed continue token")
+	}
+	return q.Revision, nil
+}
+
 // continueToken is the decoded form of a continue token.
 type continueToken struct {
 	AfterID  int64  `json:"a"`
@@ -107,7 +126,7 @@ func ParseList(req ListResourcesRequest) (*ListQuery, error) {
 	if req.Continue != "" {
 		var tok continueToken
 		raw, err := base64.RawURLEncoding.DecodeString(req.Continue)
-		if err != nil || json.Unmarshal(raw, &tok) != nil || tok.AfterID < 0 {
+		if err != nil || json.Unmarshal(raw, &tok) != nil || tok.AfterID < 0 || tok.Revision < 0 {
 			return nil, InvalidField("/continue", "malformed continue token")
 		}
 		if tok.Filter != req.fingerprint() {

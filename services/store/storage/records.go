@@ -68,7 +68,7 @@ func (e EventInput) Validate(path string) error {
 // completion: reconciler/<name>, name being the holder up to its first "/".
 func EventSource(holder string) string {
 	name, _, _ := strings.Cut(holder, "/")
-	return "reconciler/" + name
+	return names.ReconcilerEventSourcePrefix + name
 }
 
 // RecordEventRequest records one event on a resource.

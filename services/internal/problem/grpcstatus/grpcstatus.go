@@ -69,7 +69,7 @@ func ToStatus(err error) error {
 	if withDetails, derr := st.WithDetails(details...); derr == nil {
 		st = withDetails
 	}
-	if pe.Kind == problem.Internal {
+	if pe.Kind == problem.Internal || (pe.Kind == problem.Unavailable && pe.Cause != nil) {
 		return &internalError{st: st, cause: err}
 	}
 	return st.Err()
@@ -121,8 +121,9 @@ func FromStatus(err error) error {
 	return pe
 }
 
-// internalError is the status of an error that is not a *problem.Error: clients get
-// only "internal error", the cause stays with it for the server's log.
+// internalError is the status of an error that is not a *problem.Error (clients get
+// only "internal error"), or of an unavailable one with a cause: the cause
+// stays with it for the server's log.
 type internalError struct {
 	st    *status.Status
 	cause error
@@ -140,7 +141,17 @@ func (e *internalError) Unwrap() error { return e.cause }
 // error's status, or nil when err is not such an error.
 func InternalCause(err error) error {
 	var ie *internalError
-	if errors.As(err, &ie) {
+	if errors.As(err, &ie) && ie.st.Code() == codes.Internal {
+		return ie.cause
+	}
+	return nil
+}
+
+// UnavailableCause returns the cause that ToStatus kept out of an
+// unavailable error's status (a database that went away), or nil.
+func UnavailableCause(err error) error {
+	var ie *internalError
+	if errors.As(err, &ie) && ie.st.Code() == codes.Unavailable {
 		return ie.cause
 	}
 	return nil
