@@ -7,7 +7,8 @@ package admission
 // names the cycle), its templates parse, and every resource rendered with a
 // sample row validates against its target type's schema (errors name the
 // resource id and the field path). A TenantRegistry's datasource host must
-// pass the outbound address rule that webhooks follow.
+// pass the outbound address rule that webhooks follow, and its query must be
+// one read-only SELECT (tenancy.CheckQuery).
 
 import (
 	"context"
@@ -54,10 +55,16 @@ func (h *handler) checkRegistry(r *storev1.Resource) []problem.FieldError {
 	if err := json.Unmarshal(r.GetSpec(), &spec); err != nil {
 		return []problem.FieldError{{Path: "/spec", Message: err.Error()}}
 	}
+	var errs []problem.FieldError
 	if err := h.outbound.CheckURL("tcp://" + spec.Source.Host); err != nil {
-		return []problem.FieldError{{Path: "/spec/source/host", Message: err.Error()}}
+		errs = append(errs, problem.FieldError{Path: "/spec/source/host", Message: err.Error()})
 	}
-	return nil
+	if spec.Source.Query != "" {
+		if err := tenancy.CheckQuery(spec.Source.Type, spec.Source.Query); err != nil {
+			errs = append(errs, problem.FieldError{Path: "/spec/source/query", Message: err.Error()})
+		}
+	}
+	return errs
 }
 
 func (h *handler) checkTemplate(ctx context.Context, r *storev1.Resource) ([]problem.FieldError, error) {

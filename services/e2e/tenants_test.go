@@ -33,6 +33,8 @@ type datasourceDB struct {
 	kind string // tenancy.SourceMySQL or SourcePostgres
 	name string
 	exec func(query string, args ...any)
+	// rows counts a table's rows.
+	rows func(table string) int
 	port int
 }
 
@@ -69,6 +71,14 @@ func newMariaDB(t *testing.T) *datasourceDB {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+	d.rows = func(table string) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRowContext(t.Context(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 	d.exec("CREATE TABLE tenants (id VARCHAR(200) NULL, url VARCHAR(200), active VARCHAR(10) NULL, plan VARCHAR(20) NULL)")
 	return d
 }
@@ -101,6 +111,14 @@ func newPostgresDatasource(t *testing.T) *datasourceDB {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+	d.rows = func(table string) int {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(t.Context(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 	d.exec("CREATE TABLE tenants (id text NULL, url text, active text NULL, plan text NULL)")
 	return d
 }
@@ -110,13 +128,15 @@ func (d *datasourceDB) insert(id, url, active string) {
 	d.exec(fmt.Sprintf("INSERT INTO tenants (id, url, active) VALUES ('%s', '%s', '%s')", id, url, active))
 }
 
-// source is the registry's datasource: this database, as root/postgres.
+// source is the registry's datasource: this database, as root/postgres,
+// privileged logins that the registry must allow.
 func (d *datasourceDB) source() map[string]any {
 	user := "root"
 	if d.kind == tenancy.SourcePostgres {
 		user = "postgres"
 	}
-	return map[string]any{"type": d.kind, "host": "127.0.0.1", "port": d.port, "database": d.name, "table": "tenants", "username": user}
+	return map[string]any{"type": d.kind, "host": "127.0.0.1", "port": d.port, "database": d.name, "table": "tenants", "username": user,
+		"allowPrivilegedLogin": true}
 }
 
 // tenantCluster is a control plane of real processes with registry-sync and

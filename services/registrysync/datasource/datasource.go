@@ -6,6 +6,15 @@
 // prefix (libs/sdk/secret), and the table or query runs as it is written in
 // a READ ONLY transaction with a statement timeout, reading at most a row
 // limit (more is an error: a partial read must never look complete).
+//
+// A query is one read-only statement (tenancy.CheckQuery, admission's rule,
+// checked again here), and the server enforces it: PostgreSQL gets it
+// through the extended protocol (one statement; "; COMMIT; INSERT …" is a
+// protocol error) in a READ ONLY transaction on a session started with
+// default_transaction_read_only; MySQL/MariaDB through a connection without
+// multi-statements in a READ ONLY transaction on a session set READ ONLY.
+// A login that could write or reach outside the database is refused
+// (ReasonPrivileged) unless the registry sets allowPrivilegedLogin.
 package datasource
 
 import (
@@ -52,6 +61,8 @@ const (
 	ReasonTooManyRows  = "TooManyRows"
 	ReasonMapping      = "MappingInvalid"
 	ReasonUnsupported  = "UnsupportedSource"
+	ReasonRefused      = "QueryRefused"
+	ReasonPrivileged   = "PrivilegedLogin"
 	defaultStmtTimeout = 10 * time.Second
 	defaultRowLimit    = 100000
 )
@@ -110,8 +121,21 @@ func (r *Reader) Read(ctx context.Context, spec tenancy.RegistrySpec) ([]Row, er
 	text := spec.Source.Query
 	if text == "" {
 		text = q.selectTable(spec.Source.Table, cols)
+	} else if err := tenancy.CheckQuery(spec.Source.Type, text); err != nil {
+		return nil, &Error{Reason: ReasonRefused, Err: err}
 	}
 	return q.read(ctx, spec.Source, user, pass, text, cols, lim)
+}
+
+// privileged refuses a login that holds the privileges listed in held
+// (what the database said of the current user), unless the source allows
+// it.
+func privileged(src tenancy.Source, user string, held []string) error {
+	if len(held) == 0 || src.AllowPrivilegedLogin {
+		return nil
+	}
+	return fail(ReasonPrivileged, "the login %q holds %s: give the registry a read-only login (only SELECT on its table), or set source.allowPrivilegedLogin: true",
+		user, strings.Join(held, ", "))
 }
 
 // columns are the mapped columns: uid, hostOrUrl, activate, then the
