@@ -4,8 +4,9 @@ package admission
 // its schema, the checks of httpsource.Check (URL shape, header names,
 // exactly one name and one spec mapping, pointers, templates that parse),
 // the outbound address rule on the URL (as on a webhook's), the target type
-// existing, and the target fixed once created (the resources of the old
-// type would be orphaned).
+// existing, the templates rendered with a sample item within the render
+// budget (httpsource.Spec.CheckSample), and the target fixed once created
+// (the resources of the old type would be orphaned).
 
 import (
 	"context"
@@ -16,6 +17,7 @@ import (
 	"github.com/no8s/no8s/services/internal/httpsource"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
+	"github.com/no8s/no8s/services/internal/tenancy"
 	"github.com/no8s/no8s/services/internal/webhookconf"
 )
 
@@ -47,6 +49,12 @@ func (h *handler) httpSourceErrors(ctx context.Context, op string, r *storev1.Re
 	}
 	if err := h.outbound.CheckURL(spec.URL); err != nil {
 		return []problem.FieldError{{Path: "/spec/url", Message: err.Error()}}, nil
+	}
+	rd := tenancy.NewRenderer()
+	renderCtx, cancel := rd.Bound(ctx)
+	defer cancel()
+	if fe := spec.CheckSample(renderCtx, rd); fe != nil {
+		return []problem.FieldError{*fe}, nil
 	}
 	if _, err := h.cache.get(ctx, spec.Target.TypeName, spec.Target.TypeVersion, true); err != nil {
 		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeUnknownType {

@@ -24,6 +24,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/services/internal/httpsource"
 	"github.com/no8s/no8s/services/internal/strictjson"
+	"github.com/no8s/no8s/services/internal/tenancy"
 	"github.com/no8s/no8s/services/registrysync/httppoll"
 	"github.com/no8s/no8s/services/registrysync/setsync"
 )
@@ -209,8 +210,11 @@ func (s *syncer) syncSource(ctx context.Context, src *sdk.Resource, etag string,
 			}
 			res.Items = len(items)
 			seen := map[string]int{}
+			// Each item is one render within its own budget: an item past it
+			// is invalid, the others are mapped.
+			rd := tenancy.NewRenderer()
 			for i, item := range items {
-				it, err := spec.Map(item)
+				it, err := spec.Map(ctx, rd, item)
 				if err != nil {
 					problems = append(problems, fmt.Sprintf("item %d: %v", i, err))
 					res.InvalidItems++
