@@ -128,6 +128,8 @@ type devAddrs struct {
 	NATSURL    string `json:"nats_url"`
 	WorkerAddr string `json:"worker_addr"`
 	Store      string `json:"store"`
+	// Proc is the no8s dev process.
+	Proc *proc `json:"-"`
 }
 
 // startDev runs `no8s dev` (make run's command) with its state in dataDir,
@@ -153,5 +155,6 @@ func startDev(t *testing.T, dataDir string, env []string) devAddrs {
 		}
 		return json.Unmarshal(data, &addrs)
 	})
+	addrs.Proc = dev
 	return addrs
 }

@@ -147,6 +147,8 @@ type tenantCluster struct {
 	// ns is the namespace of the registries, templates and Tenants
 	// ("default" unless a test says otherwise).
 	ns string
+	// syncs are the registry-sync replicas started.
+	syncs []*proc
 }
 
 func newTenantCluster(t *testing.T) *tenantCluster {
@@ -167,8 +169,10 @@ func (c *tenantCluster) startSync(name string, args ...string) *proc {
 	full := append([]string{"--api-url", c.base, "--store-addr", c.workerAddr(c.storeAddrs[0]), "--nats-url", c.natsURL,
 		"--replica-id", name, "--lease", "2s", "--poll", "200ms", "--outbound-allow", "loopback,private",
 		"--health-listen", c.healthAddr("registry-sync-" + name)}, args...)
-	return start(c.t, "registry-sync-"+name, filepath.Join(binDir, "no8s-registry-sync"), full, "NO8S_LOG_LEVEL=debug", "NO8S_REGISTRY_BAD_PW=wrong",
+	p := start(c.t, "registry-sync-"+name, filepath.Join(binDir, "no8s-registry-sync"), full, "NO8S_LOG_LEVEL=debug", "NO8S_REGISTRY_BAD_PW=wrong",
 		"NO8S_REGISTRY_HS_TOKEN="+feedToken)
+	c.syncs = append(c.syncs, p)
+	return p
 }
 
 // waitSyncLeads waits until a registry-sync leader serves the tenant types.
