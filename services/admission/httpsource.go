@@ -12,11 +12,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/httpsource"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
+	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/tenancy"
 	"github.com/no8s/no8s/services/internal/webhookconf"
 )
@@ -49,6 +53,18 @@ func (h *handler) httpSourceErrors(ctx context.Context, op string, r *storev1.Re
 	}
 	if err := h.outbound.CheckURL(spec.URL); err != nil {
 		return []problem.FieldError{{Path: "/spec/url", Message: err.Error()}}, nil
+	}
+	origin, err := grants.Origin(spec.URL)
+	if err != nil {
+		return []problem.FieldError{{Path: "/spec/url", Message: err.Error()}}, nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(spec.Headers)) {
+		if err := h.grants.Allow(grants.UseHTTPHeader, r.GetNamespace(), spec.Headers[k], origin); err != nil {
+			errs = append(errs, problem.FieldError{Path: "/spec/headers/" + resource.EscapePointer(k), Message: err.Error()})
+		}
+	}
+	if len(errs) > 0 {
+		return errs, nil
 	}
 	rd := tenancy.NewRenderer()
 	renderCtx, cancel := rd.Bound(ctx)

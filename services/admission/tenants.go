@@ -15,9 +15,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/no8s/no8s/libs/sdk/secret"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
 	"github.com/no8s/no8s/services/internal/tenancy"
@@ -63,6 +66,16 @@ func (h *handler) checkRegistry(r *storev1.Resource) []problem.FieldError {
 			errs = append(errs, problem.FieldError{Path: "/spec/source/query", Message: err.Error()})
 		}
 	}
+	dest := grants.Datasource(spec.Source.Host, spec.Source.DefaultPort())
+	for field, ref := range map[string]secret.Ref{"usernameRef": spec.Source.UsernameRef, "passwordRef": spec.Source.PasswordRef} {
+		if ref.IsZero() {
+			continue
+		}
+		if err := h.grants.Allow(grants.UseDatasource, r.GetNamespace(), ref, dest); err != nil {
+			errs = append(errs, problem.FieldError{Path: "/spec/source/" + field, Message: err.Error()})
+		}
+	}
+	slices.SortFunc(errs, func(a, b problem.FieldError) int { return strings.Compare(a.Path, b.Path) })
 	return errs
 }
 

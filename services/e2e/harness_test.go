@@ -187,8 +187,8 @@ type cluster struct {
 	admissions  []string
 	// admissionProcs are the admission processes, in admissions' order.
 	admissionProcs []*proc
-	gateways    []string
-	pool        *pgxpool.Pool
+	gateways       []string
+	pool           *pgxpool.Pool
 	// dbFile is the embedded backend's file (newSQLiteCluster), "" on
 	// PostgreSQL.
 	dbFile string

@@ -185,7 +185,7 @@ func (s *syncer) syncSource(ctx context.Context, src *sdk.Resource, etag string,
 			s.event(ctx, src, names.EventWarning, EventSyncFailed, fmt.Sprintf("%s: %v", reason, err))
 			return res, nil
 		}
-		resp, err := s.svc.poller.Poll(ctx, spec, etag)
+		resp, err := s.svc.poller.Poll(ctx, src.Namespace, spec, etag)
 		if err != nil {
 			reason := httppoll.ReasonUnreachable
 			var pe *httppoll.Error

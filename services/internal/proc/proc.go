@@ -16,6 +16,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk/logging"
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/profiling"
+	"github.com/no8s/no8s/services/internal/grants"
 )
 
 // Logger returns the process logger (package logging: NO8S_LOG_FORMAT,
@@ -113,4 +114,29 @@ func TuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(GCPercent)
 	}
+}
+
+// EnvCredentialGrants names the credential grants file
+// (--credential-grants) of admission, registry-sync and no8s dev.
+const EnvCredentialGrants = "NO8S_CREDENTIAL_GRANTS"
+
+// GrantsFlag registers --credential-grants: the file of credential grants
+// (internal/grants) that admission and registry-sync enforce.
+func GrantsFlag(fs *flag.FlagSet) *string {
+	return fs.String("credential-grants", os.Getenv(EnvCredentialGrants),
+		"file of credential grants: which namespaces may use which secret references, for what, sent where ($"+EnvCredentialGrants+"; none: references are not restricted by grants)")
+}
+
+// LoadGrants reads the grants file at path (internal/grants.Load) and,
+// when there is none, says at WARN that secret references are not
+// restricted by grants.
+func LoadGrants(path string, log *slog.Logger) (*grants.Set, error) {
+	g, err := grants.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if g == nil {
+		log.Warn("no credential grants file (--credential-grants): any namespace's TenantRegistry or HttpSource may use any secret reference under the prefix, sent anywhere the outbound rule allows")
+	}
+	return g, nil
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/tenancy"
 )
 
@@ -42,6 +43,10 @@ type Reader struct {
 	Dialer  *outbound.Dialer
 	Secrets secret.Resolver
 	Limits  Limits
+	// Grants are the credential grants: a registry's credential is
+	// resolved only when its namespace may send it to the source's
+	// host:port (nil: unrestricted).
+	Grants *grants.Set
 }
 
 // Row is one datasource row, its mapped values as text (nil: NULL).
@@ -63,6 +68,7 @@ const (
 	ReasonUnsupported  = "UnsupportedSource"
 	ReasonRefused      = "QueryRefused"
 	ReasonPrivileged   = "PrivilegedLogin"
+	ReasonNotGranted   = "SecretNotGranted"
 	defaultStmtTimeout = 10 * time.Second
 	defaultRowLimit    = 100000
 )
@@ -81,8 +87,18 @@ func fail(reason string, format string, args ...any) *Error {
 	return &Error{Reason: reason, Err: fmt.Errorf(format, args...)}
 }
 
-// Read reads every row of spec's table or query: all of them, or an error.
-func (r *Reader) Read(ctx context.Context, spec tenancy.RegistrySpec) ([]Row, error) {
+// Read reads every row of spec's table or query, a registry of namespace
+// ns: all of them, or an error.
+func (r *Reader) Read(ctx context.Context, ns string, spec tenancy.RegistrySpec) ([]Row, error) {
+	dest := grants.Datasource(spec.Source.Host, spec.Source.DefaultPort())
+	for _, ref := range []secret.Ref{spec.Source.UsernameRef, spec.Source.PasswordRef} {
+		if ref.IsZero() {
+			continue
+		}
+		if err := r.Grants.Allow(grants.UseDatasource, ns, ref, dest); err != nil {
+			return nil, &Error{Reason: ReasonNotGranted, Err: err}
+		}
+	}
 	lim := r.Limits
 	if lim.StatementTimeout <= 0 {
 		lim.StatementTimeout = defaultStmtTimeout

@@ -151,21 +151,21 @@ func TestRead(t *testing.T) {
 			d.exec(t, "CREATE TABLE tenants (id VARCHAR(64), url VARCHAR(200), active VARCHAR(8), plan VARCHAR(20))")
 			d.exec(t, "INSERT INTO tenants VALUES ('a', 'https://a.example.com', '1', 'gold'), (NULL, 'x', '1', NULL), ('b', 'b.example.com', NULL, NULL)")
 
-			rows, err := reader(100).Read(ctx, d.spec("tenants", ""))
+			rows, err := reader(100).Read(ctx, "default", d.spec("tenants", ""))
 			if err != nil || len(rows) != 3 {
 				t.Fatalf("table: %d rows, %v", len(rows), err)
 			}
 			if *rows[0].UID != "a" || *rows[0].Extra["plan"] != "gold" || rows[1].UID != nil || rows[2].Activate != nil {
 				t.Fatalf("rows %+v", rows)
 			}
-			rows, err = reader(100).Read(ctx, d.spec("", "SELECT id, url, active, plan FROM tenants WHERE id = 'a'"))
+			rows, err = reader(100).Read(ctx, "default", d.spec("", "SELECT id, url, active, plan FROM tenants WHERE id = 'a'"))
 			if err != nil || len(rows) != 1 {
 				t.Fatalf("query: %d rows, %v", len(rows), err)
 			}
 
 			// A query that tries to write is refused by the check, and,
 			// past it, by the READ ONLY transaction; it writes nothing.
-			_, err = reader(100).Read(ctx, d.spec("", "DELETE FROM tenants"))
+			_, err = reader(100).Read(ctx, "default", d.spec("", "DELETE FROM tenants"))
 			if reasonOf(err) != ReasonRefused || !errors.Is(err, tenancy.ErrQueryRefused) {
 				t.Fatalf("DELETE: %v", err)
 			}
@@ -179,16 +179,16 @@ func TestRead(t *testing.T) {
 			t.Logf("DELETE refused: %v", err)
 
 			// More rows than the limit: an error, never a partial list.
-			if _, err := reader(2).Read(ctx, d.spec("tenants", "")); reasonOf(err) != ReasonTooManyRows {
+			if _, err := reader(2).Read(ctx, "default", d.spec("tenants", "")); reasonOf(err) != ReasonTooManyRows {
 				t.Fatalf("row limit: %v", err)
 			}
 			// A mapped column the result lacks.
-			if _, err := reader(100).Read(ctx, d.spec("", "SELECT id, url FROM tenants")); reasonOf(err) != ReasonMapping {
+			if _, err := reader(100).Read(ctx, "default", d.spec("", "SELECT id, url FROM tenants")); reasonOf(err) != ReasonMapping {
 				t.Fatalf("missing column: %v", err)
 			}
 			// A missing table, a wrong password, a secret outside the
 			// prefix, an unreachable port, a refused address.
-			if _, err := reader(100).Read(ctx, d.spec("nope", "")); reasonOf(err) != ReasonQuery {
+			if _, err := reader(100).Read(ctx, "default", d.spec("nope", "")); reasonOf(err) != ReasonQuery {
 				t.Fatalf("missing table: %v", err)
 			}
 			bad := d.spec("tenants", "")
@@ -196,21 +196,21 @@ func TestRead(t *testing.T) {
 			if d.kind == tenancy.SourcePostgres {
 				bad.Source.Username = "no8s_nobody"
 			}
-			if _, err := reader(100).Read(ctx, bad); reasonOf(err) != ReasonAuth {
+			if _, err := reader(100).Read(ctx, "default", bad); reasonOf(err) != ReasonAuth {
 				t.Fatalf("wrong password: %v", err)
 			}
 			bad.Source.PasswordRef = secret.Env("HOME")
-			if _, err := reader(100).Read(ctx, bad); reasonOf(err) != ReasonSecret || !errors.Is(err, secret.ErrForbidden) {
+			if _, err := reader(100).Read(ctx, "default", bad); reasonOf(err) != ReasonSecret || !errors.Is(err, secret.ErrForbidden) {
 				t.Fatalf("secret outside the prefix: %v", err)
 			}
 			bad = d.spec("tenants", "")
 			bad.Source.Port = 1
-			if _, err := reader(100).Read(ctx, bad); reasonOf(err) != ReasonUnreachable {
+			if _, err := reader(100).Read(ctx, "default", bad); reasonOf(err) != ReasonUnreachable {
 				t.Fatalf("unreachable: %v", err)
 			}
 			r := reader(100)
 			r.Dialer = &outbound.Dialer{} // public addresses only
-			if _, err := r.Read(ctx, d.spec("tenants", "")); reasonOf(err) != ReasonAddress || !errors.Is(err, outbound.ErrRefused) {
+			if _, err := r.Read(ctx, "default", d.spec("tenants", "")); reasonOf(err) != ReasonAddress || !errors.Is(err, outbound.ErrRefused) {
 				t.Fatalf("loopback under the public-only rule: %v", err)
 			}
 		})

@@ -54,13 +54,13 @@ func TestPrivilegedLogin(t *testing.T) {
 			d.exec(t, "INSERT INTO tenants VALUES ('a', 'https://a.example.com', '1', 'gold')")
 			spec := d.spec("tenants", "")
 			spec.Source.AllowPrivilegedLogin = false
-			_, err := reader(100).Read(ctx, spec)
+			_, err := reader(100).Read(ctx, "default", spec)
 			if reasonOf(err) != ReasonPrivileged {
 				t.Fatalf("admin login: %v", err)
 			}
 			t.Logf("admin login refused: %v", err)
 			spec.Source.AllowPrivilegedLogin = true
-			if rows, err := reader(100).Read(ctx, spec); err != nil || len(rows) != 1 {
+			if rows, err := reader(100).Read(ctx, "default", spec); err != nil || len(rows) != 1 {
 				t.Fatalf("admin login allowed: %d rows, %v", len(rows), err)
 			}
 
@@ -90,7 +90,7 @@ func TestPrivilegedLogin(t *testing.T) {
 			}
 			spec.Source.AllowPrivilegedLogin = false
 			spec.Source.Username = ro
-			if rows, err := reader(100).Read(ctx, spec); err != nil || len(rows) != 1 {
+			if rows, err := reader(100).Read(ctx, "default", spec); err != nil || len(rows) != 1 {
 				t.Fatalf("read-only login: %d rows, %v", len(rows), err)
 			}
 			refused := map[string]string{files: "FILE"}
@@ -101,7 +101,7 @@ func TestPrivilegedLogin(t *testing.T) {
 			}
 			for user, priv := range refused {
 				spec.Source.Username = user
-				_, err := reader(100).Read(ctx, spec)
+				_, err := reader(100).Read(ctx, "default", spec)
 				if reasonOf(err) != ReasonPrivileged || !strings.Contains(err.Error(), priv) {
 					t.Fatalf("login %s with %s: %v", user, priv, err)
 				}

@@ -59,6 +59,12 @@ func TestPoll(t *testing.T) {
 			}
 			w.Header().Set("ETag", `"v1"`)
 			_, _ = w.Write([]byte(`[{"id":"a"}]`))
+		case "/echo": // a careless server quoting the credential back
+			http.Error(w, "you sent "+r.Header.Get("Authorization"), http.StatusUnauthorized)
+		case "/internal":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"secret":"internal-0a1b2c3d4e5f6"}`))
 		case "/fail":
 			http.Error(w, "database down\n  and more", http.StatusInternalServerError)
 		case "/big":
@@ -85,11 +91,11 @@ func TestPoll(t *testing.T) {
 	auth := map[string]secret.Ref{"Authorization": secret.Env("TOKEN")}
 	ctx := t.Context()
 
-	r, err := p.Poll(ctx, spec("/list", auth), "")
+	r, err := p.Poll(ctx, "default", spec("/list", auth), "")
 	if err != nil || r.Status != 200 || r.ETag != `"v1"` || string(r.Body) != `[{"id":"a"}]` {
 		t.Fatalf("poll: %+v %v", r, err)
 	}
-	r, err = p.Poll(ctx, spec("/list", auth), `"v1"`)
+	r, err = p.Poll(ctx, "default", spec("/list", auth), `"v1"`)
 	if err != nil || !r.NotModified || r.ETag != `"v1"` || notModified.Load() != 1 {
 		t.Fatalf("poll with the ETag: %+v %v (304s: %d)", r, err, notModified.Load())
 	}
@@ -98,8 +104,10 @@ func TestPoll(t *testing.T) {
 		reason string
 		msg    string
 	}{
-		{spec("/list", nil), ReasonHTTP, "401 Unauthorized: no token"},
-		{spec("/fail", nil), ReasonHTTP, "500 Internal Server Error: database down and more"},
+		{spec("/list", nil), ReasonHTTP, "401 Unauthorized (text/plain, 9 bytes): no token"},
+		{spec("/fail", nil), ReasonHTTP, "500 Internal Server Error (text/plain, 25 bytes): database down and more"},
+		{spec("/echo", auth), ReasonHTTP, "401 Unauthorized (text/plain, 23 bytes): you sent Bearer [redacted]"},
+		{spec("/internal", nil), ReasonHTTP, "500 Internal Server Error (application/json, 35 bytes)"},
 		{spec("/big", nil), ReasonTooLarge, "65 bytes, more than the limit of 64"},
 		{spec("/bigchunked", nil), ReasonTooLarge, "more than the limit of 64 bytes"},
 		{spec("/slow", nil), ReasonTimeout, "no complete answer within 1s"},
@@ -108,8 +116,8 @@ func TestPoll(t *testing.T) {
 		{spec("/list", map[string]secret.Ref{"X-A": secret.Env("CRLF")}), ReasonSecret, "control character"},
 	} {
 		start := time.Now()
-		_, err := p.Poll(ctx, c.spec, "")
-		if reason(err) != c.reason || !strings.Contains(err.Error(), c.msg) {
+		_, err := p.Poll(ctx, "default", c.spec, "")
+		if reason(err) != c.reason || !strings.Contains(err.Error(), c.msg) || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "internal-") {
 			t.Errorf("%s: %v, want %s %q", c.spec.URL, err, c.reason, c.msg)
 		}
 		if time.Since(start) > 2500*time.Millisecond {
@@ -117,12 +125,12 @@ func TestPoll(t *testing.T) {
 		}
 	}
 	// The public-only rule refuses the loopback server.
-	_, err = newPoller(outbound.Policy{}).Poll(ctx, spec("/list", auth), "")
+	_, err = newPoller(outbound.Policy{}).Poll(ctx, "default", spec("/list", auth), "")
 	if reason(err) != ReasonAddress || !errors.Is(err, outbound.ErrRefused) {
 		t.Fatalf("loopback under the public-only rule: %v", err)
 	}
 	// Nothing listens: unreachable.
-	_, err = p.Poll(ctx, httpsource.Spec{URL: "http://127.0.0.1:1/", TimeoutSeconds: 1}, "")
+	_, err = p.Poll(ctx, "default", httpsource.Spec{URL: "http://127.0.0.1:1/", TimeoutSeconds: 1}, "")
 	if reason(err) != ReasonUnreachable {
 		t.Fatalf("nothing listening: %v", err)
 	}
