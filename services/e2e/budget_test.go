@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,23 +115,10 @@ func TestTemplateBudgets(t *testing.T) {
 // refused at admission, the row bomb fails its Tenant only, and the
 // process stays under 300 MiB.
 func TestTemplateBudgetsDev(t *testing.T) {
-	env := noPostgreSQL()
-	addrs := startDev(t, filepath.Join(t.TempDir(), "state"), env)
+	addrs := startDevServing(t, noPostgreSQL(), "TApp", map[string]any{
+		"type": "object", "required": []string{"value"}, "properties": map[string]any{"value": map[string]any{"type": "string"}}})
 	base := addrs.APIURL
 	tc := &tenantCluster{cluster: &cluster{t: t, gateways: []string{base}}, base: base, ns: "default"}
-	if r := do(t, "POST", base+"/api/v1/resource-types", map[string]any{"name": "TApp", "version": "v1", "schema": map[string]any{
-		"type": "object", "required": []string{"value"}, "properties": map[string]any{"value": map[string]any{"type": "string"}}}}); r.status != 201 {
-		t.Fatalf("create TApp: %d %s", r.status, r.body)
-	}
-	startEnv(t, "reconciler-noop", filepath.Join(binDir, "no8s-reconciler"), []string{"noop", "--types", "TApp/v1",
-		"--nats-url", addrs.NATSURL, "--store-addr", addrs.WorkerAddr, "--health-listen", "off"}, env)
-	waitFor(t, 30*time.Second, "the noop reconciler and registry-sync live", func() error {
-		r := do(t, "GET", base+"/api/v1/reconcilers", nil)
-		if r.status != 200 || !strings.Contains(string(r.body), `"TApp"`) || !strings.Contains(string(r.body), `"TenantRegistry"`) {
-			return fmt.Errorf("GET /reconcilers: %d %s", r.status, r.body)
-		}
-		return nil
-	})
 	ds := newMariaDB(t)
 	ds.exec(`INSERT INTO tenants (id, url, active, plan) VALUES ('small', 'small.example.com', '1', '3'), ('bomb', 'bomb.example.com', '1', '100000000')`)
 	tc.create(registryBody("customers", ds.source()))

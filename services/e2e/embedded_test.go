@@ -132,6 +132,28 @@ type devAddrs struct {
 	Proc *proc `json:"-"`
 }
 
+// startDevServing runs `no8s dev` (startDev) with type typ/v1 of schema
+// created and the noop reconciler serving it, and waits until noop and
+// registry-sync are live.
+func startDevServing(t *testing.T, env []string, typ string, schema map[string]any) devAddrs {
+	t.Helper()
+	addrs := startDev(t, filepath.Join(t.TempDir(), "state"), env)
+	base := addrs.APIURL
+	if r := do(t, "POST", base+"/api/v1/resource-types", map[string]any{"name": typ, "version": "v1", "schema": schema}); r.status != 201 {
+		t.Fatalf("create %s: %d %s", typ, r.status, r.body)
+	}
+	startEnv(t, "reconciler-noop", filepath.Join(binDir, "no8s-reconciler"), []string{"noop", "--types", typ + "/v1",
+		"--nats-url", addrs.NATSURL, "--store-addr", addrs.WorkerAddr, "--health-listen", "off"}, env)
+	waitFor(t, 30*time.Second, "the noop reconciler and registry-sync live", func() error {
+		r := do(t, "GET", base+"/api/v1/reconcilers", nil)
+		if r.status != 200 || !strings.Contains(string(r.body), `"`+typ+`"`) || !strings.Contains(string(r.body), `"HttpSource"`) {
+			return fmt.Errorf("GET /reconcilers: %d %s", r.status, r.body)
+		}
+		return nil
+	})
+	return addrs
+}
+
 // startDev runs `no8s dev` (make run's command) with its state in dataDir,
 // on free ports, with env, and waits until it is ready.
 func startDev(t *testing.T, dataDir string, env []string) devAddrs {

@@ -142,77 +142,85 @@ func reasonOf(err error) string {
 	return ""
 }
 
-// TestRead runs every datasource rule against both real servers.
-func TestRead(t *testing.T) {
+// onBoth runs f on a fresh database of each real server (MariaDB,
+// PostgreSQL) holding an empty tenants table.
+func onBoth(t *testing.T, f func(t *testing.T, d *testDB)) {
 	for _, mk := range []func(*testing.T) *testDB{newMySQL, newPostgres} {
 		d := mk(t)
 		t.Run(d.kind, func(t *testing.T) {
-			ctx := t.Context()
 			d.exec(t, "CREATE TABLE tenants (id VARCHAR(64), url VARCHAR(200), active VARCHAR(8), plan VARCHAR(20))")
-			d.exec(t, "INSERT INTO tenants VALUES ('a', 'https://a.example.com', '1', 'gold'), (NULL, 'x', '1', NULL), ('b', 'b.example.com', NULL, NULL)")
-
-			rows, err := reader(100).Read(ctx, "default", d.spec("tenants", ""))
-			if err != nil || len(rows) != 3 {
-				t.Fatalf("table: %d rows, %v", len(rows), err)
-			}
-			if *rows[0].UID != "a" || *rows[0].Extra["plan"] != "gold" || rows[1].UID != nil || rows[2].Activate != nil {
-				t.Fatalf("rows %+v", rows)
-			}
-			rows, err = reader(100).Read(ctx, "default", d.spec("", "SELECT id, url, active, plan FROM tenants WHERE id = 'a'"))
-			if err != nil || len(rows) != 1 {
-				t.Fatalf("query: %d rows, %v", len(rows), err)
-			}
-
-			// A query that tries to write is refused by the check, and,
-			// past it, by the READ ONLY transaction; it writes nothing.
-			_, err = reader(100).Read(ctx, "default", d.spec("", "DELETE FROM tenants"))
-			if reasonOf(err) != ReasonRefused || !errors.Is(err, tenancy.ErrQueryRefused) {
-				t.Fatalf("DELETE: %v", err)
-			}
-			_, err = d.query().read(ctx, d.spec("", "").Source, d.user, secret.Value{}, "DELETE FROM tenants", columns(d.spec("", "")), reader(100).Limits)
-			if err == nil || !strings.Contains(strings.ToLower(err.Error()), "read") {
-				t.Fatalf("DELETE past the check: %v", err)
-			}
-			if n := d.countOf(t, "tenants"); n != 3 {
-				t.Fatalf("the DELETE query deleted: %d rows left", n)
-			}
-			t.Logf("DELETE refused: %v", err)
-
-			// More rows than the limit: an error, never a partial list.
-			if _, err := reader(2).Read(ctx, "default", d.spec("tenants", "")); reasonOf(err) != ReasonTooManyRows {
-				t.Fatalf("row limit: %v", err)
-			}
-			// A mapped column the result lacks.
-			if _, err := reader(100).Read(ctx, "default", d.spec("", "SELECT id, url FROM tenants")); reasonOf(err) != ReasonMapping {
-				t.Fatalf("missing column: %v", err)
-			}
-			// A missing table, a wrong password, a secret outside the
-			// prefix, an unreachable port, a refused address.
-			if _, err := reader(100).Read(ctx, "default", d.spec("nope", "")); reasonOf(err) != ReasonQuery {
-				t.Fatalf("missing table: %v", err)
-			}
-			bad := d.spec("tenants", "")
-			bad.Source.PasswordRef = secret.Env("NO8S_TEST_PW")
-			if d.kind == tenancy.SourcePostgres {
-				bad.Source.Username = "no8s_nobody"
-			}
-			if _, err := reader(100).Read(ctx, "default", bad); reasonOf(err) != ReasonAuth {
-				t.Fatalf("wrong password: %v", err)
-			}
-			bad.Source.PasswordRef = secret.Env("HOME")
-			if _, err := reader(100).Read(ctx, "default", bad); reasonOf(err) != ReasonSecret || !errors.Is(err, secret.ErrForbidden) {
-				t.Fatalf("secret outside the prefix: %v", err)
-			}
-			bad = d.spec("tenants", "")
-			bad.Source.Port = 1
-			if _, err := reader(100).Read(ctx, "default", bad); reasonOf(err) != ReasonUnreachable {
-				t.Fatalf("unreachable: %v", err)
-			}
-			r := reader(100)
-			r.Dialer = &outbound.Dialer{} // public addresses only
-			if _, err := r.Read(ctx, "default", d.spec("tenants", "")); reasonOf(err) != ReasonAddress || !errors.Is(err, outbound.ErrRefused) {
-				t.Fatalf("loopback under the public-only rule: %v", err)
-			}
+			f(t, d)
 		})
 	}
+}
+
+// TestRead runs every datasource rule against both real servers.
+func TestRead(t *testing.T) {
+	onBoth(t, func(t *testing.T, d *testDB) {
+		ctx := t.Context()
+		d.exec(t, "INSERT INTO tenants VALUES ('a', 'https://a.example.com', '1', 'gold'), (NULL, 'x', '1', NULL), ('b', 'b.example.com', NULL, NULL)")
+
+		rows, err := reader(100).Read(ctx, "default", d.spec("tenants", ""))
+		if err != nil || len(rows) != 3 {
+			t.Fatalf("table: %d rows, %v", len(rows), err)
+		}
+		if *rows[0].UID != "a" || *rows[0].Extra["plan"] != "gold" || rows[1].UID != nil || rows[2].Activate != nil {
+			t.Fatalf("rows %+v", rows)
+		}
+		rows, err = reader(100).Read(ctx, "default", d.spec("", "SELECT id, url, active, plan FROM tenants WHERE id = 'a'"))
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("query: %d rows, %v", len(rows), err)
+		}
+
+		// A query that tries to write is refused by the check, and,
+		// past it, by the READ ONLY transaction; it writes nothing.
+		_, err = reader(100).Read(ctx, "default", d.spec("", "DELETE FROM tenants"))
+		if reasonOf(err) != ReasonRefused || !errors.Is(err, tenancy.ErrQueryRefused) {
+			t.Fatalf("DELETE: %v", err)
+		}
+		_, err = d.query().read(ctx, d.spec("", "").Source, d.user, secret.Value{}, "DELETE FROM tenants", columns(d.spec("", "")), reader(100).Limits)
+		if err == nil || !strings.Contains(strings.ToLower(err.Error()), "read") {
+			t.Fatalf("DELETE past the check: %v", err)
+		}
+		if n := d.countOf(t, "tenants"); n != 3 {
+			t.Fatalf("the DELETE query deleted: %d rows left", n)
+		}
+		t.Logf("DELETE refused: %v", err)
+
+		// More rows than the limit: an error, never a partial list.
+		if _, err := reader(2).Read(ctx, "default", d.spec("tenants", "")); reasonOf(err) != ReasonTooManyRows {
+			t.Fatalf("row limit: %v", err)
+		}
+		// A mapped column the result lacks.
+		if _, err := reader(100).Read(ctx, "default", d.spec("", "SELECT id, url FROM tenants")); reasonOf(err) != ReasonMapping {
+			t.Fatalf("missing column: %v", err)
+		}
+		// A missing table, a wrong password, a secret outside the
+		// prefix, an unreachable port, a refused address.
+		if _, err := reader(100).Read(ctx, "default", d.spec("nope", "")); reasonOf(err) != ReasonQuery {
+			t.Fatalf("missing table: %v", err)
+		}
+		bad := d.spec("tenants", "")
+		bad.Source.PasswordRef = secret.Env("NO8S_TEST_PW")
+		if d.kind == tenancy.SourcePostgres {
+			bad.Source.Username = "no8s_nobody"
+		}
+		if _, err := reader(100).Read(ctx, "default", bad); reasonOf(err) != ReasonAuth {
+			t.Fatalf("wrong password: %v", err)
+		}
+		bad.Source.PasswordRef = secret.Env("HOME")
+		if _, err := reader(100).Read(ctx, "default", bad); reasonOf(err) != ReasonSecret || !errors.Is(err, secret.ErrForbidden) {
+			t.Fatalf("secret outside the prefix: %v", err)
+		}
+		bad = d.spec("tenants", "")
+		bad.Source.Port = 1
+		if _, err := reader(100).Read(ctx, "default", bad); reasonOf(err) != ReasonUnreachable {
+			t.Fatalf("unreachable: %v", err)
+		}
+		r := reader(100)
+		r.Dialer = &outbound.Dialer{} // public addresses only
+		if _, err := r.Read(ctx, "default", d.spec("tenants", "")); reasonOf(err) != ReasonAddress || !errors.Is(err, outbound.ErrRefused) {
+			t.Fatalf("loopback under the public-only rule: %v", err)
+		}
+	})
 }
