@@ -140,7 +140,18 @@ func (r *Reader) Read(ctx context.Context, ns string, spec tenancy.RegistrySpec)
 	} else if err := tenancy.CheckQuery(spec.Source.Type, text); err != nil {
 		return nil, &Error{Reason: ReasonRefused, Err: err}
 	}
-	return q.read(ctx, spec.Source, user, pass, text, cols, lim)
+	rows, err := q.read(ctx, spec.Source, user, pass, text, cols, lim)
+	// A server's or driver's message never carries the credentials on (a
+	// user name is one when it comes from a secret reference).
+	creds := []secret.Value{pass}
+	if !spec.Source.UsernameRef.IsZero() {
+		creds = append(creds, secret.NewValue([]byte(user)))
+	}
+	var de *Error
+	if errors.As(err, &de) {
+		return nil, &Error{Reason: de.Reason, Err: secret.RedactError(de.Err, creds...)}
+	}
+	return rows, secret.RedactError(err, creds...)
 }
 
 // privileged refuses a login that holds the privileges listed in held
