@@ -256,7 +256,7 @@ func preCheck(name string) func(a []reflect.Value) int {
 	case "indent", "nindent":
 		return func(a []reflect.Value) int { return strLen(a, 1) + intArg(a, 0)*(strings.Count(strArg(a, 1), "\n")+2) }
 	case "until":
-		return func(a []reflect.Value) int { return 16 * intArg(a, 0) }
+		return func(a []reflect.Value) int { return 16 * abs(intArg(a, 0)) }
 	case "untilStep":
 		return func(a []reflect.Value) int { return 16 * stepCount(intArg(a, 0), intArg(a, 1), intArg(a, 2)) }
 	case "seq":
