@@ -1,9 +1,11 @@
 package outbound_test
 
 import (
-	"context"
+	"bytes"
+	"log"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -56,14 +58,24 @@ func TestTransportError(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
-	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://"+ln.Addr().String()+"/", nil)
-	_, err = http.DefaultClient.Do(req)
-	if err == nil || !strings.Contains(err.Error(), "NDMSECRET") {
-		t.Fatalf("the raw error does not quote the peer (test premise): %v", err)
+	// net/http logs a peer that speaks first with its bytes ("Unsolicited
+	// response received on idle HTTP channel") on the standard logger.
+	var logged bytes.Buffer
+	log.SetOutput(&logged)
+	t.Cleanup(func() { log.SetOutput(os.Stderr) })
+	client := outbound.NewClient(outbound.NewTransport(&outbound.Dialer{Policy: outbound.Policy{AllowLoopback: true}}, nil))
+	for range 20 {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+ln.Addr().String()+"/", nil)
+		_, err = client.Do(req)
+		if err == nil {
+			t.Fatal("a NATS-like peer answered HTTP")
+		}
+		got := outbound.TransportError(err)
+		if strings.Contains(got.Error(), "NDMSECRET") || strings.Contains(got.Error(), "server_id") || !strings.Contains(got.Error(), "not HTTP") {
+			t.Fatalf("%v (raw: %v)", got, err)
+		}
 	}
-	got := outbound.TransportError(err)
-	if strings.Contains(got.Error(), "NDMSECRET") || strings.Contains(got.Error(), "server_id") || !strings.Contains(got.Error(), "not HTTP") {
-		t.Fatalf("%v", got)
+	if strings.Contains(logged.String(), "NDMSECRET") {
+		t.Fatalf("the standard logger got the peer's bytes: %s", logged.String())
 	}
-	t.Log(got)
 }
