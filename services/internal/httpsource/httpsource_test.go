@@ -129,6 +129,7 @@ func TestMap(t *testing.T) {
 		{Spec{NameTemplate: "{{ .id }}", Spec: json.RawMessage(`{}`)}, "a string item", "nameTemplate:"},
 		{Spec{NamePointer: ptr(""), SpecPointer: ptr("")}, nil, "the name is null"},
 		{Spec{NamePointer: ptr(""), SpecPointer: ptr("")}, strings.Repeat("a", 64), "not a DNS-1123 label"},
+		{Spec{NamePointer: ptr("/id"), SpecPointer: ptr("")}, map[string]any{"id": "a", "x": "nul\x00"}, "NUL"},
 	} {
 		_, err := c.s.Map(t.Context(), tenancy.NewRenderer(), c.item)
 		if err == nil || !strings.Contains(err.Error(), c.msg) {

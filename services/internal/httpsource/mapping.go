@@ -114,6 +114,11 @@ func (s Spec) Map(ctx context.Context, rd *tenancy.Renderer, item any) (Item, er
 		if out.Spec, err = resource.Marshal(v); err != nil {
 			return out, fmt.Errorf("specPointer: %w", err)
 		}
+		// The item's own text: a NUL (\u0000) is refused here, before any
+		// write, as in a rendered value.
+		if bytes.Contains(out.Spec, []byte(`\u0000`)) {
+			return out, fmt.Errorf("specPointer %q: %w: the spec holds a NUL character", *s.SpecPointer, tenancy.ErrBadText)
+		}
 	default:
 		spec, err := render.RenderObject("/spec", s.Spec, item)
 		if err != nil {
