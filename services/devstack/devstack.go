@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -72,6 +73,9 @@ type Config struct {
 	// HistoryLimit bounds reconciliation history rows per resource (0: the
 	// store's default).
 	HistoryLimit int
+	// RelayDegradedHold is how long the store reports itself degraded
+	// after a foreign message in the event stream (0: its default).
+	RelayDegradedHold time.Duration
 	// RegistrySync runs registry-sync (true by default): TenantRegistry
 	// datasources → Tenants.
 	RegistrySync bool
@@ -89,6 +93,10 @@ type Config struct {
 	// once every service answers: a parent process (the SDK's test kit)
 	// learns there where the stack listens.
 	ReadyFile string
+
+	// storeFault, when closed, stops the embedded store as a crash would:
+	// the fault a test injects to see the stack notice.
+	storeFault <-chan struct{}
 }
 
 // SchedulerTuning are the scheduler timings a test may shorten.
@@ -203,6 +211,9 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	if cfg.HistoryLimit > 0 {
 		scfg.HistoryLimit = cfg.HistoryLimit
 	}
+	if cfg.RelayDegradedHold > 0 {
+		scfg.Relay.DegradedHold = cfg.RelayDegradedHold
+	}
 	// A dev data directory outliving its database (or the reverse) is
 	// common: rebuild the stream rather than refuse to start.
 	scfg.RebuildStreamOnMismatch = true
@@ -235,6 +246,11 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	admissionSvc := admission.New(acfg, storev1.NewStoreServiceClient(storeConn), base.With("service", "admission"))
 	// One process: the gateway's probes cover every dependency.
 	gcfg.Health.Ready = append([]health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn)}, storeSvc.Probes().Ready...)
+	gcfg.Health.Info = storeSvc.Probes().Info
+	// A service that stops while the stack runs takes the process down
+	// with it (Run returns why); until then /healthz fails.
+	var down stopped
+	gcfg.Health.Live = append(gcfg.Health.Live, health.Check{Name: "services", Func: func(context.Context) error { return down.err() }})
 	gcfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
 	var schedulerSvc *scheduler.Service
 	if cfg.Scheduler {
@@ -273,23 +289,50 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	gatewaySvc := gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), base.With("service", "gateway"))
 
 	// Each tier stops only after the tier in front of it has stopped.
-	gatewayCtx, stopGateway := context.WithCancel(ctx)
-	defer stopGateway()
+	gatewayCtx, stopGateway := context.WithCancelCause(ctx)
+	defer stopGateway(nil)
 	admissionCtx, stopAdmission := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAdmission()
 	storeCtx, stopStore := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStore()
 
+	if cfg.storeFault != nil {
+		go func() {
+			select {
+			case <-cfg.storeFault:
+				stopStore()
+			case <-storeCtx.Done():
+			}
+		}()
+	}
+	// supervised runs one service: when it returns while the stack is
+	// still meant to run, it is down, and the stack stops.
+	supervised := func(name string, run func() error) func() error {
+		return func() error {
+			err := run()
+			if gatewayCtx.Err() != nil {
+				return err // stopping, as asked
+			}
+			if err == nil {
+				err = errors.New("it returned while the stack was running")
+			}
+			err = fmt.Errorf("embedded %s stopped: %w", name, err)
+			down.set(err)
+			log.Error("a service of no8s dev stopped; stopping the rest (restart no8s dev)", "err", err)
+			stopGateway(err)
+			return err
+		}
+	}
 	var g errgroup.Group
-	g.Go(func() error { return storeSvc.Serve(storeCtx, storeLis, workerLis) })
-	g.Go(func() error { return admissionSvc.Serve(admissionCtx, admissionLis) })
+	g.Go(supervised("store", func() error { return storeSvc.Serve(storeCtx, storeLis, workerLis) }))
+	g.Go(supervised("admission", func() error { return admissionSvc.Serve(admissionCtx, admissionLis) }))
 	schedulerDone := make(chan struct{})
 	g.Go(func() error {
 		defer close(schedulerDone)
 		if schedulerSvc == nil {
 			return nil
 		}
-		return schedulerSvc.Run(gatewayCtx)
+		return supervised("scheduler", func() error { return schedulerSvc.Run(gatewayCtx) })()
 	})
 	syncDone := make(chan struct{})
 	g.Go(func() error {
@@ -297,7 +340,7 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		if syncSvc == nil {
 			return nil
 		}
-		return syncSvc.Run(gatewayCtx)
+		return supervised("registry-sync", func() error { return syncSvc.Run(gatewayCtx) })()
 	})
 	tenantDone := make(chan struct{})
 	g.Go(func() error {
@@ -312,10 +355,10 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 			}
 			return fmt.Errorf("tenant reconciler: %w", err)
 		}
-		return tenantWorker.Run(gatewayCtx)
+		return supervised("tenant reconciler", func() error { return tenantWorker.Run(gatewayCtx) })()
 	})
 	g.Go(func() error {
-		err := gatewaySvc.Serve(gatewayCtx, httpLis)
+		err := supervised("gateway", func() error { return gatewaySvc.Serve(gatewayCtx, httpLis) })()
 		<-schedulerDone
 		<-syncDone
 		<-tenantDone
@@ -339,6 +382,26 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		return nil
 	})
 	return g.Wait()
+}
+
+// stopped is the first service of the stack that stopped on its own.
+type stopped struct {
+	mu    sync.Mutex
+	first error
+}
+
+func (s *stopped) set(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.first == nil {
+		s.first = err
+	}
+}
+
+func (s *stopped) err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.first
 }
 
 // apply returns c with the non-zero timings of t.

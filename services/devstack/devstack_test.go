@@ -1,8 +1,15 @@
 package devstack
 
 import (
+	"encoding/json"
+	"log/slog"
 	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestDevListensOnLoopbackByDefault shows that `no8s dev` serves the API on
@@ -15,5 +22,61 @@ func TestDevListensOnLoopbackByDefault(t *testing.T) {
 	ip := net.ParseIP(host)
 	if ip == nil || !ip.IsLoopback() {
 		t.Fatalf("no8s dev listens on %q by default, want a loopback address", DefaultConfig().HTTPAddr)
+	}
+}
+
+// TestStackStopsWhenAServiceStops: when the embedded store stops (a fault
+// injected here, as a crash would), no8s dev does not go on answering
+// /healthz 200 while every call fails: /healthz fails and Run returns,
+// within 5 s, an error naming the store.
+func TestStackStopsWhenAServiceStops(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.HTTPAddr, cfg.StoreAddr, cfg.WorkerAddr, cfg.AdmissionAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.NATSPort = 0
+	cfg.RegistrySync, cfg.TenantReconciler = false, false
+	cfg.ReadyFile = filepath.Join(t.TempDir(), "ready.json")
+	fault := make(chan struct{})
+	cfg.storeFault = fault
+	done := make(chan error, 1)
+	go func() { done <- Run(t.Context(), cfg, slog.New(slog.DiscardHandler)) }()
+	var ready Ready
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(cfg.ReadyFile); err == nil && json.Unmarshal(b, &ready) == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("no8s dev stopped before it was ready: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no8s dev did not become ready within 60 s")
+		}
+	}
+	healthz := func() int {
+		resp, err := http.Get(ready.APIURL + "/healthz")
+		if err != nil {
+			return 0 // not answering at all: as good as failed
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := healthz(); got != http.StatusOK {
+		t.Fatalf("/healthz before the fault: %d", got)
+	}
+	close(fault)
+	stoppedAt := time.Now()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "embedded store stopped") {
+			t.Fatalf("no8s dev returned %v, want an error naming the store", err)
+		}
+		t.Logf("no8s dev stopped %v after its store: %v", time.Since(stoppedAt).Round(time.Millisecond), err)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no8s dev still runs 5 s after its store stopped (/healthz %d)", healthz())
+	}
+	if got := healthz(); got == http.StatusOK {
+		t.Fatalf("/healthz answers 200 after the store stopped")
 	}
 }

@@ -115,7 +115,7 @@ func TestTemplateBudgets(t *testing.T) {
 // refused at admission, the row bomb fails its Tenant only, and the
 // process stays under 300 MiB.
 func TestTemplateBudgetsDev(t *testing.T) {
-	addrs := startDevServing(t, noPostgreSQL(), "TApp", map[string]any{
+	addrs, dev := startDevServing(t, noPostgreSQL(), "TApp", map[string]any{
 		"type": "object", "required": []string{"value"}, "properties": map[string]any{"value": map[string]any{"type": "string"}}})
 	base := addrs.APIURL
 	tc := &tenantCluster{cluster: &cluster{t: t, gateways: []string{base}}, base: base, ns: "default"}
@@ -126,5 +126,5 @@ func TestTemplateBudgetsDev(t *testing.T) {
 	tc.template("web", "customers", rowBomb("TApp"))
 	tc.waitTenantReady("small-web", 1)
 	tc.waitTenantDegraded("bomb-web", "render budget exceeded: value size")
-	checkPeaks(t, addrs.Proc)
+	checkPeaks(t, dev)
 }

@@ -128,16 +128,14 @@ type devAddrs struct {
 	NATSURL    string `json:"nats_url"`
 	WorkerAddr string `json:"worker_addr"`
 	Store      string `json:"store"`
-	// Proc is the no8s dev process.
-	Proc *proc `json:"-"`
 }
 
 // startDevServing runs `no8s dev` (startDev) with type typ/v1 of schema
 // created and the noop reconciler serving it, and waits until noop and
-// registry-sync are live.
-func startDevServing(t *testing.T, env []string, typ string, schema map[string]any) devAddrs {
+// registry-sync are live; it returns no8s dev's addresses and process.
+func startDevServing(t *testing.T, env []string, typ string, schema map[string]any) (devAddrs, *proc) {
 	t.Helper()
-	addrs := startDev(t, filepath.Join(t.TempDir(), "state"), env)
+	addrs, dev := startDevProc(t, filepath.Join(t.TempDir(), "state"), freeAddr(t), "", env)
 	base := addrs.APIURL
 	if r := do(t, "POST", base+"/api/v1/resource-types", map[string]any{"name": typ, "version": "v1", "schema": schema}); r.status != 201 {
 		t.Fatalf("create %s: %d %s", typ, r.status, r.body)
@@ -151,21 +149,33 @@ func startDevServing(t *testing.T, env []string, typ string, schema map[string]a
 		}
 		return nil
 	})
-	return addrs
+	return addrs, dev
 }
 
 // startDev runs `no8s dev` (make run's command) with its state in dataDir,
 // on free ports, with env, and waits until it is ready.
 func startDev(t *testing.T, dataDir string, env []string) devAddrs {
 	t.Helper()
+	addrs, _ := startDevProc(t, dataDir, freeAddr(t), "", env)
+	return addrs
+}
+
+// startDevProc runs `no8s dev` with its API on listen and its embedded NATS
+// on natsPort ("" picks a free one), and extra flags; it waits until it is
+// ready and returns its addresses and process. The same call again, after
+// the process died, restarts it on the same state and addresses.
+func startDevProc(t *testing.T, dataDir, listen, natsPort string, env []string, extra ...string) (devAddrs, *proc) {
+	t.Helper()
 	ready := filepath.Join(t.TempDir(), "ready.json")
-	_, natsPort, err := net.SplitHostPort(freeAddr(t))
-	if err != nil {
-		t.Fatal(err)
+	if natsPort == "" {
+		var err error
+		if _, natsPort, err = net.SplitHostPort(freeAddr(t)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	dev := startEnv(t, "no8s-dev", filepath.Join(binDir, "no8s"), []string{"dev", "--data-dir", dataDir,
-		"--listen", freeAddr(t), "--nats-port", natsPort, "--store-addr", "127.0.0.1:0", "--admission-addr", "127.0.0.1:0",
-		"--worker-listen", "127.0.0.1:0", "--ready-file", ready}, env)
+	dev := startEnv(t, "no8s-dev", filepath.Join(binDir, "no8s"), append([]string{"dev", "--data-dir", dataDir,
+		"--listen", listen, "--nats-port", natsPort, "--store-addr", "127.0.0.1:0", "--admission-addr", "127.0.0.1:0",
+		"--worker-listen", "127.0.0.1:0", "--ready-file", ready}, extra...), env)
 	var addrs devAddrs
 	waitFor(t, 60*time.Second, "no8s dev ready", func() error {
 		if err := dev.exited(); err != nil {
@@ -177,6 +187,5 @@ func startDev(t *testing.T, dataDir string, env []string) devAddrs {
 		}
 		return json.Unmarshal(data, &addrs)
 	})
-	addrs.Proc = dev
-	return addrs
+	return addrs, dev
 }

@@ -390,7 +390,7 @@ func TestHttpSource(t *testing.T) {
 // remove), and a 500 deletes nothing.
 func TestHttpSourceEmbedded(t *testing.T) {
 	env := append(noPostgreSQL(), "NO8S_REGISTRY_HS_TOKEN="+feedToken)
-	addrs := startDevServing(t, env, "WebApp", map[string]any{
+	addrs, _ := startDevServing(t, env, "WebApp", map[string]any{
 		"type": "object", "properties": map[string]any{"image": map[string]any{"type": "string"}, "host": map[string]any{"type": "string"}}})
 	if !strings.HasPrefix(addrs.Store, "sqlite:") {
 		t.Fatalf("no8s dev's store is %q, want the embedded one", addrs.Store)

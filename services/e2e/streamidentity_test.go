@@ -47,17 +47,21 @@ func newIdentityEnv(t *testing.T) *identityEnv {
 	return e
 }
 
-func (e *identityEnv) createType() {
-	e.t.Helper()
+func (e *identityEnv) createType() { createWidgetType(e.t, e.base) }
+
+// createWidgetType registers Widget/v1 (an object with an integer size),
+// retrying while the control plane answers 503.
+func createWidgetType(t *testing.T, base string) {
+	t.Helper()
 	body := map[string]any{"name": "Widget", "version": "v1",
 		"schema": map[string]any{"type": "object", "properties": map[string]any{"size": map[string]any{"type": "integer"}}}}
-	r := do(e.t, "POST", e.base+"/api/v1/resource-types", body)
+	r := do(t, "POST", base+"/api/v1/resource-types", body)
 	for deadline := time.Now().Add(10 * time.Second); r.status == 503 && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
-		r = do(e.t, "POST", e.base+"/api/v1/resource-types", body)
+		r = do(t, "POST", base+"/api/v1/resource-types", body)
 	}
 	if r.status != 201 {
-		e.t.Fatalf("create type: %d %s", r.status, r.body)
+		t.Fatalf("create type: %d %s", r.status, r.body)
 	}
 }
 
@@ -66,18 +70,7 @@ func (e *identityEnv) createReady(prefix string, n int) []int64 {
 	e.t.Helper()
 	var ids []int64
 	for i := range n {
-		body := map[string]any{"name": fmt.Sprintf("%s-%d", prefix, i), "resource_type_name": "Widget", "resource_type_version": "v1", "spec": map[string]any{"size": i}}
-		r := do(e.t, "POST", e.base+"/api/v1/resources", body)
-		// A restarted store is reconnected to within a second or two: a
-		// client retries 503 as the API says.
-		for deadline := time.Now().Add(10 * time.Second); r.status == 503 && time.Now().Before(deadline); {
-			time.Sleep(100 * time.Millisecond)
-			r = do(e.t, "POST", e.base+"/api/v1/resources", body)
-		}
-		if r.status != 201 {
-			e.t.Fatalf("create %s-%d: %d %s", prefix, i, r.status, r.body)
-		}
-		ids = append(ids, int64(r.json(e.t)["id"].(float64)))
+		ids = append(ids, createWidget(e.t, e.base, fmt.Sprintf("%s-%d", prefix, i)))
 	}
 	for _, id := range ids {
 		waitResource(e.t, e.base, id, "ready", func(r map[string]any) bool { return r["status"] == "ready" })
@@ -168,6 +161,23 @@ func (e *identityEnv) rebuild() int64 {
 	return bump
 }
 
+// createWidget creates the widget name and returns its id. A restarted
+// store is reconnected to within a second or two: it retries 503 as the
+// API says.
+func createWidget(t *testing.T, base, name string) int64 {
+	t.Helper()
+	body := map[string]any{"name": name, "resource_type_name": "Widget", "resource_type_version": "v1", "spec": map[string]any{"size": 1}}
+	r := do(t, "POST", base+"/api/v1/resources", body)
+	for deadline := time.Now().Add(10 * time.Second); r.status == 503 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		r = do(t, "POST", base+"/api/v1/resources", body)
+	}
+	if r.status != 201 {
+		t.Fatalf("create %s: %d %s", name, r.status, r.body)
+	}
+	return int64(r.json(t)["id"].(float64))
+}
+
 // startServing starts the store and waits for it to listen.
 func (e *identityEnv) startServing() {
 	e.t.Helper()
@@ -175,15 +185,18 @@ func (e *identityEnv) startServing() {
 }
 
 // listRevision lists the resources and returns the list's revision.
-func (e *identityEnv) listRevision() int64 {
-	e.t.Helper()
-	r := do(e.t, "GET", e.base+"/api/v1/resources", nil)
+func (e *identityEnv) listRevision() int64 { return listRevision(e.t, e.base) }
+
+// listRevision lists the resources at base and returns the list's revision.
+func listRevision(t *testing.T, base string) int64 {
+	t.Helper()
+	r := do(t, "GET", base+"/api/v1/resources", nil)
 	if r.status != 200 {
-		e.t.Fatalf("list: %d %s", r.status, r.body)
+		t.Fatalf("list: %d %s", r.status, r.body)
 	}
 	rv, err := strconv.ParseInt(r.header.Get("X-Resource-Version"), 10, 64)
 	if err != nil {
-		e.t.Fatalf("list revision %q: %v", r.header.Get("X-Resource-Version"), err)
+		t.Fatalf("list revision %q: %v", r.header.Get("X-Resource-Version"), err)
 	}
 	return rv
 }

@@ -166,8 +166,8 @@ func (l *loop) run(ctx context.Context) error {
 	events := make(chan event, 4096)
 	eventsDone := make(chan error, 1)
 	var poll <-chan time.Time
-	if cons, err := l.openConsumer(ctx); err == nil {
-		wg.Go(func() { eventsDone <- l.follow(ctx, cons, events) })
+	if cons, ids, err := l.openConsumer(ctx); err == nil {
+		wg.Go(func() { eventsDone <- l.follow(ctx, cons, ids, events) })
 	} else {
 		if ctx.Err() != nil {
 			return nil
@@ -234,9 +234,9 @@ func (l *loop) run(ctx context.Context) error {
 		case <-reconnected:
 			return fmt.Errorf("%w: the NATS connection was re-established", errRebuild)
 		case <-poll:
-			if cons, err := l.openConsumer(ctx); err == nil {
+			if cons, ids, err := l.openConsumer(ctx); err == nil {
 				l.log.Info("event stream available again: following it")
-				wg.Go(func() { eventsDone <- l.follow(ctx, cons, events) })
+				wg.Go(func() { eventsDone <- l.follow(ctx, cons, ids, events) })
 				poll = nil
 			}
 			if err := l.list(ctx); err != nil {
@@ -284,33 +284,40 @@ func (l *loop) run(ctx context.Context) error {
 }
 
 // openConsumer opens an ordered consumer on NO8S_EVENTS that starts after
-// the newest event stored now.
-func (l *loop) openConsumer(ctx context.Context) (jetstream.Consumer, error) {
+// the newest event stored now, and the reader's view of the stream's store.
+func (l *loop) openConsumer(ctx context.Context) (jetstream.Consumer, *eventstream.StoreIDs, error) {
 	cctx, cancel := context.WithTimeout(ctx, l.s.cfg.CallTimeout)
 	defer cancel()
 	st, err := l.s.js.Stream(cctx, subjects.EventsStream)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	info, err := st.Info(cctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return l.s.js.OrderedConsumer(cctx, subjects.EventsStream, jetstream.OrderedConsumerConfig{
+	id, _ := eventstream.IdentityOf(info.Config)
+	ids := eventstream.NewStoreIDs(id.StoreID, eventstream.StreamStoreID(st))
+	cons, err := l.s.js.OrderedConsumer(cctx, subjects.EventsStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subjects.EventsAll},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    info.State.LastSeq + 1,
 	})
+	return cons, ids, err
 }
 
-// follow decodes events into out until ctx ends.
-func (l *loop) follow(ctx context.Context, cons jetstream.Consumer, out chan<- event) error {
+// follow decodes events into out until ctx ends. Messages that are not
+// events of the stream's store (eventstream.Check) are dropped and
+// counted; when the stream turns out to belong to another store (rebuilt
+// for another database), follow ends so that the state is rebuilt.
+func (l *loop) follow(ctx context.Context, cons jetstream.Consumer, ids *eventstream.StoreIDs, out chan<- event) error {
 	it, err := cons.Messages()
 	if err != nil {
 		return err
 	}
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
+	var after int64 // the last revision taken: the store's only grow
 	for {
 		msg, err := it.Next()
 		if err != nil {
@@ -321,11 +328,26 @@ func (l *loop) follow(ctx context.Context, cons jetstream.Consumer, out chan<- e
 			// message or heartbeat; an error means it could not.
 			return fmt.Errorf("read events: %w", err)
 		}
+		storeID := ids.ID()
+		if _, err := eventstream.Own(msg.Headers(), storeID); err != nil {
+			if ids.Adopt(ctx, msg.Headers()) {
+				return fmt.Errorf("the event stream belongs to store %s now", ids.ID())
+			}
+			l.s.foreign.Add(1)
+			l.log.Warn("a message the store did not publish; dropped", "subject", msg.Subject(), "error", err)
+			continue
+		}
 		ev, err := eventstream.Decode(msg.Data())
 		if err != nil {
 			l.log.Warn("undecodable event skipped", "error", err)
 			continue
 		}
+		if err := eventstream.Check(msg.Headers(), storeID, ev, after); err != nil {
+			l.s.foreign.Add(1)
+			l.log.Warn("a message the store did not publish; dropped", "subject", msg.Subject(), "error", err)
+			continue
+		}
+		after = ev.Revision
 		select {
 		case out <- event{id: ev.ResourceID, purged: ev.Type == eventstream.Purged}:
 		case <-ctx.Done():

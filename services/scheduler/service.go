@@ -34,6 +34,8 @@ type Service struct {
 	status Status
 	// dispatched counts published work items.
 	dispatched atomic.Int64
+	// foreign counts event messages dropped as not the store's.
+	foreign atomic.Int64
 }
 
 // Status is a snapshot of the scheduler.
@@ -50,6 +52,9 @@ type Status struct {
 	Tracked int
 	// Dispatched counts every work item this process published.
 	Dispatched int64
+	// Foreign counts the messages in the event stream this process dropped
+	// because the store did not publish them (eventstream.Check).
+	Foreign int64
 }
 
 // New returns a scheduler over the store's ReconcileService and JetStream.
@@ -73,6 +78,7 @@ func (s *Service) Status() Status {
 	defer s.mu.Unlock()
 	st := s.status
 	st.Dispatched = s.dispatched.Load()
+	st.Foreign = s.foreign.Load()
 	return st
 }
 

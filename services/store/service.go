@@ -71,12 +71,22 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, log *slog.Logger) (*Ser
 func (s *Service) Store() storage.Store { return s.db.Store }
 
 // Probes returns the store's probes (package health): ready while the
-// database and NATS answer.
+// database and NATS answer. Both answers carry "degraded" with the relay's
+// reason while it has one (outbox.Relay.Degraded): the store still serves.
 func (s *Service) Probes() sdkhealth.Config {
 	return sdkhealth.Config{Ready: []sdkhealth.Check{
 		{Name: s.db.Name, Func: s.db.Store.Ping},
 		sdkhealth.NATS(s.nc),
-	}}
+	}, Info: s.probeInfo}
+}
+
+// probeInfo is what the probes add to their answer: the relay's degraded
+// reason, when it has one.
+func (s *Service) probeInfo() map[string]any {
+	if why := s.relay.Degraded(); why != "" {
+		return map[string]any{"degraded": why}
+	}
+	return nil
 }
 
 // Relay returns the outbox relay.
@@ -101,7 +111,8 @@ func (s *Service) Serve(ctx context.Context, lis, workerLis net.Listener) error 
 		s.log.Info("store serving workers", "addr", workerLis.Addr().String())
 	}
 
-	// A relay that finds the stream is not this database's stops the store.
+	// The relay stops the store only when it cannot run at all (it could
+	// not subscribe to commit hints); what it finds in the stream does not.
 	sctx, stopServing := context.WithCancelCause(ctx)
 	defer stopServing(nil)
 	g, gctx := errgroup.WithContext(sctx)

@@ -49,6 +49,7 @@ func run() error {
 	fs.BoolVar(&cfg.Migrate, "migrate", true, "apply pending migrations at start")
 	fs.DurationVar(&cfg.Relay.Retention, "outbox-retention", cfg.Relay.Retention, "how long published outbox rows are kept")
 	fs.DurationVar(&cfg.Stream.MaxAge, "event-retention", cfg.Stream.MaxAge, "how long the event stream keeps events")
+	fs.DurationVar(&cfg.Relay.DegradedHold, "relay-degraded-hold", cfg.Relay.DegradedHold, "how long the store reports itself degraded (its probes' \"degraded\") after the relay last found a message it did not publish in the event stream")
 	healthListen := proc.HealthListenFlag(fs, "127.0.0.1:7101")
 	maxConns := fs.Int("max-conns", int(cfg.MaxConns), "PostgreSQL pool size")
 	fs.IntVar(&cfg.HistoryLimit, "history-limit", cfg.HistoryLimit, "reconciliation history rows kept per resource")

@@ -73,7 +73,8 @@ missing and migrated at start); PostgreSQL is the production store.`,
 	f.DurationVar(&cfg.SchedulerTuning.ItemLease, "item-lease", 0, "how long a dispatched item may wait for a worker (0: the scheduler's default)")
 	f.DurationVar(&cfg.SchedulerTuning.LivenessPoll, "liveness-poll", 0, "how often the scheduler reads the reconciler registry (0: its default)")
 	f.DurationVar(&cfg.SchedulerTuning.RetryDelay, "retry-delay", 0, "the first retry after a failed attempt (0: the scheduler's default)")
-	for _, name := range []string{"ready-file", "no-scheduler", "no-registry-sync", "history-limit", "scheduler-lease", "item-lease", "liveness-poll", "retry-delay"} {
+	f.DurationVar(&cfg.RelayDegradedHold, "relay-degraded-hold", 0, "how long the store reports itself degraded after a foreign message in the event stream (0: its default)")
+	for _, name := range []string{"ready-file", "no-scheduler", "no-registry-sync", "history-limit", "scheduler-lease", "item-lease", "liveness-poll", "retry-delay", "relay-degraded-hold"} {
 		_ = f.MarkHidden(name)
 	}
 	cmd.PreRun = func(*cobra.Command, []string) {

@@ -94,9 +94,11 @@ type event struct {
 	data      *eventstream.Decoded
 	frameOnce sync.Once
 	frameData []byte
-	// skip marks a message that is no event (it could not be decoded): it
-	// only advances positions.
+	// skip marks a message that is no event (it could not be decoded, or
+	// it is foreign): it only advances positions.
 	skip bool
+	// foreign marks a message the store did not publish (eventstream.Check).
+	foreign bool
 	// bookmark marks a hub bookmark: every event up to seq was fanned out.
 	bookmark bool
 	// base is the stream's base revision when the event was published.
@@ -104,18 +106,29 @@ type event struct {
 }
 
 // decode turns a stream message into an event. A message that is not a
-// valid event yields a skip event and the error.
-func decode(msg jetstream.Msg) (*event, error) {
+// valid event of the store storeID yields a skip event and the error (one
+// wrapping eventstream.ErrForeign for a foreign message, whose headers,
+// its base included, are not believed).
+func decode(msg jetstream.Msg, storeID string) (*event, error) {
 	md, err := msg.Metadata()
 	if err != nil {
 		return nil, fmt.Errorf("event metadata: %w", err)
 	}
-	ev := &event{seq: md.Sequence.Stream, base: eventstream.BaseOf(msg.Headers())}
+	ev := &event{seq: md.Sequence.Stream}
+	if _, err := eventstream.Own(msg.Headers(), storeID); err != nil {
+		ev.skip, ev.foreign = true, true
+		return ev, fmt.Errorf("stream sequence %d (subject %s): %w", ev.seq, msg.Subject(), err)
+	}
 	d, err := eventstream.Decode(msg.Data())
 	if err != nil {
 		ev.skip = true
 		return ev, fmt.Errorf("stream sequence %d: %w", ev.seq, err)
 	}
+	if err := eventstream.Check(msg.Headers(), storeID, d, 0); err != nil {
+		ev.skip, ev.foreign = true, true
+		return ev, fmt.Errorf("stream sequence %d (subject %s): %w", ev.seq, msg.Subject(), err)
+	}
+	ev.base = eventstream.BaseOf(msg.Headers())
 	if y := d.Timestamp.UTC().Year(); y < 0 || y > 9999 {
 		ev.skip = true
 		return ev, fmt.Errorf("stream sequence %d: render event: timestamp out of range", ev.seq)
@@ -203,10 +216,10 @@ func errorFrame(code, detail string) []byte {
 }
 
 // revisionOf reads a stored message's revision from its Nats-Msg-Id.
-func revisionOf(m *jetstream.RawStreamMsg) (int64, error) {
-	rev, err := strconv.ParseInt(m.Header.Get(jetstream.MsgIDHeader), 10, 64)
+func revisionOf(m *jetstream.RawStreamMsg, storeID string) (int64, error) {
+	rev, err := eventstream.Own(m.Header, storeID)
 	if err != nil {
-		return 0, fmt.Errorf("stream sequence %d has no revision id: %w", m.Sequence, err)
+		return 0, fmt.Errorf("stream sequence %d: %w", m.Sequence, err)
 	}
 	return rev, nil
 }

@@ -129,9 +129,12 @@ type Hub struct {
 	// base is the stream's base revision (eventstream.Identity): when an
 	// event carries a newer one, the store rebuilt the stream and live
 	// watchers may have missed compacted changes.
-	base   int64
-	subs   map[*sub]struct{}
-	closed bool
+	base int64
+	// storeIDs knows the stream's store (eventstream.Identity): messages
+	// without it are foreign and dropped.
+	storeIDs *eventstream.StoreIDs
+	subs     map[*sub]struct{}
+	closed   bool
 
 	stats counters
 }
@@ -161,6 +164,7 @@ type counters struct {
 	tooSlow   atomic.Int64
 	gone      atomic.Int64
 	events    atomic.Int64
+	foreign   atomic.Int64
 }
 
 // Stats is a snapshot of the hub's counters.
@@ -173,8 +177,9 @@ type Stats struct {
 	// TooSlow counts watches ended for a stalled client; Gone those ended
 	// because their resume point expired.
 	TooSlow, Gone int64
-	// Events counts the events the hub has fanned out.
-	Events int64
+	// Events counts the events the hub has fanned out; Foreign the
+	// messages it dropped as not the store's (eventstream.Check).
+	Events, Foreign int64
 	// Seq and Revision are the hub's position in the stream.
 	Seq      uint64
 	Revision int64
@@ -204,7 +209,7 @@ func (h *Hub) Stats() Stats {
 	return Stats{
 		Watchers: int(h.stats.watchers.Load()), Live: len(h.subs),
 		Overflows: h.stats.overflows.Load(), CatchUps: h.stats.catchUps.Load(),
-		TooSlow: h.stats.tooSlow.Load(), Gone: h.stats.gone.Load(), Events: h.stats.events.Load(),
+		TooSlow: h.stats.tooSlow.Load(), Gone: h.stats.gone.Load(), Events: h.stats.events.Load(), Foreign: h.stats.foreign.Load(),
 		Seq: h.lastSeq, Revision: h.lastRev,
 	}
 }
@@ -281,7 +286,7 @@ func (h *Hub) follow(ctx context.Context, reconnected <-chan nats.Status) error 
 	if !started || recreated || info.State.LastSeq < h.position().seq {
 		// First start, or the stream was recreated (a broker that lost
 		// its storage, a deleted stream): begin at its end.
-		rev, err := lastRevision(ctx, stream, info)
+		rev, err := lastRevision(ctx, stream, info, id.StoreID)
 		if err != nil {
 			return err
 		}
@@ -296,6 +301,7 @@ func (h *Hub) follow(ctx context.Context, reconnected <-chan nats.Status) error 
 	}
 	h.mu.Lock()
 	h.stream = stream
+	h.storeIDs = eventstream.NewStoreIDs(id.StoreID, eventstream.StreamStoreID(stream))
 	if id.Base > h.base {
 		if started {
 			h.log.Warn("event stream was rebuilt; ending every watch", "base_revision", id.Base)
@@ -366,7 +372,7 @@ func (h *Hub) follow(ctx context.Context, reconnected <-chan nats.Status) error 
 				return errResync
 			}
 			delivered = md.Sequence.Consumer
-			h.dispatch(msg)
+			h.dispatch(ctx, msg)
 		}
 		if now := time.Now(); !now.Before(nextBookmark) {
 			pctx, cancel := context.WithTimeout(ctx, passPublishedWait)
@@ -381,9 +387,13 @@ func (h *Hub) follow(ctx context.Context, reconnected <-chan nats.Status) error 
 }
 
 // dispatch fans one message out to the matching live watchers.
-func (h *Hub) dispatch(msg jetstream.Msg) {
-	ev, err := decode(msg)
-	if err != nil {
+func (h *Hub) dispatch(ctx context.Context, msg jetstream.Msg) {
+	ev, err := h.decode(ctx, msg)
+	switch {
+	case ev != nil && ev.foreign:
+		h.stats.foreign.Add(1)
+		h.log.Warn("event hub: a message the store did not publish; dropped", "err", err)
+	case err != nil:
 		h.log.Error("event hub: undecodable message; skipped", "err", err)
 		if ev == nil {
 			return
@@ -393,6 +403,12 @@ func (h *Hub) dispatch(msg jetstream.Msg) {
 	defer h.mu.Unlock()
 	if ev.seq <= h.lastSeq {
 		return // already seen (a recreated consumer)
+	}
+	if !ev.skip && ev.revision <= h.lastRev {
+		// The store's events only grow in revision along the stream.
+		ev.skip, ev.foreign = true, true
+		h.stats.foreign.Add(1)
+		h.log.Warn("event hub: a message out of revision order; dropped as not the store's", "seq", ev.seq, "revision", ev.revision, "after_revision", h.lastRev)
 	}
 	if ev.seq > h.lastSeq+1 {
 		// Messages between expired before the hub read them: the live
@@ -525,19 +541,35 @@ func (h *Hub) unsubscribe(s *sub) {
 	delete(h.subs, s)
 }
 
-// lastRevision is the revision of the stream's newest message, 0 if none.
-func lastRevision(ctx context.Context, stream jetstream.Stream, info *jetstream.StreamInfo) (int64, error) {
+// lastRevision is the revision of the store's newest event in the stream,
+// 0 if none: foreign messages after it are passed over.
+func lastRevision(ctx context.Context, stream jetstream.Stream, info *jetstream.StreamInfo, storeID string) (int64, error) {
 	if info.State.Msgs == 0 {
 		return 0, nil
 	}
-	m, err := stream.GetMsg(ctx, info.State.LastSeq)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
-	}
+	rev, _, _, err := eventstream.NewestOwn(ctx, stream, info.State.LastSeq, eventstream.Floor(info.State), func(m *jetstream.RawStreamMsg) (int64, error) {
+		return revisionOf(m, storeID)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("read the newest event: %w", err)
 	}
-	return revisionOf(m)
+	return rev, nil
+}
+
+// decode decodes a message of the stream the hub follows as an event of
+// its store; a message that names another store is decoded again when the
+// stream turns out to belong to that store now (rebuilt for another
+// database).
+func (h *Hub) decode(ctx context.Context, msg jetstream.Msg) (*event, error) {
+	h.mu.Lock()
+	ids := h.storeIDs
+	h.mu.Unlock()
+	ev, err := decode(msg, ids.ID())
+	if ev != nil && ev.foreign && ids.Adopt(ctx, msg.Headers()) {
+		h.log.Info("event hub: the stream belongs to another store now", "store_id", ids.ID())
+		ev, err = decode(msg, ids.ID())
+	}
+	return ev, err
 }
 
 // deleteConsumer removes an ephemeral consumer now rather than after its

@@ -124,7 +124,7 @@ func (h *Hub) resolve(ctx context.Context, stream jetstream.Stream, since int64)
 	// unless since is right before it.
 	id, _ := eventstream.IdentityOf(info.Config)
 	if st.FirstSeq > id.BaseSeq+1 {
-		firstRev, err := revisionAt(ctx, stream, st.FirstSeq)
+		firstRev, _, err := ownAtOrAfter(ctx, stream, st.FirstSeq, st.LastSeq, id.StoreID)
 		if err != nil {
 			return Start{}, err
 		}
@@ -137,23 +137,20 @@ func (h *Hub) resolve(ctx context.Context, stream jetstream.Stream, since int64)
 	lo, hi := st.FirstSeq, st.LastSeq+1
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		m, err := stream.GetMsg(ctx, mid, jetstream.WithGetMsgSubject(subjects.EventsAll))
+		rev, seq, err := ownAtOrAfter(ctx, stream, mid, hi-1, id.StoreID)
 		if errors.Is(err, jetstream.ErrMsgNotFound) && mid > st.FirstSeq {
-			// Nothing at or after mid (a concurrent purge, or deletes).
+			// No event at or after mid (a concurrent purge, deletes, or
+			// only foreign messages).
 			hi = mid
 			continue
 		}
-		if err != nil {
-			return Start{}, fmt.Errorf("read stream sequence %d: %w", mid, err)
-		}
-		rev, err := revisionOf(m)
 		if err != nil {
 			return Start{}, err
 		}
 		if rev > since {
 			hi = mid
 		} else {
-			lo = m.Sequence + 1
+			lo = seq + 1
 		}
 	}
 	return Start{seq: lo, rev: since}, nil
@@ -188,14 +185,30 @@ func (h *Hub) checkNotAhead(ctx context.Context, since int64) error {
 	}
 }
 
-// revisionAt reads the revision of the message at seq.
-func revisionAt(ctx context.Context, stream jetstream.Stream, seq uint64) (int64, error) {
-	m, err := stream.GetMsg(ctx, seq)
-	if err != nil {
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return 0, err
+// ownAtOrAfter finds the store's first event at or after seq and at or
+// before last, passing over foreign messages (at most
+// eventstream.MaxWalk); it returns its revision and sequence, or an error
+// wrapping jetstream.ErrMsgNotFound when there is none.
+func ownAtOrAfter(ctx context.Context, stream jetstream.Stream, seq, last uint64, storeID string) (int64, uint64, error) {
+	for walked := 0; seq <= last && walked < eventstream.MaxWalk; walked++ {
+		m, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subjects.EventsAll))
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				return 0, 0, err
+			}
+			return 0, 0, fmt.Errorf("read stream sequence %d: %w", seq, err)
 		}
-		return 0, fmt.Errorf("read stream sequence %d: %w", seq, err)
+		if m.Sequence > last {
+			break
+		}
+		rev, err := revisionOf(m, storeID)
+		if err == nil {
+			return rev, m.Sequence, nil
+		}
+		if !errors.Is(err, eventstream.ErrForeign) {
+			return 0, 0, err
+		}
+		seq = m.Sequence + 1
 	}
-	return revisionOf(m)
+	return 0, 0, fmt.Errorf("no event of the store in stream sequences up to %d: %w", last, jetstream.ErrMsgNotFound)
 }

@@ -363,8 +363,11 @@ func (wt *watcher) catchUp(ctx context.Context, p position) error {
 			return errResync
 		}
 		delivered = md.Sequence.Consumer
-		ev, err := decode(msg)
-		if err != nil {
+		ev, err := wt.h.decode(ctx, msg)
+		switch {
+		case ev != nil && ev.foreign:
+			wt.h.log.Debug("watch: a message the store did not publish; dropped", "err", err)
+		case err != nil:
 			wt.h.log.Error("watch: undecodable message; skipped", "err", err)
 			if ev == nil {
 				return streamErr(err)

@@ -38,7 +38,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := eventstream.Ensure(t.Context(), js, eventstream.StreamConfig{MaxAge: time.Hour, Duplicates: time.Minute, Memory: true}, eventstream.Identity{})
+	stream, err := eventstream.Ensure(t.Context(), js, eventstream.StreamConfig{MaxAge: time.Hour, Duplicates: time.Minute, Memory: true}, eventstream.Identity{StoreID: testStoreID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +59,10 @@ func (f *fixture) start(t *testing.T) {
 	}
 }
 
+// testStoreID is the store the fixture's stream belongs to: its events
+// carry it, as the relay's do.
+const testStoreID = "watch-test-store"
+
 // publish appends an event with revision rev, as the relay does.
 func (f *fixture) publish(t *testing.T, rev int64, typeName string, id int64, labels map[string]string) {
 	t.Helper()
@@ -69,6 +73,7 @@ func (f *fixture) publish(t *testing.T, rev int64, typeName string, id int64, la
 	}
 	msg := &nats.Msg{Subject: subjects.Event(typeName, "v1"), Data: data, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, eventstream.MsgID(rev))
+	msg.Header.Set(eventstream.StoreIDHeader, testStoreID)
 	if _, err := f.js.PublishMsg(t.Context(), msg); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ package eventstream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -166,8 +165,9 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c StreamConfig, id Iden
 	return s, nil
 }
 
-// LastEvent returns the newest event in the stream and its revision, or
-// (0, nil) when the stream holds no event.
+// LastEvent returns the store's newest event in the stream and its
+// revision, or (0, nil) when the stream holds none: foreign messages after
+// it (Own, by the stream's identity) are passed over.
 func LastEvent(ctx context.Context, s jetstream.Stream) (int64, *jetstream.RawStreamMsg, error) {
 	info, err := s.Info(ctx)
 	if err != nil {
@@ -176,22 +176,24 @@ func LastEvent(ctx context.Context, s jetstream.Stream) (int64, *jetstream.RawSt
 	if info.State.Msgs == 0 {
 		return 0, nil, nil
 	}
-	msg, err := s.GetMsg(ctx, info.State.LastSeq)
-	if err != nil {
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return 0, nil, nil
-		}
-		return 0, nil, fmt.Errorf("read last event: %w", err)
-	}
-	rev, err := strconv.ParseInt(msg.Header.Get(jetstream.MsgIDHeader), 10, 64)
-	if err != nil {
-		return 0, nil, fmt.Errorf("last event has no revision id: %w", err)
-	}
-	return rev, msg, nil
+	id, _ := IdentityOf(info.Config)
+	rev, m, _, err := NewestOwn(ctx, s, info.State.LastSeq, Floor(info.State), func(m *jetstream.RawStreamMsg) (int64, error) {
+		return Own(m.Header, id.StoreID)
+	})
+	return rev, m, err
 }
 
-// LastRevision returns the revision of the newest event in the stream, or 0
-// when the stream is empty.
+// Floor is the sequence below a stream's first message: walks back stop
+// above it.
+func Floor(st jetstream.StreamState) uint64 {
+	if st.FirstSeq == 0 {
+		return 0
+	}
+	return st.FirstSeq - 1
+}
+
+// LastRevision returns the revision of the store's newest event in the
+// stream, or 0 when it holds none.
 func LastRevision(ctx context.Context, s jetstream.Stream) (int64, error) {
 	rev, _, err := LastEvent(ctx, s)
 	return rev, err

@@ -57,15 +57,20 @@ type streamState struct {
 	hasID   bool
 	msgs    uint64
 	lastSeq uint64
-	lastRev int64 // revision of the newest event held, 0 when none
+	lastRev int64 // revision of the store's newest event held, 0 when none
 	last    *jetstream.RawStreamMsg
+	// foreign are the messages after the newest event that the store did
+	// not publish (ownEvent), newest first.
+	foreign []*jetstream.RawStreamMsg
 }
 
 // high is the newest revision the stream has seen: its newest event, or the
 // revision it was rebuilt at.
 func (s streamState) high() int64 { return max(s.lastRev, s.id.Base) }
 
-func readStreamState(ctx context.Context, js jetstream.JetStream) (streamState, error) {
+// readStreamState reads the stream's identity and finds the database's
+// newest event in it, passing over foreign messages (ownEvent).
+func readStreamState(ctx context.Context, js jetstream.JetStream, el storage.EventLog, db storage.LogState) (streamState, error) {
 	var st streamState
 	s, err := js.Stream(ctx, eventstream.StreamName)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -81,10 +86,48 @@ func readStreamState(ctx context.Context, js jetstream.JetStream) (streamState, 
 	st.stream = s
 	st.id, st.hasID = eventstream.IdentityOf(info.Config)
 	st.msgs, st.lastSeq = info.State.Msgs, info.State.LastSeq
-	if st.lastRev, st.last, err = eventstream.LastEvent(ctx, s); err != nil {
-		return st, err
+	if st.msgs == 0 {
+		return st, nil
 	}
-	return st, nil
+	// The stream's own store id ("" for one made before identities: any
+	// store id header). Another database's stream (check refuses it) is
+	// read by its headers alone, for the revision it reached.
+	storeID := st.id.StoreID
+	own := func(m *jetstream.RawStreamMsg) (int64, error) { return ownEvent(ctx, el, db, storeID, m) }
+	if st.hasID && st.id.StoreID != db.StoreID {
+		own = func(m *jetstream.RawStreamMsg) (int64, error) { return eventstream.Own(m.Header, storeID) }
+	}
+	st.lastRev, st.last, st.foreign, err = eventstream.NewestOwn(ctx, s, info.State.LastSeq, eventstream.Floor(info.State), own)
+	return st, err
+}
+
+// ownEvent is the relay's rule for "this message is the database's event"
+// (docs/design/outbox.md, "Foreign messages"): it carries the database's
+// store id and a revision (eventstream.Own), and, where the outbox can
+// tell, it is byte for byte the outbox row of that revision. A revision the
+// outbox no longer holds counts when it was pruned; one past the database's
+// newest revision counts too, so that check reports the stream as ahead
+// (a database restored from a backup) rather than the relay publishing
+// revisions the stream already has.
+func ownEvent(ctx context.Context, el storage.EventLog, db storage.LogState, storeID string, m *jetstream.RawStreamMsg) (int64, error) {
+	rev, err := eventstream.Own(m.Header, storeID)
+	if err != nil {
+		return 0, err
+	}
+	if rev > db.Revision {
+		return rev, nil
+	}
+	payload, ok, err := el.Payload(ctx, rev)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case ok && !bytes.Equal(payload, m.Data):
+		return 0, fmt.Errorf("%w: revision %d is not this database's change at that revision", eventstream.ErrForeign, rev)
+	case !ok && rev > db.Pruned:
+		return 0, fmt.Errorf("%w: the database has no change at revision %d", eventstream.ErrForeign, rev)
+	}
+	return rev, nil
 }
 
 // fresh reports whether the stream holds nothing and never did: it is
@@ -132,7 +175,7 @@ func Prepare(ctx context.Context, el storage.EventLog, js jetstream.JetStream, s
 	if err != nil {
 		return err
 	}
-	st, err := readStreamState(ctx, js)
+	st, err := readStreamState(ctx, js, el, db)
 	if err != nil {
 		return err
 	}
@@ -185,7 +228,7 @@ func Rebuild(ctx context.Context, el storage.EventLog, js jetstream.JetStream, s
 	if err != nil {
 		return 0, err
 	}
-	st, err := readStreamState(ctx, js)
+	st, err := readStreamState(ctx, js, el, db)
 	if err != nil {
 		return 0, err
 	}
@@ -226,10 +269,11 @@ func (r *Relay) align(ctx context.Context, epoch, cursor int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	st, err := readStreamState(ctx, r.js)
+	st, err := readStreamState(ctx, r.js, r.events, db)
 	if err != nil {
 		return 0, err
 	}
+	r.reportForeign(st.foreign)
 	mis, err := check(ctx, r.events, db, st)
 	if err != nil {
 		return 0, err
@@ -245,7 +289,8 @@ func (r *Relay) align(ctx context.Context, epoch, cursor int64) (int64, error) {
 		db.LastEvent = max(st.lastRev, db.Pruned)
 	}
 	id := eventstream.Identity{StoreID: db.StoreID}
-	from := cursor // where publishing resumes
+	from := cursor     // where publishing resumes
+	tail := st.lastSeq // the stream's last sequence once aligned
 	switch {
 	case st.fresh():
 		id.Base = max(st.id.Base, db.Pruned)
@@ -277,6 +322,7 @@ func (r *Relay) align(ctx context.Context, epoch, cursor int64) (int64, error) {
 			if id.BaseSeq, err = purge(ctx, st.stream); err != nil {
 				return 0, err
 			}
+			tail = id.BaseSeq
 			id.Base = db.Pruned
 			if _, err := eventstream.Ensure(ctx, r.js, r.streamCfg, id); err != nil {
 				return 0, err
@@ -289,6 +335,9 @@ func (r *Relay) align(ctx context.Context, epoch, cursor int64) (int64, error) {
 		return 0, fmt.Errorf("open stream %s: %w", eventstream.StreamName, err)
 	}
 	r.stream = s
+	// The next publish expects the tail as read above, foreign messages
+	// included (reported): anything published since fails it.
+	r.lastSeq, r.lastSeqKnown = tail, true
 	r.base = strconv.FormatInt(id.Base, 10)
 	if from != cursor {
 		if err := r.events.SetCursor(ctx, epoch, from, min(from, max(db.LastEvent, st.lastRev))); err != nil {

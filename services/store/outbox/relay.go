@@ -53,12 +53,16 @@ type Config struct {
 	// GapCheckAfter is how long after passing revisions it did not find
 	// the relay reads them again, to report a row committed there (gaps.go).
 	GapCheckAfter time.Duration
+	// DegradedHold is how long the relay reports itself degraded after it
+	// last found something it did not publish in the stream (Degraded): the
+	// report clears at the first clean publish after it.
+	DegradedHold time.Duration
 }
 
 // DefaultConfig returns the production defaults.
 func DefaultConfig() Config {
 	return Config{BatchSize: 512, PollInterval: 500 * time.Millisecond, Retention: time.Hour, PruneInterval: time.Minute, LeaderRetry: time.Second, RoundGap: 5 * time.Millisecond,
-		GapCheckAfter: 2 * time.Second}
+		GapCheckAfter: 2 * time.Second, DegradedHold: 30 * time.Second}
 }
 
 // Relay publishes outbox rows to JetStream.
@@ -75,15 +79,22 @@ type Relay struct {
 	stream  jetstream.Stream
 	storeID string
 	base    string // the stream's base revision, for eventstream.BaseHeader
-	// lastSeq is the stream's last sequence after the previous batch, when
-	// lastSeqKnown: it spares a stream info request per batch.
+	// lastSeq is the stream's last sequence after the previous batch (or as
+	// align left it), when lastSeqKnown: every publish expects it, so a
+	// message anyone else publishes fails the relay's next publish, and the
+	// relay realigns (and reports the stranger) rather than chain after it.
 	lastSeq      uint64
 	lastSeqKnown bool
 	// gaps are the revisions passed as absent, to be read again.
 	gaps gapWatch
 
+	// reportedSeq is the newest foreign message reported (reportForeign).
+	reportedSeq uint64
+
 	published atomic.Int64
 	late      atomic.Int64
+	foreign   atomic.Int64
+	degraded  degradation
 	cursor    atomic.Int64
 	leader    atomic.Bool
 }
@@ -111,6 +122,9 @@ func New(el storage.EventLog, nc *nats.Conn, js jetstream.JetStream, sc eventstr
 	if cfg.GapCheckAfter <= 0 {
 		cfg.GapCheckAfter = d.GapCheckAfter
 	}
+	if cfg.DegradedHold <= 0 {
+		cfg.DegradedHold = d.DegradedHold
+	}
 	return &Relay{events: el, nc: nc, js: js, streamCfg: sc, cfg: cfg, log: log, wake: make(chan struct{}, 1)}
 }
 
@@ -137,12 +151,23 @@ func (r *Relay) Published() int64 { return r.published.Load() }
 // Cursor is the highest revision known to be published.
 func (r *Relay) Cursor() int64 { return r.cursor.Load() }
 
+// Foreign is the number of messages the relay found in the stream that it
+// did not publish (docs/design/outbox.md, "Foreign messages").
+func (r *Relay) Foreign() int64 { return r.foreign.Load() }
+
+// Degraded says why the relay is degraded, "" when it is not: foreign
+// messages found in the stream (for DegradedHold after the last one, until
+// the next clean publish), or a stream that does not belong to the
+// database (until the stream is rebuilt).
+func (r *Relay) Degraded() string { return r.degraded.reason() }
+
 // Leader reports whether this relay currently holds leadership.
 func (r *Relay) Leader() bool { return r.leader.Load() }
 
 // Run competes for leadership and publishes while leader, until ctx ends.
-// It returns a *MismatchError when the event stream turns out not to belong
-// to the database: the store must not go on.
+// Nothing found in the stream stops it: a stream that turns out not to
+// belong to the database (a *MismatchError) is reported (Degraded) and
+// checked again every MismatchRetry, while writes go on into the outbox.
 func (r *Relay) Run(ctx context.Context) error {
 	if r.nc != nil {
 		sub, err := r.nc.Subscribe(eventstream.WakeSubject, func(*nats.Msg) { r.Wake() })
@@ -157,17 +182,19 @@ func (r *Relay) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		retry := r.cfg.LeaderRetry
 		var mis *MismatchError
-		if errors.As(err, &mis) {
-			return err
-		}
-		if err != nil {
+		switch {
+		case errors.As(err, &mis):
+			r.degraded.set(mis.Error(), time.Time{})
+			retry = max(retry, MismatchRetry)
+		case err != nil:
 			r.log.Warn("outbox relay stopped; retrying", "err", err)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(r.cfg.LeaderRetry):
+		case <-time.After(retry):
 		}
 	}
 }
@@ -217,7 +244,6 @@ func (r *Relay) publishLoop(ctx context.Context, epoch, cursor int64) error {
 	if err != nil {
 		return err
 	}
-	r.lastSeqKnown = false // align may have published or rebuilt
 	r.gaps = gapWatch{}
 	r.cursor.Store(cursor)
 	prune := time.NewTicker(r.cfg.PruneInterval)
@@ -231,6 +257,18 @@ func (r *Relay) publishLoop(ctx context.Context, epoch, cursor int64) error {
 		}
 		for next > cursor {
 			moved, err := r.publishUpTo(ctx, epoch, cursor, next)
+			if wrongLastSequence(err) {
+				// Something else published to the stream since the relay's
+				// last message: find the relay's newest event again (part of
+				// the batch may have landed) and go on after it.
+				r.log.Info("the event stream moved under the relay; realigning", "err", err, "cursor", cursor)
+				r.lastSeqKnown = false
+				if cursor, err = r.align(ctx, epoch, cursor); err != nil {
+					return err
+				}
+				r.cursor.Store(cursor)
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -288,7 +326,16 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 		}
 		futures := make([]jetstream.PubAckFuture, 0, len(batch))
 		for i, x := range batch {
-			f, err := r.js.PublishMsgAsync(Message(x, r.storeID, r.base), jetstream.WithExpectLastSequence(seq+uint64(i)))
+			// Each message expects the stream's last sequence and, after
+			// the first, the previous message's id: a sequence alone lets a
+			// foreign message that lands inside a pipelined batch shift the
+			// rest by one, so that every later message matches again and
+			// the stream holds the batch without the message it displaced.
+			opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequence(seq + uint64(i))}
+			if i > 0 {
+				opts = append(opts, jetstream.WithExpectLastMsgID(eventstream.MsgID(batch[i-1].Revision)))
+			}
+			f, err := r.js.PublishMsgAsync(Message(x, r.storeID, r.base), opts...)
 			if err != nil {
 				return cursor, fmt.Errorf("publish revision %d: %w", x.Revision, err)
 			}
@@ -308,6 +355,7 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 			r.lastSeq, r.lastSeqKnown = ack.Sequence, true
 		}
 		r.published.Add(int64(len(batch)))
+		r.degraded.clean(time.Now(), r.cfg.DegradedHold)
 		r.log.Debug("published", "first", batch[0].Revision, "last", batch[len(batch)-1].Revision, "count", len(batch), "cursor", newCursor)
 	}
 	lastEvent := int64(0)

@@ -71,6 +71,7 @@ func Run(t *testing.T, open Opener) {
 		{"RelayRepublishesALostTail", testRelayRepublishesALostTail},
 		{"RelayRebasesWhenTheOutboxNoLongerHoldsTheLostTail", testRelayRebasesWhenTheOutboxNoLongerHoldsTheLostTail},
 		{"RelayReportsARowCommittedBelowItsCursor", testRelayReportsARowCommittedBelowItsCursor},
+		{"RelayPassesOverForeignMessages", testRelayPassesOverForeignMessages},
 		{"IdentityAndRevisionBump", testIdentityAndRevisionBump},
 		{"NamespaceObjects", testNamespaceObjects},
 		{"NamesUniquePerNamespace", testNamesUniquePerNamespace},
