@@ -36,7 +36,7 @@ type Config struct {
 	Resolver outbound.Resolver
 	// Grants are the credential grants (--credential-grants): a
 	// TenantRegistry's or HttpSource's secret reference outside them is
-	// refused. Nil: references are not restricted by grants.
+	// refused. Nil (no file): every secret reference is refused.
 	Grants *grants.Set
 }
 

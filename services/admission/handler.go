@@ -30,7 +30,7 @@ type handler struct {
 	live *liveTypes
 	// outbound is the address rule, which datasource hosts follow too.
 	outbound outbound.Policy
-	// grants are the credential grants (nil: unrestricted).
+	// grants are the credential grants (nil: nothing granted).
 	grants *grants.Set
 }
 

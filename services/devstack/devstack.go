@@ -37,7 +37,6 @@ import (
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/natsembed"
-	"github.com/no8s/no8s/services/internal/proc"
 	"github.com/no8s/no8s/services/reconcilerworker/tenant"
 	"github.com/no8s/no8s/services/registrysync"
 	"github.com/no8s/no8s/services/scheduler"
@@ -87,7 +86,8 @@ type Config struct {
 	// secret references need (registry-sync's --secret-env-prefix).
 	RegistrySyncSecretPrefix string
 	// CredentialGrants is the credential grants file that admission and
-	// registry-sync enforce ("": references not restricted by grants).
+	// registry-sync enforce ("": DataDir's GrantsFileName, created at
+	// first start with nothing granted).
 	CredentialGrants string
 	// ReadyFile, when set, receives the stack's addresses as JSON (Ready)
 	// once every service answers: a parent process (the SDK's test kit)
@@ -235,7 +235,7 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	if gcfg.JetStream, err = jetstream.New(nc); err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	credGrants, err := proc.LoadGrants(cfg.CredentialGrants, log)
+	credGrants, err := loadGrants(cfg, log)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ type Config struct {
 	Outbound outbound.Policy
 	// Grants are the credential grants (--credential-grants), checked
 	// again before a registry's credential or a source's header is
-	// resolved. Nil: references are not restricted by grants.
+	// resolved. Nil (no file): every secret reference is refused.
 	Grants *grants.Set
 	// Limits bound every datasource read; RowLimit also bounds the items
 	// of an HttpSource's list.

@@ -5,8 +5,8 @@
 // and by registry-sync, which refuses it again before resolving the
 // secret. Datasource credentials and HTTP header values are granted apart
 // (a grant has one use), so a database password cannot be sent as a
-// header. Without a file, references are not restricted by grants (the
-// services say so at start): production sets one.
+// header. Nothing is granted without a file: every secret reference is
+// then refused, and the refusal says how to grant it.
 package grants
 
 import (
@@ -52,12 +52,13 @@ type Grant struct {
 	Destinations []string `json:"destinations"`
 }
 
-// Set is the grants of a file. A nil *Set grants everything (no file).
+// Set is the grants of a file. A nil *Set is no file: it grants nothing.
 type Set struct {
 	grants []Grant
 }
 
-// Load reads the grants file at path; "" is no file (nil, nil).
+// Load reads the grants file at path; "" is no file (nil, nil), which
+// grants nothing.
 func Load(path string) (*Set, error) {
 	if path == "" {
 		return nil, nil
@@ -73,20 +74,43 @@ func Load(path string) (*Set, error) {
 	return s, nil
 }
 
-// Parse reads a grants document: {"grants": [Grant, ...]}, unknown fields
-// refused, every grant complete and its destinations in their canonical
-// form.
+// Parse reads a grants document: JSON {"grants": [Grant, ...]}, unknown
+// fields refused, every grant complete (New). A line whose first
+// non-blank character is # is a comment (no JSON token starts with #, and
+// a JSON string cannot span lines, so such a line is never part of the
+// document).
 func Parse(data []byte) (*Set, error) {
 	var doc struct {
 		Grants []Grant `json:"grants"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
+	dec := json.NewDecoder(bytes.NewReader(stripComments(data)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
 		return nil, err
 	}
+	return New(doc.Grants...)
+}
+
+// stripComments blanks the comment lines of data, keeping every offset.
+func stripComments(data []byte) []byte {
+	out := bytes.Clone(data)
+	for _, line := range bytes.SplitAfter(out, []byte("\n")) {
+		if t := bytes.TrimLeft(line, " \t\r"); len(t) > 0 && t[0] == '#' {
+			for j := range line {
+				if line[j] != '\n' {
+					line[j] = ' '
+				}
+			}
+		}
+	}
+	return out
+}
+
+// New is the set of gs, each checked complete and its destinations put in
+// their canonical form (gs is not modified).
+func New(gs ...Grant) (*Set, error) {
 	s := &Set{}
-	for i, g := range doc.Grants {
+	for i, g := range gs {
 		at := fmt.Sprintf("grants[%d]", i)
 		if g.Secret.IsZero() {
 			return nil, fmt.Errorf("%s: secret is required", at)
@@ -99,6 +123,7 @@ func Parse(data []byte) (*Set, error) {
 				return nil, fmt.Errorf("%s: namespace %q is not a namespace name (or *)", at, ns)
 			}
 		}
+		g.Destinations = slices.Clone(g.Destinations)
 		for j, d := range g.Destinations {
 			var canon string
 			var err error
@@ -123,10 +148,12 @@ func Parse(data []byte) (*Set, error) {
 // Allow says whether namespace ns may use ref for use, sent to dest
 // (Datasource or Origin's form): nil, or an error wrapping ErrNotGranted
 // that names the reference, the namespace, the use and the destination
-// (never the secret).
+// (never the secret) and says how to grant it: the grant to list, the
+// flag and environment variable naming the file, and the design page. A
+// nil Set (no file) refuses every reference.
 func (s *Set) Allow(use, ns string, ref secret.Ref, dest string) error {
 	if s == nil {
-		return nil
+		return fmt.Errorf("%w: no credential grants file is set, so no secret reference may be used; %s", ErrNotGranted, howTo(use, ns, ref, dest))
 	}
 	for _, g := range s.grants {
 		if g.Use == use && g.Secret == ref && (slices.Contains(g.Namespaces, ns) || slices.Contains(g.Namespaces, "*")) &&
@@ -134,8 +161,33 @@ func (s *Set) Allow(use, ns string, ref secret.Ref, dest string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: no grant lets namespace %q use %s as %s sent to %s (see --credential-grants)", ErrNotGranted, ns, ref, use, dest)
+	return fmt.Errorf("%w: no grant lets namespace %q use %s as %s sent to %s; %s", ErrNotGranted, ns, ref, use, dest, howTo(use, ns, ref, dest))
 }
+
+// Len is the number of grants (0 for no file).
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.grants)
+}
+
+// DocsRef is where the grants are explained.
+const DocsRef = "docs/design/tenants.md#credential-grants"
+
+// howTo says how to grant ref to namespace ns for use, sent to dest.
+func howTo(use, ns string, ref secret.Ref, dest string) string {
+	g, err := json.Marshal(Grant{Secret: ref, Use: use, Namespaces: []string{ns}, Destinations: []string{dest}})
+	if err != nil { // a Grant always marshals
+		g = []byte(err.Error())
+	}
+	return fmt.Sprintf(`to grant it, list %s in the "grants" of the JSON file that --credential-grants (%s) names to admission and registry-sync (see %s)`,
+		g, EnvFile, DocsRef)
+}
+
+// EnvFile is the environment variable naming the grants file, the
+// default of --credential-grants.
+const EnvFile = "NO8S_CREDENTIAL_GRANTS"
 
 // Datasource is a datasource's destination: host:port, the host in lower
 // case.

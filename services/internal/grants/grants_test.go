@@ -2,6 +2,7 @@ package grants
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/no8s/no8s/libs/sdk/secret"
@@ -42,9 +43,25 @@ func TestAllow(t *testing.T) {
 			t.Errorf("%+v: %v", c, err)
 		}
 	}
+	// No file grants nothing, and the refusal says how to grant it.
 	var none *Set
-	if none.Allow(UseHTTPHeader, "x", tok, "https://evil") != nil {
-		t.Error("no file restricts")
+	err = none.Allow(UseHTTPHeader, "team-a", tok, "https://cmdb.internal")
+	if !errors.Is(err, ErrNotGranted) {
+		t.Fatalf("no file: %v", err)
+	}
+	for _, want := range []string{"no credential grants file", "--credential-grants", EnvFile, DocsRef,
+		`{"secret":{"env":"NO8S_REGISTRY_TOKEN"},"use":"httpHeader","namespaces":["team-a"],"destinations":["https://cmdb.internal"]}`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("no file: %q lacks %q", err, want)
+		}
+	}
+	// The grant that the refusal lists, in a file, grants it.
+	g, err := Parse([]byte(`{"grants":[` + err.Error()[strings.Index(err.Error(), `{"secret"`):strings.Index(err.Error(), `]}`)+2] + `]}`))
+	if err != nil || g.Allow(UseHTTPHeader, "team-a", tok, "https://cmdb.internal") != nil {
+		t.Errorf("the listed grant: %v", err)
+	}
+	if err := s.Allow(UseDatasource, "team-b", pw, Datasource("db.internal", 5432)); err == nil || !strings.Contains(err.Error(), DocsRef) {
+		t.Errorf("a file's refusal: %v", err)
 	}
 	for _, bad := range []string{`{"grants":[{"secret":{"env":"A"},"use":"x","namespaces":["a"],"destinations":["h:1"]}]}`,
 		`{"grants":[{"secret":{"env":"A"},"use":"datasource","namespaces":["a"],"destinations":["nohost"]}]}`,
@@ -53,6 +70,21 @@ func TestAllow(t *testing.T) {
 		`{"grant":[]}`} {
 		if _, err := Parse([]byte(bad)); err == nil {
 			t.Errorf("accepted %s", bad)
+		}
+	}
+}
+
+// TestParseComments: a line whose first non-blank character is # is a
+// comment; anything else is JSON.
+func TestParseComments(t *testing.T) {
+	s, err := Parse([]byte("# grants\n  # indented\n{\"grants\": [\n# one\n {\"secret\": {\"env\": \"A\"}, \"use\": \"datasource\",\n\t# a comment between fields\n  \"namespaces\": [\"*\"], \"destinations\": [\"h:1\"]}]}\n# end"))
+	if err != nil || s.Len() != 1 {
+		t.Fatalf("%v %d", err, s.Len())
+	}
+	for _, bad := range []string{"", "# only a comment\n", `{"grants": [# not at a line's start
+]}`} {
+		if _, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("accepted %q", bad)
 		}
 	}
 }

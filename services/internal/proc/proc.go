@@ -116,27 +116,26 @@ func TuneGC() {
 	}
 }
 
-// EnvCredentialGrants names the credential grants file
-// (--credential-grants) of admission, registry-sync and no8s dev.
-const EnvCredentialGrants = "NO8S_CREDENTIAL_GRANTS"
-
 // GrantsFlag registers --credential-grants: the file of credential grants
-// (internal/grants) that admission and registry-sync enforce.
+// (internal/grants) that admission and registry-sync enforce. Without one
+// nothing is granted: every secret reference is refused.
 func GrantsFlag(fs *flag.FlagSet) *string {
-	return fs.String("credential-grants", os.Getenv(EnvCredentialGrants),
-		"file of credential grants: which namespaces may use which secret references, for what, sent where ($"+EnvCredentialGrants+"; none: references are not restricted by grants)")
+	return fs.String("credential-grants", os.Getenv(grants.EnvFile),
+		"file of credential grants: which namespaces may use which secret references, for what, sent where ($"+grants.EnvFile+"; none: every secret reference is refused; "+grants.DocsRef+")")
 }
 
-// LoadGrants reads the grants file at path (internal/grants.Load) and,
-// when there is none, says at WARN that secret references are not
-// restricted by grants.
+// LoadGrants reads the grants file at path (internal/grants.Load) and says
+// at INFO which file it is, or that there is none and so every secret
+// reference is refused.
 func LoadGrants(path string, log *slog.Logger) (*grants.Set, error) {
 	g, err := grants.Load(path)
 	if err != nil {
 		return nil, err
 	}
 	if g == nil {
-		log.Warn("no credential grants file (--credential-grants): any namespace's TenantRegistry or HttpSource may use any secret reference under the prefix, sent anywhere the outbound rule allows")
+		log.Info("no credential grants file (--credential-grants, "+grants.EnvFile+"): every secret reference of a TenantRegistry or HttpSource is refused", "docs", grants.DocsRef)
+	} else {
+		log.Info("credential grants", "file", path, "grants", g.Len())
 	}
 	return g, nil
 }

@@ -45,7 +45,7 @@ type Reader struct {
 	Limits  Limits
 	// Grants are the credential grants: a registry's credential is
 	// resolved only when its namespace may send it to the source's
-	// host:port (nil: unrestricted).
+	// host:port (nil: nothing granted, every credential refused).
 	Grants *grants.Set
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/tenancy"
 )
 
@@ -126,8 +127,22 @@ func (d *testDB) query() query {
 	return mysqlQuery{dialer: dialer}
 }
 
-func reader(limit int) *Reader {
+// reader reads at most limit rows; namespace "default" is granted the
+// test's secrets (NO8S_TEST_PW, and HOME, outside the prefix) for both
+// servers.
+func reader(t *testing.T, limit int) *Reader {
+	t.Helper()
+	var gs []grants.Grant
+	for _, name := range []string{"NO8S_TEST_PW", "HOME"} {
+		gs = append(gs, grants.Grant{Secret: secret.Env(name), Use: grants.UseDatasource, Namespaces: []string{"default"},
+			Destinations: []string{"127.0.0.1:3306", "127.0.0.1:5432"}})
+	}
+	g, err := grants.New(gs...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &Reader{
+		Grants:  g,
 		Dialer:  &outbound.Dialer{Policy: outbound.Policy{AllowLoopback: true}},
 		Secrets: secret.Local{EnvPrefix: "NO8S_TEST_", LookupEnv: func(k string) (string, bool) { return "wrong-password", k == "NO8S_TEST_PW" }},
 		Limits:  Limits{StatementTimeout: 5 * time.Second, RowLimit: limit},
@@ -160,25 +175,25 @@ func TestRead(t *testing.T) {
 		ctx := t.Context()
 		d.exec(t, "INSERT INTO tenants VALUES ('a', 'https://a.example.com', '1', 'gold'), (NULL, 'x', '1', NULL), ('b', 'b.example.com', NULL, NULL)")
 
-		rows, err := reader(100).Read(ctx, "default", d.spec("tenants", ""))
+		rows, err := reader(t, 100).Read(ctx, "default", d.spec("tenants", ""))
 		if err != nil || len(rows) != 3 {
 			t.Fatalf("table: %d rows, %v", len(rows), err)
 		}
 		if *rows[0].UID != "a" || *rows[0].Extra["plan"] != "gold" || rows[1].UID != nil || rows[2].Activate != nil {
 			t.Fatalf("rows %+v", rows)
 		}
-		rows, err = reader(100).Read(ctx, "default", d.spec("", "SELECT id, url, active, plan FROM tenants WHERE id = 'a'"))
+		rows, err = reader(t, 100).Read(ctx, "default", d.spec("", "SELECT id, url, active, plan FROM tenants WHERE id = 'a'"))
 		if err != nil || len(rows) != 1 {
 			t.Fatalf("query: %d rows, %v", len(rows), err)
 		}
 
 		// A query that tries to write is refused by the check, and,
 		// past it, by the READ ONLY transaction; it writes nothing.
-		_, err = reader(100).Read(ctx, "default", d.spec("", "DELETE FROM tenants"))
+		_, err = reader(t, 100).Read(ctx, "default", d.spec("", "DELETE FROM tenants"))
 		if reasonOf(err) != ReasonRefused || !errors.Is(err, tenancy.ErrQueryRefused) {
 			t.Fatalf("DELETE: %v", err)
 		}
-		_, err = d.query().read(ctx, d.spec("", "").Source, d.user, secret.Value{}, "DELETE FROM tenants", columns(d.spec("", "")), reader(100).Limits)
+		_, err = d.query().read(ctx, d.spec("", "").Source, d.user, secret.Value{}, "DELETE FROM tenants", columns(d.spec("", "")), reader(t, 100).Limits)
 		if err == nil || !strings.Contains(strings.ToLower(err.Error()), "read") {
 			t.Fatalf("DELETE past the check: %v", err)
 		}
@@ -188,16 +203,16 @@ func TestRead(t *testing.T) {
 		t.Logf("DELETE refused: %v", err)
 
 		// More rows than the limit: an error, never a partial list.
-		if _, err := reader(2).Read(ctx, "default", d.spec("tenants", "")); reasonOf(err) != ReasonTooManyRows {
+		if _, err := reader(t, 2).Read(ctx, "default", d.spec("tenants", "")); reasonOf(err) != ReasonTooManyRows {
 			t.Fatalf("row limit: %v", err)
 		}
 		// A mapped column the result lacks.
-		if _, err := reader(100).Read(ctx, "default", d.spec("", "SELECT id, url FROM tenants")); reasonOf(err) != ReasonMapping {
+		if _, err := reader(t, 100).Read(ctx, "default", d.spec("", "SELECT id, url FROM tenants")); reasonOf(err) != ReasonMapping {
 			t.Fatalf("missing column: %v", err)
 		}
 		// A missing table, a wrong password, a secret outside the
 		// prefix, an unreachable port, a refused address.
-		if _, err := reader(100).Read(ctx, "default", d.spec("nope", "")); reasonOf(err) != ReasonQuery {
+		if _, err := reader(t, 100).Read(ctx, "default", d.spec("nope", "")); reasonOf(err) != ReasonQuery {
 			t.Fatalf("missing table: %v", err)
 		}
 		bad := d.spec("tenants", "")
@@ -205,19 +220,27 @@ func TestRead(t *testing.T) {
 		if d.kind == tenancy.SourcePostgres {
 			bad.Source.Username = "no8s_nobody"
 		}
-		if _, err := reader(100).Read(ctx, "default", bad); reasonOf(err) != ReasonAuth {
+		if _, err := reader(t, 100).Read(ctx, "default", bad); reasonOf(err) != ReasonAuth {
 			t.Fatalf("wrong password: %v", err)
 		}
+		nothing := reader(t, 100)
+		nothing.Grants = nil // no grants file
+		if _, err := nothing.Read(ctx, "default", bad); reasonOf(err) != ReasonNotGranted || !errors.Is(err, grants.ErrNotGranted) {
+			t.Fatalf("no grants file: %v", err)
+		}
+		if _, err := reader(t, 100).Read(ctx, "team-b", bad); reasonOf(err) != ReasonNotGranted {
+			t.Fatalf("a namespace not granted: %v", err)
+		}
 		bad.Source.PasswordRef = secret.Env("HOME")
-		if _, err := reader(100).Read(ctx, "default", bad); reasonOf(err) != ReasonSecret || !errors.Is(err, secret.ErrForbidden) {
+		if _, err := reader(t, 100).Read(ctx, "default", bad); reasonOf(err) != ReasonSecret || !errors.Is(err, secret.ErrForbidden) {
 			t.Fatalf("secret outside the prefix: %v", err)
 		}
 		bad = d.spec("tenants", "")
 		bad.Source.Port = 1
-		if _, err := reader(100).Read(ctx, "default", bad); reasonOf(err) != ReasonUnreachable {
+		if _, err := reader(t, 100).Read(ctx, "default", bad); reasonOf(err) != ReasonUnreachable {
 			t.Fatalf("unreachable: %v", err)
 		}
-		r := reader(100)
+		r := reader(t, 100)
 		r.Dialer = &outbound.Dialer{} // public addresses only
 		if _, err := r.Read(ctx, "default", d.spec("tenants", "")); reasonOf(err) != ReasonAddress || !errors.Is(err, outbound.ErrRefused) {
 			t.Fatalf("loopback under the public-only rule: %v", err)

@@ -27,7 +27,7 @@ func TestServerGuards(t *testing.T) {
 			if tenancy.CheckQuery(d.kind, q) == nil {
 				t.Errorf("the check accepts %q", q)
 			}
-			_, err := d.query().read(t.Context(), spec.Source, d.user, secret.Value{}, q, columns(spec), reader(100).Limits)
+			_, err := d.query().read(t.Context(), spec.Source, d.user, secret.Value{}, q, columns(spec), reader(t, 100).Limits)
 			if err == nil {
 				t.Errorf("%q ran", q)
 			}
@@ -47,13 +47,13 @@ func TestPrivilegedLogin(t *testing.T) {
 		d.exec(t, "INSERT INTO tenants VALUES ('a', 'https://a.example.com', '1', 'gold')")
 		spec := d.spec("tenants", "")
 		spec.Source.AllowPrivilegedLogin = false
-		_, err := reader(100).Read(ctx, "default", spec)
+		_, err := reader(t, 100).Read(ctx, "default", spec)
 		if reasonOf(err) != ReasonPrivileged {
 			t.Fatalf("admin login: %v", err)
 		}
 		t.Logf("admin login refused: %v", err)
 		spec.Source.AllowPrivilegedLogin = true
-		if rows, err := reader(100).Read(ctx, "default", spec); err != nil || len(rows) != 1 {
+		if rows, err := reader(t, 100).Read(ctx, "default", spec); err != nil || len(rows) != 1 {
 			t.Fatalf("admin login allowed: %d rows, %v", len(rows), err)
 		}
 
@@ -83,7 +83,7 @@ func TestPrivilegedLogin(t *testing.T) {
 		}
 		spec.Source.AllowPrivilegedLogin = false
 		spec.Source.Username = ro
-		if rows, err := reader(100).Read(ctx, "default", spec); err != nil || len(rows) != 1 {
+		if rows, err := reader(t, 100).Read(ctx, "default", spec); err != nil || len(rows) != 1 {
 			t.Fatalf("read-only login: %d rows, %v", len(rows), err)
 		}
 		refused := map[string]string{files: "FILE"}
@@ -94,7 +94,7 @@ func TestPrivilegedLogin(t *testing.T) {
 		}
 		for user, priv := range refused {
 			spec.Source.Username = user
-			_, err := reader(100).Read(ctx, "default", spec)
+			_, err := reader(t, 100).Read(ctx, "default", spec)
 			if reasonOf(err) != ReasonPrivileged || !strings.Contains(err.Error(), priv) {
 				t.Fatalf("login %s with %s: %v", user, priv, err)
 			}

@@ -62,7 +62,7 @@ type Poller struct {
 	BodyLimit int64
 	// Grants are the credential grants: a header's secret is resolved
 	// only when the source's namespace may send it to the URL's origin
-	// (nil: unrestricted).
+	// (nil: nothing granted, every header refused).
 	Grants *grants.Set
 }
 

@@ -13,11 +13,24 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/httpsource"
 )
 
-func newPoller(p outbound.Policy) *Poller {
+// newPoller is a poller under rule p whose namespace "default" is granted
+// the test's header secrets for origin.
+func newPoller(t *testing.T, p outbound.Policy, origin string) *Poller {
+	t.Helper()
+	var gs []grants.Grant
+	for _, name := range []string{"TOKEN", "OTHER", "CRLF"} {
+		gs = append(gs, grants.Grant{Secret: secret.Env(name), Use: grants.UseHTTPHeader, Namespaces: []string{"default"}, Destinations: []string{origin}})
+	}
+	g, err := grants.New(gs...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &Poller{
+		Grants: g,
 		Client: outbound.NewClient(outbound.NewTransport(&outbound.Dialer{Policy: p}, nil)),
 		Secrets: secret.ResolverFunc(func(_ context.Context, ref secret.Ref) (secret.Value, error) {
 			switch ref.Value {
@@ -44,8 +57,9 @@ func reason(err error) string {
 // the limit, a server slower than the timeout, a refused address and a
 // redirect not followed, each with its reason.
 func TestPoll(t *testing.T) {
-	var notModified atomic.Int32
+	var notModified, requests atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
 		switch r.URL.Path {
 		case "/list":
 			if r.Header.Get("Authorization") != "Bearer s3cret" {
@@ -84,7 +98,7 @@ func TestPoll(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	p := newPoller(outbound.Policy{AllowLoopback: true})
+	p := newPoller(t, outbound.Policy{AllowLoopback: true}, srv.URL)
 	spec := func(path string, headers map[string]secret.Ref) httpsource.Spec {
 		return httpsource.Spec{URL: srv.URL + path, Headers: headers, TimeoutSeconds: 1}
 	}
@@ -124,8 +138,23 @@ func TestPoll(t *testing.T) {
 			t.Errorf("%s took %s", c.spec.URL, time.Since(start))
 		}
 	}
+	// A header not granted (another namespace, or no grants file) is
+	// refused before anything is sent.
+	before := requests.Load()
+	for name, p := range map[string]*Poller{"another namespace": p, "no grants file": {Client: p.Client, Secrets: p.Secrets}} {
+		ns := "default"
+		if name == "another namespace" {
+			ns = "team-b"
+		}
+		if _, err := p.Poll(ctx, ns, spec("/list", auth), ""); reason(err) != ReasonNotGranted || !errors.Is(err, grants.ErrNotGranted) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if n := requests.Load() - before; n != 0 {
+		t.Errorf("%d requests sent with a header not granted", n)
+	}
 	// The public-only rule refuses the loopback server.
-	_, err = newPoller(outbound.Policy{}).Poll(ctx, "default", spec("/list", auth), "")
+	_, err = newPoller(t, outbound.Policy{}, srv.URL).Poll(ctx, "default", spec("/list", auth), "")
 	if reason(err) != ReasonAddress || !errors.Is(err, outbound.ErrRefused) {
 		t.Fatalf("loopback under the public-only rule: %v", err)
 	}
