@@ -86,7 +86,7 @@ type Config struct {
 	// secret references need (registry-sync's --secret-env-prefix).
 	RegistrySyncSecretPrefix string
 	// CredentialGrants is the credential grants file that admission and
-	// registry-sync enforce ("": DataDir's GrantsFileName, created at
+	// registry-sync enforce ("": DataDir's grants.DevFile, created at
 	// first start with nothing granted).
 	CredentialGrants string
 	// ReadyFile, when set, receives the stack's addresses as JSON (Ready)

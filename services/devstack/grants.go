@@ -11,13 +11,9 @@ import (
 	"github.com/no8s/no8s/services/internal/grants"
 )
 
-// GrantsFileName is the credential grants file that no8s dev keeps in its
-// data directory when --credential-grants names none.
-const GrantsFileName = "credential-grants.json"
-
-// grantsTemplate is that file at first start: nothing granted, and a
-// commented example (the lines after "Example", uncommented, are a valid
-// file: TestGrantsTemplate).
+// grantsTemplate is the data directory's grants file (grants.DevFile) at
+// first start: nothing granted, and a commented example (the lines after
+// "Example", uncommented, are a valid file: TestGrantsTemplate).
 const grantsTemplate = `# Credential grants of no8s dev: which namespaces' TenantRegistries and
 # HttpSources may use which secret references, for what, sent where.
 # Nothing is granted until a grant is listed here: every secret reference
@@ -41,12 +37,12 @@ const grantsTemplate = `# Credential grants of no8s dev: which namespaces' Tenan
 
 // loadGrants reads the credential grants of the stack: the file that
 // cfg.CredentialGrants names, or else the data directory's
-// GrantsFileName, created at first start with nothing granted. It logs
+// grants.DevFile, created at first start with nothing granted. It logs
 // which file it read.
 func loadGrants(cfg Config, log *slog.Logger) (*grants.Set, error) {
 	path := cfg.CredentialGrants
 	if path == "" {
-		path = filepath.Join(cfg.DataDir, GrantsFileName)
+		path = filepath.Join(cfg.DataDir, grants.DevFile)
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		switch {
 		case errors.Is(err, fs.ErrExist): // kept from an earlier start

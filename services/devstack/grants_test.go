@@ -22,7 +22,7 @@ func TestGrantsTemplate(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	cfg := Config{DataDir: t.TempDir()}
 	g, err := loadGrants(cfg, log)
-	path := filepath.Join(cfg.DataDir, GrantsFileName)
+	path := filepath.Join(cfg.DataDir, grants.DevFile)
 	if err != nil || g.Len() != 0 || !strings.Contains(logs.String(), path) {
 		t.Fatalf("first start: %v, %d grants, log %s", err, g.Len(), logs.String())
 	}

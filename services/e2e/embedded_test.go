@@ -127,6 +127,7 @@ type devAddrs struct {
 	APIURL     string `json:"api_url"`
 	NATSURL    string `json:"nats_url"`
 	WorkerAddr string `json:"worker_addr"`
+	DataDir    string `json:"data_dir"`
 	Store      string `json:"store"`
 }
 

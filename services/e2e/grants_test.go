@@ -2,28 +2,57 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/services/internal/grants"
 )
 
-// writeGrants writes a credential grants file.
-func writeGrants(t *testing.T, name string, grants ...map[string]any) string {
+// grantFile writes a credential grants file of gs (checked as the
+// services check it) and returns its path.
+func grantFile(t *testing.T, gs ...grants.Grant) string {
 	t.Helper()
-	b, err := json.Marshal(map[string]any{"grants": grants})
+	if _, err := grants.New(gs...); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(map[string]any{"grants": gs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(t.TempDir(), name)
+	p := filepath.Join(t.TempDir(), "credential-grants.json")
 	if err := os.WriteFile(p, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// grantTestSecrets grants, in every namespace, the secrets the tests use:
+// NO8S_REGISTRY_HS_TOKEN (feedToken) as a header sent to each of origins,
+// NO8S_REGISTRY_BAD_PW and NOT_UNDER_THE_PREFIX as datasource credentials
+// for the machine's MariaDB and PostgreSQL. It names the file in
+// NO8S_CREDENTIAL_GRANTS (t.Setenv) for every process the test starts
+// afterwards: without a file nothing is granted.
+func grantTestSecrets(t *testing.T, origins ...string) {
+	t.Helper()
+	all := []string{"*"}
+	gs := []grants.Grant{
+		{Secret: secret.Env("NO8S_REGISTRY_BAD_PW"), Use: grants.UseDatasource, Namespaces: all, Destinations: []string{"127.0.0.1:3306", "127.0.0.1:5432"}},
+		{Secret: secret.Env("NOT_UNDER_THE_PREFIX"), Use: grants.UseDatasource, Namespaces: all, Destinations: []string{"127.0.0.1:3306", "127.0.0.1:5432"}},
+	}
+	if len(origins) > 0 {
+		gs = append(gs, grants.Grant{Secret: secret.Env("NO8S_REGISTRY_HS_TOKEN"), Use: grants.UseHTTPHeader, Namespaces: all, Destinations: origins})
+	}
+	t.Setenv(grants.EnvFile, grantFile(t, gs...))
 }
 
 // TestCredentialGrants is issue 26's exfiltration finding with real
@@ -47,18 +76,19 @@ func TestCredentialGrants(t *testing.T) {
 	feed.set("", feedItems("a1")...)
 	token := map[string]any{"env": "NO8S_REGISTRY_HS_TOKEN"}
 	dbPassword := map[string]any{"env": "NO8S_REGISTRY_BAD_PW"}
-	strict := writeGrants(t, "strict.json",
-		map[string]any{"secret": token, "use": "httpHeader", "namespaces": []string{"default"}, "destinations": []string{feed.srv.URL}},
-		map[string]any{"secret": dbPassword, "use": "datasource", "namespaces": []string{"team-db"}, "destinations": []string{"127.0.0.1:3306"}})
+	tokenRef, dbPasswordRef := secret.Env("NO8S_REGISTRY_HS_TOKEN"), secret.Env("NO8S_REGISTRY_BAD_PW")
+	strict := grantFile(t,
+		grants.Grant{Secret: tokenRef, Use: grants.UseHTTPHeader, Namespaces: []string{"default"}, Destinations: []string{feed.srv.URL}},
+		grants.Grant{Secret: dbPasswordRef, Use: grants.UseDatasource, Namespaces: []string{"team-db"}, Destinations: []string{"127.0.0.1:3306"}})
 	// Admission's file still grants what registry-sync's no longer does
 	// (a grant revoked since the sources were admitted).
-	loose := writeGrants(t, "loose.json",
-		map[string]any{"secret": token, "use": "httpHeader", "namespaces": []string{"default"}, "destinations": []string{feed.srv.URL, thief.URL}},
-		map[string]any{"secret": dbPassword, "use": "datasource", "namespaces": []string{"team-db", "default"}, "destinations": []string{"127.0.0.1:3306"}})
-	t.Setenv("NO8S_CREDENTIAL_GRANTS", loose) // every process of the cluster: admission
+	loose := grantFile(t,
+		grants.Grant{Secret: tokenRef, Use: grants.UseHTTPHeader, Namespaces: []string{"default"}, Destinations: []string{feed.srv.URL, thief.URL}},
+		grants.Grant{Secret: dbPasswordRef, Use: grants.UseDatasource, Namespaces: []string{"team-db", "default"}, Destinations: []string{"127.0.0.1:3306"}})
+	t.Setenv(grants.EnvFile, loose) // every process of the cluster: admission
 	c := newTenantCluster(t)
 	c.startReconcilerArgs("noop-webapp", c.storeAddrs[0], nil, "noop", "--types", "WebApp/v1")
-	c.startSync("a", "--credential-grants", strict)
+	syncA := c.startSync("a", "--credential-grants", strict)
 	c.waitSyncLeads()
 
 	// At admission: the database password as a header, to the thief, or
@@ -108,4 +138,57 @@ func TestCredentialGrants(t *testing.T) {
 		t.Fatalf("the thief got %d requests, %d with a credential", requests.Load(), stolen.Load())
 	}
 	t.Logf("the thief server recorded %d requests, %d credentials", requests.Load(), stolen.Load())
+
+	// No file at use: a registry-sync started without one refuses the
+	// granted token too, and says at start that nothing is granted.
+	syncA.stop(syscall.SIGTERM, 10*time.Second)
+	syncB := c.startSync("b", "--credential-grants=")
+	waitSourceSynced(t, c.base, good["id"].(float64), "False", "SecretNotGranted", nil)
+	_, syn = sourceStatus(t, c.base, good["id"].(float64))
+	if msg := fmt.Sprint(syn["message"]); !strings.Contains(msg, "no credential grants file") || !strings.Contains(msg, grants.DocsRef) {
+		t.Fatalf("no file at use: %s", msg)
+	}
+	if b, err := os.ReadFile(syncB.log.Name()); err != nil || !strings.Contains(string(b), "every secret reference of a TenantRegistry or HttpSource is refused") {
+		t.Fatalf("registry-sync without a file does not say so: %v", err)
+	}
+}
+
+// TestCredentialGrantsClosedByDefault: a newcomer's no8s dev, no
+// --credential-grants and no NO8S_CREDENTIAL_GRANTS, creates an empty
+// grants file in its data directory and says where; an HttpSource's header
+// and a TenantRegistry's password are refused at admission, each at its
+// field, with the grant to list, the flag, the variable and the design
+// page.
+func TestCredentialGrantsClosedByDefault(t *testing.T) {
+	env := slices.DeleteFunc(noPostgreSQL(), func(kv string) bool { return strings.HasPrefix(kv, grants.EnvFile+"=") })
+	addrs, dev := startDevServing(t, env, "WebApp", map[string]any{
+		"type": "object", "properties": map[string]any{"image": map[string]any{"type": "string"}, "host": map[string]any{"type": "string"}}})
+	file := filepath.Join(addrs.DataDir, grants.DevFile)
+	b, err := os.ReadFile(file)
+	if err != nil || !strings.HasPrefix(string(b), "# Credential grants") {
+		t.Fatalf("the data directory's grants file: %v %.100s", err, b)
+	}
+	if logs, err := os.ReadFile(dev.log.Name()); err != nil || !strings.Contains(string(logs), file) {
+		t.Fatalf("no8s dev does not say where its grants file is: %v", err)
+	}
+	feed := newFeed(t)
+	for path, body := range map[string]map[string]any{
+		"/spec/headers/Authorization": httpSourceBody("inventory", feed.srv.URL),
+		"/spec/source/passwordRef": registryBody("customers", map[string]any{"type": "mysql", "host": "127.0.0.1", "database": "crm", "table": "tenants",
+			"username": "reader", "passwordRef": map[string]any{"env": "NO8S_REGISTRY_CRM_PASSWORD"}}),
+	} {
+		r := do(t, "POST", addrs.APIURL+"/api/v1/resources", body)
+		if r.status != 400 || !strings.Contains(string(r.body), `"`+path+`"`) {
+			t.Fatalf("%s: %d %s", path, r.status, r.body)
+		}
+		for _, want := range []string{"not granted", "no grant lets namespace", "--credential-grants", grants.EnvFile, grants.DevFile + " in its data directory", grants.DocsRef, `\"use\":`} {
+			if !strings.Contains(string(r.body), want) {
+				t.Errorf("%s: the refusal lacks %q: %s", path, want, r.body)
+			}
+		}
+		t.Logf("refused at admission: %.400s", r.body)
+	}
+	if feed.requests.Load() != 0 {
+		t.Fatalf("the feed got %d requests", feed.requests.Load())
+	}
 }

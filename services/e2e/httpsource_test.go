@@ -186,9 +186,10 @@ func waitSourceSynced(t *testing.T, base string, id float64, status, reason stri
 // resources and the standby finishes with the set exact, and deleting the
 // source deletes its resources before the source goes.
 func TestHttpSource(t *testing.T) {
+	f := newFeed(t)
+	grantTestSecrets(t, f.srv.URL)
 	c := newTenantCluster(t)
 	c.startReconcilerArgs("noop-webapp", c.storeAddrs[0], nil, "noop", "--types", "WebApp/v1")
-	f := newFeed(t)
 	procs := map[string]*proc{}
 	for _, name := range []string{"a", "b"} {
 		procs["registry-sync/"+name] = c.startSync(name, "--writes", "1")
@@ -389,6 +390,8 @@ func TestHttpSource(t *testing.T) {
 // (SQLite), without PostgreSQL: the set follows the list (add, change,
 // remove), and a 500 deletes nothing.
 func TestHttpSourceEmbedded(t *testing.T) {
+	f := newFeed(t)
+	grantTestSecrets(t, f.srv.URL)
 	env := append(noPostgreSQL(), "NO8S_REGISTRY_HS_TOKEN="+feedToken)
 	addrs, _ := startDevServing(t, env, "WebApp", map[string]any{
 		"type": "object", "properties": map[string]any{"image": map[string]any{"type": "string"}, "host": map[string]any{"type": "string"}}})
@@ -397,7 +400,6 @@ func TestHttpSourceEmbedded(t *testing.T) {
 	}
 	base := addrs.APIURL
 	c := &cluster{t: t, gateways: []string{base}}
-	f := newFeed(t)
 	f.set("", feedItems("x1", "y2")...)
 	r := do(t, "POST", base+"/api/v1/resources", httpSourceBody("inventory", f.srv.URL))
 	if r.status != 201 {

@@ -325,6 +325,7 @@ func hasEvent(evs []map[string]any, reason, contains string) map[string]any {
 // TestTenantRegistryMariaDB is issue 14's "Must show" on the real MariaDB
 // server, with real binaries and the noop reconciler serving Tenants.
 func TestTenantRegistryMariaDB(t *testing.T) {
+	grantTestSecrets(t) // testTenantFailures' passwords
 	c := newTenantCluster(t)
 	ds := newMariaDB(t)
 	testTenantLifecycle(t, c, ds)

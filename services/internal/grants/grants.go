@@ -181,9 +181,14 @@ func howTo(use, ns string, ref secret.Ref, dest string) string {
 	if err != nil { // a Grant always marshals
 		g = []byte(err.Error())
 	}
-	return fmt.Sprintf(`to grant it, list %s in the "grants" of the JSON file that --credential-grants (%s) names to admission and registry-sync (see %s)`,
-		g, EnvFile, DocsRef)
+	return fmt.Sprintf(`to grant it, list %s in the "grants" of the credential grants file that admission and registry-sync read `+
+		`(--credential-grants or %s; no8s dev: %s in its data directory unless the flag names another) and restart them; see %s`,
+		g, EnvFile, DevFile, DocsRef)
 }
+
+// DevFile is the grants file that no8s dev keeps in its data directory
+// when --credential-grants names none.
+const DevFile = "credential-grants.json"
 
 // EnvFile is the environment variable naming the grants file, the
 // default of --credential-grants.
