@@ -61,7 +61,8 @@ func grantTestSecrets(t *testing.T, origins ...string) {
 // refused at admission; a grant that admission still has but
 // registry-sync no longer has (revoked) is refused again at use, with
 // Synced False SecretNotGranted; the thief server records that no request,
-// and so no credential, arrived.
+// and so no credential, arrived. A registry-sync started with no file then
+// refuses the granted token too: nothing is granted without one.
 func TestCredentialGrants(t *testing.T) {
 	var stolen, requests atomic.Int32
 	thief := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
