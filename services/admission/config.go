@@ -7,6 +7,7 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/services/admission/webhook"
+	"github.com/no8s/no8s/services/internal/grants"
 )
 
 // Config configures the admission service.
@@ -33,6 +34,10 @@ type Config struct {
 	Outbound outbound.Policy
 	// Resolver resolves webhook host names (net.DefaultResolver when nil).
 	Resolver outbound.Resolver
+	// Grants are the credential grants (--credential-grants): a
+	// TenantRegistry's or HttpSource's secret reference outside them is
+	// refused. Nil (no file): every secret reference is refused.
+	Grants *grants.Set
 }
 
 // DefaultConfig returns the defaults.

@@ -12,6 +12,7 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission/schema"
 	"github.com/no8s/no8s/services/admission/webhook"
+	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
 	"github.com/no8s/no8s/services/internal/resourcepb"
@@ -29,6 +30,8 @@ type handler struct {
 	live *liveTypes
 	// outbound is the address rule, which datasource hosts follow too.
 	outbound outbound.Policy
+	// grants are the credential grants (nil: nothing granted).
+	grants *grants.Set
 }
 
 func (h *handler) CheckSchema(_ context.Context, req *admissionv1.CheckSchemaRequest) (*admissionv1.CheckSchemaResponse, error) {

@@ -4,18 +4,24 @@ package admission
 // its schema, the checks of httpsource.Check (URL shape, header names,
 // exactly one name and one spec mapping, pointers, templates that parse),
 // the outbound address rule on the URL (as on a webhook's), the target type
-// existing, and the target fixed once created (the resources of the old
-// type would be orphaned).
+// existing, the templates rendered with a sample item within the render
+// budget (httpsource.Spec.CheckSample), and the target fixed once created
+// (the resources of the old type would be orphaned).
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/httpsource"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
+	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/internal/tenancy"
 	"github.com/no8s/no8s/services/internal/webhookconf"
 )
 
@@ -47,6 +53,24 @@ func (h *handler) httpSourceErrors(ctx context.Context, op string, r *storev1.Re
 	}
 	if err := h.outbound.CheckURL(spec.URL); err != nil {
 		return []problem.FieldError{{Path: "/spec/url", Message: err.Error()}}, nil
+	}
+	origin, err := grants.Origin(spec.URL)
+	if err != nil {
+		return []problem.FieldError{{Path: "/spec/url", Message: err.Error()}}, nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(spec.Headers)) {
+		if err := h.grants.Allow(grants.UseHTTPHeader, r.GetNamespace(), spec.Headers[k], origin); err != nil {
+			errs = append(errs, problem.FieldError{Path: "/spec/headers/" + resource.EscapePointer(k), Message: err.Error()})
+		}
+	}
+	if len(errs) > 0 {
+		return errs, nil
+	}
+	rd := tenancy.NewRenderer()
+	renderCtx, cancel := rd.Bound(ctx)
+	defer cancel()
+	if fe := spec.CheckSample(renderCtx, rd); fe != nil {
+		return []problem.FieldError{*fe}, nil
 	}
 	if _, err := h.cache.get(ctx, spec.Target.TypeName, spec.Target.TypeVersion, true); err != nil {
 		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeUnknownType {

@@ -53,6 +53,7 @@ func New(cfg Config, store storev1.StoreServiceClient, log *slog.Logger) *Servic
 		chain:    &webhook.Chain{Timeout: cfg.WebhookChainTimeout, Log: log.With("component", "webhooks")},
 		live:     live,
 		outbound: cfg.Outbound,
+		grants:   cfg.Grants,
 	}}
 }
 

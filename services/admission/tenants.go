@@ -7,17 +7,20 @@ package admission
 // names the cycle), its templates parse, and every resource rendered with a
 // sample row validates against its target type's schema (errors name the
 // resource id and the field path). A TenantRegistry's datasource host must
-// pass the outbound address rule that webhooks follow.
+// pass the outbound address rule that webhooks follow, and its query must be
+// one read-only SELECT (tenancy.CheckQuery).
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
-	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/sdk/secret"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
 	"github.com/no8s/no8s/services/internal/tenancy"
@@ -54,10 +57,26 @@ func (h *handler) checkRegistry(r *storev1.Resource) []problem.FieldError {
 	if err := json.Unmarshal(r.GetSpec(), &spec); err != nil {
 		return []problem.FieldError{{Path: "/spec", Message: err.Error()}}
 	}
+	var errs []problem.FieldError
 	if err := h.outbound.CheckURL("tcp://" + spec.Source.Host); err != nil {
-		return []problem.FieldError{{Path: "/spec/source/host", Message: err.Error()}}
+		errs = append(errs, problem.FieldError{Path: "/spec/source/host", Message: err.Error()})
 	}
-	return nil
+	if spec.Source.Query != "" {
+		if err := tenancy.CheckQuery(spec.Source.Type, spec.Source.Query); err != nil {
+			errs = append(errs, problem.FieldError{Path: "/spec/source/query", Message: err.Error()})
+		}
+	}
+	dest := grants.Datasource(spec.Source.Host, spec.Source.DefaultPort())
+	for field, ref := range map[string]secret.Ref{"usernameRef": spec.Source.UsernameRef, "passwordRef": spec.Source.PasswordRef} {
+		if ref.IsZero() {
+			continue
+		}
+		if err := h.grants.Allow(grants.UseDatasource, r.GetNamespace(), ref, dest); err != nil {
+			errs = append(errs, problem.FieldError{Path: "/spec/source/" + field, Message: err.Error()})
+		}
+	}
+	slices.SortFunc(errs, func(a, b problem.FieldError) int { return strings.Compare(a.Path, b.Path) })
+	return errs
 }
 
 func (h *handler) checkTemplate(ctx context.Context, r *storev1.Resource) ([]problem.FieldError, error) {
@@ -86,9 +105,15 @@ func (h *handler) checkTemplate(ctx context.Context, r *storev1.Resource) ([]pro
 		return errs, nil
 	}
 	sample := tenancy.SampleValues(spec.RegistryID, r.GetName(), extra)
+	// Every render within its budget, and all of them within one render's
+	// time: a template bomb is refused in about a second, naming the
+	// budget.
+	rd := tenancy.NewRenderer()
+	renderCtx, cancel := rd.Bound(ctx)
+	defer cancel()
 	for i, tr := range spec.Resources {
 		base := fmt.Sprintf("/spec/resources/%d", i)
-		rendered, err := tenancy.Render(tr, sample)
+		rendered, err := rd.Render(renderCtx, tr, sample)
 		if errors.Is(err, tenancy.ErrFromJSON) {
 			// The sample values are not JSON: a resource that parses a
 			// row's value with fromJson can only be rendered with a real
@@ -103,9 +128,6 @@ func (h *handler) checkTemplate(ctx context.Context, r *storev1.Resource) ([]pro
 				continue
 			}
 			return nil, err
-		}
-		if fe := names.Name(base+"/nameTemplate", rendered.Name); fe != nil {
-			errs = append(errs, problem.FieldError{Path: fe.Path, Message: fmt.Sprintf("resource %q: the name rendered with a sample row, %q, is not a DNS-1123 label", tr.ID, rendered.Name)})
 		}
 		c, err := h.cache.get(ctx, tr.TypeName, tr.TypeVersion, true)
 		if err != nil {

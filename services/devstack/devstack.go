@@ -85,6 +85,10 @@ type Config struct {
 	// RegistrySyncSecretPrefix is the prefix registries' environment
 	// secret references need (registry-sync's --secret-env-prefix).
 	RegistrySyncSecretPrefix string
+	// CredentialGrants is the credential grants file that admission and
+	// registry-sync enforce ("": DataDir's grants.DevFile, created at
+	// first start with nothing granted).
+	CredentialGrants string
 	// ReadyFile, when set, receives the stack's addresses as JSON (Ready)
 	// once every service answers: a parent process (the SDK's test kit)
 	// learns there where the stack listens.
@@ -231,7 +235,12 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	if gcfg.JetStream, err = jetstream.New(nc); err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
+	credGrants, err := loadGrants(cfg, log)
+	if err != nil {
+		return err
+	}
 	acfg := admission.DefaultConfig()
+	acfg.Grants = credGrants
 	acfg.JetStream = gcfg.JetStream
 	acfg.Outbound, gcfg.Outbound = cfg.Outbound, cfg.Outbound
 	admissionSvc := admission.New(acfg, storev1.NewStoreServiceClient(storeConn), base.With("service", "admission"))
@@ -260,7 +269,7 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	if cfg.RegistrySync {
 		rcfg := registrysync.DefaultConfig()
 		rcfg.APIURL, rcfg.ReplicaID, rcfg.Outbound = "http://"+httpLis.Addr().String(), "no8s-dev", cfg.Outbound
-		rcfg.SecretEnvPrefix = cfg.RegistrySyncSecretPrefix
+		rcfg.SecretEnvPrefix, rcfg.Grants = cfg.RegistrySyncSecretPrefix, credGrants
 		if syncSvc, err = registrysync.New(rcfg, nc, workerConn, base.With("service", "registry-sync")); err != nil {
 			return err
 		}

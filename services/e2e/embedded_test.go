@@ -127,7 +127,30 @@ type devAddrs struct {
 	APIURL     string `json:"api_url"`
 	NATSURL    string `json:"nats_url"`
 	WorkerAddr string `json:"worker_addr"`
+	DataDir    string `json:"data_dir"`
 	Store      string `json:"store"`
+}
+
+// startDevServing runs `no8s dev` (startDev) with type typ/v1 of schema
+// created and the noop reconciler serving it, and waits until noop and
+// registry-sync are live; it returns no8s dev's addresses and process.
+func startDevServing(t *testing.T, env []string, typ string, schema map[string]any) (devAddrs, *proc) {
+	t.Helper()
+	addrs, dev := startDevProc(t, filepath.Join(t.TempDir(), "state"), freeAddr(t), "", env)
+	base := addrs.APIURL
+	if r := do(t, "POST", base+"/api/v1/resource-types", map[string]any{"name": typ, "version": "v1", "schema": schema}); r.status != 201 {
+		t.Fatalf("create %s: %d %s", typ, r.status, r.body)
+	}
+	startEnv(t, "reconciler-noop", filepath.Join(binDir, "no8s-reconciler"), []string{"noop", "--types", typ + "/v1",
+		"--nats-url", addrs.NATSURL, "--store-addr", addrs.WorkerAddr, "--health-listen", "off"}, env)
+	waitFor(t, 30*time.Second, "the noop reconciler and registry-sync live", func() error {
+		r := do(t, "GET", base+"/api/v1/reconcilers", nil)
+		if r.status != 200 || !strings.Contains(string(r.body), `"`+typ+`"`) || !strings.Contains(string(r.body), `"HttpSource"`) {
+			return fmt.Errorf("GET /reconcilers: %d %s", r.status, r.body)
+		}
+		return nil
+	})
+	return addrs, dev
 }
 
 // startDev runs `no8s dev` (make run's command) with its state in dataDir,

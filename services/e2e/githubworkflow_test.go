@@ -21,6 +21,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/sdk/secret"
 	"github.com/no8s/no8s/services/internal/githubfake"
 )
 
@@ -297,13 +298,16 @@ func (e *ghEnv) watch() *watchCapture {
 func (e *ghEnv) scanForToken(token string, watch *watchCapture, bodies [][]byte) {
 	t := e.t
 	t.Helper()
-	needle := []byte(token)
+	// The token as written, base64-, URL- and JSON-escaped.
+	forms := secret.NewValue([]byte(token)).Forms()
 	var places []string
 	scanned := map[string]int{}
 	check := func(where string, b []byte) {
 		scanned[strings.SplitN(where, " ", 2)[0]] += len(b)
-		if bytes.Contains(b, needle) {
-			places = append(places, where)
+		for _, f := range forms {
+			if bytes.Contains(b, []byte(f)) {
+				places = append(places, where+" ("+f[:4]+"…)")
+			}
 		}
 	}
 	// Every process's log (each test's log files are under its temp root).
@@ -523,6 +527,30 @@ func TestGitHubWorkflowWrongToken(t *testing.T) {
 	}
 	waitResource(t, e.base, id, "ready with the right token", ready)
 	e.scanForToken(wrong, nil, [][]byte{[]byte(msg)})
+}
+
+// TestGitHubWorkflowEchoedToken is issue 26's finding: a 401 whose body
+// echoes the Authorization header ("Bearer ghp_…") must not carry the
+// token into the resource's conditions, status, history, Events, outputs,
+// any process's log or any stream: the scan looks for it as written,
+// base64-, URL- and JSON-escaped.
+func TestGitHubWorkflowEchoedToken(t *testing.T) {
+	e := newGHEnv(t, &githubfake.Workflow{Repository: ghRepo, File: "deploy.yml", RunFor: time.Second})
+	e.fake.EchoAuthorization()
+	wrong := newToken(t)
+	e.startWorker("gh", wrong)
+	e.shortBackoff()
+	id := idOf(e.create("echoed", "deploy.yml", nil, ""))
+	r := waitResource(t, e.base, id, "failed", func(r map[string]any) bool { return r["status"] == "failed" })
+	msg := fmt.Sprint(r["status_message"])
+	if !strings.Contains(msg, "401 Bad credentials (Authorization: Bearer [redacted])") || strings.Contains(msg, wrong) {
+		t.Fatalf("status message %q", msg)
+	}
+	t.Logf("status message: %s", msg)
+	bodies := [][]byte{do(t, "GET", fmt.Sprintf("%s/api/v1/resources/%d", e.base, id), nil).body,
+		do(t, "GET", fmt.Sprintf("%s/api/v1/resources/%d/history", e.base, id), nil).body,
+		do(t, "GET", fmt.Sprintf("%s/api/v1/resources/%d/event-records", e.base, id), nil).body}
+	e.scanForToken(wrong, nil, bodies)
 }
 
 // TestGitHubWorkflowConcurrency: 100 resources whose runs take 5 s each,

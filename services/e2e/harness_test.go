@@ -185,8 +185,10 @@ type cluster struct {
 	// reconcilers' door), so that a restart keeps both.
 	workerAddrs map[string]string
 	admissions  []string
-	gateways    []string
-	pool        *pgxpool.Pool
+	// admissionProcs are the admission processes, in admissions' order.
+	admissionProcs []*proc
+	gateways       []string
+	pool           *pgxpool.Pool
 	// dbFile is the embedded backend's file (newSQLiteCluster), "" on
 	// PostgreSQL.
 	dbFile string
@@ -304,6 +306,7 @@ func (c *cluster) startAdmission(storeAddr string) string {
 		"--health-listen", c.healthAddr(fmt.Sprintf("admission-%d", len(c.admissions))), "--outbound-allow", "loopback,private"})
 	waitTCP(c.t, addr, p)
 	c.admissions = append(c.admissions, addr)
+	c.admissionProcs = append(c.admissionProcs, p)
 	return addr
 }
 

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -187,9 +186,10 @@ func waitSourceSynced(t *testing.T, base string, id float64, status, reason stri
 // resources and the standby finishes with the set exact, and deleting the
 // source deletes its resources before the source goes.
 func TestHttpSource(t *testing.T) {
+	f := newFeed(t)
+	grantTestSecrets(t, f.srv.URL)
 	c := newTenantCluster(t)
 	c.startReconcilerArgs("noop-webapp", c.storeAddrs[0], nil, "noop", "--types", "WebApp/v1")
-	f := newFeed(t)
 	procs := map[string]*proc{}
 	for _, name := range []string{"a", "b"} {
 		procs["registry-sync/"+name] = c.startSync(name, "--writes", "1")
@@ -390,27 +390,16 @@ func TestHttpSource(t *testing.T) {
 // (SQLite), without PostgreSQL: the set follows the list (add, change,
 // remove), and a 500 deletes nothing.
 func TestHttpSourceEmbedded(t *testing.T) {
+	f := newFeed(t)
+	grantTestSecrets(t, f.srv.URL)
 	env := append(noPostgreSQL(), "NO8S_REGISTRY_HS_TOKEN="+feedToken)
-	addrs := startDev(t, filepath.Join(t.TempDir(), "state"), env)
+	addrs, _ := startDevServing(t, env, "WebApp", map[string]any{
+		"type": "object", "properties": map[string]any{"image": map[string]any{"type": "string"}, "host": map[string]any{"type": "string"}}})
 	if !strings.HasPrefix(addrs.Store, "sqlite:") {
 		t.Fatalf("no8s dev's store is %q, want the embedded one", addrs.Store)
 	}
 	base := addrs.APIURL
 	c := &cluster{t: t, gateways: []string{base}}
-	if r := do(t, "POST", base+"/api/v1/resource-types", map[string]any{"name": "WebApp", "version": "v1", "schema": map[string]any{
-		"type": "object", "properties": map[string]any{"image": map[string]any{"type": "string"}, "host": map[string]any{"type": "string"}}}}); r.status != 201 {
-		t.Fatalf("create WebApp: %d %s", r.status, r.body)
-	}
-	startEnv(t, "reconciler-noop", filepath.Join(binDir, "no8s-reconciler"), []string{"noop", "--types", "WebApp/v1",
-		"--nats-url", addrs.NATSURL, "--store-addr", addrs.WorkerAddr, "--health-listen", "off"}, env)
-	waitFor(t, 30*time.Second, "the noop reconciler and registry-sync live", func() error {
-		r := do(t, "GET", base+"/api/v1/reconcilers", nil)
-		if r.status != 200 || !strings.Contains(string(r.body), `"WebApp"`) || !strings.Contains(string(r.body), `"HttpSource"`) {
-			return fmt.Errorf("GET /reconcilers: %d %s", r.status, r.body)
-		}
-		return nil
-	})
-	f := newFeed(t)
 	f.set("", feedItems("x1", "y2")...)
 	r := do(t, "POST", base+"/api/v1/resources", httpSourceBody("inventory", f.srv.URL))
 	if r.status != 201 {

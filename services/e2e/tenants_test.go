@@ -33,6 +33,8 @@ type datasourceDB struct {
 	kind string // tenancy.SourceMySQL or SourcePostgres
 	name string
 	exec func(query string, args ...any)
+	// rows counts a table's rows.
+	rows func(table string) int
 	port int
 }
 
@@ -69,6 +71,14 @@ func newMariaDB(t *testing.T) *datasourceDB {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+	d.rows = func(table string) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRowContext(t.Context(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 	d.exec("CREATE TABLE tenants (id VARCHAR(200) NULL, url VARCHAR(200), active VARCHAR(10) NULL, plan VARCHAR(20) NULL)")
 	return d
 }
@@ -101,6 +111,14 @@ func newPostgresDatasource(t *testing.T) *datasourceDB {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+	d.rows = func(table string) int {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(t.Context(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 	d.exec("CREATE TABLE tenants (id text NULL, url text, active text NULL, plan text NULL)")
 	return d
 }
@@ -110,13 +128,15 @@ func (d *datasourceDB) insert(id, url, active string) {
 	d.exec(fmt.Sprintf("INSERT INTO tenants (id, url, active) VALUES ('%s', '%s', '%s')", id, url, active))
 }
 
-// source is the registry's datasource: this database, as root/postgres.
+// source is the registry's datasource: this database, as root/postgres,
+// privileged logins that the registry must allow.
 func (d *datasourceDB) source() map[string]any {
 	user := "root"
 	if d.kind == tenancy.SourcePostgres {
 		user = "postgres"
 	}
-	return map[string]any{"type": d.kind, "host": "127.0.0.1", "port": d.port, "database": d.name, "table": "tenants", "username": user}
+	return map[string]any{"type": d.kind, "host": "127.0.0.1", "port": d.port, "database": d.name, "table": "tenants", "username": user,
+		"allowPrivilegedLogin": true}
 }
 
 // tenantCluster is a control plane of real processes with registry-sync and
@@ -127,6 +147,8 @@ type tenantCluster struct {
 	// ns is the namespace of the registries, templates and Tenants
 	// ("default" unless a test says otherwise).
 	ns string
+	// syncs are the registry-sync replicas started.
+	syncs []*proc
 }
 
 func newTenantCluster(t *testing.T) *tenantCluster {
@@ -147,8 +169,10 @@ func (c *tenantCluster) startSync(name string, args ...string) *proc {
 	full := append([]string{"--api-url", c.base, "--store-addr", c.workerAddr(c.storeAddrs[0]), "--nats-url", c.natsURL,
 		"--replica-id", name, "--lease", "2s", "--poll", "200ms", "--outbound-allow", "loopback,private",
 		"--health-listen", c.healthAddr("registry-sync-" + name)}, args...)
-	return start(c.t, "registry-sync-"+name, filepath.Join(binDir, "no8s-registry-sync"), full, "NO8S_LOG_LEVEL=debug", "NO8S_REGISTRY_BAD_PW=wrong",
+	p := start(c.t, "registry-sync-"+name, filepath.Join(binDir, "no8s-registry-sync"), full, "NO8S_LOG_LEVEL=debug", "NO8S_REGISTRY_BAD_PW=wrong",
 		"NO8S_REGISTRY_HS_TOKEN="+feedToken)
+	c.syncs = append(c.syncs, p)
+	return p
 }
 
 // waitSyncLeads waits until a registry-sync leader serves the tenant types.
@@ -301,6 +325,7 @@ func hasEvent(evs []map[string]any, reason, contains string) map[string]any {
 // TestTenantRegistryMariaDB is issue 14's "Must show" on the real MariaDB
 // server, with real binaries and the noop reconciler serving Tenants.
 func TestTenantRegistryMariaDB(t *testing.T) {
+	grantTestSecrets(t) // testTenantFailures' passwords
 	c := newTenantCluster(t)
 	ds := newMariaDB(t)
 	testTenantLifecycle(t, c, ds)

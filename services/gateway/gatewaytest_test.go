@@ -25,12 +25,14 @@ import (
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/outbound"
+	"github.com/no8s/no8s/libs/sdk/secret"
 	"github.com/no8s/no8s/libs/sdk/worker"
 
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission"
+	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsembed"
 	"github.com/no8s/no8s/services/internal/problem"
@@ -183,6 +185,14 @@ func startStack() (*stack, func(), error) {
 	acfg.WebhookRefresh = 20 * time.Millisecond
 	acfg.JetStream = js
 	acfg.Outbound = outbound.DevPolicy() // the webhooks under test listen on loopback
+	// The secret references that TestHttpSourceAdmission and
+	// TestTenantTypesAdmission admit (nothing is granted without grants).
+	if acfg.Grants, err = grants.New(
+		grants.Grant{Secret: secret.Env("NO8S_REGISTRY_TOKEN"), Use: grants.UseHTTPHeader, Namespaces: []string{"default"}, Destinations: []string{"http://127.0.0.1:9"}},
+		grants.Grant{Secret: secret.Env("REGISTRY_PW"), Use: grants.UseDatasource, Namespaces: []string{"default"}, Destinations: []string{"127.0.0.1:3306"}},
+	); err != nil {
+		return fail(err)
+	}
 	admissionSvc := admission.New(acfg, storeClient, log.With("service", "admission"))
 	admissionAddr, err := serve("admission", admissionSvc.Serve)
 	if err != nil {

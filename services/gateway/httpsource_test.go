@@ -47,6 +47,7 @@ func TestHttpSourceAdmission(t *testing.T) {
 		{func(s map[string]any) { s["itemsPointer"] = "/a~x" }, "/spec/itemsPointer", "~"},
 		{func(s map[string]any) { s["labels"] = map[string]any{"httpsource.no8s.io/source": "x"} }, "/spec/labels/httpsource.no8s.io~1source", "registry-sync"},
 		{func(s map[string]any) { s["timeoutSeconds"] = 600 }, "/spec/timeoutSeconds", ""},
+		{func(s map[string]any) { s["url"] = "http://127.0.0.1:10/items" }, "/spec/headers/Authorization", "docs/design/tenants.md#credential-grants"}, // granted for another origin
 	} {
 		e := do(t, http.MethodPost, "/api/v1/resources", body(c.edit)).expectError(t, http.StatusBadRequest, "validation_failed", c.path)
 		if c.msg != "" && !strings.Contains(fmt.Sprint(e.Errors), c.msg) {

@@ -34,6 +34,18 @@ func TestTenantTypesAdmission(t *testing.T) {
 		"valueMappings": map[string]any{"uid": "id", "hostOrUrl": "url", "activate": "active"},
 	}}
 	do(t, http.MethodPost, "/api/v1/resources", bad).expectError(t, http.StatusBadRequest, "validation_failed", "/spec/source/host")
+	bad["spec"].(map[string]any)["source"] = map[string]any{"type": "mysql", "host": "127.0.0.1", "database": "crm", "table": "t",
+		"usernameRef": map[string]any{"env": "REGISTRY_USER"}} // not granted
+	e := do(t, http.MethodPost, "/api/v1/resources", bad).expectError(t, http.StatusBadRequest, "validation_failed", "/spec/source/usernameRef")
+	if !strings.Contains(e.Errors[0].Message, "not granted") || !strings.Contains(e.Errors[0].Message, "--credential-grants") {
+		t.Fatalf("a credential not granted: %+v", e)
+	}
+	bad["spec"].(map[string]any)["source"] = map[string]any{"type": "postgres", "host": "127.0.0.1", "database": "crm",
+		"query": "SELECT id, url, active FROM tenants; COMMIT; INSERT INTO proof(note) VALUES ('x'); SELECT 1"}
+	e = do(t, http.MethodPost, "/api/v1/resources", bad).expectError(t, http.StatusBadRequest, "validation_failed", "/spec/source/query")
+	if !strings.Contains(e.Errors[0].Message, "more than one statement") {
+		t.Fatalf("the COMMIT trick: %+v", e)
+	}
 	bad["spec"].(map[string]any)["source"] = map[string]any{"type": "mysql", "host": "db", "database": "crm"}
 	do(t, http.MethodPost, "/api/v1/resources", bad).expect(t, http.StatusBadRequest) // neither table nor query
 	bad["spec"] = map[string]any{"source": map[string]any{"type": "mysql", "host": "db", "database": "crm", "table": "t"}, "valueMappings": map[string]any{"uid": "id"}}
@@ -60,7 +72,7 @@ func TestTenantTypesAdmission(t *testing.T) {
 		t.Fatalf("TResource defaults: %v", spec.Resources[0])
 	}
 
-	e := do(t, http.MethodPost, "/api/v1/resources", tpl("cyclic", "customers", res("a", []string{"c"}, good), res("b", []string{"a"}, good), res("c", []string{"b"}, good))).
+	e = do(t, http.MethodPost, "/api/v1/resources", tpl("cyclic", "customers", res("a", []string{"c"}, good), res("b", []string{"a"}, good), res("c", []string{"b"}, good))).
 		expectError(t, http.StatusBadRequest, "validation_failed", "/spec/resources/0/dependIds")
 	if !strings.Contains(e.Errors[0].Message, "dependency cycle: a -> c -> b -> a") {
 		t.Fatalf("cycle not named: %+v", e)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/no8s/no8s/libs/sdk/outbound"
+	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/registrysync/datasource"
 	"github.com/no8s/no8s/services/registrysync/httppoll"
 )
@@ -30,6 +31,10 @@ type Config struct {
 	// Outbound is the address rule for datasources and HttpSource URLs
 	// (webhooks' rule).
 	Outbound outbound.Policy
+	// Grants are the credential grants (--credential-grants), checked
+	// again before a registry's credential or a source's header is
+	// resolved. Nil (no file): every secret reference is refused.
+	Grants *grants.Set
 	// Limits bound every datasource read; RowLimit also bounds the items
 	// of an HttpSource's list.
 	Limits datasource.Limits

@@ -113,10 +113,10 @@ func New(cfg Config, nc *nats.Conn, conn grpc.ClientConnInterface, log *slog.Log
 	return &Service{
 		cfg: cfg, log: log, nc: nc, conn: conn, store: client.NewStore(conn), wc: reconcilev1.NewWorkerServiceClient(conn),
 		api:    &api{base: cfg.APIURL, http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}},
-		reader: &datasource.Reader{Dialer: dialer, Secrets: resolver, Limits: cfg.Limits},
+		reader: &datasource.Reader{Dialer: dialer, Secrets: resolver, Limits: cfg.Limits, Grants: cfg.Grants},
 		// HttpSource polls dial through the same rule (each poll has its
 		// own timeout, the body included).
-		poller: &httppoll.Poller{Client: outbound.NewClient(outbound.NewTransport(&outbound.Dialer{Policy: cfg.Outbound}, nil)),
+		poller: &httppoll.Poller{Grants: cfg.Grants, Client: outbound.NewClient(outbound.NewTransport(&outbound.Dialer{Policy: cfg.Outbound}, nil)),
 			Secrets: resolver, BodyLimit: cfg.BodyLimit},
 		holder: leaseName + "/" + cfg.ReplicaID,
 	}, nil

@@ -24,6 +24,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/services/internal/httpsource"
 	"github.com/no8s/no8s/services/internal/strictjson"
+	"github.com/no8s/no8s/services/internal/tenancy"
 	"github.com/no8s/no8s/services/registrysync/httppoll"
 	"github.com/no8s/no8s/services/registrysync/setsync"
 )
@@ -197,7 +198,7 @@ func (s *syncer) syncSource(ctx context.Context, src *sdk.Resource, etag string,
 			s.event(ctx, src, names.EventWarning, EventSyncFailed, fmt.Sprintf("%s: %v", reason, err))
 			return res, nil
 		}
-		resp, err := s.svc.poller.Poll(ctx, spec, etag)
+		resp, err := s.svc.poller.Poll(ctx, src.Namespace, spec, etag)
 		if err != nil {
 			reason := httppoll.ReasonUnreachable
 			var pe *httppoll.Error
@@ -222,8 +223,11 @@ func (s *syncer) syncSource(ctx context.Context, src *sdk.Resource, etag string,
 			}
 			res.Items = len(items)
 			seen := map[string]int{}
+			// Each item is one render within its own budget: an item past it
+			// is invalid, the others are mapped.
+			rd := tenancy.NewRenderer()
 			for i, item := range items {
-				it, err := spec.Map(item)
+				it, err := spec.Map(ctx, rd, item)
 				if err != nil {
 					problems = append(problems, fmt.Sprintf("item %d: %v", i, err))
 					res.InvalidItems++

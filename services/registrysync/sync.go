@@ -118,7 +118,7 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 	var problems []string
 	if !res.Deleting {
 		readStart := time.Now()
-		rows, err := s.svc.reader.Read(ctx, spec)
+		rows, err := s.svc.reader.Read(ctx, reg.Namespace, spec)
 		readTook = time.Since(readStart)
 		if err != nil {
 			reason := datasource.ReasonQuery

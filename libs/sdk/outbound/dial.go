@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -90,8 +91,14 @@ func NewTransport(d *Dialer, tlsConf *tls.Config) *http.Transport {
 		tlsConf = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	return &http.Transport{
-		Proxy:                 nil,
-		DialContext:           d.DialContext,
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, address)
+			if err != nil {
+				return nil, err
+			}
+			return &clientFirst{Conn: c, wrote: make(chan struct{})}, nil
+		},
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   128,
@@ -100,6 +107,34 @@ func NewTransport(d *Dialer, tlsConf *tls.Config) *http.Transport {
 		ExpectContinueTimeout: time.Second,
 		TLSClientConfig:       tlsConf,
 	}
+}
+
+// clientFirst is a connection on which nothing is read before the client
+// has written: HTTP servers never speak first, but a peer that is not HTTP
+// does (a NATS port sends its INFO line at once, a database its greeting).
+// Held back, its bytes are read as the answer to the request, which the
+// transport refuses as malformed (and TransportError sums up) instead of
+// logging them as an "unsolicited response" on the process's log.
+type clientFirst struct {
+	net.Conn
+	wrote chan struct{}
+	once  sync.Once
+}
+
+func (c *clientFirst) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.once.Do(func() { close(c.wrote) })
+	return n, err
+}
+
+func (c *clientFirst) Read(p []byte) (int, error) {
+	<-c.wrote
+	return c.Conn.Read(p)
+}
+
+func (c *clientFirst) Close() error {
+	c.once.Do(func() { close(c.wrote) })
+	return c.Conn.Close()
 }
 
 // NewClient returns a client over t that does not follow redirects: a 3xx

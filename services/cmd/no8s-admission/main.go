@@ -39,12 +39,16 @@ func run() error {
 	if err := proc.OutboundFlag(fs, &cfg.Outbound); err != nil {
 		return err
 	}
+	grantsFile := proc.GrantsFlag(fs)
 	sp, err := proc.Start(fs, os.Args[1:], "admission")
 	if err != nil {
 		return err
 	}
 	defer sp.Stop()
 	ctx, log := sp.Ctx, sp.Log
+	if cfg.Grants, err = proc.LoadGrants(*grantsFile, log); err != nil {
+		return err
+	}
 
 	conn, err := grpcserver.Dial(*storeAddr)
 	if err != nil {

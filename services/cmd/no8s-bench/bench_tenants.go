@@ -103,7 +103,8 @@ func (ts *tenantSetup) startSync(ctx context.Context, env *benchEnv) error {
 func (ts *tenantSetup) createRegistry(ctx context.Context, env *benchEnv) error {
 	_, err := env.postJSON(ctx, "/api/v1/resources", map[string]any{"name": "bench-registry", "resource_type_name": "TenantRegistry",
 		"resource_type_version": "v1", "spec": map[string]any{
-			"source":        map[string]any{"type": "mysql", "host": "127.0.0.1", "database": ts.db, "table": "tenants", "username": "root"},
+			"source": map[string]any{"type": "mysql", "host": "127.0.0.1", "database": ts.db, "table": "tenants", "username": "root",
+				"allowPrivilegedLogin": true}, // the machine's admin login
 			"syncInterval":  "3s",
 			"valueMappings": map[string]any{"uid": "id", "hostOrUrl": "url", "activate": "active"}}})
 	return err

@@ -57,12 +57,16 @@ func run() error {
 	if err := proc.OutboundFlag(fs, &cfg.Outbound); err != nil {
 		return err
 	}
+	grantsFile := proc.GrantsFlag(fs)
 	sp, err := proc.Start(fs, os.Args[1:], "registry-sync")
 	if err != nil {
 		return err
 	}
 	defer sp.Stop()
 	ctx, log := sp.Ctx, sp.Log
+	if cfg.Grants, err = proc.LoadGrants(*grantsFile, log); err != nil {
+		return err
+	}
 	if cfg.ReplicaID == "" {
 		host, _ := os.Hostname()
 		cfg.ReplicaID = fmt.Sprintf("%s-%d", host, os.Getpid())

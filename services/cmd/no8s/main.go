@@ -13,6 +13,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk/profiling"
 	"github.com/no8s/no8s/services/cli"
 	"github.com/no8s/no8s/services/devstack"
+	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/proc"
 )
 
@@ -67,6 +68,7 @@ missing and migrated at start); PostgreSQL is the production store.`,
 	noRegistrySync := f.Bool("no-registry-sync", false, "run no registry-sync")
 	noTenantReconciler := f.Bool("no-tenant-reconciler", false, "run no tenant reconciler (serve Tenant/v1 with another reconciler)")
 	f.StringVar(&cfg.RegistrySyncSecretPrefix, "registry-secret-env-prefix", cfg.RegistrySyncSecretPrefix, "required prefix of the environment variables that TenantRegistry credentials name")
+	f.StringVar(&cfg.CredentialGrants, "credential-grants", os.Getenv(grants.EnvFile), "file of credential grants that admission and registry-sync enforce ($"+grants.EnvFile+"; none: the data directory's "+grants.DevFile+", created empty at first start: nothing granted)")
 	f.IntVar(&cfg.HistoryLimit, "history-limit", 0, "reconciliation history rows kept per resource (0: the store's default)")
 	f.DurationVar(&cfg.SchedulerTuning.Lease, "scheduler-lease", 0, "the scheduler's leadership lease (0: its default)")
 	f.DurationVar(&cfg.SchedulerTuning.ItemLease, "item-lease", 0, "how long a dispatched item may wait for a worker (0: the scheduler's default)")

@@ -152,6 +152,17 @@ type Fake struct {
 	// answer waits until it is closed (or the client hangs up).
 	hold     chan int64
 	released chan struct{}
+	// echoAuth makes a 401 quote the request's Authorization header (a
+	// careless server's answer: the client must not pass it on).
+	echoAuth bool
+}
+
+// EchoAuthorization makes every 401 answer quote the request's
+// Authorization header in its message, as a careless server would.
+func (f *Fake) EchoAuthorization() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.echoAuth = true
 }
 
 // fault answers the next count requests that match with status (and
@@ -296,7 +307,13 @@ func (f *Fake) serve(w http.ResponseWriter, x *exchange) {
 	auth := r.Header.Get("Authorization")
 	if auth != "Bearer "+f.token && auth != "token "+f.token {
 		f.rateHeaders(h, remaining, reset)
-		writeJSON(w, http.StatusUnauthorized, map[string]any{"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest", "status": "401"})
+		msg := "Bad credentials"
+		f.mu.Lock()
+		if f.echoAuth {
+			msg += " (Authorization: " + auth + ")"
+		}
+		f.mu.Unlock()
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"message": msg, "documentation_url": "https://docs.github.com/rest", "status": "401"})
 		return
 	}
 	if now.Before(limitUntil) {

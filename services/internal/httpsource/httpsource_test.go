@@ -5,9 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/services/internal/tenancy"
 )
 
 func ptr(s string) *string { return &s }
@@ -95,7 +97,7 @@ func TestMap(t *testing.T) {
 		"cfg": map[string]any{"image": "x", "replicas": json.Number("3")}, "arr": []any{"a"}}
 	tpl := Spec{NameTemplate: `{{ .id | lower }}-app`, Spec: json.RawMessage(`{"image":"{{ .image }}","host":"{{ .meta.team }}.example.com","fixed":2}`),
 		Labels: map[string]string{"team": "{{ .meta.team }}"}}
-	it, err := tpl.Map(item)
+	it, err := tpl.Map(t.Context(), tenancy.NewRenderer(), item)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func TestMap(t *testing.T) {
 		t.Fatalf("%+v %s", it, it.Spec)
 	}
 	ptrs := Spec{NamePointer: ptr("/id"), SpecPointer: ptr("/cfg")}
-	it2, err := ptrs.Map(item)
+	it2, err := ptrs.Map(t.Context(), tenancy.NewRenderer(), item)
 	if err != nil || it2.Name != "web-1" || string(it2.Spec) != `{"image":"x","replicas":3}` {
 		t.Fatalf("%+v %s %v", it2, it2.Spec, err)
 	}
@@ -127,8 +129,9 @@ func TestMap(t *testing.T) {
 		{Spec{NameTemplate: "{{ .id }}", Spec: json.RawMessage(`{}`)}, "a string item", "nameTemplate:"},
 		{Spec{NamePointer: ptr(""), SpecPointer: ptr("")}, nil, "the name is null"},
 		{Spec{NamePointer: ptr(""), SpecPointer: ptr("")}, strings.Repeat("a", 64), "not a DNS-1123 label"},
+		{Spec{NamePointer: ptr("/id"), SpecPointer: ptr("")}, map[string]any{"id": "a", "x": "nul\x00"}, "NUL"},
 	} {
-		_, err := c.s.Map(c.item)
+		_, err := c.s.Map(t.Context(), tenancy.NewRenderer(), c.item)
 		if err == nil || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("Map(%+v): %v, want %q", c.s, err, c.msg)
 		}
@@ -194,6 +197,7 @@ func FuzzMap(f *testing.F) {
 			}
 			return
 		}
+		rd := tenancy.NewBoundedRenderer(tenancy.Budget{Output: 1 << 16, Steps: 1000, Time: time.Second})
 		specs := []Spec{
 			{NamePointer: &namePtr, SpecPointer: &specPtr, Labels: map[string]string{"k": nameTpl}},
 			{NameTemplate: nameTpl, Spec: json.RawMessage(specTpl)},
@@ -201,7 +205,7 @@ func FuzzMap(f *testing.F) {
 		for _, s := range specs {
 			_ = Check(s)
 			for _, it := range items {
-				m, err := s.Map(it)
+				m, err := s.Map(t.Context(), rd, it)
 				if err != nil {
 					continue
 				}
@@ -215,4 +219,31 @@ func FuzzMap(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCheckSample: template bombs in an HttpSource are refused with the
+// budget named, at the field; data-dependent errors are left to the poll.
+func TestCheckSample(t *testing.T) {
+	rd := tenancy.NewRenderer()
+	for _, c := range []struct {
+		s    Spec
+		path string // "": accepted
+	}{
+		{Spec{NameTemplate: "{{ .id }}-{{ .meta.team }}", Spec: json.RawMessage(`{"a":"{{ .meta.region | upper }}"}`)}, ""},
+		{Spec{NameTemplate: "{{ index . \"a/b\" }}", SpecPointer: ptr("")}, ""},
+		{Spec{NameTemplate: `{{ repeat 100000000 "x" }}`, SpecPointer: ptr("")}, "/spec/nameTemplate"},
+		{Spec{NamePointer: ptr("/id"), Spec: json.RawMessage(`{"a":"{{ range until 16000 }}{{ range until 16000 }}{{ end }}{{ end }}"}`)}, "/spec/spec/a"},
+		{Spec{NamePointer: ptr("/id"), SpecPointer: ptr(""), Labels: map[string]string{"k": "{{ range until 100000000 }}{{ end }}"}}, "/spec/labels/k"},
+		{Spec{NameTemplate: "{{ .id }}", Spec: json.RawMessage(`{"a":"{{ .id }}\u0000"}`)}, "/spec/spec/a"},
+	} {
+		fe := c.s.CheckSample(t.Context(), rd)
+		switch {
+		case c.path == "" && fe != nil:
+			t.Errorf("%+v refused: %+v", c.s, fe)
+		case c.path != "" && (fe == nil || fe.Path != c.path):
+			t.Errorf("%+v: %+v, want an error at %s", c.s, fe, c.path)
+		case fe != nil:
+			t.Logf("%s: %s", fe.Path, fe.Message)
+		}
+	}
 }

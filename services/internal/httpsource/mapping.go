@@ -2,6 +2,7 @@ package httpsource
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -70,10 +71,13 @@ func (it Item) Applied() string {
 }
 
 // Map maps one item (decoded JSON) to a resource: its name (a DNS-1123
-// label), spec (a JSON object) and labels (valid label keys and values).
-// The errors name the field of the spec that failed.
-func (s Spec) Map(item any) (Item, error) {
+// label), spec (a JSON object) and labels (valid label keys and values),
+// its templates rendered by rd as one render (one budget: a
+// tenancy.BudgetError past it). The errors name the field of the spec that
+// failed.
+func (s Spec) Map(ctx context.Context, rd *tenancy.Renderer, item any) (Item, error) {
 	var out Item
+	render := rd.Session(ctx)
 	switch {
 	case s.NamePointer != nil:
 		v, err := Resolve(item, *s.NamePointer)
@@ -89,9 +93,9 @@ func (s Spec) Map(item any) (Item, error) {
 			return out, fmt.Errorf("namePointer %q: the name is %s, not a string", *s.NamePointer, kind(v))
 		}
 	default:
-		name, err := tenancy.Execute("/nameTemplate", s.NameTemplate, item)
+		name, err := render.Execute("/nameTemplate", s.NameTemplate, item)
 		if err != nil {
-			return out, fmt.Errorf("nameTemplate: %w", errors.Unwrap(err))
+			return out, err // a *tenancy.RenderError at /nameTemplate
 		}
 		out.Name = strings.TrimSpace(name)
 	}
@@ -110,8 +114,13 @@ func (s Spec) Map(item any) (Item, error) {
 		if out.Spec, err = resource.Marshal(v); err != nil {
 			return out, fmt.Errorf("specPointer: %w", err)
 		}
+		// The item's own text: a NUL (\u0000) is refused here, before any
+		// write, as in a rendered value.
+		if bytes.Contains(out.Spec, []byte(`\u0000`)) {
+			return out, fmt.Errorf("specPointer %q: %w: the spec holds a NUL character", *s.SpecPointer, tenancy.ErrBadText)
+		}
 	default:
-		spec, err := tenancy.RenderObject("/spec", s.Spec, item)
+		spec, err := render.RenderObject("/spec", s.Spec, item)
 		if err != nil {
 			return out, fmt.Errorf("spec: %w", err)
 		}
@@ -119,7 +128,7 @@ func (s Spec) Map(item any) (Item, error) {
 	}
 	out.Labels = map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(s.Labels)) {
-		v, err := tenancy.Execute("/labels/"+resource.EscapePointer(k), s.Labels[k], item)
+		v, err := render.Execute("/labels/"+resource.EscapePointer(k), s.Labels[k], item)
 		if err != nil {
 			return out, fmt.Errorf("labels: %w", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk/logging"
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/profiling"
+	"github.com/no8s/no8s/services/internal/grants"
 )
 
 // Logger returns the process logger (package logging: NO8S_LOG_FORMAT,
@@ -113,4 +114,28 @@ func TuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(GCPercent)
 	}
+}
+
+// GrantsFlag registers --credential-grants: the file of credential grants
+// (internal/grants) that admission and registry-sync enforce. Without one
+// nothing is granted: every secret reference is refused.
+func GrantsFlag(fs *flag.FlagSet) *string {
+	return fs.String("credential-grants", os.Getenv(grants.EnvFile),
+		"file of credential grants: which namespaces may use which secret references, for what, sent where ($"+grants.EnvFile+"; none: every secret reference is refused; "+grants.DocsRef+")")
+}
+
+// LoadGrants reads the grants file at path (internal/grants.Load) and says
+// at INFO which file it is, or that there is none and so every secret
+// reference is refused.
+func LoadGrants(path string, log *slog.Logger) (*grants.Set, error) {
+	g, err := grants.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if g == nil {
+		log.Info("no credential grants file (--credential-grants, "+grants.EnvFile+"): every secret reference of a TenantRegistry or HttpSource is refused", "docs", grants.DocsRef)
+	} else {
+		log.Info("credential grants", "file", path, "grants", g.Len())
+	}
+	return g, nil
 }

@@ -51,7 +51,7 @@ func parseAll(base string, r TResource) []problem.FieldError {
 		if !strings.Contains(text, "{{") {
 			return
 		}
-		if _, err := parse(path, text, funcs); err != nil {
+		if _, err := parse(path, text, funcs, noStep); err != nil {
 			errs = append(errs, problem.FieldError{Path: base + path, Message: "template does not parse: " + err.(*RenderError).Err.Error()})
 		}
 	}

@@ -67,12 +67,12 @@ func TestOrderCycle(t *testing.T) {
 // an error wrapping ErrFromJSON that names the path and the bad text.
 func TestFromJSONError(t *testing.T) {
 	r := TResource{ID: "cm", NameTemplate: "x", Spec: json.RawMessage(`{"j":"{{ (fromJson .cfg).a }}"}`)}
-	_, err := Render(r, Values{"cfg": `{"a":`})
+	_, err := NewRenderer().Render(t.Context(), r, Values{"cfg": `{"a":`})
 	var re *RenderError
 	if !errors.Is(err, ErrFromJSON) || !errors.As(err, &re) || re.Path != "/spec/j" || !strings.Contains(err.Error(), `"{\"a\":"`) {
 		t.Fatalf("%v", err)
 	}
-	got, err := Render(r, Values{"cfg": `{"a":"b"}`})
+	got, err := NewRenderer().Render(t.Context(), r, Values{"cfg": `{"a":"b"}`})
 	if err != nil || string(got.Spec) != `{"j":"b"}` {
 		t.Fatalf("%s %v", got.Spec, err)
 	}

@@ -33,6 +33,9 @@ func FuncMap() template.FuncMap {
 	m["trunc63"] = Trunc63
 	m["sha1sum"] = SHA1Sum
 	m["fromJson"] = FromJSON
+	// text/template's own print functions, overridden so that the
+	// Renderer bounds them like the rest (bound).
+	m["print"], m["printf"], m["println"] = fmt.Sprint, fmt.Sprintf, fmt.Sprintln
 	return m
 }
 

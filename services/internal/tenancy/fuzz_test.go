@@ -31,6 +31,6 @@ func FuzzCheckAndRender(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name, spec string) {
 		r := TResource{ID: "x", NameTemplate: name, Spec: json.RawMessage(spec)}
 		_ = CheckTemplate(TemplateSpec{Resources: []TResource{r}})
-		_, _ = Render(r, SampleValues("reg", "tpl", map[string]string{"plan": "p"}))
+		_, _ = NewRenderer().Render(t.Context(), r, SampleValues("reg", "tpl", map[string]string{"plan": "p"}))
 	})
 }

@@ -2,14 +2,19 @@ package tenancy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"text/template"
+	tparse "text/template/parse"
 
+	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
@@ -49,75 +54,116 @@ func (e *RenderError) Error() string { return e.Path + ": " + e.Err.Error() }
 
 func (e *RenderError) Unwrap() error { return e.Err }
 
-// parse parses one template text with the function map funcs (FuncMap's).
-// Missing keys are errors (a typo in a variable name must not render as
-// "<no value>").
-func parse(path, text string, funcs template.FuncMap) (*template.Template, error) {
-	t, err := template.New(path).Funcs(funcs).Option("missingkey=error").Parse(text)
+// parse parses one template text with the function map funcs (FuncMap's,
+// bounded) and step as stepFunc, and meters it (a step at the start of
+// every template and range body). Missing keys are errors (a typo in a
+// variable name must not render as "<no value>").
+func parse(path, text string, funcs template.FuncMap, step func() (string, error)) (*template.Template, error) {
+	t, err := template.New(path).Funcs(funcs).Funcs(template.FuncMap{stepFunc: step}).Option("missingkey=error").Parse(text)
 	if err != nil {
 		return nil, &RenderError{Path: path, Err: err}
 	}
+	meterTree(t)
 	return t, nil
 }
 
-// Renderer renders templates. Its function map is built once (FuncMap) and
-// only read afterwards, so one Renderer serves concurrent renders (the
-// tenant reconciler keeps one); building sprig's map for every template
-// text was most of a render's cost. The package functions Execute,
-// Render and RenderObject make a Renderer per call.
+// noStep is stepFunc for templates parsed and not run.
+func noStep() (string, error) { return "", nil }
+
+// Renderer renders templates within a Budget. Its function map is built
+// once (FuncMap, every function bounded) and only read afterwards, so one
+// Renderer serves concurrent renders (the tenant reconciler keeps one);
+// building sprig's map for every template text was most of a render's
+// cost.
 type Renderer struct {
-	funcs template.FuncMap
+	funcs  template.FuncMap
+	budget Budget
 }
 
-// NewRenderer returns a Renderer.
-func NewRenderer() *Renderer { return &Renderer{funcs: FuncMap()} }
+// NewRenderer returns a Renderer with DefaultBudget.
+func NewRenderer() *Renderer { return NewBoundedRenderer(DefaultBudget()) }
 
-// Execute is Renderer.Execute with a Renderer of its own.
-func Execute(path, text string, data any) (string, error) {
-	return NewRenderer().Execute(path, text, data)
+// NewBoundedRenderer returns a Renderer with budget b.
+func NewBoundedRenderer(b Budget) *Renderer {
+	return &Renderer{funcs: bound(FuncMap(), b.Output), budget: b}
 }
 
-// Render is Renderer.Render with a Renderer of its own.
-func Render(r TResource, v Values) (*Rendered, error) { return NewRenderer().Render(r, v) }
+// Bound bounds a group of renders (a template's resources at admission, a
+// Tenant's in the tenant reconciler) to one render's time together.
+func (rd *Renderer) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, rd.budget.Time)
+}
 
-// RenderObject is Renderer.RenderObject with a Renderer of its own.
-func RenderObject(path string, raw json.RawMessage, data any) ([]byte, error) {
-	return NewRenderer().RenderObject(path, raw, data)
+// Session is one render: every text rendered through it shares one
+// budget (the output, the steps, the time).
+type Session struct {
+	rd *Renderer
+	m  *meter
+}
+
+// Session starts a render bounded by the Renderer's budget and ctx.
+func (rd *Renderer) Session(ctx context.Context) *Session {
+	return &Session{rd: rd, m: newMeter(ctx, rd.budget)}
+}
+
+// Execute renders one text as a render of its own.
+func (rd *Renderer) Execute(ctx context.Context, path, text string, data any) (string, error) {
+	return rd.Session(ctx).Execute(path, text, data)
 }
 
 // Execute renders one template text with data (a row's Values, or any
 // decoded JSON value: an HttpSource's item), with the function map and
-// missing keys as errors; errors are *RenderError naming path.
-func (rd *Renderer) Execute(path, text string, data any) (string, error) {
-	t, err := parse(path, text, rd.funcs)
+// missing keys as errors; errors are *RenderError naming path (a budget
+// exceeded wraps a *BudgetError; text that is not valid UTF-8 or holds a
+// NUL wraps ErrBadText).
+func (s *Session) Execute(path, text string, data any) (string, error) {
+	if err := s.m.clock(); err != nil {
+		return "", &RenderError{Path: path, Err: err}
+	}
+	t, err := parse(path, text, s.rd.funcs, s.m.step)
 	if err != nil {
 		return "", err
 	}
-	var b strings.Builder
-	if err := t.Execute(&b, data); err != nil {
+	w := &writer{m: s.m}
+	if err := t.Execute(w, data); err != nil {
 		return "", &RenderError{Path: path, Err: err}
 	}
-	return b.String(), nil
+	out := w.b.String()
+	if err := checkText(out); err != nil {
+		return "", &RenderError{Path: path, Err: err}
+	}
+	return out, nil
 }
 
-// Render renders r with the values v.
-func (rd *Renderer) Render(r TResource, v Values) (*Rendered, error) {
+// Render renders r with the values v, as one render: its name must be a
+// DNS-1123 label and its labels and annotations valid, checked here before
+// anything is written.
+func (rd *Renderer) Render(ctx context.Context, r TResource, v Values) (*Rendered, error) {
+	s := rd.Session(ctx)
 	out := &Rendered{Labels: map[string]string{}, Annotations: map[string]string{}}
 	var err error
-	if out.Name, err = rd.Execute("/nameTemplate", r.NameTemplate, v); err != nil {
+	if out.Name, err = s.Execute("/nameTemplate", r.NameTemplate, v); err != nil {
 		return nil, err
 	}
+	if fe := names.Name("/nameTemplate", out.Name); fe != nil {
+		return nil, &RenderError{Path: "/nameTemplate", Err: fmt.Errorf("the name %q is not a DNS-1123 label", Trunc63(out.Name))}
+	}
 	for _, k := range slices.Sorted(maps.Keys(r.LabelsTemplate)) {
-		if out.Labels[k], err = rd.Execute("/labelsTemplate/"+resource.EscapePointer(k), r.LabelsTemplate[k], v); err != nil {
+		if out.Labels[k], err = s.Execute("/labelsTemplate/"+resource.EscapePointer(k), r.LabelsTemplate[k], v); err != nil {
 			return nil, err
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.AnnotationsTemplate)) {
-		if out.Annotations[k], err = rd.Execute("/annotationsTemplate/"+resource.EscapePointer(k), r.AnnotationsTemplate[k], v); err != nil {
+		if out.Annotations[k], err = s.Execute("/annotationsTemplate/"+resource.EscapePointer(k), r.AnnotationsTemplate[k], v); err != nil {
 			return nil, err
 		}
 	}
-	if out.Spec, err = rd.RenderObject("/spec", r.Spec, map[string]string(v)); err != nil {
+	if errs := resource.ValidateMetadata(out.Labels, out.Annotations, nil); len(errs) > 0 {
+		slices.SortFunc(errs, func(a, b problem.FieldError) int { return strings.Compare(a.Path, b.Path) })
+		path := strings.Replace(strings.Replace(errs[0].Path, "/labels", "/labelsTemplate", 1), "/annotations/", "/annotationsTemplate/", 1)
+		return nil, &RenderError{Path: path, Err: errors.New(errs[0].Message)}
+	}
+	if out.Spec, err = s.RenderObject("/spec", r.Spec, map[string]string(v)); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -126,12 +172,12 @@ func (rd *Renderer) Render(r TResource, v Values) (*Rendered, error) {
 // RenderObject renders every string (keys too) of the JSON object raw (empty:
 // {}) as a template with data, and returns the result as compact JSON;
 // errors are *RenderError whose Path starts with path.
-func (rd *Renderer) RenderObject(path string, raw json.RawMessage, data any) ([]byte, error) {
+func (s *Session) RenderObject(path string, raw json.RawMessage, data any) ([]byte, error) {
 	spec, err := decodeSpec(raw)
 	if err != nil {
 		return nil, &RenderError{Path: path, Err: err}
 	}
-	rendered, err := rd.renderValue(path, spec, data)
+	rendered, err := s.renderValue(path, spec, data)
 	if err != nil {
 		return nil, err
 	}
@@ -158,26 +204,33 @@ func decodeSpec(raw json.RawMessage) (any, error) {
 	return v, nil
 }
 
-// renderValue renders every string (keys too) in a decoded JSON value.
-func (rd *Renderer) renderValue(path string, x any, data any) (any, error) {
+// renderValue renders every string (keys too) in a decoded JSON value;
+// every string, rendered or not, must be valid text (checkText).
+func (s *Session) renderValue(path string, x any, data any) (any, error) {
 	switch x := x.(type) {
 	case string:
 		if !strings.Contains(x, "{{") {
+			if err := checkText(x); err != nil {
+				return nil, &RenderError{Path: path, Err: err}
+			}
 			return x, nil
 		}
-		return rd.Execute(path, x, data)
+		return s.Execute(path, x, data)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for _, k := range slices.Sorted(maps.Keys(x)) {
 			p := path + "/" + resource.EscapePointer(k)
 			key := k
+			var err error
 			if strings.Contains(k, "{{") {
-				var err error
-				if key, err = rd.Execute(p, k, data); err != nil {
-					return nil, err
-				}
+				key, err = s.Execute(p, k, data)
+			} else if err = checkText(k); err != nil {
+				err = &RenderError{Path: p, Err: err}
 			}
-			r, err := rd.renderValue(p, x[k], data)
+			if err != nil {
+				return nil, err
+			}
+			r, err := s.renderValue(p, x[k], data)
 			if err != nil {
 				return nil, err
 			}
@@ -187,7 +240,7 @@ func (rd *Renderer) renderValue(path string, x any, data any) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := rd.renderValue(path+"/"+strconv.Itoa(i), e, data)
+			r, err := s.renderValue(path+"/"+strconv.Itoa(i), e, data)
 			if err != nil {
 				return nil, err
 			}
@@ -204,7 +257,7 @@ func ParseText(path, text string) error {
 	if !strings.Contains(text, "{{") {
 		return nil
 	}
-	_, err := parse(path, text, FuncMap())
+	_, err := parse(path, text, FuncMap(), noStep)
 	return err
 }
 
@@ -241,4 +294,70 @@ func ParseObject(path string, raw json.RawMessage) error {
 		return nil
 	}
 	return walk(path, spec)
+}
+
+// Fields lists the field chains a template text reads from its data
+// ({{ .meta.team }} → [meta team], {{ $.id }} → [id]), in order, repeats
+// included; a text that does not parse has none. It is what a sample of
+// the data (an HttpSource's sample item) must hold.
+func Fields(text string) [][]string {
+	if !strings.Contains(text, "{{") {
+		return nil
+	}
+	t, err := template.New("fields").Funcs(FuncMap()).Funcs(template.FuncMap{stepFunc: noStep}).Parse(text)
+	if err != nil {
+		return nil
+	}
+	var out [][]string
+	var walk func(n tparse.Node)
+	walk = func(n tparse.Node) {
+		switch n := n.(type) {
+		case *tparse.ListNode:
+			if n != nil {
+				for _, c := range n.Nodes {
+					walk(c)
+				}
+			}
+		case *tparse.ActionNode:
+			walk(n.Pipe)
+		case *tparse.PipeNode:
+			if n != nil {
+				for _, c := range n.Cmds {
+					walk(c)
+				}
+			}
+		case *tparse.CommandNode:
+			for _, a := range n.Args {
+				walk(a)
+			}
+		case *tparse.ChainNode:
+			walk(n.Node)
+		case *tparse.FieldNode:
+			out = append(out, n.Ident)
+		case *tparse.VariableNode:
+			if len(n.Ident) > 1 && n.Ident[0] == "$" {
+				out = append(out, n.Ident[1:])
+			}
+		case *tparse.IfNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *tparse.RangeNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *tparse.WithNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *tparse.TemplateNode:
+			walk(n.Pipe)
+		}
+	}
+	for _, tt := range t.Templates() {
+		if tt.Tree != nil {
+			walk(tt.Root)
+		}
+	}
+	return out
 }

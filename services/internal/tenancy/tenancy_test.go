@@ -56,20 +56,20 @@ func TestTenantName(t *testing.T) {
 }
 
 func TestFuncs(t *testing.T) {
-	r := TResource{ID: "cm", NameTemplate: `{{ .uid | trunc63 }}-{{ .host }}`, Spec: json.RawMessage(
+	r := TResource{ID: "cm", NameTemplate: `{{ .uid | trunc63 }}-{{ .host | replace "." "-" }}`, Spec: json.RawMessage(
 		`{"h":"{{ toHost .hostOrUrl }}","s":"{{ sha1sum .uid }}","j":"{{ (fromJson .cfg).a }}","d":"{{ default \"nginx\" .img }}","n":3}`)}
-	got, err := Render(r, RowValues("reg", "tpl", "acme", "https://acme.example.com:8443/x", "1", map[string]string{"cfg": `{"a":"b"}`, "img": ""}))
+	got, err := NewRenderer().Render(t.Context(), r, RowValues("reg", "tpl", "acme", "https://acme.example.com:8443/x", "1", map[string]string{"cfg": `{"a":"b"}`, "img": ""}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Name != "acme-acme.example.com" {
+	if got.Name != "acme-acme-example-com" {
 		t.Errorf("name %q", got.Name)
 	}
 	want := `{"d":"nginx","h":"acme.example.com","j":"b","n":3,"s":"` + SHA1Sum("acme") + `"}`
 	if string(got.Spec) != want {
 		t.Errorf("spec %s\nwant %s", got.Spec, want)
 	}
-	if _, err := Render(TResource{NameTemplate: "{{ .nope }}"}, Values{}); err == nil || !strings.Contains(err.Error(), "/nameTemplate") {
+	if _, err := NewRenderer().Render(t.Context(), TResource{NameTemplate: "{{ .nope }}"}, Values{}); err == nil || !strings.Contains(err.Error(), "/nameTemplate") {
 		t.Errorf("missing key: %v", err)
 	}
 }

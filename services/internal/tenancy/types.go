@@ -78,6 +78,13 @@ type Source struct {
 	Username    string     `json:"username,omitempty"`
 	UsernameRef secret.Ref `json:"usernameRef,omitzero"`
 	PasswordRef secret.Ref `json:"passwordRef,omitzero"`
+	// AllowPrivilegedLogin lets registry-sync read with a login that
+	// could write or reach outside the database (a PostgreSQL superuser or
+	// member of pg_read_server_files, pg_write_server_files,
+	// pg_execute_server_program, pg_signal_backend or pg_write_all_data; a
+	// MySQL/MariaDB login with any privilege beyond SELECT, SHOW VIEW and
+	// USAGE). Without it such a login is refused (PrivilegedLogin).
+	AllowPrivilegedLogin bool `json:"allowPrivilegedLogin,omitempty"`
 }
 
 // DefaultPort is the port of a source type when the spec names none.

@@ -180,8 +180,10 @@ func (r *reconciler) do(ctx context.Context, req *sdk.Request[tenancy.TenantSpec
 	values := tenancy.Values(req.Spec.Values)
 	rendered := make([]*tenancy.Rendered, len(rs))
 	var renderErrs []string
+	renderCtx, cancel := r.renderer.Bound(ctx)
+	defer cancel()
 	for i, tr := range rs {
-		out, err := r.renderer.Render(tr, values)
+		out, err := r.renderer.Render(renderCtx, tr, values)
 		if err != nil {
 			renderErrs = append(renderErrs, fmt.Sprintf("resource %q: %v", tr.ID, err))
 			continue
@@ -493,7 +495,7 @@ func (r *reconciler) cleanup(ctx context.Context, req *sdk.Request[tenancy.Tenan
 			}
 			// Not recorded (an attempt that created it ended before its
 			// outputs were saved): found by its rendered name, if any.
-			if out, err := r.renderer.Render(tr, tenancy.Values(req.Spec.Values)); err == nil {
+			if out, err := r.renderer.Render(ctx, tr, tenancy.Values(req.Spec.Values)); err == nil {
 				all[tr.ID] = child{ID: tr.ID, TypeName: tr.TypeName, TypeVersion: tr.TypeVersion, Name: out.Name, DeletionPolicy: tr.DeletionPolicy}
 			}
 		}

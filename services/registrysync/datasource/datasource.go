@@ -6,6 +6,15 @@
 // prefix (libs/sdk/secret), and the table or query runs as it is written in
 // a READ ONLY transaction with a statement timeout, reading at most a row
 // limit (more is an error: a partial read must never look complete).
+//
+// A query is one read-only statement (tenancy.CheckQuery, admission's rule,
+// checked again here), and the server enforces it: PostgreSQL gets it
+// through the extended protocol (one statement; "; COMMIT; INSERT …" is a
+// protocol error) in a READ ONLY transaction on a session started with
+// default_transaction_read_only; MySQL/MariaDB through a connection without
+// multi-statements in a READ ONLY transaction on a session set READ ONLY.
+// A login that could write or reach outside the database is refused
+// (ReasonPrivileged) unless the registry sets allowPrivilegedLogin.
 package datasource
 
 import (
@@ -17,6 +26,7 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/tenancy"
 )
 
@@ -33,6 +43,10 @@ type Reader struct {
 	Dialer  *outbound.Dialer
 	Secrets secret.Resolver
 	Limits  Limits
+	// Grants are the credential grants: a registry's credential is
+	// resolved only when its namespace may send it to the source's
+	// host:port (nil: nothing granted, every credential refused).
+	Grants *grants.Set
 }
 
 // Row is one datasource row, its mapped values as text (nil: NULL).
@@ -52,6 +66,9 @@ const (
 	ReasonTooManyRows  = "TooManyRows"
 	ReasonMapping      = "MappingInvalid"
 	ReasonUnsupported  = "UnsupportedSource"
+	ReasonRefused      = "QueryRefused"
+	ReasonPrivileged   = "PrivilegedLogin"
+	ReasonNotGranted   = "SecretNotGranted"
 	defaultStmtTimeout = 10 * time.Second
 	defaultRowLimit    = 100000
 )
@@ -70,8 +87,18 @@ func fail(reason string, format string, args ...any) *Error {
 	return &Error{Reason: reason, Err: fmt.Errorf(format, args...)}
 }
 
-// Read reads every row of spec's table or query: all of them, or an error.
-func (r *Reader) Read(ctx context.Context, spec tenancy.RegistrySpec) ([]Row, error) {
+// Read reads every row of spec's table or query, a registry of namespace
+// ns: all of them, or an error.
+func (r *Reader) Read(ctx context.Context, ns string, spec tenancy.RegistrySpec) ([]Row, error) {
+	dest := grants.Datasource(spec.Source.Host, spec.Source.DefaultPort())
+	for _, ref := range []secret.Ref{spec.Source.UsernameRef, spec.Source.PasswordRef} {
+		if ref.IsZero() {
+			continue
+		}
+		if err := r.Grants.Allow(grants.UseDatasource, ns, ref, dest); err != nil {
+			return nil, &Error{Reason: ReasonNotGranted, Err: err}
+		}
+	}
 	lim := r.Limits
 	if lim.StatementTimeout <= 0 {
 		lim.StatementTimeout = defaultStmtTimeout
@@ -110,8 +137,32 @@ func (r *Reader) Read(ctx context.Context, spec tenancy.RegistrySpec) ([]Row, er
 	text := spec.Source.Query
 	if text == "" {
 		text = q.selectTable(spec.Source.Table, cols)
+	} else if err := tenancy.CheckQuery(spec.Source.Type, text); err != nil {
+		return nil, &Error{Reason: ReasonRefused, Err: err}
 	}
-	return q.read(ctx, spec.Source, user, pass, text, cols, lim)
+	rows, err := q.read(ctx, spec.Source, user, pass, text, cols, lim)
+	// A server's or driver's message never carries the credentials on (a
+	// user name is one when it comes from a secret reference).
+	creds := []secret.Value{pass}
+	if !spec.Source.UsernameRef.IsZero() {
+		creds = append(creds, secret.NewValue([]byte(user)))
+	}
+	var de *Error
+	if errors.As(err, &de) {
+		return nil, &Error{Reason: de.Reason, Err: secret.RedactError(de.Err, creds...)}
+	}
+	return rows, secret.RedactError(err, creds...)
+}
+
+// privileged refuses a login that holds the privileges listed in held
+// (what the database said of the current user), unless the source allows
+// it.
+func privileged(src tenancy.Source, user string, held []string) error {
+	if len(held) == 0 || src.AllowPrivilegedLogin {
+		return nil
+	}
+	return fail(ReasonPrivileged, "the login %q holds %s: give the registry a read-only login (only SELECT on its table), or set source.allowPrivilegedLogin: true",
+		user, strings.Join(held, ", "))
 }
 
 // columns are the mapped columns: uid, hostOrUrl, activate, then the

@@ -5,7 +5,11 @@
 // that covers the body, and a body size limit. The client it is given dials
 // through the outbound address rule (libs/sdk/outbound, the webhooks' and
 // datasources' dialer) and follows no redirects. Every failure is an *Error
-// with the reason the source's Synced condition shows.
+// with the reason the source's Synced condition shows; it summarises the
+// peer's answer (outbound.Summary: status, content type, size, a short
+// sanitised excerpt of a text body only; outbound.TransportError: never the
+// bytes of a peer that is not HTTP) and holds no form of the headers'
+// secrets (secret.Redact).
 package httppoll
 
 import (
@@ -16,16 +20,17 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/httpsource"
 )
 
 // Reasons say why a poll failed.
 const (
 	ReasonSecret      = "SecretUnresolved"
+	ReasonNotGranted  = "SecretNotGranted"
 	ReasonAddress     = "AddressRefused"
 	ReasonUnreachable = "SourceUnreachable"
 	ReasonTimeout     = "Timeout"
@@ -55,6 +60,10 @@ type Poller struct {
 	Secrets secret.Resolver
 	// BodyLimit bounds a body in bytes (DefaultBodyLimit when zero).
 	BodyLimit int64
+	// Grants are the credential grants: a header's secret is resolved
+	// only when the source's namespace may send it to the URL's origin
+	// (nil: nothing granted, every header refused).
+	Grants *grants.Set
 }
 
 // Response is a successful poll.
@@ -70,15 +79,25 @@ type Response struct {
 	Body []byte
 }
 
-// Poll sends one GET of spec's URL. etag, when not empty, is sent as
-// If-None-Match.
-func (p *Poller) Poll(ctx context.Context, spec httpsource.Spec, etag string) (*Response, error) {
+// Poll sends one GET of spec's URL, a source of namespace ns. etag, when
+// not empty, is sent as If-None-Match.
+func (p *Poller) Poll(ctx context.Context, ns string, spec httpsource.Spec, etag string) (*Response, error) {
+	origin, err := grants.Origin(spec.URL)
+	if err != nil {
+		return nil, &Error{Reason: ReasonUnreachable, Err: err}
+	}
+	for name, ref := range spec.Headers {
+		if err := p.Grants.Allow(grants.UseHTTPHeader, ns, ref, origin); err != nil {
+			return nil, &Error{Reason: ReasonNotGranted, Err: fmt.Errorf("header %s: %w", name, err)}
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, spec.Timeout())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, spec.URL, nil)
 	if err != nil {
 		return nil, &Error{Reason: ReasonUnreachable, Err: err}
 	}
+	var secrets []secret.Value
 	for name, ref := range spec.Headers {
 		v, err := p.Secrets.Resolve(ctx, ref)
 		if err != nil {
@@ -89,7 +108,18 @@ func (p *Poller) Poll(ctx context.Context, spec httpsource.Spec, etag string) (*
 			return nil, &Error{Reason: ReasonSecret, Err: fmt.Errorf("header %s: the secret %s holds a control character: not a header value", name, ref)}
 		}
 		req.Header.Set(name, val)
+		secrets = append(secrets, v, secret.NewValue([]byte(val)))
 	}
+	out, err := p.send(ctx, spec, req, etag)
+	var pe *Error
+	if errors.As(err, &pe) {
+		return nil, &Error{Reason: pe.Reason, Err: secret.RedactError(pe.Err, secrets...)}
+	}
+	return out, secret.RedactError(err, secrets...)
+}
+
+// send sends the request and reads the answer.
+func (p *Poller) send(ctx context.Context, spec httpsource.Spec, req *http.Request, etag string) (*Response, error) {
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "no8s-registry-sync")
 	if etag != "" {
@@ -124,7 +154,7 @@ func (p *Poller) Poll(ctx context.Context, spec httpsource.Spec, etag string) (*
 		return nil, &Error{Reason: ReasonTooLarge, Err: fmt.Errorf("GET %s: the body is more than the limit of %d bytes", spec.URL, limit)}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, &Error{Reason: ReasonHTTP, Err: fmt.Errorf("GET %s: %s%s", spec.URL, resp.Status, excerpt(body))}
+		return nil, &Error{Reason: ReasonHTTP, Err: fmt.Errorf("GET %s: %s", spec.URL, outbound.Summary(resp.Status, resp.Header.Get("Content-Type"), body))}
 	}
 	out.Body = body
 	return out, nil
@@ -138,21 +168,5 @@ func classify(ctx context.Context, spec httpsource.Spec, start time.Time, err er
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		return &Error{Reason: ReasonTimeout, Err: fmt.Errorf("GET %s: no complete answer within %s (timeoutSeconds), after %s", spec.URL, spec.Timeout(), time.Since(start).Round(time.Millisecond))}
 	}
-	return &Error{Reason: ReasonUnreachable, Err: err}
-}
-
-// excerpt is the start of an error body, for the message.
-func excerpt(body []byte) string {
-	const n = 200
-	if len(body) == 0 {
-		return ""
-	}
-	s := body
-	if len(s) > n {
-		s = s[:n]
-		for len(s) > 0 && !utf8.Valid(s) {
-			s = s[:len(s)-1]
-		}
-	}
-	return ": " + strings.Join(strings.Fields(string(s)), " ")
+	return &Error{Reason: ReasonUnreachable, Err: outbound.TransportError(err)}
 }

@@ -155,7 +155,10 @@ type execution struct {
 	inputs   map[string]string
 	rec      *Run
 	api      *gh.Client
-	log      *slog.Logger
+	// token is the resolved token, redacted from every message made of
+	// GitHub's answers.
+	token secret.Value
+	log   *slog.Logger
 	// stale is set when the run record may be older than the last
 	// attempt: an attempt in between ended without saving.
 	stale bool
@@ -208,6 +211,7 @@ func (x *execution) client(ctx context.Context) (*gh.Client, error) {
 	if tok.Len() == 0 {
 		return nil, fmt.Errorf("github actions: the worker's token %s is empty", x.p.cfg.Token)
 	}
+	x.token = tok
 	c, err := gh.NewClient(gh.WithHTTPClient(x.p.hc), gh.WithAuthToken(tok.Reveal()), gh.WithURLs(&x.p.base, &x.p.base), gh.WithUserAgent("no8s-github-actions"))
 	if err != nil {
 		return nil, fmt.Errorf("github actions: client for %s: %w", x.p.base, err)
@@ -572,9 +576,13 @@ func reasonFor(conclusion string) string {
 func (x *execution) failed(ctx context.Context, err error, doing string) (action.Status, error) {
 	if ctx.Err() != nil {
 		// The attempt was interrupted or timed out: not GitHub's doing.
-		return action.Status{}, fmt.Errorf("github actions: %s: %w", doing, err)
+		return action.Status{}, secret.RedactError(fmt.Errorf("github actions: %s: %w", doing, err), x.token)
 	}
 	k := classify(err)
+	// GitHub's answer may echo the token (a 401 body that quotes the
+	// Authorization header): no form of it reaches a status, a log or an
+	// error.
+	k.message = secret.Redact(k.message, x.token)
 	switch {
 	case k.rateLimited:
 		wait := max(k.wait(x.t.Now), time.Second)
