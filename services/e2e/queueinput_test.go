@@ -112,7 +112,9 @@ func runQueuePublisher(url string) int {
 		msg := nats.NewMsg(subjects.InputQueueApply)
 		msg.Header.Set(subjects.InputKeyHeader, q.Key)
 		msg.Data = []byte(q.body())
-		if futures[i], err = js.PublishMsgAsync(msg); err != nil {
+		// A loaded machine acks slowly: wait for room rather than fail
+		// after the client's default 200 ms.
+		if futures[i], err = js.PublishMsgAsync(msg, jetstream.WithStallWait(30*time.Second)); err != nil {
 			fmt.Fprintln(os.Stderr, "publish:", err)
 			return 1
 		}
