@@ -15,8 +15,8 @@ import (
 // that Ready waits for it.
 const ConditionActionSucceeded = "ActionSucceeded"
 
-// Action returns the action plugin called name (seed 000's
-// ctx.get_action_plugin): one of the engine's (Engine.WithActions).
+// Action returns the action plugin called name (the original Operator
+// Controller's ctx.get_action_plugin): one of the engine's (Engine.WithActions).
 func (r *Request[S]) Action(name string) (action.Plugin, error) {
 	return r.actions.Get(name)
 }

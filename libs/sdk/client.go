@@ -96,7 +96,7 @@ type Completion struct {
 	// observed_generation on success, and when Observed is set.
 	Generation int64
 	// Observed makes Generation the observed_generation whatever the
-	// outcome (seed 004). The engine sets it on every attempt that ran to
+	// outcome. The engine sets it on every attempt that ran to
 	// an end (success, error, terminal), not on a requeue.
 	Observed bool
 	// Degraded reports a partial failure while the resource still serves

@@ -321,7 +321,7 @@ func (e *Engine[S]) conclude(req *Request[S], comp *Completion, deleting bool, r
 	comp.Outcome, comp.RequeueAfter = rep.Outcome, rep.RequeueAfter
 	comp.Conditions = req.Conditions()
 	// Every attempt that ran to an end observed its generation, failed or
-	// not (seed 004); the failure is in the conditions.
+	// not; the failure is in the conditions.
 	comp.Observed = rep.Outcome != OutcomeRequeue
 	comp.Degraded = err != nil && IsDegraded(err) && !deleting && rep.Outcome != OutcomeRequeue
 	comp.Phase = conditions.PhaseOf(conditions.PhaseFacts{
@@ -430,7 +430,7 @@ func logAttempt(log *slog.Logger, rep Report) {
 	switch rep.Outcome {
 	case OutcomeSuccess:
 		// Debug: one line per successful attempt is the worker's busiest
-		// log (issue 13); failures and requeues stay visible.
+		// log; failures and requeues stay visible.
 		log.Debug("reconciled", attrs...)
 	case OutcomeRequeue:
 		log.Info("requeued", append(attrs, "requeue_after", rep.RequeueAfter, "message", c.Message)...)

@@ -187,7 +187,7 @@ func TestFailureStopsDoButPostAlwaysRuns(t *testing.T) {
 }
 
 // A partial failure while still serving: retried like an error, phase
-// Degraded, generation observed (seeds 003 and 004).
+// Degraded, generation observed.
 func TestDegradedError(t *testing.T) {
 	f := newFixture(2)
 	f.steps[0].doErr = fmt.Errorf("relays: %w", sdk.Degradedf("1 of 2 connected"))

@@ -14,7 +14,7 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 )
 
-// Operation annotations (seed 004).
+// Operation annotations (as in the openMCP controller guidelines).
 const (
 	// OperationAnnotation is the annotation key.
 	OperationAnnotation = "no8s.io/operation"
@@ -33,7 +33,7 @@ const FinalizerPrefix = names.ReconcilerFinalizerPrefix
 // reconciler.no8s.io/<name>.
 func Finalizer(name string) string { return names.ReconcilerFinalizer(name) }
 
-// Lifecycle statuses of a resource (seed 000): pending → reconciling →
+// Lifecycle statuses of a resource (the original Operator Controller's): pending → reconciling →
 // ready | failed, and deleting. The store sets them; the engine's phase
 // always agrees with them.
 const (

@@ -86,7 +86,7 @@ func IsTerminal(err error) bool {
 }
 
 // DegradedError wraps the error of a partial failure while the resource
-// still serves (seed 003: some replicas or some relays work, others not).
+// still serves (some replicas or some relays work, others not).
 // The attempt fails and is retried with backoff like any error (or not,
 // when it is also Terminal), Ready is False with reason Degraded, and the
 // phase is Degraded instead of Progressing until the next attempt ends.

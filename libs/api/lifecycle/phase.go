@@ -1,7 +1,7 @@
 package lifecycle
 
-// Phases aggregate a resource's state into one word (seeds 003 and 004);
-// PhaseOf is the rule.
+// Phases aggregate a resource's state into one word, the kind a kubectl get
+// column shows; PhaseOf is the rule.
 const (
 	// PhaseTerminating: the resource is being deleted.
 	PhaseTerminating = "Terminating"
@@ -9,7 +9,7 @@ const (
 	// condition is True.
 	PhaseReady = "Ready"
 	// PhaseDegraded: the last attempt reported a partial failure while the
-	// resource still serves (seed 003).
+	// resource still serves (some replicas work, others not).
 	PhaseDegraded = "Degraded"
 	// PhaseProgressing: anything else; at least one condition is not True
 	// and says why.

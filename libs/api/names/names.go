@@ -61,7 +61,8 @@ func Name(path, name string) *FieldError {
 
 // DefaultNamespace is the namespace of a resource created without one. It
 // always exists and cannot be deleted, so that requests that name no
-// namespace (the seed's paths and bodies) keep working unchanged.
+// namespace (the original Operator Controller API's paths and bodies) keep
+// working unchanged.
 const DefaultNamespace = "default"
 
 // Namespace checks a namespace name: a DNS-1123 label. An empty name is

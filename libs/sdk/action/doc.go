@@ -1,7 +1,8 @@
 // Package action is the interface of action plugins: executors to which a
 // reconciler hands the real work of a resource (a CI workflow, a pipeline,
 // an HTTP call), and the Registry in which a reconciler finds one by name,
-// as seed 000's ctx.get_action_plugin("github_actions") does.
+// as the original Operator Controller's
+// ctx.get_action_plugin("github_actions") does.
 //
 // A step reaches the engine's registry through its request
 // (sdk.Request.Action, or sdk.Request.RunAction, which also keeps the

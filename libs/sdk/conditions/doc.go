@@ -1,5 +1,5 @@
-// Package conditions keeps a resource's status conditions the way seed 004
-// (the openMCP controller guidelines) asks:
+// Package conditions keeps a resource's status conditions the way the openMCP
+// controller guidelines ask (Kubernetes' own condition conventions):
 //
 //   - a condition's Type is its key: a list holds at most one per type;
 //   - each condition carries the generation it was computed for

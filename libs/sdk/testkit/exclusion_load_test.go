@@ -15,7 +15,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk/worker"
 )
 
-// HARD-PARTS 2 at the SDK's scale: two worker replicas, a reconciler that
+// One reconcile at a time per resource, across replicas, at the SDK's scale: two worker replicas, a reconciler that
 // sleeps randomly and sometimes stalls past its lease (ignoring its
 // context), many manual triggers on many resources, the scheduler in the
 // loop. From history: no two attempts on one resource overlap, and lease

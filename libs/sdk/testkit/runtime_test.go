@@ -113,7 +113,7 @@ func TestOutcomes(t *testing.T) {
 		w := env.CreateResource(t, widget, tc.mode, map[string]any{"mode": tc.mode})
 		env.Dispatch(t, w, reconcilev1.Reason_REASON_PENDING)
 		w = env.WaitFor(t, w, testkit.Status(sdk.StatusFailed), wait)
-		// A failed attempt observed its generation (seed 004); the failure is
+		// A failed attempt observed its generation; the failure is
 		// in Ready and the status.
 		ready, _ := w.Condition(conditions.Ready)
 		if w.Phase != conditions.PhaseProgressing || ready.Reason != tc.reason || !strings.Contains(w.StatusMessage, tc.message) || w.ObservedGeneration != w.Generation {

@@ -1,5 +1,5 @@
-// Package github is the GitHub Actions action plugin (seed 000's
-// github_actions): Apply dispatches a workflow (workflow_dispatch) with the
+// Package github is the GitHub Actions action plugin (github_actions, as in
+// the original Operator Controller): Apply dispatches a workflow (workflow_dispatch) with the
 // resource's inputs and follows its run, Destroy does the same with the
 // destroy workflow, through google/go-github.
 //

@@ -17,7 +17,7 @@ import (
 )
 
 // Name is the plugin's name and the finalizer resources handled through it
-// carry (seed 000).
+// carry (the original Operator Controller's name for it).
 const Name = "github_actions"
 
 // Defaults of Config.
@@ -490,7 +490,7 @@ func (x *execution) findIn(ctx context.Context, owner, repo, workflow, corr stri
 const maxListed = 256
 
 // collect reads a completed run's jobs (its latest attempt) and artifacts
-// in seed 000's format.
+// in the original Operator Controller's format.
 func (x *execution) collect(ctx context.Context, owner, repo string, runID int64) (jobs, artifacts []any, err error) {
 	api, err := x.client(ctx)
 	if err != nil {

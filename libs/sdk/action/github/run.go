@@ -13,7 +13,8 @@ const (
 	// OutputRun is the run record (Run): the plugin's state and what users
 	// read about the current run.
 	OutputRun = "run"
-	// OutputJobs lists the completed run's jobs (seed 000's format).
+	// OutputJobs lists the completed run's jobs (the original Operator
+	// Controller's format).
 	OutputJobs = "jobs"
 	// OutputArtifacts lists the completed run's artifacts.
 	OutputArtifacts = "artifacts"
