@@ -20,7 +20,7 @@ GITHUB_OPENAPI_DIR      := $(CURDIR)/.cache/github-openapi
 # Unit, integration and end-to-end tests of every module. Keep under 15 minutes.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: help run build test stress bench bench-scale lint check-large-files generate generate-check tools nats-server grpcurl natscli github-openapi clean
+.PHONY: help run build test stress bench bench-scale lint check-large-files check-user-docs generate generate-check tools nats-server grpcurl natscli github-openapi clean
 
 help:
 	@echo "make run             run the whole control plane (no8s dev) on 127.0.0.1:8000 (ARGS=... for more flags)"
@@ -28,7 +28,8 @@ help:
 	@echo "make stress          long soak versions of the outbox and concurrency tests"
 	@echo "make bench           the performance figures the issues ask for"
 	@echo "make bench-scale     how cost grows with the store: 10k, 100k, 1M resources (about 15 minutes)"
-	@echo "make lint            gofmt, go vet, staticcheck, no tracked file over 1 MiB"
+	@echo "make lint            gofmt, go vet, staticcheck, no tracked file over 1 MiB, check-user-docs"
+	@echo "make check-user-docs what users read (docs, READMEs, libs, examples) cites no seed, issue, invariant or HARD-PARTS"
 	@echo "make generate        regenerate protobuf code with buf"
 	@echo "make generate-check  regenerate and fail if the committed code differs"
 	@echo "make github-openapi  install GitHub's OpenAPI description (@octokit/openapi, npm) for the fake GitHub's tests"
@@ -59,7 +60,7 @@ bench: build nats-server
 bench-scale: build nats-server
 	cd services && go run ./cmd/no8s-bench -run scale $(ARGS)
 
-lint: $(BIN)/staticcheck check-large-files
+lint: $(BIN)/staticcheck check-large-files check-user-docs
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)
 	go vet work
 	staticcheck work
@@ -69,6 +70,15 @@ lint: $(BIN)/staticcheck check-large-files
 # are refused outside testdata/.
 check-large-files:
 	@.ci/check-large-files
+
+# What users read (docs/, README.md, libs/ with the SDK's package docs,
+# examples/) says what the behaviour is: it never cites the seed documents,
+# issue numbers, numbered invariants, HARD-PARTS or ARCHITECTURE.md, which
+# users have never seen. Design history goes in docs/design/, in plain words.
+check-user-docs:
+	@found=$$(grep -rniwE "seeds?|issue [0-9]+|invariants? [0-9]|hard-parts" docs README.md libs examples; \
+		grep -rnF "ARCHITECTURE.md" docs README.md libs examples); \
+	test -z "$$found" || { echo "$$found"; echo "check-user-docs: the lines above cite what users have never seen (a seed, an issue, an invariant number, HARD-PARTS, ARCHITECTURE.md): say what the behaviour is instead"; exit 1; }
 
 generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc
 	buf lint
