@@ -327,7 +327,13 @@ func (r *reconciler) sync(ctx context.Context, req *sdk.Request[tenancy.TenantSp
 		return nil
 	}
 	if c.WaitingSince == nil {
+		// Whole seconds in the status, rounded up: rounded down, the
+		// wait would look up to a second longer than it is, and the
+		// timeout could fire before timeoutSeconds had passed.
 		t := now.UTC().Truncate(time.Second)
+		if t.Before(now) {
+			t = t.Add(time.Second)
+		}
 		c.WaitingSince = &t
 	}
 	if waited := now.Sub(*c.WaitingSince); waited > tr.Timeout() {
