@@ -273,16 +273,23 @@ func runForeignAttacks(f *foreignTarget) {
 	if rate < 50 {
 		t.Fatalf("writers reached %.0f writes/s during the attacks, the test needs at least 50", rate)
 	}
-	// The report clears once the hold has passed, at the next clean publish.
-	time.Sleep(degradedHold)
-	createWidget(t, f.base, "after-all")
-	f.waitDegraded(false)
+	// The report clears once the hold has passed, at the next clean
+	// publish: write until it has.
+	n := 0
+	waitFor(t, degradedHold+30*time.Second, "the store's degraded report to clear", func() error {
+		n++
+		createWidget(t, f.base, fmt.Sprintf("after-all-%d", n))
+		if r := do(t, "GET", f.storeReady, nil); strings.Contains(string(r.body), `"degraded"`) {
+			return fmt.Errorf("readyz %d %s", r.status, r.body)
+		}
+		return nil
+	})
 	if err := f.storeProc().exited(); err != nil {
 		t.Fatalf("the store exited: %v", err)
 	}
 
 	// Every acknowledged write is there and reaches Ready.
-	n := 0
+	n = 0
 	ids.Range(func(k, _ any) bool {
 		n++
 		waitResource(t, f.base, k.(int64), "ready", func(r map[string]any) bool { return r["status"] == "ready" })
