@@ -57,6 +57,7 @@ require (
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/no8s/no8s/libs/api v0.0.0
+	github.com/no8s/no8s/libs/client v0.0.0
 	github.com/no8s/no8s/libs/sdk v0.0.0
 	github.com/no8s/no8s/migrations v0.0.0
 	github.com/no8s/no8s/proto v0.0.0
@@ -74,6 +75,7 @@ require (
 
 replace (
 	github.com/no8s/no8s/libs/api => ../libs/api
+	github.com/no8s/no8s/libs/client => ../libs/client
 	github.com/no8s/no8s/libs/sdk => ../libs/sdk
 	github.com/no8s/no8s/migrations => ../migrations
 	github.com/no8s/no8s/proto => ../proto

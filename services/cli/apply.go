@@ -10,16 +10,16 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/no8s/no8s/services/cli/client"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/services/cli/printer"
 	"github.com/no8s/no8s/services/internal/manifest"
 )
 
 // Results of applying one document.
 const (
-	resultCreated    = "created"
-	resultConfigured = "configured"
-	resultUnchanged  = "unchanged"
+	resultCreated    = client.ApplyCreated
+	resultConfigured = client.ApplyConfigured
+	resultUnchanged  = client.ApplyUnchanged
 )
 
 // fileFlags are -f and -R.
@@ -217,7 +217,7 @@ func (a *app) applyDoc(ctx context.Context, c *client.Client, d manifest.Documen
 	case d.Namespace != nil:
 		return applyNamespace(ctx, c, d.Namespace, dry)
 	case d.Resource != nil:
-		r, res, err := c.Apply(ctx, applyRequest(d.Resource), dry)
+		r, res, err := c.Apply(ctx, applyRequest(d.Resource), client.DryRunIf(dry))
 		return res, r, err
 	case d.Type != nil:
 		return applyType(ctx, c, d.Type, dry)
@@ -251,7 +251,7 @@ func typeBody(t *manifest.ResourceType) map[string]json.RawMessage {
 }
 
 // typeView is what apply owns of a type: compared by value.
-func typeView(t *client.Type) map[string]any {
+func typeView(t *client.ResourceType) map[string]any {
 	if t == nil {
 		return nil
 	}
@@ -266,13 +266,13 @@ func typeView(t *client.Type) map[string]any {
 func applyType(ctx context.Context, c *client.Client, t *manifest.ResourceType, dry bool) (string, any, error) {
 	cur, err := c.GetType(ctx, t.Name, t.Version)
 	if client.IsNotFound(err) {
-		out, err := c.CreateType(ctx, typeBody(t), dry)
+		out, err := c.CreateType(ctx, typeBody(t), client.DryRunIf(dry))
 		return resultCreated, out, err
 	}
 	if err != nil {
 		return "", nil, err
 	}
-	would, err := c.UpdateType(ctx, cur.ID, typeBody(t), true)
+	would, err := c.UpdateType(ctx, cur.ID, typeBody(t), client.DryRunIf(true))
 	if err != nil {
 		return "", nil, err
 	}
@@ -282,7 +282,7 @@ func applyType(ctx context.Context, c *client.Client, t *manifest.ResourceType, 
 	if dry {
 		return resultConfigured, would, nil
 	}
-	out, err := c.UpdateType(ctx, cur.ID, typeBody(t), false)
+	out, err := c.UpdateType(ctx, cur.ID, typeBody(t), client.DryRunIf(false))
 	return resultConfigured, out, err
 }
 
@@ -310,10 +310,10 @@ func applyWebhook(ctx context.Context, c *client.Client, w *manifest.Webhook, dr
 		return "", nil, err
 	}
 	if cur == nil {
-		out, err := c.CreateWebhook(ctx, w.Body, dry)
+		out, err := c.CreateWebhook(ctx, w.Body, client.DryRunIf(dry))
 		return resultCreated, out, err
 	}
-	would, err := c.UpdateWebhook(ctx, cur.ID, w.Body, true)
+	would, err := c.UpdateWebhook(ctx, cur.ID, w.Body, client.DryRunIf(true))
 	if err != nil {
 		return "", nil, err
 	}
@@ -323,6 +323,6 @@ func applyWebhook(ctx context.Context, c *client.Client, w *manifest.Webhook, dr
 	if dry {
 		return resultConfigured, would, nil
 	}
-	out, err := c.UpdateWebhook(ctx, cur.ID, w.Body, false)
+	out, err := c.UpdateWebhook(ctx, cur.ID, w.Body, client.DryRunIf(false))
 	return resultConfigured, out, err
 }

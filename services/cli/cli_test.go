@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/no8s/no8s/services/cli/client"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
@@ -33,8 +33,8 @@ func TestDescribeGolden(t *testing.T) {
 		CreatedAt:  now.Add(-2 * time.Hour), LastReconcileTime: &last,
 	}
 	hist := []client.HistoryEntry{
-		{ID: 9, Generation: 2, Success: false, Phase: "failed", ErrorMessage: &msg, DurationMS: 1520, StartedAt: last, Holder: "postgres-database/a", Reason: "retry"},
-		{ID: 4, Generation: 1, Success: true, Phase: "completed", DurationMS: 12, StartedAt: now.Add(-2 * time.Hour), Holder: "postgres-database/a", Reason: "pending"},
+		{ID: 9, Generation: 2, Success: false, Phase: "failed", ErrorMessage: &msg, DurationMS: 1520, StartedAt: ptr(last), Holder: "postgres-database/a", Reason: "retry"},
+		{ID: 4, Generation: 1, Success: true, Phase: "completed", DurationMS: 12, StartedAt: ptr(now.Add(-2 * time.Hour)), Holder: "postgres-database/a", Reason: "pending"},
 	}
 	events := []client.EventRecord{ // newest first, as the API answers
 		{ID: 31, ResourceID: 7, Type: "Warning", Reason: "ConnectFailed", Message: "dial tcp 10.0.0.7:5432:\nconnection refused", Source: "reconciler/postgres-database",
@@ -241,3 +241,5 @@ func TestCompletionScripts(t *testing.T) {
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/no8s/no8s/services/cli/client"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/services/cli/printer"
 	"github.com/no8s/no8s/services/internal/manifest"
 )
@@ -128,7 +128,7 @@ func (a *app) diffViews(ctx context.Context, c *client.Client, d manifest.Docume
 		if err != nil && !client.IsNotFound(err) {
 			return nil, nil, err
 		}
-		would, _, err := c.Apply(ctx, applyRequest(r), true)
+		would, _, err := c.Apply(ctx, applyRequest(r), client.DryRunIf(true))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -136,7 +136,7 @@ func (a *app) diffViews(ctx context.Context, c *client.Client, d manifest.Docume
 	case d.Type != nil:
 		cur, err := c.GetType(ctx, d.Type.Name, d.Type.Version)
 		if client.IsNotFound(err) {
-			would, err := c.CreateType(ctx, typeBody(d.Type), true)
+			would, err := c.CreateType(ctx, typeBody(d.Type), client.DryRunIf(true))
 			if err != nil {
 				return nil, nil, err
 			}
@@ -145,7 +145,7 @@ func (a *app) diffViews(ctx context.Context, c *client.Client, d manifest.Docume
 		if err != nil {
 			return nil, nil, err
 		}
-		would, err := c.UpdateType(ctx, cur.ID, typeBody(d.Type), true)
+		would, err := c.UpdateType(ctx, cur.ID, typeBody(d.Type), client.DryRunIf(true))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -156,13 +156,13 @@ func (a *app) diffViews(ctx context.Context, c *client.Client, d manifest.Docume
 			return nil, nil, err
 		}
 		if cur == nil {
-			would, err := c.CreateWebhook(ctx, d.Webhook.Body, true)
+			would, err := c.CreateWebhook(ctx, d.Webhook.Body, client.DryRunIf(true))
 			if err != nil {
 				return nil, nil, err
 			}
 			return nil, webhookView(would), nil
 		}
-		would, err := c.UpdateWebhook(ctx, cur.ID, d.Webhook.Body, true)
+		would, err := c.UpdateWebhook(ctx, cur.ID, d.Webhook.Body, client.DryRunIf(true))
 		if err != nil {
 			return nil, nil, err
 		}

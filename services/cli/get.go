@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/no8s/no8s/services/cli/client"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/services/cli/printer"
 )
 
@@ -356,7 +356,7 @@ func describe(w io.Writer, r *client.Resource, hist []client.HistoryEntry, event
 			if h.ErrorMessage != nil {
 				msg = oneLine(*h.ErrorMessage)
 			}
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", h.Generation, h.Reason, res, time.Duration(h.DurationMS)*time.Millisecond, printer.Age(now, h.StartedAt), msg)
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", h.Generation, h.Reason, res, time.Duration(h.DurationMS)*time.Millisecond, printer.AgeOf(now, h.StartedAt), msg)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/no8s/no8s/libs/api/names"
-	"github.com/no8s/no8s/services/cli/client"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/services/cli/printer"
 	"github.com/no8s/no8s/services/internal/manifest"
 	"github.com/no8s/no8s/services/internal/resource"
@@ -64,8 +64,8 @@ func terminatingError(ns *client.Namespace) error {
 func applyNamespace(ctx context.Context, c *client.Client, ns *manifest.Namespace, dry bool) (string, any, error) {
 	cur, err := c.GetNamespace(ctx, ns.Name)
 	if client.IsNotFound(err) {
-		out, cerr := c.CreateNamespace(ctx, ns.Name, dry)
-		var ae *client.APIError
+		out, cerr := c.CreateNamespace(ctx, ns.Name, client.DryRunIf(dry))
+		var ae *client.Error
 		if !errors.As(cerr, &ae) || ae.Status != http.StatusConflict || ae.Code != "name_taken" {
 			return resultCreated, out, cerr
 		}
@@ -86,7 +86,7 @@ func applyNamespace(ctx context.Context, c *client.Client, ns *manifest.Namespac
 func namespaceDiffViews(ctx context.Context, c *client.Client, ns *manifest.Namespace) (any, any, error) {
 	cur, err := c.GetNamespace(ctx, ns.Name)
 	if client.IsNotFound(err) {
-		would, err := c.CreateNamespace(ctx, ns.Name, true)
+		would, err := c.CreateNamespace(ctx, ns.Name, client.DryRunIf(true))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -127,7 +127,7 @@ func (a *app) getNamespaces(ctx context.Context, c *client.Client, args []string
 // deleteNamespace requests deletion of a namespace and, with wait, waits
 // until it is gone.
 func (a *app) deleteNamespace(ctx context.Context, c *client.Client, name string, dry, wait bool, deadline time.Time) error {
-	out, err := c.DeleteNamespace(ctx, name, dry)
+	out, err := c.DeleteNamespace(ctx, name, client.DryRunIf(dry))
 	if err != nil {
 		return err
 	}
@@ -187,10 +187,11 @@ const remainsShown = 5
 // resources left", or "2 resources left: DatabaseCluster/v1 x (deleting,
 // finalizers reconciler.no8s.io/noop), ...".
 func namespaceRemains(ctx context.Context, c *client.Client, name string) (string, error) {
-	items, more, err := c.ListResourcesPage(ctx, client.ListOptions{Namespace: name, Limit: remainsShown})
+	page, err := c.ListPage(ctx, client.ListOptions{Namespace: name, Limit: remainsShown}, "")
 	if err != nil {
 		return "", err
 	}
+	items, more := page.Items, page.Continue != ""
 	if len(items) == 0 {
 		return "no resources left", nil
 	}

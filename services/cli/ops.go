@@ -10,7 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/no8s/no8s/services/cli/client"
+	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/services/cli/printer"
 	"github.com/no8s/no8s/services/internal/manifest"
 )
@@ -116,7 +117,7 @@ func (a *app) deleteResource(ctx context.Context, c *client.Client, args []strin
 }
 
 func (a *app) deleteFound(ctx context.Context, c *client.Client, r *client.Resource, dry, wait bool, deadline time.Time) error {
-	out, err := c.DeleteResource(ctx, r.ID, dry)
+	out, err := c.DeleteResource(ctx, r.ID, client.DryRunIf(dry))
 	if err != nil {
 		return err
 	}
@@ -163,7 +164,7 @@ func (a *app) deleteDoc(ctx context.Context, c *client.Client, d manifest.Docume
 			fmt.Fprintf(a.streams.Out, "%s not found\n", d.Key())
 			return nil
 		}
-		if err := c.DeleteWebhook(ctx, h.ID, dry); err != nil {
+		if err := c.DeleteWebhook(ctx, h.ID, client.DryRunIf(dry)); err != nil {
 			return err
 		}
 	case d.Type != nil:
@@ -175,7 +176,7 @@ func (a *app) deleteDoc(ctx context.Context, c *client.Client, d manifest.Docume
 		if err != nil {
 			return err
 		}
-		if err := c.DeleteType(ctx, t.ID, dry); err != nil {
+		if err := c.DeleteType(ctx, t.ID, client.DryRunIf(dry)); err != nil {
 			return err
 		}
 	}
@@ -187,29 +188,25 @@ func (a *app) deleteDoc(ctx context.Context, c *client.Client, d manifest.Docume
 	return nil
 }
 
-// waitGone polls until the resource is gone or the deadline passes.
+// waitGone waits until the resource is gone or the deadline passes.
 func (a *app) waitGone(ctx context.Context, c *client.Client, r *client.Resource, deadline time.Time) error {
 	start, last := time.Now(), time.Now()
-	for {
-		cur, err := c.GetResourceByID(ctx, r.ID)
-		if client.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		state := fmt.Sprintf("status %s, finalizers %s", cur.Status, listOrNone(cur.Finalizers))
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s waiting for %s to be deleted: %s", time.Since(start).Round(time.Second), key(r), state)
-		}
+	state := func(cur *client.Resource) string {
+		return fmt.Sprintf("status %s, finalizers %s", cur.Status, listOrNone(cur.Finalizers))
+	}
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	err := c.WaitDeleted(wctx, r.ID, client.WaitOptions{Interval: pollInterval, Progress: func(cur *client.Resource) {
+		r = cur
 		if time.Since(last) >= progressEvery {
-			a.progress("waiting for %s to be deleted (%s): %s", key(r), time.Since(start).Round(time.Second), state)
+			a.progress("waiting for %s to be deleted (%s): %s", key(r), time.Since(start).Round(time.Second), state(cur))
 			last = time.Now()
 		}
-		if err := sleepCtx(ctx, pollInterval); err != nil {
-			return err
-		}
+	}})
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		return fmt.Errorf("timed out after %s waiting for %s to be deleted: %s", time.Since(start).Round(time.Second), key(r), state(r))
 	}
+	return err
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -421,6 +418,19 @@ after --timeout with where each resource stands.`,
 			deadline := time.Now().Add(timeout)
 			for _, name := range args[1:] {
 				r, err := a.target(ctx, c, []string{args[0], name})
+				if w.deleted && client.IsNotFound(err) {
+					// Already gone counts as deleted, as with kubectl
+					// wait; a type that does not exist is still an error.
+					t, perr := parseTypeRef(args[0])
+					if perr != nil {
+						return perr
+					}
+					if err := typeExists(ctx, c, t); err != nil {
+						return err
+					}
+					fmt.Fprintf(a.streams.Out, "%s %s/%s deleted\n", t, names.OrDefault(a.namespace()), name)
+					continue
+				}
 				if err != nil {
 					return err
 				}
@@ -445,29 +455,29 @@ after --timeout with where each resource stands.`,
 }
 
 func (a *app) waitCondition(ctx context.Context, c *client.Client, r *client.Resource, w waitFor, deadline time.Time, timeout time.Duration) error {
+	if ok, _ := w.met(r); ok {
+		return nil
+	}
 	start, last := time.Now(), time.Now()
-	for {
-		ok, state := w.met(r)
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s waiting for %s on %s: %s", timeout, w, key(r), state)
-		}
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	_, err := c.Wait(wctx, r.ID, func(cur *client.Resource) bool {
+		r = cur
+		ok, _ := w.met(cur)
+		return ok
+	}, client.WaitOptions{Interval: pollInterval, Progress: func(cur *client.Resource) {
 		if time.Since(last) >= progressEvery {
+			_, state := w.met(cur)
 			a.progress("waiting for %s on %s (%s): %s", w, key(r), time.Since(start).Round(time.Second), state)
 			last = time.Now()
 		}
-		if err := sleepCtx(ctx, pollInterval); err != nil {
-			return err
-		}
-		cur, err := c.GetResourceByID(ctx, r.ID)
-		if client.IsNotFound(err) {
-			return fmt.Errorf("%s was deleted while waiting for %s", key(r), w)
-		}
-		if err != nil {
-			return err
-		}
-		r = cur
+	}})
+	switch {
+	case errors.Is(err, client.ErrDeleted):
+		return fmt.Errorf("%s was deleted while waiting for %s", key(r), w)
+	case err != nil && ctx.Err() == nil && wctx.Err() != nil:
+		_, state := w.met(r)
+		return fmt.Errorf("timed out after %s waiting for %s on %s: %s", timeout, w, key(r), state)
 	}
+	return err
 }

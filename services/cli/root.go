@@ -22,7 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/no8s/no8s/libs/api/names"
-	"github.com/no8s/no8s/services/cli/client"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/services/cli/config"
 )
 
@@ -215,7 +215,7 @@ func (a *app) client() (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.New(r.Server, r.Token, a.timeout)
+	return client.New(r.Server, client.WithToken(r.Token), client.WithTimeout(a.timeout), client.WithUserAgent("no8s-cli"))
 }
 
 // namespace is the namespace in force ("" with -A, where allowed).

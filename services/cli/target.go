@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/no8s/no8s/libs/api/names"
-	"github.com/no8s/no8s/services/cli/client"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/services/internal/manifest"
 )
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -254,6 +255,17 @@ func TestCLISeedFlow(t *testing.T) {
 	}
 	if r := no8s(t, base, "", "get", "DatabaseCluster"); r.code != 0 || !strings.Contains(r.stderr, "No resources found in namespace default.") {
 		t.Fatalf("empty list: %+v", r)
+	}
+	// wait --for=delete of a resource already gone: deleted, as kubectl
+	// has it (delete then wait, when the purge wins the race).
+	if r := no8s(t, base, "", "wait", "DatabaseCluster/v1", "production-pg", "--for=delete", "--timeout=5s"); r.code != 0 ||
+		!strings.Contains(r.stdout, "DatabaseCluster/v1 default/production-pg deleted") {
+		t.Fatalf("wait --for=delete of a resource already gone: %+v", r)
+	}
+	// ... but a type that does not exist is still an error.
+	if r := no8s(t, base, "", "wait", "NoSuchType/v1", "production-pg", "--for=delete", "--timeout=5s"); r.code != 1 ||
+		!strings.Contains(r.stderr, "there is no resource type NoSuchType/v1") {
+		t.Fatalf("wait --for=delete of an unknown type: %+v", r)
 	}
 	expectOut(t, "delete type", ok(t, base, "delete", "-f", typ), "ResourceType DatabaseCluster/v1 deleted")
 	expectOut(t, "version", ok(t, base, "version"), "Client Version: no8s", "Server: "+base+" (API v1)")
@@ -715,4 +727,44 @@ func TestCLINamespaces(t *testing.T) {
 	if r := no8s(t, base, "", "delete", "namespace", "default"); r.code != 1 || !strings.Contains(r.stderr, "403 namespace_protected") {
 		t.Fatalf("delete namespace default: %+v", r)
 	}
+}
+
+// TestCLIWebhookNamespaces: apply of a webhook document that changes only
+// its namespaces is a change (configured, stored), and diff shows it.
+func TestCLIWebhookNamespaces(t *testing.T) {
+	c := newCluster(t)
+	base := c.startAll()
+	doc := func(namespaces string) string {
+		return `kind: AdmissionWebhook
+metadata:
+  name: team-policy
+webhook_url: http://127.0.0.1:9/validate
+webhook_type: validating
+operations: [CREATE]
+failure_policy: Ignore
+namespaces: ` + namespaces + "\n"
+	}
+	dir := t.TempDir()
+	one, two := filepath.Join(dir, "one.yaml"), filepath.Join(dir, "two.yaml")
+	if err := os.WriteFile(one, []byte(doc("[team-a]")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(two, []byte(doc("[team-a, team-b]")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	expectOut(t, "apply webhook", ok(t, base, "apply", "-f", one), "AdmissionWebhook team-policy created")
+	expectOut(t, "apply webhook again", ok(t, base, "apply", "-f", one), "AdmissionWebhook team-policy unchanged")
+	if r := no8s(t, base, "", "diff", "-f", one); r.code != 0 {
+		t.Fatalf("diff of the stored document: %+v", r)
+	}
+	d := no8s(t, base, "", "diff", "-f", two)
+	if d.code != 1 || !strings.Contains(d.stdout, "+  - team-b") {
+		t.Fatalf("diff of a namespaces-only change: %+v", d)
+	}
+	expectOut(t, "apply namespaces-only change", ok(t, base, "apply", "-f", two), "AdmissionWebhook team-policy configured")
+	hooks := do(t, http.MethodGet, base+"/api/v1/admission-webhooks", nil).list(t)
+	if len(hooks) != 1 || fmt.Sprint(hooks[0]["namespaces"]) != "[team-a team-b]" {
+		t.Fatalf("stored webhooks %+v", hooks)
+	}
+	expectOut(t, "apply after the change", ok(t, base, "apply", "-f", two), "AdmissionWebhook team-policy unchanged")
 }

@@ -95,9 +95,17 @@ func TestEmbeddedWithoutPostgreSQL(t *testing.T) {
 func TestLibraryModulesStayLean(t *testing.T) {
 	forbidden := []string{"github.com/jackc/pgx", "github.com/labstack/echo", "github.com/pressly/goose",
 		"github.com/santhosh-tekuri/jsonschema", "github.com/nats-io/nats-server", "modernc.org/sqlite", "github.com/no8s/no8s/services"}
-	for _, m := range []struct{ dir, gowork string }{
-		{"../../libs/sdk", ""}, {"../../libs/sdk/testkit", ""}, {"../../examples/hello-reconciler", "off"},
+	for _, m := range []struct {
+		dir, gowork string
+		// also are forbidden to this module besides forbidden.
+		also []string
+	}{
+		{dir: "../../libs/sdk"}, {dir: "../../libs/sdk/testkit"}, {dir: "../../examples/hello-reconciler", gowork: "off"},
+		// The API client: the standard library and libs/api only.
+		{dir: "../../libs/client", gowork: "off", also: []string{"github.com/google/go-github", "google.golang.org/grpc",
+			"github.com/nats-io", "google.golang.org/protobuf", "github.com/no8s/no8s/libs/sdk", "github.com/no8s/no8s/proto"}},
 	} {
+		forbidden := append(slices.Clip(forbidden), m.also...)
 		cmd := exec.Command("go", "list", "-deps", "-test", "./...")
 		cmd.Dir = m.dir
 		cmd.Env = os.Environ()

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/no8s/no8s/libs/client"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -26,12 +27,12 @@ import (
 var openAPIDocument []byte
 
 // HeaderRequestID carries the request id, echoed back or generated.
-const HeaderRequestID = "X-Request-Id"
+const HeaderRequestID = client.HeaderRequestID
 
 // Response headers of a resource list.
 const (
-	HeaderContinueToken   = "X-Continue-Token"
-	HeaderResourceVersion = "X-Resource-Version"
+	HeaderContinueToken   = client.HeaderContinueToken
+	HeaderResourceVersion = client.HeaderResourceVersion
 )
 
 // Error codes that only the HTTP edge produces.

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"github.com/no8s/no8s/libs/client"
 	"net/http"
 	"strconv"
 
@@ -17,13 +18,13 @@ import (
 
 // HeaderApplyResult says what an apply did: created, configured (changed)
 // or unchanged.
-const HeaderApplyResult = "X-Apply-Result"
+const HeaderApplyResult = client.HeaderApplyResult
 
 // The values of HeaderApplyResult.
 const (
-	ApplyCreated    = "created"
-	ApplyConfigured = "configured"
-	ApplyUnchanged  = "unchanged"
+	ApplyCreated    = client.ApplyCreated
+	ApplyConfigured = client.ApplyConfigured
+	ApplyUnchanged  = client.ApplyUnchanged
 )
 
 // applyResourceBody is the body of POST /api/v1/resources/apply: the

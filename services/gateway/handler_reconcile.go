@@ -186,7 +186,7 @@ func (p *policyBody) toProto() (*storev1.ReconcilePolicy, []problem.FieldError) 
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	if errs := rp.Validate("/reconcile_policy"); len(errs) > 0 {
+	if errs := resource.ValidatePolicy(rp, "/reconcile_policy"); len(errs) > 0 {
 		return nil, errs
 	}
 	return resourcepb.PolicyToProto(rp), nil

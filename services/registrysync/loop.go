@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -268,7 +267,7 @@ func (s *syncer) triggerStatus(ctx context.Context, r *sdk.Resource, stored, wan
 	}
 	ts.triggered, ts.at = want, time.Now()
 	s.mu.Unlock()
-	if err := s.svc.api.call(ctx, http.MethodPost, fmt.Sprintf("/api/v1/resources/%d/reconcile", r.ID), 0, nil, nil); err != nil && !isCode(err, "not_found") {
+	if _, err := s.svc.api.Reconcile(ctx, r.ID); ignoreGone(err) != nil {
 		s.log.Warn("asking for the status write failed", "type", r.Type.Name, "name", r.Name, "error", err)
 	}
 }

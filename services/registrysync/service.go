@@ -17,7 +17,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
+	apiclient "github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/client"
 	"github.com/no8s/no8s/libs/sdk/outbound"
@@ -46,7 +46,7 @@ type Service struct {
 	conn   grpc.ClientConnInterface
 	store  *client.Store
 	wc     reconcilev1.WorkerServiceClient
-	api    *api
+	api    *apiclient.Client
 	reader *datasource.Reader
 	poller *httppoll.Poller
 	holder string
@@ -110,9 +110,13 @@ func New(cfg Config, nc *nats.Conn, conn grpc.ClientConnInterface, log *slog.Log
 		}
 		return local.Resolve(ctx, ref)
 	})
+	api, err := newAPI(cfg.APIURL)
+	if err != nil {
+		return nil, err
+	}
 	return &Service{
 		cfg: cfg, log: log, nc: nc, conn: conn, store: client.NewStore(conn), wc: reconcilev1.NewWorkerServiceClient(conn),
-		api:    &api{base: cfg.APIURL, http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}},
+		api:    api,
 		reader: &datasource.Reader{Dialer: dialer, Secrets: resolver, Limits: cfg.Limits, Grants: cfg.Grants},
 		// HttpSource polls dial through the same rule (each poll has its
 		// own timeout, the body included).

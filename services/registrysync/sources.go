@@ -14,8 +14,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	apiclient "github.com/no8s/no8s/libs/client"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -274,10 +274,12 @@ func (s *syncer) syncSource(ctx context.Context, src *sdk.Resource, etag string,
 			return strictjson.Covers(c.Spec, d.Spec)
 		},
 		Create: func(ctx context.Context, name string, d desiredItem) error {
-			return s.write(ctx, http.MethodPost, "/api/v1/resources", map[string]any{
-				"namespace": src.Namespace, "name": name, "resource_type_name": spec.Target.TypeName, "resource_type_version": spec.Target.TypeVersion,
-				"labels": managedLabels(src.Name, nil, d), "annotations": map[string]string{httpsource.AnnotationApplied: d.applied},
-				"spec": json.RawMessage(d.Spec),
+			return s.write(func(f ...apiclient.CallOption) error {
+				_, err := s.svc.api.CreateResource(ctx, apiclient.CreateRequest{Namespace: src.Namespace, Name: name,
+					ResourceTypeName: spec.Target.TypeName, ResourceTypeVersion: spec.Target.TypeVersion,
+					Labels: managedLabels(src.Name, nil, d), Annotations: map[string]string{httpsource.AnnotationApplied: d.applied},
+					Spec: d.Spec}, f...)
+				return err
 			})
 		},
 		Update: func(ctx context.Context, name string, d desiredItem, c *sdk.Resource) error {
@@ -286,14 +288,19 @@ func (s *syncer) syncSource(ctx context.Context, src *sdk.Resource, etag string,
 				ann = map[string]string{}
 			}
 			ann[httpsource.AnnotationApplied] = d.applied
-			return s.write(ctx, http.MethodPut, fmt.Sprintf("/api/v1/resources/%d", c.ID), map[string]any{
-				"spec": json.RawMessage(d.Spec), "labels": managedLabels(src.Name, c.Labels, d), "annotations": ann,
-				"resource_version": c.ResourceVersion,
+			labels := managedLabels(src.Name, c.Labels, d)
+			return s.write(func(f ...apiclient.CallOption) error {
+				_, err := s.svc.api.UpdateResource(ctx, c.ID, apiclient.UpdateRequest{Spec: d.Spec, Labels: &labels, Annotations: &ann,
+					ResourceVersion: c.ResourceVersion}, f...)
+				return err
 			})
 		},
 		Delete: func(ctx context.Context, name string, c *sdk.Resource) error {
-			err := s.write(ctx, http.MethodDelete, fmt.Sprintf("/api/v1/resources/%d", c.ID), nil)
-			if err != nil && !isCode(err, "not_found") {
+			err := s.write(func(f ...apiclient.CallOption) error {
+				_, err := s.svc.api.DeleteResource(ctx, c.ID, f...)
+				return ignoreGone(err)
+			})
+			if err != nil {
 				if !errors.Is(err, setsync.ErrStop) {
 					s.event(ctx, src, names.EventWarning, EventResourceDeletionFailed, fmt.Sprintf("deleting %s %s failed: %v", spec.Target, name, err))
 				}

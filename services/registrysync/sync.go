@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	apiclient "github.com/no8s/no8s/libs/client"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -164,9 +164,10 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 				c.res.Labels[tenancy.LabelTemplate] == d.labels[tenancy.LabelTemplate]
 		},
 		Create: func(ctx context.Context, name string, d desiredTenant) error {
-			return s.write(ctx, http.MethodPost, "/api/v1/resources", map[string]any{
-				"namespace": reg.Namespace, "name": name, "resource_type_name": tenancy.TenantType, "resource_type_version": tenancy.Version,
-				"labels": d.labels, "spec": json.RawMessage(d.spec),
+			return s.write(func(f ...apiclient.CallOption) error {
+				_, err := s.svc.api.CreateResource(ctx, apiclient.CreateRequest{Namespace: reg.Namespace, Name: name,
+					ResourceTypeName: tenancy.TenantType, ResourceTypeVersion: tenancy.Version, Labels: d.labels, Spec: d.spec}, f...)
+				return err
 			})
 		},
 		Update: func(ctx context.Context, name string, d desiredTenant, c currentTenant) error {
@@ -175,8 +176,9 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 				labels = map[string]string{}
 			}
 			maps.Copy(labels, d.labels)
-			return s.write(ctx, http.MethodPut, fmt.Sprintf("/api/v1/resources/%d", c.res.ID), map[string]any{
-				"spec": json.RawMessage(d.spec), "labels": labels, "resource_version": c.res.ResourceVersion,
+			return s.write(func(f ...apiclient.CallOption) error {
+				_, err := s.svc.api.UpdateResource(ctx, c.res.ID, apiclient.UpdateRequest{Spec: d.spec, Labels: &labels, ResourceVersion: c.res.ResourceVersion}, f...)
+				return err
 			})
 		},
 		Delete: func(ctx context.Context, name string, c currentTenant) error {
@@ -193,8 +195,11 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 				why = fmt.Sprintf("template %s no longer references the registry", tpl)
 			}
 			s.event(ctx, reg, names.EventNormal, EventTenantDeleting, fmt.Sprintf("deleting Tenant %s (uid %q, template %s): %s", name, uid, tpl, why))
-			err := s.write(ctx, http.MethodDelete, fmt.Sprintf("/api/v1/resources/%d", c.res.ID), nil)
-			if err != nil && !isCode(err, "not_found") {
+			err := s.write(func(f ...apiclient.CallOption) error {
+				_, err := s.svc.api.DeleteResource(ctx, c.res.ID, f...)
+				return ignoreGone(err)
+			})
+			if err != nil {
 				if !errors.Is(err, setsync.ErrStop) {
 					s.event(ctx, reg, names.EventWarning, EventTenantDeletionFailed, fmt.Sprintf("deleting Tenant %s failed: %v", name, err))
 				}
@@ -341,23 +346,15 @@ func (s *syncer) countStatus(res *result, current map[string]currentTenant, desi
 	}
 }
 
-// write sends one fenced write, refused at once when the term is no longer
-// known valid.
-func (s *syncer) write(ctx context.Context, method, path string, body any) error {
-	if !s.term.Valid() {
-		return errDeposed
-	}
-	return s.svc.api.call(ctx, method, path, s.term.Epoch, body, nil)
-}
-
 // event records an Event on the registry (fenced; failures are logged).
 func (s *syncer) event(ctx context.Context, reg *sdk.Resource, typ, reason, msg string) {
 	if !s.term.Valid() {
 		return
 	}
-	err := s.svc.api.call(ctx, http.MethodPost, fmt.Sprintf("/api/v1/resources/%d/event-records", reg.ID), s.term.Epoch, map[string]any{
-		"type": typ, "reason": reason, "message": names.TruncateEventMessage(msg), "source": leaseName,
-	}, nil)
+	err := s.write(func(f ...apiclient.CallOption) error {
+		_, err := s.svc.api.RecordEvent(ctx, reg.ID, apiclient.EventRecordCreate{Type: typ, Reason: reason, Message: names.TruncateEventMessage(msg), Source: leaseName}, f...)
+		return err
+	})
 	if err != nil {
 		s.log.Warn("recording an event failed", "registry", reg.Name, "reason", reason, "error", err)
 	}

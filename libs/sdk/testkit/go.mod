@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/no8s/no8s/libs/api v0.0.0 // indirect
+	github.com/no8s/no8s/libs/client v0.0.0
 	github.com/no8s/no8s/libs/sdk v0.0.0
 	github.com/no8s/no8s/proto v0.0.0
 	google.golang.org/grpc v1.85.0
@@ -24,6 +25,7 @@ require (
 
 replace (
 	github.com/no8s/no8s/libs/api => ../../api
+	github.com/no8s/no8s/libs/client => ../../client
 	github.com/no8s/no8s/libs/sdk => ../
 	github.com/no8s/no8s/proto => ../../../proto
 )

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	apiclient "github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk/client"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -50,7 +51,9 @@ type Env struct {
 	Worker    reconcilev1.WorkerServiceClient
 	// Client reads resources the way reconcilers do.
 	Client *client.Store
-	// HTTP is the client the helpers use.
+	// API is the REST API's client the helpers use.
+	API *apiclient.Client
+	// HTTP is the HTTP client under API.
 	HTTP *http.Client
 	// Log is where workers started by RunReconciler log.
 	Log *slog.Logger
@@ -238,6 +241,9 @@ func (e *Env) start() error {
 		return fmt.Errorf("%s dev: %w; its log:\n%s", bin, err, tail(logPath, 40))
 	}
 	e.URL, e.NATSURL, e.DatabaseURL = r.APIURL, r.NATSURL, r.Store
+	if e.API, err = apiclient.New(r.APIURL, apiclient.WithHTTPClient(e.HTTP), apiclient.WithUserAgent("no8s-testkit")); err != nil {
+		return fmt.Errorf("api client: %w", err)
+	}
 	if e.NATS, err = nats.Connect(r.NATSURL, nats.Name("no8s-testkit")); err != nil {
 		return fmt.Errorf("connect to nats: %w", err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/no8s/no8s/services/cli/client"
+	"github.com/no8s/no8s/libs/client"
 )
 
 // Formats of -o.
@@ -76,6 +76,14 @@ func Age(now, t time.Time) string {
 		return strconv.Itoa(int(d.Hours())/24) + "d"
 	}
 	return strconv.Itoa(int(d.Hours())/24/365) + "y"
+}
+
+// AgeOf is Age of a time that may be unknown ("-").
+func AgeOf(now time.Time, t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return Age(now, *t)
 }
 
 // Ready is the status of the Ready condition (True, False, Unknown), or
@@ -154,11 +162,11 @@ func Resources(w io.Writer, items []client.Resource, format string, now time.Tim
 }
 
 // Types prints resource types in format.
-func Types(w io.Writer, items []client.Type, format string, now time.Time) error {
+func Types(w io.Writer, items []client.ResourceType, format string, now time.Time) error {
 	switch format {
 	case FormatJSON, FormatYAML:
 		if items == nil {
-			items = []client.Type{}
+			items = []client.ResourceType{}
 		}
 		return Document(w, items, format)
 	case FormatName:
@@ -272,7 +280,7 @@ func History(w io.Writer, items []client.HistoryEntry, format string, now time.T
 			msg = *h.ErrorMessage
 		}
 		t.row(strconv.FormatInt(h.ID, 10), strconv.FormatInt(h.Generation, 10), h.Reason, result, h.Phase,
-			(time.Duration(h.DurationMS) * time.Millisecond).String(), Age(now, h.StartedAt), h.Holder, msg)
+			(time.Duration(h.DurationMS) * time.Millisecond).String(), AgeOf(now, h.StartedAt), h.Holder, msg)
 	}
 	return t.flush()
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/no8s/no8s/services/cli/client"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
@@ -71,7 +71,7 @@ func TestResourceTables(t *testing.T) {
 }
 
 func TestTypeAndWebhookTables(t *testing.T) {
-	types := []client.Type{
+	types := []client.ResourceType{
 		{Name: "DatabaseCluster", Version: "v1", Description: "A managed database cluster", ResourceVersion: 3, CreatedAt: now.Add(-400 * 24 * time.Hour),
 			ReconcilePolicy: resource.ReconcilePolicy{ResyncSeconds: 300, TimeoutSeconds: 300}},
 		{Name: "Bucket", Version: "v2beta1", ResourceVersion: 12, CreatedAt: now.Add(-90 * time.Minute),
@@ -125,8 +125,8 @@ func TestNamespaceTables(t *testing.T) {
 func TestHistoryTable(t *testing.T) {
 	msg := "dial tcp 10.0.0.7:5432: connection refused"
 	h := []client.HistoryEntry{
-		{ID: 9, Generation: 2, Success: false, Phase: "failed", ErrorMessage: &msg, DurationMS: 1520, StartedAt: now.Add(-30 * time.Second), Holder: "noop/a", Reason: "retry"},
-		{ID: 4, Generation: 1, Success: true, Phase: "completed", DurationMS: 12, StartedAt: now.Add(-3 * time.Hour), Holder: "noop/b", Reason: "pending"},
+		{ID: 9, Generation: 2, Success: false, Phase: "failed", ErrorMessage: &msg, DurationMS: 1520, StartedAt: ptr(now.Add(-30 * time.Second)), Holder: "noop/a", Reason: "retry"},
+		{ID: 4, Generation: 1, Success: true, Phase: "completed", DurationMS: 12, StartedAt: ptr(now.Add(-3 * time.Hour)), Holder: "noop/b", Reason: "pending"},
 	}
 	var b bytes.Buffer
 	if err := History(&b, h, FormatTable, now); err != nil {
@@ -160,3 +160,5 @@ func TestAge(t *testing.T) {
 		t.Error("zero time")
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

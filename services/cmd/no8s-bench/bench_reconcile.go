@@ -864,22 +864,9 @@ func waitCount(ctx context.Context, env *benchEnv, query string, want int, tick 
 
 // mergePatch sends a JSON merge patch to one resource and expects 200.
 func mergePatch(ctx context.Context, env *benchEnv, id int64, patch string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, fmt.Sprintf("%s/api/v1/resources/%d", env.gatewayURL, id), bytes.NewReader([]byte(patch)))
+	_, _, _, err := env.api.Raw(ctx, http.MethodPatch, fmt.Sprintf("/api/v1/resources/%d", id), []byte(patch), "application/merge-patch+json")
 	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/merge-patch+json")
-	resp, err := env.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("patch %d: %d %s", id, resp.StatusCode, truncateBytes(body, 300))
+		return fmt.Errorf("patch %d: %w", id, err)
 	}
 	return nil
 }

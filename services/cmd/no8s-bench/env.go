@@ -26,7 +26,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"github.com/no8s/no8s/libs/client"
 	"io/fs"
 	"net"
 	"net/http"
@@ -90,6 +90,8 @@ type benchEnv struct {
 	// pool is a pgx pool on databaseURL, sized for 32 concurrent workers
 	// (nil on the embedded backend).
 	pool *pgxpool.Pool
+	// api is the REST API's client, on client.
+	api *client.Client
 	// client is an HTTP client tuned for load (keep-alive, many idle
 	// connections per host).
 	client *http.Client
@@ -432,39 +434,28 @@ func (s cpuSample) cores(prev cpuSample) string {
 
 // do sends a request to the gateway (path is relative to gatewayURL) with an
 // optional body (nil, []byte, string, or a value encoded as JSON) and returns
-// the status, headers and whole body.
+// the status, headers and whole body, through libs/client's Raw (no
+// decoding: the load generator stays cheap). An error answer is a status,
+// not an error.
 func (e *benchEnv) do(ctx context.Context, method, path string, body any) (int, http.Header, []byte, error) {
-	var rd io.Reader
+	var raw []byte
 	switch b := body.(type) {
 	case nil:
 	case []byte:
-		rd = bytes.NewReader(b)
+		raw = b
 	case string:
-		rd = strings.NewReader(b)
+		raw = []byte(b)
 	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
+		var err error
+		if raw, err = json.Marshal(b); err != nil {
 			return 0, nil, nil, err
 		}
-		rd = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, e.gatewayURL+path, rd)
-	if err != nil {
-		return 0, nil, nil, err
+	status, h, data, err := e.api.Raw(ctx, method, path, raw, "")
+	if client.AsError(err) != nil {
+		err = nil
 	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := e.client.Do(req)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, resp.Header, nil, err
-	}
-	return resp.StatusCode, resp.Header, data, nil
+	return status, h, data, err
 }
 
 // postJSON POSTs body and fails unless the answer is 2xx.
@@ -506,7 +497,7 @@ func (e *benchEnv) listAll(ctx context.Context, path string) (items, pages int, 
 		}
 		items += len(page)
 		pages++
-		token = h.Get("X-Continue-Token")
+		token = h.Get(client.HeaderContinueToken)
 		if token == "" {
 			return items, pages, nil
 		}
@@ -793,6 +784,10 @@ func (e *benchEnv) start(ctx context.Context) error {
 		return err
 	}
 	e.gatewayURL = "http://" + gwAddr
+	if e.api, err = client.New(e.gatewayURL, client.WithHTTPClient(e.client), client.WithTimeout(0), client.WithRetries(0),
+		client.WithUserAgent("no8s-bench")); err != nil {
+		return err
+	}
 	if err := waitFor(ctx, 30*time.Second, "gateway /health", gp, func() error {
 		status, _, body, err := e.do(ctx, http.MethodGet, "/health", nil)
 		if err != nil {

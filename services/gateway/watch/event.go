@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/no8s/no8s/libs/api/subjects"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/labelselector"
 	"github.com/no8s/no8s/services/internal/resource"
@@ -20,17 +21,17 @@ import (
 const (
 	// Bookmark carries the newest revision a watcher has passed, so that a
 	// filtered client can checkpoint without a matching event.
-	Bookmark = "BOOKMARK"
+	Bookmark = client.EventBookmark
 	// Error is the final event of a watch the gateway ends.
-	Error = "ERROR"
+	Error = client.EventError
 )
 
 // Codes of the final ERROR event.
 const (
 	// CodeTooSlow: the client stopped reading; resume with Last-Event-ID.
-	CodeTooSlow = "too_slow"
+	CodeTooSlow = client.CodeTooSlow
 	// CodeGone: the resume point expired from the history; list again.
-	CodeGone = "gone"
+	CodeGone = client.CodeGone
 )
 
 // Filter selects the events a watcher receives. The zero Filter selects all.

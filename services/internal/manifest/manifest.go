@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/client"
 )
 
 // The kinds of document.
@@ -581,10 +583,23 @@ func decodeType(top map[string]json.RawMessage) (*ResourceType, []names.FieldErr
 	return t, errs
 }
 
-// webhookFields are the registration fields a webhook document may carry
-// besides kind and metadata.
-var webhookFields = []string{"kind", "metadata", "webhook_url", "webhook_type", "operations", "resource_type_name",
-	"resource_type_version", "timeout_seconds", "failure_policy", "ordering", "ca_bundle"}
+// webhookFields are the fields a webhook document may carry: kind,
+// metadata (the name), and every field of the API's registration body
+// (client.WebhookWrite) but the name.
+var webhookFields = append([]string{"kind", "metadata"}, slices.DeleteFunc(jsonFieldNames(reflect.TypeFor[client.WebhookWrite]()),
+	func(n string) bool { return n == "name" })...)
+
+// jsonFieldNames lists the JSON names of a struct's fields, in order.
+func jsonFieldNames(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
 
 func decodeWebhook(top map[string]json.RawMessage) (*Webhook, []names.FieldError) {
 	errs := unknownFields(top, "", webhookFields...)

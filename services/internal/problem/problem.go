@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/client"
 )
 
 // Kind classifies an error by what the caller should do about it.
@@ -44,60 +45,36 @@ const (
 )
 
 // Machine-readable codes carried in error bodies.
+// The error codes are the public API's, defined with its document types in
+// libs/client.
 const (
-	CodeInvalid          = "invalid"
-	CodeValidation       = "validation_failed"
-	CodeMalformedJSON    = "malformed_json"
-	CodeUnknownType      = "unknown_type"
-	CodeInvalidSchema    = "invalid_schema"
-	CodeNotFound         = "not_found"
-	CodeNameTaken        = "name_taken"
-	CodeConflict         = "conflict"
-	CodeDeleting         = "deleting"
-	CodeInUse            = "in_use"
-	CodeSchemaChanged    = "schema_changed"
-	CodeTooLarge         = "too_large"
-	CodeUnavailable      = "unavailable"
-	CodeInternal         = "internal"
-	CodeFinalizerBlocked = "finalizer_not_allowed"
-	// CodeDenied is an admission webhook's denial (Forbidden).
-	CodeDenied = "denied"
-	// CodeWebhookFailed is an admission webhook that failed under failure
-	// policy Fail (Unavailable).
-	CodeWebhookFailed = "webhook_failed"
-	// CodeStaleEpoch is a write fenced by an epoch that is no longer the
-	// current one (Conflict): a reconcile lease or the scheduler's leadership
-	// has passed to someone else.
-	CodeStaleEpoch = "stale_epoch"
-	// CodeLeaseHeld is a reconcile lease held by another worker (Conflict).
-	CodeLeaseHeld = "lease_held"
-	// CodeStaleDispatch is a work item from a deposed scheduler or superseded
-	// by a newer dispatch (FailedPrecondition).
-	CodeStaleDispatch = "stale_dispatch"
-	// CodeNotOwned is a worker's write to something that is not its own: a
-	// finalizer other than its reconciler's, an annotation other than the
-	// operation annotation (Forbidden).
-	CodeNotOwned = "not_owned"
-	// CodeNoReconciler is a resource type that no live reconciler serves
-	// (Invalid).
-	CodeNoReconciler = "no_reconciler"
-	// CodeKeyReused is a queue-input message whose idempotency key was
-	// used by another message with a different body (Conflict): the
-	// first one wins.
-	CodeKeyReused = "idempotency_key_reused"
-	// CodeUndeliverable is a queue-input message given up unhandled after
-	// its deliveries ran out (Unavailable): the gateways handling it kept
-	// stopping.
-	CodeUndeliverable = "undeliverable"
-	// CodeNamespaceNotFound is a resource created in a namespace that does
-	// not exist (NotFound).
-	CodeNamespaceNotFound = "namespace_not_found"
-	// CodeNamespaceTerminating is a resource (or the namespace itself)
-	// created in a namespace that is being deleted (Conflict).
-	CodeNamespaceTerminating = "namespace_terminating"
-	// CodeNamespaceProtected is a request to delete the default namespace,
-	// which always exists (Forbidden).
-	CodeNamespaceProtected = "namespace_protected"
+	CodeInvalid              = client.CodeInvalid
+	CodeValidation           = client.CodeValidationFailed
+	CodeMalformedJSON        = client.CodeMalformedJSON
+	CodeUnknownType          = client.CodeUnknownType
+	CodeInvalidSchema        = client.CodeInvalidSchema
+	CodeNotFound             = client.CodeNotFound
+	CodeNameTaken            = client.CodeNameTaken
+	CodeConflict             = client.CodeConflict
+	CodeDeleting             = client.CodeDeleting
+	CodeInUse                = client.CodeInUse
+	CodeSchemaChanged        = client.CodeSchemaChanged
+	CodeTooLarge             = client.CodeTooLarge
+	CodeUnavailable          = client.CodeUnavailable
+	CodeInternal             = client.CodeInternal
+	CodeFinalizerBlocked     = client.CodeFinalizerBlocked
+	CodeDenied               = client.CodeDenied
+	CodeWebhookFailed        = client.CodeWebhookFailed
+	CodeStaleEpoch           = client.CodeStaleEpoch
+	CodeLeaseHeld            = client.CodeLeaseHeld
+	CodeStaleDispatch        = client.CodeStaleDispatch
+	CodeNotOwned             = client.CodeNotOwned
+	CodeNoReconciler         = client.CodeNoReconciler
+	CodeKeyReused            = client.CodeKeyReused
+	CodeUndeliverable        = client.CodeUndeliverable
+	CodeNamespaceNotFound    = client.CodeNamespaceNotFound
+	CodeNamespaceTerminating = client.CodeNamespaceTerminating
+	CodeNamespaceProtected   = client.CodeNamespaceProtected
 )
 
 // FieldError names one offending field by JSON pointer (for example /spec/x):

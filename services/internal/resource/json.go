@@ -14,7 +14,7 @@ import (
 // event and every answer carrying a resource is rendered here. ok is false
 // for a document encoding/json refuses (spec or outputs that are not JSON, a
 // time outside years 0-9999); Marshal then reports the error.
-func (r *Resource) AppendJSON(b []byte) (out []byte, ok bool) {
+func AppendJSON(b []byte, r *Resource) (out []byte, ok bool) {
 	b = append(b, `{"id":`...)
 	b = strconv.AppendInt(b, r.ID, 10)
 	b = append(b, `,"uid":`...)
@@ -72,7 +72,7 @@ func (r *Resource) AppendJSON(b []byte) (out []byte, ok bool) {
 }
 
 // jsonSize is a good first capacity for r's document.
-func (r *Resource) jsonSize() int {
+func jsonSize(r *Resource) int {
 	n := 600 + len(r.Namespace) + len(r.Spec) + len(r.Outputs) + 200*len(r.Conditions) + 200*len(r.OwnerReferences)
 	for k, v := range r.Labels {
 		n += len(k) + len(v) + 6

@@ -95,7 +95,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok := r.AppendJSON(nil)
+		got, ok := AppendJSON(nil, r)
 		if !ok || !bytes.Equal(got, want) {
 			t.Fatalf("resource %d (ok %v):\n got %s\nwant %s", i, ok, got, want)
 		}
@@ -116,7 +116,7 @@ func TestAppendJSONRefusesWhatEncodingJSONRefuses(t *testing.T) {
 		"year 10000":      {CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
 		"condition year":  {Conditions: []Condition{{LastTransitionTime: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)}}},
 	} {
-		if _, ok := r.AppendJSON(nil); ok {
+		if _, ok := AppendJSON(nil, r); ok {
 			t.Errorf("%s: rendered", name)
 		}
 		_, want := reflectMarshal(t, r)

@@ -4,55 +4,29 @@ import (
 	"fmt"
 
 	"github.com/no8s/no8s/libs/api/lifecycle"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/services/internal/problem"
 )
 
-// Reconcile policy defaults (the seed's: resync every 5 minutes, backoff from
-// 1 minute doubling to 1024 minutes).
+// Reconcile policy defaults: the public API's (libs/client).
 const (
-	DefaultResyncSeconds      = 300
-	DefaultBackoffBaseSeconds = 60
-	DefaultBackoffMaxSeconds  = 61440
-	DefaultTimeoutSeconds     = 300
+	DefaultResyncSeconds      = client.DefaultResyncSeconds
+	DefaultBackoffBaseSeconds = client.DefaultBackoffBaseSeconds
+	DefaultBackoffMaxSeconds  = client.DefaultBackoffMaxSeconds
+	DefaultTimeoutSeconds     = client.DefaultTimeoutSeconds
 	// MaxTimeoutSeconds bounds a reconcile's timeout.
-	MaxTimeoutSeconds = 3600
+	MaxTimeoutSeconds = client.MaxTimeoutSeconds
 )
 
 // ReconcilePolicy tunes scheduling for the resources of a type. A zero field
-// means its default; documents read from the store always carry every field.
-type ReconcilePolicy struct {
-	// ResyncSeconds is how often a ready resource is reconciled again (drift
-	// detection).
-	ResyncSeconds int32 `json:"resync_seconds"`
-	// BackoffBaseSeconds is the delay after the first failure; it doubles with
-	// each further failure up to BackoffMaxSeconds.
-	BackoffBaseSeconds int32 `json:"backoff_base_seconds"`
-	BackoffMaxSeconds  int32 `json:"backoff_max_seconds"`
-	// TimeoutSeconds bounds one attempt.
-	TimeoutSeconds int32 `json:"timeout_seconds"`
-}
+// means its default (WithDefaults); documents read from the store always
+// carry every field.
+type ReconcilePolicy = client.ReconcilePolicy
 
-// WithDefaults returns p with every zero field set to its default.
-func (p ReconcilePolicy) WithDefaults() ReconcilePolicy {
-	if p.ResyncSeconds == 0 {
-		p.ResyncSeconds = DefaultResyncSeconds
-	}
-	if p.BackoffBaseSeconds == 0 {
-		p.BackoffBaseSeconds = DefaultBackoffBaseSeconds
-	}
-	if p.BackoffMaxSeconds == 0 {
-		p.BackoffMaxSeconds = max(DefaultBackoffMaxSeconds, p.BackoffBaseSeconds)
-	}
-	if p.TimeoutSeconds == 0 {
-		p.TimeoutSeconds = DefaultTimeoutSeconds
-	}
-	return p
-}
-
-// Validate checks a policy as written (zero fields take defaults): no
+// ValidatePolicy checks a policy as written (zero fields take defaults): no
 // negative values, backoff_max_seconds at least backoff_base_seconds, and a
 // timeout of at most MaxTimeoutSeconds. path prefixes the field paths.
-func (p ReconcilePolicy) Validate(path string) []problem.FieldError {
+func ValidatePolicy(p ReconcilePolicy, path string) []problem.FieldError {
 	var errs []problem.FieldError
 	for _, f := range []struct {
 		name string

@@ -94,7 +94,7 @@ func Marshal(v any) ([]byte, error) {
 		r = &x
 	}
 	if r != nil {
-		if b, ok := r.AppendJSON(make([]byte, 0, r.jsonSize())); ok {
+		if b, ok := AppendJSON(make([]byte, 0, jsonSize(r)), r); ok {
 			return b, nil
 		}
 	}

@@ -5,7 +5,7 @@
 // (services/internal/tenancy), are applied in dependency order
 // (tenancy.Order over dependIds) as no8s resources in the Tenant's
 // namespace, owned by the Tenant, through the public REST API as a client
-// (services/cli/client); reads go through the workers' door.
+// (libs/client); reads go through the workers' door.
 //
 // The policies are the seed's: creationPolicy Once (created once, marked
 // tenants.no8s.io/created-once, never applied again) or WhenNeeded (applied

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/conditions"
-	"github.com/no8s/no8s/services/cli/client"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/tenancy"
 )
@@ -416,7 +416,7 @@ func (r *reconciler) write(ctx context.Context, req *sdk.Request[tenancy.TenantS
 	case tr.Patch() == tenancy.PatchApply:
 		out, _, err = r.cfg.API.Apply(ctx, client.ApplyRequest{Namespace: req.Namespace(), Name: want.Name,
 			ResourceTypeName: tr.TypeName, ResourceTypeVersion: tr.TypeVersion, Spec: want.Spec,
-			Labels: &labels, Annotations: &annotations, OwnerReferences: &owners}, false)
+			Labels: &labels, Annotations: &annotations, OwnerReferences: &owners})
 	case cur == nil:
 		out, err = r.cfg.API.CreateResource(ctx, client.CreateRequest{Namespace: req.Namespace(), Name: want.Name,
 			ResourceTypeName: tr.TypeName, ResourceTypeVersion: tr.TypeVersion, Spec: want.Spec,
@@ -432,7 +432,7 @@ func (r *reconciler) write(ctx context.Context, req *sdk.Request[tenancy.TenantS
 		}
 		out, err = r.cfg.API.PatchResource(ctx, cur.id, patch)
 	default: // replace
-		out, err = r.cfg.API.ReplaceResource(ctx, cur.id, client.ReplaceRequest{Spec: want.Spec, Labels: &labels, Annotations: &annotations,
+		out, err = r.cfg.API.UpdateResource(ctx, cur.id, client.UpdateRequest{Spec: want.Spec, Labels: &labels, Annotations: &annotations,
 			OwnerReferences: &owners, ResourceVersion: cur.resourceVersion})
 	}
 	if err != nil {
@@ -474,7 +474,7 @@ func (r *reconciler) remove(ctx context.Context, req *sdk.Request[tenancy.Tenant
 		return true, nil
 	}
 	if !cur.deleting {
-		if _, err := r.cfg.API.DeleteResource(ctx, cur.id, false); err != nil && !client.IsNotFound(err) {
+		if _, err := r.cfg.API.DeleteResource(ctx, cur.id); err != nil && !client.IsNotFound(err) {
 			return false, fmt.Errorf("delete %s: %w", c, err)
 		}
 	}
@@ -530,9 +530,10 @@ func (r *reconciler) cleanup(ctx context.Context, req *sdk.Request[tenancy.Tenan
 // reconciler: requests bounded to 30 s, and enough idle connections for
 // every concurrent attempt.
 func NewAPIClient(apiURL string) (*client.Client, error) {
-	c, err := client.New(apiURL, "", 30*time.Second)
+	c, err := client.New(apiURL, client.WithTimeout(30*time.Second), client.WithUserAgent("no8s-tenant-reconciler"),
+		client.WithHTTPClient(&http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}))
 	if err != nil {
 		return nil, fmt.Errorf("tenant reconciler: --api-url: %w", err)
 	}
-	return c.WithHTTPClient(&http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}), nil
+	return c, nil
 }

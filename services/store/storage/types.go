@@ -87,7 +87,7 @@ func ValidateCreateType(req CreateTypeRequest) (schema []byte, err error) {
 	if len(req.Schema) == 0 {
 		errs = append(errs, FieldError{Path: "/schema", Message: "schema is required"})
 	}
-	errs = append(errs, fieldsOf(req.ReconcilePolicy.Validate("/reconcile_policy"))...)
+	errs = append(errs, fieldsOf(resource.ValidatePolicy(req.ReconcilePolicy, "/reconcile_policy"))...)
 	if len(errs) > 0 {
 		return nil, NewError(ErrInvalid, "invalid resource type").WithFields(errs...)
 	}
@@ -113,7 +113,7 @@ func ValidateUpdateType(req UpdateTypeRequest) (schema []byte, err error) {
 		errs = append(errs, FieldError{Path: "/description", Message: fmt.Sprintf("longer than %d bytes", MaxDescriptionBytes)})
 	}
 	if req.ReconcilePolicy != nil {
-		errs = append(errs, fieldsOf(req.ReconcilePolicy.Validate("/reconcile_policy"))...)
+		errs = append(errs, fieldsOf(resource.ValidatePolicy(*req.ReconcilePolicy, "/reconcile_policy"))...)
 	}
 	if len(errs) > 0 {
 		return nil, NewError(ErrInvalid, "invalid resource type").WithFields(errs...)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/api/subjects"
+	"github.com/no8s/no8s/libs/client"
 	eventsv1 "github.com/no8s/no8s/proto/gen/no8s/events/v1"
 	"github.com/no8s/no8s/services/internal/resource"
 )
@@ -22,13 +23,13 @@ import (
 // SubjectPrefix is the prefix of every event subject.
 const SubjectPrefix = subjects.EventsPrefix
 
-// Event types, as the seed names them.
+// Event types: the public API's (libs/client).
 const (
-	Created    = "CREATED"
-	Modified   = "MODIFIED"
-	Deleted    = "DELETED"
-	Reconciled = "RECONCILED"
-	Purged     = "PURGED"
+	Created    = client.EventCreated
+	Modified   = client.EventModified
+	Deleted    = client.EventDeleted
+	Reconciled = client.EventReconciled
+	Purged     = client.EventPurged
 )
 
 var toProto = map[string]eventsv1.EventType{

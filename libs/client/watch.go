@@ -10,12 +10,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Event is one change of a resource, as a watch delivers it.
 type Event struct {
-	// Type is CREATED, MODIFIED, DELETED, RECONCILED or PURGED.
+	// Type is EventCreated, EventModified, EventDeleted, EventReconciled
+	// or EventPurged.
 	Type     string    `json:"type"`
 	Revision int64     `json:"revision"`
 	Resource *Resource `json:"resource"`
@@ -67,7 +67,7 @@ func (c *Client) ListAndWatch(ctx context.Context, o ListOptions, listed func(it
 				}
 				return nil
 			}
-			if first || !retryable(err) {
+			if first || !transient(err) {
 				return err
 			}
 			progress(fmt.Sprintf("list again: %v; retrying", err))
@@ -79,33 +79,54 @@ func (c *Client) ListAndWatch(ctx context.Context, o ListOptions, listed func(it
 	if err := relist(true); err != nil {
 		return err
 	}
-	failures := 0
 	for {
-		err := c.watchOnce(ctx, o, &since, func(ev Event) error {
-			failures = 0
+		err := c.follow(ctx, o, &since, func(ev Event) error {
 			if ev.Resource != nil && ev.Revision <= seen[ev.Resource.ID] {
 				return nil
 			}
 			return h.Event(ev)
+		}, progress)
+		if !errors.Is(err, ErrGone) || ctx.Err() != nil {
+			return err
+		}
+		progress(fmt.Sprintf("watch: %v; listing again", err))
+		if err := relist(false); err != nil {
+			return err
+		}
+	}
+}
+
+// Watch delivers every change o selects after revision since, once, in
+// revision order, until ctx ends or handle fails; it reconnects after
+// every dropped connection from the last revision seen. It returns an
+// error satisfying IsGone when the history to resume from is gone: list
+// again (or use ListAndWatch, which does).
+func (c *Client) Watch(ctx context.Context, o ListOptions, since int64, handle func(Event) error, progress func(msg string)) error {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	return c.follow(ctx, o, &since, handle, progress)
+}
+
+// follow reads the stream from *since across reconnects.
+func (c *Client) follow(ctx context.Context, o ListOptions, since *int64, handle func(Event) error, progress func(string)) error {
+	failures := 0
+	for {
+		err := c.watchOnce(ctx, o, since, func(ev Event) error {
+			failures = 0
+			return handle(ev)
 		})
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		switch {
-		case errors.Is(err, ErrGone):
-			progress(fmt.Sprintf("watch: %v; listing again", err))
-			if err := relist(false); err != nil {
-				return err
-			}
-			continue
-		case err != nil && !retryable(err):
+		if errors.Is(err, ErrGone) || (err != nil && !transient(err)) {
 			return err
 		}
 		reason := "the server ended the stream"
 		if err != nil {
 			reason = err.Error()
 		}
-		progress(fmt.Sprintf("watch: %s; reconnecting from revision %d", reason, since))
+		progress(fmt.Sprintf("watch: %s; reconnecting from revision %d", reason, *since))
 		if err := sleep(ctx, backoff(failures)); err != nil {
 			return err
 		}
@@ -120,14 +141,14 @@ func (c *Client) watchOnce(ctx context.Context, o ListOptions, since *int64, han
 	q.Del("limit")
 	hdr := http.Header{"Accept": {"text/event-stream"}, "Last-Event-ID": {strconv.FormatInt(*since, 10)}}
 	q.Set("since", strconv.FormatInt(*since, 10))
-	resp, err := c.send(ctx, c.stream, request{method: http.MethodGet, path: "/api/v1/events", query: q, header: hdr})
+	resp, err := c.send(ctx, c.stream, request{method: http.MethodGet, path: "/api/v1/events", query: q, header: hdr}, nil)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		err := decodeError(resp.StatusCode, data)
+		err := decodeError(resp.StatusCode, resp.Header, data)
 		if resp.StatusCode == http.StatusGone {
 			return fmt.Errorf("%w: %v", ErrGone, err)
 		}
@@ -175,21 +196,19 @@ func (c *Client) watchOnce(ctx context.Context, o ListOptions, since *int64, han
 		name, id = "", ""
 		data.Reset()
 		switch ev {
-		case "BOOKMARK":
+		case EventBookmark:
 			if rev > *since {
 				*since = rev
 			}
-		case "ERROR":
-			var e struct{ Code, Detail string }
+		case EventError:
+			var e WatchError
 			_ = json.Unmarshal([]byte(payload), &e)
-			if e.Code == "gone" {
+			if e.Code == CodeGone {
 				return fmt.Errorf("%w: %s", ErrGone, e.Detail)
 			}
 			return fmt.Errorf("the server ended the watch (%s): %s", e.Code, e.Detail)
 		default:
-			var d struct {
-				ResourceData *Resource `json:"resource_data"`
-			}
+			var d WatchEvent
 			if err := json.Unmarshal([]byte(payload), &d); err != nil {
 				return fmt.Errorf("decode event %s: %w", id, err)
 			}
@@ -209,37 +228,3 @@ type handlerError struct{ err error }
 
 func (e *handlerError) Error() string { return e.err.Error() }
 func (e *handlerError) Unwrap() error { return e.err }
-
-// retryable reports whether a watch or list failure is worth another try:
-// transport errors, and the server's 5xx and 408/429.
-func retryable(err error) bool {
-	var he *handlerError
-	if errors.As(err, &he) {
-		return false
-	}
-	var ae *APIError
-	if errors.As(err, &ae) {
-		return ae.Status >= 500 || ae.Status == http.StatusRequestTimeout || ae.Status == http.StatusTooManyRequests
-	}
-	return true
-}
-
-// backoff is the pause before reconnect attempt n: 100 ms doubling to 2 s.
-func backoff(n int) time.Duration {
-	d := 100 * time.Millisecond
-	for range min(n, 5) {
-		d *= 2
-	}
-	return min(d, 2*time.Second)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
