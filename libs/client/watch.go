@@ -2,6 +2,7 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 )
 
 // Event is one change of a resource, as a watch delivers it.
@@ -96,8 +96,8 @@ func (c *Client) ListAndWatch(ctx context.Context, o ListOptions, listed func(it
 	}
 }
 
-// Watch delivers every change o selects after revision since, once, in
-// revision order, until ctx ends or handle fails; it reconnects after
+// Watch delivers every change o selects after revision since (FromNow:
+// from now on), once, in revision order, until ctx ends or handle fails; it reconnects after
 // every dropped connection from the last revision seen. It returns an
 // error satisfying IsGone when the history to resume from is gone: list
 // again (or use ListAndWatch, which does).
@@ -134,89 +134,143 @@ func (c *Client) follow(ctx context.Context, o ListOptions, since *int64, handle
 	}
 }
 
-// watchOnce reads one SSE connection, moving *since past every event and
-// bookmark. It returns nil when the server ended the stream cleanly.
-func (c *Client) watchOnce(ctx context.Context, o ListOptions, since *int64, handle func(Event) error) error {
+// Frame is one server-sent event of a watch stream, undecoded: its name
+// (an event type, BOOKMARK or ERROR), its id (the revision) and its data
+// (a WatchEvent, WatchBookmark or WatchError document).
+type Frame struct {
+	Name string
+	ID   int64
+	// Data is valid until the next call of Stream.Next.
+	Data []byte
+}
+
+// Stream is one open watch connection (GET /api/v1/events), read frame by
+// frame. Watch and ListAndWatch decode the frames and reconnect; a load
+// generator reads them raw.
+type Stream struct {
+	body io.ReadCloser
+	rd   *bufio.Reader
+	data []byte
+	name []byte
+}
+
+// FromNow, as a watch's since, asks for the changes from now on only.
+const FromNow int64 = -1
+
+// OpenStream opens one watch connection for the changes o selects after
+// revision since (FromNow: from now on). A 410 comes back as an error
+// satisfying IsGone.
+func (c *Client) OpenStream(ctx context.Context, o ListOptions, since int64) (*Stream, error) {
 	q := o.query()
 	q.Del("limit")
-	hdr := http.Header{"Accept": {"text/event-stream"}, "Last-Event-ID": {strconv.FormatInt(*since, 10)}}
-	q.Set("since", strconv.FormatInt(*since, 10))
+	hdr := http.Header{"Accept": {"text/event-stream"}}
+	if since >= 0 {
+		q.Set("since", strconv.FormatInt(since, 10))
+		hdr.Set("Last-Event-ID", strconv.FormatInt(since, 10))
+	}
 	resp, err := c.send(ctx, c.stream, request{method: http.MethodGet, path: "/api/v1/events", query: q, header: hdr}, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		err := decodeError(resp.StatusCode, resp.Header, data)
 		if resp.StatusCode == http.StatusGone {
-			return fmt.Errorf("%w: %v", ErrGone, err)
+			return nil, fmt.Errorf("%w: %w", ErrGone, err)
 		}
-		return err
+		return nil, err
 	}
-	rd := bufio.NewReaderSize(resp.Body, 64<<10)
-	var (
-		name, id string
-		data     strings.Builder
-	)
+	return &Stream{body: resp.Body, rd: bufio.NewReaderSize(resp.Body, 64<<10)}, nil
+}
+
+// Next reads the next frame. It returns io.EOF when the server ended the
+// stream cleanly (a gateway shutting down says so) and an error wrapping
+// io.ErrUnexpectedEOF when the connection dropped.
+func (s *Stream) Next() (Frame, error) {
+	s.data, s.name = s.data[:0], s.name[:0]
+	var id int64
 	for {
-		line, err := rd.ReadString('\n')
+		line, err := s.rd.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			rest, rerr := s.rd.ReadBytes('\n')
+			line, err = append(append([]byte(nil), line...), rest...), rerr
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return fmt.Errorf("connection closed: %w", io.ErrUnexpectedEOF)
+				return Frame{}, fmt.Errorf("connection closed: %w", io.ErrUnexpectedEOF)
 			}
-			return fmt.Errorf("read the event stream: %w", err)
+			return Frame{}, fmt.Errorf("read the event stream: %w", err)
 		}
-		line = strings.TrimRight(line, "\r\n")
-		if line != "" {
-			field, value, _ := strings.Cut(line, ":")
-			value = strings.TrimPrefix(value, " ")
-			switch field {
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) > 0 {
+			field, value, _ := bytes.Cut(line, []byte(":"))
+			value = bytes.TrimPrefix(value, []byte(" "))
+			switch string(field) {
 			case "event":
-				name = value
+				s.name = append(s.name[:0], value...)
 			case "id":
-				id = value
+				id, _ = strconv.ParseInt(string(value), 10, 64)
 			case "data":
-				if data.Len() > 0 {
-					data.WriteByte('\n')
+				if len(s.data) > 0 {
+					s.data = append(s.data, '\n')
 				}
-				data.WriteString(value)
+				s.data = append(s.data, value...)
 			case "":
-				if strings.Contains(value, "shut") {
-					return nil // the gateway is shutting down
+				if bytes.Contains(value, []byte("shut")) {
+					return Frame{}, io.EOF // the gateway is shutting down
 				}
 			}
 			continue
 		}
-		if name == "" && data.Len() == 0 {
+		if len(s.name) == 0 && len(s.data) == 0 {
 			continue
 		}
-		ev, payload := name, data.String()
-		rev, _ := strconv.ParseInt(id, 10, 64)
-		name, id = "", ""
-		data.Reset()
-		switch ev {
+		return Frame{Name: string(s.name), ID: id, Data: s.data}, nil
+	}
+}
+
+// Close ends the connection.
+func (s *Stream) Close() error { return s.body.Close() }
+
+// watchOnce reads one SSE connection, moving *since past every event and
+// bookmark. It returns nil when the server ended the stream cleanly.
+func (c *Client) watchOnce(ctx context.Context, o ListOptions, since *int64, handle func(Event) error) error {
+	st, err := c.OpenStream(ctx, o, *since)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for {
+		f, err := st.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch f.Name {
 		case EventBookmark:
-			if rev > *since {
-				*since = rev
+			if f.ID > *since {
+				*since = f.ID
 			}
 		case EventError:
 			var e WatchError
-			_ = json.Unmarshal([]byte(payload), &e)
+			_ = json.Unmarshal(f.Data, &e)
 			if e.Code == CodeGone {
 				return fmt.Errorf("%w: %s", ErrGone, e.Detail)
 			}
 			return fmt.Errorf("the server ended the watch (%s): %s", e.Code, e.Detail)
 		default:
 			var d WatchEvent
-			if err := json.Unmarshal([]byte(payload), &d); err != nil {
-				return fmt.Errorf("decode event %s: %w", id, err)
+			if err := json.Unmarshal(f.Data, &d); err != nil {
+				return fmt.Errorf("decode event %d: %w", f.ID, err)
 			}
-			if rev <= *since {
+			if f.ID <= *since {
 				continue // never twice
 			}
-			*since = rev
-			if err := handle(Event{Type: ev, Revision: rev, Resource: d.ResourceData}); err != nil {
+			*since = f.ID
+			if err := handle(Event{Type: f.Name, Revision: f.ID, Resource: d.ResourceData}); err != nil {
 				return &handlerError{err}
 			}
 		}

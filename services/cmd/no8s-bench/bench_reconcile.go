@@ -18,13 +18,12 @@ package main
 // With CPU per process over each measured window, as the api scenario prints it.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/no8s/no8s/libs/client"
 	"io"
 	"net"
 	"net/http"
@@ -451,15 +450,19 @@ type readyWatch struct {
 func startReadyWatch(ctx context.Context, env *benchEnv) (*readyWatch, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	w := &readyWatch{sent: map[string]time.Time{}, answered: map[string]time.Time{}, ready: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
-	client := &http.Client{Transport: &http.Transport{ // no timeout: the stream lasts the whole phase
+	api, err := client.New(env.gatewayURL, client.WithUserAgent("no8s-bench"), client.WithHTTPClient(&http.Client{Transport: &http.Transport{
 		Proxy:              nil,
 		DialContext:        (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 		DisableCompression: true,
-	}}
+	}}))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	started := make(chan struct{})
 	go func() {
 		defer close(w.done)
-		err := w.run(wctx, client, env.gatewayURL+"/api/v1/events?resource_type="+reconcileType, sync.OnceFunc(func() { close(started) }))
+		err := w.run(wctx, api, client.ListOptions{TypeName: reconcileType}, sync.OnceFunc(func() { close(started) }))
 		if wctx.Err() == nil {
 			if err == nil {
 				err = errors.New("the watch ended")
@@ -608,22 +611,14 @@ func (w *readyWatch) latencies(names []string) ([]time.Duration, int) {
 }
 
 // run reads the stream until ctx ends; started is called at its first
-// BOOKMARK.
-func (w *readyWatch) run(ctx context.Context, client *http.Client, url string, started func()) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// BOOKMARK. Frames are read raw (client.Stream) and decoded only as far as
+// the name and status: the load generator stays cheap.
+func (w *readyWatch) run(ctx context.Context, api *client.Client, o client.ListOptions, started func()) error {
+	st, err := api.OpenStream(ctx, o, client.FromNow)
 	if err != nil {
 		return err
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d", resp.StatusCode)
-	}
-	r := bufio.NewReaderSize(resp.Body, 64<<10)
-	var event []byte
+	defer st.Close()
 	var ev struct {
 		Name string `json:"resource_name"`
 		Data struct {
@@ -631,11 +626,7 @@ func (w *readyWatch) run(ctx context.Context, client *http.Client, url string, s
 		} `json:"resource_data"`
 	}
 	for {
-		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			rest, rerr := r.ReadBytes('\n')
-			line, err = append(append([]byte(nil), line...), rest...), rerr
-		}
+		f, err := st.Next()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, io.EOF) {
 				return nil
@@ -643,31 +634,27 @@ func (w *readyWatch) run(ctx context.Context, client *http.Client, url string, s
 			return err
 		}
 		now := time.Now()
-		switch {
-		case bytes.HasPrefix(line, []byte("event: ")):
-			event = append(event[:0], bytes.TrimSpace(line[7:])...)
-			if string(event) == "BOOKMARK" {
-				started()
-			}
-		case bytes.HasPrefix(line, []byte("data: ")) && len(event) > 0 && string(event) != "BOOKMARK":
-			if string(event) == "ERROR" {
-				return fmt.Errorf("ERROR event: %s", bytes.TrimSpace(line))
-			}
-			ev.Name, ev.Data.Status = "", ""
-			if err := json.Unmarshal(line[6:], &ev); err != nil {
-				return fmt.Errorf("event %s: %w", truncateBytes(line, 200), err)
-			}
-			if ev.Data.Status != "ready" {
-				continue
-			}
-			w.mu.Lock()
-			if _, sent := w.sent[ev.Name]; sent {
-				if _, seen := w.ready[ev.Name]; !seen {
-					w.ready[ev.Name] = now
-				}
-			}
-			w.mu.Unlock()
+		switch f.Name {
+		case client.EventBookmark:
+			started()
+			continue
+		case client.EventError:
+			return fmt.Errorf("ERROR event: %s", f.Data)
 		}
+		ev.Name, ev.Data.Status = "", ""
+		if err := json.Unmarshal(f.Data, &ev); err != nil {
+			return fmt.Errorf("event %s: %w", truncateBytes(f.Data, 200), err)
+		}
+		if ev.Data.Status != "ready" {
+			continue
+		}
+		w.mu.Lock()
+		if _, sent := w.sent[ev.Name]; sent {
+			if _, seen := w.ready[ev.Name]; !seen {
+				w.ready[ev.Name] = now
+			}
+		}
+		w.mu.Unlock()
 	}
 }
 

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/no8s/no8s/libs/client"
 	"net"
 	"net/http"
 	"strconv"
@@ -74,12 +74,15 @@ func benchWatch(ctx context.Context, env *benchEnv) error {
 	// 1,000 watchers: even ones see everything, odd ones one type each.
 	wctx, stopWatchers := context.WithCancel(ctx)
 	defer stopWatchers()
-	client := &http.Client{Transport: &http.Transport{
+	api, err := client.New(env.gatewayURL, client.WithUserAgent("no8s-bench"), client.WithHTTPClient(&http.Client{Transport: &http.Transport{
 		Proxy:              nil,
 		DialContext:        (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 		DisableCompression: true,
 		MaxConnsPerHost:    0,
-	}}
+	}}))
+	if err != nil {
+		return err
+	}
 	var measureFrom, measureTo atomic.Int64 // unix nanos of the commit window
 	measureFrom.Store(1 << 62)
 	measureTo.Store(1 << 62)
@@ -99,7 +102,7 @@ func benchWatch(ctx context.Context, env *benchEnv) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.run(wctx, client, env.gatewayURL, connected.Done, &measureFrom, &measureTo); err != nil && wctx.Err() == nil {
+			if err := w.run(wctx, api, connected.Done, &measureFrom, &measureTo); err != nil && wctx.Err() == nil {
 				failures.Add(1)
 				firstErr.CompareAndSwap(nil, err)
 			}
@@ -260,67 +263,46 @@ type benchWatcher struct {
 }
 
 // run watches until ctx ends; connected is called once the stream has
-// started (its first BOOKMARK).
-func (w *benchWatcher) run(ctx context.Context, client *http.Client, base string, connected func(), from, to *atomic.Int64) error {
-	url := base + "/api/v1/events"
-	if w.filter != "" {
-		url += "?resource_type=" + w.filter
-	}
+// started (its first BOOKMARK). Frames are read raw (client.Stream) and
+// only their timestamp is parsed.
+func (w *benchWatcher) run(ctx context.Context, api *client.Client, connected func(), from, to *atomic.Int64) error {
 	once := sync.OnceFunc(connected)
 	defer once()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	st, err := api.OpenStream(ctx, client.ListOptions{TypeName: w.filter}, client.FromNow)
 	if err != nil {
 		return err
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("watch: status %d", resp.StatusCode)
-	}
-	r := bufio.NewReaderSize(resp.Body, 4096)
-	var name []byte
+	defer st.Close()
 	tsKey := []byte(`"timestamp":"`)
 	for {
-		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A data line longer than the buffer: read the rest of it.
-			rest, rerr := r.ReadBytes('\n')
-			line, err = append(append([]byte(nil), line...), rest...), rerr
-		}
+		f, err := st.Next()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		switch {
-		case bytes.HasPrefix(line, []byte("event: ")):
-			name = append(name[:0], bytes.TrimSpace(line[7:])...)
-			if string(name) == "BOOKMARK" {
-				once()
-			}
-		case bytes.HasPrefix(line, []byte("data: ")) && len(name) > 0 && string(name) != "BOOKMARK":
-			now := time.Now()
-			i := bytes.LastIndex(line, tsKey)
-			if i < 0 {
-				return fmt.Errorf("event without timestamp: %s", line)
-			}
-			rest := line[i+len(tsKey):]
-			j := bytes.IndexByte(rest, '"')
-			if j < 0 {
-				return fmt.Errorf("bad timestamp in %s", line)
-			}
-			ts, err := time.Parse(time.RFC3339Nano, string(rest[:j]))
-			if err != nil {
-				return err
-			}
-			w.events.Add(1)
-			if c := ts.UnixNano(); c >= from.Load() && c < to.Load() {
-				w.lat = append(w.lat, int32(now.Sub(ts)/time.Microsecond))
-			}
+		if f.Name == client.EventBookmark {
+			once()
+			continue
+		}
+		now := time.Now()
+		i := bytes.LastIndex(f.Data, tsKey)
+		if i < 0 {
+			return fmt.Errorf("event without timestamp: %s", f.Data)
+		}
+		rest := f.Data[i+len(tsKey):]
+		j := bytes.IndexByte(rest, '"')
+		if j < 0 {
+			return fmt.Errorf("bad timestamp in %s", f.Data)
+		}
+		ts, err := time.Parse(time.RFC3339Nano, string(rest[:j]))
+		if err != nil {
+			return err
+		}
+		w.events.Add(1)
+		if c := ts.UnixNano(); c >= from.Load() && c < to.Load() {
+			w.lat = append(w.lat, int32(now.Sub(ts)/time.Microsecond))
 		}
 	}
 }
