@@ -310,9 +310,9 @@ type HistoryEntry struct {
 	Success          bool       `json:"success"`
 	Phase            string     `json:"phase"`
 	ErrorMessage     *string    `json:"error_message"`
-	ResourcesCreated int        `json:"resources_created"`
-	ResourcesUpdated int        `json:"resources_updated"`
-	ResourcesDeleted int        `json:"resources_deleted"`
+	ResourcesCreated int32      `json:"resources_created"`
+	ResourcesUpdated int32      `json:"resources_updated"`
+	ResourcesDeleted int32      `json:"resources_deleted"`
 	ReconcileTime    time.Time  `json:"reconcile_time"`
 	StartedAt        *time.Time `json:"started_at"`
 	DurationMS       int64      `json:"duration_ms"`

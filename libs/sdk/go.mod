@@ -6,6 +6,7 @@ require (
 	github.com/google/go-github/v93 v93.0.0
 	github.com/nats-io/nats.go v1.55.0
 	github.com/no8s/no8s/libs/api v0.0.0
+	github.com/no8s/no8s/libs/client v0.0.0
 	github.com/no8s/no8s/proto v0.0.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
 	google.golang.org/grpc v1.85.0
@@ -25,5 +26,6 @@ require (
 
 replace (
 	github.com/no8s/no8s/libs/api => ../api
+	github.com/no8s/no8s/libs/client => ../client
 	github.com/no8s/no8s/proto => ../../proto
 )

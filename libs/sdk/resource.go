@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk/conditions"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 )
@@ -37,24 +38,19 @@ func Finalizer(name string) string { return names.ReconcilerFinalizer(name) }
 // ready | failed, and deleting. The store sets them; the engine's phase
 // always agrees with them.
 const (
-	StatusPending     = "pending"
-	StatusReconciling = "reconciling"
-	StatusReady       = "ready"
-	StatusFailed      = "failed"
-	StatusDeleting    = "deleting"
+	StatusPending     = client.StatusPending
+	StatusReconciling = client.StatusReconciling
+	StatusReady       = client.StatusReady
+	StatusFailed      = client.StatusFailed
+	StatusDeleting    = client.StatusDeleting
 )
 
-// TypeRef names a resource type and version, such as PostgresDatabase/v1.
-type TypeRef struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-}
+// TypeRef names a resource type and version, such as PostgresDatabase/v1
+// (the API's, libs/client).
+type TypeRef = client.TypeRef
 
 // Type returns the TypeRef name/version.
 func Type(name, version string) TypeRef { return TypeRef{Name: name, Version: version} }
-
-// String returns "Name/version".
-func (t TypeRef) String() string { return t.Name + "/" + t.Version }
 
 // OwnerReference points at the resource that owns another.
 type OwnerReference struct {

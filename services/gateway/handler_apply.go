@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"github.com/no8s/no8s/libs/client"
 	"net/http"
 	"strconv"
@@ -28,20 +27,10 @@ const (
 )
 
 // applyResourceBody is the body of POST /api/v1/resources/apply: the
-// resource as it should be. Labels and annotations, when given, replace the
-// stored ones; when omitted, the stored ones are kept.
-type applyResourceBody struct {
-	Namespace           string             `json:"namespace"`
-	Name                string             `json:"name"`
-	ResourceTypeName    string             `json:"resource_type_name"`
-	ResourceTypeVersion string             `json:"resource_type_version"`
-	Spec                json.RawMessage    `json:"spec"`
-	Labels              *map[string]string `json:"labels"`
-	Annotations         *map[string]string `json:"annotations"`
-	// OwnerReferences, when given, replace the stored ones ([] drops them
-	// all); when omitted, the stored ones are kept.
-	OwnerReferences *[]resource.OwnerReference `json:"owner_references"`
-}
+// resource as it should be (libs/client's ApplyRequest). Labels,
+// annotations and owner references, when given, replace the stored ones;
+// when omitted, the stored ones are kept.
+type applyResourceBody = client.ApplyRequest
 
 // applyResource is POST /api/v1/resources/apply: applyOp behind the HTTP
 // edge.

@@ -1,9 +1,9 @@
 package gateway
 
 import (
+	"github.com/no8s/no8s/libs/client"
 	"math"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v5"
 
@@ -20,30 +20,11 @@ const (
 
 // eventRecordDoc is one Event (the Kubernetes kind) in the API: a record
 // attached to a resource, apart from the change stream that the SSE paths
-// (/events, /resources/{id}/events) serve.
-type eventRecordDoc struct {
-	ID                  int64     `json:"id"`
-	ResourceID          int64     `json:"resource_id"`
-	ResourceUID         string    `json:"resource_uid"`
-	ResourceName        string    `json:"resource_name"`
-	ResourceTypeName    string    `json:"resource_type_name"`
-	ResourceTypeVersion string    `json:"resource_type_version"`
-	Type                string    `json:"type"`
-	Reason              string    `json:"reason"`
-	Message             string    `json:"message"`
-	Source              string    `json:"source"`
-	Count               int32     `json:"count"`
-	FirstTime           time.Time `json:"first_time"`
-	LastTime            time.Time `json:"last_time"`
-}
+// (/events, /resources/{id}/events) serve. It is the API's (libs/client).
+type eventRecordDoc = client.EventRecord
 
 // eventRecordBody is the body of POST /api/v1/resources/{id}/event-records.
-type eventRecordBody struct {
-	Type    string `json:"type"`
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
-	Source  string `json:"source"`
-}
+type eventRecordBody = client.EventRecordCreate
 
 func eventRecordOf(e *storev1.EventRecord) eventRecordDoc {
 	return eventRecordDoc{

@@ -3,9 +3,9 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"github.com/no8s/no8s/libs/client"
 	"math"
 	"net/http"
-	"time"
 
 	"github.com/no8s/no8s/proto/enumpb"
 
@@ -25,26 +25,9 @@ const (
 	maxHistoryLimit     = 500
 )
 
-// historyDoc is one row of GET /api/v1/resources/{id}/history: the seed's
-// fields plus the attempt's start, duration, lease epoch, holder and the
-// reason it was dispatched for.
-type historyDoc struct {
-	ID               int64      `json:"id"`
-	ResourceID       int64      `json:"resource_id"`
-	Generation       int64      `json:"generation"`
-	Success          bool       `json:"success"`
-	Phase            string     `json:"phase"`
-	ErrorMessage     *string    `json:"error_message"`
-	ResourcesCreated int32      `json:"resources_created"`
-	ResourcesUpdated int32      `json:"resources_updated"`
-	ResourcesDeleted int32      `json:"resources_deleted"`
-	ReconcileTime    time.Time  `json:"reconcile_time"`
-	StartedAt        *time.Time `json:"started_at"`
-	DurationMS       int64      `json:"duration_ms"`
-	LeaseEpoch       int64      `json:"lease_epoch"`
-	Holder           string     `json:"holder"`
-	Reason           string     `json:"reason"`
-}
+// historyDoc is one row of GET /api/v1/resources/{id}/history: the API's
+// (libs/client).
+type historyDoc = client.HistoryEntry
 
 // reconcileClient returns the ReconcileService client, or 503 without one.
 func (s *Service) reconcileClient() (reconcilev1.ReconcileServiceClient, error) {

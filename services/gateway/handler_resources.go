@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/no8s/no8s/libs/client"
 	"maps"
 	"math"
 	"net/http"
@@ -31,19 +32,9 @@ const (
 	maxListLimit     = 1000
 )
 
-// createResourceBody is the body of POST /api/v1/resources.
-type createResourceBody struct {
-	// Namespace is optional: "default" when absent.
-	Namespace           string                    `json:"namespace"`
-	Name                string                    `json:"name"`
-	ResourceTypeName    string                    `json:"resource_type_name"`
-	ResourceTypeVersion string                    `json:"resource_type_version"`
-	Spec                json.RawMessage           `json:"spec"`
-	Labels              map[string]string         `json:"labels"`
-	Annotations         map[string]string         `json:"annotations"`
-	OwnerReferences     []resource.OwnerReference `json:"owner_references"`
-	Finalizers          []string                  `json:"finalizers"`
-}
+// createResourceBody is the body of POST /api/v1/resources: the API's
+// (libs/client); an absent namespace means "default".
+type createResourceBody = client.CreateRequest
 
 // updateResourceBody is the body of PUT /api/v1/resources/{id}: the spec is
 // replaced; labels and annotations only when given.

@@ -3,9 +3,9 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/no8s/no8s/libs/client"
 	"net/http"
 	"strconv"
-	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/labstack/echo/v5"
@@ -17,24 +17,9 @@ import (
 	"github.com/no8s/no8s/services/internal/webhookconf"
 )
 
-// webhookDoc is the JSON document of an admission webhook registration.
-type webhookDoc struct {
-	ID                  int64     `json:"id"`
-	Name                string    `json:"name"`
-	ResourceTypeName    *string   `json:"resource_type_name"`
-	ResourceTypeVersion *string   `json:"resource_type_version"`
-	Namespaces          []string  `json:"namespaces"`
-	WebhookURL          string    `json:"webhook_url"`
-	WebhookType         string    `json:"webhook_type"`
-	Operations          []string  `json:"operations"`
-	TimeoutSeconds      int       `json:"timeout_seconds"`
-	FailurePolicy       string    `json:"failure_policy"`
-	Ordering            int       `json:"ordering"`
-	CABundle            *string   `json:"ca_bundle"`
-	ResourceVersion     int64     `json:"resource_version"`
-	CreatedAt           time.Time `json:"created_at"`
-	UpdatedAt           time.Time `json:"updated_at"`
-}
+// webhookDoc is the JSON document of an admission webhook registration:
+// the API's (libs/client).
+type webhookDoc = client.Webhook
 
 // webhookBody is the body of POST /api/v1/admission-webhooks, and the
 // registration that a PUT or PATCH of /api/v1/admission-webhooks/{id}

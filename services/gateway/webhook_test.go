@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"github.com/no8s/no8s/libs/client"
 	"io"
 	stdlog "log"
 	"net"
@@ -126,23 +127,8 @@ func hookHandler(t *testing.T, log *callLog, name string, answer func(hookReques
 	})
 }
 
-// webhookDocOf decodes a webhook answer of the API.
-type webhookJSON struct {
-	ID                  int64     `json:"id"`
-	Name                string    `json:"name"`
-	ResourceTypeName    *string   `json:"resource_type_name"`
-	ResourceTypeVersion *string   `json:"resource_type_version"`
-	WebhookURL          string    `json:"webhook_url"`
-	WebhookType         string    `json:"webhook_type"`
-	Operations          []string  `json:"operations"`
-	TimeoutSeconds      int       `json:"timeout_seconds"`
-	FailurePolicy       string    `json:"failure_policy"`
-	Ordering            int       `json:"ordering"`
-	CABundle            *string   `json:"ca_bundle"`
-	ResourceVersion     int64     `json:"resource_version"`
-	CreatedAt           time.Time `json:"created_at"`
-	UpdatedAt           time.Time `json:"updated_at"`
-}
+// webhookJSON decodes a webhook answer of the API.
+type webhookJSON = client.Webhook
 
 // register registers a webhook through the API, waits until admission has
 // it in force, and removes it when the test ends.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/no8s/no8s/libs/client"
 	"slices"
 	"strings"
 	"time"
@@ -23,17 +24,9 @@ import (
 // TypeRef names a resource type and version.
 type TypeRef = sdk.TypeRef
 
-// Reconciler is one registered reconciler.
-type Reconciler struct {
-	Name string `json:"name"`
-	// Types are the types it serves: those it holds and those its replicas
-	// announce.
-	Types []TypeRef `json:"types"`
-	// Replicas counts its live replicas.
-	Replicas int `json:"replicas"`
-	// Live is true while a replica heartbeats or it holds a type.
-	Live bool `json:"live"`
-}
+// Reconciler is one registered reconciler, as GET /api/v1/reconcilers
+// lists it (the API's document, libs/client).
+type Reconciler = client.Reconciler
 
 // Registry is the snapshot of the bucket.
 type Registry struct {
