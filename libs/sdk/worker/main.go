@@ -19,6 +19,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/logging"
+	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/profiling"
 )
 
@@ -92,8 +93,9 @@ func Main(rec sdk.Reconciler, types ...sdk.TypeRef) {
 }
 
 // RunMain is Main without the signals and the exit: it connects to NATS and
-// the store as getenv says, serves the probes and runs the worker until ctx
-// ends. opts come after the environment's.
+// the store as getenv says, serves the probes and the process's Prometheus
+// metrics (/metrics, beside the probes) and runs the worker until ctx ends.
+// opts come after the environment's.
 func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, getenv func(string) string, opts ...Option) error {
 	env := func(k, def string) string {
 		if v := getenv(k); v != "" {
@@ -116,6 +118,8 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	if v := getenv(EnvReplicaID); v != "" {
 		all = append(all, WithReplicaID(v))
 	}
+	reg := metrics.NewRegistry()
+	all = append(all, WithMetrics(reg))
 	all = append(all, opts...)
 
 	stopProfiles, err := profiling.Serve(ctx, env(profiling.EnvListen, profiling.Off), log)
@@ -137,7 +141,7 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	}
 	defer nc.Close()
 	storeAddr := env(EnvStoreAddr, DefaultStoreAddr)
-	conn, err := grpc.NewClient(storeAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(storeAddr, append(metrics.NewGRPCClient(reg).DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		return fmt.Errorf("store at %s: %w", storeAddr, err)
 	}
@@ -153,7 +157,9 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 		if err != nil {
 			return err
 		}
-		stopProbes = health.ServeListener(ctx, lis, w.Handler(), log)
+		probes := w.Probes()
+		probes.Metrics = metrics.Handler(reg)
+		stopProbes = health.ServeListener(ctx, lis, health.Handler(probes), log)
 	}
 	defer stopProbes()
 	return w.Run(ctx)
