@@ -129,6 +129,7 @@ type devAddrs struct {
 	WorkerAddr string `json:"worker_addr"`
 	DataDir    string `json:"data_dir"`
 	Store      string `json:"store"`
+	MetricsURL string `json:"metrics_url"`
 }
 
 // startDevServing runs `no8s dev` (startDev) with type typ/v1 of schema

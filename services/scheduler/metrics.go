@@ -87,6 +87,7 @@ func walk(entries map[int64]*entry, now time.Time) *snapshot {
 	for _, e := range entries {
 		typ := e.st.TypeName + "/" + e.st.TypeVersion
 		s.resources[[2]string{typ, status(&e.st)}]++
+		s.queued[typ] += 0 // every type tracked has a depth, 0 included
 		if f := e.flight; f != nil && f.sent && !e.st.LeaseActive(now) && e.st.LeaseEpoch <= f.baseEpoch {
 			s.queued[typ]++
 			if o, ok := s.oldest[typ]; !ok || f.at.Before(o) {
@@ -126,8 +127,12 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	now := time.Now()
 	for typ, n := range s.queued {
+		age := 0.0
+		if at, ok := s.oldest[typ]; ok {
+			age = max(now.Sub(at).Seconds(), 0)
+		}
 		ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(n), typ)
-		ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, max(now.Sub(s.oldest[typ]).Seconds(), 0), typ)
+		ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, age, typ)
 	}
 	for k, n := range s.resources {
 		ch <- prometheus.MustNewConstMetric(c.resources, prometheus.GaugeValue, float64(n), k[0], k[1])

@@ -58,6 +58,8 @@ func newWorkerMetrics(reg prometheus.Registerer, w *Worker) *workerMetrics {
 			Name: "lease_lost_total", Help: "Reconcile leases lost during an attempt (taken over or gone), by reconciler: the attempt was cancelled."},
 			[]string{"reconciler"})).WithLabelValues(name),
 	}
+	m.renewals.WithLabelValues(name, "ok")
+	m.renewals.WithLabelValues(name, "failed")
 	// Live values the worker keeps already.
 	labels := prometheus.Labels{"reconciler": name}
 	metrics.Register(reg,
