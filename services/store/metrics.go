@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/no8s/no8s/libs/sdk/metrics"
-	"github.com/no8s/no8s/services/store/outbox"
 	"github.com/no8s/no8s/services/store/storage"
 )
 
@@ -37,29 +36,6 @@ func (m *commitMetrics) observe(writes int, d time.Duration) {
 	m.writes.Add(float64(writes))
 	m.duration.Observe(d.Seconds())
 	m.batch.Observe(float64(writes))
-}
-
-// registerRelayMetrics exposes the relay's own counters and state.
-func registerRelayMetrics(reg prometheus.Registerer, r *outbox.Relay) {
-	metrics.CounterFunc(reg, "store_relay_published_total", "Events the outbox relay of this process published to the event stream.",
-		func() float64 { return float64(r.Published()) })
-	metrics.CounterFunc(reg, "store_relay_late_total", "Outbox rows found committed below the relay's cursor after it had passed their revision: events that will never be published (see the relay's ERROR log for the revisions).",
-		func() float64 { return float64(r.Late()) })
-	metrics.CounterFunc(reg, "store_relay_foreign_total", "Messages found in the event stream that this store's relay did not publish.",
-		func() float64 { return float64(r.Foreign()) })
-	metrics.GaugeFunc(reg, "store_relay_degraded", "1 while the relay reports itself degraded (foreign messages in the stream, or a stream that does not belong to the database), else 0.",
-		func() float64 { return boolGauge(r.Degraded() != "") })
-	metrics.GaugeFunc(reg, "store_relay_leader", "1 while this process's outbox relay holds the relay lock and publishes, else 0.",
-		func() float64 { return boolGauge(r.Leader()) })
-	metrics.GaugeFunc(reg, "store_relay_cursor_revision", "The highest revision known to be published by this process's relay.",
-		func() float64 { return float64(r.Cursor()) })
-}
-
-func boolGauge(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // pendingScan is the most outbox rows a scrape counts.

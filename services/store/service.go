@@ -71,7 +71,7 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, log *slog.Logger) (*Ser
 		return nil, err
 	}
 	relay = outbox.New(db.Log, nc, js, cfg.Stream, cfg.Relay, log.With("component", "outbox-relay"))
-	registerRelayMetrics(cfg.Metrics, relay)
+	relay.RegisterMetrics(cfg.Metrics)
 	return &Service{cfg: cfg, log: log, db: db, relay: relay, nc: nc, js: js}, nil
 }
 
