@@ -318,7 +318,7 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		if err != nil {
 			return err
 		}
-		if tenantWorker, err = worker.New(tenant.New(tenant.Config{API: api}), worker.Config{Types: []sdk.TypeRef{tenant.Type}, NATS: nc, Store: workerConn},
+		if tenantWorker, err = worker.New(tenant.New(tenant.Config{API: api, Metrics: reg}), worker.Config{Types: []sdk.TypeRef{tenant.Type}, NATS: nc, Store: workerConn},
 			worker.WithReplicaID("no8s-dev"), worker.WithShutdownGrace(2*time.Second, time.Second), worker.WithFetchWait(time.Second),
 			worker.WithLogger(base.With("service", "reconciler-tenant")), worker.WithMetrics(reg)); err != nil {
 			return fmt.Errorf("tenant reconciler: %w", err)

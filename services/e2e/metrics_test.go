@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/no8s/no8s/services/internal/githubfake"
 )
 
 // scrape is one /metrics answer, parsed.
@@ -584,5 +586,29 @@ func TestMetricsNo8sDev(t *testing.T) {
 	}
 	if v, _ := after.value("no8s_scheduler_leader", nil); v != 1 {
 		t.Errorf("no8s dev: scheduler leader %v", v)
+	}
+}
+
+// TestGitHubWorkflowMetrics: the github-workflow reconciler counts its
+// plugin calls by outcome and shows the token's rate limit as the fake
+// GitHub reported it, on its probe port's /metrics.
+func TestGitHubWorkflowMetrics(t *testing.T) {
+	deploy := &githubfake.Workflow{Repository: ghRepo, File: "deploy.yml", Name: "deploy", Inputs: []string{"environment"}, RunFor: time.Second}
+	e := newGHEnv(t, deploy)
+	e.startWorker("gh", e.token)
+	id := idOf(e.create("metered", "deploy.yml", map[string]any{"environment": "prod"}, ""))
+	waitResource(t, e.base, id, "ready", ready)
+	s := scrapeURL(t, "reconciler-gh", metricsURL(e.c.probes["reconciler-gh"]))
+	if v, _ := s.value("no8s_action_calls_total", map[string]string{"plugin": "github_actions", "operation": "apply", "outcome": "done"}); v < 1 {
+		t.Errorf("no8s_action_calls_total{apply,done} = %v after a run succeeded", v)
+	}
+	if v, _ := s.value("no8s_action_calls_total", map[string]string{"plugin": "github_actions", "operation": "apply", "outcome": "in_progress"}); v < 1 {
+		t.Errorf("no8s_action_calls_total{apply,in_progress} = %v while a run went on", v)
+	}
+	if v, ok := s.value("no8s_github_rate_limit_remaining", nil); !ok || v < 0 {
+		t.Errorf("no8s_github_rate_limit_remaining = %v (present %v) after GitHub answered", v, ok)
+	}
+	if v, _ := s.value("no8s_reconcile_total", map[string]string{"reconciler": "github-workflow", "result": "success"}); v < 1 {
+		t.Errorf("no8s_reconcile_total{github-workflow,success} = %v", v)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -95,7 +96,9 @@ func Main(rec sdk.Reconciler, types ...sdk.TypeRef) {
 // RunMain is Main without the signals and the exit: it connects to NATS and
 // the store as getenv says, serves the probes and the process's Prometheus
 // metrics (/metrics, beside the probes) and runs the worker until ctx ends.
-// opts come after the environment's.
+// opts come after the environment's; WithMetrics among them names the
+// registry to record on and serve (build it with metrics.NewRegistry, for
+// the runtime collectors), else RunMain builds one.
 func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, getenv func(string) string, opts ...Option) error {
 	env := func(k, def string) string {
 		if v := getenv(k); v != "" {
@@ -121,6 +124,16 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	reg := metrics.NewRegistry()
 	all = append(all, WithMetrics(reg))
 	all = append(all, opts...)
+	// A caller that records metrics of its own passes its registry with
+	// WithMetrics: the probe port then serves that one.
+	var served prometheus.Gatherer = reg
+	var o options
+	for _, opt := range all {
+		_ = opt(&o) // New validates them
+	}
+	if g, ok := o.metrics.(prometheus.Gatherer); ok {
+		served = g
+	}
 
 	stopProfiles, err := profiling.Serve(ctx, env(profiling.EnvListen, profiling.Off), log)
 	if err != nil {
@@ -141,7 +154,7 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	}
 	defer nc.Close()
 	storeAddr := env(EnvStoreAddr, DefaultStoreAddr)
-	conn, err := grpc.NewClient(storeAddr, append(metrics.NewGRPCClient(reg).DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	conn, err := grpc.NewClient(storeAddr, append(metrics.NewGRPCClient(o.metrics).DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		return fmt.Errorf("store at %s: %w", storeAddr, err)
 	}
@@ -158,7 +171,7 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 			return err
 		}
 		probes := w.Probes()
-		probes.Metrics = metrics.Handler(reg)
+		probes.Metrics = metrics.Handler(served)
 		stopProbes = health.ServeListener(ctx, lis, health.Handler(probes), log)
 	}
 	defer stopProbes()
