@@ -217,7 +217,7 @@ func (l *loop) run(ctx context.Context) error {
 		if len(l.fetch) > 0 && !l.fetching && l.fetchAfter.Before(next) {
 			next = l.fetchAfter
 		}
-		if snap := lastSnap.Add(snapshotEvery); snap.Before(next) {
+		if snap := lastSnap.Add(snapshotInterval(len(l.entries))); snap.Before(next) {
 			next = snap // the metrics' walk (schedMetrics) stays fresh
 		}
 		timer.Reset(time.Until(next))
@@ -284,7 +284,7 @@ func (l *loop) run(ctx context.Context) error {
 			l.fetch[id] = struct{}{}
 		}
 		l.s.setStatus(func(st *Status) { st.Tracked = len(l.entries) })
-		if now := time.Now(); now.Sub(lastSnap) >= snapshotEvery {
+		if now := time.Now(); now.Sub(lastSnap) >= snapshotInterval(len(l.entries)) {
 			l.s.metrics.snap.Store(walk(l.entries, now))
 			lastSnap = now
 		}

@@ -9,9 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Path is where Handler is mounted on a probe listener.
-const Path = "/metrics" // health.MetricsPath
-
 // Namespace prefixes every no8s metric.
 const Namespace = "no8s"
 
@@ -31,9 +28,10 @@ func Handler(g prometheus.Gatherer) http.Handler {
 }
 
 // Register registers cs on reg, and does nothing when reg is nil. A
-// collector already registered (a second component of the same kind in
-// one process, as in no8s dev) is kept: its existing instance is used
-// where the caller reads the returned value, see MustVec.
+// collector whose series are registered already (a second component of
+// the same kind in one process, as in no8s dev) is skipped; any other
+// registration error is a programming error and panics, as
+// prometheus.MustRegister does.
 func Register(reg prometheus.Registerer, cs ...prometheus.Collector) {
 	if reg == nil {
 		return
