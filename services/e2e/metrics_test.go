@@ -119,7 +119,7 @@ var expectedFamilies = map[string][]string{
 	"common": {"go_goroutines", "go_memstats_heap_alloc_bytes", "process_cpu_seconds_total", "process_resident_memory_bytes"},
 	"store": {"no8s_store_commits_total", "no8s_store_committed_writes_total", "no8s_store_commit_duration_seconds", "no8s_store_commit_batch_writes",
 		"no8s_store_relay_published_total", "no8s_store_relay_late_total", "no8s_store_relay_foreign_total", "no8s_store_relay_degraded",
-		"no8s_store_relay_leader", "no8s_store_relay_cursor_revision", "no8s_store_outbox_pending_rows", "no8s_store_outbox_oldest_pending_age_seconds",
+		"no8s_store_relay_leader", "no8s_store_relay_cursor_revision", "no8s_store_stream_identity_checks_total", "no8s_store_outbox_pending_rows", "no8s_store_outbox_oldest_pending_age_seconds",
 		"no8s_grpc_server_started_total", "no8s_grpc_server_handled_total", "no8s_grpc_server_handling_seconds"},
 	"admission": {"no8s_grpc_server_handled_total", "no8s_grpc_server_handling_seconds", "no8s_grpc_client_handled_total", "no8s_grpc_client_handling_seconds",
 		"no8s_admission_schema_cache_lookups_total", "no8s_admission_webhook_calls_total", "no8s_admission_webhook_call_duration_seconds"},
@@ -350,6 +350,9 @@ func TestMetricsOnEveryProcess(t *testing.T) {
 	moved("reconciler-noop", "no8s_worker_items_total", map[string]string{"action": "ack"})
 	if v, _ := after["gateway"].value("no8s_watch_streams_open", nil); v < 1 {
 		t.Errorf("gateway: %v watches open with one open", v)
+	}
+	if v, _ := after["store-0"].value("no8s_store_stream_identity_checks_total", map[string]string{"result": "ok"}); v < 1 {
+		t.Errorf("store: %v identity checks passed with the relay leading", v)
 	}
 	if v, _ := after["store-0"].value("no8s_store_relay_late_total", nil); v != 0 {
 		t.Errorf("store: relay late %v in a healthy run", v)

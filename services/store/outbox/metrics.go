@@ -1,6 +1,8 @@
 package outbox
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/no8s/no8s/libs/sdk/metrics"
@@ -22,6 +24,11 @@ func (r *Relay) RegisterMetrics(reg prometheus.Registerer) {
 		func() float64 { return boolGauge(r.Degraded() != "") })
 	metrics.GaugeFunc(reg, "store_relay_leader", "1 while this process's outbox relay holds the relay lock and publishes, else 0.",
 		func() float64 { return boolGauge(r.Leader()) })
+	for result, n := range map[string]*atomic.Int64{"ok": &r.identityOK, "mismatch": &r.identityMismatch} {
+		metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: metrics.Namespace, Name: "store_stream_identity_checks_total",
+			Help:        "Checks that the event stream belongs to the database (at each relay leadership), by result: ok, or mismatch (the relay does not publish; the store is degraded until the stream is rebuilt).",
+			ConstLabels: prometheus.Labels{"result": result}}, func() float64 { return float64(n.Load()) }))
+	}
 	metrics.GaugeFunc(reg, "store_relay_cursor_revision", "The highest revision known to be published by this process's relay.",
 		func() float64 { return float64(r.Cursor()) })
 }
