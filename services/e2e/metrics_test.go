@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/services/internal/githubfake"
 )
 
@@ -270,6 +271,18 @@ func TestMetricsOnEveryProcess(t *testing.T) {
 	if r := do(t, "GET", base+"/api/v1/no-such-route/"+ids[0], nil); r.status != 404 {
 		t.Fatalf("unknown route: %d", r.status)
 	}
+	// One request through the NATS queue input.
+	_, nc := c.jetstream()
+	waitFor(t, 20*time.Second, "a queue input request answered", func() error {
+		reply, err := nc.Request(subjects.InputRequestApply, []byte("kind: Resource\ntype: Metered/v1\nmetadata:\n  name: queued-1\nspec: {}\n"), 5*time.Second)
+		if err != nil {
+			return err
+		}
+		if st := reply.Header.Get(subjects.InputStatusHeader); st != "200" && st != "201" {
+			return fmt.Errorf("status %s: %s", st, reply.Data)
+		}
+		return nil
+	})
 
 	// The outbox drains: pending returns to 0 and the oldest age with it.
 	store := urls["store-0"]
@@ -337,6 +350,7 @@ func TestMetricsOnEveryProcess(t *testing.T) {
 	moved("gateway", "no8s_http_request_duration_seconds", map[string]string{"route": "/api/v1/resources/:id", "method": "GET"})
 	moved("gateway", "no8s_grpc_client_handled_total", map[string]string{"grpc_service": "no8s.admission.v1.AdmissionService"})
 	moved("gateway", "no8s_watch_events_fanned_out_total", nil)
+	moved("gateway", "no8s_queue_input_messages_total", map[string]string{"outcome": "answered"})
 	moved("store-0", "no8s_store_commits_total", nil)
 	moved("store-0", "no8s_store_commit_duration_seconds", nil)
 	moved("store-0", "no8s_store_relay_published_total", nil)
