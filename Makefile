@@ -20,7 +20,7 @@ GITHUB_OPENAPI_DIR      := $(CURDIR)/.cache/github-openapi
 # Unit, integration and end-to-end tests of every module. Keep under 15 minutes.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: help run build test stress bench bench-scale lint check-large-files check-user-docs generate generate-check tools nats-server grpcurl natscli github-openapi clean
+.PHONY: help run build test stress bench bench-scale lint check-large-files check-user-docs check-rules generate generate-check tools nats-server grpcurl natscli github-openapi promtool clean
 
 help:
 	@echo "make run             run the whole control plane (no8s dev) on 127.0.0.1:8000 (ARGS=... for more flags)"
@@ -28,6 +28,7 @@ help:
 	@echo "make stress          long soak versions of the outbox and concurrency tests"
 	@echo "make bench           the performance figures the issues ask for"
 	@echo "make bench-scale     how cost grows with the store: 10k, 100k, 1M resources (about 15 minutes)"
+	@echo "make check-rules     promtool check rules and promtool test rules on deploy/observability (make test runs it)"
 	@echo "make lint            gofmt, go vet, staticcheck, no tracked file over 1 MiB, check-user-docs"
 	@echo "make check-user-docs what users read (docs, READMEs, libs, examples) cites no seed, issue, invariant or HARD-PARTS"
 	@echo "make generate        regenerate protobuf code with buf"
@@ -47,7 +48,7 @@ build:
 	@mkdir -p $(BIN)
 	cd services && go build -o $(BIN)/ ./cmd/...
 
-test: build nats-server grpcurl natscli github-openapi
+test: build nats-server grpcurl natscli github-openapi check-rules
 	NO8S_BIN=$(BIN)/no8s go test -count=1 -timeout $(TEST_TIMEOUT) work
 	cd examples/hello-reconciler && NO8S_BIN=$(BIN)/no8s GOWORK=off go test -count=1 ./...
 
@@ -80,6 +81,12 @@ check-user-docs:
 		grep -rnF "ARCHITECTURE.md" docs README.md libs examples); \
 	test -z "$$found" || { echo "$$found"; echo "check-user-docs: the lines above cite what users have never seen (a seed, an issue, an invariant number, HARD-PARTS, ARCHITECTURE.md): say what the behaviour is instead"; exit 1; }
 
+# The alert rules of deploy/observability: they parse, and each alert's
+# unit test (alerts_test.yml) fires on the series built to fire it and stays
+# silent on the one built not to.
+check-rules: $(BIN)/promtool
+	cd deploy/observability && $(BIN)/promtool check rules alerts.yml && $(BIN)/promtool test rules alerts_test.yml
+
 generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc
 	buf lint
 	buf generate
@@ -88,7 +95,13 @@ generate-check: generate
 	@git diff --exit-code -- proto/gen || (echo "generated protobuf code is out of date: run make generate and commit"; exit 1)
 	@test -z "$$(git status --porcelain -- proto/gen)" || (git status --porcelain -- proto/gen; echo "untracked generated files"; exit 1)
 
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticcheck nats-server grpcurl natscli github-openapi
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticcheck nats-server grpcurl natscli github-openapi promtool
+
+# promtool: checks and unit-tests the alert rules. Built from the module
+# tools/prometheus (outside go.work, so that nothing of the Prometheus
+# server enters the workspace's modules), pinned by its go.mod; the first
+# build takes many minutes.
+promtool: $(BIN)/promtool
 
 nats-server: $(BIN)/nats-server
 
@@ -117,6 +130,8 @@ $(BIN)/protoc-gen-go:
 	GOWORK=off GOBIN=$(BIN) go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO)
 $(BIN)/protoc-gen-go-grpc:
 	GOWORK=off GOBIN=$(BIN) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC)
+$(BIN)/promtool: tools/prometheus/go.mod
+	cd tools/prometheus && GOWORK=off go build -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
 $(BIN)/staticcheck:
 	GOWORK=off GOBIN=$(BIN) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 $(BIN)/nats-server:

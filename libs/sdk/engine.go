@@ -53,6 +53,10 @@ type Attempt struct {
 	Secrets secret.Resolver
 	// Log is the base logger (discarded when nil).
 	Log *slog.Logger
+	// ObserveStep, when set, receives the duration of each step's Do,
+	// Cleanup or Post (stage "do", "cleanup", "post") and whether it
+	// failed: the worker runtime's step metrics.
+	ObserveStep func(step, stage string, d time.Duration, failed bool)
 }
 
 // Report is how an attempt ended, for the runtime to map onto the broker.
@@ -196,6 +200,7 @@ func (e *Engine[S]) Reconcile(ctx context.Context, att *Attempt) Report {
 	req := newRequest[S](res, e.now)
 	req.ID, req.Reason, req.LeaseEpoch, req.Log, req.Client, req.secrets = att.ID, att.Reason, att.LeaseEpoch, log, rw, att.Secrets
 	req.actions = e.actions
+	req.observe = att.ObserveStep
 	req.conds = conditions.Initialize(req.conds, res.Generation, start, e.initConditions...)
 	deleting := res.Deleting()
 	fin := e.Finalizer()
@@ -361,7 +366,7 @@ func (e *Engine[S]) do(ctx context.Context, req *Request[S]) (Result, error) {
 		if ctx.Err() != nil {
 			return Result{}, fmt.Errorf("before step %s: %w", s.Name(), ctxErr(ctx))
 		}
-		res, err := guard(req.Log, s.Name(), func() (Result, error) { return s.Do(ctx, req) })
+		res, err := req.guard(s.Name(), "do", func() (Result, error) { return s.Do(ctx, req) })
 		if err != nil {
 			return res, stepError(s.Name(), err)
 		}
@@ -383,7 +388,7 @@ func (e *Engine[S]) cleanup(ctx context.Context, req *Request[S]) (Result, error
 		if ctx.Err() != nil {
 			return Result{}, fmt.Errorf("before cleanup of step %s: %w", s.Name(), ctxErr(ctx))
 		}
-		res, err := guard(req.Log, s.Name(), func() (Result, error) { return c.Cleanup(ctx, req) })
+		res, err := req.guard(s.Name(), "cleanup", func() (Result, error) { return c.Cleanup(ctx, req) })
 		if err != nil {
 			return res, fmt.Errorf("cleanup: %w", stepError(s.Name(), err))
 		}
@@ -402,7 +407,7 @@ func (e *Engine[S]) post(ctx context.Context, req *Request[S]) error {
 		if !ok {
 			continue
 		}
-		_, err := guard(req.Log, s.Name(), func() (Result, error) { return Result{}, p.Post(ctx, req) })
+		_, err := req.guard(s.Name(), "post", func() (Result, error) { return Result{}, p.Post(ctx, req) })
 		if err != nil {
 			errs = append(errs, fmt.Errorf("post: %w", stepError(s.Name(), err)))
 		}
@@ -411,6 +416,17 @@ func (e *Engine[S]) post(ctx context.Context, req *Request[S]) error {
 }
 
 func stepError(name string, err error) error { return fmt.Errorf("step %s: %w", name, err) }
+
+// guard runs step's f (guard), timing it for the attempt's observer.
+func (r *Request[S]) guard(step, stage string, f func() (Result, error)) (Result, error) {
+	if r.observe == nil {
+		return guard(r.Log, step, f)
+	}
+	start := time.Now()
+	res, err := guard(r.Log, step, f)
+	r.observe(step, stage, time.Since(start), err != nil)
+	return res, err
+}
 
 // guard runs f, turning a panic into a *PanicError.
 func guard(log *slog.Logger, step string, f func() (Result, error)) (res Result, err error) {

@@ -50,6 +50,7 @@ type Request[S any] struct {
 
 	secrets secret.Resolver
 	actions *action.Registry
+	observe func(step, stage string, d time.Duration, failed bool)
 	// removeFinalizers are saved with the result (RunAction's, once its
 	// plugin's Destroy succeeded).
 	removeFinalizers []string

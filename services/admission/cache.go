@@ -4,6 +4,9 @@ import (
 	"context"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/no8s/no8s/libs/sdk/metrics"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission/schema"
 	"github.com/no8s/no8s/services/internal/problem"
@@ -24,6 +27,9 @@ type typeKey struct{ name, version string }
 // revision than the cached one.
 type schemaCache struct {
 	store storev1.StoreServiceClient
+	// hits and misses count lookups answered from the cache and those
+	// that loaded (or refreshed) a schema.
+	hits, misses prometheus.Counter
 
 	mu      sync.RWMutex
 	entries map[typeKey]*compiled
@@ -37,8 +43,12 @@ type flight struct {
 	err  error
 }
 
-func newSchemaCache(store storev1.StoreServiceClient) *schemaCache {
-	return &schemaCache{store: store, entries: map[typeKey]*compiled{}, flights: map[typeKey]*flight{}}
+func newSchemaCache(store storev1.StoreServiceClient, reg prometheus.Registerer) *schemaCache {
+	lookups := metrics.MustVec(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metrics.Namespace, Subsystem: "admission",
+		Name: "schema_cache_lookups_total", Help: "Compiled schema lookups by result: hit (answered from the cache) or miss (loaded or refreshed from the store)."},
+		[]string{"result"}))
+	return &schemaCache{store: store, entries: map[typeKey]*compiled{}, flights: map[typeKey]*flight{},
+		hits: lookups.WithLabelValues("hit"), misses: lookups.WithLabelValues("miss")}
 }
 
 // get returns the compiled schema of name/version, loading it from the
@@ -50,9 +60,11 @@ func (c *schemaCache) get(ctx context.Context, name, version string, refresh boo
 		e := c.entries[k]
 		c.mu.RUnlock()
 		if e != nil {
+			c.hits.Inc()
 			return e, nil
 		}
 	}
+	c.misses.Inc()
 	c.mu.Lock()
 	f := c.flights[k]
 	if f == nil {

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,6 +39,9 @@ type Config struct {
 	// TenantRegistry's or HttpSource's secret reference outside them is
 	// refused. Nil (no file): every secret reference is refused.
 	Grants *grants.Set
+	// Metrics is where the service records its metrics (package metrics);
+	// nil records nothing.
+	Metrics prometheus.Registerer
 }
 
 // DefaultConfig returns the defaults.

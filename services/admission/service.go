@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -48,9 +49,9 @@ func New(cfg Config, store storev1.StoreServiceClient, log *slog.Logger) *Servic
 		live = newLiveTypes(cfg.JetStream, log.With("component", "reconcilers"))
 	}
 	return &Service{cfg: cfg, log: log, webhooks: reg, live: live, handler: &handler{
-		cache:    newSchemaCache(store),
+		cache:    newSchemaCache(store, cfg.Metrics),
 		webhooks: reg,
-		chain:    &webhook.Chain{Timeout: cfg.WebhookChainTimeout, Log: log.With("component", "webhooks")},
+		chain:    &webhook.Chain{Timeout: cfg.WebhookChainTimeout, Log: log.With("component", "webhooks"), Observe: newWebhookMetrics(cfg.Metrics).observe},
 		live:     live,
 		outbound: cfg.Outbound,
 		grants:   cfg.Grants,
@@ -65,7 +66,7 @@ func (s *Service) WebhookSetVersion() string { return s.webhooks.Version() }
 // Serve serves gRPC on lis and keeps the webhook registry fresh until ctx
 // ends, then stops gracefully.
 func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
-	srv, hs := grpcserver.New(s.log)
+	srv, hs := grpcserver.New(s.log, metrics.NewGRPCServer(s.cfg.Metrics).ServerOptions()...)
 	admissionv1.RegisterAdmissionServiceServer(srv, s.handler)
 	s.log.Info("admission serving", "addr", lis.Addr().String())
 	regCtx, stopRegistry := context.WithCancel(context.WithoutCancel(ctx))

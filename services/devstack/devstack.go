@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/worker"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
@@ -89,6 +91,9 @@ type Config struct {
 	// registry-sync enforce ("": DataDir's grants.DevFile, created at
 	// first start with nothing granted).
 	CredentialGrants string
+	// MetricsAddr is the listener of every service's Prometheus metrics,
+	// on one registry (GET /metrics); "off" serves none.
+	MetricsAddr string
 	// ReadyFile, when set, receives the stack's addresses as JSON (Ready)
 	// once every service answers: a parent process (the SDK's test kit)
 	// learns there where the stack listens.
@@ -118,6 +123,8 @@ type Ready struct {
 	StoreAddr     string `json:"store_addr"`
 	WorkerAddr    string `json:"worker_addr"`
 	AdmissionAddr string `json:"admission_addr"`
+	// MetricsURL is where the stack's metrics are served ("" when off).
+	MetricsURL string `json:"metrics_url,omitempty"`
 	// DataDir is the state directory; Store the store's URL (password
 	// redacted).
 	DataDir string `json:"data_dir"`
@@ -133,6 +140,9 @@ func (c Config) StoreURL() string {
 	return "sqlite:" + filepath.Join(c.DataDir, "store.db")
 }
 
+// DefaultMetricsAddr is where no8s dev serves its metrics by default.
+const DefaultMetricsAddr = "127.0.0.1:9464"
+
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	dir := ".no8s"
@@ -146,6 +156,7 @@ func DefaultConfig() Config {
 		StoreAddr:                "127.0.0.1:7001",
 		AdmissionAddr:            "127.0.0.1:7002",
 		WorkerAddr:               "127.0.0.1:7003",
+		MetricsAddr:              DefaultMetricsAddr,
 		Outbound:                 outbound.DevPolicy(),
 		Scheduler:                true,
 		RegistrySync:             true,
@@ -206,7 +217,29 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("http listen: %w", err)
 	}
+	// One registry for every service of the stack: their series do not
+	// clash (each names its own subsystem), gRPC calls tell the services
+	// apart by grpc_service.
+	reg := metrics.NewRegistry()
+	var metricsLis net.Listener
+	if cfg.MetricsAddr != "" && cfg.MetricsAddr != health.Off {
+		metricsLis, err = net.Listen("tcp", cfg.MetricsAddr)
+		if errors.Is(err, syscall.EADDRINUSE) && cfg.MetricsAddr == DefaultMetricsAddr {
+			// Two stacks side by side (tests, a second checkout): the
+			// default is a convenience, not a promise; Ready says where.
+			if metricsLis, err = net.Listen("tcp", "127.0.0.1:0"); err == nil {
+				log.Warn("the default metrics address is taken; metrics are served on a free port instead", "default", DefaultMetricsAddr, "addr", metricsLis.Addr().String())
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("metrics listen: %w", err)
+		}
+		stopMetrics := health.ServeListener(ctx, metricsLis, health.Handler(health.Config{Metrics: metrics.Handler(reg)}), nil)
+		defer stopMetrics()
+	}
+	dial := metrics.NewGRPCClient(reg).DialOptions()
 	scfg := store.DefaultConfig()
+	scfg.Metrics = reg
 	scfg.DatabaseURL = cfg.StoreURL()
 	if cfg.HistoryLimit > 0 {
 		scfg.HistoryLimit = cfg.HistoryLimit
@@ -221,17 +254,18 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	storeConn, err := grpcserver.Dial(storeLis.Addr().String())
+	storeConn, err := grpcserver.Dial(storeLis.Addr().String(), dial...)
 	if err != nil {
 		return err
 	}
 	defer storeConn.Close()
-	admissionConn, err := grpcserver.Dial(admissionLis.Addr().String())
+	admissionConn, err := grpcserver.Dial(admissionLis.Addr().String(), dial...)
 	if err != nil {
 		return err
 	}
 	defer admissionConn.Close()
 	gcfg := gateway.DefaultConfig()
+	gcfg.Metrics = reg
 	if gcfg.JetStream, err = jetstream.New(nc); err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
@@ -240,6 +274,7 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		return err
 	}
 	acfg := admission.DefaultConfig()
+	acfg.Metrics = reg
 	acfg.Grants = credGrants
 	acfg.JetStream = gcfg.JetStream
 	acfg.Outbound, gcfg.Outbound = cfg.Outbound, cfg.Outbound
@@ -254,13 +289,15 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	gcfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
 	var schedulerSvc *scheduler.Service
 	if cfg.Scheduler {
-		if schedulerSvc, err = scheduler.New(cfg.SchedulerTuning.apply(scheduler.DefaultConfig()), gcfg.Reconcile, gcfg.JetStream, base.With("service", "scheduler")); err != nil {
+		schedCfg := cfg.SchedulerTuning.apply(scheduler.DefaultConfig())
+		schedCfg.Metrics = reg
+		if schedulerSvc, err = scheduler.New(schedCfg, gcfg.Reconcile, gcfg.JetStream, base.With("service", "scheduler")); err != nil {
 			return err
 		}
 	}
 	var workerConn *grpc.ClientConn
 	if cfg.RegistrySync || cfg.TenantReconciler {
-		if workerConn, err = grpcserver.Dial(workerLis.Addr().String()); err != nil {
+		if workerConn, err = grpcserver.Dial(workerLis.Addr().String(), dial...); err != nil {
 			return err
 		}
 		defer workerConn.Close()
@@ -268,6 +305,7 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	var syncSvc *registrysync.Service
 	if cfg.RegistrySync {
 		rcfg := registrysync.DefaultConfig()
+		rcfg.Metrics = reg
 		rcfg.APIURL, rcfg.ReplicaID, rcfg.Outbound = "http://"+httpLis.Addr().String(), "no8s-dev", cfg.Outbound
 		rcfg.SecretEnvPrefix, rcfg.Grants = cfg.RegistrySyncSecretPrefix, credGrants
 		if syncSvc, err = registrysync.New(rcfg, nc, workerConn, base.With("service", "registry-sync")); err != nil {
@@ -280,9 +318,9 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		if err != nil {
 			return err
 		}
-		if tenantWorker, err = worker.New(tenant.New(tenant.Config{API: api}), worker.Config{Types: []sdk.TypeRef{tenant.Type}, NATS: nc, Store: workerConn},
+		if tenantWorker, err = worker.New(tenant.New(tenant.Config{API: api, Metrics: reg}), worker.Config{Types: []sdk.TypeRef{tenant.Type}, NATS: nc, Store: workerConn},
 			worker.WithReplicaID("no8s-dev"), worker.WithShutdownGrace(2*time.Second, time.Second), worker.WithFetchWait(time.Second),
-			worker.WithLogger(base.With("service", "reconciler-tenant"))); err != nil {
+			worker.WithLogger(base.With("service", "reconciler-tenant")), worker.WithMetrics(reg)); err != nil {
 			return fmt.Errorf("tenant reconciler: %w", err)
 		}
 	}
@@ -371,11 +409,14 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		StoreAddr: storeLis.Addr().String(), WorkerAddr: workerLis.Addr().String(), AdmissionAddr: admissionLis.Addr().String(),
 		DataDir: cfg.DataDir, Store: redact(cfg.StoreURL()),
 	}
+	if metricsLis != nil {
+		ready.MetricsURL = "http://" + metricsLis.Addr().String() + health.MetricsPath
+	}
 	g.Go(func() error {
 		if err := waitReady(gatewayCtx, ready.APIURL); err != nil {
 			return err
 		}
-		log.Info("no8s dev is up", "api", "http://"+displayAddr(httpLis.Addr()), "workers", displayAddr(workerLis.Addr()), "nats", ns.ClientURL(), "store", ready.Store)
+		log.Info("no8s dev is up", "api", "http://"+displayAddr(httpLis.Addr()), "metrics", ready.MetricsURL, "workers", displayAddr(workerLis.Addr()), "nats", ns.ClientURL(), "store", ready.Store)
 		if cfg.ReadyFile != "" {
 			return writeReady(cfg.ReadyFile, ready)
 		}

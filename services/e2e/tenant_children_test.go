@@ -277,6 +277,21 @@ func TestTenantChildrenMariaDB(t *testing.T) {
 	if !slices.Equal(ownerUIDs(h), []string{hooli.UID}) || !strings.Contains(string(h.Spec), "hooli.example.com") {
 		t.Fatalf("not taken over: %+v", h)
 	}
+	// The tenant reconciler counted the conflict and the take-over by the
+	// child's kind and policy, and timed its Tenants.
+	s := scrapeURL(t, "reconciler-tenant", metricsURL(c.probes["reconciler-tenant"]))
+	for _, want := range []map[string]string{
+		{"kind": "TConfig", "result": "created", "conflict_policy": "Stuck"},
+		{"kind": "TConfig", "result": "conflict", "conflict_policy": "Stuck"},
+		{"kind": "TConfig", "result": "taken_over", "conflict_policy": "Force"},
+	} {
+		if v, _ := s.value("no8s_apply_attempts_total", want); v < 1 {
+			t.Errorf("no8s_apply_attempts_total%v = %v", want, v)
+		}
+	}
+	if v, _ := s.value("no8s_tenant_reconcile_duration_seconds", map[string]string{"result": "ready"}); v < 1 {
+		t.Errorf("no8s_tenant_reconcile_duration_seconds{ready} counts %v", v)
+	}
 
 	// app leaves the template: every Tenant deletes its app (Delete) and
 	// keeps the rest.

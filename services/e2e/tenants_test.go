@@ -374,6 +374,18 @@ func testTenantLifecycle(t *testing.T, c *tenantCluster, ds *datasourceDB) {
 		}
 		return nil
 	})
+	// registry-sync's metrics say the same, summed over the registries.
+	waitFor(t, 30*time.Second, "registry-sync's metrics", func() error {
+		s := scrapeURL(t, "registry-sync-a", metricsURL(c.probes["registry-sync-a"]))
+		desired, _ := s.value("no8s_registry_desired", nil)
+		ready, _ := s.value("no8s_registry_ready", nil)
+		syncs, _ := s.value("no8s_registry_sync_duration_seconds", map[string]string{"result": "ok"})
+		rows, _ := s.value("no8s_registry_sync_rows_read_total", nil)
+		if desired != 6 || ready != 6 || syncs < 1 || rows < 3 {
+			return fmt.Errorf("desired %v, ready %v, ok syncs %v, rows read %v", desired, ready, syncs, rows)
+		}
+		return nil
+	})
 	var spec struct {
 		Values map[string]string `json:"values"`
 	}

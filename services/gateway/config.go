@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -79,6 +80,9 @@ type Config struct {
 	// Reconcile serves the reconcile endpoints (manual trigger, history);
 	// nil answers them with 503. The store serves it beside StoreService.
 	Reconcile reconcilev1.ReconcileServiceClient
+	// Metrics is where the service records its metrics (package metrics);
+	// nil records nothing.
+	Metrics prometheus.Registerer
 }
 
 // InputConfig configures the queue input.

@@ -44,6 +44,10 @@ const (
 
 const ctxKeyRequestID = "no8s.request_id"
 
+// ctxKeyUnmatched marks a request that matched no route (or not its
+// method): its metrics go under the route "unmatched", never its path.
+const ctxKeyUnmatched = "no8s.unmatched"
+
 // errorBody is the JSON document of every error response.
 type errorBody struct {
 	Detail    string               `json:"detail"`
@@ -68,9 +72,11 @@ func (s *Service) routes() *echo.Echo {
 		Logger: s.log,
 		Router: echo.NewRouter(echo.RouterConfig{
 			NotFoundHandler: func(c *echo.Context) error {
+				c.Set(ctxKeyUnmatched, true)
 				return problem.NotFoundf("no route for %s %s", c.Request().Method, c.Request().URL.Path)
 			},
 			MethodNotAllowedHandler: func(c *echo.Context) error {
+				c.Set(ctxKeyUnmatched, true)
 				if allow, ok := c.Get(echo.ContextKeyHeaderAllow).(string); ok && allow != "" {
 					c.Response().Header().Set(echo.HeaderAllow, allow)
 				}
@@ -88,6 +94,9 @@ func (s *Service) routes() *echo.Echo {
 	e.GET(health.ReadyPath, ready)
 	e.GET(health.LivePath, echo.WrapHandler(health.ProbeHandler(s.cfg.Health, s.cfg.Health.Live)))
 	e.GET("/api/v1/openapi.json", s.openAPI)
+	if s.cfg.Health.Metrics != nil {
+		e.GET(health.MetricsPath, echo.WrapHandler(s.cfg.Health.Metrics))
+	}
 
 	e.POST("/api/v1/resource-types", s.createType)
 	e.GET("/api/v1/resource-types", s.listTypes)
@@ -169,11 +178,13 @@ func requestIDOf(c *echo.Context) string {
 	return id
 }
 
-// accessLog writes one line per request. It answers errors itself so that
+// accessLog writes one line per request and records it in the HTTP
+// metrics by route template. It answers errors itself so that
 // the status it logs is the one sent.
 func (s *Service) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		start := time.Now()
+		s.http.Start()
 		if err := next(c); err != nil {
 			s.handleError(c, err)
 		}
@@ -181,6 +192,11 @@ func (s *Service) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		if r, _ := echo.UnwrapResponse(c.Response()); r != nil && r.Status != 0 {
 			status = r.Status
 		}
+		route := c.Path()
+		if unmatched, _ := c.Get(ctxKeyUnmatched).(bool); unmatched {
+			route = ""
+		}
+		s.http.Done(route, c.Request().Method, status, time.Since(start))
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelWarn

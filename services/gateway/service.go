@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/no8s/no8s/libs/sdk/metrics"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/gateway/queueinput"
@@ -27,6 +28,8 @@ type Service struct {
 	events *watch.Hub
 	// bodySlots holds one token per request body being read.
 	bodySlots chan struct{}
+	// http records requests by route (no8s_http_...).
+	http *metrics.HTTP
 }
 
 // New returns a gateway over the store and admission clients. Zero Config
@@ -37,8 +40,10 @@ func New(cfg Config, store storev1.StoreServiceClient, admission admissionv1.Adm
 	}
 	s := &Service{cfg: cfg.withDefaults(), store: store, admission: admission, log: log}
 	s.bodySlots = make(chan struct{}, s.cfg.MaxConcurrentBodyReads)
+	s.http = metrics.NewHTTP(s.cfg.Metrics)
 	if s.cfg.JetStream != nil {
 		s.events = watch.NewHub(s.cfg.JetStream, s.cfg.Watch, s.publishedRevision, log.With("component", "watch"))
+		s.events.RegisterMetrics(s.cfg.Metrics)
 	}
 	s.echo = s.routes()
 	return s
@@ -66,6 +71,9 @@ func (s *Service) RunInput(ctx context.Context) error {
 		return nil
 	}
 	cfg := s.cfg.Input.Config
+	if cfg.Metrics == nil {
+		cfg.Metrics = s.cfg.Metrics
+	}
 	if cfg.DrainGrace <= 0 {
 		cfg.DrainGrace = s.cfg.ShutdownGrace
 	}

@@ -1,6 +1,7 @@
 package registrysync
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"time"
 
 	"github.com/no8s/no8s/libs/sdk/outbound"
@@ -56,6 +57,9 @@ type Config struct {
 	// writes included (its read has its own, shorter bound: the
 	// datasource's statement timeout, the source's timeoutSeconds).
 	SyncTimeout time.Duration
+	// Metrics is where the service records its metrics (package metrics);
+	// nil records nothing.
+	Metrics prometheus.Registerer
 }
 
 // DefaultConfig returns the defaults.

@@ -197,6 +197,7 @@ func (s *syncer) syncRegistry(ctx context.Context, reg *sdk.Resource, ts []*sdk.
 		s.deposed("registry "+key(reg), res.Err)
 		return
 	}
+	s.svc.m.registrySynced(res)
 	s.record(reg, tkey, res)
 	s.mu.Lock()
 	st := s.state[key(reg)]

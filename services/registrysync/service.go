@@ -50,6 +50,7 @@ type Service struct {
 	reader *datasource.Reader
 	poller *httppoll.Poller
 	holder string
+	m      *syncMetrics
 }
 
 // New returns a replica that reaches the store's worker address over conn,
@@ -123,6 +124,7 @@ func New(cfg Config, nc *nats.Conn, conn grpc.ClientConnInterface, log *slog.Log
 		poller: &httppoll.Poller{Grants: cfg.Grants, Client: outbound.NewClient(outbound.NewTransport(&outbound.Dialer{Policy: cfg.Outbound}, nil)),
 			Secrets: resolver, BodyLimit: cfg.BodyLimit},
 		holder: leaseName + "/" + cfg.ReplicaID,
+		m:      newSyncMetrics(cfg.Metrics),
 	}, nil
 }
 
@@ -135,12 +137,14 @@ func (s *Service) Run(ctx context.Context) error {
 
 func (s *Service) lead(ctx context.Context, t *leader.Term) error {
 	sy := newSyncer(s, t)
+	s.m.leading.Store(sy)
+	defer s.m.leading.Store(nil)
 	w, err := worker.New(newReconciler(sy), worker.Config{
 		Types: []sdk.TypeRef{sdk.Type(tenancy.RegistryType, tenancy.Version), sdk.Type(tenancy.TemplateType, tenancy.Version),
 			sdk.Type(httpsource.Type, httpsource.Version)},
 		NATS: s.nc, Store: s.conn,
 	}, worker.WithReplicaID(s.cfg.ReplicaID), worker.WithLease(s.cfg.WorkerLease), worker.WithShutdownGrace(2*time.Second, time.Second),
-		worker.WithFetchWait(time.Second), worker.WithLogger(s.log))
+		worker.WithFetchWait(time.Second), worker.WithLogger(s.log), worker.WithMetrics(s.cfg.Metrics))
 	if err != nil {
 		return err
 	}

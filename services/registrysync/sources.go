@@ -151,6 +151,7 @@ func (s *syncer) syncSourceDue(ctx context.Context, src *sdk.Resource, st *srcSt
 		s.deposed("HttpSource "+key(src), res.Err)
 		return
 	}
+	s.svc.m.sourcePolled(res, res.Duration)
 	s.mu.Lock()
 	st.generation, st.deleting, st.last = src.Generation, src.Deleting(), res
 	if items != nil {

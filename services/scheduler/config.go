@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"os"
 	"time"
 
@@ -39,6 +40,9 @@ type Config struct {
 	Stream dispatch.StreamConfig
 	// CallTimeout bounds each call to the store (default 10 s).
 	CallTimeout time.Duration
+	// Metrics is where the service records its metrics (package metrics);
+	// nil records nothing.
+	Metrics prometheus.Registerer
 }
 
 // DefaultConfig returns the defaults.

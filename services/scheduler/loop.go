@@ -202,6 +202,7 @@ func (l *loop) run(ctx context.Context) error {
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var lastSnap time.Time
 	for {
 		now := time.Now()
 		var fetchReq chan []int64
@@ -215,6 +216,9 @@ func (l *loop) run(ctx context.Context) error {
 		}
 		if len(l.fetch) > 0 && !l.fetching && l.fetchAfter.Before(next) {
 			next = l.fetchAfter
+		}
+		if snap := lastSnap.Add(snapshotInterval(len(l.entries))); snap.Before(next) {
+			next = snap // the metrics' walk (schedMetrics) stays fresh
 		}
 		timer.Reset(time.Until(next))
 		var send chan []job
@@ -280,6 +284,10 @@ func (l *loop) run(ctx context.Context) error {
 			l.fetch[id] = struct{}{}
 		}
 		l.s.setStatus(func(st *Status) { st.Tracked = len(l.entries) })
+		if now := time.Now(); now.Sub(lastSnap) >= snapshotInterval(len(l.entries)) {
+			l.s.metrics.snap.Store(walk(l.entries, now))
+			lastSnap = now
+		}
 	}
 }
 
@@ -633,6 +641,9 @@ func (l *loop) evaluate(e *entry, now time.Time) {
 	}
 	f := &flight{id: uuid.NewString(), at: now, baseEpoch: st.LeaseEpoch}
 	e.flight = f
+	if d.Reason == trigger.Retry && !st.LastReconcile.IsZero() {
+		l.s.metrics.backoff.Observe(max(now.Sub(st.LastReconcile).Seconds(), 0))
+	}
 	l.enqueue(job{kind: jobDispatch, id: st.ID, item: dispatch.Item{
 		ResourceID: st.ID, ResourceUID: st.UID, TypeName: st.TypeName, TypeVersion: st.TypeVersion,
 		Reason: d.Reason, SchedulerEpoch: l.term.Epoch, DispatchID: f.id, DispatchedAt: now,
@@ -744,6 +755,7 @@ func (l *loop) dispatch(ctx context.Context, jobs []job) []result {
 		rs[i].seq, rs[i].err = seqs[k], errs[k]
 		if errs[k] == nil {
 			l.s.dispatched.Add(1)
+			l.s.metrics.dispatched(jobs[i].item.Reason)
 		}
 	}
 	return rs

@@ -36,6 +36,7 @@ type Service struct {
 	dispatched atomic.Int64
 	// foreign counts event messages dropped as not the store's.
 	foreign atomic.Int64
+	metrics *schedMetrics
 }
 
 // Status is a snapshot of the scheduler.
@@ -66,7 +67,9 @@ func New(cfg Config, rc reconcilev1.ReconcileServiceClient, js jetstream.JetStre
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, rc: rc, js: js, log: log.With("holder", cfg.Holder)}, nil
+	s := &Service{cfg: cfg, rc: rc, js: js, log: log.With("holder", cfg.Holder)}
+	s.metrics = newSchedMetrics(cfg.Metrics, s)
+	return s, nil
 }
 
 // Config returns the effective configuration.
@@ -106,6 +109,7 @@ func (s *Service) Run(ctx context.Context) error {
 func (s *Service) lead(ctx context.Context, t *leader.Term) error {
 	s.setStatus(func(st *Status) { *st = Status{Leader: true, Epoch: t.Epoch, Since: t.Since} })
 	defer s.setStatus(func(st *Status) { st.Leader, st.Ready = false, false })
+	defer s.metrics.snap.Store(nil)
 	var lastRebuild time.Time
 	for {
 		stream, err := s.workStream(ctx)

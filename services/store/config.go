@@ -3,6 +3,8 @@ package store
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/store/outbox"
 	"github.com/no8s/no8s/services/store/storage"
@@ -39,6 +41,9 @@ type Config struct {
 	// NamespaceSweep is how often terminating namespaces are finalized
 	// (removed once their last resource is gone).
 	NamespaceSweep time.Duration
+	// Metrics is where the store records its metrics (commits, the relay,
+	// the outbox's backlog, gRPC calls); nil records nothing.
+	Metrics prometheus.Registerer
 }
 
 // DefaultConfig returns the defaults.

@@ -23,6 +23,7 @@ import (
 	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk"
 	sdkhealth "github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/registry"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -52,7 +53,11 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, log *slog.Logger) (*Ser
 			relay.Hint()
 		}
 	}
-	db, err := Open(ctx, cfg, storage.Options{AfterCommit: hint, HistoryLimit: cfg.HistoryLimit}, log)
+	opts := storage.Options{AfterCommit: hint, HistoryLimit: cfg.HistoryLimit}
+	if cfg.Metrics != nil {
+		opts.ObserveCommit = newCommitMetrics(cfg.Metrics).observe
+	}
+	db, err := Open(ctx, cfg, opts, log)
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +71,7 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, log *slog.Logger) (*Ser
 		return nil, err
 	}
 	relay = outbox.New(db.Log, nc, js, cfg.Stream, cfg.Relay, log.With("component", "outbox-relay"))
+	relay.RegisterMetrics(cfg.Metrics)
 	return &Service{cfg: cfg, log: log, db: db, relay: relay, nc: nc, js: js}, nil
 }
 
@@ -101,14 +107,18 @@ func (s *Service) Relay() *outbox.Relay { return s.relay }
 // workers' narrower door.
 func (s *Service) Serve(ctx context.Context, lis, workerLis net.Listener) error {
 	defer s.db.Close()
-	srv, hs := grpcserver.New(s.log)
+	if s.cfg.Metrics != nil {
+		s.cfg.Metrics.MustRegister(newOutboxCollector(ctx, s.db.Log))
+	}
+	gm := metrics.NewGRPCServer(s.cfg.Metrics)
+	srv, hs := grpcserver.New(s.log, gm.ServerOptions()...)
 	storev1.RegisterStoreServiceServer(srv, &handler{store: s.db.Store})
 	reconcilev1.RegisterReconcileServiceServer(srv, &reconcileHandler{store: s.db.Store})
 	s.log.Info("store serving", "addr", lis.Addr().String())
 	var wsrv *grpc.Server
 	var whs *health.Server
 	if workerLis != nil {
-		wsrv, whs = grpcserver.New(s.log)
+		wsrv, whs = grpcserver.New(s.log, gm.ServerOptions()...)
 		reconcilev1.RegisterWorkerServiceServer(wsrv, &workerHandler{store: s.db.Store, claims: registryClaims(s.js)})
 		s.log.Info("store serving workers", "addr", workerLis.Addr().String())
 	}

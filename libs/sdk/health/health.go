@@ -5,6 +5,7 @@
 //	              Live checks pass; none by default), else 503
 //	GET /readyz   200 {"status":"ok"} when every dependency answers, else 503
 //	              {"status":"unavailable","failed":["nats"],"errors":{"nats":"…"},"detail":"nats: …"}
+//	GET /metrics  the process's Prometheus metrics, when Config.Metrics is set
 //
 // A check is a named function; the checks of one probe run concurrently on
 // every request, each bounded by Config.Timeout (2 s by default), so a probe
@@ -34,8 +35,9 @@ import (
 
 // Paths of the probes.
 const (
-	LivePath  = "/healthz"
-	ReadyPath = "/readyz"
+	LivePath    = "/healthz"
+	ReadyPath   = "/readyz"
+	MetricsPath = "/metrics"
 )
 
 // Off is the listen address that disables a probe listener.
@@ -63,6 +65,9 @@ type Config struct {
 	Info func() map[string]any
 	// Timeout bounds each check (default DefaultTimeout).
 	Timeout time.Duration
+	// Metrics, when set, is served on MetricsPath beside the probes (the
+	// process's Prometheus metrics, package metrics).
+	Metrics http.Handler
 }
 
 // Report is the outcome of one probe.
@@ -123,6 +128,9 @@ func Handler(cfg Config) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET "+LivePath, ProbeHandler(cfg, cfg.Live))
 	mux.Handle("GET "+ReadyPath, ProbeHandler(cfg, cfg.Ready))
+	if cfg.Metrics != nil {
+		mux.Handle("GET "+MetricsPath, cfg.Metrics)
+	}
 	return mux
 }
 

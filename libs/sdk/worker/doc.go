@@ -36,5 +36,7 @@
 // still has not finished.
 //
 // Worker.Handler serves /healthz and /readyz for the binary to mount; Main
-// wires everything from environment variables for a one-line main.
+// wires everything from environment variables for a one-line main, and
+// serves the worker's Prometheus metrics (WithMetrics) at /metrics beside
+// the probes.
 package worker

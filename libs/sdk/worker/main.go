@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/logging"
+	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/profiling"
 )
 
@@ -92,8 +94,11 @@ func Main(rec sdk.Reconciler, types ...sdk.TypeRef) {
 }
 
 // RunMain is Main without the signals and the exit: it connects to NATS and
-// the store as getenv says, serves the probes and runs the worker until ctx
-// ends. opts come after the environment's.
+// the store as getenv says, serves the probes and the process's Prometheus
+// metrics (/metrics, beside the probes) and runs the worker until ctx ends.
+// opts come after the environment's; WithMetrics among them names the
+// registry to record on and serve (build it with metrics.NewRegistry, for
+// the runtime collectors), else RunMain builds one.
 func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, getenv func(string) string, opts ...Option) error {
 	env := func(k, def string) string {
 		if v := getenv(k); v != "" {
@@ -116,7 +121,19 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	if v := getenv(EnvReplicaID); v != "" {
 		all = append(all, WithReplicaID(v))
 	}
+	reg := metrics.NewRegistry()
+	all = append(all, WithMetrics(reg))
 	all = append(all, opts...)
+	// A caller that records metrics of its own passes its registry with
+	// WithMetrics: the probe port then serves that one.
+	var served prometheus.Gatherer = reg
+	var o options
+	for _, opt := range all {
+		_ = opt(&o) // New validates them
+	}
+	if g, ok := o.metrics.(prometheus.Gatherer); ok {
+		served = g
+	}
 
 	stopProfiles, err := profiling.Serve(ctx, env(profiling.EnvListen, profiling.Off), log)
 	if err != nil {
@@ -137,7 +154,7 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	}
 	defer nc.Close()
 	storeAddr := env(EnvStoreAddr, DefaultStoreAddr)
-	conn, err := grpc.NewClient(storeAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(storeAddr, append(metrics.NewGRPCClient(o.metrics).DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		return fmt.Errorf("store at %s: %w", storeAddr, err)
 	}
@@ -153,7 +170,9 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 		if err != nil {
 			return err
 		}
-		stopProbes = health.ServeListener(ctx, lis, w.Handler(), log)
+		probes := w.Probes()
+		probes.Metrics = metrics.Handler(served)
+		stopProbes = health.ServeListener(ctx, lis, health.Handler(probes), log)
 	}
 	defer stopProbes()
 	return w.Run(ctx)

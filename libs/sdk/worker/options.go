@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	"github.com/no8s/no8s/libs/api/subjects"
@@ -112,6 +113,7 @@ type options struct {
 	log            *slog.Logger
 	secrets        secret.Resolver
 	wrapClient     func(sdk.Client) sdk.Client
+	metrics        prometheus.Registerer
 }
 
 func defaults() options {
@@ -231,6 +233,18 @@ func WithStream(name string, create bool) Option {
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) error {
 		o.log = l
+		return nil
+	}
+}
+
+// WithMetrics records the worker's metrics on reg (package metrics):
+// attempts by result and their durations, step durations, lease renewals
+// and losses, attempts in flight and work items by broker action. RunMain
+// builds the process's registry and serves it on the probe listener's
+// /metrics; without this option nothing is recorded.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return func(o *options) error {
+		o.metrics = reg
 		return nil
 	}
 }

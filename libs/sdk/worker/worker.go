@@ -55,6 +55,7 @@ type Worker struct {
 	inflight map[*item]struct{}
 	wg       sync.WaitGroup
 	stats    Stats
+	metrics  *workerMetrics // nil without WithMetrics
 }
 
 // Stats counts what the worker did.
@@ -95,6 +96,9 @@ func New(rec sdk.Reconciler, cfg Config, opts ...Option) (*Worker, error) {
 		inflight: map[*item]struct{}{},
 	}
 	w.log = o.log.With("reconciler", w.name, "replica", w.replica)
+	if o.metrics != nil {
+		w.metrics = newWorkerMetrics(o.metrics, w)
+	}
 	w.notReady.Store("not started")
 	return w, nil
 }
@@ -541,6 +545,10 @@ func (w *Worker) process(workCtx context.Context, it *item) {
 		Client:  cl,
 		Secrets: w.o.secrets, Log: w.log.With("holder", w.holder, "lease_epoch", lease.Epoch, "reason", enumpb.ReasonName(wi.GetReason())),
 	}
+	if w.metrics != nil {
+		att.ObserveStep = w.metrics.observeStep
+	}
+	started := time.Now()
 	rep := w.reconcile(runCtx, att)
 	if rep.Skipped {
 		rep = w.release(workCtx, lease)
@@ -548,6 +556,7 @@ func (w *Worker) process(workCtx context.Context, it *item) {
 	rep = w.saveAgain(workCtx, att, rep, log)
 	close(stopKA)
 	<-kaDone
+	w.metrics.attempt(lease.Resource.Type, rep, time.Since(started))
 	switch rep.Outcome {
 	case sdk.OutcomeSuccess:
 		w.stats.Succeeded.Add(1)
@@ -645,10 +654,12 @@ func (w *Worker) keepalive(ctx context.Context, stop <-chan struct{}, msg jetstr
 		rctx, c := context.WithTimeout(ctx, w.o.lease/3)
 		err := w.leases.Renew(rctx, lease, w.o.lease)
 		c()
+		w.metrics.renewed(err)
 		switch {
 		case err == nil:
 		case errors.Is(err, sdk.ErrStaleEpoch), errors.Is(err, sdk.ErrNotFound):
 			log.Warn("lease lost; cancelling the attempt", "error", err)
+			w.metrics.leaseLost()
 			cancel(errLeaseLost)
 			return
 		default:

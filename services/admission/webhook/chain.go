@@ -45,6 +45,9 @@ type Chain struct {
 	// Timeout bounds the whole chain (DefaultChainTimeout when zero).
 	Timeout time.Duration
 	Log     *slog.Logger
+	// Observe, when set, receives every call's webhook, outcome (allowed,
+	// denied, error, canceled) and latency: admission's metrics.
+	Observe func(webhook, outcome string, d time.Duration)
 }
 
 // Run takes a through the matched webhooks: the mutating ones in order,
@@ -146,7 +149,20 @@ func (c *Chain) call(ctx, cctx context.Context, h *Hook, req Request) (*Response
 	if err != nil {
 		return nil, fmt.Errorf("encode admission request: %w", err)
 	}
+	start := time.Now()
 	resp, err := h.call(cctx, body)
+	if c.Observe != nil {
+		outcome := "allowed"
+		switch {
+		case err != nil && ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+			outcome = "canceled"
+		case err != nil:
+			outcome = "error"
+		case !resp.Allowed:
+			outcome = "denied"
+		}
+		c.Observe(h.Name, outcome, time.Since(start))
+	}
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, ctx.Err()

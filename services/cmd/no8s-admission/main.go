@@ -12,6 +12,7 @@ import (
 	"os"
 
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/metrics"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission"
 	"github.com/no8s/no8s/services/internal/grpcserver"
@@ -46,11 +47,12 @@ func run() error {
 	}
 	defer sp.Stop()
 	ctx, log := sp.Ctx, sp.Log
+	cfg.Metrics = sp.Metrics
 	if cfg.Grants, err = proc.LoadGrants(*grantsFile, log); err != nil {
 		return err
 	}
 
-	conn, err := grpcserver.Dial(*storeAddr)
+	conn, err := grpcserver.Dial(*storeAddr, sp.DialOptions()...)
 	if err != nil {
 		return err
 	}
@@ -62,7 +64,8 @@ func run() error {
 	defer nc.Close()
 	cfg.JetStream = js
 	stopProbes, err := health.Serve(ctx, *healthListen, health.Handler(health.Config{
-		Ready: []health.Check{health.GRPC("store", conn), health.NATS(nc)},
+		Metrics: metrics.Handler(sp.Metrics),
+		Ready:   []health.Check{health.GRPC("store", conn), health.NATS(nc)},
 	}), log)
 	if err != nil {
 		return err

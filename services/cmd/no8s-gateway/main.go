@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/metrics"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -55,12 +56,12 @@ func run() error {
 	defer sp.Stop()
 	ctx, log := sp.Ctx, sp.Log
 
-	storeConn, err := grpcserver.Dial(*storeAddr)
+	storeConn, err := grpcserver.Dial(*storeAddr, sp.DialOptions()...)
 	if err != nil {
 		return err
 	}
 	defer storeConn.Close()
-	admissionConn, err := grpcserver.Dial(*admissionAddr)
+	admissionConn, err := grpcserver.Dial(*admissionAddr, sp.DialOptions()...)
 	if err != nil {
 		return err
 	}
@@ -71,6 +72,8 @@ func run() error {
 	}
 	defer nc.Close()
 	cfg.JetStream = js
+	cfg.Metrics = sp.Metrics
+	cfg.Health.Metrics = metrics.Handler(sp.Metrics)
 	cfg.Health.Ready = []health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn), health.NATS(nc)}
 	lis, err := net.Listen("tcp", *listen)
 	if err != nil {

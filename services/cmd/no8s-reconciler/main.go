@@ -31,6 +31,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/action"
 	"github.com/no8s/no8s/libs/sdk/action/github"
+	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/secret"
 	"github.com/no8s/no8s/libs/sdk/worker"
 	"github.com/no8s/no8s/services/internal/proc"
@@ -190,11 +191,13 @@ func runGitHub(ctx context.Context, fs *flag.FlagSet, c *common, args []string) 
 	if *tokenFile != "" {
 		token = secret.File(*tokenFile)
 	}
-	plugin, err := github.New(github.Config{BaseURL: *githubURL, Token: token, PollInterval: *poll, MaxInputs: *maxInputs, FindTimeout: *findTimeout})
+	metricsReg := metrics.NewRegistry()
+	plugin, err := github.New(github.Config{BaseURL: *githubURL, Token: token, PollInterval: *poll, MaxInputs: *maxInputs, FindTimeout: *findTimeout,
+		Metrics: metricsReg})
 	if err != nil {
 		return err
 	}
-	reg, err := action.NewRegistry(plugin)
+	reg, err := action.NewRegistry(action.Instrumented(plugin, metricsReg))
 	if err != nil {
 		return err
 	}
@@ -206,7 +209,7 @@ func runGitHub(ctx context.Context, fs *flag.FlagSet, c *common, args []string) 
 			return err
 		}
 	}
-	return worker.RunMain(ctx, githubworkflow.New(reg), []sdk.TypeRef{githubworkflow.Type}, c.getenv, c.options()...)
+	return worker.RunMain(ctx, githubworkflow.New(reg), []sdk.TypeRef{githubworkflow.Type}, c.getenv, append(c.options(), worker.WithMetrics(metricsReg))...)
 }
 
 func runTenant(ctx context.Context, fs *flag.FlagSet, c *common, args []string) error {
@@ -217,7 +220,9 @@ func runTenant(ctx context.Context, fs *flag.FlagSet, c *common, args []string) 
 	if err != nil {
 		return err
 	}
-	return worker.RunMain(ctx, tenant.New(tenant.Config{API: api, ReadyPoll: *poll}), []sdk.TypeRef{tenant.Type}, c.getenv, c.options()...)
+	reg := metrics.NewRegistry()
+	return worker.RunMain(ctx, tenant.New(tenant.Config{API: api, ReadyPoll: *poll, Metrics: reg}), []sdk.TypeRef{tenant.Type}, c.getenv,
+		append(c.options(), worker.WithMetrics(reg))...)
 }
 
 // parseRange reads "d" or "min-max".

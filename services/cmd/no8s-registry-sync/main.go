@@ -21,6 +21,7 @@ import (
 	"os"
 
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
@@ -64,6 +65,7 @@ func run() error {
 	}
 	defer sp.Stop()
 	ctx, log := sp.Ctx, sp.Log
+	cfg.Metrics = sp.Metrics
 	if cfg.Grants, err = proc.LoadGrants(*grantsFile, log); err != nil {
 		return err
 	}
@@ -71,7 +73,7 @@ func run() error {
 		host, _ := os.Hostname()
 		cfg.ReplicaID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	conn, err := grpcserver.Dial(*storeAddr)
+	conn, err := grpcserver.Dial(*storeAddr, sp.DialOptions()...)
 	if err != nil {
 		return err
 	}
@@ -86,7 +88,8 @@ func run() error {
 		return err
 	}
 	stopProbes, err := health.Serve(ctx, *healthListen, health.Handler(health.Config{
-		Ready: []health.Check{health.GRPC("store", conn), health.NATS(nc)},
+		Metrics: metrics.Handler(sp.Metrics),
+		Ready:   []health.Check{health.GRPC("store", conn), health.NATS(nc)},
 	}), log)
 	if err != nil {
 		return err

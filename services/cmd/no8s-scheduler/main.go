@@ -15,6 +15,7 @@ import (
 	"os"
 
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/metrics"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsconn"
@@ -49,8 +50,9 @@ func run() error {
 	}
 	defer sp.Stop()
 	ctx, log := sp.Ctx, sp.Log
+	cfg.Metrics = sp.Metrics
 
-	conn, err := grpcserver.Dial(*storeAddr)
+	conn, err := grpcserver.Dial(*storeAddr, sp.DialOptions()...)
 	if err != nil {
 		return err
 	}
@@ -65,7 +67,8 @@ func run() error {
 		return err
 	}
 	stopProbes, err := health.Serve(ctx, *healthListen, health.Handler(health.Config{
-		Ready: []health.Check{health.GRPC("store", conn), health.NATS(nc)},
+		Metrics: metrics.Handler(sp.Metrics),
+		Ready:   []health.Check{health.GRPC("store", conn), health.NATS(nc)},
 	}), log)
 	if err != nil {
 		return err

@@ -4,7 +4,7 @@
 // WorkerService alone on --worker-listen, and publishes committed changes to
 // JetStream through the transactional outbox.
 //
-//	no8s-store [flags]          serve (probes /healthz, /readyz on --health-listen)
+//	no8s-store [flags]          serve (probes /healthz, /readyz and /metrics on --health-listen)
 //	no8s-store migrate          apply pending migrations and exit
 //	no8s-store migrate status   print the schema version
 //	no8s-store rebuild-stream   make the event stream this database's again
@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/profiling"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
@@ -94,11 +95,15 @@ func run() error {
 		return err
 	}
 	defer nc.Close()
+	reg := metrics.NewRegistry()
+	cfg.Metrics = reg
 	svc, err := store.New(ctx, cfg, nc, log)
 	if err != nil {
 		return err
 	}
-	stopProbes, err := health.Serve(ctx, *healthListen, health.Handler(svc.Probes()), log)
+	probes := svc.Probes()
+	probes.Metrics = metrics.Handler(reg)
+	stopProbes, err := health.Serve(ctx, *healthListen, health.Handler(probes), log)
 	if err != nil {
 		return err
 	}

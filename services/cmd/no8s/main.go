@@ -60,6 +60,7 @@ missing and migrated at start); PostgreSQL is the production store.`,
 	f.IntVar(&cfg.NATSPort, "nats-port", cfg.NATSPort, "embedded NATS port (0 picks a free one)")
 	f.StringVar(&cfg.StoreAddr, "store-addr", cfg.StoreAddr, "internal store gRPC address")
 	f.StringVar(&cfg.AdmissionAddr, "admission-addr", cfg.AdmissionAddr, "internal admission gRPC address")
+	f.StringVar(&cfg.MetricsAddr, "metrics-listen", cfg.MetricsAddr, "address of every service's Prometheus metrics (GET /metrics; \"off\": none; the default falls back to a free port when taken)")
 	f.StringVar(&cfg.WorkerAddr, "worker-listen", cfg.WorkerAddr, "the store's worker address: reconcilers' NO8S_STORE_ADDR (only the WorkerService is served there)")
 	// For the SDK's test kit and other programs that run no8s dev as a
 	// child: where it listens, and timings shortened for tests.

@@ -1,6 +1,7 @@
 package queueinput
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"time"
 
 	"github.com/no8s/no8s/libs/api/subjects"
@@ -30,6 +31,9 @@ const (
 
 // Config configures the listener.
 type Config struct {
+	// Metrics is where the listener counts messages by outcome
+	// (no8s_queue_input_messages_total); nil counts nothing.
+	Metrics prometheus.Registerer
 	// AckWait is the consumer's ack wait (default DefaultAckWait). The
 	// gateway that creates or updates the consumer sets it for all.
 	AckWait time.Duration

@@ -13,8 +13,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/no8s/no8s/libs/api/subjects"
+	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/services/internal/problem"
 )
 
@@ -31,6 +33,21 @@ type Listener struct {
 
 	// handled counts settled queue messages and answered requests.
 	handled atomic.Int64
+	// outcomes counts them by outcome (no8s_queue_input_messages_total).
+	outcomes outcomeCounters
+}
+
+// outcomeCounters are the children of no8s_queue_input_messages_total.
+type outcomeCounters struct {
+	answered, recorded, duplicate, retried, deadLettered prometheus.Counter
+}
+
+func newOutcomeCounters(reg prometheus.Registerer) outcomeCounters {
+	v := metrics.MustVec(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metrics.Namespace, Subsystem: "queue_input",
+		Name: "messages_total", Help: "Queue input messages by outcome: answered (a request), recorded, duplicate (a key's outcome replayed), retried, dead_lettered."},
+		[]string{"outcome"}))
+	return outcomeCounters{answered: v.WithLabelValues("answered"), recorded: v.WithLabelValues("recorded"), duplicate: v.WithLabelValues("duplicate"),
+		retried: v.WithLabelValues("retried"), deadLettered: v.WithLabelValues("dead_lettered")}
 }
 
 // New returns a listener that runs requests through exec. Zero Config
@@ -39,7 +56,7 @@ func New(js jetstream.JetStream, exec Executor, cfg Config, log *slog.Logger) *L
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Listener{js: js, exec: exec, cfg: cfg.withDefaults(), log: log}
+	return &Listener{js: js, exec: exec, cfg: cfg.withDefaults(), log: log, outcomes: newOutcomeCounters(cfg.Metrics)}
 }
 
 // Handled is the number of requests answered and queue messages settled.
@@ -111,6 +128,7 @@ func (l *Listener) onRequest(ctx context.Context, slots chan struct{}, wg *sync.
 			l.log.Warn("queue input: reply failed", "subject", m.Subject, "err", err)
 		}
 		l.handled.Add(1)
+		l.outcomes.answered.Inc()
 	}()
 }
 
@@ -291,6 +309,7 @@ func (l *Listener) run(ctx context.Context, kv jetstream.KeyValue, d delivery, c
 	case retry:
 		log.Info("queue input: retrying", "status", a.Status, "detail", a.Detail, "delay", act.delay)
 		_ = d.msg.NakWithDelay(act.delay)
+		l.outcomes.retried.Inc()
 	case deadLetter:
 		l.giveUp(ctx, kv, d, a, &c, act.reason, log)
 	}
@@ -325,6 +344,11 @@ func (l *Listener) settleWith(ctx context.Context, d delivery, a Answer, dup boo
 		return
 	}
 	_ = d.msg.Ack()
+	if dup {
+		l.outcomes.duplicate.Inc()
+	} else {
+		l.outcomes.recorded.Inc()
+	}
 }
 
 // giveUp dead-letters a message: the dead letter with the reason, the
@@ -348,6 +372,7 @@ func (l *Listener) giveUp(ctx context.Context, kv jetstream.KeyValue, d delivery
 		}
 	}
 	_ = d.msg.Ack()
+	l.outcomes.deadLettered.Inc()
 }
 
 // releaseOwn releases the key when this message holds it unfinished.

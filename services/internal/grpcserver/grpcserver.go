@@ -87,12 +87,13 @@ func Serve(ctx context.Context, srv *grpc.Server, hs *health.Server, lis net.Lis
 	return nil
 }
 
-// Dial connects to a no8s gRPC service with the usual message limits.
-func Dial(addr string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(addr,
+// Dial connects to a no8s gRPC service with the usual message limits and
+// opts (the client metrics' interceptors, metrics.GRPC.DialOptions).
+func Dial(addr string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient(addr, append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecureCreds()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)),
-	)
+	}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}

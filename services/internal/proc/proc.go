@@ -13,7 +13,11 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+
 	"github.com/no8s/no8s/libs/sdk/logging"
+	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/profiling"
 	"github.com/no8s/no8s/services/internal/grants"
@@ -78,12 +82,22 @@ func OutboundFlag(fs *flag.FlagSet, p *outbound.Policy) error {
 }
 
 // Service is a started service process: its logger, a context cancelled by
-// SIGINT or SIGTERM, and Stop, which stops the runtime profiles and releases
-// the context.
+// SIGINT or SIGTERM, its metrics registry, and Stop, which stops the runtime
+// profiles and releases the context.
 type Service struct {
 	Ctx  context.Context
 	Log  *slog.Logger
 	Stop func()
+	// Metrics is the process's registry (metrics.NewRegistry): every
+	// component records there, and the health listener serves it on
+	// /metrics.
+	Metrics *prometheus.Registry
+}
+
+// DialOptions are the options of the process's gRPC clients: the client
+// metrics' interceptors on s.Metrics.
+func (s *Service) DialOptions() []grpc.DialOption {
+	return metrics.NewGRPCClient(s.Metrics).DialOptions()
 }
 
 // Start defines --pprof-listen on fs, parses args into fs and starts what
@@ -98,7 +112,7 @@ func Start(fs *flag.FlagSet, args []string, service string) (*Service, error) {
 		cancel()
 		return nil, err
 	}
-	return &Service{Ctx: ctx, Log: log, Stop: func() { stopProfiles(); cancel() }}, nil
+	return &Service{Ctx: ctx, Log: log, Stop: func() { stopProfiles(); cancel() }, Metrics: metrics.NewRegistry()}, nil
 }
 
 // GCPercent is the garbage collector's target of the no8s services: a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"maps"
 	"net/http"
 	"slices"
@@ -52,6 +53,10 @@ type Config struct {
 	// ReadyPoll is how soon an attempt comes back while it waits for a
 	// child (default DefaultReadyPoll; whole seconds).
 	ReadyPoll time.Duration
+	// Metrics is where the reconciler records its own series
+	// (no8s_tenant_reconcile_duration_seconds, no8s_apply_attempts_total);
+	// nil records nothing.
+	Metrics prometheus.Registerer
 }
 
 // New returns the tenant reconciler.
@@ -59,12 +64,13 @@ func New(cfg Config) *sdk.Engine[tenancy.TenantSpec] {
 	if cfg.ReadyPoll <= 0 {
 		cfg.ReadyPoll = DefaultReadyPoll
 	}
-	r := &reconciler{cfg: cfg, renderer: tenancy.NewRenderer()}
-	return sdk.New(Name, sdk.StepFuncs[tenancy.TenantSpec]{StepName: "children", DoFunc: r.do, CleanupFunc: r.cleanup})
+	r := &reconciler{cfg: cfg, renderer: tenancy.NewRenderer(), m: newTenantMetrics(cfg.Metrics)}
+	return sdk.New(Name, sdk.StepFuncs[tenancy.TenantSpec]{StepName: "children", DoFunc: r.timedDo, CleanupFunc: r.cleanup})
 }
 
 type reconciler struct {
 	cfg Config
+	m   *tenantMetrics
 	// renderer is the one renderer (tenancy's), its function map built
 	// once.
 	renderer *tenancy.Renderer
@@ -301,6 +307,7 @@ func (r *reconciler) sync(ctx context.Context, req *sdk.Request[tenancy.TenantSp
 		c.State, c.Message = StateReady, desc+": creationPolicy Once, deleted since it was created: left alone"
 		return nil
 	case actConflict:
+		r.m.applied(c.TypeName, "conflict", tr.ConflictPolicy)
 		c.State = StateFailed
 		c.Message = fmt.Sprintf("%s exists with %s: conflictPolicy Stuck leaves it alone", desc, ownersOf(cur.owners))
 		req.Event(sdk.EventWarning, EventApplyConflict, c.Message)
@@ -312,8 +319,10 @@ func (r *reconciler) sync(ctx context.Context, req *sdk.Request[tenancy.TenantSp
 	case actCreate, actUpdate:
 		next, err := r.write(ctx, req, tr, want, owner, cur)
 		if err != nil {
+			r.m.applied(c.TypeName, "error", tr.ConflictPolicy)
 			return fmt.Errorf("%s: %s: %w", desc, act, err)
 		}
+		r.m.applied(c.TypeName, act.result(), tr.ConflictPolicy)
 		if act != actUpdate {
 			c.Created = true
 		}

@@ -28,6 +28,7 @@ func clock() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 // write runs fn in a write transaction. fn's changes are rolled back when
 // dryRun is set, when fn fails, or when the before-commit hook fails.
 func (s *Store) write(ctx context.Context, dryRun bool, fn func(tx *wtx) error) error {
+	start := time.Now()
 	err := s.transact(ctx, func(tx *wtx) (bool, error) {
 		if err := checkFence(ctx, tx); err != nil {
 			return false, err
@@ -48,8 +49,8 @@ func (s *Store) write(ctx context.Context, dryRun bool, fn func(tx *wtx) error) 
 	if err != nil {
 		return err
 	}
-	if !dryRun && s.opts.AfterCommit != nil {
-		s.opts.AfterCommit()
+	if !dryRun {
+		s.opts.Committed(1, start)
 	}
 	return nil
 }

@@ -279,9 +279,11 @@ func (r *Relay) align(ctx context.Context, epoch, cursor int64) (int64, error) {
 		return 0, err
 	}
 	if mis != nil {
+		r.identityMismatch.Add(1)
 		r.log.Error("the event stream does not belong to this database; not publishing", "err", mis)
 		return 0, mis
 	}
+	r.identityOK.Add(1)
 	r.storeID = db.StoreID
 	if !db.LastEventKnown {
 		// Upgraded from a release that did not record it: the stream's

@@ -92,11 +92,14 @@ type Relay struct {
 	reportedSeq uint64
 
 	published atomic.Int64
-	late      atomic.Int64
-	foreign   atomic.Int64
-	degraded  degradation
-	cursor    atomic.Int64
-	leader    atomic.Bool
+	// identityOK and identityMismatch count the checks that the stream
+	// belongs to the database (align, at every leadership).
+	identityOK, identityMismatch atomic.Int64
+	late                         atomic.Int64
+	foreign                      atomic.Int64
+	degraded                     degradation
+	cursor                       atomic.Int64
+	leader                       atomic.Bool
 }
 
 // New returns a relay that publishes the outbox of el to the stream

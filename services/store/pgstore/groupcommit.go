@@ -192,6 +192,7 @@ func (s *Store) runBatch(ctx context.Context, batch []*pwrite) {
 // that the database refused it (every write must run again alone); err is
 // the outcome of the writes that did not fail on their own.
 func (s *Store) commitBatch(ctx context.Context, batch []*pwrite) (retry bool, err error) {
+	start := time.Now()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return false, err
@@ -241,7 +242,7 @@ func (s *Store) commitBatch(ctx context.Context, batch []*pwrite) (retry bool, e
 	}
 
 	wb := &pgx.Batch{}
-	wrote := false
+	wrote := 0
 	for _, w := range batch {
 		if w.err != nil {
 			continue
@@ -251,9 +252,9 @@ func (s *Store) commitBatch(ctx context.Context, batch []*pwrite) (retry bool, e
 			wb.QueuedQueries = wb.QueuedQueries[:n]
 			continue
 		}
-		wrote = true
+		wrote++
 	}
-	if !wrote {
+	if wrote == 0 {
 		return false, nil
 	}
 	commitInBatch := s.opts.BeforeCommit == nil
@@ -281,9 +282,7 @@ func (s *Store) commitBatch(ctx context.Context, batch []*pwrite) (retry bool, e
 		}
 	}
 	committed = true
-	if s.opts.AfterCommit != nil {
-		s.opts.AfterCommit()
-	}
+	s.opts.Committed(wrote, start)
 	return false, nil
 }
 

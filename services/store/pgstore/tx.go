@@ -8,6 +8,7 @@ package pgstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,6 +18,7 @@ import (
 // write runs fn in a read-committed transaction. fn's changes are rolled back
 // when dryRun is set, when fn fails, or when the before-commit hook fails.
 func (s *Store) write(ctx context.Context, dryRun bool, fn func(tx pgx.Tx) error) error {
+	start := time.Now()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return storage.Unavailable(err)
@@ -41,9 +43,7 @@ func (s *Store) write(ctx context.Context, dryRun bool, fn func(tx pgx.Tx) error
 	if err := tx.Commit(ctx); err != nil {
 		return translate(err)
 	}
-	if s.opts.AfterCommit != nil {
-		s.opts.AfterCommit()
-	}
+	s.opts.Committed(1, start)
 	return nil
 }
 
@@ -64,6 +64,7 @@ func (s *Store) pipelinedWrite(ctx context.Context, dryRun bool, key string, loc
 
 // pipelinedWriteAlone is pipelinedWrite in a transaction of its own.
 func (s *Store) pipelinedWriteAlone(ctx context.Context, dryRun bool, read func(b *pgx.Batch), scan func(br pgx.BatchResults) error, write func(b *pgx.Batch) error) error {
+	start := time.Now()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return storage.Unavailable(err)
@@ -123,8 +124,6 @@ func (s *Store) pipelinedWriteAlone(ctx context.Context, dryRun bool, read func(
 		}
 	}
 	done = true
-	if s.opts.AfterCommit != nil {
-		s.opts.AfterCommit()
-	}
+	s.opts.Committed(1, start)
 	return nil
 }

@@ -172,6 +172,11 @@ type Options struct {
 	// AfterCommit, when set, is called after every committed change (it
 	// wakes the relay).
 	AfterCommit func()
+	// ObserveCommit, when set, is called after every COMMIT with the
+	// writes it carried (more than one when writes were committed
+	// together) and the time from the transaction's start: the store's
+	// commit metrics.
+	ObserveCommit func(writes int, d time.Duration)
 	// BeforeCommit, when set, runs inside every write transaction just
 	// before commit; an error rolls the transaction back. Tests use it to
 	// inject delays and rollbacks.
@@ -208,4 +213,15 @@ type Backend struct {
 	// logs.
 	Name  string
 	Close func()
+}
+
+// Committed calls the after-commit hooks of o for a COMMIT of writes
+// writes whose transaction started at start.
+func (o Options) Committed(writes int, start time.Time) {
+	if o.ObserveCommit != nil {
+		o.ObserveCommit(writes, time.Since(start))
+	}
+	if o.AfterCommit != nil {
+		o.AfterCommit()
+	}
 }

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	gh "github.com/google/go-github/v93/github"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/no8s/no8s/libs/sdk/action"
+	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/secret"
 )
 
@@ -65,6 +67,9 @@ type Config struct {
 	// timeout). Reads that get a 5xx or a broken connection are tried up
 	// to three times.
 	HTTPClient *http.Client
+	// Metrics, when set, records the token's rate limit as GitHub last
+	// reported it (no8s_github_rate_limit_remaining).
+	Metrics prometheus.Registerer
 }
 
 // Plugin is the GitHub Actions plugin. Create it with New.
@@ -126,6 +131,12 @@ func New(cfg Config) (*Plugin, error) {
 	}
 	c := *hc
 	c.Transport = retryReads{next: hc.Transport}
+	if cfg.Metrics != nil {
+		c.Transport = rateGauge{next: c.Transport, remaining: metrics.MustVec(cfg.Metrics, prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: metrics.Namespace, Subsystem: "github", Name: "rate_limit_remaining",
+			Help: "Requests left in the token's rate limit window, as GitHub's last x-ratelimit-remaining said (-1 before the first answer)."}))}
+		c.Transport.(rateGauge).remaining.Set(-1)
+	}
 	return &Plugin{cfg: cfg, base: base, hc: &c}, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // readTries is how often a read (GET) is sent when it gets a 5xx or a
@@ -51,4 +53,20 @@ func (t retryReads) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		delay *= 2
 	}
+}
+
+// rateGauge records x-ratelimit-remaining of every answer that has it.
+type rateGauge struct {
+	next      http.RoundTripper
+	remaining prometheus.Gauge
+}
+
+func (t rateGauge) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err == nil {
+		if n, perr := strconv.Atoi(resp.Header.Get("X-Ratelimit-Remaining")); perr == nil {
+			t.remaining.Set(float64(n))
+		}
+	}
+	return resp, err
 }

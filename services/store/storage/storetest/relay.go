@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/testenv"
@@ -350,6 +351,11 @@ func testRelayReportsARowCommittedBelowItsCursor(t *testing.T, open Opener) {
 	r := outbox.New(el, e.nc, e.js, eventstream.DefaultStreamConfig(),
 		outbox.Config{PollInterval: 10 * time.Millisecond, LeaderRetry: 20 * time.Millisecond, GapCheckAfter: 50 * time.Millisecond},
 		slog.New(slog.NewTextHandler(&logs, nil)))
+	reg := prometheus.NewRegistry()
+	r.RegisterMetrics(reg)
+	if n := lateCounter(t, reg); n != 0 {
+		t.Fatalf("no8s_store_relay_late_total is %v before the relay ran", n)
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- r.Run(rctx) }()
@@ -362,6 +368,10 @@ func testRelayReportsARowCommittedBelowItsCursor(t *testing.T, open Opener) {
 	eventually(t, 20*time.Second, "the relay reports the row that showed up below its cursor", func(context.Context) bool {
 		return r.Late() == 1
 	})
+	// The scraped counter says what Late says.
+	if n := lateCounter(t, reg); n != 1 {
+		t.Fatalf("no8s_store_relay_late_total is %v, Late() 1", n)
+	}
 	if !el.hid.Load() {
 		t.Fatal("the relay never read the hidden row's revision")
 	}
@@ -373,6 +383,22 @@ func testRelayReportsARowCommittedBelowItsCursor(t *testing.T, open Opener) {
 	if r.Cursor() < rows[len(rows)-1].Revision || r.Published() != int64(len(rows)-1) {
 		t.Fatalf("cursor %d, %d published; want past %d with %d published", r.Cursor(), r.Published(), rows[len(rows)-1].Revision, len(rows)-1)
 	}
+}
+
+// lateCounter gathers reg and returns no8s_store_relay_late_total.
+func lateCounter(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == "no8s_store_relay_late_total" && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatal("no no8s_store_relay_late_total gathered")
+	return 0
 }
 
 // hidingLog is an EventLog that leaves the row of revision hide out of the
