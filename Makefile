@@ -22,6 +22,9 @@ GITHUB_OPENAPI_DIR      := $(CURDIR)/.cache/github-openapi
 # -trimpath, so that `make build` makes what the image holds.
 VERSION ?= $(shell git describe --tags --always --dirty --abbrev=12 2>/dev/null || echo unknown)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# Expanded once: a file edited while make runs must not change the tag midway.
+VERSION := $(VERSION)
+COMMIT  := $(COMMIT)
 GO_LDFLAGS := -X github.com/no8s/no8s/services/internal/version.version=$(VERSION) -X github.com/no8s/no8s/services/internal/version.commit=$(COMMIT)
 GO_BUILD   := CGO_ENABLED=0 go build -trimpath -ldflags '$(GO_LDFLAGS)'
 
@@ -98,7 +101,7 @@ image-check: image
 # flow through the gateways' published ports; then copies broken on purpose,
 # the sweep and an interrupted run. Needs root (or CAP_NET_ADMIN and
 # CAP_SYS_ADMIN), docker-compose, Debian's PostgreSQL; fails otherwise.
-DEPLOY_CHECK_RUN ?= TestCompose|TestBrokenCompose|TestSweep|TestInterrupted
+DEPLOY_CHECK_RUN ?= TestCompose|TestBrokenCompose|TestSweep|TestInterrupted|TestPreflightWithoutRoot|TestParse|TestRunID
 deploy-check: image-check nats-server
 	cd services && NO8S_IMAGE_REF=$(IMAGE):$(VERSION)-$$(go env GOARCH) NO8S_IMAGE_BINARIES="$(IMAGE_BINARIES)" NO8S_NATS_SERVER=$(BIN)/nats-server \
 		go test -count=1 -tags deploycheck -timeout 25m -run '$(DEPLOY_CHECK_RUN)' -v ./deploycheck/composerun/

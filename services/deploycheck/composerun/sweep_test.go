@@ -93,8 +93,15 @@ func TestInterrupted(t *testing.T) {
 // TestMain runs the interrupted child when asked: a small file (PostgreSQL,
 // NATS, the migration and a store) started, then waiting for its signal.
 func TestMain(m *testing.M) {
-	if os.Getenv("NO8S_COMPOSE_CHILD") == "interrupt" {
+	switch os.Getenv("NO8S_COMPOSE_CHILD") {
+	case "interrupt":
 		os.Exit(interruptChild())
+	case "preflight":
+		if err := Preflight(); err != nil {
+			os.Stdout.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -127,4 +134,28 @@ func interruptChild() int {
 	}
 	defer r.Close()
 	select {} // until the signal: the run's handler removes everything and exits 130
+}
+
+// TestPreflightWithoutRoot: run as an unprivileged user, the check fails
+// (it never skips) and names what it lacks.
+func TestPreflightWithoutRoot(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "composerun.test")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "--inh-caps=-all", "--", bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "NO8S_COMPOSE_CHILD=preflight")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "needs") || !strings.Contains(string(out), "CAP_NET_ADMIN") {
+		t.Fatalf("preflight as nobody: %v, %s; want a failure naming root or CAP_NET_ADMIN", err, out)
+	}
+	t.Logf("as nobody: %s", strings.TrimSpace(string(out)))
 }
