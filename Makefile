@@ -84,7 +84,7 @@ image:
 			--label org.opencontainers.image.version=$(VERSION) --label org.opencontainers.image.revision=$(COMMIT) \
 			-f deploy/Containerfile -t $(IMAGE):$(VERSION)-$$arch $(IMAGE_DIR); \
 	done
-	-podman manifest rm $(IMAGE):$(VERSION) >/dev/null 2>&1
+	podman manifest rm $(IMAGE):$(VERSION) >/dev/null 2>&1 || true
 	podman manifest create $(IMAGE):$(VERSION)
 	set -e; for arch in $(IMAGE_PLATFORMS); do podman manifest add $(IMAGE):$(VERSION) containers-storage:$(IMAGE):$(VERSION)-$$arch; done
 	@echo "make image: $(IMAGE):$(VERSION) ($(IMAGE_PLATFORMS))"

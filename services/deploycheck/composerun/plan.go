@@ -46,7 +46,7 @@ func (r *Run) planAll(order []string) error {
 		var runs string
 		switch {
 		case s.Image == r.cfg.Image:
-			p.kind, runs = kindNo8s, fmt.Sprintf("the image's own binaries (taken out of it), as its numeric user")
+			p.kind, runs = kindNo8s, "the image's own binaries (taken out of it), as its numeric user"
 		case postgresImage.MatchString(s.Image):
 			if r.cfg.PostgresBin == "" {
 				return stepErr("images", fmt.Errorf("image %s stands for Debian's PostgreSQL, which is not installed (/usr/lib/postgresql/*/bin)", s.Image), name)

@@ -235,7 +235,7 @@ func (s *supervisor) signal(sig syscall.Signal) error {
 func (s *supervisor) stop(grace time.Duration) {
 	s.mu.Lock()
 	s.stopping = true
-	cmd, ch := s.cmd, s.changed
+	cmd := s.cmd
 	s.mu.Unlock()
 	if cmd == nil || cmd.Process == nil {
 		return
@@ -245,8 +245,7 @@ func (s *supervisor) stop(grace time.Duration) {
 	defer t.Stop()
 	for {
 		s.mu.Lock()
-		done := s.cmd == nil
-		ch = s.changed
+		done, ch := s.cmd == nil, s.changed
 		s.mu.Unlock()
 		if done {
 			return

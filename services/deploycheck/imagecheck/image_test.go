@@ -52,11 +52,15 @@ func TestImage(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := bi.CheckBuild(arch, version, commit); err != nil {
+				if err := bi.CheckBuild(arch); err != nil {
 					t.Errorf("%s: %v\ngo version -m:\n%s", b, err, out)
 				}
+				if err := CheckStamp(file, version, commit); err != nil {
+					t.Errorf("%s: %v", b, err)
+				}
 				if arch != runtime.GOARCH {
-					t.Logf("%s/%s: %s, -trimpath=%s CGO_ENABLED=%s GOARCH=%s", arch, b, bi.GoVersion, bi.Settings["-trimpath"], bi.Settings["CGO_ENABLED"], bi.Settings["GOARCH"])
+					v, _ := StampedString(file, VersionSymbol)
+					t.Logf("%s/%s: ELF %s, %s, -trimpath=%s CGO_ENABLED=%s GOARCH=%s, stamped version %s", arch, b, ELFMachines[arch], bi.GoVersion, bi.Settings["-trimpath"], bi.Settings["CGO_ENABLED"], bi.Settings["GOARCH"], v)
 					continue
 				}
 				v, err := exec.CommandContext(t.Context(), file, "--version").CombinedOutput()
