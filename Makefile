@@ -38,7 +38,7 @@ IMAGE_DIR       := $(BIN)/image
 # Unit, integration and end-to-end tests of every module. Keep under 15 minutes.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: help run build image image-check deploy-check test stress bench bench-scale lint check-large-files check-user-docs generate generate-check tools nats-server grpcurl natscli github-openapi clean
+.PHONY: help run build image image-check deploy-check upgrade-from test stress bench bench-scale lint check-large-files check-user-docs generate generate-check tools nats-server grpcurl natscli github-openapi clean
 
 help:
 	@echo "make run             run the whole control plane (no8s dev) on 127.0.0.1:8000 (ARGS=... for more flags)"
@@ -95,15 +95,26 @@ image-check: image
 	cd services && NO8S_IMAGE=$(IMAGE) NO8S_IMAGE_VERSION=$(VERSION) NO8S_IMAGE_COMMIT=$(COMMIT) NO8S_IMAGE_BINARIES="$(IMAGE_BINARIES)" NO8S_IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" \
 		go test -count=1 -tags deploycheck -run TestImage -v ./deploycheck/imagecheck/
 
+# The release the upgrade check starts from: that commit's `make build`
+# binaries, built once into the git-ignored .cache/.
+UPGRADE_FROM ?= a209d47
+UPGRADE_DIR  := $(CURDIR)/.cache/upgrade-from-$(UPGRADE_FROM)
+upgrade-from: $(UPGRADE_DIR)/bin/no8s-store
+$(UPGRADE_DIR)/bin/no8s-store:
+	rm -rf $(UPGRADE_DIR) && mkdir -p $(UPGRADE_DIR)
+	git archive $(UPGRADE_FROM) | tar -x -C $(UPGRADE_DIR)
+	$(MAKE) -C $(UPGRADE_DIR) build
+
 # The Compose topology exercised (services/deploycheck/composerun): the
 # image is checked, then docker-compose.yml runs as written, each service in
 # its own network namespace on the binaries taken out of the image, with the
 # flow through the gateways' published ports; then copies broken on purpose,
 # the sweep and an interrupted run. Needs root (or CAP_NET_ADMIN and
 # CAP_SYS_ADMIN), docker-compose, Debian's PostgreSQL; fails otherwise.
-DEPLOY_CHECK_RUN ?= TestCompose|TestBrokenCompose|TestSweep|TestInterrupted|TestPreflightWithoutRoot|TestParse|TestRunID
-deploy-check: image-check nats-server
+DEPLOY_CHECK_RUN ?= TestCompose|TestBrokenCompose|TestUpgrade|TestSweep|TestInterrupted|TestPreflightWithoutRoot|TestParse|TestRunID
+deploy-check: image-check nats-server upgrade-from
 	cd services && NO8S_IMAGE_REF=$(IMAGE):$(VERSION)-$$(go env GOARCH) NO8S_IMAGE_BINARIES="$(IMAGE_BINARIES)" NO8S_NATS_SERVER=$(BIN)/nats-server \
+		NO8S_UPGRADE_FROM_BIN=$(UPGRADE_DIR)/bin \
 		go test -count=1 -tags deploycheck -timeout 25m -run '$(DEPLOY_CHECK_RUN)' -v ./deploycheck/composerun/
 
 test: build nats-server grpcurl natscli github-openapi

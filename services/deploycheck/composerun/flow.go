@@ -46,29 +46,44 @@ func (f *Flow) logf(format string, args ...any) {
 	}
 }
 
-// Steps runs every step in order and returns the first failure.
-func (f *Flow) Steps(ctx context.Context) error {
+type step struct {
+	name  string
+	needs []string
+	fn    func(context.Context) error
+}
+
+func (f *Flow) init() {
 	if f.Timeout == 0 {
 		f.Timeout = 2 * time.Minute
 	}
-	f.client = f.Run.HTTPClient()
-	f.base = fmt.Sprintf("http://127.0.0.1:%d", GatewayPort)
-	for _, s := range []struct {
-		name  string
-		needs []string
-		fn    func(context.Context) error
-	}{
+	if f.client == nil {
+		f.client = f.Run.HTTPClient()
+		f.base = fmt.Sprintf("http://127.0.0.1:%d", GatewayPort)
+	}
+}
+
+func (f *Flow) run(ctx context.Context, s step) error {
+	start := time.Now()
+	f.logf("step %s ...", s.name)
+	if err := s.fn(ctx); err != nil {
+		return stepErr(s.name, err, s.needs...)
+	}
+	f.logf("step %s passed in %s", s.name, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// Steps runs every step in order and returns the first failure.
+func (f *Flow) Steps(ctx context.Context) error {
+	f.init()
+	for _, s := range []step{
 		{"readme-flow", []string{"gateway (published port 8000)", "admission", "store", "scheduler", "reconciler-noop"}, f.readme},
 		{"tenant-registry", []string{"registry-sync", "reconciler-tenant", "reconciler-noop", "postgres"}, f.tenants},
 		{"http-source", []string{"registry-sync", "reconciler-noop"}, f.httpSource},
 		{"failover", []string{"every replica"}, f.failover},
 	} {
-		start := time.Now()
-		f.logf("step %s ...", s.name)
-		if err := s.fn(ctx); err != nil {
-			return stepErr(s.name, err, s.needs...)
+		if err := f.run(ctx, s); err != nil {
+			return err
 		}
-		f.logf("step %s passed in %s", s.name, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -196,11 +211,7 @@ func (f *Flow) waitReady(ctx context.Context, id int64, check func(map[string]an
 // readme is the README's flow: a type, a resource, Ready, an update that
 // is reconciled, a delete that removes it.
 func (f *Flow) readme(ctx context.Context) error {
-	if err := f.createType(ctx, map[string]any{"name": "DatabaseCluster", "version": "v1", "schema": map[string]any{
-		"type": "object", "required": []string{"engine", "storage_gb"}, "properties": map[string]any{
-			"engine":     map[string]any{"type": "string", "enum": []string{"postgres", "mysql"}},
-			"storage_gb": map[string]any{"type": "integer", "minimum": 10},
-			"replicas":   map[string]any{"type": "integer", "default": 0}}}}); err != nil {
+	if err := f.createType(ctx, databaseClusterType()); err != nil {
 		return err
 	}
 	id, err := f.createResource(ctx, map[string]any{"name": "production-pg", "resource_type_name": "DatabaseCluster", "resource_type_version": "v1",
@@ -253,6 +264,15 @@ func (f *Flow) postgres(ctx context.Context, db string) (*pgx.Conn, error) {
 		return f.Run.DialContext(ctx, network, addr)
 	}
 	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// databaseClusterType is the README's type.
+func databaseClusterType() map[string]any {
+	return map[string]any{"name": "DatabaseCluster", "version": "v1", "schema": map[string]any{
+		"type": "object", "required": []string{"engine", "storage_gb"}, "properties": map[string]any{
+			"engine":     map[string]any{"type": "string", "enum": []string{"postgres", "mysql"}},
+			"storage_gb": map[string]any{"type": "integer", "minimum": 10},
+			"replicas":   map[string]any{"type": "integer", "default": 0}}}}
 }
 
 func webAppType() map[string]any {
@@ -368,8 +388,13 @@ type feed struct {
 	url   string
 }
 
-func (f *Flow) httpSource(ctx context.Context) error {
-	l, err := f.Run.Listen()
+// FeedPort is the port of the HttpSource's feed in the client namespace
+// (fixed, so that a later run on the same volumes serves the same URL).
+const FeedPort = 9000
+
+// serveFeed serves the HttpSource's items from the client namespace.
+func (f *Flow) serveFeed() error {
+	l, err := f.Run.Listen(FeedPort)
 	if err != nil {
 		return err
 	}
@@ -385,6 +410,14 @@ func (f *Flow) httpSource(ctx context.Context) error {
 	fd.url = "http://" + ClientHost + ":" + port + "/inventory"
 	go func() { _ = fd.srv.Serve(l) }()
 	f.feed = fd
+	return nil
+}
+
+func (f *Flow) httpSource(ctx context.Context) error {
+	if err := f.serveFeed(); err != nil {
+		return err
+	}
+	fd := f.feed
 	if _, err := f.createResource(ctx, map[string]any{"name": "inventory", "resource_type_name": "HttpSource", "resource_type_version": "v1", "spec": map[string]any{
 		"url": fd.url, "interval": "1s", "timeoutSeconds": 2, "itemsPointer": "/data/items",
 		"target":      map[string]any{"typeName": "WebApp", "typeVersion": "v1"},

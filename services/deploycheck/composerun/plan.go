@@ -47,6 +47,9 @@ func (r *Run) planAll(order []string) error {
 		switch {
 		case s.Image == r.cfg.Image:
 			p.kind, runs = kindNo8s, "the image's own binaries (taken out of it), as its numeric user"
+			if r.cfg.ProcessBinaries != "" {
+				runs = "the binaries of " + r.cfg.ProcessBinaries + " (health checks: the image's), as the image's numeric user"
+			}
 		case postgresImage.MatchString(s.Image):
 			if r.cfg.PostgresBin == "" {
 				return stepErr("images", fmt.Errorf("image %s stands for Debian's PostgreSQL, which is not installed (/usr/lib/postgresql/*/bin)", s.Image), name)
@@ -78,7 +81,7 @@ func (r *Run) hostPath(p *plan, s string) string {
 	for _, m := range p.mounts {
 		src := m.Source
 		if m.Named {
-			src = filepath.Join(r.Dir, "volumes", m.Source)
+			src = filepath.Join(r.volumesDir(), m.Source)
 		}
 		if s == m.Target {
 			return src
@@ -90,13 +93,20 @@ func (r *Run) hostPath(p *plan, s string) string {
 	return s
 }
 
+func (r *Run) volumesDir() string {
+	if r.cfg.VolumesDir != "" {
+		return r.cfg.VolumesDir
+	}
+	return filepath.Join(r.Dir, "volumes")
+}
+
 // volumes makes the service's named volumes' directories, owned by uid.
 func (r *Run) volumes(p *plan, uid, gid int) error {
 	for _, m := range p.mounts {
 		if !m.Named {
 			continue
 		}
-		dir := filepath.Join(r.Dir, "volumes", m.Source)
+		dir := filepath.Join(r.volumesDir(), m.Source)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("volume %s: %w", m.Source, err)
 		}
@@ -104,7 +114,7 @@ func (r *Run) volumes(p *plan, uid, gid int) error {
 			return fmt.Errorf("volume %s: %w", m.Source, err)
 		}
 	}
-	return os.Chmod(filepath.Join(r.Dir, "volumes"), 0o755)
+	return os.Chmod(r.volumesDir(), 0o755)
 }
 
 // env is the service's environment as the process sees it: the image's
@@ -134,6 +144,9 @@ func (r *Run) resolve(ctx context.Context, p *plan) (argv, env []string, uid, gi
 			return nil, nil, 0, 0, fmt.Errorf("service %s: no command (the image's default is no service)", p.svc.Name)
 		}
 		bin := filepath.Join(r.Dir, "bin", cmd[0])
+		if r.cfg.ProcessBinaries != "" {
+			bin = filepath.Join(r.Dir, "procbin", cmd[0])
+		}
 		if _, err := os.Stat(bin); err != nil {
 			return nil, nil, 0, 0, fmt.Errorf("service %s: command %s is not a binary of the image", p.svc.Name, cmd[0])
 		}
@@ -213,7 +226,7 @@ func (r *Run) preparePostgres(ctx context.Context, p *plan, uid, gid int, env []
 			return "", "", err
 		}
 	}
-	if err := os.Chmod(filepath.Join(r.Dir, "volumes"), 0o755); err != nil && !os.IsNotExist(err) {
+	if err := os.Chmod(r.volumesDir(), 0o755); err != nil && !os.IsNotExist(err) {
 		return "", "", err
 	}
 	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err == nil {

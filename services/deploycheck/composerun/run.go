@@ -44,6 +44,14 @@ type Config struct {
 	// PostgresBin is Debian's PostgreSQL bin directory that stands for
 	// postgres:N (the newest /usr/lib/postgresql/*/bin when empty).
 	PostgresBin string
+	// ProcessBinaries, when set, is a directory of binaries that run the
+	// no8s services' processes instead of the image's (an earlier release,
+	// for the upgrade check); health checks still run the image's.
+	ProcessBinaries string
+	// VolumesDir holds a directory per named volume; empty: the run's
+	// directory, removed at the end. A directory of its own outlives the
+	// run, so that a later run starts on the same volumes.
+	VolumesDir string
 	// StartTimeout bounds the start of the whole file (every service with
 	// a health check healthy, every one-shot service done).
 	StartTimeout time.Duration
@@ -244,6 +252,22 @@ func (r *Run) extract(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.cfg.ProcessBinaries != "" {
+		// Copied, so that the image's user can run them wherever they are.
+		procbin := filepath.Join(r.Dir, "procbin")
+		if err := os.Mkdir(procbin, 0o755); err != nil {
+			return err
+		}
+		for _, b := range r.cfg.Binaries {
+			data, err := os.ReadFile(filepath.Join(r.cfg.ProcessBinaries, b))
+			if err != nil {
+				return fmt.Errorf("process binaries: %w", err)
+			}
+			if err := os.WriteFile(filepath.Join(procbin, b), data, 0o755); err != nil {
+				return err
+			}
+		}
+	}
 	if _, err := img.Extract("/etc/ssl/certs/ca-certificates.crt", r.Dir); err != nil {
 		return err
 	}
@@ -294,13 +318,14 @@ func (r *Run) DialContext(ctx context.Context, network, addr string) (net.Conn, 
 	return c, err
 }
 
-// Listen listens in the client namespace (a server the services call, such
-// as an HttpSource's feed); the address is the client's on the bridge.
-func (r *Run) Listen() (net.Listener, error) {
+// Listen listens on port in the client namespace (a server the services
+// call, such as an HttpSource's feed), on the client's address on the
+// bridge.
+func (r *Run) Listen(port int) (net.Listener, error) {
 	var l net.Listener
 	err := inNetns(r.net.hosts[ClientHost].netns, func() error {
 		var err error
-		l, err = net.Listen("tcp", net.JoinHostPort(r.net.hosts[ClientHost].addr.String(), "0"))
+		l, err = net.Listen("tcp", net.JoinHostPort(r.net.hosts[ClientHost].addr.String(), strconv.Itoa(port)))
 		return err
 	})
 	return l, err

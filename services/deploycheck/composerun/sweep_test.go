@@ -4,6 +4,7 @@ package composerun
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +30,15 @@ func TestSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { _ = DeleteNamespace(t.Context(), old); _ = DeleteNamespace(t.Context(), young) })
+	t.Cleanup(func() {
+		// t.Context() has ended by the time cleanups run.
+		ctx := context.Background()
+		for _, n := range []string{old, young} {
+			if err := DeleteNamespace(ctx, n); err != nil {
+				t.Errorf("remove %s: %v", n, err)
+			}
+		}
+	})
 	deleted, err := Sweep(t.Context(), now, SweepAge)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +63,7 @@ func TestSweep(t *testing.T) {
 func TestInterrupted(t *testing.T) {
 	before := snapshot(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "NO8S_COMPOSE_CHILD=interrupt")
+	cmd.Env = append(os.Environ(), "NO8S_COMPOSE_CHILD=interrupt", "NO8S_COMPOSE_CHILD_DIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -116,12 +125,8 @@ func interruptChild() int {
 	if i < 0 || j < i {
 		return 2
 	}
-	dir, err := os.MkdirTemp("", "no8s-compose-child")
-	if err != nil {
-		return 2
-	}
-	defer os.RemoveAll(dir)
-	file := filepath.Join(dir, "docker-compose.yml")
+	// The parent's directory: the child exits from its signal handler.
+	file := filepath.Join(os.Getenv("NO8S_COMPOSE_CHILD_DIR"), "docker-compose.yml")
 	if err := os.WriteFile(file, []byte(s[:i]+s[j:]), 0o644); err != nil {
 		return 2
 	}
