@@ -1,7 +1,6 @@
 package composerun
 
 import (
-	"context"
 	"os"
 	"os/signal"
 	"syscall"
@@ -9,7 +8,3 @@ import (
 
 func signalNotify(c chan os.Signal) { signal.Notify(c, os.Interrupt, syscall.SIGTERM) }
 func signalStop(c chan os.Signal)   { signal.Stop(c) }
-
-// contextBackground is the root context of a program that runs the check
-// on its own (the interrupted child of the cleanup test).
-func contextBackground() context.Context { return context.Background() }

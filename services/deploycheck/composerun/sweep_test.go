@@ -131,7 +131,8 @@ func interruptChild() int {
 		return 2
 	}
 	root, _ := filepath.Abs("../../..")
-	r, err := Start(contextBackground(), Config{ComposeFile: file, ProjectDir: root, Image: os.Getenv("NO8S_IMAGE_REF"),
+	// A child process of the test: no test context, it ends by its signal.
+	r, err := Start(context.Background(), Config{ComposeFile: file, ProjectDir: root, Image: os.Getenv("NO8S_IMAGE_REF"),
 		Binaries: strings.Fields(os.Getenv("NO8S_IMAGE_BINARIES")), NATSServer: os.Getenv("NO8S_NATS_SERVER"), Log: os.Stdout})
 	if err != nil {
 		os.Stdout.WriteString(err.Error() + "\n")
