@@ -69,9 +69,10 @@ build:
 	@mkdir -p $(BIN)
 	cd services && $(GO_BUILD) -o $(BIN)/ ./cmd/...
 
-# One image for every platform of IMAGE_PLATFORMS, tagged $(IMAGE):$(VERSION)-<arch>,
-# and a manifest list $(IMAGE):$(VERSION) over them. The binaries are
-# cross-compiled here; the Containerfile only copies (no RUN, so no emulation).
+# One image for every platform of IMAGE_PLATFORMS, tagged $(IMAGE):$(VERSION)-<arch>.
+# The binaries are cross-compiled here; the Containerfile only copies (no RUN,
+# so no emulation). No local manifest list: Debian's podman 4.3 then fails
+# `podman images` (podman issue 19757); docs/deploy.md shows how to publish one.
 image:
 	@command -v podman >/dev/null || (echo "make image needs podman (apt-get install podman buildah)"; exit 1)
 	@test -s /etc/ssl/certs/ca-certificates.crt || (echo "make image needs the CA bundle /etc/ssl/certs/ca-certificates.crt (apt-get install ca-certificates)"; exit 1)
@@ -84,10 +85,7 @@ image:
 			--label org.opencontainers.image.version=$(VERSION) --label org.opencontainers.image.revision=$(COMMIT) \
 			-f deploy/Containerfile -t $(IMAGE):$(VERSION)-$$arch $(IMAGE_DIR); \
 	done
-	podman manifest rm $(IMAGE):$(VERSION) >/dev/null 2>&1 || true
-	podman manifest create $(IMAGE):$(VERSION)
-	set -e; for arch in $(IMAGE_PLATFORMS); do podman manifest add $(IMAGE):$(VERSION) containers-storage:$(IMAGE):$(VERSION)-$$arch; done
-	@echo "make image: $(IMAGE):$(VERSION) ($(IMAGE_PLATFORMS))"
+	@echo "make image: $(foreach a,$(IMAGE_PLATFORMS),$(IMAGE):$(VERSION)-$(a))"
 
 # Reads the images back out of podman's storage (podman save + tar) and
 # checks them (services/deploycheck/imagecheck).
