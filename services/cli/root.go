@@ -14,7 +14,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/services/cli/config"
+	"github.com/no8s/no8s/services/internal/version"
 )
 
 // Exit codes.
@@ -77,19 +77,14 @@ type app struct {
 	resolved     config.Resolved
 }
 
-// Version is the client's version: the module version the binary was built
-// from, or "(devel)".
+// Version is the client's version: the one `make build` stamped (package
+// internal/version), else the module version the binary was built from, or
+// "(devel)", followed by the commit when known.
 func Version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		v := bi.Main.Version
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v += " " + s.Value[:12]
-			}
-		}
-		return v
+	if c := version.Commit(); c != "unknown" && len(c) >= 12 {
+		return version.Version() + " " + c[:12]
 	}
-	return "(devel)"
+	return version.Version()
 }
 
 // Main runs the CLI with args (without the program name) and returns the

@@ -21,6 +21,7 @@ import (
 )
 
 func main() {
+	proc.Builtins("no8s-admission", os.Args[1:], "NO8S_HEALTH_LISTEN", "127.0.0.1:7102")
 	proc.TuneGC()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "no8s-admission:", err)

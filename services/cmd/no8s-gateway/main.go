@@ -19,6 +19,7 @@ import (
 )
 
 func main() {
+	proc.Builtins("no8s-gateway", os.Args[1:], "NO8S_GATEWAY_LISTEN", ":8000")
 	proc.TuneGC()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "no8s-gateway:", err)

@@ -53,6 +53,7 @@ run "no8s-reconciler <reconciler> -h" for its flags.
 `
 
 func main() {
+	proc.Builtins("no8s-reconciler", os.Args[1:], worker.EnvHealthListen, worker.DefaultHealthListen)
 	proc.TuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

@@ -29,6 +29,7 @@ import (
 )
 
 func main() {
+	proc.Builtins("no8s-registry-sync", os.Args[1:], "NO8S_HEALTH_LISTEN", "127.0.0.1:7104")
 	proc.TuneGC()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "no8s-registry-sync:", err)

@@ -18,6 +18,8 @@ import (
 )
 
 func main() {
+	// no8s healthcheck probes no8s dev's /readyz (its --listen address).
+	proc.Builtins("no8s", os.Args[1:], "", "127.0.0.1:8000")
 	proc.TuneGC()
 	os.Exit(cli.Main(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv, newDevCmd()))
 }

@@ -1,0 +1,97 @@
+// Package healthcheck is the `healthcheck` command every no8s binary has: it
+// probes the process's own /readyz and exits 0 when it answers 200, 1
+// otherwise. A container image built FROM scratch has no curl or wget, so
+// Compose health checks and Kubernetes exec probes run the binary itself:
+//
+//	healthcheck: {test: ["CMD", "no8s-store", "healthcheck"]}
+//
+// The address is the one the process listens on (the same environment
+// variable and default as its flag), or --addr; an unspecified host (":8081",
+// "0.0.0.0:7101", "[::]:7101") is probed on loopback.
+package healthcheck
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+)
+
+// Timeout bounds one probe, the HTTP exchange included.
+const Timeout = 5 * time.Second
+
+// Probe GETs /readyz at the listen address addr (see DialAddr) and returns
+// nil when it answers 200, else an error carrying the answer's status and
+// the start of its body.
+func Probe(ctx context.Context, addr string) error {
+	target, err := DialAddr(addr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+target+"/readyz", nil)
+	if err != nil {
+		return fmt.Errorf("healthcheck %s: %w", target, err)
+	}
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck %s: %w", target, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck %s: /readyz answered %s: %s", target, resp.Status, body)
+	}
+	return nil
+}
+
+// DialAddr turns a listen address into one to connect to: an empty or
+// unspecified host becomes 127.0.0.1 (::1 for "[::]").
+func DialAddr(addr string) (string, error) {
+	if addr == "" || addr == "off" {
+		return "", errors.New("healthcheck: no probe address (the process serves no /readyz: its health listener is off)")
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("healthcheck: address %q: %w", addr, err)
+	}
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// Main runs `<binary> healthcheck [--addr ADDR]` with args (those after
+// "healthcheck") and returns the exit code: 0 ready, 1 not ready, 2 bad
+// usage. The default address is $env when env is named and set, else def: the same as the
+// flag the process listens with.
+func Main(ctx context.Context, binary string, args []string, env, def string, stderr io.Writer) int {
+	help := "the /readyz listen address to probe"
+	if env != "" {
+		help += " ($" + env + ")"
+		if v := os.Getenv(env); v != "" {
+			def = v
+		}
+	}
+	fs := flag.NewFlagSet(binary+" healthcheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", def, help)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := Probe(ctx, *addr); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", binary, err)
+		return 1
+	}
+	return 0
+}
