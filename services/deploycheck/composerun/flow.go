@@ -1,16 +1,14 @@
 package composerun
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/no8s/no8s/libs/client"
 	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -36,7 +34,7 @@ type Flow struct {
 	Log     func(format string, args ...any)
 	Timeout time.Duration // per wait; 2 min by default
 	client  *http.Client
-	base    string
+	api     *client.Client
 	feed    *feed
 }
 
@@ -58,7 +56,7 @@ func (f *Flow) init() {
 	}
 	if f.client == nil {
 		f.client = f.Run.HTTPClient()
-		f.base = fmt.Sprintf("http://127.0.0.1:%d", GatewayPort)
+		f.useGateway(GatewayPort)
 	}
 }
 
@@ -99,34 +97,35 @@ func (a answer) object() map[string]any {
 	return m
 }
 
+// useGateway points the check's API client at the gateway published on
+// port.
+func (f *Flow) useGateway(port int) {
+	// The URL is well-formed: New cannot fail.
+	f.api, _ = client.New(fmt.Sprintf("http://127.0.0.1:%d", port), client.WithHTTPClient(f.client), client.WithRetries(0),
+		client.WithUserAgent("no8s-deploy-check"))
+}
+
+// do sends one request through libs/client (Raw: the check reads the
+// answers as generic JSON); a string body is a merge patch. An error
+// answer is a status, not an error.
 func (f *Flow) do(ctx context.Context, method, path string, body any) (answer, error) {
-	var rd io.Reader
-	ctype := "application/json"
+	var raw []byte
+	ctype := ""
 	switch b := body.(type) {
 	case nil:
 	case string:
-		rd, ctype = strings.NewReader(b), "application/merge-patch+json"
+		raw, ctype = []byte(b), "application/merge-patch+json"
 	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
+		var err error
+		if raw, err = json.Marshal(b); err != nil {
 			return answer{}, err
 		}
-		rd = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, f.base+path, rd)
-	if err != nil {
-		return answer{}, err
+	status, _, data, err := f.api.Raw(ctx, method, path, raw, ctype)
+	if client.AsError(err) != nil {
+		err = nil
 	}
-	if rd != nil {
-		req.Header.Set("Content-Type", ctype)
-	}
-	resp, err := f.client.Do(req)
-	if err != nil {
-		return answer{}, fmt.Errorf("%s %s: %w", method, f.base+path, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	return answer{resp.StatusCode, raw}, err
+	return answer{status, data}, err
 }
 
 // expect does the request and fails unless the answer has status want.
@@ -468,8 +467,8 @@ func (f *Flow) failover(ctx context.Context) error {
 		killed = append(killed, s+side)
 	}
 	f.logf("SIGKILLed %v (the scheduler leader was %s); the client now uses published port %d", killed, holder, port)
-	f.base = fmt.Sprintf("http://127.0.0.1:%d", port)
 	f.client.CloseIdleConnections()
+	f.useGateway(port)
 	id, err := f.createResource(ctx, map[string]any{"name": "after-failover", "resource_type_name": "DatabaseCluster", "resource_type_version": "v1",
 		"spec": map[string]any{"engine": "mysql", "storage_gb": 20}})
 	if err != nil {
