@@ -168,6 +168,18 @@ func (c *Client) PatchResource(ctx context.Context, id int64, patch json.RawMess
 	return &out, nil
 }
 
+// JSONPatchResource applies a JSON patch (RFC 6902) to a resource's spec,
+// labels, annotations and owner references, all operations or none; a
+// failed test operation is a 409 (IsConflict).
+func (c *Client) JSONPatchResource(ctx context.Context, id int64, ops []JSONPatchOperation, opts ...CallOption) (*Resource, error) {
+	var out Resource
+	r := request{method: http.MethodPatch, path: idPath(resourcesPath+"/", id, ""), body: ops, contentType: "application/json-patch+json"}
+	if _, err := c.do(ctx, r, &out, opts...); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // UpdateFinalizers adds and removes finalizers.
 func (c *Client) UpdateFinalizers(ctx context.Context, id int64, req FinalizersUpdate, opts ...CallOption) (*Resource, error) {
 	var out Resource

@@ -230,6 +230,17 @@ type ResourcePatch struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
+// JSONPatchOperation is one operation of a JSON patch (RFC 6902) over a
+// resource's {spec, labels, annotations, owner_references}: Op is add,
+// remove, replace, move, copy or test; Path (and From) point inside those
+// members.
+type JSONPatchOperation struct {
+	Op    string          `json:"op"`
+	Path  string          `json:"path"`
+	From  string          `json:"from,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
 // FinalizersUpdate is the body of PUT /api/v1/resources/{id}/finalizers.
 type FinalizersUpdate struct {
 	Add    []string `json:"add,omitempty"`

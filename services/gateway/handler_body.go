@@ -27,6 +27,7 @@ import (
 const (
 	mediaJSON       = "application/json"
 	mediaMergePatch = "application/merge-patch+json"
+	mediaJSONPatch  = "application/json-patch+json"
 )
 
 // call runs one backend call bounded by the request timeout and converts its

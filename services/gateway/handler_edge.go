@@ -85,16 +85,13 @@ func requireJSON(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		accepted := []string{mediaJSON}
 		if req.Method == http.MethodPatch {
-			accepted = []string{mediaMergePatch, mediaJSON}
+			accepted = []string{mediaMergePatch, mediaJSON, mediaJSONPatch}
 		}
 		ct := req.Header.Get(echo.HeaderContentType)
 		if acceptedMediaType(ct, accepted) {
 			return next(c)
 		}
-		detail := fmt.Sprintf("a %s with a body needs Content-Type %s", req.Method, accepted[0])
-		if len(accepted) > 1 {
-			detail += " or " + accepted[1]
-		}
+		detail := fmt.Sprintf("a %s with a body needs Content-Type %s", req.Method, strings.Join(accepted, " or "))
 		if ct != "" {
 			detail = fmt.Sprintf("Content-Type %q is not supported here: %s", ct, detail)
 		}

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/no8s/no8s/libs/client"
 	"maps"
 	"math"
+	"mime"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/labstack/echo/v5"
@@ -514,16 +517,75 @@ func parsePatch(data []byte) (*resourcePatch, error) {
 	return out, nil
 }
 
-// applyPatch merges patch into cur's spec, labels and annotations.
-func applyPatch(cur *storev1.Resource, patch []byte) (*patchDocument, error) {
+// jsonPatchRoots are the members of a resource a JSON patch may touch.
+var jsonPatchRoots = []string{"/spec", "/labels", "/annotations", "/owner_references"}
+
+// parseJSONPatch checks a JSON patch (RFC 6902): an array of operations
+// whose paths (and from) are inside spec, labels, annotations or
+// owner_references.
+func parseJSONPatch(data []byte) (jsonpatch.Patch, error) {
+	trimmed := bytes.TrimSpace(data)
+	if trimmed[0] != '[' {
+		return nil, problem.New(problem.Invalid, problem.CodeInvalid, "a JSON patch must be a JSON array of operations").
+			WithFields(problem.FieldError{Path: "", Message: "must be a JSON array"})
+	}
+	ops, err := jsonpatch.DecodePatch(trimmed)
+	if err != nil {
+		return nil, problem.New(problem.Invalid, problem.CodeMalformedJSON, "invalid JSON patch: %v", err)
+	}
+	var errs []problem.FieldError
+	inside := func(p string) bool {
+		return slices.ContainsFunc(jsonPatchRoots, func(r string) bool { return p == r || strings.HasPrefix(p, r+"/") })
+	}
+	for i, op := range ops {
+		switch op.Kind() {
+		case "add", "remove", "replace", "move", "copy", "test":
+		default:
+			errs = append(errs, problem.FieldError{Path: fmt.Sprintf("/%d/op", i), Message: "must be add, remove, replace, move, copy or test"})
+			continue
+		}
+		for _, field := range []string{"path", "from"} {
+			if field == "from" && op.Kind() != "move" && op.Kind() != "copy" {
+				continue
+			}
+			p, err := op.Path()
+			if field == "from" {
+				p, err = op.From()
+			}
+			if err != nil || !inside(p) {
+				errs = append(errs, problem.FieldError{Path: fmt.Sprintf("/%d/%s", i, field),
+					Message: "must point inside /spec, /labels, /annotations or /owner_references"})
+			}
+		}
+	}
+	if err := fieldsError("invalid JSON patch", errs); err != nil {
+		return nil, err
+	}
+	return ops, nil
+}
+
+// applyPatch applies a JSON patch (ops, when not nil) or else the merge
+// patch to cur's spec, labels, annotations and owner references.
+func applyPatch(cur *storev1.Resource, patch []byte, ops jsonpatch.Patch) (*patchDocument, error) {
 	doc, err := resource.Marshal(patchDocument{Spec: orEmptyObject(cur.GetSpec()), Labels: orEmpty(cur.GetLabels()), Annotations: orEmpty(cur.GetAnnotations()),
 		OwnerReferences: resourcepb.OwnerReferencesFromProto(cur.GetOwnerReferences())})
 	if err != nil {
 		return nil, fmt.Errorf("marshal patch target: %w", err)
 	}
-	merged, err := jsonpatch.MergePatch(doc, patch)
-	if err != nil {
-		return nil, problem.New(problem.Invalid, problem.CodeMalformedJSON, "the merge patch cannot be applied: %v", err)
+	var merged []byte
+	switch {
+	case ops != nil:
+		merged, err = ops.Apply(doc)
+		if errors.Is(err, jsonpatch.ErrTestFailed) {
+			return nil, problem.New(problem.Conflict, problem.CodeConflict, "a test operation of the JSON patch failed: %v", err)
+		}
+		if err != nil {
+			return nil, problem.New(problem.Invalid, problem.CodeInvalid, "the JSON patch cannot be applied: %v", err)
+		}
+	default:
+		if merged, err = jsonpatch.MergePatch(doc, patch); err != nil {
+			return nil, problem.New(problem.Invalid, problem.CodeMalformedJSON, "the merge patch cannot be applied: %v", err)
+		}
 	}
 	var out patchDocument
 	if err := json.Unmarshal(merged, &out); err != nil {
@@ -540,11 +602,19 @@ func (s *Service) patchResource(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	data, err := readBody(c, mediaMergePatch, mediaJSON)
+	data, err := readBody(c, mediaMergePatch, mediaJSON, mediaJSONPatch)
 	if err != nil {
 		return err
 	}
-	mp, err := parsePatch(data)
+	var (
+		mp  = &resourcePatch{}
+		ops jsonpatch.Patch
+	)
+	if mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType)); mt == mediaJSONPatch {
+		ops, err = parseJSONPatch(data)
+	} else {
+		mp, err = parsePatch(data)
+	}
 	if err != nil {
 		return err
 	}
@@ -561,7 +631,7 @@ func (s *Service) patchResource(c *echo.Context) error {
 		if rv != 0 && rv != cur.GetResourceVersion() {
 			return staleError(id, cur.GetResourceVersion(), rv)
 		}
-		merged, err := applyPatch(cur, patch)
+		merged, err := applyPatch(cur, patch, ops)
 		if err != nil {
 			return err
 		}

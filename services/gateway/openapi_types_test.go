@@ -33,6 +33,8 @@ var documentTypes = map[string]reflect.Type{
 	"ResourceApply":          reflect.TypeFor[client.ApplyRequest](),
 	"ResourceUpdate":         reflect.TypeFor[client.UpdateRequest](),
 	"ResourcePatch":          reflect.TypeFor[client.ResourcePatch](),
+	"JSONPatch":              reflect.TypeFor[[]client.JSONPatchOperation](),
+	"JSONPatchOperation":     reflect.TypeFor[client.JSONPatchOperation](),
 	"FinalizersUpdate":       reflect.TypeFor[client.FinalizersUpdate](),
 	"Health":                 reflect.TypeFor[client.Health](),
 	"AdmissionWebhook":       reflect.TypeFor[client.Webhook](),
@@ -132,6 +134,12 @@ var (
 )
 
 func compareSchema(name string, s *schema, t reflect.Type) []string {
+	if t.Kind() == reflect.Slice && t != rawType {
+		if p := compareProperty(s, t); p != "" {
+			return []string{name + ": " + p}
+		}
+		return nil
+	}
 	if t == rawType || t.Kind() == reflect.Map {
 		if s.Type != "object" {
 			return []string{fmt.Sprintf("%s: schema type %q, Go %s", name, s.Type, t)}

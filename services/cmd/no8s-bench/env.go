@@ -102,6 +102,9 @@ type benchEnv struct {
 	buildDir string // set when binaries were built here
 	stackN   int    // stacks started so far, to name log files
 	procs    []*benchProc
+	// procsMu guards procs against the scraper (-scrape), which reads it
+	// from its own goroutine.
+	procsMu  sync.Mutex
 	dropDB   func()
 	used     bool // Fresh was called once on this stack
 	keepLogs bool
@@ -112,11 +115,14 @@ type benchProc struct {
 	name string
 	// pprofAddr is its profiles' loopback address (-profile), or "".
 	pprofAddr string
-	cmd       *exec.Cmd
-	logPath   string
-	logFile   *os.File
-	done      chan struct{}
-	err       error
+	// metricsAddr is its probes' and /metrics' loopback address (-scrape),
+	// or "".
+	metricsAddr string
+	cmd         *exec.Cmd
+	logPath     string
+	logFile     *os.File
+	done        chan struct{}
+	err         error
 }
 
 // procInfo names a running no8s process.
@@ -840,7 +846,9 @@ func (e *benchEnv) stop() {
 	for i := len(e.procs) - 1; i >= 0; i-- {
 		e.procs[i].end()
 	}
+	e.procsMu.Lock()
 	e.procs = nil
+	e.procsMu.Unlock()
 	if e.dropDB != nil {
 		e.dropDB()
 		e.dropDB = nil
@@ -865,10 +873,20 @@ func (e *benchEnv) startProcEnv(name, bin string, env []string, args ...string) 
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
 	// Probes off unless args name a --health-listen: the services' default
-	// probe ports may be taken by another stack on the machine.
-	var pprofAddr string
+	// probe ports may be taken by another stack on the machine. With
+	// -scrape, each no8s process gets a listener of its own.
+	var pprofAddr, metricsAddr string
+	if name != "nats-server" {
+		if args, metricsAddr, err = scrapeArgs(bin, args); err != nil {
+			logf.Close()
+			return nil, err
+		}
+		if metricsAddr != "" && !slices.Contains(args, metricsAddr) {
+			env = append(slices.Clone(env), "NO8S_HEALTH_LISTEN="+metricsAddr)
+		}
+	}
+	cmd := exec.Command(bin, args...)
 	if cmd.Env, pprofAddr, err = procEnv(env); err != nil {
 		logf.Close()
 		return nil, err
@@ -883,12 +901,14 @@ func (e *benchEnv) startProcEnv(name, bin string, env []string, args ...string) 
 		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &benchProc{name: name, cmd: cmd, logPath: logPath, logFile: logf, done: make(chan struct{}), pprofAddr: pprofAddr}
+	p := &benchProc{name: name, cmd: cmd, logPath: logPath, logFile: logf, done: make(chan struct{}), pprofAddr: pprofAddr, metricsAddr: metricsAddr}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
+	e.procsMu.Lock()
 	e.procs = append(e.procs, p)
+	e.procsMu.Unlock()
 	return p, nil
 }
 

@@ -6,6 +6,7 @@
 //	no8s-bench                 run every default scenario
 //	no8s-bench -run api        run the scenarios whose name contains "api"
 //	no8s-bench -run scale      the scale scenario (make bench-scale; never by default)
+//	no8s-bench -scrape 1s      scrape /metrics of every process each second meanwhile
 package main
 
 import (
@@ -56,6 +57,10 @@ func run() error {
 		return err
 	}
 	defer env.Close()
+	if scraping() {
+		sc := env.startScraper(ctx)
+		defer func() { fmt.Println(sc.Stop()) }()
+	}
 	for _, s := range scenarios {
 		if *filter != "" && !strings.Contains(s.name, *filter) || s.optIn && *filter != s.name {
 			continue
