@@ -65,6 +65,15 @@ func (p ReconcilePolicy) WithDefaults() ReconcilePolicy {
 	return p
 }
 
+// ReconcilePolicyWrite is a reconcile policy as written: each field
+// optional (zero: absent, the default) and, when given, positive.
+type ReconcilePolicyWrite struct {
+	ResyncSeconds      int32 `json:"resync_seconds,omitempty"`
+	BackoffBaseSeconds int32 `json:"backoff_base_seconds,omitempty"`
+	BackoffMaxSeconds  int32 `json:"backoff_max_seconds,omitempty"`
+	TimeoutSeconds     int32 `json:"timeout_seconds,omitempty"`
+}
+
 // ResourceType is a registered resource type: a name, a version and the
 // OpenAPI v3 schema its resources' specs must match.
 type ResourceType struct {
@@ -84,11 +93,11 @@ type ResourceType struct {
 // reconcile_policy required) or replaces one's description, schema and
 // policy (name and version, when sent, must be the stored ones).
 type ResourceTypeWrite struct {
-	Name            string           `json:"name,omitempty"`
-	Version         string           `json:"version,omitempty"`
-	Description     string           `json:"description,omitempty"`
-	Schema          json.RawMessage  `json:"schema,omitempty"`
-	ReconcilePolicy *ReconcilePolicy `json:"reconcile_policy,omitempty"`
+	Name            string                `json:"name,omitempty"`
+	Version         string                `json:"version,omitempty"`
+	Description     string                `json:"description,omitempty"`
+	Schema          json.RawMessage       `json:"schema,omitempty"`
+	ReconcilePolicy *ReconcilePolicyWrite `json:"reconcile_policy,omitempty"`
 }
 
 // OwnerReference points at an owning resource.

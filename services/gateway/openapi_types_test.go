@@ -41,7 +41,7 @@ var documentTypes = map[string]reflect.Type{
 	"AdmissionWebhookCreate": reflect.TypeFor[client.WebhookWrite](),
 	"AdmissionWebhookUpdate": reflect.TypeFor[client.WebhookUpdate](),
 	"ReconcilePolicy":        reflect.TypeFor[client.ReconcilePolicy](),
-	"ReconcilePolicyWrite":   reflect.TypeFor[client.ReconcilePolicy](),
+	"ReconcilePolicyWrite":   reflect.TypeFor[client.ReconcilePolicyWrite](),
 	"HistoryEntry":           reflect.TypeFor[client.HistoryEntry](),
 	"Outputs":                reflect.TypeFor[client.Outputs](),
 	"Reconciler":             reflect.TypeFor[client.Reconciler](),

@@ -89,7 +89,7 @@ func TestPatch(t *testing.T) {
 			mergePatch(t, base, `{"spec":null}`).expectError(t, 400, "validation_failed", "/spec/size")
 			mergePatch(t, base, `[{"op":"add"}]`).expectError(t, 400, "invalid")
 			mergePatch(t, base, `{"spec":`).expectError(t, 400, "malformed_json")
-			do(t, http.MethodPatch, base, `[{"op":"replace","path":"/spec/size","value":3}]`, "Content-Type", "application/json-patch+json").
+			do(t, http.MethodPatch, base, `{"spec":{"size":3}}`, "Content-Type", "application/strategic-merge-patch+json").
 				expectError(t, 415, "unsupported_media_type")
 		})
 	})

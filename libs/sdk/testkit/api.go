@@ -29,7 +29,7 @@ func (e *Env) must(t testing.TB, what string, err error) {
 
 // Policy is a type's reconcile policy (zero fields take the defaults:
 // resync 300 s, backoff 60 s doubling to 61440 s, timeout 300 s).
-type Policy = apiclient.ReconcilePolicy
+type Policy = apiclient.ReconcilePolicyWrite
 
 // TypeOption configures CreateType.
 type TypeOption func(*apiclient.ResourceTypeWrite)
