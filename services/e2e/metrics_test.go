@@ -234,6 +234,21 @@ func TestMetricsOnEveryProcess(t *testing.T) {
 		}
 		return out
 	}
+	// A process may log that its probes serve a moment before its listener
+	// takes connections: wait for every /metrics to answer once.
+	for name, u := range urls {
+		waitFor(t, 30*time.Second, name+" /metrics", func() error {
+			resp, err := httpClient.Get(u)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("GET %s: %d", u, resp.StatusCode)
+			}
+			return nil
+		})
+	}
 	var seen found
 	before := scrapeAll()
 
