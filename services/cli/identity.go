@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/services/internal/identityca"
+)
+
+// identityCmd is `no8s identity`: the installation's CA and the
+// credentials of its processes.
+func (a *app) identityCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "identity",
+		Short: "Create the CA and issue, inspect and rotate process identities",
+		Long: `Every no8s process proves who it is with a certificate from the installation's
+CA: spiffe://no8s/<kind>/<name> (service/store, reconciler/noop, client/ci).
+A reconciler's certificate also fixes the resource types it may serve.
+Credentials are a directory of tls.crt, tls.key and ca.crt; processes read
+them again when they change.`,
+	}
+	cmd.AddCommand(a.identityInitCmd(), a.identityIssueCmd(), a.identityShowCmd(), a.identityRotateCmd(), a.identityRetireCmd())
+	return cmd
+}
+
+func (a *app) identityInitCmd() *cobra.Command {
+	var caDir string
+	cmd := &cobra.Command{
+		Use:   "init-ca --ca-dir DIR",
+		Short: "Create the CA in DIR (nothing is changed when it exists)",
+		Args:  func(_ *cobra.Command, args []string) error { return exactArgs(0, "no arguments")(args) },
+		RunE: func(*cobra.Command, []string) error {
+			ca, created, err := identityca.LoadOrCreate(caDir, a.now())
+			if err != nil {
+				return err
+			}
+			verb := "exists"
+			if created {
+				verb = "created"
+			}
+			fmt.Fprintf(a.streams.Out, "CA %s: %s (sha256 %s, valid until %s)\n", verb, caDir, fingerprint(ca.Certificate().Raw), ca.Certificate().NotAfter.UTC().Format(time.RFC3339))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&caDir, "ca-dir", "", "the CA directory (ca.crt, ca.key)")
+	_ = cmd.MarkFlagRequired("ca-dir")
+	return cmd
+}
+
+func (a *app) identityIssueCmd() *cobra.Command {
+	var (
+		caDir, out, service, reconciler, clientName string
+		types, hosts                                []string
+		valid                                       time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "issue --ca-dir DIR --out DIR (--service NAME | --reconciler NAME --types T/v1,... | --client NAME)",
+		Short: "Issue credentials for a service, a reconciler deployment or automation",
+		Example: `  no8s identity issue --ca-dir ca --out creds/store --service store
+  no8s identity issue --ca-dir ca --out creds/noop --reconciler noop --types Noop/v1
+  no8s identity issue --ca-dir ca --out creds/ci --client ci --valid 24h`,
+		Args: func(_ *cobra.Command, args []string) error { return exactArgs(0, "no arguments")(args) },
+		RunE: func(*cobra.Command, []string) error {
+			var id identity.ID
+			switch n := countSet(service, reconciler, clientName); {
+			case n != 1:
+				return usagef("give exactly one of --service, --reconciler, --client")
+			case service != "":
+				id = identity.ServiceID(service)
+			case reconciler != "":
+				id = identity.ID{Kind: identity.Reconciler, Name: reconciler, Types: types}
+			default:
+				id = identity.ID{Kind: identity.Client, Name: clientName}
+			}
+			if len(types) > 0 && id.Kind != identity.Reconciler {
+				return usagef("--types is for --reconciler only")
+			}
+			if err := id.Validate(); err != nil {
+				return usagef("%v", err)
+			}
+			ca, err := identityca.Load(caDir)
+			if err != nil {
+				return err
+			}
+			if err := ca.IssueTo(out, id, a.now(), valid, hosts...); err != nil {
+				return err
+			}
+			creds, err := identity.Load(out)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.streams.Out, "issued %s to %s (valid until %s)\n", describeID(creds.ID()), out, creds.NotAfter().UTC().Format(time.RFC3339))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&caDir, "ca-dir", "", "the CA directory (ca.crt, ca.key)")
+	f.StringVar(&out, "out", "", "the credentials directory to write (tls.crt, tls.key, ca.crt)")
+	f.StringVar(&service, "service", "", "a control plane service: "+strings.Join(identity.Services(), ", "))
+	f.StringVar(&reconciler, "reconciler", "", "a reconciler deployment, by the name it registers")
+	f.StringSliceVar(&types, "types", nil, "the types the reconciler may serve (Name/version, comma-separated)")
+	f.StringVar(&clientName, "client", "", "automation calling the API")
+	f.StringSliceVar(&hosts, "host", nil, "a host name or IP address to add for tools that check host names (repeatable)")
+	f.DurationVar(&valid, "valid", identityca.DefaultLeafValidity, "how long the certificate is valid")
+	_ = cmd.MarkFlagRequired("ca-dir")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func (a *app) identityShowCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show DIR",
+		Short: "Print the identity of a credentials directory and when it expires",
+		Args:  func(_ *cobra.Command, args []string) error { return exactArgs(1, "a credentials directory")(args) },
+		RunE: func(_ *cobra.Command, args []string) error {
+			creds, err := identity.Load(args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.streams.Out, "%s\nvalid until %s\n", describeID(creds.ID()), creds.NotAfter().UTC().Format(time.RFC3339))
+			return nil
+		},
+	}
+}
+
+func (a *app) identityRotateCmd() *cobra.Command {
+	var caDir string
+	cmd := &cobra.Command{
+		Use:   "rotate-ca --ca-dir DIR",
+		Short: "Start a CA rotation: a new CA issues, the old one stays trusted",
+		Long: `Creates a new CA in DIR and keeps the old one in ca.crt, so that both are
+trusted. Then: copy the new ca.crt into every credentials directory, issue
+every identity again, and finish with "no8s identity retire-ca".`,
+		Args: func(_ *cobra.Command, args []string) error { return exactArgs(0, "no arguments")(args) },
+		RunE: func(*cobra.Command, []string) error {
+			ca, err := identityca.Load(caDir)
+			if err != nil {
+				return err
+			}
+			next, err := ca.Rotate(a.now(), identityca.DefaultCAValidity)
+			if err != nil {
+				return err
+			}
+			if err := next.Save(caDir); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.streams.Out, "CA rotated in %s: new sha256 %s; old sha256 %s still trusted\n", caDir, fingerprint(next.Certificate().Raw), fingerprint(ca.Certificate().Raw))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&caDir, "ca-dir", "", "the CA directory (ca.crt, ca.key)")
+	_ = cmd.MarkFlagRequired("ca-dir")
+	return cmd
+}
+
+func (a *app) identityRetireCmd() *cobra.Command {
+	var caDir string
+	cmd := &cobra.Command{
+		Use:   "retire-ca --ca-dir DIR",
+		Short: "End a CA rotation: only the issuing CA stays in ca.crt",
+		Args:  func(_ *cobra.Command, args []string) error { return exactArgs(0, "no arguments")(args) },
+		RunE: func(*cobra.Command, []string) error {
+			ca, err := identityca.Load(caDir)
+			if err != nil {
+				return err
+			}
+			if err := ca.Retire().Save(caDir); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.streams.Out, "CA bundle in %s holds sha256 %s only\n", caDir, fingerprint(ca.Certificate().Raw))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&caDir, "ca-dir", "", "the CA directory (ca.crt, ca.key)")
+	_ = cmd.MarkFlagRequired("ca-dir")
+	return cmd
+}
+
+// describeID is an identity with its type claims.
+func describeID(id identity.ID) string {
+	if len(id.Types) == 0 {
+		return id.String()
+	}
+	return fmt.Sprintf("%s (types %s)", id, strings.Join(id.Types, ", "))
+}
+
+// fingerprint is the SHA-256 of a DER certificate, hex, as openssl prints
+// it without colons.
+func fingerprint(der []byte) string {
+	sum := sha256.Sum256(der)
+	return hex.EncodeToString(sum[:])
+}
+
+// countSet counts the non-empty strings.
+func countSet(values ...string) int {
+	n := 0
+	for _, v := range values {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
