@@ -169,7 +169,12 @@ func readmeCommands(md string) ([]readmeCommand, error) {
 		n := i + 1
 		trimmed := strings.TrimSpace(line)
 		if !inBlock {
-			inBlock = trimmed == "```sh"
+			switch trimmed {
+			case "```sh":
+				inBlock = true
+			case "```bash", "```shell", "```console", "```zsh", "```shell-session":
+				return nil, fmt.Errorf("line %d: a %s block: write shell commands in sh blocks, which the README's test runs", n, strings.TrimPrefix(trimmed, "```"))
+			}
 			continue
 		}
 		if trimmed == "```" {
