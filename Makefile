@@ -55,14 +55,17 @@ help:
 	@echo "make check-user-docs what users read (docs, READMEs, libs, examples) cites no seed, issue, invariant or HARD-PARTS"
 	@echo "make generate        regenerate protobuf code with buf"
 	@echo "make generate-check  regenerate and fail if the committed code differs"
+	@echo "make natscli         the pinned nats CLI into bin/ (built once, kept)"
 	@echo "make github-openapi  install GitHub's OpenAPI description (@octokit/openapi, npm) for the fake GitHub's tests"
 
 # Builds bin/no8s (incrementally: only the first build is slow), then becomes
-# it; no8s dev exits 0 on Ctrl-C, so make does too.
+# it; no8s dev exits 0 on Ctrl-C, so make does too. It builds as make build
+# does, so that either one after the other finds bin/no8s up to date and
+# leaves it alone (a no8s started from it keeps running).
 run:
 	@mkdir -p $(BIN)
 	@echo "make run: building bin/no8s (the first build takes about a minute)..."
-	@cd services && go build -o $(BIN)/no8s ./cmd/no8s
+	@cd services && $(GO_BUILD) -o $(BIN)/no8s ./cmd/no8s
 	@echo "make run: starting no8s dev (all state in ~/.cache/no8s/dev unless ARGS say otherwise: remove it to start afresh); Ctrl-C stops it"
 	@exec $(BIN)/no8s dev $(ARGS)
 
@@ -177,8 +180,17 @@ nats-server: $(BIN)/nats-server
 # grpcurl: the e2e test lists and calls the store through gRPC reflection.
 grpcurl: $(BIN)/grpcurl
 
-# natscli: the nats CLI, a plain subscriber in the event-contract test.
-natscli: $(BIN)/nats
+# natscli: the nats CLI (the README's `nats request`; a plain subscriber in
+# the event-contract test), built once from its pinned release module into
+# bin/ and kept: skipped when bin/nats is already that release, built again
+# only when the pin changes.
+natscli:
+	@if [ "$$(go version -m $(BIN)/nats 2>/dev/null | awk '$$1 == "mod" && $$2 == "github.com/nats-io/natscli" {print $$3}')" = "$(NATSCLI_VERSION)" ]; then \
+		echo "make natscli: bin/nats is natscli $(NATSCLI_VERSION) already"; \
+	else \
+		echo "make natscli: building natscli $(NATSCLI_VERSION) into bin/ (once; a few minutes)"; \
+		mkdir -p $(BIN) && GOWORK=off GOBIN=$(BIN) go install github.com/nats-io/natscli/nats@$(NATSCLI_VERSION); \
+	fi
 
 # Only api.github.com's description is kept (the package also holds GitHub
 # Enterprise's and dereferenced copies, some 400 MB); the stamp names the
@@ -207,8 +219,6 @@ $(BIN)/nats-server:
 	GOWORK=off GOBIN=$(BIN) go install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
 $(BIN)/grpcurl:
 	GOWORK=off GOBIN=$(BIN) go install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
-$(BIN)/nats:
-	GOWORK=off GOBIN=$(BIN) go install github.com/nats-io/natscli/nats@$(NATSCLI_VERSION)
 
 clean:
 	rm -rf $(BIN) $(GITHUB_OPENAPI_DIR)
