@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"strings"
@@ -10,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/no8s/no8s/services/internal/testenv"
 )
 
 // pgAdminURL is the local PostgreSQL server the PostgresDatabase reconciler
@@ -33,9 +33,7 @@ func TestPostgresDatabase(t *testing.T) {
 		t.Fatalf("connect to the local PostgreSQL: %v", err)
 	}
 	t.Cleanup(func() { _ = admin.Close(ctx) })
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	prefix := "no8s_e2e_" + hex.EncodeToString(b)
+	prefix := testenv.Name("e2e")
 	dbDel, dbRet, owner := prefix+"_del", prefix+"_ret", prefix+"_owner"
 	t.Cleanup(func() { // whatever the test left behind
 		for _, db := range []string{dbDel, dbRet} {

@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/tenancy"
+	"github.com/no8s/no8s/services/internal/testenv"
 )
 
 // The datasources of these tests: the machine's real MariaDB and
@@ -38,12 +37,6 @@ type datasourceDB struct {
 	port int
 }
 
-func randomSuffix() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // newMariaDB creates a database on the MariaDB server and a tenants table.
 func newMariaDB(t *testing.T) *datasourceDB {
 	t.Helper()
@@ -52,7 +45,7 @@ func newMariaDB(t *testing.T) *datasourceDB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = admin.Close() })
-	name := "no8s_e2e_" + randomSuffix()
+	name := testenv.Name("e2e")
 	if _, err := admin.ExecContext(t.Context(), "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("MariaDB at 127.0.0.1:3306: %v", err)
 	}
@@ -92,7 +85,7 @@ func newPostgresDatasource(t *testing.T) *datasourceDB {
 		t.Fatal(err)
 	}
 	t.Cleanup(admin.Close)
-	name := "no8s_e2e_ds_" + randomSuffix()
+	name := testenv.Name("e2e_ds")
 	if _, err := admin.Exec(t.Context(), "CREATE DATABASE "+name); err != nil {
 		t.Fatal(err)
 	}
