@@ -100,7 +100,8 @@ func TestPostgresDatabase(t *testing.T) {
 		t.Fatalf("owner of %s: %q (%v)", dbDel, dbOwner, err)
 	}
 	out := do(t, "GET", fmt.Sprintf("%s/api/v1/resources/%d/outputs", base, del), nil).json(t)["outputs"].(map[string]any)
-	if out["host"] != "127.0.0.1" || out["port"] != float64(5432) || out["database"] != dbDel || out["role"] != owner || len(out) != 4 {
+	port := float64(admin.Config().Port)
+	if out["host"] != "127.0.0.1" || out["port"] != port || out["database"] != dbDel || out["role"] != owner || len(out) != 4 {
 		t.Fatalf("outputs %v", out)
 	}
 	for _, cond := range []string{"RoleReady", "DatabaseReady", "Ready"} {
