@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -32,10 +33,11 @@ func TestPostgresDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connect to the local PostgreSQL: %v", err)
 	}
-	t.Cleanup(func() { _ = admin.Close(ctx) })
+	t.Cleanup(func() { _ = admin.Close(context.WithoutCancel(ctx)) })
 	prefix := testenv.Name("e2e")
 	dbDel, dbRet, owner := prefix+"_del", prefix+"_ret", prefix+"_owner"
-	t.Cleanup(func() { // whatever the test left behind
+	t.Cleanup(func() { // whatever the test left behind (its context has ended)
+		ctx := context.WithoutCancel(ctx)
 		for _, db := range []string{dbDel, dbRet} {
 			_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
 		}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -95,7 +96,7 @@ func newPostgresDatasource(t *testing.T) *datasourceDB {
 	}
 	t.Cleanup(func() {
 		pool.Close()
-		_, _ = admin.Exec(t.Context(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		_, _ = admin.Exec(context.WithoutCancel(t.Context()), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") // the test's context has ended
 	})
 	d := &datasourceDB{t: t, kind: tenancy.SourcePostgres, name: name, port: 5432}
 	d.exec = func(q string, args ...any) {

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"database/sql"
 	"os"
 	"os/exec"
@@ -27,7 +28,7 @@ func TestCleanupLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PostgreSQL at %s (set %s): %v", adminURL(), AdminURLEnv, err)
 	}
-	t.Cleanup(func() { _ = pg.Close(ctx) })
+	t.Cleanup(func() { _ = pg.Close(context.WithoutCancel(ctx)) })
 	my, err := sql.Open("mysql", mariaDBAdmin)
 	if err != nil {
 		t.Fatal(err)
@@ -51,12 +52,14 @@ func TestCleanupLeftovers(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	t.Cleanup(func() { _, _ = pg.Exec(ctx, "DROP DATABASE IF EXISTS "+other) })
+	// The test's context ends before its cleanups run.
+	cleanupCtx := context.WithoutCancel(ctx)
+	t.Cleanup(func() { _, _ = pg.Exec(cleanupCtx, "DROP DATABASE IF EXISTS "+other) })
 	pgExec("CREATE DATABASE " + other)
 	for _, n := range []names{recent, old} {
 		t.Cleanup(func() {
-			_, _ = pg.Exec(ctx, "DROP DATABASE IF EXISTS "+n.pgDB)
-			_, _ = pg.Exec(ctx, "DROP ROLE IF EXISTS "+n.role)
+			_, _ = pg.Exec(cleanupCtx, "DROP DATABASE IF EXISTS "+n.pgDB)
+			_, _ = pg.Exec(cleanupCtx, "DROP ROLE IF EXISTS "+n.role)
 			_, _ = my.Exec("DROP DATABASE IF EXISTS " + n.myDB)
 			_, _ = my.Exec("DROP USER IF EXISTS " + n.user + "@'%'")
 		})
