@@ -564,4 +564,19 @@ func testTenantFailures(t *testing.T, c *tenantCluster, ds *datasourceDB) {
 	ds.exec("DROP TABLE tenants")
 	c.waitSynced(regID, "False", "QueryFailed", nil)
 	unchanged("a dropped table")
+	// The reason is said once: beside the condition's message, and once at
+	// the start of the Event's.
+	if _, syn := c.registryStatus(regID); strings.Contains(fmt.Sprint(syn["message"]), "QueryFailed") {
+		t.Errorf("the Synced condition's message repeats its reason: %v", syn)
+	}
+	waitFor(t, 60*time.Second, "a SyncFailed Warning for the dropped table", func() error {
+		e := hasEvent(c.events(regID), "SyncFailed", "QueryFailed: ")
+		if e == nil {
+			return fmt.Errorf("no SyncFailed Event with QueryFailed in %v", c.events(regID))
+		}
+		if msg := fmt.Sprint(e["message"]); strings.Count(msg, "QueryFailed") != 1 || !strings.HasPrefix(msg, "QueryFailed: ") {
+			t.Fatalf("the Event's message repeats the reason: %q", msg)
+		}
+		return nil
+	})
 }
