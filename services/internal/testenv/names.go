@@ -14,7 +14,7 @@ import (
 //	no8s_<start>_<run>_<purpose>_<random>
 //
 // where <start> is the Unix time (seconds) at which the test run (the test
-// process) started and <run> six hex digits drawn by it. Tests drop what they
+// process) named its first object, and <run> six hex digits it drew then. Tests drop what they
 // create; what a killed run left behind is removed by .ci/cleanup-leftovers,
 // which reads <start> back and drops only what is older than a few hours, so
 // that runs sharing a server never drop each other's databases. Names of any
@@ -37,9 +37,6 @@ var thisRun = sync.OnceValue(func() Run { return NewRun(time.Now()) })
 
 // ThisRun is the run of this test process.
 func ThisRun() Run { return thisRun() }
-
-// Prefix is what every name of the run starts with.
-func (r Run) Prefix() string { return r.prefix }
 
 // Name is a fresh name of the run for purpose (lower-case letters, digits
 // and underscores, kept short: PostgreSQL cuts names at 63 bytes):
