@@ -36,7 +36,11 @@ func (h *handler) checkHTTPSource(ctx context.Context, op string, r *storev1.Res
 		return err
 	}
 	if len(errs) > 0 {
-		return problem.New(problem.Invalid, problem.CodeValidation, "%s %q is refused: %s: %s", httpsource.Type, r.GetName(), errs[0].Path, errs[0].Message).
+		detail := errs[0].Path + ": " + errs[0].Message
+		if len(errs) > 1 {
+			detail = fmt.Sprintf("%d problems, the first: %s", len(errs), detail)
+		}
+		return problem.New(problem.Invalid, problem.CodeValidation, "%s %q is refused: %s", httpsource.Type, r.GetName(), detail).
 			WithFields(errs...)
 	}
 	return nil
@@ -47,39 +51,48 @@ func (h *handler) httpSourceErrors(ctx context.Context, op string, r *storev1.Re
 	if err := json.Unmarshal(r.GetSpec(), &spec); err != nil {
 		return []problem.FieldError{{Path: "/spec", Message: err.Error()}}, nil
 	}
-	errs := httpsource.Check(spec)
-	if len(errs) > 0 {
-		return errs, nil
+	// Every problem is reported, as the schema validator reports every
+	// field; a check runs when what it reads passed the checks before it
+	// (the address rule and the grants read a URL that parses, the sample
+	// render templates that parse).
+	static := httpsource.Check(spec)
+	errs := slices.Clone(static)
+	failed := func(path string) bool {
+		return slices.ContainsFunc(static, func(fe problem.FieldError) bool { return fe.Path == path })
 	}
-	if err := h.outbound.CheckURL(spec.URL); err != nil {
-		return []problem.FieldError{{Path: "/spec/url", Message: err.Error()}}, nil
-	}
-	origin, err := grants.Origin(spec.URL)
-	if err != nil {
-		return []problem.FieldError{{Path: "/spec/url", Message: err.Error()}}, nil
-	}
-	for _, k := range slices.Sorted(maps.Keys(spec.Headers)) {
-		if err := h.grants.Allow(grants.UseHTTPHeader, r.GetNamespace(), spec.Headers[k], origin); err != nil {
-			errs = append(errs, problem.FieldError{Path: "/spec/headers/" + resource.EscapePointer(k), Message: err.Error()})
+	if !failed("/spec/url") {
+		if err := h.outbound.CheckURL(spec.URL); err != nil {
+			errs = append(errs, problem.FieldError{Path: "/spec/url", Message: err.Error()})
+		} else if origin, err := grants.Origin(spec.URL); err != nil {
+			errs = append(errs, problem.FieldError{Path: "/spec/url", Message: err.Error()})
+		} else {
+			for _, k := range slices.Sorted(maps.Keys(spec.Headers)) {
+				if failed("/spec/headers/" + resource.EscapePointer(k)) {
+					continue
+				}
+				if err := h.grants.Allow(grants.UseHTTPHeader, r.GetNamespace(), spec.Headers[k], origin); err != nil {
+					errs = append(errs, problem.FieldError{Path: "/spec/headers/" + resource.EscapePointer(k), Message: err.Error()})
+				}
+			}
 		}
 	}
-	if len(errs) > 0 {
-		return errs, nil
-	}
-	rd := tenancy.NewRenderer()
-	renderCtx, cancel := rd.Bound(ctx)
-	defer cancel()
-	if fe := spec.CheckSample(renderCtx, rd); fe != nil {
-		return []problem.FieldError{*fe}, nil
+	if len(static) == 0 {
+		rd := tenancy.NewRenderer()
+		renderCtx, cancel := rd.Bound(ctx)
+		defer cancel()
+		if fe := spec.CheckSample(renderCtx, rd); fe != nil {
+			errs = append(errs, *fe)
+		}
 	}
 	if _, err := h.cache.get(ctx, spec.Target.TypeName, spec.Target.TypeVersion, true); err != nil {
-		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeUnknownType {
-			return []problem.FieldError{{Path: "/spec/target", Message: fmt.Sprintf("resource type %s does not exist", spec.Target)}}, nil
+		pe := problem.As(err)
+		if pe == nil || pe.Code != problem.CodeUnknownType {
+			return nil, err
 		}
-		return nil, err
+		errs = append(errs, problem.FieldError{Path: "/spec/target", Message: fmt.Sprintf("resource type %s does not exist", spec.Target)})
 	}
-	if op != webhookconf.OpUpdate {
-		return nil, nil
+	if len(errs) > 0 || op != webhookconf.OpUpdate {
+		return errs, nil
 	}
 	old, err := h.cache.store.GetResource(ctx, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: &storev1.ResourceName{
 		ResourceTypeName: httpsource.Type, ResourceTypeVersion: httpsource.Version, Namespace: r.GetNamespace(), Name: r.GetName(),

@@ -46,7 +46,11 @@ func (h *handler) checkTenantTypes(ctx context.Context, r *storev1.Resource) err
 		return err
 	}
 	if len(errs) > 0 {
-		return problem.New(problem.Invalid, problem.CodeValidation, "%s %q is refused: %s", r.GetResourceTypeName(), r.GetName(), errs[0].Message).
+		detail := errs[0].Message
+		if len(errs) > 1 {
+			detail = fmt.Sprintf("%d problems, the first: %s", len(errs), detail)
+		}
+		return problem.New(problem.Invalid, problem.CodeValidation, "%s %q is refused: %s", r.GetResourceTypeName(), r.GetName(), detail).
 			WithFields(errs...)
 	}
 	return nil
@@ -100,9 +104,13 @@ func (h *handler) checkTemplate(ctx context.Context, r *storev1.Resource) ([]pro
 			extra = rs.ExtraValueMappings
 		}
 	}
+	// Every problem is reported, as the schema validator reports every
+	// field: the static checks', then each resource's render with a sample
+	// row (every field that fails, a field the static checks named once).
 	errs := tenancy.CheckTemplate(spec)
-	if len(errs) > 0 {
-		return errs, nil
+	reported := map[string]bool{}
+	for _, fe := range errs {
+		reported[fe.Path] = true
 	}
 	sample := tenancy.SampleValues(spec.RegistryID, r.GetName(), extra)
 	// Every render within its budget, and all of them within one render's
@@ -114,20 +122,22 @@ func (h *handler) checkTemplate(ctx context.Context, r *storev1.Resource) ([]pro
 	for i, tr := range spec.Resources {
 		base := fmt.Sprintf("/spec/resources/%d", i)
 		rendered, err := rd.Render(renderCtx, tr, sample)
-		if errors.Is(err, tenancy.ErrFromJSON) {
-			// The sample values are not JSON: a resource that parses a
-			// row's value with fromJson can only be rendered with a real
-			// row, by the tenant reconciler (a bad row makes its Tenant
-			// Degraded, naming the error).
-			continue
-		}
 		if err != nil {
-			var re *tenancy.RenderError
-			if errors.As(err, &re) {
-				errs = append(errs, problem.FieldError{Path: base + re.Path, Message: fmt.Sprintf("resource %q: rendered with a sample row: %v", tr.ID, re.Err)})
-				continue
+			failed := tenancy.RenderErrorList(err)
+			if failed == nil {
+				return nil, err
 			}
-			return nil, err
+			for _, re := range failed {
+				if errors.Is(re, tenancy.ErrFromJSON) || reported[base+re.Path] {
+					// The sample values are not JSON: a field that parses
+					// a row's value with fromJson can only be rendered
+					// with a real row, by the tenant reconciler (a bad row
+					// makes its Tenant Degraded, naming the error).
+					continue
+				}
+				errs = append(errs, problem.FieldError{Path: base + re.Path, Message: fmt.Sprintf("resource %q: rendered with a sample row: %v", tr.ID, re.Err)})
+			}
+			continue
 		}
 		c, err := h.cache.get(ctx, tr.TypeName, tr.TypeVersion, true)
 		if err != nil {

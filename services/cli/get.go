@@ -34,7 +34,10 @@ DatabaseCluster/v1), or one of them by name. Lists read every page.
 from the list's revision and, when the connection drops (a gateway restart),
 resumes from the last revision it saw, so no change is missed or printed twice;
 when the server no longer holds the history to resume from, it lists again.
-Notes about reconnecting go to stderr. With -o json or -o yaml a watch prints one
+Notes about reconnecting go to stderr. In a table, the listed rows are aligned
+with the header and every change prints a row in the same columns; a resource
+that is gone (its deletion finished) prints a last row with STATUS deleted.
+With -o json or -o yaml a watch prints one
 {"type": ..., "revision": ..., "resource": ...} document per change.`,
 		Example: `  no8s get namespaces
   no8s get types
@@ -153,10 +156,21 @@ Notes about reconnecting go to stderr. With -o json or -o yaml a watch prints on
 	return cmd
 }
 
-// watch lists, then prints every change.
+// watch lists, then prints every change. In a table, the listed rows are
+// aligned with the header and later rows keep those columns; a resource
+// whose row is gone (PURGED) prints a last row with STATUS deleted, as
+// kubectl prints the row of a deleted object.
 func (a *app) watch(ctx context.Context, c *client.Client, opts client.ListOptions, output string) error {
 	wide := output == printer.FormatWide
-	tw := tabwriter.NewWriter(a.streams.Out, 0, 8, 3, ' ', 0)
+	var table *printer.WatchTable
+	row := func(r *client.Resource, event string) []string {
+		if event == client.EventPurged {
+			gone := *r
+			gone.Status = "deleted"
+			r = &gone
+		}
+		return printer.ResourceRow(r, wide, a.now())
+	}
 	rowOut := func(r *client.Resource, event string) error {
 		switch output {
 		case printer.FormatJSON, printer.FormatYAML:
@@ -165,19 +179,24 @@ func (a *app) watch(ctx context.Context, c *client.Client, opts client.ListOptio
 			_, err := fmt.Fprintln(a.streams.Out, printer.Name(r))
 			return err
 		}
-		fmt.Fprintln(tw, strings.Join(printer.ResourceRow(r, wide, a.now()), "\t"))
-		return tw.Flush()
+		return table.Row(row(r, event))
 	}
 	listed := func(items []client.Resource, _ int64) error {
 		if output == printer.FormatTable || wide {
-			fmt.Fprintln(tw, strings.Join(printer.ResourceHeader(wide), "\t"))
+			rows := make([][]string, len(items))
+			for i := range items {
+				rows[i] = row(&items[i], "LISTED")
+			}
+			var err error
+			table, err = printer.NewResourceWatchTable(a.streams.Out, rows, wide)
+			return err
 		}
 		for i := range items {
 			if err := rowOut(&items[i], "LISTED"); err != nil {
 				return err
 			}
 		}
-		return tw.Flush()
+		return nil
 	}
 	return ignoreCanceled(c.ListAndWatch(ctx, opts, listed, client.WatchHandler{
 		Relisted: func(items []client.Resource, _ int64) error {

@@ -1,8 +1,7 @@
 package e2e
 
 import (
-	"crypto/rand"
-	"encoding/hex"
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/no8s/no8s/services/internal/testenv"
 )
 
 // pgAdminURL is the local PostgreSQL server the PostgresDatabase reconciler
@@ -32,12 +33,11 @@ func TestPostgresDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connect to the local PostgreSQL: %v", err)
 	}
-	t.Cleanup(func() { _ = admin.Close(ctx) })
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	prefix := "no8s_e2e_" + hex.EncodeToString(b)
+	t.Cleanup(func() { _ = admin.Close(context.WithoutCancel(ctx)) })
+	prefix := testenv.Name("e2e")
 	dbDel, dbRet, owner := prefix+"_del", prefix+"_ret", prefix+"_owner"
-	t.Cleanup(func() { // whatever the test left behind
+	t.Cleanup(func() { // whatever the test left behind (its context has ended)
+		ctx := context.WithoutCancel(ctx)
 		for _, db := range []string{dbDel, dbRet} {
 			_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
 		}
@@ -102,7 +102,8 @@ func TestPostgresDatabase(t *testing.T) {
 		t.Fatalf("owner of %s: %q (%v)", dbDel, dbOwner, err)
 	}
 	out := do(t, "GET", fmt.Sprintf("%s/api/v1/resources/%d/outputs", base, del), nil).json(t)["outputs"].(map[string]any)
-	if out["host"] != "127.0.0.1" || out["port"] != float64(5432) || out["database"] != dbDel || out["role"] != owner || len(out) != 4 {
+	port := float64(admin.Config().Port)
+	if out["host"] != "127.0.0.1" || out["port"] != port || out["database"] != dbDel || out["role"] != owner || len(out) != 4 {
 		t.Fatalf("outputs %v", out)
 	}
 	for _, cond := range []string{"RoleReady", "DatabaseReady", "Ready"} {

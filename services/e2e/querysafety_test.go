@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/no8s/no8s/services/internal/tenancy"
+	"github.com/no8s/no8s/services/internal/testenv"
 )
 
 // TestRegistryQuerySafety is issue 26's scope 1 on the real MariaDB and
@@ -52,7 +53,7 @@ func TestRegistryQuerySafety(t *testing.T) {
 			t.Logf("admin login: %v", syn["message"])
 
 			// A read-only login syncs.
-			ro := "no8s_ro_" + randomSuffix()
+			ro := testenv.Name("ro")
 			if ds.kind == tenancy.SourcePostgres {
 				ds.exec("CREATE ROLE " + ro + " LOGIN")
 				ds.exec("GRANT SELECT ON tenants TO " + ro)

@@ -1,9 +1,8 @@
 package e2e
 
 import (
-	"crypto/rand"
+	"context"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/tenancy"
+	"github.com/no8s/no8s/services/internal/testenv"
 )
 
 // The datasources of these tests: the machine's real MariaDB and
@@ -38,12 +38,6 @@ type datasourceDB struct {
 	port int
 }
 
-func randomSuffix() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // newMariaDB creates a database on the MariaDB server and a tenants table.
 func newMariaDB(t *testing.T) *datasourceDB {
 	t.Helper()
@@ -52,7 +46,7 @@ func newMariaDB(t *testing.T) *datasourceDB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = admin.Close() })
-	name := "no8s_e2e_" + randomSuffix()
+	name := testenv.Name("e2e")
 	if _, err := admin.ExecContext(t.Context(), "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("MariaDB at 127.0.0.1:3306: %v", err)
 	}
@@ -92,7 +86,7 @@ func newPostgresDatasource(t *testing.T) *datasourceDB {
 		t.Fatal(err)
 	}
 	t.Cleanup(admin.Close)
-	name := "no8s_e2e_ds_" + randomSuffix()
+	name := testenv.Name("e2e_ds")
 	if _, err := admin.Exec(t.Context(), "CREATE DATABASE "+name); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +96,7 @@ func newPostgresDatasource(t *testing.T) *datasourceDB {
 	}
 	t.Cleanup(func() {
 		pool.Close()
-		_, _ = admin.Exec(t.Context(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		_, _ = admin.Exec(context.WithoutCancel(t.Context()), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") // the test's context has ended
 	})
 	d := &datasourceDB{t: t, kind: tenancy.SourcePostgres, name: name, port: 5432}
 	d.exec = func(q string, args ...any) {
@@ -570,4 +564,19 @@ func testTenantFailures(t *testing.T, c *tenantCluster, ds *datasourceDB) {
 	ds.exec("DROP TABLE tenants")
 	c.waitSynced(regID, "False", "QueryFailed", nil)
 	unchanged("a dropped table")
+	// The reason is said once: beside the condition's message, and once at
+	// the start of the Event's.
+	if _, syn := c.registryStatus(regID); strings.Contains(fmt.Sprint(syn["message"]), "QueryFailed") {
+		t.Errorf("the Synced condition's message repeats its reason: %v", syn)
+	}
+	waitFor(t, 60*time.Second, "a SyncFailed Warning for the dropped table", func() error {
+		e := hasEvent(c.events(regID), "SyncFailed", "QueryFailed: ")
+		if e == nil {
+			return fmt.Errorf("no SyncFailed Event with QueryFailed in %v", c.events(regID))
+		}
+		if msg := fmt.Sprint(e["message"]); strings.Count(msg, "QueryFailed") != 1 || !strings.HasPrefix(msg, "QueryFailed: ") {
+			t.Fatalf("the Event's message repeats the reason: %q", msg)
+		}
+		return nil
+	})
 }

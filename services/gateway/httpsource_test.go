@@ -12,7 +12,8 @@ import (
 // the field, a URL with user info or one the outbound rule refuses, an
 // inline header value, a reserved header, an unknown or built-in target,
 // two name mappings or none, a template that does not parse, a bad
-// pointer, the reserved label; and an update that changes the target.
+// pointer, the reserved label, all of them when several are wrong at once;
+// and an update that changes the target.
 func TestHttpSourceAdmission(t *testing.T) {
 	do(t, http.MethodGet, "/api/v1/resource-types/HttpSource/v1", nil).expect(t, http.StatusOK)
 	serveType(t, "HttpSource", "v1")
@@ -53,6 +54,23 @@ func TestHttpSourceAdmission(t *testing.T) {
 		if c.msg != "" && !strings.Contains(fmt.Sprint(e.Errors), c.msg) {
 			t.Errorf("%s: %+v, want %q", c.path, e.Errors, c.msg)
 		}
+	}
+	// Several problems at once: every one is reported.
+	e := do(t, http.MethodPost, "/api/v1/resources", body(func(s map[string]any) {
+		s["url"] = "http://169.254.169.254/"
+		s["itemsPointer"] = "/a~x"
+		s["target"] = map[string]any{"typeName": "Nope", "typeVersion": "v1"}
+		s["headers"] = map[string]any{"If-None-Match": map[string]any{"env": "X"}}
+	})).expectError(t, http.StatusBadRequest, "validation_failed", "/spec/url", "/spec/itemsPointer", "/spec/target", "/spec/headers/If-None-Match")
+	if len(e.Errors) != 4 || !strings.Contains(e.Detail, "4 problems") {
+		t.Errorf("want the 4 problems: %+v", e)
+	}
+	// A header refused by the static checks is not checked again for its grant.
+	e = do(t, http.MethodPost, "/api/v1/resources", body(func(s map[string]any) {
+		s["headers"] = map[string]any{"Authorization": "Bearer inline"}
+	})).expectError(t, http.StatusBadRequest, "validation_failed", "/spec/headers/Authorization")
+	if len(e.Errors) != 1 {
+		t.Errorf("want one problem: %+v", e)
 	}
 	if n := countResources(t, "HttpSource"); n != 0 {
 		t.Fatalf("%d sources stored by refused requests", n)

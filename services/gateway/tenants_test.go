@@ -11,7 +11,8 @@ import (
 // start; admission refuses, before anything is stored, a template whose
 // registry is missing, whose dependIds form a cycle (named), or whose
 // resource rendered with a sample row misses a field its target type
-// requires (named by resource id and path); a registry whose datasource
+// requires (named by resource id and path), every problem of a template
+// with several at once; a registry whose datasource
 // host the outbound rule refuses; and any Tenant write that is not
 // registry-sync's.
 func TestTenantTypesAdmission(t *testing.T) {
@@ -95,6 +96,20 @@ func TestTenantTypesAdmission(t *testing.T) {
 		"nameTemplate": "{{ .uid", "spec": good})).expectError(t, http.StatusBadRequest, "validation_failed", "/spec/resources/0/nameTemplate")
 	do(t, http.MethodPost, "/api/v1/resources", tpl("typo", "customers", res("app", nil, map[string]any{"image": "{{ .imag }}", "replicas": 1}))).
 		expectError(t, http.StatusBadRequest, "validation_failed", "/spec/resources/0/spec/image")
+	// Several bad resources in one document: every problem is reported at
+	// its path, once (a text that does not parse is not reported again by
+	// its render), as the schema validator reports every field.
+	e = do(t, http.MethodPost, "/api/v1/resources", tpl("many", "customers",
+		map[string]any{"id": "a", "typeName": "WebApp", "typeVersion": "v1", "nameTemplate": "{{ .uid", "spec": good},
+		map[string]any{"id": "b", "typeName": "WebApp", "typeVersion": "v1", "nameTemplate": "{{ .uid }}-b", "dependIds": []string{"nope"},
+			"labelsTemplate": map[string]any{"tier": "{{ .tierr }}"}, "spec": map[string]any{"image": "{{ .imag }}", "replicas": 1}},
+		map[string]any{"id": "c", "typeName": "Nope", "typeVersion": "v1", "nameTemplate": "{{ .uid }}-c", "spec": good},
+		res("d", nil, map[string]any{"image": "x"}),
+	)).expectError(t, http.StatusBadRequest, "validation_failed", "/spec/resources/0/nameTemplate", "/spec/resources/1/dependIds/0",
+		"/spec/resources/1/labelsTemplate/tier", "/spec/resources/1/spec/image", "/spec/resources/2/typeName", "/spec/resources/3/spec/replicas")
+	if len(e.Errors) != 6 || !strings.Contains(e.Detail, "6 problems") {
+		t.Fatalf("want the 6 problems, each once: %+v", e)
+	}
 	if n := countResources(t, "TenantTemplate"); n != 1 {
 		t.Fatalf("%d templates stored", n)
 	}

@@ -112,12 +112,16 @@ func (t *table) row(cols ...string) {
 		if i > 0 {
 			_, _ = io.WriteString(t.tw, "\t")
 		}
-		_, _ = io.WriteString(t.tw, strings.NewReplacer("\t", " ", "\n", " ").Replace(c))
+		_, _ = io.WriteString(t.tw, cell(c))
 	}
 	_, _ = io.WriteString(t.tw, "\n")
 }
 
 func (t *table) flush() error { return t.tw.Flush() }
+
+// cell is a table cell's text on one line: tabs and line breaks become
+// spaces.
+func cell(s string) string { return strings.NewReplacer("\t", " ", "\n", " ").Replace(s) }
 
 // ResourceHeader is the table header of resources (wide: more columns).
 func ResourceHeader(wide bool) []string {

@@ -3,9 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +14,8 @@ import (
 	"time"
 
 	_ "github.com/go-sql-driver/mysql" // the datasource's setup
+
+	"github.com/no8s/no8s/services/internal/testenv"
 )
 
 // The "tenants" scenario (issue 14): registry-sync keeps 10,000 Tenants
@@ -51,9 +51,7 @@ func setupTenants(ctx context.Context, env *benchEnv, rows int) (*tenantSetup, e
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	ts := &tenantSetup{db: "no8s_bench_" + hex.EncodeToString(b)}
+	ts := &tenantSetup{db: testenv.Name("bench")}
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+ts.db); err != nil {
 		_ = admin.Close()
 		return nil, fmt.Errorf("MariaDB at 127.0.0.1:3306: %w", err)

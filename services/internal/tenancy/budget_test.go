@@ -121,3 +121,30 @@ func FuzzRenderBudget(f *testing.F) {
 		}
 	})
 }
+
+// Render reports every field that fails, in order, and stops at a budget
+// exceeded (every later field would fail the same way).
+func TestRenderReportsEveryField(t *testing.T) {
+	r := TResource{NameTemplate: "{{ .uidd }}", LabelsTemplate: map[string]string{"tier": "{{ .tierr }}", "ok": "{{ .uid }}"},
+		Spec: json.RawMessage(`{"image": "{{ .imag }}", "replicas": 1, "env": ["{{ .uid }}", "{{ .nope }}"]}`)}
+	_, err := NewRenderer().Render(t.Context(), r, SampleValues("r", "t", nil))
+	var paths []string
+	for _, re := range RenderErrorList(err) {
+		paths = append(paths, re.Path)
+	}
+	if want := []string{"/nameTemplate", "/labelsTemplate/tier", "/spec/env/1", "/spec/image"}; !slices.Equal(paths, want) {
+		t.Fatalf("failed fields %q, want %q (%v)", paths, want, err)
+	}
+	var re *RenderError
+	if !errors.As(err, &re) || re.Path != "/nameTemplate" {
+		t.Fatalf("errors.As finds %v, want the first field", re)
+	}
+
+	r.Spec = json.RawMessage(`{"a": ` + mustJSON(`{{ repeat 100000000 "x" }}`) + `, "b": "{{ .nope }}"}`)
+	r.NameTemplate, r.LabelsTemplate = "x", nil
+	_, err = NewRenderer().Render(t.Context(), r, SampleValues("r", "t", nil))
+	var be *BudgetError
+	if list := RenderErrorList(err); len(list) != 1 || !errors.As(err, &be) {
+		t.Fatalf("a budget exceeded goes on: %v", err)
+	}
+}

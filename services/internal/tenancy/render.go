@@ -137,48 +137,135 @@ func (s *Session) Execute(path, text string, data any) (string, error) {
 
 // Render renders r with the values v, as one render: its name must be a
 // DNS-1123 label and its labels and annotations valid, checked here before
-// anything is written.
+// anything is written. It reports every field that fails, not only the
+// first: the error is a *RenderError, or RenderErrors when several fail
+// (RenderErrorList lists them); a budget exceeded ends the render there.
 func (rd *Renderer) Render(ctx context.Context, r TResource, v Values) (*Rendered, error) {
 	s := rd.Session(ctx)
+	var c collector
 	out := &Rendered{Labels: map[string]string{}, Annotations: map[string]string{}}
 	var err error
 	if out.Name, err = s.Execute("/nameTemplate", r.NameTemplate, v); err != nil {
-		return nil, err
-	}
-	if fe := names.Name("/nameTemplate", out.Name); fe != nil {
-		return nil, &RenderError{Path: "/nameTemplate", Err: fmt.Errorf("the name %q is not a DNS-1123 label", Trunc63(out.Name))}
+		c.add(err)
+	} else if fe := names.Name("/nameTemplate", out.Name); fe != nil {
+		c.add(&RenderError{Path: "/nameTemplate", Err: fmt.Errorf("the name %q is not a DNS-1123 label", Trunc63(out.Name))})
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.LabelsTemplate)) {
+		if c.stopped {
+			break
+		}
 		if out.Labels[k], err = s.Execute("/labelsTemplate/"+resource.EscapePointer(k), r.LabelsTemplate[k], v); err != nil {
-			return nil, err
+			c.add(err)
+			delete(out.Labels, k) // not checked below: its error is reported
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.AnnotationsTemplate)) {
+		if c.stopped {
+			break
+		}
 		if out.Annotations[k], err = s.Execute("/annotationsTemplate/"+resource.EscapePointer(k), r.AnnotationsTemplate[k], v); err != nil {
-			return nil, err
+			c.add(err)
+			delete(out.Annotations, k)
 		}
 	}
-	if errs := resource.ValidateMetadata(out.Labels, out.Annotations, nil); len(errs) > 0 {
+	if !c.stopped {
+		errs := resource.ValidateMetadata(out.Labels, out.Annotations, nil)
 		slices.SortFunc(errs, func(a, b problem.FieldError) int { return strings.Compare(a.Path, b.Path) })
-		path := strings.Replace(strings.Replace(errs[0].Path, "/labels", "/labelsTemplate", 1), "/annotations/", "/annotationsTemplate/", 1)
-		return nil, &RenderError{Path: path, Err: errors.New(errs[0].Message)}
+		for _, fe := range errs {
+			path := strings.Replace(strings.Replace(fe.Path, "/labels", "/labelsTemplate", 1), "/annotations/", "/annotationsTemplate/", 1)
+			c.add(&RenderError{Path: path, Err: errors.New(fe.Message)})
+		}
 	}
-	if out.Spec, err = s.RenderObject("/spec", r.Spec, map[string]string(v)); err != nil {
+	if !c.stopped {
+		if out.Spec, err = s.RenderObject("/spec", r.Spec, map[string]string(v)); err != nil {
+			c.add(err)
+		}
+	}
+	if err := c.err(); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
+// RenderErrors are the fields of one render that failed, in the order
+// they were rendered.
+type RenderErrors []*RenderError
+
+func (e RenderErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, re := range e {
+		msgs[i] = re.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap lets errors.Is and errors.As see each field's error.
+func (e RenderErrors) Unwrap() []error {
+	out := make([]error, len(e))
+	for i, re := range e {
+		out[i] = re
+	}
+	return out
+}
+
+// RenderErrorList lists the fields that failed in an error of Render or
+// RenderObject (nil when err holds no *RenderError).
+func RenderErrorList(err error) []*RenderError {
+	var list RenderErrors
+	if errors.As(err, &list) {
+		return list
+	}
+	var re *RenderError
+	if errors.As(err, &re) {
+		return []*RenderError{re}
+	}
+	return nil
+}
+
+// collector gathers the failed fields of one render; a budget exceeded
+// stops it (every later field would fail the same way).
+type collector struct {
+	errs    RenderErrors
+	stopped bool
+}
+
+func (c *collector) add(err error) {
+	list := RenderErrorList(err)
+	if list == nil {
+		list = []*RenderError{{Err: err}}
+	}
+	for _, re := range list {
+		c.errs = append(c.errs, re)
+		var be *BudgetError
+		if errors.As(re, &be) {
+			c.stopped = true
+		}
+	}
+}
+
+// err is nil, the one *RenderError, or RenderErrors.
+func (c *collector) err() error {
+	switch len(c.errs) {
+	case 0:
+		return nil
+	case 1:
+		return c.errs[0]
+	}
+	return c.errs
+}
+
 // RenderObject renders every string (keys too) of the JSON object raw (empty:
 // {}) as a template with data, and returns the result as compact JSON;
-// errors are *RenderError whose Path starts with path.
+// errors are *RenderError whose Path starts with path, or RenderErrors when
+// several strings fail.
 func (s *Session) RenderObject(path string, raw json.RawMessage, data any) ([]byte, error) {
 	spec, err := decodeSpec(raw)
 	if err != nil {
 		return nil, &RenderError{Path: path, Err: err}
 	}
-	rendered, err := s.renderValue(path, spec, data)
-	if err != nil {
+	var c collector
+	rendered := s.renderValue(&c, path, spec, data)
+	if err := c.err(); err != nil {
 		return nil, err
 	}
 	out, err := resource.Marshal(rendered)
@@ -205,17 +292,26 @@ func decodeSpec(raw json.RawMessage) (any, error) {
 }
 
 // renderValue renders every string (keys too) in a decoded JSON value;
-// every string, rendered or not, must be valid text (checkText).
-func (s *Session) renderValue(path string, x any, data any) (any, error) {
+// every string, rendered or not, must be valid text (checkText). A string
+// that fails is added to c and the others are still rendered, until c
+// stops.
+func (s *Session) renderValue(c *collector, path string, x any, data any) any {
+	if c.stopped {
+		return nil
+	}
 	switch x := x.(type) {
 	case string:
 		if !strings.Contains(x, "{{") {
 			if err := checkText(x); err != nil {
-				return nil, &RenderError{Path: path, Err: err}
+				c.add(&RenderError{Path: path, Err: err})
 			}
-			return x, nil
+			return x
 		}
-		return s.Execute(path, x, data)
+		out, err := s.Execute(path, x, data)
+		if err != nil {
+			c.add(err)
+		}
+		return out
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for _, k := range slices.Sorted(maps.Keys(x)) {
@@ -228,27 +324,19 @@ func (s *Session) renderValue(path string, x any, data any) (any, error) {
 				err = &RenderError{Path: p, Err: err}
 			}
 			if err != nil {
-				return nil, err
+				c.add(err)
 			}
-			r, err := s.renderValue(p, x[k], data)
-			if err != nil {
-				return nil, err
-			}
-			out[key] = r
+			out[key] = s.renderValue(c, p, x[k], data)
 		}
-		return out, nil
+		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := s.renderValue(path+"/"+strconv.Itoa(i), e, data)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = r
+			out[i] = s.renderValue(c, path+"/"+strconv.Itoa(i), e, data)
 		}
-		return out, nil
+		return out
 	}
-	return x, nil
+	return x
 }
 
 // ParseText parses one template text without running it (a *RenderError

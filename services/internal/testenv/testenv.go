@@ -1,13 +1,12 @@
 // Package testenv starts the real dependencies that tests need: a fresh
 // PostgreSQL database per test package on the local server, and an embedded
-// NATS server with JetStream.
+// NATS server with JetStream; and it names what tests create on shared
+// servers (names.go).
 package testenv
 
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -52,8 +51,8 @@ func Database(tb testing.TB) string {
 	return u
 }
 
-// CreateDatabase creates a fresh database named after prefix and returns its
-// URL and a function that drops it.
+// CreateDatabase creates a fresh database of this run (Name(prefix)) and
+// returns its URL and a function that drops it.
 func CreateDatabase(ctx context.Context, prefix string) (string, func(), error) {
 	admin := adminURL()
 	conn, err := pgx.Connect(ctx, admin)
@@ -61,9 +60,7 @@ func CreateDatabase(ctx context.Context, prefix string) (string, func(), error) 
 		return "", nil, fmt.Errorf("connect to %s (set %s): %w", admin, AdminURLEnv, err)
 	}
 	defer conn.Close(ctx)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := fmt.Sprintf("no8s_%s_%s", prefix, hex.EncodeToString(b))
+	name := Name(prefix)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		return "", nil, fmt.Errorf("create database %s: %w", name, err)
 	}

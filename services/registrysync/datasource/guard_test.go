@@ -7,6 +7,7 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk/secret"
 	"github.com/no8s/no8s/services/internal/tenancy"
+	"github.com/no8s/no8s/services/internal/testenv"
 )
 
 // TestServerGuards: past the query check, the servers themselves refuse
@@ -57,9 +58,9 @@ func TestPrivilegedLogin(t *testing.T) {
 			t.Fatalf("admin login allowed: %d rows, %v", len(rows), err)
 		}
 
-		ro := "no8s_ro_" + suffix()
-		writer := "no8s_rw_" + suffix()
-		files := "no8s_file_" + suffix()
+		ro := testenv.Name("ro")
+		writer := testenv.Name("rw")
+		files := testenv.Name("file")
 		if d.kind == tenancy.SourcePostgres {
 			for _, q := range []string{
 				"CREATE ROLE " + ro + " LOGIN", "GRANT SELECT ON tenants TO " + ro,

@@ -47,7 +47,9 @@ type Error struct {
 	Err    error
 }
 
-func (e *Error) Error() string { return e.Reason + ": " + e.Err.Error() }
+// Error is what went wrong, without the reason: a condition or an Event
+// shows the reason beside the message, which must not repeat it.
+func (e *Error) Error() string { return e.Err.Error() }
 
 func (e *Error) Unwrap() error { return e.Err }
 

@@ -134,6 +134,9 @@ func TestPoll(t *testing.T) {
 		if reason(err) != c.reason || !strings.Contains(err.Error(), c.msg) || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "internal-") {
 			t.Errorf("%s: %v, want %s %q", c.spec.URL, err, c.reason, c.msg)
 		}
+		if strings.Contains(err.Error(), c.reason) { // shown beside the message, never in it
+			t.Errorf("%s: the message %q repeats the reason", c.spec.URL, err)
+		}
 		if time.Since(start) > 2500*time.Millisecond {
 			t.Errorf("%s took %s", c.spec.URL, time.Since(start))
 		}
