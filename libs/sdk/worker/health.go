@@ -13,10 +13,18 @@ import (
 // mount:
 //
 //	GET /healthz  200 while the worker runs (liveness), 503 once Run returned
-//	GET /readyz   200 while NATS answers and the worker is registered,
+//	GET /readyz   200 while NATS answers, the store's worker address
+//	              answers and serves, and the worker is registered,
 //	              consuming and not draining, else 503 naming what failed:
-//	              "nats" or "worker" (with the reason: not started,
+//	              "nats", "store" (naming the address: "store worker
+//	              address 127.0.0.1:7003 unreachable: …") or "worker"
+//	              (with the reason: not started, waiting for the store,
 //	              draining, registry heartbeat failing, type taken)
+//
+// The store's worker address is checked every second (WithLinkCheck); while
+// it does not answer the worker takes no work and withdraws its
+// registration, and it logs one WARN when it becomes unreachable and one
+// INFO when it answers again (DEBUG for the checks in between).
 //
 // Both answer a small JSON document with the reconciler, the replica, the
 // types and the last registry heartbeat.
@@ -32,7 +40,10 @@ func (w *Worker) Probes() health.Config {
 			}
 			return nil
 		}}},
-		Ready: []health.Check{health.NATS(w.cfg.NATS), {Name: "worker", Func: func(context.Context) error {
+		Ready: []health.Check{health.NATS(w.cfg.NATS), {Name: "store", Func: func(context.Context) error {
+			err, _ := w.link.readiness()
+			return err
+		}}, {Name: "worker", Func: func(context.Context) error {
 			if w.Ready() {
 				return nil
 			}
@@ -43,7 +54,7 @@ func (w *Worker) Probes() health.Config {
 			return errors.New(reason)
 		}}},
 		Info: func() map[string]any {
-			doc := map[string]any{"reconciler": w.name, "replica": w.replica, "types": w.cfg.Types}
+			doc := map[string]any{"reconciler": w.name, "replica": w.replica, "types": w.cfg.Types, "store_addr": w.link.addr}
 			if reg := w.reg.Load(); reg != nil && !reg.LastRefresh().IsZero() {
 				doc["last_heartbeat"] = reg.LastRefresh().UTC().Format(time.RFC3339Nano)
 			}

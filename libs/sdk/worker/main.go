@@ -146,7 +146,8 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 		nats.ReconnectWait(250*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
-				log.Warn("nats disconnected", "error", err)
+				// The worker logs NATS's state once per change (WARN).
+				log.Debug("nats disconnected", "error", err)
 			}
 		}))
 	if err != nil {
