@@ -714,7 +714,7 @@ func (l *loop) evaluateUnserved(e *entry, now time.Time) {
 	case !e.warned:
 		e.warned = true
 		t := reconcilers.TypeRef{Name: st.TypeName, Version: st.TypeVersion}
-		msg := fmt.Sprintf("%s work has waited %s and no live reconciler serves %s: %s; start it, or check that it reaches the store's worker address and NATS (its /readyz)",
+		msg := fmt.Sprintf("work (%s) has waited %s and no live reconciler serves %s: %s; start it, or check that it reaches the store's worker address and NATS (its /readyz)",
 			d.Reason, now.Sub(e.waitSince).Round(time.Second), t, l.seen.describe(t, now))
 		l.warnNotResponding(e, msg)
 	}
@@ -933,8 +933,8 @@ func (l *loop) onResult(r result) error {
 			if !e.warned && !e.condBusy && r.err == nil {
 				e.warned = true
 				t := reconcilers.TypeRef{Name: e.st.TypeName, Version: e.st.TypeVersion}
-				l.warnNotResponding(e, fmt.Sprintf("work dispatched %s ago (%s) has not been leased by a worker: %s; check that its replicas reach the store's worker address and NATS (their /readyz)",
-					now.Sub(f.dispatched).Round(time.Second), f.reason, l.seen.describe(t, now)))
+				l.warnNotResponding(e, fmt.Sprintf("work (%s) dispatched %s ago has not been leased by a worker: %s; check that its replicas reach the store's worker address and NATS (their /readyz)",
+					f.reason, now.Sub(f.dispatched).Round(time.Second), l.seen.describe(t, now)))
 			}
 			f.at = now
 			l.delay.Schedule(r.id, now.Add(l.s.cfg.ItemLease))

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/no8s/no8s/libs/sdk"
@@ -155,7 +156,11 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	}
 	defer nc.Close()
 	storeAddr := env(EnvStoreAddr, DefaultStoreAddr)
-	conn, err := grpc.NewClient(storeAddr, append(metrics.NewGRPCClient(o.metrics).DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	conn, err := grpc.NewClient(storeAddr, append(metrics.NewGRPCClient(o.metrics).DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// Find the store again within seconds of its return, however long
+		// it was away (gRPC's default backoff grows to two minutes).
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: grpcbackoff.Config{BaseDelay: 250 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 3 * time.Second},
+			MinConnectTimeout: 5 * time.Second}))...)
 	if err != nil {
 		return fmt.Errorf("store at %s: %w", storeAddr, err)
 	}
