@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 //	GET /readyz   200 while NATS answers, the store's worker address
 //	              answers and serves, and the worker is registered,
 //	              consuming and not draining, else 503 naming what failed:
-//	              "nats", "store" (naming the address: "store worker
+//	              "nats" (naming the server), "store" (naming the address: "store worker
 //	              address 127.0.0.1:7003 unreachable: …") or "worker"
 //	              (with the reason: not started, waiting for the store,
 //	              draining, registry heartbeat failing, type taken)
@@ -33,6 +34,7 @@ func (w *Worker) Handler() http.Handler { return health.Handler(w.Probes()) }
 // Probes returns the worker's probe configuration, for a binary that
 // serves more checks beside the worker's.
 func (w *Worker) Probes() health.Config {
+	natsCheck := health.NATS(w.cfg.NATS)
 	return health.Config{
 		Live: []health.Check{{Name: "worker", Func: func(context.Context) error {
 			if w.stopped.Load() {
@@ -40,7 +42,12 @@ func (w *Worker) Probes() health.Config {
 			}
 			return nil
 		}}},
-		Ready: []health.Check{health.NATS(w.cfg.NATS), {Name: "store", Func: func(context.Context) error {
+		Ready: []health.Check{{Name: natsCheck.Name, Func: func(ctx context.Context) error {
+			if err := natsCheck.Func(ctx); err != nil {
+				return fmt.Errorf("%s: %w", natsServers(w.cfg.NATS), err) // the address it tries
+			}
+			return nil
+		}}, {Name: "store", Func: func(context.Context) error {
 			err, _ := w.link.readiness()
 			return err
 		}}, {Name: "worker", Func: func(context.Context) error {

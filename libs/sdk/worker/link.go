@@ -85,11 +85,15 @@ func (k *link) wait() <-chan struct{} {
 	return k.changed
 }
 
-// waitStore waits until the store's worker address answers or ctx ends.
-func (k *link) waitStore(ctx context.Context) error {
+// waitUsable waits until the store's worker address and NATS both answer,
+// or ctx ends.
+func (k *link) waitUsable(ctx context.Context) error {
 	for {
 		ch := k.wait()
-		if k.storeDown() == nil {
+		k.mu.Lock()
+		usable := k.checked && k.storeErr == nil && k.natsErr == nil
+		k.mu.Unlock()
+		if usable {
 			return nil
 		}
 		select {
@@ -187,6 +191,9 @@ func (k *link) check(ctx context.Context) {
 // natsServers names the servers of nc: the connected one, else the ones
 // it tries.
 func natsServers(nc *nats.Conn) string {
+	if nc == nil {
+		return "(no connection)"
+	}
 	if u := nc.ConnectedUrlRedacted(); u != "" {
 		return u
 	}

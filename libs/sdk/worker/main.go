@@ -143,7 +143,9 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	defer stopProfiles()
 
 	natsURL := env(EnvNATSURL, nats.DefaultURL)
-	nc, err := nats.Connect(natsURL, nats.Name("no8s-reconciler-"+rec.Name()), nats.MaxReconnects(-1),
+	// A server not up yet is retried like a lost one: the worker waits for
+	// it, not ready meanwhile, rather than exiting.
+	nc, err := nats.Connect(natsURL, nats.Name("no8s-reconciler-"+rec.Name()), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
 		nats.ReconnectWait(250*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {

@@ -145,7 +145,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	// The link's checks run for the whole run: readiness follows them, and
 	// the worker registers (and fetches work) only while the store's
-	// worker address answers.
+	// worker address answers; it first waits for NATS too.
 	linkCtx, stopLink := context.WithCancel(context.WithoutCancel(ctx))
 	linkDone := make(chan struct{})
 	go func() {
@@ -156,8 +156,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		stopLink()
 		<-linkDone
 	}()
-	w.notReady.Store("waiting for the store's worker address " + w.link.addr)
-	if err := w.link.waitStore(ctx); err != nil {
+	w.notReady.Store("waiting for the store's worker address " + w.link.addr + " and NATS")
+	if err := w.link.waitUsable(ctx); err != nil {
 		return nil // stopped before the store answered: nothing to drain
 	}
 	reg, err := registry.Join(ctx, js, w.o.registryTTL, registry.Replica{
