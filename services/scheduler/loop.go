@@ -723,7 +723,7 @@ func (l *loop) evaluateUnserved(e *entry, now time.Time) {
 // warnNotResponding sets condition ReconcilerNotResponding with message,
 // and records a Warning Event of the same reason and message with it.
 func (l *loop) warnNotResponding(e *entry, message string) {
-	l.log.Warn("work not leased within the item lease", "resource", e.st.ID, "name", e.st.Name,
+	l.log.Info("work not leased within the item lease", "resource", e.st.ID, "name", e.st.Name,
 		"type", e.st.TypeName+"/"+e.st.TypeVersion, "detail", message)
 	l.setCondition(e, resource.ConditionFalse, resource.ReasonReconcilerNotResponding, message, []*storev1.EventInput{{
 		Type: names.EventWarning, Reason: resource.ReasonReconcilerNotResponding, Message: message, Source: eventSource,

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +14,11 @@ import (
 // maxNamedReplicas bounds the replicas a ReconcilerNotResponding message
 // names.
 const maxNamedReplicas = 5
+
+// maxRememberedReplicas bounds the replicas remembered per reconciler (the
+// newest heartbeats are kept): replicas restarted under new ids must not
+// grow the memory for the whole term.
+const maxRememberedReplicas = 16
 
 // seenReconcilers is what the scheduler has seen of the registry in its
 // term: the reconciler that served each type, and each reconciler's
@@ -44,6 +50,12 @@ func (s *seenReconcilers) update(reg *reconcilers.Registry) {
 		}
 		for _, rep := range r.Replicas {
 			s.replicas[r.Name][rep.ID] = rep
+		}
+		if seen := s.replicas[r.Name]; len(seen) > maxRememberedReplicas {
+			oldest := slices.SortedFunc(maps.Values(seen), func(a, b registry.Replica) int { return a.LastHeartbeat.Compare(b.LastHeartbeat) })
+			for _, rep := range oldest[:len(oldest)-maxRememberedReplicas] {
+				delete(seen, rep.ID)
+			}
 		}
 	}
 }
