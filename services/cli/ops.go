@@ -364,24 +364,47 @@ func (w waitFor) met(r *client.Resource) (bool, string) {
 		if cd.Type != w.condition {
 			continue
 		}
-		state += fmt.Sprintf(", %s=%s", cd.Type, cd.Status)
-		if cd.Reason != "" {
-			state += " (" + cd.Reason + ")"
-		}
-		if cd.Message != "" {
-			state += ": " + oneLine(cd.Message)
-		}
+		state += ", " + describeCondition(cd)
 		current := cd.ObservedGeneration == 0 || cd.ObservedGeneration >= r.Generation
 		if !current {
 			state += fmt.Sprintf(" [for generation %d, the resource is at %d]", cd.ObservedGeneration, r.Generation)
 		}
-		return string(cd.Status) == w.status && current, state
+		met := string(cd.Status) == w.status && current
+		if !met {
+			state += blocking(r, w.condition)
+		}
+		return met, state
 	}
 	state += ", no " + w.condition + " condition yet"
 	if r.StatusMessage != "" {
 		state += ": " + oneLine(r.StatusMessage)
 	}
-	return false, state
+	return false, state + blocking(r, w.condition)
+}
+
+// describeCondition is "Type=Status (Reason): message".
+func describeCondition(cd client.Condition) string {
+	s := fmt.Sprintf("%s=%s", cd.Type, cd.Status)
+	if cd.Reason != "" {
+		s += " (" + cd.Reason + ")"
+	}
+	if cd.Message != "" {
+		s += ": " + oneLine(cd.Message)
+	}
+	return s
+}
+
+// blocking lists the conditions other than the awaited one that are not
+// True (for example ReconcilerAvailable=False (ReconcilerNotResponding):
+// who should have taken the work), which say why a wait does not end.
+func blocking(r *client.Resource, awaited string) string {
+	var s string
+	for _, cd := range r.Conditions {
+		if cd.Type != awaited && string(cd.Status) != "True" {
+			s += "; " + describeCondition(cd)
+		}
+	}
+	return s
 }
 
 func (a *app) waitCmd() *cobra.Command {

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/api/subjects"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -55,6 +56,11 @@ type loop struct {
 	// live is the set of types a live reconciler serves; nil until the
 	// registry has been read once.
 	live map[reconcilers.TypeRef]bool
+	// seen remembers, from every read of the registry in this term, which
+	// reconciler served each type and its replicas with their last
+	// heartbeat, also once they are gone: what a ReconcilerNotResponding
+	// condition names.
+	seen seenReconcilers
 	// fetch holds resources whose state must be read again; not before
 	// fetchAfter (a backoff after a failed read).
 	fetch      map[int64]struct{}
@@ -83,12 +89,22 @@ type entry struct {
 	flight *flight
 	// condBusy: a SetCondition for the resource is in progress.
 	condBusy bool
+	// waitSince is when work for the resource was first found due while
+	// no live reconciler served its type (zero otherwise).
+	waitSince time.Time
+	// warned: condition ReconcilerNotResponding was set for the current
+	// wait (the flight in progress, or waitSince).
+	warned bool
 }
 
 // flight is the one outstanding dispatch of a resource.
 type flight struct {
 	id string
 	at time.Time
+	// dispatched is when it was dispatched (at moves on each check), for
+	// the reason reason.
+	dispatched time.Time
+	reason     trigger.Reason
 	// baseEpoch is the resource's lease epoch when dispatched: a higher one
 	// means a worker took the item.
 	baseEpoch int64
@@ -111,8 +127,9 @@ type job struct {
 	id   int64
 	// dispatch
 	item dispatch.Item
-	// condition
-	cond *storev1.Condition
+	// condition, and the Events recorded with it
+	cond   *storev1.Condition
+	events []*storev1.EventInput
 	// check
 	seq uint64
 }
@@ -178,8 +195,10 @@ func (l *loop) run(ctx context.Context) error {
 		poll = tk.C
 	}
 
-	liveCh := make(chan map[reconcilers.TypeRef]bool, 1)
-	l.live = l.readLive(ctx)
+	liveCh := make(chan liveRead, 1)
+	first := l.readLive(ctx)
+	l.live = first.live
+	l.seen.update(first.reg)
 	wg.Go(func() { l.pollLive(ctx, liveCh) })
 
 	start := time.Now()
@@ -364,8 +383,15 @@ func (l *loop) follow(ctx context.Context, cons jetstream.Consumer, ids *eventst
 	}
 }
 
-// readLive reads the registry once; nil when it cannot be read.
-func (l *loop) readLive(ctx context.Context) map[reconcilers.TypeRef]bool {
+// liveRead is one read of the registry: the live types, and the registry
+// as read.
+type liveRead struct {
+	live map[reconcilers.TypeRef]bool
+	reg  *reconcilers.Registry
+}
+
+// readLive reads the registry once; live is nil when it cannot be read.
+func (l *loop) readLive(ctx context.Context) liveRead {
 	rctx, cancel := context.WithTimeout(ctx, min(l.s.cfg.CallTimeout, reconcilers.ReadTimeout))
 	defer cancel()
 	reg, err := reconcilers.Read(rctx, l.s.js)
@@ -373,18 +399,19 @@ func (l *loop) readLive(ctx context.Context) map[reconcilers.TypeRef]bool {
 		if ctx.Err() == nil {
 			l.log.Warn("reconciler registry not readable", "error", err)
 		}
-		return nil
+		return liveRead{}
 	}
 	live := make(map[reconcilers.TypeRef]bool, len(reg.Owners))
 	for t := range reg.Owners {
 		live[t] = true
 	}
-	return live
+	return liveRead{live: live, reg: reg}
 }
 
-// pollLive sends the registry's live types whenever they change.
-func (l *loop) pollLive(ctx context.Context, out chan map[reconcilers.TypeRef]bool) {
-	last := l.live
+// pollLive sends every read of the registry (the loop keeps the replicas'
+// heartbeats from each; it re-evaluates resources only when the live types
+// changed).
+func (l *loop) pollLive(ctx context.Context, out chan liveRead) {
 	t := time.NewTicker(l.s.cfg.LivenessPoll)
 	defer t.Stop()
 	for {
@@ -393,16 +420,15 @@ func (l *loop) pollLive(ctx context.Context, out chan map[reconcilers.TypeRef]bo
 			return
 		case <-t.C:
 		}
-		live := l.readLive(ctx)
-		if live == nil || (last != nil && maps.Equal(live, last)) {
+		r := l.readLive(ctx)
+		if r.live == nil {
 			continue
 		}
-		last = live
 		select {
 		case <-out: // replace an update the loop has not taken yet
 		default:
 		}
-		out <- live
+		out <- r
 	}
 }
 
@@ -563,9 +589,11 @@ func (l *loop) onDue(id int64, now time.Time) {
 	l.evaluate(e, now)
 }
 
-// onLive takes a new set of live types and evaluates the resources of the
+// onLive takes a read of the registry and evaluates the resources of the
 // types whose liveness changed.
-func (l *loop) onLive(live map[reconcilers.TypeRef]bool) {
+func (l *loop) onLive(r liveRead) {
+	l.seen.update(r.reg)
+	live := r.live
 	prev := l.live
 	l.live = live
 	changed := map[reconcilers.TypeRef]bool{}
@@ -600,8 +628,9 @@ func (l *loop) evaluate(e *entry, now time.Time) {
 		case st.LeaseEpoch > f.baseEpoch && !active:
 			// The attempt we dispatched finished, or its worker died and
 			// its lease ran out: decide afresh.
-			e.flight = nil
+			e.flight, e.warned = nil, false
 		case active:
+			e.warned = false // a worker took it
 			l.delay.Schedule(st.ID, st.LeaseExpiresAt.Add(leaseGrace))
 			return
 		case !f.sent || f.checking:
@@ -622,14 +651,12 @@ func (l *loop) evaluate(e *entry, now time.Time) {
 	if l.live != nil {
 		live := l.live[reconcilers.TypeRef{Name: st.TypeName, Version: st.TypeVersion}]
 		if !live {
-			if !st.ReconcilerUnavailable && !e.condBusy {
-				l.setCondition(e, resource.ConditionFalse, "NoLiveReconciler",
-					"no live reconciler serves "+st.TypeName+"/"+st.TypeVersion+"; start one to reconcile this resource")
-			}
+			l.evaluateUnserved(e, now)
 			return
 		}
+		e.waitSince, e.warned = time.Time{}, false
 		if st.ReconcilerUnavailable && !e.condBusy {
-			l.setCondition(e, resource.ConditionTrue, "ReconcilerLive", "a live reconciler serves "+st.TypeName+"/"+st.TypeVersion)
+			l.setCondition(e, resource.ConditionTrue, resource.ReasonReconcilerLive, "a live reconciler serves "+st.TypeName+"/"+st.TypeVersion, nil)
 		}
 	}
 	d := trigger.Evaluate(*st, now)
@@ -639,7 +666,7 @@ func (l *loop) evaluate(e *entry, now time.Time) {
 		}
 		return
 	}
-	f := &flight{id: uuid.NewString(), at: now, baseEpoch: st.LeaseEpoch}
+	f := &flight{id: uuid.NewString(), at: now, dispatched: now, reason: d.Reason, baseEpoch: st.LeaseEpoch}
 	e.flight = f
 	if d.Reason == trigger.Retry && !st.LastReconcile.IsZero() {
 		l.s.metrics.backoff.Observe(max(now.Sub(st.LastReconcile).Seconds(), 0))
@@ -652,11 +679,65 @@ func (l *loop) evaluate(e *entry, now time.Time) {
 		"reason", d.Reason.String(), "dispatch_id", f.id)
 }
 
-func (l *loop) setCondition(e *entry, status, reason, message string) {
+// evaluateUnserved decides about a resource whose type no live reconciler
+// serves: condition ReconcilerAvailable False, of reason NoLiveReconciler
+// while nothing waits for a reconciler (or for less than the item lease),
+// and ReconcilerNotResponding, with a Warning Event, once work (anything
+// but a resync) has waited for one longer than the item lease.
+func (l *loop) evaluateUnserved(e *entry, now time.Time) {
+	st := &e.st
+	d := trigger.Evaluate(*st, now)
+	if !d.Due(now) || d.Reason == trigger.Resync {
+		e.waitSince, e.warned = time.Time{}, false
+		if !st.ReconcilerUnavailable && !e.condBusy {
+			l.setCondition(e, resource.ConditionFalse, resource.ReasonNoLiveReconciler,
+				"no live reconciler serves "+st.TypeName+"/"+st.TypeVersion+"; start one to reconcile this resource", nil)
+		}
+		if !d.At.IsZero() && d.Reason != trigger.Resync {
+			l.delay.Schedule(st.ID, d.At)
+		}
+		return
+	}
+	if e.waitSince.IsZero() {
+		e.waitSince = now
+	}
+	bound := e.waitSince.Add(l.s.cfg.ItemLease)
+	switch {
+	case e.condBusy:
+		l.delay.Schedule(st.ID, now.Add(l.s.cfg.RetryDelay))
+	case now.Before(bound):
+		if !st.ReconcilerUnavailable {
+			l.setCondition(e, resource.ConditionFalse, resource.ReasonNoLiveReconciler,
+				"no live reconciler serves "+st.TypeName+"/"+st.TypeVersion+"; start one to reconcile this resource", nil)
+		}
+		l.delay.Schedule(st.ID, bound)
+	case !e.warned:
+		e.warned = true
+		t := reconcilers.TypeRef{Name: st.TypeName, Version: st.TypeVersion}
+		msg := fmt.Sprintf("work (%s) has waited %s and no live reconciler serves %s: %s; start it, or check that it reaches the store's worker address and NATS (its /readyz)",
+			d.Reason, now.Sub(e.waitSince).Round(time.Second), t, l.seen.describe(t, now))
+		l.warnNotResponding(e, msg)
+	}
+}
+
+// warnNotResponding sets condition ReconcilerNotResponding with message,
+// and records a Warning Event of the same reason and message with it.
+func (l *loop) warnNotResponding(e *entry, message string) {
+	l.log.Info("work not leased within the item lease", "resource", e.st.ID, "name", e.st.Name,
+		"type", e.st.TypeName+"/"+e.st.TypeVersion, "detail", message)
+	l.setCondition(e, resource.ConditionFalse, resource.ReasonReconcilerNotResponding, message, []*storev1.EventInput{{
+		Type: names.EventWarning, Reason: resource.ReasonReconcilerNotResponding, Message: message, Source: eventSource,
+	}})
+}
+
+// eventSource is the source of the Events the scheduler records.
+const eventSource = "scheduler"
+
+func (l *loop) setCondition(e *entry, status, reason, message string, events []*storev1.EventInput) {
 	e.condBusy = true
 	l.enqueue(job{kind: jobCondition, id: e.st.ID, cond: &storev1.Condition{
 		Type: resource.ConditionReconcilerAvailable, Status: status, Reason: reason, Message: message,
-	}})
+	}, events: events})
 }
 
 func (l *loop) enqueue(j job) { l.pending = append(l.pending, j) }
@@ -772,7 +853,7 @@ func (l *loop) do(ctx context.Context, j job) result {
 			r.err = errLeaseLost
 			return r
 		}
-		_, err := l.s.rc.SetCondition(cctx, &reconcilev1.SetConditionRequest{SchedulerEpoch: l.term.Epoch, ResourceId: j.id, Condition: j.cond})
+		_, err := l.s.rc.SetCondition(cctx, &reconcilev1.SetConditionRequest{SchedulerEpoch: l.term.Epoch, ResourceId: j.id, Condition: j.cond, Events: j.events})
 		r.err = grpcstatus.FromStatus(err)
 	case jobCheck:
 		msg, err := l.stream.GetMsg(cctx, j.seq)
@@ -813,6 +894,9 @@ func (l *loop) onResult(r result) error {
 			e.st.ReconcilerUnavailable = r.cond.GetStatus() != resource.ConditionTrue
 		case !errors.Is(r.err, errLeaseLost):
 			l.log.Warn("setting condition failed", "resource", r.id, "error", r.err)
+			if r.cond.GetReason() == resource.ReasonReconcilerNotResponding {
+				e.warned = false // warn again
+			}
 			l.delay.Schedule(r.id, now.Add(l.s.cfg.RetryDelay))
 		}
 	case jobDispatch:
@@ -844,7 +928,14 @@ func (l *loop) onResult(r result) error {
 			l.log.Warn("checking a work item failed", "resource", r.id, "error", r.err)
 		}
 		if r.present {
-			// Still queued (workers are behind) or being redelivered: wait.
+			// Still queued (workers are behind, or none takes work) or
+			// being redelivered: say so once, and wait.
+			if !e.warned && !e.condBusy && r.err == nil {
+				e.warned = true
+				t := reconcilers.TypeRef{Name: e.st.TypeName, Version: e.st.TypeVersion}
+				l.warnNotResponding(e, fmt.Sprintf("work (%s) dispatched %s ago has not been leased by a worker: %s; check that its replicas reach the store's worker address and NATS (their /readyz)",
+					f.reason, now.Sub(f.dispatched).Round(time.Second), l.seen.describe(t, now)))
+			}
 			f.at = now
 			l.delay.Schedule(r.id, now.Add(l.s.cfg.ItemLease))
 			return nil

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/no8s/no8s/libs/api/subjects"
+	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/registry"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
@@ -546,6 +549,28 @@ func TestBackoffTerminalAndRequeue(t *testing.T) {
 	}
 }
 
+// reconcilerAvailable returns the resource's ReconcilerAvailable condition
+// (zero when it has none).
+func (e *env) reconcilerAvailable(id int64) resource.Condition {
+	for _, c := range e.get(id).Conditions {
+		if c.Type == resource.ConditionReconcilerAvailable {
+			return c
+		}
+	}
+	return resource.Condition{}
+}
+
+// notRespondingEvents returns the resource's Warning Events of reason
+// ReconcilerNotResponding.
+func (e *env) notRespondingEvents(id int64) []storage.EventRecord {
+	e.t.Helper()
+	evs, err := e.store.ListEvents(e.t.Context(), storage.ListEventsRequest{ResourceID: id, Reason: resource.ReasonReconcilerNotResponding})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return evs
+}
+
 func TestNoLiveReconciler(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -556,20 +581,22 @@ func TestNoLiveReconciler(t *testing.T) {
 	e.scheduler(testConfig("sched"), nil)
 	r := e.create("Orphan", "lonely")
 	condition := func(status string) func() bool {
-		return func() bool {
-			for _, c := range e.get(r.ID).Conditions {
-				if c.Type == resource.ConditionReconcilerAvailable && c.Status == status {
-					return true
-				}
-			}
-			return false
-		}
+		return func() bool { return e.reconcilerAvailable(r.ID).Status == status }
 	}
 	waitFor(t, 5*time.Second, "ReconcilerAvailable=False", condition(resource.ConditionFalse))
+	// Its work (the first reconcile) waits longer than the item lease:
+	// ReconcilerNotResponding, with one Warning Event.
+	waitFor(t, 10*time.Second, "ReconcilerNotResponding", func() bool {
+		return e.reconcilerAvailable(r.ID).Reason == resource.ReasonReconcilerNotResponding
+	})
 	rv := e.get(r.ID).ResourceVersion
 	quiet(t, time.Second, "a resource without a live reconciler was dispatched", func() bool { return len(w.all()) > 0 })
 	if got := e.get(r.ID); got.ResourceVersion != rv || got.Phase != resource.PhaseProgressing {
 		t.Fatalf("the condition was written more than once or the phase is wrong: %+v", got)
+	}
+	if evs := e.notRespondingEvents(r.ID); len(evs) != 1 || evs[0].Type != "Warning" || evs[0].Source != "scheduler" ||
+		!strings.Contains(evs[0].Message, "no live reconciler serves Orphan/v1") {
+		t.Fatalf("events %+v", evs)
 	}
 	// A reconciler appears: dispatched, condition True, ready.
 	e.serve("Orphan")
@@ -577,6 +604,54 @@ func TestNoLiveReconciler(t *testing.T) {
 	waitFor(t, 2*time.Second, "ReconcilerAvailable=True", condition(resource.ConditionTrue))
 	if got := e.get(r.ID); got.Phase != resource.PhaseReady {
 		t.Fatalf("phase %s", got.Phase)
+	}
+}
+
+// TestReconcilerNotResponding: work dispatched for a type a reconciler is
+// registered for, which no worker leases within the item lease, gives the
+// resource condition and Warning Event ReconcilerNotResponding naming the
+// reconciler and its replica; once a worker takes it, it becomes Ready.
+func TestReconcilerNotResponding(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if _, err := e.store.CreateType(t.Context(), storage.CreateTypeRequest{Name: "Silent", Version: "v1", Schema: []byte(`{"type":"object"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.Register(t.Context(), e.kv, registry.Replica{Name: "quiet", ID: "replica-1", Types: []sdk.TypeRef{{Name: "Silent", Version: "v1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	go func() { // heartbeat
+		tk := time.NewTicker(time.Second)
+		defer tk.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+				_ = reg.Refresh(ctx)
+			}
+		}
+	}()
+	e.scheduler(testConfig("sched"), nil)
+	r := e.create("Silent", "unheard")
+	waitFor(t, 10*time.Second, "ReconcilerNotResponding", func() bool {
+		return e.reconcilerAvailable(r.ID).Reason == resource.ReasonReconcilerNotResponding
+	})
+	c := e.reconcilerAvailable(r.ID)
+	if c.Status != resource.ConditionFalse || !strings.Contains(c.Message, "has not been leased") || !strings.Contains(c.Message, `reconciler "quiet" is registered`) ||
+		!strings.Contains(c.Message, "replica-1 (last heartbeat ") {
+		t.Fatalf("condition %+v", c)
+	}
+	if evs := e.notRespondingEvents(r.ID); len(evs) != 1 || evs[0].Type != "Warning" || evs[0].Message != c.Message {
+		t.Fatalf("events %+v", evs)
+	}
+	// A worker comes: it takes the item, and the resource is ready.
+	e.worker(nil)
+	waitFor(t, 10*time.Second, "ready once a worker takes the work", e.ready(r.ID, 1))
+	if c := e.reconcilerAvailable(r.ID); c.Status != resource.ConditionTrue {
+		t.Fatalf("condition after the lease %+v", c)
 	}
 }
 

@@ -103,7 +103,7 @@ func (h *reconcileHandler) ListReconcileState(ctx context.Context, req *reconcil
 
 func (h *reconcileHandler) SetCondition(ctx context.Context, req *reconcilev1.SetConditionRequest) (*reconcilev1.SetConditionResponse, error) {
 	cs := conditionsFromProto([]*storev1.Condition{req.GetCondition()})
-	if _, err := h.store.SetCondition(ctx, req.GetSchedulerEpoch(), req.GetResourceId(), cs[0]); err != nil {
+	if _, err := h.store.SetCondition(ctx, req.GetSchedulerEpoch(), req.GetResourceId(), cs[0], eventsFromProto(req.GetEvents())...); err != nil {
 		return nil, toStatus(err)
 	}
 	return &reconcilev1.SetConditionResponse{}, nil

@@ -80,6 +80,9 @@ type Replica struct {
 	// lets this reconciler, and no other, remove them.
 	Finalizers []string  `json:"finalizers,omitempty"`
 	StartedAt  time.Time `json:"started_at"`
+	// LastHeartbeat is when the replica key was last written (its
+	// heartbeat), as Live reads it; not part of the stored value.
+	LastHeartbeat time.Time `json:"-"`
 }
 
 // Ensure returns the bucket, creating it (memory storage, max age ttl, one
@@ -370,6 +373,7 @@ func Live(ctx context.Context, kv jetstream.KeyValue) ([]Reconciler, error) {
 			}
 		} else if subjects.IsReplicaKey(key) {
 			if rep, ok := parseReplica(e.Value()); ok {
+				rep.LastHeartbeat = e.Created().UTC()
 				r := get(rep.Name)
 				r.Replicas = append(r.Replicas, rep)
 			}

@@ -30,6 +30,13 @@
 // loses its lease, the item is redelivered to another worker, and the stuck
 // attempt's late write is refused for its stale epoch.
 //
+// The worker registers, and fetches work, only while the store's worker
+// address answers (checked every second, WithLinkCheck): it waits for it at
+// start, and withdraws its registration when it stops answering, so that
+// admission refuses creates of its types instead of accepting work nobody
+// can do. The change is logged once (WARN, then INFO when the address
+// answers again) and /readyz names the address meanwhile.
+//
 // Cancelling Run's context (SIGTERM) stops fetching, lets in-flight attempts
 // finish within the shutdown grace, then interrupts them (cause
 // sdk.ErrInterrupted: they save a requeue, not a failure) and naks whatever

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/no8s/no8s/libs/sdk"
@@ -142,11 +143,14 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	defer stopProfiles()
 
 	natsURL := env(EnvNATSURL, nats.DefaultURL)
-	nc, err := nats.Connect(natsURL, nats.Name("no8s-reconciler-"+rec.Name()), nats.MaxReconnects(-1),
+	// A server not up yet is retried like a lost one: the worker waits for
+	// it, not ready meanwhile, rather than exiting.
+	nc, err := nats.Connect(natsURL, nats.Name("no8s-reconciler-"+rec.Name()), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
 		nats.ReconnectWait(250*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
-				log.Warn("nats disconnected", "error", err)
+				// The worker logs NATS's state once per change (WARN).
+				log.Debug("nats disconnected", "error", err)
 			}
 		}))
 	if err != nil {
@@ -154,7 +158,11 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	}
 	defer nc.Close()
 	storeAddr := env(EnvStoreAddr, DefaultStoreAddr)
-	conn, err := grpc.NewClient(storeAddr, append(metrics.NewGRPCClient(o.metrics).DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	conn, err := grpc.NewClient(storeAddr, append(metrics.NewGRPCClient(o.metrics).DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// Find the store again within seconds of its return, however long
+		// it was away (gRPC's default backoff grows to two minutes).
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: grpcbackoff.Config{BaseDelay: 250 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 3 * time.Second},
+			MinConnectTimeout: 5 * time.Second}))...)
 	if err != nil {
 		return fmt.Errorf("store at %s: %w", storeAddr, err)
 	}

@@ -107,6 +107,7 @@ type options struct {
 	heartbeat      time.Duration
 	registryTTL    time.Duration
 	maxTimeout     time.Duration
+	linkCheck      time.Duration
 	replicaID      string
 	stream         string
 	createStream   bool
@@ -119,7 +120,7 @@ type options struct {
 func defaults() options {
 	return options{
 		maxConcurrency: DefaultMaxConcurrency, lease: DefaultLease, shutdownGrace: DefaultShutdownGrace,
-		interruptWait: DefaultInterruptWait, fetchWait: DefaultFetchWait,
+		interruptWait: DefaultInterruptWait, fetchWait: DefaultFetchWait, linkCheck: DefaultLinkCheck,
 		heartbeat: subjects.RegistryHeartbeat, registryTTL: subjects.RegistryTTL,
 		stream: DefaultStream, createStream: true, secrets: secret.Local{},
 	}
@@ -189,6 +190,20 @@ func WithHeartbeat(interval, ttl time.Duration) Option {
 			return invalid("heartbeat %s with ttl %s: want interval >= 100ms and ttl >= 2 intervals", interval, ttl)
 		}
 		o.heartbeat, o.registryTTL = interval, ttl
+		return nil
+	}
+}
+
+// WithLinkCheck sets how often the worker checks that it reaches the
+// store's worker address and NATS (default DefaultLinkCheck). While the
+// store does not answer, the worker is not ready, takes no work and keeps
+// no registration.
+func WithLinkCheck(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 50*time.Millisecond || d > time.Minute {
+			return invalid("link check %s: want 50ms..1m", d)
+		}
+		o.linkCheck = d
 		return nil
 	}
 }

@@ -42,6 +42,7 @@ type Worker struct {
 	log     *slog.Logger
 	store   *client.Store
 	leases  *client.Leases
+	link    *link
 
 	running   atomic.Bool
 	ready     atomic.Bool
@@ -96,6 +97,7 @@ func New(rec sdk.Reconciler, cfg Config, opts ...Option) (*Worker, error) {
 		inflight: map[*item]struct{}{},
 	}
 	w.log = o.log.With("reconciler", w.name, "replica", w.replica)
+	w.link = newLink(cfg.Store, cfg.NATS, o.linkCheck, w.log)
 	if o.metrics != nil {
 		w.metrics = newWorkerMetrics(o.metrics, w)
 	}
@@ -140,6 +142,23 @@ func (w *Worker) Run(ctx context.Context) error {
 	js, err := jetstream.New(w.cfg.NATS)
 	if err != nil {
 		return fmt.Errorf("worker: jetstream: %w", err)
+	}
+	// The link's checks run for the whole run: readiness follows them, and
+	// the worker registers (and fetches work) only while the store's
+	// worker address answers; it first waits for NATS too.
+	linkCtx, stopLink := context.WithCancel(context.WithoutCancel(ctx))
+	linkDone := make(chan struct{})
+	go func() {
+		defer close(linkDone)
+		w.link.watch(linkCtx)
+	}()
+	defer func() {
+		stopLink()
+		<-linkDone
+	}()
+	w.notReady.Store("waiting for the store's worker address " + w.link.addr + " and NATS")
+	if err := w.link.waitUsable(ctx); err != nil {
+		return nil // stopped before the store answered: nothing to drain
 	}
 	reg, err := registry.Join(ctx, js, w.o.registryTTL, registry.Replica{
 		Name: w.name, ID: w.replica, Types: w.cfg.Types, Finalizers: ownedFinalizers(w.rec), StartedAt: w.startedAt.UTC(),
@@ -284,24 +303,55 @@ func (w *Worker) removeStaleConsumers(ctx context.Context, stream jetstream.Stre
 // once when the connection to NATS is re-established: a broker that lost
 // its storage has lost the bucket too, and admission refuses creates of
 // the types until the keys are back (Refresh recreates the bucket).
+//
+// While the store's worker address does not answer, the worker cannot take
+// work: it withdraws its registration at once (Deregister: the types stay
+// served only by other live replicas, so admission's "no live reconciler"
+// rule refuses creates when there are none) and registers again when the
+// store answers.
 func (w *Worker) heartbeat(ctx context.Context, reg *registry.Registration) {
 	t := time.NewTicker(w.o.heartbeat)
 	defer t.Stop()
 	reconnected := w.cfg.NATS.StatusChanged(nats.CONNECTED)
 	defer w.cfg.NATS.RemoveStatusListener(reconnected)
+	registered := true
 	for {
+		linkChanged := w.link.wait()
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-linkChanged:
 		case <-reconnected:
 			w.log.Info("nats reconnected: renewing the registration")
+		}
+		if err := w.link.storeDown(); err != nil {
+			if !w.draining.Load() {
+				w.ready.Store(false)
+				w.notReady.Store(err.Error())
+			}
+			if registered {
+				dctx, cancel := context.WithTimeout(ctx, w.o.heartbeat)
+				derr := reg.Deregister(dctx)
+				cancel()
+				if derr == nil {
+					registered = false
+					w.log.Info("registration withdrawn while the store's worker address does not answer", "store_addr", w.link.addr)
+				} else {
+					w.log.Debug("withdrawing the registration failed; it expires after its TTL", "error", derr)
+				}
+			}
+			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, w.o.heartbeat)
 		err := reg.Refresh(rctx)
 		cancel()
 		switch {
 		case err == nil:
+			if !registered {
+				registered = true
+				w.log.Info("registered again", "types", fmt.Sprint(w.cfg.Types))
+			}
 			if w.notReady.Load() != "" && !w.draining.Load() {
 				w.log.Info("registry heartbeat recovered")
 				w.notReady.Store("")
@@ -312,7 +362,11 @@ func (w *Worker) heartbeat(ctx context.Context, reg *registry.Registration) {
 			w.ready.Store(false)
 			w.notReady.Store(err.Error())
 		default:
-			w.log.Warn("registry heartbeat failed", "error", err)
+			if _, nerr := w.link.readiness(); nerr != nil {
+				w.log.Debug("registry heartbeat failed", "error", err) // the link logged NATS's state once
+			} else {
+				w.log.Warn("registry heartbeat failed", "error", err)
+			}
 			if time.Since(reg.LastRefresh()) > w.o.registryTTL-w.o.heartbeat {
 				w.ready.Store(false)
 				w.notReady.Store("registry heartbeat failing: " + err.Error())
@@ -329,6 +383,15 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context, js jetstream.JetStream,
 	reconnected := w.cfg.NATS.StatusChanged(nats.CONNECTED)
 	defer w.cfg.NATS.RemoveStatusListener(reconnected)
 	for ctx.Err() == nil {
+		// No work is taken while the store's worker address does not
+		// answer: its lease could not be acquired.
+		for w.link.storeDown() != nil {
+			select {
+			case <-w.link.wait():
+			case <-ctx.Done():
+				return
+			}
+		}
 		select { // wait for one free slot, then take every other free one
 		case slots <- struct{}{}:
 		case <-ctx.Done():
@@ -362,7 +425,7 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context, js jetstream.JetStream,
 				<-slots
 			}
 			failures++
-			w.log.Warn("fetch failed", "error", err)
+			w.linkLog("fetch failed", err)
 			cons = w.recover(ctx, js, cons, failures, reconnected)
 			continue
 		}
@@ -389,7 +452,7 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context, js jetstream.JetStream,
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, jetstream.ErrNoMessages) {
 			failures++
-			w.log.Warn("fetch ended with an error", "error", err)
+			w.linkLog("fetch ended with an error", err)
 			cons = w.recover(ctx, js, cons, failures, reconnected)
 			continue
 		}
@@ -414,7 +477,7 @@ func (w *Worker) recover(ctx context.Context, js jetstream.JetStream, cons jetst
 	c, err := w.consumer(ctx, js)
 	if err != nil {
 		if ctx.Err() == nil {
-			w.log.Warn("work queue consumer not available yet", "error", err)
+			w.linkLog("work queue consumer not available yet", err)
 		}
 		return cons
 	}
@@ -422,6 +485,16 @@ func (w *Worker) recover(ctx context.Context, js jetstream.JetStream, cons jetst
 		w.log.Info("work queue consumer ensured again", "failures", failures)
 	}
 	return c
+}
+
+// linkLog logs a failure to reach NATS at WARN, or at DEBUG while the
+// link knows NATS is unreachable (it logged that once).
+func (w *Worker) linkLog(msg string, err error) {
+	if _, nerr := w.link.readiness(); nerr != nil || !w.cfg.NATS.IsConnected() {
+		w.log.Debug(msg, "error", err)
+		return
+	}
+	w.log.Warn(msg, "error", err)
 }
 
 func (w *Worker) track(msg jetstream.Msg) *item {

@@ -40,7 +40,7 @@ func run() error {
 	fs.StringVar(&cfg.Holder, "holder", proc.Env("NO8S_SCHEDULER_HOLDER", ""), "this process's name in the leadership lease (default hostname-pid)")
 	fs.DurationVar(&cfg.Lease, "lease", cfg.Lease, "leadership lease, whole seconds; a standby takes over within lease + renew")
 	fs.DurationVar(&cfg.Renew, "renew", 0, "how often the leader renews and standbys campaign (default lease/3)")
-	fs.DurationVar(&cfg.ItemLease, "item-lease", cfg.ItemLease, "how long a dispatched item may wait unstarted before it is checked and dispatched again")
+	fs.DurationVar(&cfg.ItemLease, "item-lease", cfg.ItemLease, "how long dispatched work may wait for a worker to lease it: then the resource is marked ReconcilerNotResponding (a Warning Event and a condition), and the item is looked up and dispatched again if it is gone")
 	fs.IntVar(&cfg.Dispatchers, "dispatchers", cfg.Dispatchers, "concurrent dispatches")
 	fs.DurationVar(&cfg.LivenessPoll, "liveness-poll", cfg.LivenessPoll, "how often the live reconciler registry is read")
 	healthListen := proc.HealthListenFlag(fs, "127.0.0.1:7103")

@@ -74,11 +74,11 @@ missing and migrated at start); PostgreSQL is the production store.`,
 	f.StringVar(&cfg.CredentialGrants, "credential-grants", os.Getenv(grants.EnvFile), "file of credential grants that admission and registry-sync enforce ($"+grants.EnvFile+"; none: the data directory's "+grants.DevFile+", created empty at first start: nothing granted)")
 	f.IntVar(&cfg.HistoryLimit, "history-limit", 0, "reconciliation history rows kept per resource (0: the store's default)")
 	f.DurationVar(&cfg.SchedulerTuning.Lease, "scheduler-lease", 0, "the scheduler's leadership lease (0: its default)")
-	f.DurationVar(&cfg.SchedulerTuning.ItemLease, "item-lease", 0, "how long a dispatched item may wait for a worker (0: the scheduler's default)")
+	f.DurationVar(&cfg.SchedulerTuning.ItemLease, "item-lease", 0, "how long dispatched work may wait for a worker to lease it before the resource is marked ReconcilerNotResponding (0: the scheduler's default, 30s)")
 	f.DurationVar(&cfg.SchedulerTuning.LivenessPoll, "liveness-poll", 0, "how often the scheduler reads the reconciler registry (0: its default)")
 	f.DurationVar(&cfg.SchedulerTuning.RetryDelay, "retry-delay", 0, "the first retry after a failed attempt (0: the scheduler's default)")
 	f.DurationVar(&cfg.RelayDegradedHold, "relay-degraded-hold", 0, "how long the store reports itself degraded after a foreign message in the event stream (0: its default)")
-	for _, name := range []string{"ready-file", "no-scheduler", "no-registry-sync", "history-limit", "scheduler-lease", "item-lease", "liveness-poll", "retry-delay", "relay-degraded-hold"} {
+	for _, name := range []string{"ready-file", "no-scheduler", "no-registry-sync", "history-limit", "scheduler-lease", "liveness-poll", "retry-delay", "relay-degraded-hold"} {
 		_ = f.MarkHidden(name)
 	}
 	cmd.PreRun = func(*cobra.Command, []string) {

@@ -34,6 +34,9 @@ type Registry struct {
 	Owners map[TypeRef]string
 	// Reconcilers are every reconciler seen, by name.
 	Reconcilers []Reconciler
+	// Live are the same reconcilers as the registry lists them: their
+	// replicas with each one's last heartbeat.
+	Live []registry.Reconciler
 }
 
 // Read returns the current registry, as the SDK's registry.Live reads the
@@ -52,6 +55,7 @@ func Read(ctx context.Context, js jetstream.KeyValueManager) (*Registry, error) 
 	if err != nil {
 		return nil, fmt.Errorf("read reconciler registry: %w", err)
 	}
+	reg.Live = live
 	reg.Reconcilers = make([]Reconciler, 0, len(live))
 	for _, l := range live {
 		r := Reconciler{Name: l.Name, Types: []TypeRef{}, Replicas: len(l.Replicas), Live: true}

@@ -77,3 +77,21 @@ const (
 // resource's type. The scheduler sets it False when none does; the store sets
 // it True again when a worker acquires the resource.
 const ConditionReconcilerAvailable = "ReconcilerAvailable"
+
+// Reasons of condition ReconcilerAvailable, and of the scheduler's Events.
+const (
+	// ReasonNoLiveReconciler: no live reconciler serves the type (set by
+	// the scheduler while nothing waits for one).
+	ReasonNoLiveReconciler = "NoLiveReconciler"
+	// ReasonReconcilerLive: a live reconciler serves the type again, or a
+	// worker took the resource.
+	ReasonReconcilerLive = "ReconcilerLive"
+	// ReasonReconcilerNotResponding: work for the resource has waited
+	// longer than the scheduler's item lease (--item-lease, 30 s by
+	// default) without a worker leasing it, whether dispatched to a
+	// registered reconciler that does not take it or waiting for a type
+	// whose reconciler disappeared. The scheduler sets the condition and
+	// records a Warning Event of this reason, naming the reconciler, its
+	// replicas and their last heartbeat.
+	ReasonReconcilerNotResponding = "ReconcilerNotResponding"
+)

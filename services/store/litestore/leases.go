@@ -235,9 +235,13 @@ func (s *Store) RecordDispatches(ctx context.Context, schedulerEpoch int64, ds [
 
 // SetCondition writes one condition outside a reconcile, fenced by the
 // scheduler epoch like RecordDispatches. It writes nothing when the condition
-// already has that status, reason and message; otherwise one MODIFIED event.
-func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int64, c resource.Condition) (*resource.Resource, error) {
+// already has that status, reason and message; otherwise one MODIFIED event,
+// with events recorded in the same transaction.
+func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int64, c resource.Condition, events ...storage.EventInput) (*resource.Resource, error) {
 	if err := storage.ValidateCondition(c); err != nil {
+		return nil, err
+	}
+	if err := storage.ValidateEvents("/events", events); err != nil {
 		return nil, err
 	}
 	var out *resource.Resource
@@ -252,6 +256,11 @@ func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int
 		out = r
 		if !storage.ApplyCondition(r, c, tx.now) {
 			return nil
+		}
+		for _, e := range events {
+			if _, err := s.recordEvent(ctx, tx, r, e); err != nil {
+				return err
+			}
 		}
 		return tx.emit(ctx, change{event: envelope.Modified, r: r, write: func(ctx context.Context, tx *wtx) error {
 			conds, err := jsonText(r.Conditions)

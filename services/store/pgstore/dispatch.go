@@ -60,9 +60,13 @@ func (s *Store) RecordDispatches(ctx context.Context, schedulerEpoch int64, ds [
 
 // SetCondition writes one condition outside a reconcile, fenced by the
 // scheduler epoch like RecordDispatches. It writes nothing when the condition
-// already has that status, reason and message; otherwise one MODIFIED event.
-func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int64, c resource.Condition) (*resource.Resource, error) {
+// already has that status, reason and message; otherwise one MODIFIED event,
+// with events recorded in the same transaction.
+func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int64, c resource.Condition, events ...storage.EventInput) (*resource.Resource, error) {
 	if err := storage.ValidateCondition(c); err != nil {
+		return nil, err
+	}
+	if err := storage.ValidateEvents("/events", events); err != nil {
 		return nil, err
 	}
 	var out *resource.Resource
@@ -81,6 +85,9 @@ func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int
 		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
 			b.Queue(`UPDATE resources SET conditions = $2, phase = $3, resource_version = $4, updated_at = $5 WHERE id = $1`,
 				r.ID, r.Conditions, r.Phase, r.ResourceVersion, r.UpdatedAt)
+			for _, e := range events {
+				s.queueEvent(b, r, e, l.Now)
+			}
 		}})
 	})
 	if err != nil {

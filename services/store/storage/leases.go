@@ -227,7 +227,7 @@ func Acquire(req AcquireLeaseRequest, d time.Duration, r *resource.Resource, l *
 	}
 	if i := slices.IndexFunc(r.Conditions, isType(resource.ConditionReconcilerAvailable)); i >= 0 && r.Conditions[i].Status != resource.ConditionTrue {
 		r.Conditions[i] = resource.Condition{Type: resource.ConditionReconcilerAvailable, Status: resource.ConditionTrue,
-			Reason: "ReconcilerLive", Message: "a live reconciler took the resource", ObservedGeneration: r.Generation, LastTransitionTime: l.Now}
+			Reason: resource.ReasonReconcilerLive, Message: "a live reconciler took the resource", ObservedGeneration: r.Generation, LastTransitionTime: l.Now}
 		changed = true
 	}
 	if changed {

@@ -136,8 +136,10 @@ type Store interface {
 	RecordDispatches(ctx context.Context, schedulerEpoch int64, ds []Dispatch) (missing []int64, err error)
 	// SetCondition writes one condition outside a reconcile, fenced by the
 	// scheduler epoch like RecordDispatches; one MODIFIED event unless
-	// nothing changes.
-	SetCondition(ctx context.Context, schedulerEpoch, resourceID int64, c resource.Condition) (*resource.Resource, error)
+	// nothing changes. events (ValidateEvents' rules; their source is the
+	// caller's) are recorded in the same transaction when the condition
+	// changed, and not otherwise.
+	SetCondition(ctx context.Context, schedulerEpoch, resourceID int64, c resource.Condition, events ...EventInput) (*resource.Resource, error)
 	// RequestReconcile records a manual trigger, consumed by the next
 	// attempt: one MODIFIED event.
 	RequestReconcile(ctx context.Context, resourceID int64) (*resource.Resource, error)

@@ -458,6 +458,22 @@ func testSetConditionAndReconcilerAvailable(t *testing.T, open Opener) {
 	if len(events(t, el, r.ID)) != n {
 		t.Fatal("an unchanged condition wrote an event")
 	}
+	// A changed condition records its Events with it; an unchanged one
+	// records none.
+	warn := storage.EventInput{Type: "Warning", Reason: "ReconcilerNotResponding", Message: "nobody leased the work", Source: "scheduler"}
+	cond2 := resource.Condition{Type: resource.ConditionReconcilerAvailable, Status: "False", Reason: "ReconcilerNotResponding", Message: "nobody leased the work"}
+	for range 2 {
+		if _, err := s.SetCondition(ctx, lead.Epoch, r.ID, cond2, warn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err := s.ListEvents(ctx, storage.ListEventsRequest{ResourceID: r.ID})
+	if err != nil || len(recs) != 1 || recs[0].Reason != warn.Reason || recs[0].Type != warn.Type || recs[0].Count != 1 || recs[0].Source != "scheduler" {
+		t.Fatalf("events recorded with the condition: %+v %v", recs, err)
+	}
+	if _, err := s.SetCondition(ctx, lead.Epoch, r.ID, cond2, storage.EventInput{Type: "Bogus", Reason: "x"}); !errors.Is(err, storage.ErrInvalid) {
+		t.Fatalf("an invalid event with a condition: %v", err)
+	}
 	res, err := s.ListReconcileState(ctx, storage.ListReconcileStateRequest{})
 	if err != nil || len(res.States) != 1 || !res.States[0].ReconcilerUnavailable {
 		t.Fatalf("state: %+v %v", res, err)

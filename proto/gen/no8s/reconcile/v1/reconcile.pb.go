@@ -1736,8 +1736,13 @@ type SetConditionRequest struct {
 	SchedulerEpoch int64                  `protobuf:"varint,1,opt,name=scheduler_epoch,json=schedulerEpoch,proto3" json:"scheduler_epoch,omitempty"`
 	ResourceId     int64                  `protobuf:"varint,2,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
 	Condition      *v1.Condition          `protobuf:"bytes,3,opt,name=condition,proto3" json:"condition,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// events are recorded on the resource with the condition, in the same
+	// transaction, when the condition changed (for example a Warning Event
+	// ReconcilerNotResponding beside the condition of that reason); the
+	// source is the caller's (the scheduler), at most 32.
+	Events        []*v1.EventInput `protobuf:"bytes,4,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetConditionRequest) Reset() {
@@ -1787,6 +1792,13 @@ func (x *SetConditionRequest) GetResourceId() int64 {
 func (x *SetConditionRequest) GetCondition() *v1.Condition {
 	if x != nil {
 		return x.Condition
+	}
+	return nil
+}
+
+func (x *SetConditionRequest) GetEvents() []*v1.EventInput {
+	if x != nil {
+		return x.Events
 	}
 	return nil
 }
@@ -2187,12 +2199,13 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\fresource_ids\x18\x04 \x03(\x03R\vresourceIds\"\x82\x01\n" +
 	"\x1aListReconcileStateResponse\x129\n" +
 	"\x06states\x18\x01 \x03(\v2!.no8s.reconcile.v1.ReconcileStateR\x06states\x12)\n" +
-	"\x10resource_version\x18\x02 \x01(\x03R\x0fresourceVersion\"\x97\x01\n" +
+	"\x10resource_version\x18\x02 \x01(\x03R\x0fresourceVersion\"\xca\x01\n" +
 	"\x13SetConditionRequest\x12'\n" +
 	"\x0fscheduler_epoch\x18\x01 \x01(\x03R\x0eschedulerEpoch\x12\x1f\n" +
 	"\vresource_id\x18\x02 \x01(\x03R\n" +
 	"resourceId\x126\n" +
-	"\tcondition\x18\x03 \x01(\v2\x18.no8s.store.v1.ConditionR\tcondition\"\x16\n" +
+	"\tcondition\x18\x03 \x01(\v2\x18.no8s.store.v1.ConditionR\tcondition\x121\n" +
+	"\x06events\x18\x04 \x03(\v2\x19.no8s.store.v1.EventInputR\x06events\"\x16\n" +
 	"\x14SetConditionResponse\":\n" +
 	"\x17RequestReconcileRequest\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\x03R\n" +
@@ -2306,27 +2319,28 @@ var file_no8s_reconcile_v1_reconcile_proto_depIdxs = []int32{
 	27, // 23: no8s.reconcile.v1.ReconcileState.requeue_at:type_name -> google.protobuf.Timestamp
 	18, // 24: no8s.reconcile.v1.ListReconcileStateResponse.states:type_name -> no8s.reconcile.v1.ReconcileState
 	29, // 25: no8s.reconcile.v1.SetConditionRequest.condition:type_name -> no8s.store.v1.Condition
-	28, // 26: no8s.reconcile.v1.RequestReconcileResponse.resource:type_name -> no8s.store.v1.Resource
-	8,  // 27: no8s.reconcile.v1.ListHistoryResponse.entries:type_name -> no8s.reconcile.v1.HistoryEntry
-	11, // 28: no8s.reconcile.v1.ReconcileService.BecomeScheduler:input_type -> no8s.reconcile.v1.BecomeSchedulerRequest
-	13, // 29: no8s.reconcile.v1.ReconcileService.RecordDispatch:input_type -> no8s.reconcile.v1.RecordDispatchRequest
-	16, // 30: no8s.reconcile.v1.ReconcileService.RecordDispatches:input_type -> no8s.reconcile.v1.RecordDispatchesRequest
-	19, // 31: no8s.reconcile.v1.ReconcileService.ListReconcileState:input_type -> no8s.reconcile.v1.ListReconcileStateRequest
-	21, // 32: no8s.reconcile.v1.ReconcileService.SetCondition:input_type -> no8s.reconcile.v1.SetConditionRequest
-	23, // 33: no8s.reconcile.v1.ReconcileService.RequestReconcile:input_type -> no8s.reconcile.v1.RequestReconcileRequest
-	25, // 34: no8s.reconcile.v1.ReconcileService.ListHistory:input_type -> no8s.reconcile.v1.ListHistoryRequest
-	12, // 35: no8s.reconcile.v1.ReconcileService.BecomeScheduler:output_type -> no8s.reconcile.v1.BecomeSchedulerResponse
-	14, // 36: no8s.reconcile.v1.ReconcileService.RecordDispatch:output_type -> no8s.reconcile.v1.RecordDispatchResponse
-	17, // 37: no8s.reconcile.v1.ReconcileService.RecordDispatches:output_type -> no8s.reconcile.v1.RecordDispatchesResponse
-	20, // 38: no8s.reconcile.v1.ReconcileService.ListReconcileState:output_type -> no8s.reconcile.v1.ListReconcileStateResponse
-	22, // 39: no8s.reconcile.v1.ReconcileService.SetCondition:output_type -> no8s.reconcile.v1.SetConditionResponse
-	24, // 40: no8s.reconcile.v1.ReconcileService.RequestReconcile:output_type -> no8s.reconcile.v1.RequestReconcileResponse
-	26, // 41: no8s.reconcile.v1.ReconcileService.ListHistory:output_type -> no8s.reconcile.v1.ListHistoryResponse
-	35, // [35:42] is the sub-list for method output_type
-	28, // [28:35] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	30, // 26: no8s.reconcile.v1.SetConditionRequest.events:type_name -> no8s.store.v1.EventInput
+	28, // 27: no8s.reconcile.v1.RequestReconcileResponse.resource:type_name -> no8s.store.v1.Resource
+	8,  // 28: no8s.reconcile.v1.ListHistoryResponse.entries:type_name -> no8s.reconcile.v1.HistoryEntry
+	11, // 29: no8s.reconcile.v1.ReconcileService.BecomeScheduler:input_type -> no8s.reconcile.v1.BecomeSchedulerRequest
+	13, // 30: no8s.reconcile.v1.ReconcileService.RecordDispatch:input_type -> no8s.reconcile.v1.RecordDispatchRequest
+	16, // 31: no8s.reconcile.v1.ReconcileService.RecordDispatches:input_type -> no8s.reconcile.v1.RecordDispatchesRequest
+	19, // 32: no8s.reconcile.v1.ReconcileService.ListReconcileState:input_type -> no8s.reconcile.v1.ListReconcileStateRequest
+	21, // 33: no8s.reconcile.v1.ReconcileService.SetCondition:input_type -> no8s.reconcile.v1.SetConditionRequest
+	23, // 34: no8s.reconcile.v1.ReconcileService.RequestReconcile:input_type -> no8s.reconcile.v1.RequestReconcileRequest
+	25, // 35: no8s.reconcile.v1.ReconcileService.ListHistory:input_type -> no8s.reconcile.v1.ListHistoryRequest
+	12, // 36: no8s.reconcile.v1.ReconcileService.BecomeScheduler:output_type -> no8s.reconcile.v1.BecomeSchedulerResponse
+	14, // 37: no8s.reconcile.v1.ReconcileService.RecordDispatch:output_type -> no8s.reconcile.v1.RecordDispatchResponse
+	17, // 38: no8s.reconcile.v1.ReconcileService.RecordDispatches:output_type -> no8s.reconcile.v1.RecordDispatchesResponse
+	20, // 39: no8s.reconcile.v1.ReconcileService.ListReconcileState:output_type -> no8s.reconcile.v1.ListReconcileStateResponse
+	22, // 40: no8s.reconcile.v1.ReconcileService.SetCondition:output_type -> no8s.reconcile.v1.SetConditionResponse
+	24, // 41: no8s.reconcile.v1.ReconcileService.RequestReconcile:output_type -> no8s.reconcile.v1.RequestReconcileResponse
+	26, // 42: no8s.reconcile.v1.ReconcileService.ListHistory:output_type -> no8s.reconcile.v1.ListHistoryResponse
+	36, // [36:43] is the sub-list for method output_type
+	29, // [29:36] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_no8s_reconcile_v1_reconcile_proto_init() }

@@ -61,7 +61,8 @@ type ReconcileServiceClient interface {
 	// SetCondition writes one condition outside a reconcile (for example
 	// ReconcilerAvailable=False), fenced by the scheduler epoch like
 	// RecordDispatch. A MODIFIED event; nothing is written when the condition
-	// already has that status, reason and message.
+	// already has that status, reason and message. The request's events are
+	// recorded in the same transaction, only when the condition changed.
 	SetCondition(ctx context.Context, in *SetConditionRequest, opts ...grpc.CallOption) (*SetConditionResponse, error)
 	// RequestReconcile records a manual trigger (POST /resources/{id}/reconcile):
 	// a MODIFIED event, so that the scheduler hears of it. The next attempt
@@ -183,7 +184,8 @@ type ReconcileServiceServer interface {
 	// SetCondition writes one condition outside a reconcile (for example
 	// ReconcilerAvailable=False), fenced by the scheduler epoch like
 	// RecordDispatch. A MODIFIED event; nothing is written when the condition
-	// already has that status, reason and message.
+	// already has that status, reason and message. The request's events are
+	// recorded in the same transaction, only when the condition changed.
 	SetCondition(context.Context, *SetConditionRequest) (*SetConditionResponse, error)
 	// RequestReconcile records a manual trigger (POST /resources/{id}/reconcile):
 	// a MODIFIED event, so that the scheduler hears of it. The next attempt
