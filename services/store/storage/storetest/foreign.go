@@ -27,7 +27,11 @@ import (
 func testRelayPassesOverForeignMessages(t *testing.T, open Opener) {
 	e := newRelayEnv(t, open, storage.Options{})
 	ctx := t.Context()
-	cfg := outbox.Config{PollInterval: 10 * time.Millisecond, LeaderRetry: 20 * time.Millisecond, DegradedHold: 300 * time.Millisecond}
+	// The hold outlasts the time from the relay finding an attack to the
+	// test reading the report (the 20 writes after it published), also on
+	// a loaded machine: with a shorter one, a clean publish after the hold
+	// cleared the report before it was read.
+	cfg := outbox.Config{PollInterval: 10 * time.Millisecond, LeaderRetry: 20 * time.Millisecond, DegradedHold: 5 * time.Second}
 	runRelay := func() (*outbox.Relay, func()) {
 		rctx, cancel := context.WithCancel(ctx)
 		r := outbox.New(e.db.Log, e.nc, e.js, eventstream.DefaultStreamConfig(), cfg, e.log)
