@@ -32,9 +32,10 @@
 //
 // The worker registers, and fetches work, only while the store's worker
 // address answers (checked every second, WithLinkCheck): it waits for it at
-// start, and withdraws its registration when it stops answering, so that
-// admission refuses creates of its types instead of accepting work nobody
-// can do. The change is logged once (WARN, then INFO when the address
+// start, and stops refreshing its registration when it stops answering
+// (the registration lapses after the registry TTL, 15 s), so that admission
+// refuses creates of its types instead of accepting work nobody can do,
+// while a store restart shorter than that refuses nothing. The change is logged once (WARN, then INFO when the address
 // answers again) and /readyz names the address meanwhile.
 //
 // Cancelling Run's context (SIGTERM) stops fetching, lets in-flight attempts

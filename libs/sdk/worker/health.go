@@ -23,8 +23,8 @@ import (
 //	              draining, registry heartbeat failing, type taken)
 //
 // The store's worker address is checked every second (WithLinkCheck); while
-// it does not answer the worker takes no work and withdraws its
-// registration, and it logs one WARN when it becomes unreachable and one
+// it does not answer the worker takes no work and stops refreshing its
+// registration (it lapses after the registry TTL), and it logs one WARN when it becomes unreachable and one
 // INFO when it answers again (DEBUG for the checks in between).
 //
 // Both answer a small JSON document with the reconciler, the replica, the

@@ -305,10 +305,12 @@ func (w *Worker) removeStaleConsumers(ctx context.Context, stream jetstream.Stre
 // the types until the keys are back (Refresh recreates the bucket).
 //
 // While the store's worker address does not answer, the worker cannot take
-// work: it withdraws its registration at once (Deregister: the types stay
-// served only by other live replicas, so admission's "no live reconciler"
-// rule refuses creates when there are none) and registers again when the
-// store answers.
+// work: it stops refreshing its registration, which lapses after the
+// registry's TTL (the types stay served only by other live replicas, so
+// admission's "no live reconciler" rule refuses creates when there are
+// none), and refreshes it again when the store answers. A store restart
+// shorter than the TTL therefore refuses no create; one that outlasts it
+// does, until the store is back.
 func (w *Worker) heartbeat(ctx context.Context, reg *registry.Registration) {
 	t := time.NewTicker(w.o.heartbeat)
 	defer t.Stop()
@@ -331,15 +333,9 @@ func (w *Worker) heartbeat(ctx context.Context, reg *registry.Registration) {
 				w.notReady.Store(err.Error())
 			}
 			if registered {
-				dctx, cancel := context.WithTimeout(ctx, w.o.heartbeat)
-				derr := reg.Deregister(dctx)
-				cancel()
-				if derr == nil {
-					registered = false
-					w.log.Info("registration withdrawn while the store's worker address does not answer", "store_addr", w.link.addr)
-				} else {
-					w.log.Debug("withdrawing the registration failed; it expires after its TTL", "error", derr)
-				}
+				registered = false
+				w.log.Info("registration not refreshed while the store's worker address does not answer; it lapses after the registry TTL",
+					"store_addr", w.link.addr, "ttl", w.o.registryTTL)
 			}
 			continue
 		}
@@ -350,7 +346,7 @@ func (w *Worker) heartbeat(ctx context.Context, reg *registry.Registration) {
 		case err == nil:
 			if !registered {
 				registered = true
-				w.log.Info("registered again", "types", fmt.Sprint(w.cfg.Types))
+				w.log.Info("registration refreshed again", "types", fmt.Sprint(w.cfg.Types))
 			}
 			if w.notReady.Load() != "" && !w.draining.Load() {
 				w.log.Info("registry heartbeat recovered")
