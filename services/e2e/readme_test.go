@@ -14,10 +14,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/no8s/no8s/services/internal/testenv"
 )
 
 // readmeExceptions are the README.md commands that TestReadmeCommands does
@@ -427,34 +428,16 @@ type readmeBackgroundProc struct {
 	line int
 	text string
 	cmd  *exec.Cmd
-	out  *readmeOutput
+	out  *testenv.LogBuffer
 	done chan struct{}
 	err  error
-}
-
-// readmeOutput is a process's output, read while it runs.
-type readmeOutput struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *readmeOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *readmeOutput) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
 }
 
 // start starts text in the background (with the variables so far).
 func (r *readmeShell) start(c readmeCommand, text string) *readmeBackgroundProc {
 	t := r.t
 	t.Helper()
-	p := &readmeBackgroundProc{line: c.line, text: text, out: &readmeOutput{}, done: make(chan struct{})}
+	p := &readmeBackgroundProc{line: c.line, text: text, out: &testenv.LogBuffer{}, done: make(chan struct{})}
 	p.cmd = r.command(context.WithoutCancel(t.Context()), r.script(text, false))
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
