@@ -162,9 +162,11 @@ check-rules: $(BIN)/promtool
 generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc
 	buf lint
 	buf generate
+	cd services && go test -count=1 -run '^TestSecurityGuideTableIsThePolicy$$' ./internal/authz -update
 
 generate-check: generate
 	@git diff --exit-code -- proto/gen || (echo "generated protobuf code is out of date: run make generate and commit"; exit 1)
+	@git diff --exit-code -- docs/security.md || (echo "docs/security.md's gRPC policy table is out of date: run make generate and commit"; exit 1)
 	@test -z "$$(git status --porcelain -- proto/gen)" || (git status --porcelain -- proto/gen; echo "untracked generated files"; exit 1)
 
 tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticcheck nats-server grpcurl natscli github-openapi promtool
