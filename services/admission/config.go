@@ -2,6 +2,7 @@ package admission
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -42,6 +43,10 @@ type Config struct {
 	// Metrics is where the service records its metrics (package metrics);
 	// nil records nothing.
 	Metrics prometheus.Registerer
+	// GRPCServerOptions go first on every gRPC server of the service: with
+	// identities on, TLS requiring a client certificate and the policy
+	// (proc.Service.IdentityServerOptions); none: any caller is taken.
+	GRPCServerOptions []grpc.ServerOption
 }
 
 // DefaultConfig returns the defaults.

@@ -12,6 +12,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -66,7 +67,7 @@ func (s *Service) WebhookSetVersion() string { return s.webhooks.Version() }
 // Serve serves gRPC on lis and keeps the webhook registry fresh until ctx
 // ends, then stops gracefully.
 func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
-	srv, hs := grpcserver.New(s.log, metrics.NewGRPCServer(s.cfg.Metrics).ServerOptions()...)
+	srv, hs := grpcserver.New(s.log, append(slices.Clone(s.cfg.GRPCServerOptions), metrics.NewGRPCServer(s.cfg.Metrics).ServerOptions()...)...)
 	admissionv1.RegisterAdmissionServiceServer(srv, s.handler)
 	s.log.Info("admission serving", "addr", lis.Addr().String())
 	regCtx, stopRegistry := context.WithCancel(context.WithoutCancel(ctx))

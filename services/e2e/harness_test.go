@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/testenv"
 	"github.com/no8s/no8s/services/store"
@@ -196,6 +197,50 @@ type cluster struct {
 	sqlite *sql.DB
 	// probes are the /readyz URLs of the processes started, by name.
 	probes map[string]string
+	// idRoot holds the CA and every process's credentials once
+	// withIdentities turned identities on ("" : off).
+	idRoot string
+}
+
+// withIdentities turns identities on for every process the cluster starts
+// from now on: a CA made with `no8s identity init-ca`, and each process's
+// credentials issued with `no8s identity issue`, the commands an operator
+// runs.
+func (c *cluster) withIdentities() {
+	c.t.Helper()
+	c.idRoot = c.t.TempDir()
+	if r := no8sEnv(c.t, nil, "", "identity", "init-ca", "--ca-dir", c.caDir()); r.code != 0 {
+		c.t.Fatalf("no8s identity init-ca: %d %s", r.code, r.stderr)
+	}
+}
+
+func (c *cluster) caDir() string { return filepath.Join(c.idRoot, "ca") }
+
+// credentials returns the credentials directory of a service (issue
+// args "--service", name) or a reconciler ("--reconciler", name,
+// "--types", list), issued on first use; "" with identities off.
+func (c *cluster) credentials(args ...string) string {
+	c.t.Helper()
+	if c.idRoot == "" {
+		return ""
+	}
+	dir := filepath.Join(c.idRoot, strings.Join(args, "_"))
+	if _, err := os.Stat(dir); err == nil {
+		return dir
+	}
+	r := no8sEnv(c.t, nil, "", append([]string{"identity", "issue", "--ca-dir", c.caDir(), "--out", dir}, args...)...)
+	if r.code != 0 {
+		c.t.Fatalf("no8s identity issue %v: %d %s", args, r.code, r.stderr)
+	}
+	return dir
+}
+
+// identityArgs are a service's --identity-dir flag with identities on.
+func (c *cluster) identityArgs(service string) []string {
+	if c.idRoot == "" {
+		return nil
+	}
+	return []string{"--identity-dir", c.credentials("--service", service)}
 }
 
 // healthAddr returns a free address for a process's probes, remembered
@@ -277,8 +322,8 @@ func (c *cluster) startStore(addr string) *proc {
 		c.storeAddrs = append(c.storeAddrs, addr)
 	}
 	p := start(c.t, "store", filepath.Join(binDir, "no8s-store"),
-		[]string{"--listen", addr, "--worker-listen", c.workerAddr(addr), "--database-url", c.dbURL, "--nats-url", c.natsURL,
-			"--health-listen", c.healthAddr(fmt.Sprintf("store-%d", len(c.stores)))}, "NO8S_LOG_LEVEL=debug")
+		append([]string{"--listen", addr, "--worker-listen", c.workerAddr(addr), "--database-url", c.dbURL, "--nats-url", c.natsURL,
+			"--health-listen", c.healthAddr(fmt.Sprintf("store-%d", len(c.stores)))}, c.identityArgs(identity.Store)...), "NO8S_LOG_LEVEL=debug")
 	c.stores = append(c.stores, p)
 	waitTCP(c.t, addr, p)
 	waitTCP(c.t, c.workerAddr(addr), p)
@@ -302,8 +347,8 @@ func (c *cluster) workerAddr(storeAddr string) string {
 
 func (c *cluster) startAdmission(storeAddr string) string {
 	addr := freeAddr(c.t)
-	p := start(c.t, "admission", filepath.Join(binDir, "no8s-admission"), []string{"--listen", addr, "--store-addr", storeAddr, "--nats-url", c.natsURL,
-		"--health-listen", c.healthAddr(fmt.Sprintf("admission-%d", len(c.admissions))), "--outbound-allow", "loopback,private"})
+	p := start(c.t, "admission", filepath.Join(binDir, "no8s-admission"), append([]string{"--listen", addr, "--store-addr", storeAddr, "--nats-url", c.natsURL,
+		"--health-listen", c.healthAddr(fmt.Sprintf("admission-%d", len(c.admissions))), "--outbound-allow", "loopback,private"}, c.identityArgs(identity.Admission)...))
 	waitTCP(c.t, addr, p)
 	c.admissions = append(c.admissions, addr)
 	c.admissionProcs = append(c.admissionProcs, p)
@@ -314,7 +359,8 @@ func (c *cluster) startAdmission(storeAddr string) string {
 func (c *cluster) startGateway(storeAddr, admissionAddr string) string {
 	addr := freeAddr(c.t)
 	start(c.t, "gateway", filepath.Join(binDir, "no8s-gateway"),
-		[]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr, "--nats-url", c.natsURL, "--outbound-allow", "loopback,private"})
+		append([]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr, "--nats-url", c.natsURL, "--outbound-allow", "loopback,private"},
+			c.identityArgs(identity.Gateway)...))
 	base := "http://" + addr
 	waitFor(c.t, 20*time.Second, "gateway health", func() error {
 		resp, err := http.Get(base + "/health")
@@ -338,7 +384,8 @@ func (c *cluster) startGateway(storeAddr, admissionAddr string) string {
 // startScheduler starts a scheduler process named holder (its name in the
 // leadership lease) with the given lease (whole seconds; 0: the default 6 s).
 func (c *cluster) startScheduler(storeAddr, holder string, lease time.Duration) *proc {
-	args := []string{"--store-addr", storeAddr, "--nats-url", c.natsURL, "--holder", holder, "--health-listen", c.healthAddr("scheduler-" + holder)}
+	args := append([]string{"--store-addr", storeAddr, "--nats-url", c.natsURL, "--holder", holder, "--health-listen", c.healthAddr("scheduler-" + holder)},
+		c.identityArgs(identity.Scheduler)...)
 	if lease > 0 {
 		args = append(args, "--lease", lease.String())
 	}
@@ -367,13 +414,16 @@ func (c *cluster) startReconcilerArgs(name, storeAddr string, env []string, args
 	if (args[0] == "postgres-database" || args[0] == "github-workflow" || args[0] == "tenant") && len(c.gateways) > 0 {
 		full = append(full, "--api-url", c.gateways[0])
 	}
-	p := start(c.t, "reconciler-"+name, filepath.Join(binDir, "no8s-reconciler"), full, env...)
 	var want []string
 	for i, a := range args {
 		if a == "--types" && i+1 < len(args) {
 			want = strings.Split(args[i+1], ",")
 		}
 	}
+	if c.idRoot != "" && args[0] == "noop" {
+		env = append(slices.Clone(env), identity.EnvDir+"="+c.credentials("--reconciler", "noop", "--types", strings.Join(want, ",")))
+	}
+	p := start(c.t, "reconciler-"+name, filepath.Join(binDir, "no8s-reconciler"), full, env...)
 	switch args[0] {
 	case "postgres-database":
 		want = []string{"PostgresDatabase/v1"}

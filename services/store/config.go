@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/store/outbox"
@@ -44,6 +45,10 @@ type Config struct {
 	// Metrics is where the store records its metrics (commits, the relay,
 	// the outbox's backlog, gRPC calls); nil records nothing.
 	Metrics prometheus.Registerer
+	// GRPCServerOptions go first on every gRPC server of the store: with
+	// identities on, TLS requiring a client certificate and the policy
+	// (proc.Service.IdentityServerOptions); none: any caller is taken.
+	GRPCServerOptions []grpc.ServerOption
 }
 
 // DefaultConfig returns the defaults.

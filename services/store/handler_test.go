@@ -34,10 +34,28 @@ func startStore(t *testing.T) storev1.StoreServiceClient {
 // store uses.
 func startStoreWithWorkers(t *testing.T) (storev1.StoreServiceClient, reconcilev1.WorkerServiceClient, *nats.Conn) {
 	t.Helper()
+	addr, workerAddr, nc := serveStore(t, nil)
+	dial := func(addr string) *grpc.ClientConn {
+		conn, err := grpcserver.Dial(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		return conn
+	}
+	return storev1.NewStoreServiceClient(dial(addr)), reconcilev1.NewWorkerServiceClient(dial(workerAddr)), nc
+}
+
+// serveStore serves a store on a fresh database with opts first on its
+// gRPC servers, and returns the addresses of its main listener and of the
+// worker listener, and the NATS connection the store uses.
+func serveStore(t *testing.T, opts []grpc.ServerOption) (addr, workerAddr string, nc *nats.Conn) {
+	t.Helper()
 	ctx := t.Context()
-	nc := testenv.Connect(t, testenv.NATS(t))
+	nc = testenv.Connect(t, testenv.NATS(t))
 	cfg := store.DefaultConfig()
 	cfg.DatabaseURL, cfg.MaxConns, cfg.ShutdownGrace, cfg.Stream.Memory = testenv.Database(t), 4, time.Second, true
+	cfg.GRPCServerOptions = opts
 	svc, err := store.New(ctx, cfg, nc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -53,15 +71,7 @@ func startStoreWithWorkers(t *testing.T) (storev1.StoreServiceClient, reconcilev
 	done := make(chan struct{})
 	go func() { defer close(done); _ = svc.Serve(ctx, lis, wlis) }()
 	t.Cleanup(func() { <-done })
-	dial := func(addr string) *grpc.ClientConn {
-		conn, err := grpcserver.Dial(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = conn.Close() })
-		return conn
-	}
-	return storev1.NewStoreServiceClient(dial(lis.Addr().String())), reconcilev1.NewWorkerServiceClient(dial(wlis.Addr().String())), nc
+	return lis.Addr().String(), wlis.Addr().String(), nc
 }
 
 // TestSpecWritesNeedTheSchemaRevision: a spec reaches the store only with

@@ -11,8 +11,10 @@ import (
 
 	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/identity"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/resourcepb"
@@ -114,6 +116,51 @@ func (h *workerHandler) checkOwned(ctx context.Context, id, epoch int64, finaliz
 	return nil
 }
 
+// asCaller holds a reconciler identity on the workers' door (authz.Caller)
+// to what its certificate gives it: it acts only as itself (a lease holder
+// "<its name>/<replica>") and only on resources of the types it claims. A
+// call without an identity (identities off) or from a service (the policy
+// already decided) is not checked here.
+func asCaller(ctx context.Context, method, holder string, typ sdk.TypeRef) error {
+	id, ok := authz.Caller(ctx)
+	if !ok || id.Kind != identity.Reconciler {
+		return nil
+	}
+	if holder != "" && holderName(holder) != id.Name {
+		return authz.Deny(ctx, method, "acts only as itself: the lease holder %q is not %s/<replica>", holder, id.Name)
+	}
+	if typ.Name != "" && !id.Serves(typ.String()) {
+		return authz.Deny(ctx, method, "its certificate claims %s, not %s", claimed(id), typ)
+	}
+	return nil
+}
+
+// claimed lists the types a reconciler identity claims, for errors.
+func claimed(id identity.ID) string {
+	if len(id.Types) == 0 {
+		return "no type"
+	}
+	return strings.Join(id.Types, ", ")
+}
+
+// asLeaseHolder holds a reconciler identity calling about resource id's
+// lease (renew, complete, finalizers) to the resource's type and to the
+// lease's current holder: the state is read only for such a caller.
+func (h *workerHandler) asLeaseHolder(ctx context.Context, method string, id int64) error {
+	if c, ok := authz.Caller(ctx); !ok || c.Kind != identity.Reconciler {
+		return nil
+	}
+	res, err := h.store.ListReconcileState(ctx, storage.ListReconcileStateRequest{IDs: []int64{id}})
+	if err != nil {
+		return err
+	}
+	if len(res.States) == 0 {
+		return problem.NotFoundf("resource %d not found", id)
+	}
+	st := res.States[0]
+	return asCaller(ctx, method, st.LeaseHolder, sdk.Type(st.ResourceTypeName, st.ResourceTypeVersion))
+}
+
 // declared lists what claim lets reconciler name own beyond its own
 // finalizer, for error messages.
 func declared(claim subjects.TypeClaim, name string) string {
@@ -124,6 +171,9 @@ func declared(claim subjects.TypeClaim, name string) string {
 }
 
 func (h *workerHandler) UpdateFinalizers(ctx context.Context, req *reconcilev1.UpdateFinalizersRequest) (*reconcilev1.UpdateFinalizersResponse, error) {
+	if err := h.asLeaseHolder(ctx, reconcilev1.WorkerService_UpdateFinalizers_FullMethodName, req.GetResourceId()); err != nil {
+		return nil, toStatus(err)
+	}
 	if err := h.checkOwned(ctx, req.GetResourceId(), req.GetLeaseEpoch(), slices.Concat(req.GetAdd(), req.GetRemove()), nil); err != nil {
 		return nil, toStatus(err)
 	}
@@ -162,6 +212,23 @@ func (h *workerHandler) ListResources(ctx context.Context, req *reconcilev1.List
 }
 
 func (h *workerHandler) AcquireLease(ctx context.Context, req *reconcilev1.AcquireLeaseRequest) (*reconcilev1.AcquireLeaseResponse, error) {
+	if c, ok := authz.Caller(ctx); ok && c.Kind == identity.Reconciler {
+		// The lease is not taken yet: the holder asked for, and the
+		// resource's type.
+		if err := asCaller(ctx, reconcilev1.WorkerService_AcquireLease_FullMethodName, req.GetHolder(), sdk.TypeRef{}); err != nil {
+			return nil, toStatus(err)
+		}
+		res, err := h.store.ListReconcileState(ctx, storage.ListReconcileStateRequest{IDs: []int64{req.GetResourceId()}})
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		if len(res.States) > 0 {
+			st := res.States[0]
+			if err := asCaller(ctx, reconcilev1.WorkerService_AcquireLease_FullMethodName, "", sdk.Type(st.ResourceTypeName, st.ResourceTypeVersion)); err != nil {
+				return nil, toStatus(err)
+			}
+		}
+	}
 	l, err := h.store.AcquireLease(ctx, storage.AcquireLeaseRequest{
 		ResourceID: req.GetResourceId(), Holder: req.GetHolder(), Lease: seconds(req.GetLeaseSeconds()),
 		SchedulerEpoch: req.GetSchedulerEpoch(), DispatchID: req.GetDispatchId(),
@@ -175,6 +242,9 @@ func (h *workerHandler) AcquireLease(ctx context.Context, req *reconcilev1.Acqui
 }
 
 func (h *workerHandler) RenewLease(ctx context.Context, req *reconcilev1.RenewLeaseRequest) (*reconcilev1.RenewLeaseResponse, error) {
+	if err := h.asLeaseHolder(ctx, reconcilev1.WorkerService_RenewLease_FullMethodName, req.GetResourceId()); err != nil {
+		return nil, toStatus(err)
+	}
 	exp, err := h.store.RenewLease(ctx, req.GetResourceId(), req.GetLeaseEpoch(), seconds(req.GetLeaseSeconds()))
 	if err != nil {
 		return nil, toStatus(err)
@@ -183,6 +253,9 @@ func (h *workerHandler) RenewLease(ctx context.Context, req *reconcilev1.RenewLe
 }
 
 func (h *workerHandler) CompleteReconcile(ctx context.Context, req *reconcilev1.CompleteReconcileRequest) (*reconcilev1.CompleteReconcileResponse, error) {
+	if err := h.asLeaseHolder(ctx, reconcilev1.WorkerService_CompleteReconcile_FullMethodName, req.GetResourceId()); err != nil {
+		return nil, toStatus(err)
+	}
 	owned := slices.Concat(req.GetAddFinalizers(), req.GetRemoveFinalizers())
 	if err := h.checkOwned(ctx, req.GetResourceId(), req.GetLeaseEpoch(), owned, req.GetRemoveAnnotations()); err != nil {
 		return nil, toStatus(err)
@@ -230,6 +303,11 @@ func (h *workerHandler) CompleteReconcile(ctx context.Context, req *reconcilev1.
 // holder's reconciler (a worker campaigns for no other).
 func (h *workerHandler) CampaignLeader(ctx context.Context, req *reconcilev1.CampaignLeaderRequest) (*reconcilev1.CampaignLeaderResponse, error) {
 	own, _, _ := strings.Cut(req.GetHolder(), "/")
+	if c, ok := authz.Caller(ctx); ok && c.Name != own {
+		if err := authz.Deny(ctx, reconcilev1.WorkerService_CampaignLeader_FullMethodName, "acts only as itself: the holder %q is not %s/<replica>", req.GetHolder(), c.Name); err != nil {
+			return nil, toStatus(err)
+		}
+	}
 	if req.GetName() != own {
 		return nil, toStatus(problem.New(problem.Forbidden, problem.CodeNotOwned,
 			"holder %q may campaign only for the leader lease %q, not %q", req.GetHolder(), own, req.GetName()))

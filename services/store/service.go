@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -110,15 +111,15 @@ func (s *Service) Serve(ctx context.Context, lis, workerLis net.Listener) error 
 	if s.cfg.Metrics != nil {
 		s.cfg.Metrics.MustRegister(newOutboxCollector(ctx, s.db.Log))
 	}
-	gm := metrics.NewGRPCServer(s.cfg.Metrics)
-	srv, hs := grpcserver.New(s.log, gm.ServerOptions()...)
+	opts := append(slices.Clone(s.cfg.GRPCServerOptions), metrics.NewGRPCServer(s.cfg.Metrics).ServerOptions()...)
+	srv, hs := grpcserver.New(s.log, opts...)
 	storev1.RegisterStoreServiceServer(srv, &handler{store: s.db.Store})
 	reconcilev1.RegisterReconcileServiceServer(srv, &reconcileHandler{store: s.db.Store})
 	s.log.Info("store serving", "addr", lis.Addr().String())
 	var wsrv *grpc.Server
 	var whs *health.Server
 	if workerLis != nil {
-		wsrv, whs = grpcserver.New(s.log, gm.ServerOptions()...)
+		wsrv, whs = grpcserver.New(s.log, opts...)
 		reconcilev1.RegisterWorkerServiceServer(wsrv, &workerHandler{store: s.db.Store, claims: registryClaims(s.js)})
 		s.log.Info("store serving workers", "addr", workerLis.Addr().String())
 	}

@@ -18,6 +18,10 @@ const (
 	CAFile   = "ca.crt"  // the CA certificates trusted for peers
 )
 
+// EnvDir is the environment variable naming a process's credentials
+// directory (the services' --identity-dir, an SDK worker's only setting).
+const EnvDir = "NO8S_IDENTITY_DIR"
+
 // Credentials are an identity's certificate, key and trusted CAs, read from
 // a directory and read again whenever one of its files changes, so that a
 // renewed certificate or a rotated CA bundle takes effect on the next

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -16,10 +17,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	grpcbackoff "google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/logging"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/profiling"
@@ -158,7 +161,11 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	}
 	defer nc.Close()
 	storeAddr := env(EnvStoreAddr, DefaultStoreAddr)
-	conn, err := grpc.NewClient(storeAddr, append(metrics.NewGRPCClient(o.metrics).DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+	transport, err := storeTransport(getenv(identity.EnvDir), rec.Name(), log)
+	if err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(storeAddr, append(metrics.NewGRPCClient(o.metrics).DialOptions(), grpc.WithTransportCredentials(transport),
 		// Find the store again within seconds of its return, however long
 		// it was away (gRPC's default backoff grows to two minutes).
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: grpcbackoff.Config{BaseDelay: 250 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 3 * time.Second},
@@ -184,4 +191,23 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	}
 	defer stopProbes()
 	return w.Run(ctx)
+}
+
+// storeTransport is how the worker reaches the store: TLS presenting the
+// credentials in dir (identity.EnvDir) when set, which must be the
+// reconciler's own identity; plaintext otherwise (a control plane with
+// identities off).
+func storeTransport(dir, name string, log *slog.Logger) (credentials.TransportCredentials, error) {
+	if dir == "" {
+		return insecure.NewCredentials(), nil
+	}
+	creds, err := identity.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, identity.EnvDir, err)
+	}
+	if id := creds.ID(); !id.Is(identity.Reconciler, name) {
+		return nil, fmt.Errorf("%w: %s holds the identity %s, not reconciler/%s: the store would refuse this reconciler's calls", ErrInvalidConfig, identity.EnvDir, id, name)
+	}
+	log.Info("identity", "id", creds.ID().String(), "types", strings.Join(creds.ID().Types, ","), "valid_until", creds.NotAfter().UTC().Format(time.RFC3339))
+	return credentials.NewTLS(creds.ClientTLS(identity.ServiceID(identity.Store))), nil
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission"
@@ -49,11 +50,12 @@ func run() error {
 	defer sp.Stop()
 	ctx, log := sp.Ctx, sp.Log
 	cfg.Metrics = sp.Metrics
+	cfg.GRPCServerOptions = sp.IdentityServerOptions()
 	if cfg.Grants, err = proc.LoadGrants(*grantsFile, log); err != nil {
 		return err
 	}
 
-	conn, err := grpcserver.Dial(*storeAddr, sp.DialOptions()...)
+	conn, err := grpcserver.Dial(*storeAddr, sp.DialOptions(identity.Store)...)
 	if err != nil {
 		return err
 	}

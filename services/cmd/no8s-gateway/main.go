@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
@@ -57,12 +58,12 @@ func run() error {
 	defer sp.Stop()
 	ctx, log := sp.Ctx, sp.Log
 
-	storeConn, err := grpcserver.Dial(*storeAddr, sp.DialOptions()...)
+	storeConn, err := grpcserver.Dial(*storeAddr, sp.DialOptions(identity.Store)...)
 	if err != nil {
 		return err
 	}
 	defer storeConn.Close()
-	admissionConn, err := grpcserver.Dial(*admissionAddr, sp.DialOptions()...)
+	admissionConn, err := grpcserver.Dial(*admissionAddr, sp.DialOptions(identity.Admission)...)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"os"
 
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsconn"
@@ -74,7 +75,7 @@ func run() error {
 		host, _ := os.Hostname()
 		cfg.ReplicaID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	conn, err := grpcserver.Dial(*storeAddr, sp.DialOptions()...)
+	conn, err := grpcserver.Dial(*storeAddr, sp.DialOptions(identity.Store)...)
 	if err != nil {
 		return err
 	}

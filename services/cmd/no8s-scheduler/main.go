@@ -15,6 +15,7 @@ import (
 	"os"
 
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/internal/grpcserver"
@@ -53,7 +54,7 @@ func run() error {
 	ctx, log := sp.Ctx, sp.Log
 	cfg.Metrics = sp.Metrics
 
-	conn, err := grpcserver.Dial(*storeAddr, sp.DialOptions()...)
+	conn, err := grpcserver.Dial(*storeAddr, sp.DialOptions(identity.Store)...)
 	if err != nil {
 		return err
 	}

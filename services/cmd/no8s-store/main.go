@@ -23,6 +23,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/profiling"
+	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
 	"github.com/no8s/no8s/services/store"
@@ -59,6 +60,7 @@ func run() error {
 	fs.BoolVar(&cfg.RebuildStreamOnMismatch, "rebuild-stream-on-mismatch", false, "rebuild the event stream at start when it does not belong to the database, instead of refusing to start")
 	fs.Int64Var(&cfg.RevisionMargin, "revision-margin", cfg.RevisionMargin, "how far rebuild-stream moves the revision past the highest one the database or the stream has seen")
 	pprofListen := proc.ProfileListenFlag(fs)
+	idf := proc.IdentityFlags(fs)
 	// Commands come first, flags after them or before: both parse.
 	args := os.Args[1:]
 	var cmd []string
@@ -86,6 +88,11 @@ func run() error {
 		log.Warn("serving the embedded SQLite store: it is for development and single-process use; PostgreSQL is the production store",
 			"database_url", cfg.DatabaseURL)
 	}
+	creds, mode, err := idf.Load(log)
+	if err != nil {
+		return err
+	}
+	cfg.GRPCServerOptions = authz.ServerOptions(creds, mode, log)
 	stopProfiles, err := profiling.Serve(ctx, *pprofListen, log)
 	if err != nil {
 		return err

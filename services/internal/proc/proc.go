@@ -16,10 +16,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/logging"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/profiling"
+	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/grants"
 )
 
@@ -92,27 +94,87 @@ type Service struct {
 	// component records there, and the health listener serves it on
 	// /metrics.
 	Metrics *prometheus.Registry
+	// Identity is the process's credentials (--identity-dir), nil when
+	// identities are off.
+	Identity *identity.Credentials
+	// Authz is what the process's gRPC servers do with a call the policy
+	// refuses (--authz).
+	Authz authz.Mode
 }
 
-// DialOptions are the options of the process's gRPC clients: the client
-// metrics' interceptors on s.Metrics.
-func (s *Service) DialOptions() []grpc.DialOption {
-	return metrics.NewGRPCClient(s.Metrics).DialOptions()
+// DialOptions are the options of the process's gRPC clients of the service
+// named server (identity.Store, identity.Admission): the client metrics'
+// interceptors on s.Metrics and, with identities on, TLS presenting the
+// process's certificate to that service.
+func (s *Service) DialOptions(server string) []grpc.DialOption {
+	return append(metrics.NewGRPCClient(s.Metrics).DialOptions(), authz.DialOptions(s.Identity, server)...)
 }
 
-// Start defines --pprof-listen on fs, parses args into fs and starts what
-// every service process has (Service). The caller defers Stop.
+// IdentityServerOptions are, with identities on, the options of the
+// process's gRPC servers that make them require a client certificate and
+// enforce the policy (authz.ServerOptions); none with identities off.
+func (s *Service) IdentityServerOptions() []grpc.ServerOption {
+	return authz.ServerOptions(s.Identity, s.Authz, s.Log)
+}
+
+// Start defines --pprof-listen and the identity flags on fs, parses args
+// into fs and starts what every service process has (Service). The caller
+// defers Stop.
 func Start(fs *flag.FlagSet, args []string, service string) (*Service, error) {
 	pprofListen := ProfileListenFlag(fs)
+	idf := IdentityFlags(fs)
 	_ = fs.Parse(args)
 	log := Logger(service)
+	creds, mode, err := idf.Load(log)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := SignalContext()
 	stopProfiles, err := profiling.Serve(ctx, *pprofListen, log)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	return &Service{Ctx: ctx, Log: log, Stop: func() { stopProfiles(); cancel() }, Metrics: metrics.NewRegistry()}, nil
+	return &Service{Ctx: ctx, Log: log, Stop: func() { stopProfiles(); cancel() }, Metrics: metrics.NewRegistry(),
+		Identity: creds, Authz: mode}, nil
+}
+
+// EnvAuthz is the environment variable behind --authz (identity.EnvDir is
+// --identity-dir's).
+const EnvAuthz = "NO8S_AUTHZ"
+
+// Identity is the identity flags of a process (IdentityFlags).
+type Identity struct {
+	dir, mode *string
+}
+
+// IdentityFlags defines --identity-dir ($NO8S_IDENTITY_DIR): the process's
+// credentials directory (tls.crt, tls.key, ca.crt; docs/security.md), none
+// for identities off; and --authz ($NO8S_AUTHZ): enforce or audit-only.
+func IdentityFlags(fs *flag.FlagSet) *Identity {
+	return &Identity{
+		dir: fs.String("identity-dir", os.Getenv(identity.EnvDir),
+			"credentials directory of this process: tls.crt, tls.key, ca.crt ($"+identity.EnvDir+"; none: identities off, every gRPC caller taken)"),
+		mode: fs.String("authz", Env(EnvAuthz, string(authz.Enforce)),
+			"with identities on, what gRPC servers do with a call the policy refuses: enforce, or audit-only (let it through and log it) ($"+EnvAuthz+")"),
+	}
+}
+
+// Load reads the credentials the flags name (nil when none) and the mode.
+func (f *Identity) Load(log *slog.Logger) (*identity.Credentials, authz.Mode, error) {
+	mode, err := authz.ParseMode(*f.mode)
+	if err != nil {
+		return nil, "", fmt.Errorf("--authz: %w", err)
+	}
+	if *f.dir == "" {
+		return nil, mode, nil
+	}
+	creds, err := identity.Load(*f.dir)
+	if err != nil {
+		return nil, "", fmt.Errorf("--identity-dir: %w", err)
+	}
+	log.Info("identity", "id", creds.ID().String(), "valid_until", creds.NotAfter().UTC().Format("2006-01-02T15:04:05Z"), "authz", string(mode))
+	return creds, mode, nil
 }
 
 // GCPercent is the garbage collector's target of the no8s services: a

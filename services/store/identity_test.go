@@ -1,0 +1,133 @@
+package store_test
+
+import (
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/no8s/no8s/libs/sdk/identity"
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/authz"
+	"github.com/no8s/no8s/services/internal/grpcserver"
+	"github.com/no8s/no8s/services/internal/identityca"
+)
+
+// TestIdentitiesOnTheStoresDoors: with identities on, the store's main
+// listener answers its methods only to the services whose job they are, and
+// the workers' door holds a reconciler to the types its certificate claims
+// and to its own name: reconciler a (A/v1) cannot lease a B/v1 resource,
+// lease as b, or renew, complete or change finalizers under b's lease, nor
+// campaign for b's leader lease; nothing it was refused is written.
+func TestIdentitiesOnTheStoresDoors(t *testing.T) {
+	ctx := t.Context()
+	now := time.Now()
+	ca, err := identityca.New(now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := func(id identity.ID) *identity.Credentials {
+		dir := filepath.Join(t.TempDir(), id.Name)
+		if err := ca.IssueTo(dir, id, now, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		c, err := identity.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	storeCreds := creds(identity.ServiceID(identity.Store))
+	addr, workerAddr, _ := serveStore(t, authz.ServerOptions(storeCreds, authz.Enforce, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	dial := func(addr string, c *identity.Credentials) *grpc.ClientConn {
+		conn, err := grpcserver.Dial(addr, authz.DialOptions(c, identity.Store)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		return conn
+	}
+	a := creds(identity.ID{Kind: identity.Reconciler, Name: "a", Types: []string{"A/v1"}})
+	b := creds(identity.ID{Kind: identity.Reconciler, Name: "b", Types: []string{"B/v1"}})
+	gw := storev1.NewStoreServiceClient(dial(addr, creds(identity.ServiceID(identity.Gateway))))
+	wa := reconcilev1.NewWorkerServiceClient(dial(workerAddr, a))
+	wb := reconcilev1.NewWorkerServiceClient(dial(workerAddr, b))
+
+	create := func(typ string) *storev1.Resource {
+		t.Helper()
+		rt, err := gw.CreateResourceType(ctx, &storev1.CreateResourceTypeRequest{ResourceType: &storev1.ResourceType{
+			Name: typ, Version: "v1", Schema: []byte(`{"type":"object"}`)}})
+		if err != nil {
+			t.Fatalf("the gateway creates type %s: %v", typ, err)
+		}
+		r, err := gw.CreateResource(ctx, &storev1.CreateResourceRequest{SchemaRevision: rt.GetResourceType().GetResourceVersion(),
+			Resource: &storev1.Resource{Name: strings.ToLower(typ), ResourceTypeName: typ, ResourceTypeVersion: "v1", Spec: []byte(`{}`)}})
+		if err != nil {
+			t.Fatalf("the gateway creates a %s: %v", typ, err)
+		}
+		return r.GetResource()
+	}
+	ra, rb := create("A"), create("B")
+	refused := func(what string, err error) {
+		t.Helper()
+		if status.Code(err) != codes.PermissionDenied {
+			t.Errorf("%s: %v, want PermissionDenied", what, err)
+		}
+	}
+
+	// The main listener: the store's methods are the services'.
+	mainA := dial(addr, a)
+	_, err = storev1.NewStoreServiceClient(mainA).CreateResource(ctx, &storev1.CreateResourceRequest{Resource: &storev1.Resource{Name: "x", ResourceTypeName: "A", ResourceTypeVersion: "v1", Spec: []byte(`{}`)}})
+	refused("a reconciler creates through the main listener", err)
+	_, err = reconcilev1.NewReconcileServiceClient(mainA).BecomeScheduler(ctx, &reconcilev1.BecomeSchedulerRequest{Holder: "evil", LeaseSeconds: 3600})
+	refused("a reconciler becomes the scheduler", err)
+	_, err = reconcilev1.NewReconcileServiceClient(dial(addr, creds(identity.ServiceID(identity.Gateway)))).BecomeScheduler(ctx, &reconcilev1.BecomeSchedulerRequest{Holder: "evil", LeaseSeconds: 3600})
+	refused("the gateway becomes the scheduler", err)
+
+	// The workers' door: types and names.
+	_, err = wa.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: rb.GetId(), Holder: "a/r1", LeaseSeconds: 30})
+	refused("a leases a B/v1 resource", err)
+	_, err = wa.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: ra.GetId(), Holder: "b/r1", LeaseSeconds: 30})
+	refused("a leases as b", err)
+	lb, err := wb.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: rb.GetId(), Holder: "b/r1", LeaseSeconds: 30})
+	if err != nil {
+		t.Fatalf("b leases its own: %v", err)
+	}
+	_, err = wa.RenewLease(ctx, &reconcilev1.RenewLeaseRequest{ResourceId: rb.GetId(), LeaseEpoch: lb.GetLeaseEpoch(), LeaseSeconds: 30})
+	refused("a renews b's lease", err)
+	_, err = wa.UpdateFinalizers(ctx, &reconcilev1.UpdateFinalizersRequest{ResourceId: rb.GetId(), LeaseEpoch: lb.GetLeaseEpoch(), Remove: []string{"reconciler.no8s.io/b"}})
+	refused("a changes finalizers under b's lease", err)
+	_, err = wa.CompleteReconcile(ctx, &reconcilev1.CompleteReconcileRequest{ResourceId: rb.GetId(), LeaseEpoch: lb.GetLeaseEpoch(),
+		Outcome: reconcilev1.Outcome_OUTCOME_SUCCESS, StatusMessage: "PWNED", History: &reconcilev1.HistoryEntry{}})
+	refused("a completes b's resource", err)
+	_, err = wa.CampaignLeader(ctx, &reconcilev1.CampaignLeaderRequest{Name: "b", Holder: "b/x", LeaseSeconds: 30})
+	refused("a campaigns for b's leader lease", err)
+
+	got, err := gw.GetResource(ctx, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Id{Id: rb.GetId()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetResource().GetStatusMessage() == "PWNED" || got.GetResource().GetStatus() == "ready" {
+		t.Fatalf("a refused completion was written: %v", got.GetResource())
+	}
+
+	// Each acts within its own rights.
+	la, err := wa.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: ra.GetId(), Holder: "a/r1", LeaseSeconds: 30})
+	if err != nil {
+		t.Fatalf("a leases its own: %v", err)
+	}
+	if _, err := wa.CompleteReconcile(ctx, &reconcilev1.CompleteReconcileRequest{ResourceId: ra.GetId(), LeaseEpoch: la.GetLeaseEpoch(),
+		Outcome: reconcilev1.Outcome_OUTCOME_SUCCESS, History: &reconcilev1.HistoryEntry{}}); err != nil {
+		t.Fatalf("a completes its own: %v", err)
+	}
+	if _, err := wa.CampaignLeader(ctx, &reconcilev1.CampaignLeaderRequest{Name: "a", Holder: "a/x", LeaseSeconds: 30}); err != nil {
+		t.Fatalf("a campaigns for its own leader lease: %v", err)
+	}
+}
