@@ -55,12 +55,18 @@ type foreignTarget struct {
 	// crash kills the store's process with SIGKILL and starts it again
 	// with the same state and addresses, as a supervisor would.
 	crash func()
+	// recovered, when set, waits after a crash for what the store's own
+	// restart does not bring back at once (no8s dev's reconciler). It runs
+	// after the degraded report is seen: that report lasts degradedHold.
+	recovered func()
 	// degraded is the store's last degraded reason seen.
 	degraded string
 }
 
-// degradedHold is the store's --relay-degraded-hold in these tests.
-const degradedHold = 3 * time.Second
+// degradedHold is the store's --relay-degraded-hold in these tests: long
+// enough that a report made while a restarted no8s dev is still starting
+// its other services is still there when its probe first answers.
+const degradedHold = 10 * time.Second
 
 func TestForeignMessagesPostgreSQL(t *testing.T) {
 	c := newCluster(t)
@@ -123,6 +129,8 @@ func TestForeignMessagesEmbedded(t *testing.T) {
 			dev.kill9()
 			_, dev = startDevProc(t, state, listen, natsPort, env, extra...)
 			devs = append(devs, dev)
+		},
+		recovered: func() {
 			// The reconciler comes back with the embedded NATS server
 			// (its registration is there).
 			waitFor(t, 30*time.Second, "the noop reconciler live again", func() error {
@@ -253,6 +261,9 @@ func runForeignAttacks(f *foreignTarget) {
 			f.waitDegraded(true)
 			if err := f.storeProc().exited(); err != nil {
 				t.Fatalf("the store exited: %v", err)
+			}
+			if a.crash && f.recovered != nil {
+				f.recovered()
 			}
 			// Writers go on, and a new resource reaches Ready.
 			id := createWidget(t, f.base, fmt.Sprintf("after-%s", strings.ToLower(a.name)))

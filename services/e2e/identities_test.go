@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"context"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +18,7 @@ import (
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/authz"
+	"github.com/no8s/no8s/services/internal/authz/authztest"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 )
 
@@ -156,4 +161,90 @@ func TestIdentitiesRefuseForgedCalls(t *testing.T) {
 	start := time.Now()
 	create("after")
 	t.Logf("a resource created after the attempts became ready in %s: the real scheduler leads", time.Since(start).Round(time.Millisecond))
+
+	// A reconciler started with another reconciler's credentials says so
+	// and does not start.
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "no8s-reconciler"), "noop", "--types", "Guarded/v1", "--nats-url", c.natsURL,
+		"--store-addr", c.workerAddr(c.storeAddrs[0]), "--health-listen", "127.0.0.1:0")
+	cmd.Env = append(withoutNo8sEnv(), identity.EnvDir+"="+c.credentials("--reconciler", "evil", "--types", "Other/v1"))
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "holds the identity reconciler/evil, not reconciler/noop") {
+		t.Errorf("noop with reconciler/evil's credentials: %v\n%s", err, out)
+	}
+}
+
+// TestIdentitiesMatrixAgainstTheServices makes every cell of the policy a
+// real call: every method each listener serves (the store's main and
+// workers' listeners, admission's), from every kind of identity, against
+// the real processes with identities on. A cell the policy refuses gets
+// its PermissionDenied; a cell it allows reaches the service's handler,
+// whatever that answers to an empty request. No scheduler runs, so the
+// scheduler identity's BecomeScheduler cell takes no one's lease.
+func TestIdentitiesMatrixAgainstTheServices(t *testing.T) {
+	c := newCluster(t)
+	c.withIdentities()
+	c.startStore("")
+	admission := c.startAdmission(c.storeAddrs[0])
+	served := authztest.Served()
+	policy := authz.Policy()
+	listeners := []struct {
+		name, addr, server string
+		services           []string
+	}{
+		{"store", c.storeAddrs[0], identity.Store, []string{"no8s.store.v1.StoreService", "no8s.reconcile.v1.ReconcileService"}},
+		{"store workers", c.workerAddr(c.storeAddrs[0]), identity.Store, []string{"no8s.reconcile.v1.WorkerService"}},
+		{"admission", admission, identity.Admission, []string{"no8s.admission.v1.AdmissionService"}},
+	}
+	common := []string{"grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"}
+	ids := []struct {
+		id   identity.ID
+		args []string
+	}{
+		{identity.ID{Kind: identity.Reconciler, Name: "noop", Types: []string{"Cell/v1"}}, []string{"--reconciler", "noop", "--types", "Cell/v1"}},
+		{identity.ID{Kind: identity.Client, Name: "ci"}, []string{"--client", "ci"}},
+	}
+	for _, s := range identity.Services() {
+		ids = append(ids, struct {
+			id   identity.ID
+			args []string
+		}{identity.ServiceID(s), []string{"--service", s}})
+	}
+	ctx := t.Context()
+	cells, refused := 0, 0
+	for _, l := range listeners {
+		for _, who := range ids {
+			creds, err := identity.Load(c.credentials(who.args...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn, err := grpcserver.Dial(l.addr, authz.DialOptions(creds, l.server)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range authztest.Sorted(served) {
+				svc, _, _ := strings.Cut(strings.TrimPrefix(m, "/"), "/")
+				if !slices.Contains(l.services, svc) && !slices.Contains(common, svc) {
+					continue
+				}
+				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				got := authztest.Call(cctx, conn, m, served[m])
+				cancel()
+				cells++
+				allowed := policy[m].Allows(who.id)
+				switch {
+				case allowed && authztest.RefusedByPolicy(got):
+					t.Errorf("%s: %s → %s: %v, want the call to reach the handler", l.name, who.id, m, got.Err())
+				case !allowed && !authztest.RefusedByPolicy(got):
+					t.Errorf("%s: %s → %s: %v, want the policy's PermissionDenied", l.name, who.id, m, got.Err())
+				case !allowed:
+					refused++
+				}
+			}
+			_ = conn.Close()
+		}
+	}
+	t.Logf("%d cells called, %d refused by the policy", cells, refused)
+	if cells < 7*40 {
+		t.Fatalf("only %d cells: the listeners serve fewer methods than the policy names", cells)
+	}
 }

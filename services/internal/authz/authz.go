@@ -101,7 +101,7 @@ func (a *Authorizer) authorize(ctx context.Context, method string) (context.Cont
 	}
 	why := fmt.Sprintf("%s may not call %s (allowed: %s)", id, method, rule.Callers())
 	if !ok {
-		why = fmt.Sprintf("%s is in no rule of the policy: refused to every caller (%s)", method, id)
+		why = fmt.Sprintf("%s may not call %s: the method is in no rule of the policy, refused to every caller", id, method)
 	}
 	if a.mode == AuditOnly {
 		a.log.WarnContext(ctx, "authz audit: would refuse", "identity", id.String(), "method", method, "reason", why)

@@ -2,9 +2,7 @@ package authz_test
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -22,14 +20,13 @@ import (
 	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/no8s/no8s/libs/sdk/identity"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/authz"
+	"github.com/no8s/no8s/services/internal/authz/authztest"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/identityca"
 	"github.com/no8s/no8s/services/internal/testenv"
@@ -37,36 +34,33 @@ import (
 
 var update = flag.Bool("update", false, "rewrite docs/security.md's generated table")
 
-// servedMethods lists every method of every service a no8s process serves:
-// the no8s services found in the generated descriptors (a new .proto
-// service is found without being named here), the health service and
-// server reflection.
+// servedMethods is authztest.Served, checked against the descriptors of
+// the services the processes register.
 func servedMethods(t *testing.T) map[string]protoreflect.MethodDescriptor {
 	t.Helper()
-	out := map[string]protoreflect.MethodDescriptor{}
-	protoregistry.GlobalFiles.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
-		if !strings.HasPrefix(string(fd.Package()), "no8s.") && fd.Package() != "grpc.health.v1" && !strings.HasPrefix(string(fd.Package()), "grpc.reflection.") {
-			return true
-		}
-		for i := range fd.Services().Len() {
-			sd := fd.Services().Get(i)
-			for j := range sd.Methods().Len() {
-				md := sd.Methods().Get(j)
-				out["/"+string(sd.FullName())+"/"+string(md.Name())] = md
-			}
-		}
-		return true
-	})
-	// The generated packages register their files when imported: make
-	// sure each is (the descriptors' variables are used).
+	out := authztest.Served()
 	for _, d := range []*grpc.ServiceDesc{&storev1.StoreService_ServiceDesc, &reconcilev1.ReconcileService_ServiceDesc,
 		&reconcilev1.WorkerService_ServiceDesc, &admissionv1.AdmissionService_ServiceDesc, &healthpb.Health_ServiceDesc,
 		&reflectionv1.ServerReflection_ServiceDesc, &reflectionv1alpha.ServerReflection_ServiceDesc} {
-		for _, m := range d.Methods {
-			if _, ok := out["/"+d.ServiceName+"/"+m.MethodName]; !ok {
-				t.Fatalf("method %s/%s of a served descriptor is not in the registry", d.ServiceName, m.MethodName)
+		for _, m := range slices.Concat(methodNames(d.Methods), streamNames(d.Streams)) {
+			if _, ok := out["/"+d.ServiceName+"/"+m]; !ok {
+				t.Fatalf("method %s/%s of a served descriptor is not found", d.ServiceName, m)
 			}
 		}
+	}
+	return out
+}
+
+func methodNames(ms []grpc.MethodDesc) (out []string) {
+	for _, m := range ms {
+		out = append(out, m.MethodName)
+	}
+	return out
+}
+
+func streamNames(ss []grpc.StreamDesc) (out []string) {
+	for _, s := range ss {
+		out = append(out, s.StreamName)
 	}
 	return out
 }
@@ -244,32 +238,6 @@ func (in *installation) dialAs(t *testing.T, addr string, c *identity.Credential
 	return conn
 }
 
-// call makes one call of method with an empty request and returns its
-// status code: unary calls wait for the answer, streaming ones for the
-// first message (or the refusal).
-func call(ctx context.Context, conn *grpc.ClientConn, method string, md protoreflect.MethodDescriptor) codes.Code {
-	in := dynamicpb.NewMessage(md.Input())
-	out := dynamicpb.NewMessage(md.Output())
-	if !md.IsStreamingClient() && !md.IsStreamingServer() {
-		return status.Code(conn.Invoke(ctx, method, in, out))
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	s, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: md.IsStreamingServer(), ClientStreams: md.IsStreamingClient()}, method)
-	if err != nil {
-		return status.Code(err)
-	}
-	if err := s.SendMsg(in); err != nil && !errors.Is(err, io.EOF) {
-		return status.Code(err)
-	}
-	if md.IsStreamingClient() {
-		if err := s.CloseSend(); err != nil {
-			return status.Code(err)
-		}
-	}
-	return status.Code(s.RecvMsg(out))
-}
-
 // TestMatrixEveryMethodFromEveryIdentity calls every served method from
 // every identity over real TLS: a cell the policy refuses answers
 // PermissionDenied and reaches no handler; a cell it allows reaches the
@@ -282,21 +250,16 @@ func TestMatrixEveryMethodFromEveryIdentity(t *testing.T) {
 	served := servedMethods(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	methods := make([]string, 0, len(served))
-	for m := range served {
-		methods = append(methods, m)
-	}
-	slices.Sort(methods)
 	for _, id := range in.ids {
 		conn := in.dialAs(t, addr, in.creds[id.String()])
-		for _, m := range methods {
-			got := call(ctx, conn, m, served[m])
+		for _, m := range authztest.Sorted(served) {
+			got := authztest.Call(ctx, conn, m, served[m])
 			allowed := p[m].Allows(id)
 			switch {
-			case allowed && (got == codes.PermissionDenied || got == codes.Unauthenticated):
-				t.Errorf("%s → %s: %s, want the call to reach the handler", id, m, got)
-			case !allowed && got != codes.PermissionDenied:
-				t.Errorf("%s → %s: %s, want PermissionDenied", id, m, got)
+			case allowed && (got.Code() == codes.PermissionDenied || got.Code() == codes.Unauthenticated):
+				t.Errorf("%s → %s: %v, want the call to reach the handler", id, m, got.Err())
+			case !allowed && !authztest.RefusedByPolicy(got):
+				t.Errorf("%s → %s: %v, want the policy's PermissionDenied", id, m, got.Err())
 			}
 		}
 	}
