@@ -112,9 +112,15 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t *Ter
 	for {
 		sent := time.Now()
 		g, err := e.campaign(ctx, epoch, sent.Add(e.cfg.Renew))
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
+			// Stopping while a campaign was answered: a lease it won
+			// is given up like one held.
+			if err == nil && g.Leader {
+				e.release(ctx, g.Epoch)
+			}
 			return nil
+		}
+		switch {
 		case err != nil:
 			e.log.Warn(e.cfg.Name+" campaign failed", "error", err)
 		case !g.Leader:
@@ -130,13 +136,7 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t *Ter
 			e.log.Info(e.cfg.Name+" leader", "epoch", g.Epoch)
 			stale := e.runTerm(ctx, t, lead)
 			if ctx.Err() != nil {
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.Renew)
-				if err := e.store.Release(rctx, t.Epoch); err != nil {
-					e.log.Warn(e.cfg.Name+" lease release failed", "epoch", t.Epoch, "error", err)
-				} else {
-					e.log.Info(e.cfg.Name+" lease released", "epoch", t.Epoch)
-				}
-				cancel()
+				e.release(ctx, t.Epoch)
 				return nil
 			}
 			if stale {
@@ -151,11 +151,26 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t *Ter
 	}
 }
 
-// campaign calls the store with a deadline.
+// campaign calls the store with a deadline. The call is not cancelled
+// with ctx: a stop during it waits for the answer (within the deadline),
+// so that a lease the store granted meanwhile is known and released rather
+// than left to expire with no leader.
 func (e *Elector) campaign(ctx context.Context, epoch int64, deadline time.Time) (Grant, error) {
-	cctx, cancel := context.WithDeadline(ctx, deadline)
+	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
 	return e.store.Campaign(cctx, epoch)
+}
+
+// release gives up the lease of epoch on the way out, within one renew
+// interval.
+func (e *Elector) release(ctx context.Context, epoch int64) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.Renew)
+	defer cancel()
+	if err := e.store.Release(rctx, epoch); err != nil {
+		e.log.Warn(e.cfg.Name+" lease release failed", "epoch", epoch, "error", err)
+		return
+	}
+	e.log.Info(e.cfg.Name+" lease released", "epoch", epoch)
 }
 
 // runTerm runs lead and renews the lease beside it until the lease is lost,
