@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/no8s/no8s/libs/client"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -17,6 +16,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/no8s/no8s/libs/api/fence"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"

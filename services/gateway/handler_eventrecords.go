@@ -1,13 +1,13 @@
 package gateway
 
 import (
-	"github.com/no8s/no8s/libs/client"
 	"math"
 	"net/http"
 
 	"github.com/labstack/echo/v5"
 
 	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/client"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/problem"
 )

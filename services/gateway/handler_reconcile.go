@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"github.com/no8s/no8s/libs/client"
 	"math"
 	"net/http"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/no8s/no8s/libs/client"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/problem"

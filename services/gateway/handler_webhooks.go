@@ -3,13 +3,13 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/no8s/no8s/libs/client"
 	"net/http"
 	"strconv"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/labstack/echo/v5"
 
+	"github.com/no8s/no8s/libs/client"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"

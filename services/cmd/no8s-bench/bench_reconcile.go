@@ -23,7 +23,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/no8s/no8s/libs/client"
 	"io"
 	"net"
 	"net/http"
@@ -33,6 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk/worker"
 	"github.com/no8s/no8s/services/scheduler"
 )

@@ -5,13 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/no8s/no8s/libs/client"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/no8s/no8s/libs/client"
 )
 
 // The "watch" scenario (issue 4): 1,000 concurrent SSE watchers on one

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/no8s/no8s/libs/client"
 	"net"
 	"net/http"
 	"slices"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/no8s/no8s/libs/client"
 )
 
 // The published ports the check's client uses, as docker-compose.yml
