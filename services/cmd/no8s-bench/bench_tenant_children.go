@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/no8s/no8s/services/reconcilerworker/tenant"
 )
 
 // The "tenant-children" scenario (issue 15): 10,000 rows × one template of
@@ -40,7 +42,11 @@ func benchTenantChildren(ctx context.Context, env *benchEnv) error {
 	if err := env.startNoopReplicas(ctx, "noop-children", types, []string{"c1"}, "--concurrency", "32"); err != nil {
 		return err
 	}
-	tp, err := env.startProc("reconciler-tenant", filepath.Join(env.binDir, "no8s-reconciler"), "tenant", "--api-url", env.gatewayURL,
+	tenv, err := env.reconcilerEnv(tenant.Name, []string{"Tenant/v1"})
+	if err != nil {
+		return err
+	}
+	tp, err := env.startProcEnv("reconciler-tenant", filepath.Join(env.binDir, "no8s-reconciler"), tenv, "tenant", "--api-url", env.gatewayURL,
 		"--nats-url", env.natsURL, "--store-addr", env.workerAddr, "--replica-id", "tenant-1", "--concurrency", "64", "--health-listen", "off")
 	if err != nil {
 		return err

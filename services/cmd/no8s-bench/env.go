@@ -26,7 +26,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/no8s/no8s/libs/client"
 	"io/fs"
 	"net"
 	"net/http"
@@ -48,8 +47,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/client"
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/testenv"
+	"github.com/no8s/no8s/services/reconcilerworker/noop"
 )
 
 var (
@@ -96,11 +98,12 @@ type benchEnv struct {
 	// connections per host).
 	client *http.Client
 
-	binDir   string // the no8s binaries
-	natsBin  string // the nats-server binary
-	workDir  string // temporary: logs/, nats data, built binaries
-	buildDir string // set when binaries were built here
-	stackN   int    // stacks started so far, to name log files
+	binDir   string          // the no8s binaries
+	ids      benchIdentities // -identities: the stack's credentials
+	natsBin  string          // the nats-server binary
+	workDir  string          // temporary: logs/, nats data, built binaries
+	buildDir string          // set when binaries were built here
+	stackN   int             // stacks started so far, to name log files
 	procs    []*benchProc
 	// procsMu guards procs against the scraper (-scrape), which reads it
 	// from its own goroutine.
@@ -752,8 +755,11 @@ func (e *benchEnv) start(ctx context.Context) error {
 	if e.workerAddr, err = freeAddr(); err != nil {
 		return err
 	}
-	sp, err := e.startProc("store", filepath.Join(e.binDir, "no8s-store"),
-		"--listen", e.storeAddr, "--worker-listen", e.workerAddr, "--database-url", e.databaseURL, "--nats-url", e.natsURL)
+	args, err := e.serviceArgs(identity.Store, []string{"--listen", e.storeAddr, "--worker-listen", e.workerAddr, "--database-url", e.databaseURL, "--nats-url", e.natsURL})
+	if err != nil {
+		return err
+	}
+	sp, err := e.startProc("store", filepath.Join(e.binDir, "no8s-store"), args...)
 	if err != nil {
 		return err
 	}
@@ -768,9 +774,12 @@ func (e *benchEnv) start(ctx context.Context) error {
 	if e.admissionAddr, err = freeAddr(); err != nil {
 		return err
 	}
-	ap, err := e.startProc("admission", filepath.Join(e.binDir, "no8s-admission"),
-		"--listen", e.admissionAddr, "--store-addr", e.storeAddr, "--nats-url", e.natsURL,
-		"--outbound-allow", "loopback") // the webhook benchmark's webhook listens on loopback
+	args, err = e.serviceArgs(identity.Admission, []string{"--listen", e.admissionAddr, "--store-addr", e.storeAddr, "--nats-url", e.natsURL,
+		"--outbound-allow", "loopback"}) // the webhook benchmark's webhook listens on loopback
+	if err != nil {
+		return err
+	}
+	ap, err := e.startProc("admission", filepath.Join(e.binDir, "no8s-admission"), args...)
 	if err != nil {
 		return err
 	}
@@ -783,9 +792,12 @@ func (e *benchEnv) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	gp, err := e.startProc("gateway", filepath.Join(e.binDir, "no8s-gateway"),
-		"--listen", gwAddr, "--store-addr", e.storeAddr, "--admission-addr", e.admissionAddr, "--nats-url", e.natsURL,
-		"--outbound-allow", "loopback")
+	args, err = e.serviceArgs(identity.Gateway, []string{"--listen", gwAddr, "--store-addr", e.storeAddr, "--admission-addr", e.admissionAddr, "--nats-url", e.natsURL,
+		"--outbound-allow", "loopback"})
+	if err != nil {
+		return err
+	}
+	gp, err := e.startProc("gateway", filepath.Join(e.binDir, "no8s-gateway"), args...)
 	if err != nil {
 		return err
 	}
@@ -808,7 +820,11 @@ func (e *benchEnv) start(ctx context.Context) error {
 	}
 
 	// the noop reconciler, serving the scenarios' types
-	rp, err := e.startProc("reconciler", filepath.Join(e.binDir, "no8s-reconciler"), "noop",
+	renv, err := e.reconcilerEnv(noop.DefaultName, benchTypes)
+	if err != nil {
+		return err
+	}
+	rp, err := e.startProcEnv("reconciler", filepath.Join(e.binDir, "no8s-reconciler"), renv, "noop",
 		"--types", strings.Join(benchTypes, ","), "--nats-url", e.natsURL, "--store-addr", e.workerAddr, "--health-listen", "off")
 	if err != nil {
 		return err
@@ -939,8 +955,11 @@ func (e *benchEnv) stopProc(p *benchProc) {
 // holder is name, with extra flags appended, and waits until it leads: it
 // holds an unexpired scheduler lease in the database.
 func (e *benchEnv) startScheduler(ctx context.Context, name string, extra ...string) (*benchProc, error) {
-	p, err := e.startProc("scheduler", filepath.Join(e.binDir, "no8s-scheduler"),
-		append([]string{"--store-addr", e.storeAddr, "--nats-url", e.natsURL, "--holder", name}, extra...)...)
+	args, err := e.serviceArgs(identity.Scheduler, append([]string{"--store-addr", e.storeAddr, "--nats-url", e.natsURL, "--holder", name}, extra...))
+	if err != nil {
+		return nil, err
+	}
+	p, err := e.startProc("scheduler", filepath.Join(e.binDir, "no8s-scheduler"), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -961,10 +980,14 @@ func (e *benchEnv) startScheduler(ctx context.Context, name string, extra ...str
 // appended, and waits until the registry shows every replica and type.
 func (e *benchEnv) startNoopReplicas(ctx context.Context, reconciler string, types []string, ids []string, extra ...string) error {
 	var last *benchProc
+	renv, err := e.reconcilerEnv(reconciler, types)
+	if err != nil {
+		return err
+	}
 	for _, id := range ids {
 		args := append([]string{"noop", "--name", reconciler, "--types", strings.Join(types, ","), "--replica-id", id,
 			"--nats-url", e.natsURL, "--store-addr", e.workerAddr, "--health-listen", "off"}, extra...)
-		p, err := e.startProc("reconciler-"+id, filepath.Join(e.binDir, "no8s-reconciler"), args...)
+		p, err := e.startProcEnv("reconciler-"+id, filepath.Join(e.binDir, "no8s-reconciler"), renv, args...)
 		if err != nil {
 			return err
 		}

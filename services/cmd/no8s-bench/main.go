@@ -57,6 +57,9 @@ func run() error {
 		return err
 	}
 	defer env.Close()
+	if *identitiesFlag {
+		fmt.Println("identities on: mutual TLS on every internal gRPC listener, the call policy enforced")
+	}
 	if scraping() {
 		sc := env.startScraper(ctx)
 		defer func() { fmt.Println(sc.Stop()) }()

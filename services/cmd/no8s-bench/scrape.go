@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -50,6 +51,9 @@ func scrapeArgs(bin string, args []string) (out []string, addr string, err error
 }
 
 // scraper reads /metrics of every process of the stack each interval.
+// Like a Prometheus server, it spreads its targets over the interval: each
+// target is read at its own offset (its URL's hash, modulo the interval),
+// so that the processes are not all interrupted at the same instant.
 type scraper struct {
 	ok, failed atomic.Int64
 	bytes      atomic.Int64
@@ -64,20 +68,54 @@ func (e *benchEnv) startScraper(ctx context.Context) *scraper {
 	s := &scraper{stop: cancel}
 	hc := &http.Client{Timeout: 5 * time.Second}
 	s.done.Go(func() {
+		// Targets appear as the stack starts processes: look for new ones
+		// each interval and give each a loop of its own.
+		seen := map[string]bool{}
 		t := time.NewTicker(*scrapeFlag)
 		defer t.Stop()
 		for {
+			for _, url := range e.metricsURLs() {
+				if !seen[url] {
+					seen[url] = true
+					s.done.Go(func() { s.scrapeLoop(ctx, hc, url) })
+				}
+			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			for _, url := range e.metricsURLs() {
-				s.scrapeOne(ctx, hc, url)
-			}
 		}
 	})
 	return s
+}
+
+// scrapeLoop scrapes url each interval, at url's offset in the interval.
+func (s *scraper) scrapeLoop(ctx context.Context, hc *http.Client, url string) {
+	every := *scrapeFlag
+	h := fnv.New64a()
+	h.Write([]byte(url))
+	offset := time.Duration(h.Sum64() % uint64(every))
+	now := time.Now()
+	next := now.Truncate(every).Add(offset)
+	if next.Before(now) {
+		next = next.Add(every)
+	}
+	timer := time.NewTimer(time.Until(next))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		s.scrapeOne(ctx, hc, url)
+		next = next.Add(every)
+		for !next.After(time.Now()) { // a scrape longer than the interval skips a turn
+			next = next.Add(every)
+		}
+		timer.Reset(time.Until(next))
+	}
 }
 
 func (s *scraper) scrapeOne(ctx context.Context, hc *http.Client, url string) {
