@@ -25,7 +25,7 @@ A reconciler's certificate also fixes the resource types it may serve.
 Credentials are a directory of tls.crt, tls.key and ca.crt; processes read
 them again when they change.`,
 	}
-	cmd.AddCommand(a.identityInitCmd(), a.identityIssueCmd(), a.identityShowCmd(), a.identityRotateCmd(), a.identityRetireCmd())
+	cmd.AddCommand(a.identityInitCmd(), a.identityIssueCmd(), a.identityShowCmd(), a.identityRotateCmd(), a.identityRetireCmd(), a.identityReleaseCmd())
 	return cmd
 }
 
@@ -86,6 +86,10 @@ func (a *app) identityIssueCmd() *cobra.Command {
 			}
 			ca, err := identityca.Load(caDir)
 			if err != nil {
+				return err
+			}
+			// A reconciler's types are claimed before its certificate exists.
+			if err := identityca.ClaimTypes(caDir, id, a.now().Add(valid), a.now()); err != nil {
 				return err
 			}
 			if err := ca.IssueTo(out, id, a.now(), valid, hosts...); err != nil {
@@ -174,6 +178,42 @@ func (a *app) identityRetireCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(a.streams.Out, "CA bundle in %s holds sha256 %s only\n", caDir, fingerprint(ca.Certificate().Raw))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&caDir, "ca-dir", "", "the CA directory (ca.crt, ca.key)")
+	_ = cmd.MarkFlagRequired("ca-dir")
+	return cmd
+}
+
+func (a *app) identityReleaseCmd() *cobra.Command {
+	var caDir string
+	cmd := &cobra.Command{
+		Use:   "release-type --ca-dir DIR TYPE/VERSION...",
+		Short: "Free types a reconciler was issued, so that another reconciler may be issued them",
+		Long: `The CA issues each type to one reconciler at a time: issuing a type that an
+unexpired certificate of another reconciler claims is refused. Once that
+reconciler no longer serves the type, release it here; its certificate stays
+valid until it expires, so stop the old reconciler (or let its credential
+expire) before the new one starts.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("name at least one type (Name/version)")
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			released, err := identityca.ReleaseTypes(caDir, args)
+			if err != nil {
+				return err
+			}
+			for _, t := range args {
+				if c, ok := released[t]; ok {
+					fmt.Fprintf(a.streams.Out, "released %s (was reconciler/%s's until %s)\n", t, c.Reconciler, c.Until.UTC().Format(time.RFC3339))
+				} else {
+					fmt.Fprintf(a.streams.Out, "%s: not claimed\n", t)
+				}
+			}
 			return nil
 		},
 	}

@@ -91,3 +91,47 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestIdentityTypeClaims: the CA issues a type to one reconciler at a
+// time; the holder renews freely; release-type frees it.
+func TestIdentityTypeClaims(t *testing.T) {
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca")
+	if code, _, errOut := run(t, nil, "", "identity", "init-ca", "--ca-dir", ca); code != ExitOK {
+		t.Fatalf("init-ca: %d %q", code, errOut)
+	}
+	issue := func(name, types, out string) (int, string) {
+		t.Helper()
+		code, _, errOut := run(t, nil, "", "identity", "issue", "--ca-dir", ca, "--out", filepath.Join(dir, out), "--reconciler", name, "--types", types)
+		return code, errOut
+	}
+	if code, errOut := issue("a", "A/v1,Shared/v1", "a"); code != ExitOK {
+		t.Fatalf("issue a: %d %q", code, errOut)
+	}
+	if code, errOut := issue("a", "A/v1,Shared/v1", "a"); code != ExitOK {
+		t.Fatalf("a renewing its own types: %d %q", code, errOut)
+	}
+	code, errOut := issue("b", "B/v1,Shared/v1", "b")
+	if code != ExitError || !strings.Contains(errOut, "Shared/v1 by reconciler/a") || !strings.Contains(errOut, "release-type") {
+		t.Fatalf("b claiming a's type: %d %q; want a refusal naming reconciler/a", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b")); !os.IsNotExist(err) {
+		t.Fatal("the refused issue wrote credentials")
+	}
+	if code, errOut := issue("b", "B/v1", "b"); code != ExitOK {
+		t.Fatalf("b on its own type: %d %q", code, errOut)
+	}
+	code, out, errOut := run(t, nil, "", "identity", "release-type", "--ca-dir", ca, "Shared/v1", "None/v1")
+	if code != ExitOK || !strings.Contains(out, "released Shared/v1 (was reconciler/a's") || !strings.Contains(out, "None/v1: not claimed") {
+		t.Fatalf("release-type: %d %q %q", code, out, errOut)
+	}
+	if code, errOut := issue("b", "B/v1,Shared/v1", "b"); code != ExitOK {
+		t.Fatalf("b after the release: %d %q", code, errOut)
+	}
+	if code, errOut := issue("a", "A/v1,Shared/v1", "a"); code != ExitError || !strings.Contains(errOut, "Shared/v1 by reconciler/b") {
+		t.Fatalf("a claiming the released type back: %d %q", code, errOut)
+	}
+	if code, _, _ := run(t, nil, "", "identity", "release-type", "--ca-dir", ca); code != ExitUsage {
+		t.Fatalf("release-type without a type: %d, want a usage error", code)
+	}
+}

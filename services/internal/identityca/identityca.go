@@ -7,9 +7,11 @@
 //
 // Layout of a CA directory:
 //
-//	ca.crt   the CA certificates peers trust (the bundle: during a
-//	         rotation, the new CA first and the old one after it)
-//	ca.key   the private key of the CA that issues (the first of ca.crt)
+//	ca.crt      the CA certificates peers trust (the bundle: during a
+//	            rotation, the new CA first and the old one after it)
+//	ca.key      the private key of the CA that issues (the first of ca.crt)
+//	claims.json the types each reconciler was issued, so that no two
+//	            reconcilers hold certificates for one type (ClaimTypes)
 package identityca
 
 import (

@@ -317,3 +317,35 @@ func TestIssueRefusesInvalidIdentities(t *testing.T) {
 		}
 	}
 }
+
+func TestTypeClaimsExpire(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	a := identity.ID{Kind: identity.Reconciler, Name: "a", Types: []string{"T/v1"}}
+	b := identity.ID{Kind: identity.Reconciler, Name: "b", Types: []string{"T/v1"}}
+	if err := identityca.ClaimTypes(dir, a, now.Add(time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	if err := identityca.ClaimTypes(dir, b, now.Add(time.Hour), now); !errors.Is(err, identityca.ErrClaimed) {
+		t.Fatalf("b while a's claim lives: %v, want ErrClaimed", err)
+	}
+	// Once a's last certificate for T/v1 expired, the type is free.
+	later := now.Add(2 * time.Hour)
+	if err := identityca.ClaimTypes(dir, b, later.Add(time.Hour), later); err != nil {
+		t.Fatalf("b after a's claim expired: %v", err)
+	}
+	claims, err := identityca.ReadClaims(dir)
+	if err != nil || claims["T/v1"].Reconciler != "b" {
+		t.Fatalf("claims %+v, %v", claims, err)
+	}
+	// Services and clients claim nothing.
+	if err := identityca.ClaimTypes(dir, identity.ServiceID(identity.Store), later, later); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, identityca.ClaimsFile), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := identityca.ClaimTypes(dir, a, later, later); err == nil || !strings.Contains(err.Error(), identityca.ClaimsFile) {
+		t.Fatalf("a corrupt claims file: %v, want an error naming it", err)
+	}
+}
