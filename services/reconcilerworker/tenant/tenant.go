@@ -21,7 +21,7 @@ import (
 
 // Name is the reconciler's registered name; its finalizer is
 // reconciler.no8s.io/tenant.
-const Name = "tenant"
+const Name = tenancy.Reconciler
 
 // Type is the type it serves.
 var Type = sdk.Type(tenancy.TenantType, tenancy.Version)
