@@ -14,6 +14,7 @@ import (
 	"github.com/no8s/no8s/libs/api/fence"
 	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/services/internal/authz"
+	"github.com/no8s/no8s/services/internal/tenancy"
 )
 
 // apiURL is where registry-sync and the tenant reconciler write: the first
@@ -178,5 +179,68 @@ func TestGatewayIdentitiesRefuseForgedRESTWrites(t *testing.T) {
 	}
 	if r := do(t, "PATCH", u(""), map[string]any{"spec": map[string]any{"n": 2}, "labels": map[string]any{"team": "b"}}); r.status != 200 {
 		t.Fatalf("plain PATCH: %d %s", r.status, r.body)
+	}
+}
+
+// TestGatewayIdentitiesTenantsFromMariaDB is the path the rules leave open,
+// with identities on: registry-sync (service/registry-sync) and the tenant
+// reconciler (reconciler/tenant), real processes writing through the
+// gateway's service listener, turn a MariaDB registry's rows into Tenants
+// and their children, labelled as theirs. A user may then update a child
+// keeping its tenancy label, but not remove or change it.
+func TestGatewayIdentitiesTenantsFromMariaDB(t *testing.T) {
+	c := newCluster(t)
+	c.withIdentities()
+	base := c.startAll()
+	c.startScheduler(c.storeAddrs[0], "sched", 2*time.Second)
+	c.startReconciler(c.storeAddrs[0], "TConfig/v1", "TApp/v1")
+	c.startReconcilerArgs("tenant", c.storeAddrs[0], nil, "tenant")
+	for _, name := range []string{"TConfig", "TApp"} {
+		if r := do(t, "POST", base+"/api/v1/resource-types", map[string]any{"name": name, "version": "v1", "schema": map[string]any{
+			"type": "object", "required": []string{"value"}, "properties": map[string]any{"value": map[string]any{"type": "string"}}}}); r.status != 201 {
+			t.Fatalf("create %s: %d %s", name, r.status, r.body)
+		}
+	}
+	tc := &tenantCluster{cluster: c, base: base, ns: "default"}
+	tc.startSync("a")
+	tc.waitSyncLeads()
+
+	ds := newMariaDB(t)
+	for _, row := range []string{"acme", "globex"} {
+		ds.insert(row, "https://"+row+".example.com", "1")
+	}
+	tc.create(registryBody("customers", ds.source()))
+	cfg := childEntry("cfg", "TConfig", "{{ .uid }}-cfg", map[string]any{"value": "{{ .host }}"})
+	app := childEntry("app", "TApp", "{{ .uid }}-app", map[string]any{"value": "app-{{ .uid }}"}, "cfg")
+	tc.template("web", "customers", cfg, app)
+	for _, row := range []string{"acme", "globex"} {
+		tn := tc.waitTenantReady(row+"-web", 2)
+		if tn.Labels[tenancy.LabelRegistry] != "customers" || tn.Labels[tenancy.LabelTemplate] != "web" {
+			t.Fatalf("Tenant %s labels %v", tn.Name, tn.Labels)
+		}
+		for _, name := range []string{row + "-cfg", row + "-app"} {
+			typ := map[bool]string{true: "TConfig", false: "TApp"}[strings.HasSuffix(name, "-cfg")]
+			ch := tc.get(typ, name)
+			if ch == nil || !isReady(ch) || ch.Labels[tenancy.LabelTenant] != tn.Name {
+				t.Fatalf("child %s: %+v", name, ch)
+			}
+		}
+	}
+
+	// A user keeps a child's tenancy label: allowed; removes or changes it:
+	// refused.
+	ch := tc.get("TConfig", "acme-cfg")
+	u := base + "/api/v1/resources/" + strconv.FormatInt(ch.ID, 10)
+	if r := do(t, "PUT", u, map[string]any{"spec": map[string]any{"value": "https://acme.example.com"}, "labels": ch.Labels}); r.status != 200 {
+		t.Fatalf("PUT keeping the labels: %d %s", r.status, r.body)
+	}
+	for what, labels := range map[string]map[string]any{
+		"remove": {tenancy.LabelTenant: nil},
+		"change": {tenancy.LabelTenant: "globex-web"},
+	} {
+		r := do(t, "PATCH", u, map[string]any{"labels": labels})
+		if r.status != http.StatusForbidden || !strings.Contains(string(r.body), `may not `+what+` the label \"tenants.no8s.io/tenant\"`) {
+			t.Fatalf("%s the tenancy label: %d %s", what, r.status, r.body)
+		}
 	}
 }
