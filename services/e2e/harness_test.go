@@ -192,7 +192,7 @@ type cluster struct {
 	// serviceGateways are the gateways' service listeners (https://…),
 	// in gateways' order, with identities on (startGateway).
 	serviceGateways []string
-	pool           *pgxpool.Pool
+	pool            *pgxpool.Pool
 	// dbFile is the embedded backend's file (newSQLiteCluster), "" on
 	// PostgreSQL.
 	dbFile string
