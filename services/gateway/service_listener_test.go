@@ -15,6 +15,7 @@ import (
 
 	"github.com/no8s/no8s/libs/api/fence"
 	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/services/gateway/queueinput"
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/identityca"
 )
@@ -125,5 +126,35 @@ func TestServiceListenerIdentifiesCallers(t *testing.T) {
 			c.Close()
 			t.Errorf("%s still accepts connections", a)
 		}
+	}
+}
+
+// TestQueueInputIsAnonymous: with identities on, a queue-input message
+// goes through the same rules as an anonymous HTTP request: a reserved
+// label is refused (403 denied), an ordinary one taken.
+func TestQueueInputIsAnonymous(t *testing.T) {
+	createType(t, "QueueReserved", "v1", looseSchema)
+	ca, err := identityca.New(time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "gateway")
+	if err := ca.IssueTo(dir, identity.ServiceID(identity.Gateway), time.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	if cfg.Identity, err = identity.Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	gw := New(cfg, env.store, env.admission, nil)
+	a := gw.Execute(t.Context(), queueinput.Request{Op: queueinput.OpApply,
+		Document: []byte("kind: Resource\ntype: QueueReserved/v1\nmetadata:\n  name: forged\n  labels: {httpsource.no8s.io/source: feed}\nspec: {name: x}\n")})
+	if a.Status != http.StatusForbidden || !strings.Contains(string(a.Body), `"code":"denied"`) || !strings.Contains(string(a.Body), "httpsource.no8s.io/source") {
+		t.Fatalf("reserved label by the queue input: %d %s", a.Status, a.Body)
+	}
+	a = gw.Execute(t.Context(), queueinput.Request{Op: queueinput.OpApply,
+		Document: []byte("kind: Resource\ntype: QueueReserved/v1\nmetadata:\n  name: plain\n  labels: {team: q}\nspec: {name: x}\n")})
+	if a.Status != http.StatusCreated {
+		t.Fatalf("ordinary label by the queue input: %d %s", a.Status, a.Body)
 	}
 }
