@@ -166,7 +166,7 @@ generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc
 
 generate-check: generate
 	@git diff --exit-code -- proto/gen || (echo "generated protobuf code is out of date: run make generate and commit"; exit 1)
-	@git diff --exit-code -- docs/security.md || (echo "docs/security.md's gRPC policy table is out of date: run make generate and commit"; exit 1)
+	@git diff --exit-code -- docs/security.md || (echo "docs/security.md's generated tables (gRPC policy, REST rules) are out of date: run make generate and commit"; exit 1)
 	@test -z "$$(git status --porcelain -- proto/gen)" || (git status --porcelain -- proto/gen; echo "untracked generated files"; exit 1)
 
 tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticcheck nats-server grpcurl natscli github-openapi promtool

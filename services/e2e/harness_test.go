@@ -189,7 +189,10 @@ type cluster struct {
 	// admissionProcs are the admission processes, in admissions' order.
 	admissionProcs []*proc
 	gateways       []string
-	pool           *pgxpool.Pool
+	// serviceGateways are the gateways' service listeners (https://…),
+	// in gateways' order, with identities on (startGateway).
+	serviceGateways []string
+	pool            *pgxpool.Pool
 	// dbFile is the embedded backend's file (newSQLiteCluster), "" on
 	// PostgreSQL.
 	dbFile string
@@ -358,9 +361,16 @@ func (c *cluster) startAdmission(storeAddr string) string {
 // startGateway starts a gateway and returns its base URL.
 func (c *cluster) startGateway(storeAddr, admissionAddr string) string {
 	addr := freeAddr(c.t)
-	start(c.t, "gateway", filepath.Join(binDir, "no8s-gateway"),
-		append([]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr, "--nats-url", c.natsURL, "--outbound-allow", "loopback,private"},
-			c.identityArgs(identity.Gateway)...))
+	args := append([]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr, "--nats-url", c.natsURL, "--outbound-allow", "loopback,private"},
+		c.identityArgs(identity.Gateway)...)
+	if c.idRoot != "" {
+		// With identities on, registry-sync and the tenant reconciler write
+		// through the service listener (apiURL).
+		saddr := freeAddr(c.t)
+		args = append(args, "--service-listen", saddr)
+		c.serviceGateways = append(c.serviceGateways, "https://"+saddr)
+	}
+	start(c.t, "gateway", filepath.Join(binDir, "no8s-gateway"), args)
 	base := "http://" + addr
 	waitFor(c.t, 20*time.Second, "gateway health", func() error {
 		resp, err := http.Get(base + "/health")
@@ -412,13 +422,20 @@ func (c *cluster) startReconcilerArgs(name, storeAddr string, env []string, args
 	full := append(slices.Clone(args), "--nats-url", c.natsURL, "--store-addr", c.workerAddr(storeAddr),
 		"--health-listen", c.healthAddr("reconciler-"+name), "--replica-id", name, "--log-level", "debug")
 	if (args[0] == "postgres-database" || args[0] == "github-workflow" || args[0] == "tenant") && len(c.gateways) > 0 {
-		full = append(full, "--api-url", c.gateways[0])
+		api := c.gateways[0]
+		if args[0] == "tenant" {
+			api = c.apiURL()
+		}
+		full = append(full, "--api-url", api)
 	}
 	var want []string
 	for i, a := range args {
 		if a == "--types" && i+1 < len(args) {
 			want = strings.Split(args[i+1], ",")
 		}
+	}
+	if c.idRoot != "" && args[0] == "tenant" {
+		env = append(slices.Clone(env), identity.EnvDir+"="+c.credentials("--reconciler", "tenant", "--types", "Tenant/v1"))
 	}
 	if c.idRoot != "" && args[0] == "noop" {
 		env = append(slices.Clone(env), identity.EnvDir+"="+c.credentials("--reconciler", "noop", "--types", strings.Join(want, ",")))

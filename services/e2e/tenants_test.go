@@ -15,6 +15,7 @@ import (
 	_ "github.com/go-sql-driver/mysql" // the MariaDB datasource's setup
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/tenancy"
 	"github.com/no8s/no8s/services/internal/testenv"
@@ -160,9 +161,9 @@ func newTenantCluster(t *testing.T) *tenantCluster {
 
 // startSync starts a registry-sync replica.
 func (c *tenantCluster) startSync(name string, args ...string) *proc {
-	full := append([]string{"--api-url", c.base, "--store-addr", c.workerAddr(c.storeAddrs[0]), "--nats-url", c.natsURL,
+	full := append([]string{"--api-url", c.apiURL(), "--store-addr", c.workerAddr(c.storeAddrs[0]), "--nats-url", c.natsURL,
 		"--replica-id", name, "--lease", "2s", "--poll", "200ms", "--outbound-allow", "loopback,private",
-		"--health-listen", c.healthAddr("registry-sync-" + name)}, args...)
+		"--health-listen", c.healthAddr("registry-sync-" + name)}, append(c.identityArgs(identity.RegistrySync), args...)...)
 	p := start(c.t, "registry-sync-"+name, filepath.Join(binDir, "no8s-registry-sync"), full, "NO8S_LOG_LEVEL=debug", "NO8S_REGISTRY_BAD_PW=wrong",
 		"NO8S_REGISTRY_HS_TOKEN="+feedToken)
 	c.syncs = append(c.syncs, p)

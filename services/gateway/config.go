@@ -7,10 +7,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/gateway/queueinput"
 	"github.com/no8s/no8s/services/gateway/watch"
+	"github.com/no8s/no8s/services/internal/authz"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -83,6 +85,16 @@ type Config struct {
 	// Metrics is where the service records its metrics (package metrics);
 	// nil records nothing.
 	Metrics prometheus.Registerer
+	// Identity is the gateway's credentials (--identity-dir). With them the
+	// REST rules hold (authz.REST: fence headers are registry-sync's, the
+	// reserved keys are their writers'), and the service listener
+	// (ServeListeners) serves TLS with them, requiring a client
+	// certificate. Nil: identities off, nothing of this is enforced and
+	// every request is anonymous.
+	Identity *identity.Credentials
+	// Authz is what the REST rules do with a write they refuse: enforce
+	// (403) or audit-only (log and allow). Only with Identity.
+	Authz authz.Mode
 }
 
 // InputConfig configures the queue input.

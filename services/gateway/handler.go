@@ -87,7 +87,7 @@ func (s *Service) routes() *echo.Echo {
 		HTTPErrorHandler: s.handleError,
 	})
 	e.Pre(securityHeaders, headAsGet)
-	e.Use(s.requestID, s.accessLog, s.recoverPanic, checkRequestText, s.boundBody, requireJSON, fenceContext)
+	e.Use(s.requestID, s.accessLog, s.recoverPanic, checkRequestText, s.boundBody, requireJSON, s.fenceContext)
 
 	ready := echo.WrapHandler(health.ProbeHandler(s.cfg.Health, s.cfg.Health.Ready))
 	e.GET("/health", ready)
@@ -322,11 +322,16 @@ func (s *Service) backendCtx(c *echo.Context) (context.Context, context.CancelFu
 // fenceContext puts a fenced write's lease and epoch (the X-No8s-Fence-*
 // headers) on the request's context as outgoing gRPC metadata: every
 // backend call of the request carries them on to the store, which checks
-// them where the write commits.
-func fenceContext(next echo.HandlerFunc) echo.HandlerFunc {
+// them where the write commits. With identities on, a request carrying them
+// from anyone but registry-sync is refused (authz.REST.Fence).
+func (s *Service) fenceContext(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		r := c.Request()
 		if lease, epoch := r.Header.Get(fence.HeaderLease), r.Header.Get(fence.HeaderEpoch); lease != "" || epoch != "" {
+			// With identities on, the headers are registry-sync's only.
+			if err := s.rest.Fence(r.Context()); err != nil {
+				return err
+			}
 			c.SetRequest(r.WithContext(metadata.AppendToOutgoingContext(r.Context(), fence.MetadataLease, lease, fence.MetadataEpoch, epoch)))
 		}
 		return next(c)

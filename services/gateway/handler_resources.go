@@ -23,6 +23,7 @@ import (
 	"github.com/no8s/no8s/libs/client"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/resourcepb"
@@ -180,6 +181,11 @@ func (s *Service) admitAndWrite(ctx context.Context, req *admissionv1.AdmitResou
 			"Tenants are written by registry-sync only (its fenced writes carry %s: %s); change the registry's rows or its templates instead",
 			fence.HeaderLease, tenancy.SyncLease)
 	}
+	// Every create and update (HTTP, apply, the queue input) passes here:
+	// the reserved keys are their writers' (authz.Reserved).
+	if err := s.rest.Keys(ctx, reservedKeys(req.GetOldResource()), reservedKeys(req.GetResource())); err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		ar, err := callCtx(s, ctx, s.admission.AdmitResource, req)
 		if err != nil {
@@ -196,6 +202,11 @@ func (s *Service) admitAndWrite(ctx context.Context, req *admissionv1.AdmitResou
 		}
 		return err
 	}
+}
+
+// reservedKeys are the keys of r the REST rules look at (none for nil).
+func reservedKeys(r *storev1.Resource) authz.Keys {
+	return authz.Keys{Finalizers: r.GetFinalizers(), Labels: r.GetLabels(), Annotations: r.GetAnnotations()}
 }
 
 func (s *Service) getResourceByID(ctx context.Context, id int64) (*storev1.Resource, error) {
@@ -751,6 +762,11 @@ func (s *Service) updateFinalizers(c *echo.Context) error {
 		}
 	}
 	if err := fieldsError("invalid finalizers", errs); err != nil {
+		return err
+	}
+	// Adding a reserved finalizer is its reconciler's; removing one is
+	// allowed (break-glass for a stuck deletion).
+	if err := s.rest.Keys(c.Request().Context(), authz.Keys{}, authz.Keys{Finalizers: body.Add}); err != nil {
 		return err
 	}
 	resp, err := call(s, c, s.store.UpdateFinalizers, &storev1.UpdateFinalizersRequest{

@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 
 	"github.com/labstack/echo/v5"
 
@@ -15,6 +17,8 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/gateway/queueinput"
 	"github.com/no8s/no8s/services/gateway/watch"
+	"github.com/no8s/no8s/services/internal/authz"
+	"github.com/no8s/no8s/services/internal/problem"
 )
 
 // Service serves the public REST API.
@@ -30,6 +34,8 @@ type Service struct {
 	bodySlots chan struct{}
 	// http records requests by route (no8s_http_...).
 	http *metrics.HTTP
+	// rest holds writes to the REST rules; nil with identities off.
+	rest *authz.REST
 }
 
 // New returns a gateway over the store and admission clients. Zero Config
@@ -41,6 +47,9 @@ func New(cfg Config, store storev1.StoreServiceClient, admission admissionv1.Adm
 	s := &Service{cfg: cfg.withDefaults(), store: store, admission: admission, log: log}
 	s.bodySlots = make(chan struct{}, s.cfg.MaxConcurrentBodyReads)
 	s.http = metrics.NewHTTP(s.cfg.Metrics)
+	if s.cfg.Identity != nil {
+		s.rest = authz.NewREST(s.cfg.Authz, log.With("component", "authz"))
+	}
 	if s.cfg.JetStream != nil {
 		s.events = watch.NewHub(s.cfg.JetStream, s.cfg.Watch, s.publishedRevision, log.With("component", "watch"))
 		s.events.RegisterMetrics(s.cfg.Metrics)
@@ -80,21 +89,39 @@ func (s *Service) RunInput(ctx context.Context) error {
 	return queueinput.New(s.cfg.JetStream, s, cfg, s.log.With("component", "queue-input")).Run(ctx)
 }
 
-// Serve serves HTTP on lis until ctx ends, then shuts down gracefully: it
-// stops accepting, lets in-flight requests finish within ShutdownGrace and
-// then closes what is left. Headers must arrive within ReadHeaderTimeout
-// and idle connections close after IdleTimeout; bodies are bounded by
-// BodyReadTimeout per request (boundBody), not by a server-wide read or
-// write deadline, which would cut event streams.
+// Serve serves HTTP on lis until ctx ends (ServeListeners without a
+// service listener).
 func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
-	srv := &http.Server{
-		Handler:           s.echo,
-		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
-		IdleTimeout:       s.cfg.IdleTimeout,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	return s.ServeListeners(ctx, lis, nil)
+}
+
+// ServeListeners serves the API on the public listener and, when service
+// is not nil, on the service listener too, until ctx ends; then it shuts
+// both down gracefully: they stop accepting, in-flight requests finish
+// within ShutdownGrace, and what is left is closed. Headers must arrive
+// within ReadHeaderTimeout and idle connections close after IdleTimeout;
+// bodies are bounded by BodyReadTimeout per request (boundBody), not by a
+// server-wide read or write deadline, which would cut event streams.
+//
+// The service listener serves the same API over TLS with the gateway's
+// identity (Config.Identity), requiring a client certificate from the
+// installation's CA: its requests carry their caller's identity
+// (authz.HTTPCaller), which the REST rules check. Requests on the public
+// listener carry none. A service listener without Config.Identity is an
+// error.
+func (s *Service) ServeListeners(ctx context.Context, public, service net.Listener) error {
+	if service != nil && s.cfg.Identity == nil {
+		return errors.New("gateway: the service listener serves with the gateway's identity: set its credentials (--identity-dir)")
 	}
-	s.log.Info("gateway serving", "addr", lis.Addr().String())
-	// Watches end when ctx ends: the hub stops before the server drains.
+	servers := []*http.Server{s.httpServer(s.echo)}
+	listeners := []net.Listener{public}
+	s.log.Info("gateway serving", "addr", public.Addr().String())
+	if service != nil {
+		servers = append(servers, s.httpServer(s.identified(s.echo)))
+		listeners = append(listeners, tls.NewListener(service, s.cfg.Identity.ServerTLS()))
+		s.log.Info("gateway serving its service listener", "addr", service.Addr().String(), "identity", s.cfg.Identity.ID().String())
+	}
+	// Watches end when ctx ends: the hub stops before the servers drain.
 	// The queue input stops taking messages then too, and finishes the
 	// running ones within the grace.
 	ectx, stopEvents := context.WithCancel(ctx)
@@ -115,30 +142,75 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 		<-eventsDone
 		<-inputDone
 	}()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(lis) }()
-	select {
-	case err := <-errc:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
+	errc := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { errc <- srv.Serve(listeners[i]) }()
+	}
+	var err error
+	running := len(servers)
+	serveErr := func(e error) {
+		if e != nil && !errors.Is(e, http.ErrServerClosed) && err == nil {
+			err = fmt.Errorf("http serve: %w", e)
 		}
-		return fmt.Errorf("http serve: %w", err)
+	}
+	select {
+	case e := <-errc:
+		running--
+		serveErr(e)
 	case <-ctx.Done():
 	}
 	s.log.Info("gateway draining", "grace", s.cfg.ShutdownGrace)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownGrace)
 	defer cancel()
-	err := srv.Shutdown(sctx)
-	if err != nil {
-		s.log.Warn("gateway grace period over, closing remaining connections", "error", err)
-		_ = srv.Close()
+	shutdownErrs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, srv := range servers {
+		wg.Go(func() {
+			if e := srv.Shutdown(sctx); e != nil {
+				s.log.Warn("gateway grace period over, closing remaining connections", "error", e)
+				_ = srv.Close()
+				if !errors.Is(e, context.DeadlineExceeded) {
+					shutdownErrs[i] = e
+				}
+			}
+		})
 	}
-	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
+	wg.Wait()
+	for ; running > 0; running-- {
+		serveErr(<-errc)
+	}
+	if err == nil {
+		err = errors.Join(shutdownErrs...)
 	}
 	s.log.Info("gateway stopped")
-	if errors.Is(err, context.DeadlineExceeded) {
-		return nil
-	}
 	return err
+}
+
+// httpServer is one listener's server of h.
+func (s *Service) httpServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// identified puts the caller's identity, read from its verified client
+// certificate, in each request's context: the service listener's
+// handler. A request without one (which the listener's TLS already
+// refuses) is answered 403.
+func (s *Service) identified(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r2, err := authz.HTTPCaller(r)
+		if err != nil {
+			status, body, _ := s.errorDocument("", problem.New(problem.Forbidden, problem.CodeDenied,
+				"the service listener takes callers with a client certificate from the installation's CA: %v", err))
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write(body)
+			return
+		}
+		next.ServeHTTP(w, r2)
+	})
 }

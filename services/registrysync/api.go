@@ -2,21 +2,24 @@ package registrysync
 
 import (
 	"fmt"
-	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/no8s/no8s/libs/api/fence"
 	apiclient "github.com/no8s/no8s/libs/client"
+	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/leader"
 	"github.com/no8s/no8s/services/registrysync/setsync"
 )
 
-// newAPI returns registry-sync's client of the public REST API. Writes are
-// not retried by the client: a sync that fails is the next sync's work.
-func newAPI(base string) (*apiclient.Client, error) {
+// newAPI returns registry-sync's client of the public REST API, presenting
+// creds (when not nil) to the gateway's service listener at an https base.
+// Writes are not retried by the client: a sync that fails is the next
+// sync's work.
+func newAPI(base string, creds *identity.Credentials) (*apiclient.Client, error) {
 	c, err := apiclient.New(base, apiclient.WithTimeout(30*time.Second), apiclient.WithRetries(0), apiclient.WithUserAgent("no8s-registry-sync"),
-		apiclient.WithHTTPClient(&http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}))
+		apiclient.WithHTTPClient(authz.GatewayHTTPClient(creds, base)))
 	if err != nil {
 		return nil, fmt.Errorf("registry-sync: --api-url: %w", err)
 	}

@@ -1,6 +1,7 @@
 package registrysync
 
 import (
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/prometheus/client_golang/prometheus"
 	"time"
 
@@ -16,6 +17,10 @@ type Config struct {
 	// resource and Event write goes there, fenced, through admission like
 	// any client's.
 	APIURL string
+	// Identity is registry-sync's credentials (--identity-dir): with an
+	// https APIURL (the gateway's service listener) its API client presents
+	// them, and the gateway takes its fenced writes. Nil: identities off.
+	Identity *identity.Credentials
 	// ReplicaID names this replica; the leader lease holder is
 	// registry-sync/<ReplicaID>.
 	ReplicaID string

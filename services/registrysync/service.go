@@ -111,7 +111,7 @@ func New(cfg Config, nc *nats.Conn, conn grpc.ClientConnInterface, log *slog.Log
 		}
 		return local.Resolve(ctx, ref)
 	})
-	api, err := newAPI(cfg.APIURL)
+	api, err := newAPI(cfg.APIURL, cfg.Identity)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,8 @@ func run() error {
 	storeAddr := fs.String("store-addr", proc.Env("NO8S_STORE_ADDR", "127.0.0.1:7001"), "store gRPC address")
 	admissionAddr := fs.String("admission-addr", proc.Env("NO8S_ADMISSION_ADDR", "127.0.0.1:7002"), "admission gRPC address")
 	listen := fs.String("listen", proc.Env("NO8S_GATEWAY_LISTEN", ":8000"), "HTTP listen address")
+	serviceListen := fs.String("service-listen", proc.Env("NO8S_GATEWAY_SERVICE_LISTEN", ""),
+		"HTTPS listen address of the service listener: the same API over TLS with the gateway's identity, client certificates required, for registry-sync and reconcilers (needs --identity-dir; none: off) ($NO8S_GATEWAY_SERVICE_LISTEN)")
 	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL for watches and the queue input ($NATS_URL)")
 	fs.DurationVar(&cfg.Watch.Heartbeat, "watch-heartbeat", 0, "interval of SSE heartbeat comments on idle watches (default 15s)")
 	fs.DurationVar(&cfg.Watch.Bookmark, "watch-bookmark", 0, "interval of BOOKMARK events on watches (default 30s)")
@@ -57,6 +59,10 @@ func run() error {
 	}
 	defer sp.Stop()
 	ctx, log := sp.Ctx, sp.Log
+	if *serviceListen != "" && sp.Identity == nil {
+		return fmt.Errorf("--service-listen %s needs the gateway's identity (--identity-dir or $%s): the service listener serves TLS with it and requires client certificates from its CA", *serviceListen, identity.EnvDir)
+	}
+	cfg.Identity, cfg.Authz = sp.Identity, sp.Authz
 
 	storeConn, err := grpcserver.Dial(*storeAddr, sp.DialOptions(identity.Store)...)
 	if err != nil {
@@ -81,7 +87,14 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	var serviceLis net.Listener
+	if *serviceListen != "" {
+		if serviceLis, err = net.Listen("tcp", *serviceListen); err != nil {
+			_ = lis.Close()
+			return fmt.Errorf("service listen: %w", err)
+		}
+	}
 	cfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
 	svc := gateway.New(cfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), log)
-	return svc.Serve(ctx, lis)
+	return svc.ServeListeners(ctx, lis, serviceLis)
 }

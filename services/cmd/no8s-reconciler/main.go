@@ -31,6 +31,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/action"
 	"github.com/no8s/no8s/libs/sdk/action/github"
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/secret"
 	"github.com/no8s/no8s/libs/sdk/worker"
@@ -214,10 +215,20 @@ func runGitHub(ctx context.Context, fs *flag.FlagSet, c *common, args []string) 
 }
 
 func runTenant(ctx context.Context, fs *flag.FlagSet, c *common, args []string) error {
-	apiURL := fs.String("api-url", envOr("NO8S_API_URL", "http://127.0.0.1:8000"), "the api-gateway's URL, through which every child resource is written ($NO8S_API_URL)")
+	apiURL := fs.String("api-url", envOr("NO8S_API_URL", "http://127.0.0.1:8000"), "the api-gateway's URL, through which every child resource is written; with $NO8S_IDENTITY_DIR, its service listener (https://…) ($NO8S_API_URL)")
 	poll := fs.Duration("ready-poll", envDuration("NO8S_TENANT_READY_POLL", tenant.DefaultReadyPoll), "how soon a Tenant is reconciled again while it waits for a child to be ready or gone, whole seconds ($NO8S_TENANT_READY_POLL)")
 	_ = fs.Parse(args)
-	api, err := tenant.NewAPIClient(*apiURL)
+	// With an identity, the reconciler writes through the gateway's service
+	// listener (an https --api-url) as reconciler/tenant.
+	var creds []*identity.Credentials
+	if dir := c.getenv(identity.EnvDir); dir != "" {
+		id, err := identity.Load(dir)
+		if err != nil {
+			return fmt.Errorf("%s: %w", identity.EnvDir, err)
+		}
+		creds = append(creds, id)
+	}
+	api, err := tenant.NewAPIClient(*apiURL, creds...)
 	if err != nil {
 		return err
 	}

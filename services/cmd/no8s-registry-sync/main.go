@@ -41,7 +41,7 @@ func main() {
 func run() error {
 	cfg := registrysync.DefaultConfig()
 	fs := flag.NewFlagSet("no8s-registry-sync", flag.ExitOnError)
-	fs.StringVar(&cfg.APIURL, "api-url", proc.Env("NO8S_API_URL", cfg.APIURL), "the public REST API, where every Tenant and HttpSource resource write goes ($NO8S_API_URL)")
+	fs.StringVar(&cfg.APIURL, "api-url", proc.Env("NO8S_API_URL", cfg.APIURL), "the public REST API, where every Tenant and HttpSource resource write goes; with --identity-dir, the gateway's service listener (https://…) ($NO8S_API_URL)")
 	storeAddr := fs.String("store-addr", proc.Env("NO8S_STORE_ADDR", "127.0.0.1:7003"), "the store's worker address: leader lease, reads, the registries' and HttpSources' status ($NO8S_STORE_ADDR)")
 	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL ($NATS_URL)")
 	fs.StringVar(&cfg.ReplicaID, "replica-id", proc.Env("NO8S_REPLICA_ID", ""), "this replica's name (default hostname-pid)")
@@ -68,6 +68,7 @@ func run() error {
 	defer sp.Stop()
 	ctx, log := sp.Ctx, sp.Log
 	cfg.Metrics = sp.Metrics
+	cfg.Identity = sp.Identity
 	if cfg.Grants, err = proc.LoadGrants(*grantsFile, log); err != nil {
 		return err
 	}

@@ -129,11 +129,14 @@ type callerKey struct{}
 
 type caller struct {
 	id identity.ID
-	a  *Authorizer
+	// a is the gRPC server's Authorizer; nil for a caller put in by
+	// WithCaller (the gateway's REST rules hold it instead).
+	a *Authorizer
 }
 
 // Caller is the identity of the call's caller, put in its context by an
-// Authorizer; ok is false on a server without one (identities off).
+// Authorizer (or by WithCaller); ok is false on a server without one
+// (identities off) and for an anonymous REST request.
 func Caller(ctx context.Context) (id identity.ID, ok bool) {
 	c, ok := ctx.Value(callerKey{}).(caller)
 	return c.id, ok
@@ -147,7 +150,7 @@ func Caller(ctx context.Context) (id identity.ID, ok bool) {
 // the caller to.
 func Deny(ctx context.Context, method, format string, args ...any) error {
 	c, ok := ctx.Value(callerKey{}).(caller)
-	if !ok {
+	if !ok || c.a == nil {
 		return nil
 	}
 	why := fmt.Sprintf(format, args...)

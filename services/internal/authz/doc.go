@@ -4,13 +4,17 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/no8s/no8s/libs/api/fence"
+	"github.com/no8s/no8s/libs/sdk/identity"
 )
 
-// Table markers: the security guide holds the generated table between
-// them (make generate writes it, make generate-check keeps it current).
+// Table markers: the security guide holds the generated tables between
+// them (make generate writes them, make generate-check keeps them current).
 const (
-	TableBegin = "<!-- BEGIN generated: who may call each gRPC method (make generate) -->"
-	TableEnd   = "<!-- END generated -->"
+	TableBegin     = "<!-- BEGIN generated: who may call each gRPC method (make generate) -->"
+	RESTTableBegin = "<!-- BEGIN generated: reserved keys and REST service rights (make generate) -->"
+	TableEnd       = "<!-- END generated -->"
 )
 
 // Table renders the policy as the security guide's Markdown table, one row
@@ -32,13 +36,47 @@ func Table() string {
 	return b.String()
 }
 
-// ReplaceTable returns doc with the text between TableBegin and TableEnd
-// replaced by Table; an error when doc lacks the markers.
-func ReplaceTable(doc string) (string, error) {
-	i := strings.Index(doc, TableBegin)
-	j := strings.Index(doc, TableEnd)
-	if i < 0 || j < i {
-		return "", fmt.Errorf("authz: the document has no %q … %q section", TableBegin, TableEnd)
+// RESTTable renders the REST rules as the security guide's Markdown
+// table: the fence headers, then one row per reserved key prefix and kind
+// (Reserved).
+func RESTTable() string {
+	var b strings.Builder
+	b.WriteString("| what | on | who may write it | why |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| `%s`, `%s` | request headers | `%s/%s` | a leader's fenced writes: the store refuses an epoch that is not the current one |\n",
+		fence.HeaderLease, fence.HeaderEpoch, identity.Service, identity.RegistrySync)
+	for _, k := range Reserved() {
+		key := k.Prefix + "*"
+		if k.Own {
+			key = k.Prefix + "<name>"
+		}
+		kinds := make([]string, len(k.Kinds))
+		for i, kind := range k.Kinds {
+			kinds[i] = string(kind) + "s"
+		}
+		writers := strings.Split(k.Writers(key), ", ")
+		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s |\n", key, strings.Join(kinds, ", "), strings.Join(writers, "`, `"), k.Why)
 	}
-	return doc[:i+len(TableBegin)] + "\n" + Table() + doc[j:], nil
+	return b.String()
+}
+
+// ReplaceTable returns doc with the text after TableBegin and after
+// RESTTableBegin, each up to the next TableEnd, replaced by Table and
+// RESTTable; an error when doc lacks a pair of markers.
+func ReplaceTable(doc string) (string, error) {
+	for _, s := range []struct {
+		begin string
+		table func() string
+	}{{TableBegin, Table}, {RESTTableBegin, RESTTable}} {
+		i := strings.Index(doc, s.begin)
+		if i < 0 {
+			return "", fmt.Errorf("authz: the document has no %q … %q section", s.begin, TableEnd)
+		}
+		start := i + len(s.begin)
+		j := strings.Index(doc[start:], TableEnd)
+		if j < 0 {
+			return "", fmt.Errorf("authz: the document has no %q after %q", TableEnd, s.begin)
+		}
+		doc = doc[:start] + "\n" + s.table() + doc[start+j:]
+	}
+	return doc, nil
 }

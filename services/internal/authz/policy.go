@@ -14,6 +14,13 @@
 // not give it with PermissionDenied, and put the identity in the call's
 // context (Caller), where a handler checks what a caller acts on (a
 // reconciler's type claims) and refuses through Deny.
+//
+// The gateway's REST writes have rules of their own (rest.go, REST): the
+// fence headers are registry-sync's, and the reserved keys (Reserved) are
+// written only by the identities whose job they are. The caller of a
+// request on the gateway's service listener is its client certificate's
+// identity (HTTPCaller); any other request is anonymous. The security
+// guide's second generated table is Reserved's (RESTTable).
 package authz
 
 import (

@@ -2,6 +2,8 @@ package authz
 
 import (
 	"log/slog"
+	"net/http"
+	"net/url"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -29,4 +31,19 @@ func DialOptions(creds *identity.Credentials, server string) []grpc.DialOption {
 		return nil
 	}
 	return []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(creds.ClientTLS(identity.ServiceID(server))))}
+}
+
+// GatewayHTTPClient is the HTTP client of a process holding creds that
+// writes through the gateway's REST API at apiURL (registry-sync, the
+// tenant reconciler). With creds and an https URL (the gateway's service
+// listener), TLS presents creds' certificate and checks that the server is
+// service/gateway: the gateway then knows the caller, and the REST rules
+// give it its rights. Otherwise (identities off, or an http URL) the
+// client is plain and the gateway takes its requests as anonymous.
+func GatewayHTTPClient(creds *identity.Credentials, apiURL string) *http.Client {
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	if u, err := url.Parse(apiURL); err == nil && u.Scheme == "https" && creds != nil {
+		tr.TLSClientConfig = creds.ClientTLS(identity.ServiceID(identity.Gateway))
+	}
+	return &http.Client{Transport: tr}
 }

@@ -13,16 +13,21 @@ const (
 	Version = "v1"
 )
 
+// KeyPrefix prefixes every label and annotation of HttpSources: only
+// registry-sync writes them (the gateway's reserved keys,
+// docs/security.md).
+const KeyPrefix = "httpsource.no8s.io/"
+
 // LabelSource is the label registry-sync puts on every resource an
 // HttpSource manages: the source's name. The resources of one source are
 // listed by it, in the source's namespace.
-const LabelSource = "httpsource.no8s.io/source"
+const LabelSource = KeyPrefix + "source"
 
 // AnnotationApplied is the annotation registry-sync puts on every resource
 // it manages: a digest of the spec and labels it last wrote, so that a
 // field removed from the mapping's result is seen as a change although the
 // stored spec carries the target type's defaults.
-const AnnotationApplied = "httpsource.no8s.io/applied"
+const AnnotationApplied = KeyPrefix + "applied"
 
 // Defaults and bounds of the spec (the schema says the same).
 const (

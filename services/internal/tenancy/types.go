@@ -20,21 +20,30 @@ const (
 // fenced writes carry it, and only they may create or change Tenants.
 const SyncLease = "registry-sync"
 
+// KeyPrefix prefixes every label and annotation of tenancy: only
+// registry-sync and the tenant reconciler write them (the gateway's
+// reserved keys, docs/security.md).
+const KeyPrefix = "tenants.no8s.io/"
+
+// Reconciler is the tenant reconciler's registered name (its identity is
+// reconciler/tenant).
+const Reconciler = "tenant"
+
 // Labels registry-sync puts on every Tenant: they name its registry and
 // template, so the Tenants of one are listed by label selector.
 const (
-	LabelRegistry = "tenants.no8s.io/registry"
-	LabelTemplate = "tenants.no8s.io/template"
+	LabelRegistry = KeyPrefix + "registry"
+	LabelTemplate = KeyPrefix + "template"
 )
 
 // LabelTenant is the label the tenant reconciler puts on every child: the
 // name of its Tenant (the owner reference names it too).
-const LabelTenant = "tenants.no8s.io/tenant"
+const LabelTenant = KeyPrefix + "tenant"
 
 // AnnotationCreatedOnce marks a child of creationPolicy Once that the
 // tenant reconciler created: it is never applied again (seed 002's
 // kubernetes-tenants.org/created-once).
-const AnnotationCreatedOnce = "tenants.no8s.io/created-once"
+const AnnotationCreatedOnce = KeyPrefix + "created-once"
 
 // The policies of a TResource (seed 002). Their enums and defaults are the
 // TenantTemplate schema's (migrations/builtin); these names are what the

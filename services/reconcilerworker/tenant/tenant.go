@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -15,13 +14,15 @@ import (
 	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/conditions"
+	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/tenancy"
 )
 
 // Name is the reconciler's registered name; its finalizer is
 // reconciler.no8s.io/tenant.
-const Name = "tenant"
+const Name = tenancy.Reconciler
 
 // Type is the type it serves.
 var Type = sdk.Type(tenancy.TenantType, tenancy.Version)
@@ -538,9 +539,18 @@ func (r *reconciler) cleanup(ctx context.Context, req *sdk.Request[tenancy.Tenan
 // NewAPIClient returns a client of the REST API at apiURL fit for the
 // reconciler: requests bounded to 30 s, and enough idle connections for
 // every concurrent attempt.
-func NewAPIClient(apiURL string) (*client.Client, error) {
+//
+// With creds (at most one; the reconciler's identity, reconciler/tenant)
+// and an https apiURL, the gateway's service listener, the client presents
+// them: the gateway then lets it write the tenants.no8s.io/ labels and
+// annotations of children (authz.Reserved).
+func NewAPIClient(apiURL string, creds ...*identity.Credentials) (*client.Client, error) {
+	var id *identity.Credentials
+	if len(creds) > 0 {
+		id = creds[0]
+	}
 	c, err := client.New(apiURL, client.WithTimeout(30*time.Second), client.WithUserAgent("no8s-tenant-reconciler"),
-		client.WithHTTPClient(&http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}))
+		client.WithHTTPClient(authz.GatewayHTTPClient(id, apiURL)))
 	if err != nil {
 		return nil, fmt.Errorf("tenant reconciler: --api-url: %w", err)
 	}
