@@ -31,9 +31,8 @@ import (
 	"github.com/no8s/no8s/libs/sdk/secret"
 	"github.com/no8s/no8s/libs/sdk/worker"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
-	"github.com/no8s/no8s/services/internal/httpsource"
+	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/leader"
-	"github.com/no8s/no8s/services/internal/tenancy"
 	"github.com/no8s/no8s/services/registrysync/datasource"
 	"github.com/no8s/no8s/services/registrysync/httppoll"
 )
@@ -140,9 +139,8 @@ func (s *Service) lead(ctx context.Context, t *leader.Term) error {
 	s.m.leading.Store(sy)
 	defer s.m.leading.Store(nil)
 	w, err := worker.New(newReconciler(sy), worker.Config{
-		Types: []sdk.TypeRef{sdk.Type(tenancy.RegistryType, tenancy.Version), sdk.Type(tenancy.TemplateType, tenancy.Version),
-			sdk.Type(httpsource.Type, httpsource.Version)},
-		NATS: s.nc, Store: s.conn,
+		Types: authz.RegistrySyncTypes(),
+		NATS:  s.nc, Store: s.conn,
 	}, worker.WithReplicaID(s.cfg.ReplicaID), worker.WithLease(s.cfg.WorkerLease), worker.WithShutdownGrace(2*time.Second, time.Second),
 		worker.WithFetchWait(time.Second), worker.WithLogger(s.log), worker.WithMetrics(s.cfg.Metrics))
 	if err != nil {

@@ -116,14 +116,14 @@ func (h *workerHandler) checkOwned(ctx context.Context, id, epoch int64, finaliz
 	return nil
 }
 
-// asCaller holds a reconciler identity on the workers' door (authz.Caller)
-// to what its certificate gives it: it acts only as itself (a lease holder
+// asCaller holds a reconciler identity on the workers' door (doorCaller:
+// registry-sync's included) to what its certificate gives it: it acts only as itself (a lease holder
 // "<its name>/<replica>") and only on resources of the types it claims. A
 // call without an identity (identities off) or from a service (the policy
 // already decided) is not checked here.
 func asCaller(ctx context.Context, method, holder string, typ sdk.TypeRef) error {
-	id, ok := authz.Caller(ctx)
-	if !ok || id.Kind != identity.Reconciler {
+	id, ok := doorCaller(ctx)
+	if !ok {
 		return nil
 	}
 	if holder != "" && holderName(holder) != id.Name {
@@ -133,6 +133,17 @@ func asCaller(ctx context.Context, method, holder string, typ sdk.TypeRef) error
 		return authz.Deny(ctx, method, "its certificate claims %s, not %s", claimed(id), typ)
 	}
 	return nil
+}
+
+// doorCaller is the reconciler the call's identity acts as
+// (authz.AtTheDoor); false without an identity or for a service that acts
+// as no reconciler.
+func doorCaller(ctx context.Context) (identity.ID, bool) {
+	c, ok := authz.Caller(ctx)
+	if !ok {
+		return identity.ID{}, false
+	}
+	return authz.AtTheDoor(c)
 }
 
 // claimed lists the types a reconciler identity claims, for errors.
@@ -147,7 +158,7 @@ func claimed(id identity.ID) string {
 // lease (renew, complete, finalizers) to the resource's type and to the
 // lease's current holder: the state is read only for such a caller.
 func (h *workerHandler) asLeaseHolder(ctx context.Context, method string, id int64) error {
-	if c, ok := authz.Caller(ctx); !ok || c.Kind != identity.Reconciler {
+	if _, ok := doorCaller(ctx); !ok {
 		return nil
 	}
 	res, err := h.store.ListReconcileState(ctx, storage.ListReconcileStateRequest{IDs: []int64{id}})
@@ -212,7 +223,7 @@ func (h *workerHandler) ListResources(ctx context.Context, req *reconcilev1.List
 }
 
 func (h *workerHandler) AcquireLease(ctx context.Context, req *reconcilev1.AcquireLeaseRequest) (*reconcilev1.AcquireLeaseResponse, error) {
-	if c, ok := authz.Caller(ctx); ok && c.Kind == identity.Reconciler {
+	if _, ok := doorCaller(ctx); ok {
 		// The lease is not taken yet: the holder asked for, and the
 		// resource's type.
 		if err := asCaller(ctx, reconcilev1.WorkerService_AcquireLease_FullMethodName, req.GetHolder(), sdk.TypeRef{}); err != nil {

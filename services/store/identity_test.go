@@ -18,6 +18,7 @@ import (
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/identityca"
+	"github.com/no8s/no8s/services/internal/tenancy"
 )
 
 // TestIdentitiesOnTheStoresDoors: with identities on, the store's main
@@ -129,5 +130,30 @@ func TestIdentitiesOnTheStoresDoors(t *testing.T) {
 	}
 	if _, err := wa.CampaignLeader(ctx, &reconcilev1.CampaignLeaderRequest{Name: "a", Holder: "a/x", LeaseSeconds: 30}); err != nil {
 		t.Fatalf("a campaigns for its own leader lease: %v", err)
+	}
+
+	// registry-sync's service identity runs its worker as the reconciler
+	// registry-sync, on its built-in types only.
+	sync := reconcilev1.NewWorkerServiceClient(dial(workerAddr, creds(identity.ServiceID(identity.RegistrySync))))
+	regType, err := gw.GetResourceType(ctx, &storev1.GetResourceTypeRequest{Name: tenancy.RegistryType, Version: tenancy.Version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := gw.CreateResource(ctx, &storev1.CreateResourceRequest{SchemaRevision: regType.GetResourceType().GetResourceVersion(),
+		Resource: &storev1.Resource{Name: "reg", ResourceTypeName: tenancy.RegistryType, ResourceTypeVersion: tenancy.Version, Spec: []byte(`{}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sync.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: rb.GetId(), Holder: tenancy.SyncLease + "/r1", LeaseSeconds: 30})
+	refused("registry-sync leases a B/v1 resource", err)
+	_, err = sync.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: reg.GetResource().GetId(), Holder: "b/r1", LeaseSeconds: 30})
+	refused("registry-sync leases as b", err)
+	ls, err := sync.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: reg.GetResource().GetId(), Holder: tenancy.SyncLease + "/r1", LeaseSeconds: 30})
+	if err != nil {
+		t.Fatalf("registry-sync leases a registry: %v", err)
+	}
+	if _, err := sync.CompleteReconcile(ctx, &reconcilev1.CompleteReconcileRequest{ResourceId: reg.GetResource().GetId(), LeaseEpoch: ls.GetLeaseEpoch(),
+		Outcome: reconcilev1.Outcome_OUTCOME_SUCCESS, History: &reconcilev1.HistoryEntry{}}); err != nil {
+		t.Fatalf("registry-sync completes a registry: %v", err)
 	}
 }

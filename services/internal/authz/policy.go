@@ -144,8 +144,9 @@ func Policy() map[string]Rule {
 	)
 
 	// The workers' door: reconcilers, each within its own types and as
-	// itself; registry-sync campaigns for its leader lease there.
-	add(Rule{Reconcilers: true, Why: "a reconciler's leases, completions and finalizers, on resources of its own types, as itself"},
+	// itself (AtTheDoor); registry-sync runs a worker for its built-in
+	// types there and campaigns for its leader lease.
+	add(Rule{Reconcilers: true, Services: []string{identity.RegistrySync}, Why: "a reconciler's leases, completions and finalizers, on resources of its own types, as itself (registry-sync as the reconciler registry-sync, on its built-in types)"},
 		reconcilev1.WorkerService_AcquireLease_FullMethodName,
 		reconcilev1.WorkerService_RenewLease_FullMethodName,
 		reconcilev1.WorkerService_CompleteReconcile_FullMethodName,
