@@ -3,8 +3,8 @@ package devstack
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
