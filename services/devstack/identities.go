@@ -85,7 +85,7 @@ func loadIdentities(cfg Config, ids []identity.ID, now time.Time, log *slog.Logg
 	for _, id := range ids {
 		dir := filepath.Join(cfg.IdentityDir(), string(id.Kind)+"-"+id.Name)
 		creds, err := identity.Load(dir)
-		if err != nil || creds.NotAfter().Before(now.Add(renewBefore)) || !slices.Equal(creds.ID().Types, id.Types) || !trusts(dir, ca) {
+		if err != nil || creds.NotAfter().Before(now.Add(renewBefore)) || !sameTypes(creds.ID(), id) || !trusts(dir, ca) {
 			if err := identityca.ClaimTypes(caDir, id, now.Add(identityca.DefaultLeafValidity), now); err != nil {
 				return nil, fmt.Errorf("identity %s: %w", id, err)
 			}
@@ -100,4 +100,9 @@ func loadIdentities(cfg Config, ids []identity.ID, now time.Time, log *slog.Logg
 		out[id.String()] = creds
 	}
 	return out, nil
+}
+
+// sameTypes reports whether a and b claim the same types, in any order.
+func sameTypes(a, b identity.ID) bool {
+	return slices.Equal(slices.Sorted(slices.Values(a.Types)), slices.Sorted(slices.Values(b.Types)))
 }

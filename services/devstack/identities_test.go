@@ -28,7 +28,6 @@ import (
 // outlive a restart.
 func TestIdentitiesOnByDefault(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.RegistrySync = false
 	ready, _ := runStack(t, cfg)
 	if ready.CADir != filepath.Join(cfg.DataDir, "identity", "ca") || ready.IdentityDir != filepath.Join(cfg.DataDir, "identity") {
 		t.Fatalf("ready: ca %q identities %q", ready.CADir, ready.IdentityDir)
@@ -36,6 +35,9 @@ func TestIdentitiesOnByDefault(t *testing.T) {
 	tenantCreds, err := identity.Load(filepath.Join(ready.IdentityDir, "reconciler-tenant"))
 	if err != nil || tenantCreds.ID().String() != "reconciler/tenant" || len(tenantCreds.ID().Types) != 1 || !tenantCreds.ID().Serves("Tenant/v1") {
 		t.Fatalf("the tenant reconciler's credentials: %v %v", tenantCreds, err)
+	}
+	if sync, err := identity.Load(filepath.Join(ready.IdentityDir, "reconciler-registry-sync")); err != nil || len(sync.ID().Types) != 3 {
+		t.Fatalf("registry-sync's credentials: %v %v", sync, err)
 	}
 	ca, err := identityca.Load(ready.CADir)
 	if err != nil {
@@ -131,18 +133,21 @@ func TestLoadIdentitiesKeepsAndRenews(t *testing.T) {
 	cfg := Config{DataDir: t.TempDir()}
 	log := slogDiscard()
 	now := time.Now()
-	ids := []identity.ID{identity.ServiceID(identity.Store), {Kind: identity.Reconciler, Name: "tenant", Types: []string{"Tenant/v1"}}}
+	ids := []identity.ID{identity.ServiceID(identity.Store), {Kind: identity.Reconciler, Name: "tenant", Types: []string{"Tenant/v1"}}, registrySyncID()}
 	first, err := loadIdentities(cfg, ids, now, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	storeCert, tenantCert := certOf(t, first.service(identity.Store)), certOf(t, first.of(ids[1]))
+	storeCert, tenantCert, syncCert := certOf(t, first.service(identity.Store)), certOf(t, first.of(ids[1])), certOf(t, first.of(registrySyncID()))
 	again, err := loadIdentities(cfg, ids, now.Add(time.Hour), log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(certOf(t, again.service(identity.Store)), storeCert) {
 		t.Fatal("a restart issued the store's credentials again")
+	}
+	if !bytes.Equal(certOf(t, again.of(registrySyncID())), syncCert) {
+		t.Fatal("a restart issued registry-sync's credentials (three types) again")
 	}
 	// The store's credential a day from its expiry.
 	ca, err := identityca.Load(cfg.CADir())
