@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/worker"
@@ -36,9 +38,12 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission"
 	"github.com/no8s/no8s/services/gateway"
+	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/grpcserver"
+	"github.com/no8s/no8s/services/internal/httpsource"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/natsembed"
+	"github.com/no8s/no8s/services/internal/tenancy"
 	"github.com/no8s/no8s/services/reconcilerworker/tenant"
 	"github.com/no8s/no8s/services/registrysync"
 	"github.com/no8s/no8s/services/scheduler"
@@ -94,6 +99,16 @@ type Config struct {
 	// MetricsAddr is the listener of every service's Prometheus metrics,
 	// on one registry (GET /metrics); "off" serves none.
 	MetricsAddr string
+	// Identities gives every component of the stack an identity from a CA
+	// kept in the data directory (IdentityDir, CADir): each gRPC server
+	// requires a client certificate and enforces the call policy, each
+	// client dials with its own, as the separate services do (true by
+	// default; false: plaintext and no policy, for debugging).
+	Identities bool
+	// Authz is what the stack's gRPC servers do with a call the policy
+	// refuses, with Identities on: authz.Enforce (the default) or
+	// authz.AuditOnly.
+	Authz authz.Mode
 	// ReadyFile, when set, receives the stack's addresses as JSON (Ready)
 	// once every service answers: a parent process (the SDK's test kit)
 	// learns there where the stack listens.
@@ -129,6 +144,12 @@ type Ready struct {
 	// redacted).
 	DataDir string `json:"data_dir"`
 	Store   string `json:"store"`
+	// CADir is the stack's CA directory and IdentityDir the directory of
+	// its components' credentials (both "" with identities off): a
+	// reconciler's credentials are issued from CADir (`no8s identity
+	// issue --ca-dir`, `no8s-reconciler --identity-ca`).
+	CADir       string `json:"ca_dir,omitempty"`
+	IdentityDir string `json:"identity_dir,omitempty"`
 }
 
 // StoreURL is the store's database: DatabaseURL, or the embedded store's
@@ -161,6 +182,8 @@ func DefaultConfig() Config {
 		Scheduler:                true,
 		RegistrySync:             true,
 		TenantReconciler:         true,
+		Identities:               true,
+		Authz:                    authz.Enforce,
 		RegistrySyncSecretPrefix: registrysync.DefaultConfig().SecretEnvPrefix,
 	}
 }
@@ -237,7 +260,29 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		stopMetrics := health.ServeListener(ctx, metricsLis, health.Handler(health.Config{Metrics: metrics.Handler(reg)}), nil)
 		defer stopMetrics()
 	}
-	dial := metrics.NewGRPCClient(reg).DialOptions()
+	var tenantRec sdk.Reconciler
+	if cfg.TenantReconciler {
+		api, err := tenant.NewAPIClient("http://" + httpLis.Addr().String())
+		if err != nil {
+			return err
+		}
+		tenantRec = tenant.New(tenant.Config{API: api, Metrics: reg})
+	}
+	ids := identities{}
+	if cfg.Identities {
+		if ids, err = loadIdentities(cfg, stackIDs(cfg, tenantRec), time.Now(), log); err != nil {
+			return err
+		}
+		log.Info("identities: every gRPC call of the stack is mutual TLS with the call policy enforced", "ca", cfg.CADir(), "credentials", cfg.IdentityDir(), "authz", string(cfg.Authz))
+	} else {
+		log.Warn("identities are off (--identities=off): the stack's gRPC servers take any caller on loopback, in plaintext")
+	}
+	// dial connects the component as to the service server with its own
+	// identity (plaintext with identities off).
+	dialMetrics := metrics.NewGRPCClient(reg).DialOptions()
+	dial := func(addr string, as *identity.Credentials, server string) (*grpc.ClientConn, error) {
+		return grpcserver.Dial(addr, append(slices.Clone(dialMetrics), authz.DialOptions(as, server)...)...)
+	}
 	scfg := store.DefaultConfig()
 	scfg.Metrics = reg
 	scfg.DatabaseURL = cfg.StoreURL()
@@ -250,16 +295,24 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	// A dev data directory outliving its database (or the reverse) is
 	// common: rebuild the stream rather than refuse to start.
 	scfg.RebuildStreamOnMismatch = true
+	scfg.GRPCServerOptions = authz.ServerOptions(ids.service(identity.Store), cfg.Authz, base.With("service", "store"))
 	storeSvc, err := store.New(ctx, scfg, nc, base.With("service", "store"))
 	if err != nil {
 		return err
 	}
-	storeConn, err := grpcserver.Dial(storeLis.Addr().String(), dial...)
+	// Each client of the store is a connection of its own, with its own
+	// identity: the gateway's, admission's and the scheduler's.
+	storeConn, err := dial(storeLis.Addr().String(), ids.service(identity.Gateway), identity.Store)
 	if err != nil {
 		return err
 	}
 	defer storeConn.Close()
-	admissionConn, err := grpcserver.Dial(admissionLis.Addr().String(), dial...)
+	admissionStoreConn, err := dial(storeLis.Addr().String(), ids.service(identity.Admission), identity.Store)
+	if err != nil {
+		return err
+	}
+	defer admissionStoreConn.Close()
+	admissionConn, err := dial(admissionLis.Addr().String(), ids.service(identity.Gateway), identity.Admission)
 	if err != nil {
 		return err
 	}
@@ -278,7 +331,8 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	acfg.Grants = credGrants
 	acfg.JetStream = gcfg.JetStream
 	acfg.Outbound, gcfg.Outbound = cfg.Outbound, cfg.Outbound
-	admissionSvc := admission.New(acfg, storev1.NewStoreServiceClient(storeConn), base.With("service", "admission"))
+	acfg.GRPCServerOptions = authz.ServerOptions(ids.service(identity.Admission), cfg.Authz, base.With("service", "admission"))
+	admissionSvc := admission.New(acfg, storev1.NewStoreServiceClient(admissionStoreConn), base.With("service", "admission"))
 	// One process: the gateway's probes cover every dependency.
 	gcfg.Health.Ready = append([]health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn)}, storeSvc.Probes().Ready...)
 	gcfg.Health.Info = storeSvc.Probes().Info
@@ -291,16 +345,14 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	if cfg.Scheduler {
 		schedCfg := cfg.SchedulerTuning.apply(scheduler.DefaultConfig())
 		schedCfg.Metrics = reg
-		if schedulerSvc, err = scheduler.New(schedCfg, gcfg.Reconcile, gcfg.JetStream, base.With("service", "scheduler")); err != nil {
+		schedConn, err := dial(storeLis.Addr().String(), ids.service(identity.Scheduler), identity.Store)
+		if err != nil {
 			return err
 		}
-	}
-	var workerConn *grpc.ClientConn
-	if cfg.RegistrySync || cfg.TenantReconciler {
-		if workerConn, err = grpcserver.Dial(workerLis.Addr().String(), dial...); err != nil {
+		defer schedConn.Close()
+		if schedulerSvc, err = scheduler.New(schedCfg, reconcilev1.NewReconcileServiceClient(schedConn), gcfg.JetStream, base.With("service", "scheduler")); err != nil {
 			return err
 		}
-		defer workerConn.Close()
 	}
 	var syncSvc *registrysync.Service
 	if cfg.RegistrySync {
@@ -308,17 +360,23 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		rcfg.Metrics = reg
 		rcfg.APIURL, rcfg.ReplicaID, rcfg.Outbound = "http://"+httpLis.Addr().String(), "no8s-dev", cfg.Outbound
 		rcfg.SecretEnvPrefix, rcfg.Grants = cfg.RegistrySyncSecretPrefix, credGrants
-		if syncSvc, err = registrysync.New(rcfg, nc, workerConn, base.With("service", "registry-sync")); err != nil {
+		syncConn, err := dial(workerLis.Addr().String(), ids.of(registrySyncID()), identity.Store)
+		if err != nil {
+			return err
+		}
+		defer syncConn.Close()
+		if syncSvc, err = registrysync.New(rcfg, nc, syncConn, base.With("service", "registry-sync")); err != nil {
 			return err
 		}
 	}
 	var tenantWorker *worker.Worker
-	if cfg.TenantReconciler {
-		api, err := tenant.NewAPIClient("http://" + httpLis.Addr().String())
+	if tenantRec != nil {
+		tenantConn, err := dial(workerLis.Addr().String(), ids.of(tenantID(tenantRec)), identity.Store)
 		if err != nil {
 			return err
 		}
-		if tenantWorker, err = worker.New(tenant.New(tenant.Config{API: api, Metrics: reg}), worker.Config{Types: []sdk.TypeRef{tenant.Type}, NATS: nc, Store: workerConn},
+		defer tenantConn.Close()
+		if tenantWorker, err = worker.New(tenantRec, worker.Config{Types: []sdk.TypeRef{tenant.Type}, NATS: nc, Store: tenantConn},
 			worker.WithReplicaID("no8s-dev"), worker.WithShutdownGrace(2*time.Second, time.Second), worker.WithFetchWait(time.Second),
 			worker.WithLogger(base.With("service", "reconciler-tenant")), worker.WithMetrics(reg)); err != nil {
 			return fmt.Errorf("tenant reconciler: %w", err)
@@ -409,6 +467,9 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		StoreAddr: storeLis.Addr().String(), WorkerAddr: workerLis.Addr().String(), AdmissionAddr: admissionLis.Addr().String(),
 		DataDir: cfg.DataDir, Store: redact(cfg.StoreURL()),
 	}
+	if cfg.Identities {
+		ready.CADir, ready.IdentityDir = cfg.CADir(), cfg.IdentityDir()
+	}
 	if metricsLis != nil {
 		ready.MetricsURL = "http://" + metricsLis.Addr().String() + health.MetricsPath
 	}
@@ -416,13 +477,57 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		if err := waitReady(gatewayCtx, ready.APIURL); err != nil {
 			return err
 		}
-		log.Info("no8s dev is up", "api", "http://"+displayAddr(httpLis.Addr()), "metrics", ready.MetricsURL, "workers", displayAddr(workerLis.Addr()), "nats", ns.ClientURL(), "store", ready.Store)
+		up := []any{"api", "http://" + displayAddr(httpLis.Addr()), "metrics", ready.MetricsURL, "workers", displayAddr(workerLis.Addr()), "nats", ns.ClientURL(), "store", ready.Store}
+		if cfg.Identities {
+			up = append(up, "ca", ready.CADir, "reconciler_credentials", ReconcilerHint(ready.CADir))
+		}
+		log.Info("no8s dev is up", up...)
 		if cfg.ReadyFile != "" {
 			return writeReady(cfg.ReadyFile, ready)
 		}
 		return nil
 	})
 	return g.Wait()
+}
+
+// stackIDs are the identities of the stack's components: the services it
+// runs, and the tenant reconciler (rec, nil when off) with its type.
+func stackIDs(cfg Config, rec sdk.Reconciler) []identity.ID {
+	ids := []identity.ID{identity.ServiceID(identity.Store), identity.ServiceID(identity.Admission), identity.ServiceID(identity.Gateway)}
+	if cfg.Scheduler {
+		ids = append(ids, identity.ServiceID(identity.Scheduler))
+	}
+	if cfg.RegistrySync {
+		ids = append(ids, registrySyncID())
+	}
+	if rec != nil {
+		ids = append(ids, tenantID(rec))
+	}
+	return ids
+}
+
+// registrySyncID is registry-sync's identity at the workers' door: a
+// reconciler's, reconciler/registry-sync claiming the three types its
+// worker serves, not service/registry-sync. The call policy gives the
+// service identity the door's reads and its leader lease only; the lease,
+// completion and finalizer calls of its worker are a reconciler's, and the
+// reconciler identity is allowed all of it (its name is the leader
+// lease's). The types are those registrysync's worker serves.
+func registrySyncID() identity.ID {
+	return identity.ID{Kind: identity.Reconciler, Name: tenancy.SyncLease, Types: []string{
+		sdk.Type(tenancy.RegistryType, tenancy.Version).String(), sdk.Type(tenancy.TemplateType, tenancy.Version).String(),
+		sdk.Type(httpsource.Type, httpsource.Version).String()}}
+}
+
+// tenantID is the identity of the in-process tenant reconciler rec.
+func tenantID(rec sdk.Reconciler) identity.ID {
+	return identity.ID{Kind: identity.Reconciler, Name: rec.Name(), Types: []string{tenant.Type.String()}}
+}
+
+// ReconcilerHint tells, for the "is up" line, how a reconciler run
+// beside the stack gets credentials from its CA at caDir.
+func ReconcilerHint(caDir string) string {
+	return "no8s-reconciler ... --identity-ca " + caDir + " (or: no8s identity issue --ca-dir " + caDir + " --reconciler NAME --types T/v1 --out DIR, then NO8S_IDENTITY_DIR=DIR)"
 }
 
 // stopped is the first service of the stack that stopped on its own.

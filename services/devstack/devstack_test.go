@@ -30,30 +30,11 @@ func TestDevListensOnLoopbackByDefault(t *testing.T) {
 // /healthz 200 while every call fails: /healthz fails and Run returns,
 // within 5 s, an error naming the store.
 func TestStackStopsWhenAServiceStops(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.HTTPAddr, cfg.StoreAddr, cfg.WorkerAddr, cfg.AdmissionAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	cfg.NATSPort = 0
+	cfg := testConfig(t)
 	cfg.RegistrySync, cfg.TenantReconciler = false, false
-	cfg.ReadyFile = filepath.Join(t.TempDir(), "ready.json")
 	fault := make(chan struct{})
 	cfg.storeFault = fault
-	done := make(chan error, 1)
-	go func() { done <- Run(t.Context(), cfg, slog.New(slog.DiscardHandler)) }()
-	var ready Ready
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if b, err := os.ReadFile(cfg.ReadyFile); err == nil && json.Unmarshal(b, &ready) == nil {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("no8s dev stopped before it was ready: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no8s dev did not become ready within 60 s")
-		}
-	}
+	ready, done := runStack(t, cfg)
 	healthz := func() int {
 		resp, err := http.Get(ready.APIURL + "/healthz")
 		if err != nil {
@@ -80,3 +61,44 @@ func TestStackStopsWhenAServiceStops(t *testing.T) {
 		t.Fatalf("/healthz answers 200 after the store stopped")
 	}
 }
+
+// testConfig is a stack on free loopback ports in a temporary directory.
+func testConfig(t *testing.T) Config {
+	cfg := DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.HTTPAddr, cfg.StoreAddr, cfg.WorkerAddr, cfg.AdmissionAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	cfg.NATSPort = 0
+	cfg.MetricsAddr = "off"
+	cfg.ReadyFile = filepath.Join(t.TempDir(), "ready.json")
+	return cfg
+}
+
+// runStack runs the stack until the test ends and waits for its ready
+// file; done receives Run's result.
+func runStack(t *testing.T, cfg Config) (Ready, <-chan error) {
+	t.Helper()
+	done, finished := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(finished)
+		done <- Run(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	}()
+	// The test's context ends before its cleanups: wait for the stack to
+	// stop before its directories are removed.
+	t.Cleanup(func() { <-finished })
+	var ready Ready
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(cfg.ReadyFile); err == nil && json.Unmarshal(b, &ready) == nil {
+			return ready, done
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("no8s dev stopped before it was ready: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no8s dev did not become ready within 60 s")
+		}
+	}
+}
+
+func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }

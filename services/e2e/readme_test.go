@@ -137,13 +137,29 @@ func TestReadmeCommands(t *testing.T) {
 				r.startDev(c, text, ports)
 				continue
 			case readmeBackground:
-				r.startBackground(c, text)
+				r.startBackground(c, r.devCA(c, text))
 				continue
 			}
 		}
-		r.run(c, text)
+		r.run(c, r.devCA(c, text))
 	}
 	r.stopBackground()
+}
+
+// readmeCADir is the development CA of `make run`'s data directory, as the
+// README names it for a reconciler's --identity-ca.
+const readmeCADir = "~/.cache/no8s/dev/identity/ca"
+
+// devCA puts the CA of the no8s dev the test runs (its own data
+// directory's, from the ready file) in place of readmeCADir.
+func (r *readmeShell) devCA(c readmeCommand, text string) string {
+	if !strings.Contains(text, readmeCADir) {
+		return text
+	}
+	if r.caDir == "" {
+		r.t.Fatalf("README.md:%d: %s names no8s dev's CA before no8s dev runs (or it wrote no ca_dir)", c.line, text)
+	}
+	return strings.ReplaceAll(text, readmeCADir, r.caDir)
 }
 
 // readmeCommand is one command of an sh block of README.md.
@@ -329,6 +345,8 @@ type readmeShell struct {
 	env   []string
 	state string // the shell variables after the last command (export -p)
 	bg    []*readmeBackgroundProc
+	// caDir is the CA directory of the no8s dev started (startDev).
+	caDir string
 }
 
 func newReadmeShell(t *testing.T, root string) *readmeShell {
@@ -499,6 +517,7 @@ func (r *readmeShell) startDev(c readmeCommand, text string, ports readmePorts) 
 		StoreAddr     string `json:"store_addr"`
 		WorkerAddr    string `json:"worker_addr"`
 		AdmissionAddr string `json:"admission_addr"`
+		CADir         string `json:"ca_dir"`
 	}
 	// make run builds bin/no8s first: minutes when nothing is cached.
 	waitFor(t, 5*time.Minute, fmt.Sprintf("README.md:%d: %s ready", c.line, text), func() error {
@@ -528,6 +547,7 @@ func (r *readmeShell) startDev(c readmeCommand, text string, ports readmePorts) 
 	if t.Failed() {
 		t.FailNow()
 	}
+	r.caDir = addrs.CADir
 	t.Logf("README.md:%d: running in the background: %s", c.line, text)
 }
 

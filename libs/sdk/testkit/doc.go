@@ -15,6 +15,12 @@
 //		env.WaitFor(t, w, testkit.Gone(), 10*time.Second)
 //	}
 //
+// The control plane runs with identities on (no8s dev's default). The kit
+// issues each worker it runs the credential of its reconciler, with exactly
+// the types it serves, by running the same binary (`no8s identity issue`),
+// and connects the worker to the store with it; ReconcilerIdentity and
+// DialWorkers give a test such credentials or connections.
+//
 // Everything is torn down when the test ends (t.Cleanup). The binary is
 // $NO8S_BIN, else no8s on PATH (`make build` writes bin/no8s).
 // WithDatabaseURL runs the store on PostgreSQL instead of the embedded

@@ -51,7 +51,10 @@ func TestLeaseHeldIsRetriedLater(t *testing.T) {
 	env.RunReconciler(t, p.engine("widgets"), widget)
 	w := env.CreateResource(t, widget, "contended", map[string]any{})
 	ctx := context.Background()
-	if _, err := env.Worker.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: w.ID, Holder: "someone/else", LeaseSeconds: 2}); err != nil {
+	// Another replica of the reconciler holds the lease: the store lets a
+	// reconciler's connection act only as that reconciler.
+	other := reconcilev1.NewWorkerServiceClient(env.DialWorkers(t, "widgets", widget))
+	if _, err := other.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: w.ID, Holder: "widgets/someone-else", LeaseSeconds: 2}); err != nil {
 		t.Fatal(err)
 	}
 	env.Dispatch(t, w, reconcilev1.Reason_REASON_PENDING)

@@ -64,14 +64,26 @@ func (e *Env) StartWorker(rec sdk.Reconciler, types []sdk.TypeRef, opts ...worke
 		worker.WithLease(e.opts.lease), worker.WithShutdownGrace(2*time.Second, 2*time.Second),
 		worker.WithLogger(e.Log.With("reconciler", rec.Name())),
 	}, opts...)
-	w, err := worker.New(rec, worker.Config{Types: types, NATS: e.NATS, Store: e.WorkerConn}, all...)
+	// The worker reaches the store as its reconciler, with exactly its
+	// types, as a deployed one does with NO8S_IDENTITY_DIR.
+	dir, err := e.reconcilerIdentity(rec.Name(), types)
 	if err != nil {
+		return nil, err
+	}
+	conn, err := DialAs(e.workerAddr, dir)
+	if err != nil {
+		return nil, err
+	}
+	w, err := worker.New(rec, worker.Config{Types: types, NATS: e.NATS, Store: conn}, all...)
+	if err != nil {
+		_ = conn.Close()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Running{Worker: w, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
+		defer conn.Close()
 		r.err = w.Run(ctx)
 	}()
 	deadline := time.After(10 * time.Second)

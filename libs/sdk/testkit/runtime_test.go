@@ -14,6 +14,7 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/conditions"
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/registry"
 	"github.com/no8s/no8s/libs/sdk/secret"
 	"github.com/no8s/no8s/libs/sdk/testkit"
@@ -313,7 +314,7 @@ func TestProbes(t *testing.T) {
 func TestRunMainFromEnvironment(t *testing.T) {
 	env, p := start(t)
 	vars := map[string]string{
-		worker.EnvNATSURL: env.NATSURL, worker.EnvStoreAddr: env.WorkerConn.Target(),
+		worker.EnvNATSURL: env.NATSURL, worker.EnvStoreAddr: env.WorkerConn.Target(), identity.EnvDir: env.ReconcilerIdentity(t, "widgets", widget),
 		worker.EnvHealthListen: "off", worker.EnvMaxConcurrency: "4", worker.EnvReplicaID: "main-1", worker.EnvLogLevel: "error",
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	apiclient "github.com/no8s/no8s/libs/client"
@@ -39,13 +40,22 @@ type Env struct {
 	NATSURL string
 	// NATS is a connection to it.
 	NATS *nats.Conn
-	// StoreConn is a gRPC connection to the store's main listener.
+	// CADir is the control plane's CA directory, from which the kit issues
+	// the credentials of the workers it runs (`no8s identity issue
+	// --ca-dir`); "" with identities off.
+	CADir string
+	// StoreConn is a gRPC connection to the store's main listener, as
+	// service/gateway: the kit's reads there (Store, Reconcile.ListHistory)
+	// are the public API's, which the call policy gives the gateway alone.
 	StoreConn *grpc.ClientConn
 	// WorkerConn is a gRPC connection to the store's worker listener, the
-	// one reconcilers use (only WorkerService is served there).
+	// one reconcilers use (only WorkerService is served there), as
+	// service/registry-sync: the policy lets it read resources of every
+	// type there, and nothing else. To act as a reconciler (take a lease),
+	// dial as one: DialWorkers.
 	WorkerConn *grpc.ClientConn
 	// Store and Reconcile are the store's gRPC services on its main
-	// listener; Worker is the workers' service.
+	// listener; Worker is the workers' service (reads only: WorkerConn).
 	Store     storev1.StoreServiceClient
 	Reconcile reconcilev1.ReconcileServiceClient
 	Worker    reconcilev1.WorkerServiceClient
@@ -58,9 +68,13 @@ type Env struct {
 	// Log is where workers started by RunReconciler log.
 	Log *slog.Logger
 
-	opts  options
-	mu    sync.Mutex
-	stops []func()
+	opts       options
+	workerAddr string
+	// issuer issues credentials from the control plane's CA (nil with
+	// identities off); under mu.
+	issuer *issuer
+	mu     sync.Mutex
+	stops  []func()
 }
 
 // Option configures Start.
@@ -164,6 +178,9 @@ type ready struct {
 	StoreAddr  string `json:"store_addr"`
 	WorkerAddr string `json:"worker_addr"`
 	Store      string `json:"store"`
+	// CADir is the control plane's CA directory ("" with identities off,
+	// or from a no8s binary older than identities in no8s dev).
+	CADir string `json:"ca_dir"`
 }
 
 func (e *Env) start() error {
@@ -248,11 +265,24 @@ func (e *Env) start() error {
 		return fmt.Errorf("connect to nats: %w", err)
 	}
 	e.onStop(e.NATS.Close)
-	if e.StoreConn, err = Dial(r.StoreAddr); err != nil {
+	e.workerAddr, e.CADir = r.WorkerAddr, r.CADir
+	// The kit's own connections, each with the identity the call policy
+	// gives what the kit calls there (see StoreConn and WorkerConn).
+	var storeID, workerID string
+	if r.CADir != "" {
+		e.issuer = &issuer{bin: bin, caDir: r.CADir, dir: filepath.Join(dir, "identities"), issued: map[string]string{}, claims: map[string]string{}}
+		if storeID, err = e.issuer.issue("service/gateway", "--service", "gateway"); err != nil {
+			return err
+		}
+		if workerID, err = e.issuer.issue("service/registry-sync", "--service", "registry-sync"); err != nil {
+			return err
+		}
+	}
+	if e.StoreConn, err = DialAs(r.StoreAddr, storeID); err != nil {
 		return err
 	}
 	e.onStop(func() { _ = e.StoreConn.Close() })
-	if e.WorkerConn, err = Dial(r.WorkerAddr); err != nil {
+	if e.WorkerConn, err = DialAs(r.WorkerAddr, workerID); err != nil {
 		return err
 	}
 	e.onStop(func() { _ = e.WorkerConn.Close() })
@@ -296,9 +326,15 @@ func tail(path string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// Dial connects to a no8s gRPC service on loopback.
+// Dial connects to a no8s gRPC service on loopback in plaintext: a control
+// plane with identities off (`no8s dev --identities=off`). With identities
+// on, use DialAs.
 func Dial(addr string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	return dial(addr, insecure.NewCredentials())
+}
+
+func dial(addr string, tc credentials.TransportCredentials) (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(tc),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)

@@ -3,7 +3,7 @@
 // of one as you like (they share its work queue, and the store's leases keep
 // two attempts on one resource from overlapping).
 //
-//	no8s-reconciler noop --types DatabaseCluster/v1,Widget/v1
+//	no8s-reconciler noop --types DatabaseCluster/v1,Widget/v1 --identity-ca ~/.cache/no8s/dev/identity/ca
 //	no8s-reconciler postgres-database --register-type --api-url http://127.0.0.1:8000
 //	no8s-reconciler github-workflow --register-type --token-env GITHUB_TOKEN
 //	no8s-reconciler tenant --api-url http://127.0.0.1:8000
@@ -12,6 +12,11 @@
 // ($NO8S_STORE_ADDR), --concurrency ($NO8S_MAX_CONCURRENCY), --replica-id
 // ($NO8S_REPLICA_ID), --health-listen ($NO8S_HEALTH_LISTEN), --log-level
 // ($NO8S_LOG_LEVEL). SIGTERM drains in-flight attempts.
+//
+// The credentials are $NO8S_IDENTITY_DIR's; for development beside no8s
+// dev, --identity-ca DIR ($NO8S_IDENTITY_CA) issues the process its own
+// from no8s dev's CA instead (a short-lived certificate for
+// reconciler/<name> with exactly the types it serves).
 package main
 
 import (
@@ -35,6 +40,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/secret"
 	"github.com/no8s/no8s/libs/sdk/worker"
+	"github.com/no8s/no8s/services/internal/identityca"
 	"github.com/no8s/no8s/services/internal/proc"
 	"github.com/no8s/no8s/services/reconcilerworker/githubworkflow"
 	"github.com/no8s/no8s/services/reconcilerworker/noop"
@@ -69,6 +75,9 @@ func main() {
 type common struct {
 	vars  map[string]*string
 	lease time.Duration
+	// identityCA is --identity-ca: a development CA directory to issue
+	// this process its own credentials from.
+	identityCA string
 }
 
 func commonFlags(fs *flag.FlagSet) *common {
@@ -84,7 +93,23 @@ func commonFlags(fs *flag.FlagSet) *common {
 	str("log-level", worker.EnvLogLevel, "info", "debug, info, warn or error")
 	str("log-format", worker.EnvLogFormat, "text", "text or json")
 	fs.DurationVar(&c.lease, "lease", envDuration("NO8S_LEASE", worker.DefaultLease), "reconcile lease, whole seconds; a crashed replica's items return after it ($NO8S_LEASE)")
+	fs.StringVar(&c.identityCA, "identity-ca", os.Getenv(EnvIdentityCA), "development only: the CA directory of no8s dev (printed at its start); this process issues itself a "+selfValidity.String()+
+		" credential for reconciler/<its name> with exactly the types it serves, instead of $"+identity.EnvDir+" ($"+EnvIdentityCA+")")
 	return c
+}
+
+// runMain runs rec serving types on the worker runtime, with credentials
+// issued from --identity-ca when it is set.
+func (c *common) runMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, opts ...worker.Option) error {
+	if c.identityCA != "" {
+		dir, err := issueSelf(c.identityCA, rec.Name(), types, os.Getenv, time.Now())
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		c.vars[identity.EnvDir] = &dir
+	}
+	return worker.RunMain(ctx, rec, types, c.getenv, append(c.options(), opts...)...)
 }
 
 // getenv answers the worker runtime's variables from the flags.
@@ -97,6 +122,49 @@ func (c *common) getenv(k string) string {
 
 func (c *common) options() []worker.Option {
 	return []worker.Option{worker.WithLease(c.lease)}
+}
+
+// EnvIdentityCA is the environment variable behind --identity-ca.
+const EnvIdentityCA = "NO8S_IDENTITY_CA"
+
+// selfValidity is how long a credential issued by --identity-ca lives: a
+// development session, not a deployment.
+const selfValidity = 24 * time.Hour
+
+// issueSelf issues, from the CA in caDir, the credential of
+// reconciler/name serving exactly types, valid for selfValidity, into a
+// new private temporary directory it returns (the caller removes it). The
+// types are claimed in the CA directory first, so that a type another
+// reconciler holds is refused as `no8s identity issue` refuses it. It
+// refuses to run beside $NO8S_IDENTITY_DIR: one process, one source of
+// credentials.
+func issueSelf(caDir, name string, types []sdk.TypeRef, getenv func(string) string, now time.Time) (string, error) {
+	if d := getenv(identity.EnvDir); d != "" {
+		return "", fmt.Errorf("--identity-ca (%s) and %s=%s both give this reconciler credentials: use one", caDir, identity.EnvDir, d)
+	}
+	id := identity.ID{Kind: identity.Reconciler, Name: name}
+	for _, t := range types {
+		id.Types = append(id.Types, t.String())
+	}
+	if err := id.Validate(); err != nil {
+		return "", fmt.Errorf("--identity-ca: %w", err)
+	}
+	ca, err := identityca.Load(caDir)
+	if err != nil {
+		return "", fmt.Errorf("--identity-ca: %w", err)
+	}
+	if err := identityca.ClaimTypes(caDir, id, now.Add(selfValidity), now); err != nil {
+		return "", fmt.Errorf("--identity-ca: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "no8s-reconciler-"+name+"-") // mode 0700
+	if err != nil {
+		return "", fmt.Errorf("--identity-ca: %w", err)
+	}
+	if err := ca.IssueTo(dir, id, now, selfValidity); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", fmt.Errorf("--identity-ca: %w", err)
+	}
+	return dir, nil
 }
 
 func run(ctx context.Context, args []string) error {
@@ -158,7 +226,7 @@ func runNoop(ctx context.Context, fs *flag.FlagSet, c *common, args []string) er
 			}
 		})
 	}
-	return worker.RunMain(ctx, rec, list, c.getenv, c.options()...)
+	return c.runMain(ctx, rec, list)
 }
 
 func runPostgres(ctx context.Context, fs *flag.FlagSet, c *common, args []string) error {
@@ -175,8 +243,7 @@ func runPostgres(ctx context.Context, fs *flag.FlagSet, c *common, args []string
 			return err
 		}
 	}
-	opts := append(c.options(), worker.WithSecretResolver(secret.Local{EnvPrefix: *envPrefix, FileDir: *secretDir}))
-	return worker.RunMain(ctx, postgresdb.New(), []sdk.TypeRef{postgresdb.Type}, c.getenv, opts...)
+	return c.runMain(ctx, postgresdb.New(), []sdk.TypeRef{postgresdb.Type}, worker.WithSecretResolver(secret.Local{EnvPrefix: *envPrefix, FileDir: *secretDir}))
 }
 
 func runGitHub(ctx context.Context, fs *flag.FlagSet, c *common, args []string) error {
@@ -211,7 +278,7 @@ func runGitHub(ctx context.Context, fs *flag.FlagSet, c *common, args []string) 
 			return err
 		}
 	}
-	return worker.RunMain(ctx, githubworkflow.New(reg), []sdk.TypeRef{githubworkflow.Type}, c.getenv, append(c.options(), worker.WithMetrics(metricsReg))...)
+	return c.runMain(ctx, githubworkflow.New(reg), []sdk.TypeRef{githubworkflow.Type}, worker.WithMetrics(metricsReg))
 }
 
 func runTenant(ctx context.Context, fs *flag.FlagSet, c *common, args []string) error {
@@ -233,8 +300,7 @@ func runTenant(ctx context.Context, fs *flag.FlagSet, c *common, args []string) 
 		return err
 	}
 	reg := metrics.NewRegistry()
-	return worker.RunMain(ctx, tenant.New(tenant.Config{API: api, ReadyPoll: *poll, Metrics: reg}), []sdk.TypeRef{tenant.Type}, c.getenv,
-		append(c.options(), worker.WithMetrics(reg))...)
+	return c.runMain(ctx, tenant.New(tenant.Config{API: api, ReadyPoll: *poll, Metrics: reg}), []sdk.TypeRef{tenant.Type}, worker.WithMetrics(reg))
 }
 
 // parseRange reads "d" or "min-max".

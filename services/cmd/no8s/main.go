@@ -6,6 +6,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk/profiling"
 	"github.com/no8s/no8s/services/cli"
 	"github.com/no8s/no8s/services/devstack"
+	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/proc"
 )
@@ -33,7 +35,12 @@ func newDevCmd() *cobra.Command {
 		Short: "Run gateway, admission, scheduler and store in one process with an embedded NATS JetStream and an embedded store",
 		Long: `Runs the whole control plane in one process: an embedded NATS server with
 JetStream, and the store, admission, scheduler and api-gateway services
-talking over real gRPC on loopback. The REST API listens on 127.0.0.1:8000 (use
+talking over real gRPC on loopback, each with its own identity: at first
+start a development CA is created in the data directory (identity/ca,
+printed at start) and every service is issued a certificate from it; the
+gRPC servers require one and enforce the call policy. A reconciler run
+beside no8s dev gets its credentials from that CA: no8s-reconciler
+--identity-ca DIR, or no8s identity issue --ca-dir DIR (docs/security.md). The REST API listens on 127.0.0.1:8000 (use
 --listen :8000 to serve other machines too).
 
 All state lives in the data directory (--data-dir, printed at start): the
@@ -62,6 +69,8 @@ missing and migrated at start); PostgreSQL is the production store.`,
 	f.IntVar(&cfg.NATSPort, "nats-port", cfg.NATSPort, "embedded NATS port (0 picks a free one)")
 	f.StringVar(&cfg.StoreAddr, "store-addr", cfg.StoreAddr, "internal store gRPC address")
 	f.StringVar(&cfg.AdmissionAddr, "admission-addr", cfg.AdmissionAddr, "internal admission gRPC address")
+	identities := f.String("identities", proc.Env(devstack.EnvIdentities, "on"), "on: every gRPC call between the services is mutual TLS with the call policy enforced, from a CA kept in the data directory; off: plaintext, any caller taken (debugging only) ($"+devstack.EnvIdentities+")")
+	authzMode := f.String("authz", proc.Env(proc.EnvAuthz, string(authz.Enforce)), "with identities on, what the gRPC servers do with a call the policy refuses: enforce, or audit-only (let it through and log it) ($"+proc.EnvAuthz+")")
 	f.StringVar(&cfg.MetricsAddr, "metrics-listen", cfg.MetricsAddr, "address of every service's Prometheus metrics (GET /metrics; \"off\": none; the default falls back to a free port when taken)")
 	f.StringVar(&cfg.WorkerAddr, "worker-listen", cfg.WorkerAddr, "the store's worker address: reconcilers' NO8S_STORE_ADDR (only the WorkerService is served there)")
 	// For the SDK's test kit and other programs that run no8s dev as a
@@ -81,8 +90,16 @@ missing and migrated at start); PostgreSQL is the production store.`,
 	for _, name := range []string{"ready-file", "no-scheduler", "no-registry-sync", "history-limit", "scheduler-lease", "liveness-poll", "retry-delay", "relay-degraded-hold"} {
 		_ = f.MarkHidden(name)
 	}
-	cmd.PreRun = func(*cobra.Command, []string) {
+	cmd.PreRunE = func(*cobra.Command, []string) error {
 		cfg.Scheduler, cfg.RegistrySync, cfg.TenantReconciler = !*noScheduler, !*noRegistrySync, !*noTenantReconciler
+		var err error
+		if cfg.Identities, err = devstack.ParseIdentities(*identities); err != nil {
+			return err
+		}
+		if cfg.Authz, err = authz.ParseMode(*authzMode); err != nil {
+			return fmt.Errorf("--authz: %w", err)
+		}
+		return nil
 	}
 	return cmd
 }
