@@ -40,10 +40,8 @@ import (
 	"github.com/no8s/no8s/services/gateway"
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/grpcserver"
-	"github.com/no8s/no8s/services/internal/httpsource"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/natsembed"
-	"github.com/no8s/no8s/services/internal/tenancy"
 	"github.com/no8s/no8s/services/reconcilerworker/tenant"
 	"github.com/no8s/no8s/services/registrysync"
 	"github.com/no8s/no8s/services/scheduler"
@@ -360,7 +358,7 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		rcfg.Metrics = reg
 		rcfg.APIURL, rcfg.ReplicaID, rcfg.Outbound = "http://"+httpLis.Addr().String(), "no8s-dev", cfg.Outbound
 		rcfg.SecretEnvPrefix, rcfg.Grants = cfg.RegistrySyncSecretPrefix, credGrants
-		syncConn, err := dial(workerLis.Addr().String(), ids.of(registrySyncID()), identity.Store)
+		syncConn, err := dial(workerLis.Addr().String(), ids.service(identity.RegistrySync), identity.Store)
 		if err != nil {
 			return err
 		}
@@ -498,25 +496,12 @@ func stackIDs(cfg Config, rec sdk.Reconciler) []identity.ID {
 		ids = append(ids, identity.ServiceID(identity.Scheduler))
 	}
 	if cfg.RegistrySync {
-		ids = append(ids, registrySyncID())
+		ids = append(ids, identity.ServiceID(identity.RegistrySync))
 	}
 	if rec != nil {
 		ids = append(ids, tenantID(rec))
 	}
 	return ids
-}
-
-// registrySyncID is registry-sync's identity at the workers' door: a
-// reconciler's, reconciler/registry-sync claiming the three types its
-// worker serves, not service/registry-sync. The call policy gives the
-// service identity the door's reads and its leader lease only; the lease,
-// completion and finalizer calls of its worker are a reconciler's, and the
-// reconciler identity is allowed all of it (its name is the leader
-// lease's). The types are those registrysync's worker serves.
-func registrySyncID() identity.ID {
-	return identity.ID{Kind: identity.Reconciler, Name: tenancy.SyncLease, Types: []string{
-		sdk.Type(tenancy.RegistryType, tenancy.Version).String(), sdk.Type(tenancy.TemplateType, tenancy.Version).String(),
-		sdk.Type(httpsource.Type, httpsource.Version).String()}}
 }
 
 // tenantID is the identity of the in-process tenant reconciler rec.
