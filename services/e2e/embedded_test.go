@@ -42,7 +42,7 @@ func TestEmbeddedWithoutPostgreSQL(t *testing.T) {
 
 	seedFlow(t, base, c.count, func() {
 		startEnv(t, "reconciler-noop", filepath.Join(binDir, "no8s-reconciler"), []string{"noop", "--types", "DatabaseCluster/v1",
-			"--nats-url", addrs.NATSURL, "--store-addr", addrs.WorkerAddr, "--health-listen", "off"}, env)
+			"--nats-url", addrs.NATSURL, "--store-addr", addrs.WorkerAddr, "--health-listen", "off", "--identity-ca", addrs.CADir}, env)
 		waitFor(t, 20*time.Second, "the noop reconciler live", func() error {
 			r := do(t, "GET", base+"/api/v1/reconcilers", nil)
 			if r.status != 200 || !strings.Contains(string(r.body), `"DatabaseCluster"`) {
@@ -143,6 +143,7 @@ type devAddrs struct {
 	DataDir    string `json:"data_dir"`
 	Store      string `json:"store"`
 	MetricsURL string `json:"metrics_url"`
+	CADir      string `json:"ca_dir"`
 }
 
 // startDevServing runs `no8s dev` (startDev) with type typ/v1 of schema
@@ -156,7 +157,7 @@ func startDevServing(t *testing.T, env []string, typ string, schema map[string]a
 		t.Fatalf("create %s: %d %s", typ, r.status, r.body)
 	}
 	startEnv(t, "reconciler-noop", filepath.Join(binDir, "no8s-reconciler"), []string{"noop", "--types", typ + "/v1",
-		"--nats-url", addrs.NATSURL, "--store-addr", addrs.WorkerAddr, "--health-listen", "off"}, env)
+		"--nats-url", addrs.NATSURL, "--store-addr", addrs.WorkerAddr, "--health-listen", "off", "--identity-ca", addrs.CADir}, env)
 	waitFor(t, 30*time.Second, "the noop reconciler and registry-sync live", func() error {
 		r := do(t, "GET", base+"/api/v1/reconcilers", nil)
 		if r.status != 200 || !strings.Contains(string(r.body), `"`+typ+`"`) || !strings.Contains(string(r.body), `"HttpSource"`) {

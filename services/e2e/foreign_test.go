@@ -109,7 +109,7 @@ func TestForeignMessagesEmbedded(t *testing.T) {
 	extra := []string{"--worker-listen", worker, "--relay-degraded-hold", degradedHold.String(), "--no-tenant-reconciler", "--no-registry-sync"}
 	addrs, dev := startDevProc(t, state, listen, natsPort, env, extra...)
 	startEnv(t, "reconciler-noop", filepath.Join(binDir, "no8s-reconciler"), []string{"noop", "--types", "Widget/v1",
-		"--nats-url", addrs.NATSURL, "--store-addr", addrs.WorkerAddr, "--health-listen", "off"}, env)
+		"--nats-url", addrs.NATSURL, "--store-addr", addrs.WorkerAddr, "--health-listen", "off", "--identity-ca", addrs.CADir}, env)
 	c := &cluster{t: t, dbFile: filepath.Join(state, "store.db")}
 	devs := []*proc{dev} // every process no8s dev ran as, for their logs
 	devLog := func() string {
