@@ -258,19 +258,20 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		stopMetrics := health.ServeListener(ctx, metricsLis, health.Handler(health.Config{Metrics: metrics.Handler(reg)}), nil)
 		defer stopMetrics()
 	}
-	var tenantRec sdk.Reconciler
-	if cfg.TenantReconciler {
-		api, err := tenant.NewAPIClient("http://" + httpLis.Addr().String())
-		if err != nil {
-			return err
-		}
-		tenantRec = tenant.New(tenant.Config{API: api, Metrics: reg})
-	}
 	ids := identities{}
+	// writerURL is where registry-sync and the tenant reconciler write:
+	// with identities on, the gateway's service listener on loopback,
+	// where they present their identities and the REST rules hold them.
+	writerURL := "http://" + httpLis.Addr().String()
+	var serviceLis net.Listener
 	if cfg.Identities {
-		if ids, err = loadIdentities(cfg, stackIDs(cfg, tenantRec), time.Now(), log); err != nil {
+		if ids, err = loadIdentities(cfg, stackIDs(cfg), time.Now(), log); err != nil {
 			return err
 		}
+		if serviceLis, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return fmt.Errorf("gateway service listen: %w", err)
+		}
+		writerURL = "https://" + serviceLis.Addr().String()
 		log.Info("identities: every gRPC call of the stack is mutual TLS with the call policy enforced", "ca", cfg.CADir(), "credentials", cfg.IdentityDir(), "authz", string(cfg.Authz))
 	} else {
 		log.Warn("identities are off (--identities=off): the stack's gRPC servers take any caller on loopback, in plaintext")
@@ -356,7 +357,8 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	if cfg.RegistrySync {
 		rcfg := registrysync.DefaultConfig()
 		rcfg.Metrics = reg
-		rcfg.APIURL, rcfg.ReplicaID, rcfg.Outbound = "http://"+httpLis.Addr().String(), "no8s-dev", cfg.Outbound
+		rcfg.APIURL, rcfg.ReplicaID, rcfg.Outbound = writerURL, "no8s-dev", cfg.Outbound
+		rcfg.Identity = ids.service(identity.RegistrySync)
 		rcfg.SecretEnvPrefix, rcfg.Grants = cfg.RegistrySyncSecretPrefix, credGrants
 		syncConn, err := dial(workerLis.Addr().String(), ids.service(identity.RegistrySync), identity.Store)
 		if err != nil {
@@ -368,8 +370,13 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		}
 	}
 	var tenantWorker *worker.Worker
-	if tenantRec != nil {
-		tenantConn, err := dial(workerLis.Addr().String(), ids.of(tenantID(tenantRec)), identity.Store)
+	if cfg.TenantReconciler {
+		api, err := tenant.NewAPIClient(writerURL, ids.of(tenantID()))
+		if err != nil {
+			return err
+		}
+		tenantRec := tenant.New(tenant.Config{API: api, Metrics: reg})
+		tenantConn, err := dial(workerLis.Addr().String(), ids.of(tenantID()), identity.Store)
 		if err != nil {
 			return err
 		}
@@ -380,6 +387,7 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 			return fmt.Errorf("tenant reconciler: %w", err)
 		}
 	}
+	gcfg.Identity, gcfg.Authz = ids.service(identity.Gateway), cfg.Authz
 	gatewaySvc := gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), base.With("service", "gateway"))
 
 	// Each tier stops only after the tier in front of it has stopped.
@@ -452,7 +460,7 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		return supervised("tenant reconciler", func() error { return tenantWorker.Run(gatewayCtx) })()
 	})
 	g.Go(func() error {
-		err := supervised("gateway", func() error { return gatewaySvc.Serve(gatewayCtx, httpLis) })()
+		err := supervised("gateway", func() error { return gatewaySvc.ServeListeners(gatewayCtx, httpLis, serviceLis) })()
 		<-schedulerDone
 		<-syncDone
 		<-tenantDone
@@ -489,8 +497,8 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 }
 
 // stackIDs are the identities of the stack's components: the services it
-// runs, and the tenant reconciler (rec, nil when off) with its type.
-func stackIDs(cfg Config, rec sdk.Reconciler) []identity.ID {
+// runs, and the tenant reconciler with its type.
+func stackIDs(cfg Config) []identity.ID {
 	ids := []identity.ID{identity.ServiceID(identity.Store), identity.ServiceID(identity.Admission), identity.ServiceID(identity.Gateway)}
 	if cfg.Scheduler {
 		ids = append(ids, identity.ServiceID(identity.Scheduler))
@@ -498,15 +506,15 @@ func stackIDs(cfg Config, rec sdk.Reconciler) []identity.ID {
 	if cfg.RegistrySync {
 		ids = append(ids, identity.ServiceID(identity.RegistrySync))
 	}
-	if rec != nil {
-		ids = append(ids, tenantID(rec))
+	if cfg.TenantReconciler {
+		ids = append(ids, tenantID())
 	}
 	return ids
 }
 
-// tenantID is the identity of the in-process tenant reconciler rec.
-func tenantID(rec sdk.Reconciler) identity.ID {
-	return identity.ID{Kind: identity.Reconciler, Name: rec.Name(), Types: []string{tenant.Type.String()}}
+// tenantID is the identity of the in-process tenant reconciler.
+func tenantID() identity.ID {
+	return identity.ID{Kind: identity.Reconciler, Name: tenant.Name, Types: []string{tenant.Type.String()}}
 }
 
 // ReconcilerHint tells, for the "is up" line, how a reconciler run

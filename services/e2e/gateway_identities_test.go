@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -243,4 +245,61 @@ func TestGatewayIdentitiesTenantsFromMariaDB(t *testing.T) {
 			t.Fatalf("%s the tenancy label: %d %s", what, r.status, r.body)
 		}
 	}
+}
+
+// TestGatewayIdentitiesRefuseForgedRESTWritesDev replays the forged REST
+// writes against `no8s dev`, which runs with identities on by default:
+// anonymous fence headers and reserved keys are refused with 403 and write
+// nothing (the embedded store's revision counter does not move), and a
+// resource created afterwards becomes ready. (Its in-process registry-sync
+// and tenant reconciler write through the gateway's service listener with
+// their identities: the no8s dev template tests see their Tenants and
+// children.)
+func TestGatewayIdentitiesRefuseForgedRESTWritesDev(t *testing.T) {
+	env := noPostgreSQL()
+	state := filepath.Join(t.TempDir(), "state")
+	addrs := startDev(t, state, env)
+	base := addrs.APIURL
+	c := &cluster{t: t, dbFile: filepath.Join(state, "store.db")}
+	if r := do(t, "POST", base+"/api/v1/resource-types", `{"name":"Guarded","version":"v1","schema":{"type":"object","properties":{"n":{"type":"integer"}}}}`); r.status != 201 {
+		t.Fatalf("create type: %d %s", r.status, r.body)
+	}
+	startEnv(t, "reconciler-noop", filepath.Join(binDir, "no8s-reconciler"), []string{"noop", "--types", "Guarded/v1",
+		"--nats-url", addrs.NATSURL, "--store-addr", addrs.WorkerAddr, "--health-listen", "off", "--identity-ca", addrs.CADir}, env)
+	waitFor(t, 20*time.Second, "the noop reconciler live", func() error {
+		if r := do(t, "GET", base+"/api/v1/reconcilers", nil); r.status != 200 || !strings.Contains(string(r.body), `"Guarded"`) {
+			return fmt.Errorf("GET /reconcilers: %d %s", r.status, r.body)
+		}
+		return nil
+	})
+	revision := func() int { return c.count(`SELECT value FROM revision_counter WHERE id = 1`) }
+	denied := func(what string, r response, want string) {
+		t.Helper()
+		if body := r.json(t); r.status != http.StatusForbidden || body["code"] != "denied" || !strings.Contains(fmt.Sprint(body["detail"]), want) {
+			t.Fatalf("%s: %d %s, want 403 denied naming %q", what, r.status, r.body, want)
+		}
+		t.Logf("%s: refused (%d)", what, r.status)
+	}
+	fenced := map[string]string{fence.HeaderLease: "registry-sync", fence.HeaderEpoch: "1"}
+	tenant := map[string]any{"name": "forged", "resource_type_name": "Tenant", "resource_type_version": "v1",
+		"spec": map[string]any{"registryId": "customers", "templateRef": "web", "uid": "forged", "values": map[string]any{}, "resources": []any{}}}
+	rev0 := revision()
+	denied("anonymous fenced Tenant", send(t, httpClient, "POST", base+"/api/v1/resources", tenant, fenced), "fence headers are registry-sync's")
+	denied("anonymous reconciler finalizer", send(t, httpClient, "POST", base+"/api/v1/resources", map[string]any{"name": "held",
+		"resource_type_name": "Guarded", "resource_type_version": "v1", "spec": map[string]any{"n": 1}, "finalizers": []string{"reconciler.no8s.io/tenant"}}, nil),
+		`"reconciler.no8s.io/tenant"`)
+	denied("anonymous tenancy label", send(t, httpClient, "POST", base+"/api/v1/resources", map[string]any{"name": "adopted",
+		"resource_type_name": "Guarded", "resource_type_version": "v1", "spec": map[string]any{"n": 1}, "labels": map[string]string{"tenants.no8s.io/tenant": "acme"}}, nil),
+		`"tenants.no8s.io/tenant"`)
+	if got := revision(); got != rev0 {
+		t.Fatalf("the store's revision moved from %d to %d: a refused write was stored", rev0, got)
+	}
+
+	// The stack's own writers are not refused: a resource created now
+	// becomes ready (the scheduler and the noop reconciler at work).
+	r := do(t, "POST", base+"/api/v1/resources", `{"name":"after","resource_type_name":"Guarded","resource_type_version":"v1","spec":{"n":1}}`)
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	waitResource(t, base, int64(r.json(t)["id"].(float64)), "ready", func(m map[string]any) bool { return m["status"] == "ready" })
 }
