@@ -139,6 +139,7 @@ func TestLibraryModulesStayLean(t *testing.T) {
 type devAddrs struct {
 	APIURL     string `json:"api_url"`
 	NATSURL    string `json:"nats_url"`
+	StoreAddr  string `json:"store_addr"`
 	WorkerAddr string `json:"worker_addr"`
 	DataDir    string `json:"data_dir"`
 	Store      string `json:"store"`

@@ -13,9 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/no8s/no8s/libs/api/fence"
 	"github.com/no8s/no8s/libs/sdk/identity"
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/authz"
+	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/tenancy"
 )
 
@@ -293,6 +299,47 @@ func TestGatewayIdentitiesRefuseForgedRESTWritesDev(t *testing.T) {
 		`"tenants.no8s.io/tenant"`)
 	if got := revision(); got != rev0 {
 		t.Fatalf("the store's revision moved from %d to %d: a refused write was stored", rev0, got)
+	}
+
+	// The gRPC attacks: without a certificate the store's ports refuse the
+	// handshake; a reconciler's certificate from the dev CA may not take
+	// the scheduler lease nor store past admission.
+	evilScheduler := &reconcilev1.BecomeSchedulerRequest{Holder: "evil", LeaseSeconds: 3600}
+	pastAdmission := &storev1.CreateResourceRequest{Resource: &storev1.Resource{Name: "forged", ResourceTypeName: "Guarded", ResourceTypeVersion: "v1",
+		Spec: []byte(`{"n":"not an integer"}`)}}
+	grpcRefused := func(what string, want codes.Code, err error) {
+		t.Helper()
+		if status.Code(err) != want {
+			t.Fatalf("%s: %v, want %s", what, err, want)
+		}
+		t.Logf("%s: refused (%s)", what, want)
+	}
+	plain, err := grpcserver.Dial(addrs.StoreAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	_, err = reconcilev1.NewReconcileServiceClient(plain).BecomeScheduler(t.Context(), evilScheduler)
+	grpcRefused("BecomeScheduler without a certificate", codes.Unavailable, err)
+	evilDir := filepath.Join(t.TempDir(), "evil")
+	if r := no8sEnv(t, nil, "", "identity", "issue", "--ca-dir", addrs.CADir, "--out", evilDir, "--reconciler", "evil", "--types", "Other/v1"); r.code != 0 {
+		t.Fatalf("issue: %s", r.stderr)
+	}
+	evilCreds, err := identity.Load(evilDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil, err := grpcserver.Dial(addrs.StoreAddr, authz.DialOptions(evilCreds, identity.Store)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer evil.Close()
+	_, err = reconcilev1.NewReconcileServiceClient(evil).BecomeScheduler(t.Context(), evilScheduler)
+	grpcRefused("BecomeScheduler as reconciler/evil", codes.PermissionDenied, err)
+	_, err = storev1.NewStoreServiceClient(evil).CreateResource(t.Context(), pastAdmission)
+	grpcRefused("CreateResource past admission as reconciler/evil", codes.PermissionDenied, err)
+	if got := revision(); got != rev0 {
+		t.Fatalf("the store's revision moved from %d to %d: a refused call wrote", rev0, got)
 	}
 
 	// The stack's own writers are not refused: a resource created now
