@@ -254,9 +254,10 @@ func TestGatewayIdentitiesTenantsFromMariaDB(t *testing.T) {
 }
 
 // TestGatewayIdentitiesRefuseForgedRESTWritesDev replays the forged REST
-// writes against `no8s dev`, which runs with identities on by default:
-// anonymous fence headers and reserved keys are refused with 403 and write
-// nothing (the embedded store's revision counter does not move), and a
+// writes and gRPC calls against `no8s dev`, which runs with identities on
+// by default: anonymous fence headers and reserved keys are refused with
+// 403, a caller without a certificate at the TLS handshake, a reconciler's
+// certificate with PermissionDenied, and nothing is written (the embedded store's revision counter does not move), and a
 // resource created afterwards becomes ready. (Its in-process registry-sync
 // and tenant reconciler write through the gateway's service listener with
 // their identities: the no8s dev template tests see their Tenants and
