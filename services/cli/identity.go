@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,10 +24,11 @@ func (a *app) identityCmd() *cobra.Command {
 		Long: `Every no8s process proves who it is with a certificate from the installation's
 CA: spiffe://no8s/<kind>/<name> (service/store, reconciler/noop, client/ci).
 A reconciler's certificate also fixes the resource types it may serve.
-Credentials are a directory of tls.crt, tls.key and ca.crt; processes read
-them again when they change.`,
+Credentials are a directory of tls.crt, tls.key and ca.crt, and nats.creds:
+the identity's NATS user, with its permissions. Processes read them again
+when they change. NATS publishers and readers get a NATS user alone.`,
 	}
-	cmd.AddCommand(a.identityInitCmd(), a.identityIssueCmd(), a.identityShowCmd(), a.identityRotateCmd(), a.identityRetireCmd(), a.identityReleaseCmd())
+	cmd.AddCommand(a.identityInitCmd(), a.identityIssueCmd(), a.identityShowCmd(), a.identityRotateCmd(), a.identityRetireCmd(), a.identityReleaseCmd(), a.identityNATSConfigCmd())
 	return cmd
 }
 
@@ -33,7 +36,7 @@ func (a *app) identityInitCmd() *cobra.Command {
 	var caDir string
 	cmd := &cobra.Command{
 		Use:   "init-ca --ca-dir DIR",
-		Short: "Create the CA in DIR (nothing is changed when it exists)",
+		Short: "Create the CA in DIR (when it exists, only its NATS keys are added if missing)",
 		Args:  func(_ *cobra.Command, args []string) error { return exactArgs(0, "no arguments")(args) },
 		RunE: func(*cobra.Command, []string) error {
 			ca, created, err := identityca.LoadOrCreate(caDir, a.now())
@@ -55,26 +58,31 @@ func (a *app) identityInitCmd() *cobra.Command {
 
 func (a *app) identityIssueCmd() *cobra.Command {
 	var (
-		caDir, out, service, reconciler, clientName string
-		types, hosts                                []string
-		valid                                       time.Duration
+		caDir, out, service, reconciler, clientName, publisher, reader string
+		types, hosts                                                   []string
+		valid                                                          time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "issue --ca-dir DIR --out DIR (--service NAME | --reconciler NAME --types T/v1,... | --client NAME)",
-		Short: "Issue credentials for a service, a reconciler deployment or automation",
+		Use:   "issue --ca-dir DIR --out DIR (--service NAME | --reconciler NAME --types T/v1,... | --client NAME | --nats-publisher NAME | --nats-reader NAME)",
+		Short: "Issue credentials for a service, a reconciler deployment, automation or a NATS client",
 		Example: `  no8s identity issue --ca-dir ca --out creds/store --service store
   no8s identity issue --ca-dir ca --out creds/noop --reconciler noop --types Noop/v1
-  no8s identity issue --ca-dir ca --out creds/ci --client ci --valid 24h`,
+  no8s identity issue --ca-dir ca --out creds/ci --client ci --valid 24h
+  no8s identity issue --ca-dir ca --out creds/orders --nats-publisher orders`,
 		Args: func(_ *cobra.Command, args []string) error { return exactArgs(0, "no arguments")(args) },
 		RunE: func(*cobra.Command, []string) error {
 			var id identity.ID
-			switch n := countSet(service, reconciler, clientName); {
+			switch n := countSet(service, reconciler, clientName, publisher, reader); {
 			case n != 1:
-				return usagef("give exactly one of --service, --reconciler, --client")
+				return usagef("give exactly one of --service, --reconciler, --client, --nats-publisher, --nats-reader")
 			case service != "":
 				id = identity.ServiceID(service)
 			case reconciler != "":
 				id = identity.ID{Kind: identity.Reconciler, Name: reconciler, Types: types}
+			case publisher != "":
+				id = identity.ID{Kind: identity.Publisher, Name: publisher}
+			case reader != "":
+				id = identity.ID{Kind: identity.Reader, Name: reader}
 			default:
 				id = identity.ID{Kind: identity.Client, Name: clientName}
 			}
@@ -87,6 +95,17 @@ func (a *app) identityIssueCmd() *cobra.Command {
 			ca, err := identityca.Load(caDir)
 			if err != nil {
 				return err
+			}
+			if id.Kind.NATSOnly() {
+				if len(hosts) > 0 {
+					return usagef("--host is for certificates: a NATS %s has none", id.Kind)
+				}
+				if err := ca.IssueNATSTo(out, id, a.now(), valid); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.streams.Out, "issued the NATS user %s to %s (valid until %s): nats --creds %s\n", id, out,
+					a.now().Add(valid).UTC().Format(time.RFC3339), filepath.Join(out, identity.NATSCredsFile))
+				return nil
 			}
 			// A reconciler's types are claimed before its certificate exists.
 			if err := identityca.ClaimTypes(caDir, id, a.now().Add(valid), a.now()); err != nil {
@@ -105,15 +124,54 @@ func (a *app) identityIssueCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&caDir, "ca-dir", "", "the CA directory (ca.crt, ca.key)")
-	f.StringVar(&out, "out", "", "the credentials directory to write (tls.crt, tls.key, ca.crt)")
+	f.StringVar(&out, "out", "", "the credentials directory to write (tls.crt, tls.key, ca.crt, nats.creds)")
 	f.StringVar(&service, "service", "", "a control plane service: "+strings.Join(identity.Services(), ", "))
 	f.StringVar(&reconciler, "reconciler", "", "a reconciler deployment, by the name it registers")
 	f.StringSliceVar(&types, "types", nil, "the types the reconciler may serve (Name/version, comma-separated)")
 	f.StringVar(&clientName, "client", "", "automation calling the API")
+	f.StringVar(&publisher, "nats-publisher", "", "a NATS client sending changes (input subjects, their outcomes): a NATS user alone")
+	f.StringVar(&reader, "nats-reader", "", "a NATS client reading the event stream: a NATS user alone")
 	f.StringSliceVar(&hosts, "host", nil, "a host name or IP address to add for tools that check host names (repeatable)")
 	f.DurationVar(&valid, "valid", identityca.DefaultLeafValidity, "how long the certificate is valid")
 	_ = cmd.MarkFlagRequired("ca-dir")
 	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func (a *app) identityNATSConfigCmd() *cobra.Command {
+	var caDir, out string
+	cmd := &cobra.Command{
+		Use:   "nats-config --ca-dir DIR [--out FILE]",
+		Short: "Write the nats-server configuration that trusts the CA's NATS users",
+		Long: `Writes the part of a nats-server configuration that makes the server take only
+the NATS users this CA issues, each with its identity's permissions: the
+operator, the system account and a memory resolver with the no8s account.
+deploy/nats/nats-server.conf includes it as no8s-auth.conf.`,
+		Example: `  no8s identity nats-config --ca-dir ca --out /etc/nats/no8s-auth.conf`,
+		Args:    func(_ *cobra.Command, args []string) error { return exactArgs(0, "no arguments")(args) },
+		RunE: func(*cobra.Command, []string) error {
+			ca, err := identityca.Load(caDir)
+			if err != nil {
+				return err
+			}
+			srv, err := ca.NATSServer(a.now())
+			if err != nil {
+				return err
+			}
+			if out == "" {
+				_, err = a.streams.Out.Write(srv.Config())
+				return err
+			}
+			if err := os.WriteFile(out, srv.Config(), 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.streams.Out, "wrote %s: include it in the nats-server configuration and reload the server\n", out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&caDir, "ca-dir", "", "the CA directory (ca.crt, ca.key, nats.json)")
+	cmd.Flags().StringVar(&out, "out", "", "the file to write (standard output when absent)")
+	_ = cmd.MarkFlagRequired("ca-dir")
 	return cmd
 }
 

@@ -45,6 +45,21 @@ func TestIdentityCommands(t *testing.T) {
 	if code, out, _ := run(t, nil, "", "identity", "show", noop); code != ExitOK || !strings.HasPrefix(out, "reconciler/noop (types ") || !strings.Contains(out, "valid until ") {
 		t.Fatalf("show: %d %q", code, out)
 	}
+	if fi, err := os.Stat(filepath.Join(noop, identity.NATSCredsFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the NATS user beside the certificate: %v %v", fi, err)
+	}
+
+	// NATS clients get a NATS user alone; the server configuration trusts it.
+	orders := filepath.Join(dir, "orders")
+	if code, out, errOut := run(t, nil, "", "identity", "issue", "--ca-dir", ca, "--out", orders, "--nats-publisher", "orders"); code != ExitOK || !strings.Contains(out, "nats --creds "+filepath.Join(orders, identity.NATSCredsFile)) {
+		t.Fatalf("issue --nats-publisher: %d %q %q", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(orders, identity.CertFile)); !os.IsNotExist(err) {
+		t.Fatalf("a NATS publisher got a certificate: %v", err)
+	}
+	if code, out, errOut := run(t, nil, "", "identity", "nats-config", "--ca-dir", ca); code != ExitOK || !strings.Contains(out, "resolver: MEMORY") || !strings.Contains(out, "operator: ") {
+		t.Fatalf("nats-config: %d %q %q", code, out, errOut)
+	}
 
 	// Usage errors write nothing.
 	for _, args := range [][]string{
@@ -54,6 +69,9 @@ func TestIdentityCommands(t *testing.T) {
 		{"--client", "ci", "--types", "Noop/v1"},
 		{"--reconciler", "noop", "--types", "noop"},
 		{"--reconciler", "Bad_Name"},
+		{"--nats-reader", "audit", "--host", "localhost"},
+		{"--nats-publisher", "orders", "--nats-reader", "audit"},
+		{"--nats-publisher", "orders", "--types", "Noop/v1"},
 	} {
 		out := filepath.Join(dir, "refused")
 		code, _, errOut := run(t, nil, "", append([]string{"identity", "issue", "--ca-dir", ca, "--out", out}, args...)...)

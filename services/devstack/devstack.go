@@ -207,7 +207,7 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	if port == 0 {
 		port = -1
 	}
-	ns, err := natsembed.Start(filepath.Join(cfg.DataDir, "jetstream"), port)
+	ns, err := natsembed.Start(filepath.Join(cfg.DataDir, "jetstream"), port, nil)
 	if err != nil {
 		return fmt.Errorf("embedded nats: %w", err)
 	}

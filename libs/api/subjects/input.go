@@ -20,10 +20,12 @@ import "time"
 // that cannot be handled goes to InputDead (stream InputDeadStream) with
 // the reason, after at most InputMaxDeliver deliveries.
 const (
+	// InputRequestPrefix prefixes the request subjects.
+	InputRequestPrefix = "no8s.input.request"
 	// InputRequestApply takes a request whose reply is the apply's answer.
-	InputRequestApply = "no8s.input.request.apply"
+	InputRequestApply = InputRequestPrefix + ".apply"
 	// InputRequestDelete takes a request whose reply is the delete's answer.
-	InputRequestDelete = "no8s.input.request.delete"
+	InputRequestDelete = InputRequestPrefix + ".delete"
 	// InputQueueGroup is the queue group the gateways answer requests in.
 	InputQueueGroup = "no8s-gateway"
 

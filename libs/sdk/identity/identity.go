@@ -46,6 +46,13 @@ const (
 	Reconciler Kind = "reconciler"
 	// Client is automation calling the public API with the CLI or a library.
 	Client Kind = "client"
+	// Publisher is a client that sends changes over NATS: it publishes on
+	// the input subjects and reads their outcomes. Its credentials are a
+	// NATS user alone (NATSCredsFile), no certificate.
+	Publisher Kind = "publisher"
+	// Reader is a client that reads the event stream over NATS (watchers,
+	// third-party readers). Its credentials are a NATS user alone.
+	Reader Kind = "reader"
 )
 
 // The control plane's services, by the name their identities carry.
@@ -99,12 +106,12 @@ func (id ID) Validate() error {
 		if !slices.Contains(Services(), id.Name) {
 			return fmt.Errorf("%w: unknown service %q (one of %s)", ErrInvalid, id.Name, strings.Join(Services(), ", "))
 		}
-	case Reconciler, Client:
+	case Reconciler, Client, Publisher, Reader:
 		if fe := names.Name(string(id.Kind)+" name", id.Name); fe != nil {
 			return fmt.Errorf("%w: %s: %s", ErrInvalid, fe.Path, fe.Message)
 		}
 	default:
-		return fmt.Errorf("%w: unknown kind %q (service, reconciler or client)", ErrInvalid, id.Kind)
+		return fmt.Errorf("%w: unknown kind %q (service, reconciler, client, publisher or reader)", ErrInvalid, id.Kind)
 	}
 	if len(id.Types) > 0 && id.Kind != Reconciler {
 		return fmt.Errorf("%w: only a reconciler identity carries types", ErrInvalid)
@@ -170,3 +177,7 @@ func Parse(cert *x509.Certificate) (ID, error) {
 	}
 	return id, nil
 }
+
+// NATSOnly reports whether identities of kind k are NATS users alone, with
+// no certificate (publishers and readers).
+func (k Kind) NATSOnly() bool { return k == Publisher || k == Reader }

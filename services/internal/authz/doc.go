@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/no8s/no8s/libs/api/fence"
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk/identity"
 )
 
@@ -14,6 +15,7 @@ import (
 const (
 	TableBegin     = "<!-- BEGIN generated: who may call each gRPC method (make generate) -->"
 	RESTTableBegin = "<!-- BEGIN generated: reserved keys and REST service rights (make generate) -->"
+	NATSTableBegin = "<!-- BEGIN generated: NATS permissions (make generate) -->"
 	TableEnd       = "<!-- END generated -->"
 )
 
@@ -59,14 +61,69 @@ func RESTTable() string {
 	return b.String()
 }
 
-// ReplaceTable returns doc with the text after TableBegin and after
-// RESTTableBegin, each up to the next TableEnd, replaced by Table and
-// RESTTable; an error when doc lacks a pair of markers.
+// NATSTable renders the NATS policy as the security guide's Markdown
+// tables: who may publish and subscribe on each subject family
+// (subjects.Families, for its example subject), then who may create,
+// change, purge, delete and read each stream. The reconciler column is the
+// reconciler example serving Example/v1: on the families per type or per
+// reconciler it shows what a reconciler may do on its own.
+func NATSTable() string {
+	ids := NATSSamples()
+	who := func(ok func(NATSPermissions) bool) string {
+		var out []string
+		for _, id := range ids {
+			if ok(NATS(id)) {
+				out = append(out, "`"+id.String()+"`")
+			}
+		}
+		if len(out) == 0 {
+			return "nobody"
+		}
+		return strings.Join(out, ", ")
+	}
+	var b strings.Builder
+	b.WriteString("| subjects | pattern | who may publish | who may subscribe |\n|---|---|---|---|\n")
+	for _, f := range subjects.Families() {
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", f.Name, f.Pattern,
+			who(func(p NATSPermissions) bool { return p.MayPublish(f.Example) }),
+			who(func(p NATSPermissions) bool { return p.MaySubscribe(f.Example) }))
+	}
+	b.WriteString("\n| stream | who may create or change it | who may purge or delete it | who may read it (information, messages, consumers of its own) |\n|---|---|---|---|\n")
+	for _, s := range subjects.Streams() {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", s,
+			who(func(p NATSPermissions) bool {
+				return p.MayPublish(jsAPI("STREAM.CREATE", s)) && p.MayPublish(jsAPI("STREAM.UPDATE", s))
+			}),
+			who(func(p NATSPermissions) bool {
+				return p.MayPublish(jsAPI("STREAM.PURGE", s)) && p.MayPublish(jsAPI("STREAM.DELETE", s))
+			}),
+			who(func(p NATSPermissions) bool { return p.MayPublish(jsAPI("STREAM.INFO", s)) }))
+	}
+	return b.String()
+}
+
+// NATSSamples are one identity of each kind the NATS policy tells apart,
+// as its table and tests show them: the services, the reconciler example
+// serving Example/v1, a publisher and a reader.
+func NATSSamples() []identity.ID {
+	ids := make([]identity.ID, 0, 8)
+	for _, s := range identity.Services() {
+		ids = append(ids, identity.ServiceID(s))
+	}
+	return append(ids,
+		identity.ID{Kind: identity.Reconciler, Name: subjects.ExampleReconciler, Types: []string{subjects.ExampleType + "/" + subjects.ExampleVersion}},
+		identity.ID{Kind: identity.Publisher, Name: "publisher"},
+		identity.ID{Kind: identity.Reader, Name: "reader"})
+}
+
+// ReplaceTable returns doc with the text after TableBegin, RESTTableBegin
+// and NATSTableBegin, each up to the next TableEnd, replaced by Table,
+// RESTTable and NATSTable; an error when doc lacks a pair of markers.
 func ReplaceTable(doc string) (string, error) {
 	for _, s := range []struct {
 		begin string
 		table func() string
-	}{{TableBegin, Table}, {RESTTableBegin, RESTTable}} {
+	}{{TableBegin, Table}, {RESTTableBegin, RESTTable}, {NATSTableBegin, NATSTable}} {
 		i := strings.Index(doc, s.begin)
 		if i < 0 {
 			return "", fmt.Errorf("authz: the document has no %q … %q section", s.begin, TableEnd)

@@ -12,6 +12,8 @@
 //	ca.key      the private key of the CA that issues (the first of ca.crt)
 //	claims.json the types each reconciler was issued, so that no two
 //	            reconcilers hold certificates for one type (ClaimTypes)
+//	nats.json   the NATS operator's and accounts' keys: every identity
+//	            issued also gets a NATS user (NATSKeysFile)
 package identityca
 
 import (
@@ -52,6 +54,9 @@ type CA struct {
 	cert   *x509.Certificate
 	key    crypto.Signer
 	bundle []byte // PEM of every CA peers trust, the issuing one first
+	// nats are the NATS keys; nil for a CA directory from before NATS
+	// users were issued.
+	nats *natsKeys
 }
 
 // New creates a CA valid from now for validity.
@@ -82,7 +87,11 @@ func New(now time.Time, validity time.Duration) (*CA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CA certificate: %w", err)
 	}
-	return &CA{cert: cert, key: key, bundle: pemBlock("CERTIFICATE", der)}, nil
+	nk, err := newNATSKeys()
+	if err != nil {
+		return nil, err
+	}
+	return &CA{cert: cert, key: key, bundle: pemBlock("CERTIFICATE", der), nats: nk}, nil
 }
 
 // Load reads the CA in dir.
@@ -118,15 +127,25 @@ func Load(dir string) (*CA, error) {
 	if !publicKeysEqual(key.Public(), cert.PublicKey) {
 		return nil, fmt.Errorf("CA: %s does not belong to the first certificate of %s", KeyFile, BundleFile)
 	}
-	return &CA{cert: cert, key: key, bundle: bundle}, nil
+	nk, err := loadNATSKeys(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{cert: cert, key: key, bundle: bundle, nats: nk}, nil
 }
 
 // LoadOrCreate loads the CA in dir, creating it first when dir has none
-// (as no8s dev does at its first start).
+// (as no8s dev does at its first start). A CA without NATS keys gets them.
 func LoadOrCreate(dir string, now time.Time) (*CA, bool, error) {
 	if _, err := os.Stat(filepath.Join(dir, KeyFile)); err == nil {
 		ca, err := Load(dir)
-		return ca, false, err
+		if err != nil || ca.nats != nil {
+			return ca, false, err
+		}
+		if ca.nats, err = newNATSKeys(); err != nil {
+			return nil, false, err
+		}
+		return ca, false, ca.nats.save(dir)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, false, fmt.Errorf("CA: %w", err)
 	}
@@ -152,6 +171,11 @@ func (ca *CA) Save(dir string) error {
 	if err := writeFile(filepath.Join(dir, KeyFile), pemBlock("PRIVATE KEY", der), 0o600); err != nil {
 		return err
 	}
+	if ca.nats != nil {
+		if err := ca.nats.save(dir); err != nil {
+			return err
+		}
+	}
 	return writeFile(filepath.Join(dir, BundleFile), ca.bundle, 0o644)
 }
 
@@ -170,6 +194,8 @@ func (ca *CA) Rotate(now time.Time, validity time.Duration) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The NATS keys stay: servers keep trusting the users already issued.
+	next.nats = ca.nats
 	old, err := certificates(ca.bundle)
 	if err != nil {
 		return nil, err
@@ -185,7 +211,7 @@ func (ca *CA) Rotate(now time.Time, validity time.Duration) (*CA, error) {
 // Retire returns ca with a bundle of the issuing CA alone: the end of a
 // rotation, once every identity was issued again.
 func (ca *CA) Retire() *CA {
-	return &CA{cert: ca.cert, key: ca.key, bundle: pemBlock("CERTIFICATE", ca.cert.Raw)}
+	return &CA{cert: ca.cert, key: ca.key, bundle: pemBlock("CERTIFICATE", ca.cert.Raw), nats: ca.nats}
 }
 
 // Issue creates a certificate and key for id, valid from now for validity,
@@ -196,6 +222,9 @@ func (ca *CA) Retire() *CA {
 func (ca *CA) Issue(id identity.ID, now time.Time, validity time.Duration, hosts ...string) (certPEM, keyPEM []byte, err error) {
 	if err := id.Validate(); err != nil {
 		return nil, nil, err
+	}
+	if id.Kind.NATSOnly() {
+		return nil, nil, fmt.Errorf("%w: a %s is a NATS user alone: no certificate (IssueNATS)", identity.ErrInvalid, id.Kind)
 	}
 	if validity <= 0 {
 		return nil, nil, fmt.Errorf("issue %s: validity %s is not positive", id, validity)
@@ -240,7 +269,8 @@ func (ca *CA) Issue(id identity.ID, now time.Time, validity time.Duration, hosts
 }
 
 // IssueTo issues id and writes it as a credentials directory
-// (identity.CertFile, identity.KeyFile, identity.CAFile with ca's bundle).
+// (identity.CertFile, identity.KeyFile, identity.CAFile with ca's bundle,
+// and identity.NATSCredsFile when the CA has NATS keys).
 // Each file is replaced whole (written aside, then renamed), the key last
 // but one and the certificate last, so that a process reading the
 // directory meanwhile sees either the old pair or the new one.
@@ -248,6 +278,13 @@ func (ca *CA) IssueTo(dir string, id identity.ID, now time.Time, validity time.D
 	certPEM, keyPEM, err := ca.Issue(id, now, validity, hosts...)
 	if err != nil {
 		return err
+	}
+	if ca.nats != nil {
+		// The NATS user first: a process that sees the new certificate
+		// finds the user of the same generation.
+		if err := ca.IssueNATSTo(dir, id, now, validity); err != nil {
+			return err
+		}
 	}
 	return WriteCredentials(dir, certPEM, keyPEM, ca.bundle)
 }

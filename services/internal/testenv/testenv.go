@@ -86,7 +86,7 @@ func CreateDatabase(ctx context.Context, prefix string) (string, func(), error) 
 // directory and returns it; it shuts down when the test ends.
 func NATS(tb testing.TB) *server.Server {
 	tb.Helper()
-	s, err := natsembed.Start(tb.TempDir(), -1)
+	s, err := natsembed.Start(tb.TempDir(), -1, nil)
 	if err != nil {
 		tb.Fatalf("start nats: %v", err)
 	}
