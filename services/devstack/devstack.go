@@ -216,7 +216,7 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		ns.WaitForShutdown()
 	}()
 	log.Info("embedded NATS with JetStream", "url", ns.ClientURL())
-	nc, err := natsconn.Connect(ns.ClientURL(), "no8s-dev", log)
+	nc, err := natsconn.Connect(ns.ClientURL(), "no8s-dev", nil, log)
 	if err != nil {
 		return err
 	}

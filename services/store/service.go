@@ -71,6 +71,11 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, log *slog.Logger) (*Ser
 		db.Close()
 		return nil, err
 	}
+	// The reconciler registry's bucket is the store's to create: where NATS
+	// checks identities, the reconcilers registering in it may not.
+	if _, err := registry.Ensure(ctx, js, subjects.RegistryTTL); err != nil {
+		log.Warn("reconciler registry bucket not ensured (reconcilers create it where NATS lets them)", "err", err)
+	}
 	relay = outbox.New(db.Log, nc, js, cfg.Stream, cfg.Relay, log.With("component", "outbox-relay"))
 	relay.RegisterMetrics(cfg.Metrics)
 	return &Service{cfg: cfg, log: log, db: db, relay: relay, nc: nc, js: js}, nil

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/conditions"
 	"github.com/no8s/no8s/libs/sdk/identity"
@@ -256,7 +258,15 @@ func TestRegistration(t *testing.T) {
 
 func TestRegistryHeartbeatExpiry(t *testing.T) {
 	env, p := start(t)
-	// A short heartbeat and TTL (the worker creates the bucket with it).
+	// A short heartbeat and TTL: the store made the bucket with the default
+	// TTL, so it goes first and the worker makes it again with the short one.
+	js, err := jetstream.New(env.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteKeyValue(context.Background(), registry.Bucket); err != nil {
+		t.Fatal(err)
+	}
 	env.RunWorker(t, p.engine("widgets"), []sdk.TypeRef{widget}, worker.WithHeartbeat(200*time.Millisecond, time.Second))
 	kv := registryBucket(t, env)
 	ctx := context.Background()

@@ -145,26 +145,38 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	}
 	defer stopProfiles()
 
+	creds, err := workerIdentity(getenv(identity.EnvDir), rec.Name(), log)
+	if err != nil {
+		return err
+	}
 	natsURL := env(EnvNATSURL, nats.DefaultURL)
 	// A server not up yet is retried like a lost one: the worker waits for
-	// it, not ready meanwhile, rather than exiting.
-	nc, err := nats.Connect(natsURL, nats.Name("no8s-reconciler-"+rec.Name()), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
-		nats.ReconnectWait(250*time.Millisecond),
+	// it, not ready meanwhile, rather than exiting. So is a refused NATS
+	// user: a renewed one may replace it on disk.
+	natsOpts := []nats.Option{nats.Name("no8s-reconciler-" + rec.Name()), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
+		nats.ReconnectWait(250 * time.Millisecond), nats.IgnoreAuthErrorAbort(),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				// The worker logs NATS's state once per change (WARN).
 				log.Debug("nats disconnected", "error", err)
 			}
-		}))
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { log.Warn("nats", "error", err) })}
+	transport := insecure.NewCredentials()
+	if creds != nil {
+		user, err := creds.NATSOptions()
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrInvalidConfig, identity.EnvDir, err)
+		}
+		natsOpts = append(natsOpts, user...)
+		transport = credentials.NewTLS(creds.ClientTLS(identity.ServiceID(identity.Store)))
+	}
+	nc, err := nats.Connect(natsURL, natsOpts...)
 	if err != nil {
 		return fmt.Errorf("connect to nats at %s: %w", natsURL, err)
 	}
 	defer nc.Close()
 	storeAddr := env(EnvStoreAddr, DefaultStoreAddr)
-	transport, err := storeTransport(getenv(identity.EnvDir), rec.Name(), log)
-	if err != nil {
-		return err
-	}
 	conn, err := grpc.NewClient(storeAddr, append(metrics.NewGRPCClient(o.metrics).DialOptions(), grpc.WithTransportCredentials(transport),
 		// Find the store again within seconds of its return, however long
 		// it was away (gRPC's default backoff grows to two minutes).
@@ -193,13 +205,13 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	return w.Run(ctx)
 }
 
-// storeTransport is how the worker reaches the store: TLS presenting the
-// credentials in dir (identity.EnvDir) when set, which must be the
-// reconciler's own identity; plaintext otherwise (a control plane with
-// identities off).
-func storeTransport(dir, name string, log *slog.Logger) (credentials.TransportCredentials, error) {
+// workerIdentity reads the credentials in dir (identity.EnvDir), which must
+// be the reconciler's own identity: the worker presents them to the store
+// (TLS) and to NATS (their NATS user, when they hold one). Without dir it
+// has none (nil): a control plane with identities off.
+func workerIdentity(dir, name string, log *slog.Logger) (*identity.Credentials, error) {
 	if dir == "" {
-		return insecure.NewCredentials(), nil
+		return nil, nil
 	}
 	creds, err := identity.Load(dir)
 	if err != nil {
@@ -209,5 +221,5 @@ func storeTransport(dir, name string, log *slog.Logger) (credentials.TransportCr
 		return nil, fmt.Errorf("%w: %s holds the identity %s, not reconciler/%s: the store would refuse this reconciler's calls", ErrInvalidConfig, identity.EnvDir, id, name)
 	}
 	log.Info("identity", "id", creds.ID().String(), "types", strings.Join(creds.ID().Types, ","), "valid_until", creds.NotAfter().UTC().Format(time.RFC3339))
-	return credentials.NewTLS(creds.ClientTLS(identity.ServiceID(identity.Store))), nil
+	return creds, nil
 }

@@ -174,9 +174,18 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.log.Warn("deregister failed; the registry forgets this replica after its TTL", "error", err)
 		}
 	}()
+	// The work queue is the scheduler's to create: where NATS checks
+	// identities this worker may not, and waits for it, not ready.
 	cons, err := w.consumer(ctx, js)
-	if err != nil {
-		return err
+	for failures := uint64(1); err != nil; failures++ {
+		w.notReady.Store("work queue consumer not available yet: " + err.Error())
+		w.linkLog("work queue consumer not available yet", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff(failures, 100*time.Millisecond, 2*time.Second)):
+		}
+		cons, err = w.consumer(ctx, js)
 	}
 	w.log.Info("worker started", "types", fmt.Sprint(w.cfg.Types), "max_concurrency", w.o.maxConcurrency, "lease", w.o.lease)
 

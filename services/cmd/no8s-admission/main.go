@@ -60,7 +60,7 @@ func run() error {
 		return err
 	}
 	defer conn.Close()
-	nc, js, err := natsconn.ConnectJetStream(*natsURL, "no8s-admission", log)
+	nc, js, err := natsconn.ConnectJetStream(*natsURL, "no8s-admission", sp.Identity, log)
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func run() error {
 		return err
 	}
 	defer admissionConn.Close()
-	nc, js, err := natsconn.ConnectJetStream(*natsURL, "no8s-gateway", log)
+	nc, js, err := natsconn.ConnectJetStream(*natsURL, "no8s-gateway", sp.Identity, log)
 	if err != nil {
 		return err
 	}

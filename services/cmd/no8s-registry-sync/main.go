@@ -81,7 +81,7 @@ func run() error {
 		return err
 	}
 	defer conn.Close()
-	nc, _, err := natsconn.ConnectJetStream(*natsURL, "no8s-registry-sync", log)
+	nc, _, err := natsconn.ConnectJetStream(*natsURL, "no8s-registry-sync", sp.Identity, log)
 	if err != nil {
 		return err
 	}

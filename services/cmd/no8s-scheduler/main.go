@@ -59,7 +59,7 @@ func run() error {
 		return err
 	}
 	defer conn.Close()
-	nc, js, err := natsconn.ConnectJetStream(*natsURL, "no8s-scheduler", log)
+	nc, js, err := natsconn.ConnectJetStream(*natsURL, "no8s-scheduler", sp.Identity, log)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/profiling"
 	"github.com/no8s/no8s/services/internal/authz"
@@ -79,7 +80,11 @@ func run() error {
 	case "migrate":
 		return runMigrate(ctx, cfg, cmd[1] == "status")
 	case "rebuild-stream":
-		return runRebuildStream(ctx, cfg, *natsURL)
+		creds, _, err := idf.Load(log)
+		if err != nil {
+			return err
+		}
+		return runRebuildStream(ctx, cfg, *natsURL, creds)
 	case "":
 	default:
 		return fmt.Errorf("unknown command %q (commands: migrate, migrate status, rebuild-stream)", cmd[0])
@@ -98,7 +103,7 @@ func run() error {
 		return err
 	}
 	defer stopProfiles()
-	nc, err := natsconn.Connect(*natsURL, "no8s-store", log)
+	nc, err := natsconn.Connect(*natsURL, "no8s-store", creds, log)
 	if err != nil {
 		return err
 	}
@@ -169,7 +174,7 @@ func runMigrate(ctx context.Context, cfg store.Config, statusOnly bool) error {
 
 // runRebuildStream rebuilds the event stream of the database after a
 // mismatch (outbox.Rebuild). Every store must be stopped.
-func runRebuildStream(ctx context.Context, cfg store.Config, natsURL string) error {
+func runRebuildStream(ctx context.Context, cfg store.Config, natsURL string, creds *identity.Credentials) error {
 	log := proc.Logger("store")
 	cfg.MaxConns = 2
 	db, err := store.Open(ctx, cfg, storage.Options{}, log)
@@ -177,7 +182,7 @@ func runRebuildStream(ctx context.Context, cfg store.Config, natsURL string) err
 		return err
 	}
 	defer db.Close()
-	nc, js, err := natsconn.ConnectJetStream(natsURL, "no8s-store-rebuild", log)
+	nc, js, err := natsconn.ConnectJetStream(natsURL, "no8s-store-rebuild", creds, log)
 	if err != nil {
 		return err
 	}

@@ -39,9 +39,11 @@ type NATSPermissions struct {
 //   - the scheduler reads the event stream, owns the work queue and
 //     publishes work items;
 //   - a reconciler consumes the work queue through its own consumer (named
-//     after it), writes the registry keys of the types its credential
-//     claims and of its own replicas, and reads the registry; registry-sync
-//     does the same as the reconciler registry-sync of its built-in types;
+//     after it; it may list and delete others', to replace the consumer of
+//     a reconciler that no longer serves its types), writes the registry
+//     keys of the types its credential claims and of its own replicas, and
+//     reads the registry; registry-sync does the same as the reconciler
+//     registry-sync of its built-in types;
 //   - a publisher publishes input requests and queue messages and reads
 //     outcomes; a reader reads the event stream.
 //
@@ -77,7 +79,11 @@ func NATS(id identity.ID) NATSPermissions {
 		rec, _ := AtTheDoor(id)
 		p.add(streamReader(registry, false))
 		p.add(durableConsumer(subjects.ReconcileStream, rec.Name))
-		p.Publish = append(p.Publish, jsAPI("STREAM.INFO", subjects.ReconcileStream), jsAPI("CONSUMER.LIST", subjects.ReconcileStream), jsAPI("CONSUMER.NAMES", subjects.ReconcileStream))
+		// Listing and deleting others' consumers: a reconciler removes the
+		// consumer of one that no longer serves its types (the work queue
+		// takes one consumer per subject). Their items stay in the stream.
+		p.Publish = append(p.Publish, jsAPI("STREAM.INFO", subjects.ReconcileStream), jsAPI("CONSUMER.LIST", subjects.ReconcileStream),
+			jsAPI("CONSUMER.NAMES", subjects.ReconcileStream), jsAPI("CONSUMER.DELETE", subjects.ReconcileStream, "*"))
 		for _, t := range rec.Types {
 			name, version, _ := strings.Cut(t, "/")
 			p.Publish = append(p.Publish, subjects.KVKey(subjects.RegistryBucket, subjects.TypeKey(name, version)))
