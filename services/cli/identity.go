@@ -58,12 +58,12 @@ func (a *app) identityInitCmd() *cobra.Command {
 
 func (a *app) identityIssueCmd() *cobra.Command {
 	var (
-		caDir, out, service, reconciler, clientName, publisher, reader string
-		types, hosts                                                   []string
-		valid                                                          time.Duration
+		caDir, out, service, reconciler, clientName, publisher, reader, admin string
+		types, hosts                                                          []string
+		valid                                                                 time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "issue --ca-dir DIR --out DIR (--service NAME | --reconciler NAME --types T/v1,... | --client NAME | --nats-publisher NAME | --nats-reader NAME)",
+		Use:   "issue --ca-dir DIR --out DIR (--service NAME | --reconciler NAME --types T/v1,... | --client NAME | --nats-publisher NAME | --nats-reader NAME | --nats-admin NAME)",
 		Short: "Issue credentials for a service, a reconciler deployment, automation or a NATS client",
 		Example: `  no8s identity issue --ca-dir ca --out creds/store --service store
   no8s identity issue --ca-dir ca --out creds/noop --reconciler noop --types Noop/v1
@@ -72,9 +72,9 @@ func (a *app) identityIssueCmd() *cobra.Command {
 		Args: func(_ *cobra.Command, args []string) error { return exactArgs(0, "no arguments")(args) },
 		RunE: func(*cobra.Command, []string) error {
 			var id identity.ID
-			switch n := countSet(service, reconciler, clientName, publisher, reader); {
+			switch n := countSet(service, reconciler, clientName, publisher, reader, admin); {
 			case n != 1:
-				return usagef("give exactly one of --service, --reconciler, --client, --nats-publisher, --nats-reader")
+				return usagef("give exactly one of --service, --reconciler, --client, --nats-publisher, --nats-reader, --nats-admin")
 			case service != "":
 				id = identity.ServiceID(service)
 			case reconciler != "":
@@ -83,6 +83,8 @@ func (a *app) identityIssueCmd() *cobra.Command {
 				id = identity.ID{Kind: identity.Publisher, Name: publisher}
 			case reader != "":
 				id = identity.ID{Kind: identity.Reader, Name: reader}
+			case admin != "":
+				id = identity.ID{Kind: identity.NATSAdmin, Name: admin}
 			default:
 				id = identity.ID{Kind: identity.Client, Name: clientName}
 			}
@@ -131,6 +133,7 @@ func (a *app) identityIssueCmd() *cobra.Command {
 	f.StringVar(&clientName, "client", "", "automation calling the API")
 	f.StringVar(&publisher, "nats-publisher", "", "a NATS client sending changes (input subjects, their outcomes): a NATS user alone")
 	f.StringVar(&reader, "nats-reader", "", "a NATS client reading the event stream: a NATS user alone")
+	f.StringVar(&admin, "nats-admin", "", "an operator's break-glass NATS user that may do anything (give a short --valid)")
 	f.StringSliceVar(&hosts, "host", nil, "a host name or IP address to add for tools that check host names (repeatable)")
 	f.DurationVar(&valid, "valid", identityca.DefaultLeafValidity, "how long the certificate is valid")
 	_ = cmd.MarkFlagRequired("ca-dir")

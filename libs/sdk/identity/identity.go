@@ -53,6 +53,11 @@ const (
 	// Reader is a client that reads the event stream over NATS (watchers,
 	// third-party readers). Its credentials are a NATS user alone.
 	Reader Kind = "reader"
+	// NATSAdmin is an operator's break-glass NATS user: it may do anything
+	// on the installation's NATS account (inspect, repair or remove
+	// streams). Only who holds the CA issues it; keep it short-lived. Its
+	// credentials are a NATS user alone.
+	NATSAdmin Kind = "nats-admin"
 )
 
 // The control plane's services, by the name their identities carry.
@@ -106,12 +111,12 @@ func (id ID) Validate() error {
 		if !slices.Contains(Services(), id.Name) {
 			return fmt.Errorf("%w: unknown service %q (one of %s)", ErrInvalid, id.Name, strings.Join(Services(), ", "))
 		}
-	case Reconciler, Client, Publisher, Reader:
+	case Reconciler, Client, Publisher, Reader, NATSAdmin:
 		if fe := names.Name(string(id.Kind)+" name", id.Name); fe != nil {
 			return fmt.Errorf("%w: %s: %s", ErrInvalid, fe.Path, fe.Message)
 		}
 	default:
-		return fmt.Errorf("%w: unknown kind %q (service, reconciler, client, publisher or reader)", ErrInvalid, id.Kind)
+		return fmt.Errorf("%w: unknown kind %q (service, reconciler, client, publisher, reader or nats-admin)", ErrInvalid, id.Kind)
 	}
 	if len(id.Types) > 0 && id.Kind != Reconciler {
 		return fmt.Errorf("%w: only a reconciler identity carries types", ErrInvalid)
@@ -179,5 +184,5 @@ func Parse(cert *x509.Certificate) (ID, error) {
 }
 
 // NATSOnly reports whether identities of kind k are NATS users alone, with
-// no certificate (publishers and readers).
-func (k Kind) NATSOnly() bool { return k == Publisher || k == Reader }
+// no certificate (publishers, readers and NATS admins).
+func (k Kind) NATSOnly() bool { return k == Publisher || k == Reader || k == NATSAdmin }

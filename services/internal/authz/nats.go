@@ -45,7 +45,9 @@ type NATSPermissions struct {
 //     reads the registry; registry-sync does the same as the reconciler
 //     registry-sync of its built-in types;
 //   - a publisher publishes input requests and queue messages and reads
-//     outcomes; a reader reads the event stream.
+//     outcomes; a reader reads the event stream;
+//   - a NATS admin, an operator's short-lived break-glass user, may do
+//     anything.
 //
 // Nobody else may create, change, purge or delete a stream.
 func NATS(id identity.ID) NATSPermissions {
@@ -96,6 +98,8 @@ func NATS(id identity.ID) NATSPermissions {
 	case id.Kind == identity.Reader:
 		p.add(streamReader(subjects.EventsStream, false))
 		p.Subscribe = append(p.Subscribe, subjects.EventsAll)
+	case id.Kind == identity.NATSAdmin:
+		p.Publish, p.Subscribe, p.Respond = []string{">"}, []string{">"}, true
 	}
 	return p
 }

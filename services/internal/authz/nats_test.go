@@ -94,7 +94,7 @@ func refused(t *testing.T, connect func(*testing.T, identity.ID) *nats.Conn, id 
 // reading every stream.
 func TestNATSPolicyMatrix(t *testing.T) {
 	_, connect := natsUsers(t)
-	ids := append(authz.NATSSamples(), identity.ID{Kind: identity.Reconciler, Name: "other", Types: []string{"Other/v1"}})
+	ids := append(authz.NATSSamples(), identity.ID{Kind: identity.Reconciler, Name: "other", Types: []string{"Other/v1"}}, identity.ID{Kind: identity.NATSAdmin, Name: "ops"})
 	for _, id := range ids {
 		p := authz.NATS(id)
 		for _, f := range subjects.Families() {
