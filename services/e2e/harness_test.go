@@ -203,6 +203,9 @@ type cluster struct {
 	// idRoot holds the CA and every process's credentials once
 	// withIdentities turned identities on ("" : off).
 	idRoot string
+	// natsConf is the nats-server configuration that takes only the CA's
+	// NATS users (newAuthCluster), "" for a server that takes anyone.
+	natsConf string
 }
 
 // withIdentities turns identities on for every process the cluster starts
@@ -307,9 +310,13 @@ func (c *cluster) openBackend(opts storage.Options) storage.Backend {
 
 func (c *cluster) startNATS() {
 	host, port, _ := net.SplitHostPort(c.natsAddr)
-	c.nats = start(c.t, "nats-server", natsServerBinary(c.t), []string{"-a", host, "-p", port, "-js", "-sd", c.natsDir})
+	args := []string{"-a", host, "-p", port, "-js", "-sd", c.natsDir}
+	if c.natsConf != "" {
+		args = []string{"-c", c.natsConf, "-a", host, "-p", port} // JetStream and its storage are the file's
+	}
+	c.nats = start(c.t, "nats-server", natsServerBinary(c.t), args)
 	waitFor(c.t, 10*time.Second, "nats-server", func() error {
-		nc, err := nats.Connect(c.natsURL)
+		nc, err := nats.Connect(c.natsURL, c.natsOptions()...)
 		if err != nil {
 			return err
 		}
@@ -481,7 +488,7 @@ func (c *cluster) startAll() string {
 }
 
 func (c *cluster) jetstream() (jetstream.JetStream, *nats.Conn) {
-	nc, err := nats.Connect(c.natsURL)
+	nc, err := nats.Connect(c.natsURL, c.natsOptions()...)
 	if err != nil {
 		c.t.Fatal(err)
 	}

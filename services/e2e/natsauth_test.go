@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,10 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/services/internal/reconcilers"
+	"github.com/no8s/no8s/services/internal/testenv"
 )
 
 // TestNATSServerConfigurationTakesOnlyTheCAUsers runs the pinned
@@ -27,7 +33,6 @@ func TestNATSServerConfigurationTakesOnlyTheCAUsers(t *testing.T) {
 	ca := filepath.Join(dir, "ca")
 	for _, args := range [][]string{
 		{"identity", "init-ca", "--ca-dir", ca},
-		{"identity", "nats-config", "--ca-dir", ca, "--out", filepath.Join(dir, "no8s-auth.conf")},
 		{"identity", "issue", "--ca-dir", ca, "--out", filepath.Join(dir, "reader"), "--nats-reader", "audit"},
 		{"identity", "issue", "--ca-dir", ca, "--out", filepath.Join(dir, "publisher"), "--nats-publisher", "orders"},
 		{"identity", "issue", "--ca-dir", ca, "--out", filepath.Join(dir, "store"), "--service", "store"},
@@ -36,19 +41,9 @@ func TestNATSServerConfigurationTakesOnlyTheCAUsers(t *testing.T) {
 			t.Fatalf("no8s %v: %d %s", args, r.code, r.stderr)
 		}
 	}
-	conf, err := os.ReadFile(filepath.Join("..", "..", "deploy", "nats", "nats-server.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The configuration as written but for where JetStream stores
-	// (nats-server refuses -sd beside a store_dir).
-	conf = []byte(strings.Replace(string(conf), "store_dir: /data", "store_dir: "+strconv.Quote(filepath.Join(dir, "js")), 1))
-	if err := os.WriteFile(filepath.Join(dir, "nats-server.conf"), conf, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	addr := freeAddr(t)
 	host, port, _ := net.SplitHostPort(addr)
-	start(t, "nats-server", natsServerBinary(t), []string{"-c", filepath.Join(dir, "nats-server.conf"), "-a", host, "-p", port, "-m", "0"})
+	start(t, "nats-server", natsServerBinary(t), []string{"-c", natsConfig(t, ca, filepath.Join(dir, "js")), "-a", host, "-p", port, "-m", "0"})
 	url := "nats://" + addr
 	as := func(who string) (*nats.Conn, error) {
 		return nats.Connect(url, nats.UserCredentials(filepath.Join(dir, who, identity.NATSCredsFile)), nats.NoReconnect(), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
@@ -152,4 +147,184 @@ func TestNATSServerConfigurationTakesOnlyTheCAUsers(t *testing.T) {
 	if err := publisher.Flush(); err != nil || publisher.LastError() != nil {
 		t.Fatalf("the publisher publishing input: %v %v", err, publisher.LastError())
 	}
+}
+
+// newAuthCluster is newCluster on a nats-server started with
+// deploy/nats/nats-server.conf and the part `no8s identity nats-config`
+// writes: it takes only the CA's NATS users. Identities are on for every
+// process; the harness's own connections (its checks) are a NATS admin's.
+func newAuthCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dbURL: testenv.Database(t), natsDir: t.TempDir(), natsAddr: freeAddr(t)}
+	c.natsURL = "nats://" + c.natsAddr
+	c.withIdentities()
+	c.natsConf = natsConfig(t, c.caDir(), c.natsDir)
+	c.startNATS()
+	pool, err := pgxpool.New(t.Context(), c.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	c.pool = pool
+	return c
+}
+
+// natsConfig writes deploy/nats/nats-server.conf, storing JetStream in
+// storeDir, beside what `no8s identity nats-config` writes for the CA in
+// caDir, and returns its path.
+func natsConfig(t *testing.T, caDir, storeDir string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if r := no8sEnv(t, nil, "", "identity", "nats-config", "--ca-dir", caDir, "--out", filepath.Join(dir, "no8s-auth.conf")); r.code != 0 {
+		t.Fatalf("no8s identity nats-config: %d %s", r.code, r.stderr)
+	}
+	conf, err := os.ReadFile(filepath.Join("..", "..", "deploy", "nats", "nats-server.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The configuration as written but for where JetStream stores
+	// (nats-server refuses -sd beside a store_dir).
+	conf = []byte(strings.Replace(string(conf), "store_dir: /data", "store_dir: "+strconv.Quote(storeDir), 1))
+	path := filepath.Join(dir, "nats-server.conf")
+	if err := os.WriteFile(path, conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// natsOptions are the harness's own NATS connection options: a NATS
+// admin's user (issued on first use) on a server that checks users, none
+// otherwise.
+func (c *cluster) natsOptions() []nats.Option {
+	if c.natsConf == "" {
+		return nil
+	}
+	return []nats.Option{nats.UserCredentials(filepath.Join(c.credentials("--nats-admin", "e2e", "--valid", "2h"), identity.NATSCredsFile))}
+}
+
+// TestControlPlaneOnAuthenticatedNATS runs the separate services and a
+// reconciler on a nats-server that takes only the CA's NATS users, each
+// process connecting as its identity: a change goes to Ready through every
+// NATS path (events, the work queue, the registry, the input queue), and
+// the attacks NATS used to let through are refused with nothing changed: a
+// forged registry entry, a forged outcome, a forged event, a stream purged
+// or deleted by a reconciler.
+func TestControlPlaneOnAuthenticatedNATS(t *testing.T) {
+	c := newAuthCluster(t)
+	base := c.startAll()
+	c.startScheduler(c.storeAddrs[0], "sched", 0)
+	if r := do(t, "POST", base+"/api/v1/resource-types", map[string]any{"name": "Guarded", "version": "v1",
+		"schema": map[string]any{"type": "object", "properties": map[string]any{"size": map[string]any{"type": "integer"}}}}); r.status != 201 {
+		t.Fatalf("create type: %d %s", r.status, r.body)
+	}
+	c.startReconciler(c.storeAddrs[0], "Guarded/v1")
+	r := do(t, "POST", base+"/api/v1/resources", map[string]any{"name": "one", "resource_type_name": "Guarded", "resource_type_version": "v1", "spec": map[string]any{"size": 1}})
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	id := int64(r.json(t)["id"].(float64))
+	waitResource(t, base, id, "ready", func(m map[string]any) bool { return m["status"] == "ready" })
+
+	// The input queue, as a NATS publisher: the gateway takes it and
+	// answers on the outcome subject the publisher may read.
+	pubDir := c.credentials("--nats-publisher", "orders")
+	pub, err := nats.Connect(c.natsURL, nats.UserCredentials(filepath.Join(pubDir, identity.NATSCredsFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	outcomes, err := pub.SubscribeSync(subjects.InputOutcome("auth-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := nats.NewMsg(subjects.InputQueueApply)
+	msg.Header.Set(subjects.InputKeyHeader, "auth-1")
+	msg.Data = []byte("kind: Resource\ntype: Guarded/v1\nmetadata:\n  name: two\nspec:\n  size: 2\n")
+	pjs, err := jetstream.New(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pjs.PublishMsg(t.Context(), msg); err != nil {
+		t.Fatalf("the publisher's input: %v", err)
+	}
+	out, err := outcomes.NextMsg(20 * time.Second)
+	if err != nil {
+		t.Fatalf("the outcome of the publisher's input: %v", err)
+	}
+	if st := out.Header.Get(subjects.InputStatusHeader); st != "201" {
+		t.Fatalf("outcome %s: %s", st, out.Data)
+	}
+	var two struct {
+		ID int64 `json:"id"`
+	}
+	if err := json.Unmarshal(out.Data, &two); err != nil || two.ID == 0 {
+		t.Fatalf("outcome body %s: %v", out.Data, err)
+	}
+	waitResource(t, base, two.ID, "ready", func(m map[string]any) bool { return m["status"] == "ready" })
+
+	// The attacks, each refused by NATS, counted before and after.
+	js, _ := c.jetstream()
+	counts := func() map[string]uint64 {
+		out := map[string]uint64{}
+		for _, s := range subjects.Streams() {
+			if s == subjects.KVStream(subjects.RegistryBucket) {
+				continue // heartbeats: the forged entry is looked for below
+			}
+			st, err := js.Stream(t.Context(), s)
+			if err != nil {
+				t.Fatalf("stream %s: %v", s, err)
+			}
+			info, err := st.Info(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[s] = info.State.LastSeq
+		}
+		return out
+	}
+	before := counts()
+	noopDir := c.credentials("--reconciler", "noop", "--types", "Guarded/v1")
+	asNoop := func(what string, f func(nc *nats.Conn) error) {
+		t.Helper()
+		nc, err := nats.Connect(c.natsURL, nats.UserCredentials(filepath.Join(noopDir, identity.NATSCredsFile)), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		if err := f(nc); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(nc.LastError(), nats.ErrPermissionViolation) {
+			t.Errorf("reconciler/noop %s: %v, want a permissions violation", what, nc.LastError())
+		}
+	}
+	asNoop("claiming a type it was not issued", func(nc *nats.Conn) error {
+		return nc.Publish(subjects.KVKey(subjects.RegistryBucket, subjects.TypeKey("Unserved", "v1")), []byte("noop"))
+	})
+	asNoop("forging an outcome", func(nc *nats.Conn) error { return nc.Publish(subjects.InputOutcome("auth-1"), []byte("{}")) })
+	asNoop("forging an event", func(nc *nats.Conn) error { return nc.Publish(subjects.Event("Guarded", "v1"), []byte("{}")) })
+	for _, verb := range []string{"STREAM.PURGE", "STREAM.DELETE"} {
+		for _, s := range []string{subjects.EventsStream, subjects.ReconcileStream, subjects.InputStream} {
+			asNoop(verb+" "+s, func(nc *nats.Conn) error { return nc.PublishRequest("$JS.API."+verb+"."+s, nc.NewRespInbox(), nil) })
+		}
+	}
+	if after := counts(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("streams changed by refused messages: %v, then %v", before, after)
+	}
+	reg, err := reconcilers.Read(t.Context(), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner := reg.Owners[reconcilers.TypeRef{Name: "Unserved", Version: "v1"}]; owner != "" {
+		t.Fatalf("the forged registry entry stands: Unserved/v1 held by %q", owner)
+	}
+	// Still serving: a change after the attacks goes to Ready.
+	r = do(t, "POST", base+"/api/v1/resources", map[string]any{"name": "three", "resource_type_name": "Guarded", "resource_type_version": "v1", "spec": map[string]any{"size": 3}})
+	if r.status != 201 {
+		t.Fatalf("create after the attacks: %d %s", r.status, r.body)
+	}
+	waitResource(t, base, int64(r.json(t)["id"].(float64)), "ready", func(m map[string]any) bool { return m["status"] == "ready" })
 }

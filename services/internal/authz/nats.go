@@ -36,8 +36,8 @@ type NATSPermissions struct {
 //   - the gateway reads the event stream (watch), owns the input streams
 //     and the idempotency keys' bucket, takes input requests and answers
 //     them, consumes the input queue, writes outcomes and dead letters;
-//   - the scheduler reads the event stream, owns the work queue and
-//     publishes work items;
+//   - the scheduler reads the event stream and the registry, owns the work
+//     queue and publishes work items;
 //   - a reconciler consumes the work queue through its own consumer (named
 //     after it; it may list and delete others', to replace the consumer of
 //     a reconciler that no longer serves its types), writes the registry
@@ -63,7 +63,7 @@ func NATS(id identity.ID) NATSPermissions {
 		p.Publish = append(p.Publish, subjects.EventsAll, subjects.WakeSubject)
 		p.Subscribe = append(p.Subscribe, subjects.WakeSubject)
 	case id.Is(identity.Service, identity.Admission):
-		p.add(streamReader(registry, false))
+		p.add(streamReader(registry, true))
 	case id.Is(identity.Service, identity.Gateway):
 		p.add(streamReader(subjects.EventsStream, true))
 		for _, s := range []string{subjects.InputStream, subjects.InputOutcomesStream, subjects.InputDeadStream, subjects.KVStream(subjects.InputKeysBucket)} {
@@ -76,10 +76,11 @@ func NATS(id identity.ID) NATSPermissions {
 	case id.Is(identity.Service, identity.Scheduler):
 		p.add(streamReader(subjects.EventsStream, true))
 		p.add(streamOwner(subjects.ReconcileStream, false, false))
+		p.add(streamReader(registry, true))
 		p.Publish = append(p.Publish, subjects.ReconcileAll)
 	case id.Kind == identity.Reconciler || id.Is(identity.Service, identity.RegistrySync):
 		rec, _ := AtTheDoor(id)
-		p.add(streamReader(registry, false))
+		p.add(streamReader(registry, true))
 		p.add(durableConsumer(subjects.ReconcileStream, rec.Name))
 		// Listing and deleting others' consumers: a reconciler removes the
 		// consumer of one that no longer serves its types (the work queue
