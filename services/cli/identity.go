@@ -34,10 +34,18 @@ when they change. NATS publishers and readers get a NATS user alone.`,
 
 func (a *app) identityInitCmd() *cobra.Command {
 	var caDir string
+	var withNATS bool
 	cmd := &cobra.Command{
-		Use:   "init-ca --ca-dir DIR",
-		Short: "Create the CA in DIR (when it exists, only its NATS keys are added if missing)",
-		Args:  func(_ *cobra.Command, args []string) error { return exactArgs(0, "no arguments")(args) },
+		Use:   "init-ca --ca-dir DIR [--nats]",
+		Short: "Create the CA in DIR (nothing is changed when it exists, but for --nats)",
+		Long: `Creates the installation's CA in DIR; nothing is changed when it exists.
+
+--nats gives the CA NATS keys (nats.json), on a new CA or an existing one:
+from then on every credential issued also holds the identity's NATS user
+(nats.creds), and a nats-server configured with ` + "`no8s identity nats-config`" + ` takes
+only those users, each with its identity's permissions. Issue the
+credentials again after adding it.`,
+		Args: func(_ *cobra.Command, args []string) error { return exactArgs(0, "no arguments")(args) },
 		RunE: func(*cobra.Command, []string) error {
 			ca, created, err := identityca.LoadOrCreate(caDir, a.now())
 			if err != nil {
@@ -48,10 +56,20 @@ func (a *app) identityInitCmd() *cobra.Command {
 				verb = "created"
 			}
 			fmt.Fprintf(a.streams.Out, "CA %s: %s (sha256 %s, valid until %s)\n", verb, caDir, fingerprint(ca.Certificate().Raw), ca.Certificate().NotAfter.UTC().Format(time.RFC3339))
+			if withNATS {
+				added, err := ca.EnableNATS(caDir)
+				if err != nil {
+					return err
+				}
+				if added {
+					fmt.Fprintln(a.streams.Out, "NATS keys added: credentials issued from now on hold NATS users (nats.creds); write the server's configuration with `no8s identity nats-config`")
+				}
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&caDir, "ca-dir", "", "the CA directory (ca.crt, ca.key)")
+	cmd.Flags().BoolVar(&withNATS, "nats", false, "give the CA NATS keys: NATS checks identities (nats.json)")
 	_ = cmd.MarkFlagRequired("ca-dir")
 	return cmd
 }

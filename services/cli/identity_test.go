@@ -21,8 +21,11 @@ func TestIdentityCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, out, _ := run(t, nil, "", "identity", "init-ca", "--ca-dir", ca); code != ExitOK || !strings.HasPrefix(out, "CA exists: ") {
-		t.Fatalf("init-ca again: %d %q", code, out)
+	if code, out, _ := run(t, nil, "", "identity", "init-ca", "--ca-dir", ca, "--nats"); code != ExitOK || !strings.HasPrefix(out, "CA exists: ") || !strings.Contains(out, "NATS keys added") {
+		t.Fatalf("init-ca --nats on the existing CA: %d %q", code, out)
+	}
+	if code, out, _ := run(t, nil, "", "identity", "init-ca", "--ca-dir", ca, "--nats"); code != ExitOK || strings.Contains(out, "NATS keys added") {
+		t.Fatalf("init-ca --nats again: %d %q", code, out)
 	}
 	if keyAfter, _ := os.ReadFile(filepath.Join(ca, "ca.key")); string(keyAfter) != string(keyBefore) {
 		t.Fatal("init-ca replaced an existing CA key")

@@ -23,6 +23,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
@@ -40,6 +41,7 @@ import (
 	"github.com/no8s/no8s/services/gateway"
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/grpcserver"
+	"github.com/no8s/no8s/services/internal/identityca"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/natsembed"
 	"github.com/no8s/no8s/services/reconcilerworker/tenant"
@@ -148,6 +150,12 @@ type Ready struct {
 	// issue --ca-dir`, `no8s-reconciler --identity-ca`).
 	CADir       string `json:"ca_dir,omitempty"`
 	IdentityDir string `json:"identity_dir,omitempty"`
+	// NATSPublisherCreds and NATSReaderCreds are NATS users for a
+	// developer's tools (`nats --creds`): one that sends changes on the
+	// input subjects and reads their outcomes, one that reads the event
+	// stream ("" with identities off, when NATS takes anyone).
+	NATSPublisherCreds string `json:"nats_publisher_creds,omitempty"`
+	NATSReaderCreds    string `json:"nats_reader_creds,omitempty"`
 }
 
 // StoreURL is the store's database: DatabaseURL, or the embedded store's
@@ -207,7 +215,20 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	if port == 0 {
 		port = -1
 	}
-	ns, err := natsembed.Start(filepath.Join(cfg.DataDir, "jetstream"), port, nil)
+	// With identities on, the CA and every component's credentials come
+	// first: the embedded NATS server takes only the CA's NATS users.
+	ids := identities{}
+	var natsUsers *identityca.NATSServer
+	if cfg.Identities {
+		var err error
+		if ids, err = loadIdentities(cfg, stackIDs(cfg), time.Now(), log); err != nil {
+			return err
+		}
+		if natsUsers, err = natsAuth(cfg, time.Now()); err != nil {
+			return err
+		}
+	}
+	ns, err := natsembed.Start(filepath.Join(cfg.DataDir, "jetstream"), port, natsUsers)
 	if err != nil {
 		return fmt.Errorf("embedded nats: %w", err)
 	}
@@ -215,12 +236,33 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		ns.Shutdown()
 		ns.WaitForShutdown()
 	}()
-	log.Info("embedded NATS with JetStream", "url", ns.ClientURL())
-	nc, err := natsconn.Connect(ns.ClientURL(), "no8s-dev", nil, log)
-	if err != nil {
-		return err
+	log.Info("embedded NATS with JetStream", "url", ns.ClientURL(), "users", natsUsers != nil)
+	// Each component connects to NATS as itself (its identity's NATS user
+	// with identities on).
+	var conns []*nats.Conn
+	defer func() {
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}()
+	connect := func(id identity.ID) (*nats.Conn, error) {
+		nc, err := natsconn.Connect(ns.ClientURL(), "no8s-dev-"+id.Name, ids.of(id), base.With("service", id.Name))
+		if err == nil {
+			conns = append(conns, nc)
+		}
+		return nc, err
 	}
-	defer nc.Close()
+	connectJS := func(id identity.ID) (jetstream.JetStream, error) {
+		nc, err := connect(id)
+		if err != nil {
+			return nil, err
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return nil, fmt.Errorf("jetstream: %w", err)
+		}
+		return js, nil
+	}
 
 	storeLis, err := net.Listen("tcp", cfg.StoreAddr)
 	if err != nil {
@@ -258,23 +300,19 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		stopMetrics := health.ServeListener(ctx, metricsLis, health.Handler(health.Config{Metrics: metrics.Handler(reg)}), nil)
 		defer stopMetrics()
 	}
-	ids := identities{}
 	// writerURL is where registry-sync and the tenant reconciler write:
 	// with identities on, the gateway's service listener on loopback,
 	// where they present their identities and the REST rules hold them.
 	writerURL := "http://" + httpLis.Addr().String()
 	var serviceLis net.Listener
 	if cfg.Identities {
-		if ids, err = loadIdentities(cfg, stackIDs(cfg), time.Now(), log); err != nil {
-			return err
-		}
 		if serviceLis, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 			return fmt.Errorf("gateway service listen: %w", err)
 		}
 		writerURL = "https://" + serviceLis.Addr().String()
-		log.Info("identities: every gRPC call of the stack is mutual TLS with the call policy enforced", "ca", cfg.CADir(), "credentials", cfg.IdentityDir(), "authz", string(cfg.Authz))
+		log.Info("identities: every gRPC call of the stack is mutual TLS with the call policy enforced, and NATS takes only the CA's users", "ca", cfg.CADir(), "credentials", cfg.IdentityDir(), "authz", string(cfg.Authz))
 	} else {
-		log.Warn("identities are off (--identities=off): the stack's gRPC servers take any caller on loopback, in plaintext")
+		log.Warn("identities are off (--identities=off): the stack's gRPC servers and NATS take any caller on loopback, in plaintext")
 	}
 	// dial connects the component as to the service server with its own
 	// identity (plaintext with identities off).
@@ -295,7 +333,11 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	// common: rebuild the stream rather than refuse to start.
 	scfg.RebuildStreamOnMismatch = true
 	scfg.GRPCServerOptions = authz.ServerOptions(ids.service(identity.Store), cfg.Authz, base.With("service", "store"))
-	storeSvc, err := store.New(ctx, scfg, nc, base.With("service", "store"))
+	storeNC, err := connect(identity.ServiceID(identity.Store))
+	if err != nil {
+		return err
+	}
+	storeSvc, err := store.New(ctx, scfg, storeNC, base.With("service", "store"))
 	if err != nil {
 		return err
 	}
@@ -318,8 +360,8 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	defer admissionConn.Close()
 	gcfg := gateway.DefaultConfig()
 	gcfg.Metrics = reg
-	if gcfg.JetStream, err = jetstream.New(nc); err != nil {
-		return fmt.Errorf("jetstream: %w", err)
+	if gcfg.JetStream, err = connectJS(identity.ServiceID(identity.Gateway)); err != nil {
+		return err
 	}
 	credGrants, err := loadGrants(cfg, log)
 	if err != nil {
@@ -328,7 +370,9 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	acfg := admission.DefaultConfig()
 	acfg.Metrics = reg
 	acfg.Grants = credGrants
-	acfg.JetStream = gcfg.JetStream
+	if acfg.JetStream, err = connectJS(identity.ServiceID(identity.Admission)); err != nil {
+		return err
+	}
 	acfg.Outbound, gcfg.Outbound = cfg.Outbound, cfg.Outbound
 	acfg.GRPCServerOptions = authz.ServerOptions(ids.service(identity.Admission), cfg.Authz, base.With("service", "admission"))
 	admissionSvc := admission.New(acfg, storev1.NewStoreServiceClient(admissionStoreConn), base.With("service", "admission"))
@@ -349,7 +393,11 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 			return err
 		}
 		defer schedConn.Close()
-		if schedulerSvc, err = scheduler.New(schedCfg, reconcilev1.NewReconcileServiceClient(schedConn), gcfg.JetStream, base.With("service", "scheduler")); err != nil {
+		schedJS, err := connectJS(identity.ServiceID(identity.Scheduler))
+		if err != nil {
+			return err
+		}
+		if schedulerSvc, err = scheduler.New(schedCfg, reconcilev1.NewReconcileServiceClient(schedConn), schedJS, base.With("service", "scheduler")); err != nil {
 			return err
 		}
 	}
@@ -365,7 +413,11 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 			return err
 		}
 		defer syncConn.Close()
-		if syncSvc, err = registrysync.New(rcfg, nc, syncConn, base.With("service", "registry-sync")); err != nil {
+		syncNC, err := connect(identity.ServiceID(identity.RegistrySync))
+		if err != nil {
+			return err
+		}
+		if syncSvc, err = registrysync.New(rcfg, syncNC, syncConn, base.With("service", "registry-sync")); err != nil {
 			return err
 		}
 	}
@@ -381,7 +433,11 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 			return err
 		}
 		defer tenantConn.Close()
-		if tenantWorker, err = worker.New(tenantRec, worker.Config{Types: []sdk.TypeRef{tenant.Type}, NATS: nc, Store: tenantConn},
+		tenantNC, err := connect(tenantID())
+		if err != nil {
+			return err
+		}
+		if tenantWorker, err = worker.New(tenantRec, worker.Config{Types: []sdk.TypeRef{tenant.Type}, NATS: tenantNC, Store: tenantConn},
 			worker.WithReplicaID("no8s-dev"), worker.WithShutdownGrace(2*time.Second, time.Second), worker.WithFetchWait(time.Second),
 			worker.WithLogger(base.With("service", "reconciler-tenant")), worker.WithMetrics(reg)); err != nil {
 			return fmt.Errorf("tenant reconciler: %w", err)
@@ -475,6 +531,7 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	}
 	if cfg.Identities {
 		ready.CADir, ready.IdentityDir = cfg.CADir(), cfg.IdentityDir()
+		ready.NATSPublisherCreds, ready.NATSReaderCreds = cfg.NATSCreds(identity.Publisher), cfg.NATSCreds(identity.Reader)
 	}
 	if metricsLis != nil {
 		ready.MetricsURL = "http://" + metricsLis.Addr().String() + health.MetricsPath
@@ -485,7 +542,8 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		}
 		up := []any{"api", "http://" + displayAddr(httpLis.Addr()), "metrics", ready.MetricsURL, "workers", displayAddr(workerLis.Addr()), "nats", ns.ClientURL(), "store", ready.Store}
 		if cfg.Identities {
-			up = append(up, "ca", ready.CADir, "reconciler_credentials", ReconcilerHint(ready.CADir))
+			up = append(up, "ca", ready.CADir, "reconciler_credentials", ReconcilerHint(ready.CADir),
+				"nats_publisher_creds", ready.NATSPublisherCreds, "nats_reader_creds", ready.NATSReaderCreds)
 		}
 		log.Info("no8s dev is up", up...)
 		if cfg.ReadyFile != "" {

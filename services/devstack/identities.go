@@ -81,11 +81,15 @@ func loadIdentities(cfg Config, ids []identity.ID, now time.Time, log *slog.Logg
 	if created {
 		log.Info("created the development CA: every service of no8s dev proves who it is with a certificate it issues", "ca", caDir)
 	}
+	// The embedded NATS server takes only the CA's NATS users (natsAuth).
+	if _, err := ca.EnableNATS(caDir); err != nil {
+		return nil, fmt.Errorf("identities: %w", err)
+	}
 	out := identities{}
 	for _, id := range ids {
 		dir := filepath.Join(cfg.IdentityDir(), string(id.Kind)+"-"+id.Name)
 		creds, err := identity.Load(dir)
-		if err != nil || creds.NotAfter().Before(now.Add(renewBefore)) || !sameTypes(creds.ID(), id) || !trusts(dir, ca) {
+		if err != nil || creds.NotAfter().Before(now.Add(renewBefore)) || !sameTypes(creds.ID(), id) || !trusts(dir, ca) || !hasNATSUser(dir) {
 			if err := identityca.ClaimTypes(caDir, id, now.Add(identityca.DefaultLeafValidity), now); err != nil {
 				return nil, fmt.Errorf("identity %s: %w", id, err)
 			}
@@ -105,4 +109,33 @@ func loadIdentities(cfg Config, ids []identity.ID, now time.Time, log *slog.Logg
 // sameTypes reports whether a and b claim the same types, in any order.
 func sameTypes(a, b identity.ID) bool {
 	return slices.Equal(slices.Sorted(slices.Values(a.Types)), slices.Sorted(slices.Values(b.Types)))
+}
+
+// NATSCreds is the NATS user file no8s dev issues for a developer's tools
+// of kind (identity.Publisher or identity.Reader), named dev.
+func (c Config) NATSCreds(kind identity.Kind) string {
+	return filepath.Join(c.IdentityDir(), string(kind)+"-dev", identity.NATSCredsFile)
+}
+
+// natsAuth returns the server side of the stack CA's NATS users, for the
+// embedded NATS server, and issues the developer's NATS users (NATSCreds)
+// afresh.
+func natsAuth(cfg Config, now time.Time) (*identityca.NATSServer, error) {
+	ca, err := identityca.Load(cfg.CADir())
+	if err != nil {
+		return nil, fmt.Errorf("identities: %w", err)
+	}
+	for _, kind := range []identity.Kind{identity.Publisher, identity.Reader} {
+		if err := ca.IssueNATSTo(filepath.Dir(cfg.NATSCreds(kind)), identity.ID{Kind: kind, Name: "dev"}, now, identityca.DefaultLeafValidity); err != nil {
+			return nil, fmt.Errorf("identity %s/dev: %w", kind, err)
+		}
+	}
+	return ca.NATSServer(now)
+}
+
+// hasNATSUser reports whether the credentials directory dir holds a NATS
+// user (not when it was issued before its CA had NATS keys).
+func hasNATSUser(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, identity.NATSCredsFile))
+	return err == nil
 }

@@ -44,6 +44,9 @@ type foreignTarget struct {
 	base    string // the REST API
 	apiAddr string // host:port of the REST API, for the watcher
 	natsURL string
+	// natsOpts connect the attacker to NATS (a NATS admin's user where
+	// NATS checks identities: the attack is on the store, not on NATS).
+	natsOpts []nats.Option
 	// storeReady is the /readyz that carries the store's "degraded".
 	storeReady string
 	// store reads the database the store's way.
@@ -121,7 +124,7 @@ func TestForeignMessagesEmbedded(t *testing.T) {
 		return string(all)
 	}
 	runForeignAttacks(&foreignTarget{
-		t: t, base: addrs.APIURL, apiAddr: listen, natsURL: addrs.NATSURL,
+		t: t, base: addrs.APIURL, apiAddr: listen, natsURL: addrs.NATSURL, natsOpts: natsAdminOptions(t, addrs.CADir),
 		storeReady: addrs.APIURL + "/readyz", store: c.backend(),
 		storeProc:    func() *proc { return dev },
 		schedulerLog: devLog,
@@ -220,7 +223,7 @@ func runForeignAttacks(f *foreignTarget) {
 	for w := range 8 {
 		wwg.Go(func() { foreignWriter(ctx, f.base, w, &acked, &ids, stopWrites) })
 	}
-	nc, err := nats.Connect(f.natsURL, nats.MaxReconnects(-1))
+	nc, err := nats.Connect(f.natsURL, append([]nats.Option{nats.MaxReconnects(-1)}, f.natsOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

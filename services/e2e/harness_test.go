@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -139,6 +140,11 @@ func startEnv(t *testing.T, name, bin string, args, env []string) *proc {
 	}()
 	t.Cleanup(func() {
 		p.stop(syscall.SIGTERM, 10*time.Second)
+		// A no8s process that NATS refused something did what its NATS
+		// user may not: the NATS policy (authz.NATS) misses its job.
+		if b, _ := os.ReadFile(logf.Name()); name != "nats-server" && natsRefused.Match(b) {
+			t.Errorf("%s: NATS refused it something (the NATS policy misses its job): %s", name, natsRefused.Find(b))
+		}
 		if t.Failed() {
 			b, _ := os.ReadFile(logf.Name())
 			if len(b) > 8000 {
@@ -149,6 +155,9 @@ func startEnv(t *testing.T, name, bin string, args, env []string) *proc {
 	})
 	return p
 }
+
+// natsRefused finds a NATS permissions violation in a process's log.
+var natsRefused = regexp.MustCompile(`(?i)[^\n]*permissions violation[^\n]*`)
 
 // stop sends sig and waits up to grace, then kills.
 func (p *proc) stop(sig syscall.Signal, grace time.Duration) {

@@ -32,7 +32,7 @@ func TestNATSServerConfigurationTakesOnlyTheCAUsers(t *testing.T) {
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "ca")
 	for _, args := range [][]string{
-		{"identity", "init-ca", "--ca-dir", ca},
+		{"identity", "init-ca", "--ca-dir", ca, "--nats"},
 		{"identity", "issue", "--ca-dir", ca, "--out", filepath.Join(dir, "reader"), "--nats-reader", "audit"},
 		{"identity", "issue", "--ca-dir", ca, "--out", filepath.Join(dir, "publisher"), "--nats-publisher", "orders"},
 		{"identity", "issue", "--ca-dir", ca, "--out", filepath.Join(dir, "store"), "--service", "store"},
@@ -158,6 +158,9 @@ func newAuthCluster(t *testing.T) *cluster {
 	c := &cluster{t: t, dbURL: testenv.Database(t), natsDir: t.TempDir(), natsAddr: freeAddr(t)}
 	c.natsURL = "nats://" + c.natsAddr
 	c.withIdentities()
+	if r := no8sEnv(t, nil, "", "identity", "init-ca", "--ca-dir", c.caDir(), "--nats"); r.code != 0 {
+		t.Fatalf("no8s identity init-ca --nats: %d %s", r.code, r.stderr)
+	}
 	c.natsConf = natsConfig(t, c.caDir(), c.natsDir)
 	c.startNATS()
 	pool, err := pgxpool.New(t.Context(), c.dbURL)
@@ -200,6 +203,18 @@ func (c *cluster) natsOptions() []nats.Option {
 		return nil
 	}
 	return []nats.Option{nats.UserCredentials(filepath.Join(c.credentials("--nats-admin", "e2e", "--valid", "2h"), identity.NATSCredsFile))}
+}
+
+// natsAdminOptions connect as a NATS admin issued from the CA in caDir
+// (`no8s identity issue --nats-admin`): a test's own look at, or attack
+// through, a NATS server that checks identities.
+func natsAdminOptions(t *testing.T, caDir string) []nats.Option {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "nats-admin")
+	if r := no8sEnv(t, nil, "", "identity", "issue", "--ca-dir", caDir, "--out", dir, "--nats-admin", "e2e", "--valid", "2h"); r.code != 0 {
+		t.Fatalf("no8s identity issue --nats-admin: %d %s", r.code, r.stderr)
+	}
+	return []nats.Option{nats.UserCredentials(filepath.Join(dir, identity.NATSCredsFile))}
 }
 
 // TestControlPlaneOnAuthenticatedNATS runs the separate services and a

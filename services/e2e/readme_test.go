@@ -146,20 +146,22 @@ func TestReadmeCommands(t *testing.T) {
 	r.stopBackground()
 }
 
-// readmeCADir is the development CA of `make run`'s data directory, as the
-// README names it for a reconciler's --identity-ca.
-const readmeCADir = "~/.cache/no8s/dev/identity/ca"
+// readmeIdentityDir is the identity directory of `make run`'s data
+// directory, as the README names it: its CA for a reconciler's
+// --identity-ca, its NATS users for the nats CLI's --creds.
+const readmeIdentityDir = "~/.cache/no8s/dev/identity"
 
-// devCA puts the CA of the no8s dev the test runs (its own data
-// directory's, from the ready file) in place of readmeCADir.
+// devCA puts the identity directory of the no8s dev the test runs (its own
+// data directory's: the parent of the ready file's CA) in place of
+// readmeIdentityDir.
 func (r *readmeShell) devCA(c readmeCommand, text string) string {
-	if !strings.Contains(text, readmeCADir) {
+	if !strings.Contains(text, readmeIdentityDir) {
 		return text
 	}
 	if r.caDir == "" {
-		r.t.Fatalf("README.md:%d: %s names no8s dev's CA before no8s dev runs (or it wrote no ca_dir)", c.line, text)
+		r.t.Fatalf("README.md:%d: %s names no8s dev's identity directory before no8s dev runs (or it wrote no ca_dir)", c.line, text)
 	}
-	return strings.ReplaceAll(text, readmeCADir, r.caDir)
+	return strings.ReplaceAll(text, readmeIdentityDir, filepath.Dir(r.caDir))
 }
 
 // readmeCommand is one command of an sh block of README.md.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 )
@@ -38,4 +39,15 @@ func (c *Credentials) NATSOptions() ([]nats.Option, error) {
 		return nil, fmt.Errorf("credentials: %w", err)
 	}
 	return []nats.Option{nats.UserCredentials(path), nats.CustomInboxPrefix(NATSInboxPrefix(c.ID()))}, nil
+}
+
+// ExplainNATSError adds to err, a NATS connection's failure, what it means
+// for a connection with a NATS user: a server that checks no users (not
+// configured with `no8s identity nats-config`) takes a user JWT as a
+// protocol line longer than its limit.
+func ExplainNATSError(err error) error {
+	if err != nil && strings.Contains(strings.ToLower(err.Error()), "maximum control line") {
+		return fmt.Errorf("%w (this process connects with the NATS user of its credentials, %s: is the NATS server configured to check users, with `no8s identity nats-config`? A CA without NATS keys issues no NATS users)", err, NATSCredsFile)
+	}
+	return err
 }

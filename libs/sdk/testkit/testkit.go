@@ -25,6 +25,7 @@ import (
 
 	apiclient "github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk/client"
+	"github.com/no8s/no8s/libs/sdk/identity"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 )
@@ -261,20 +262,35 @@ func (e *Env) start() error {
 	if e.API, err = apiclient.New(r.APIURL, apiclient.WithHTTPClient(e.HTTP), apiclient.WithUserAgent("no8s-testkit")); err != nil {
 		return fmt.Errorf("api client: %w", err)
 	}
-	if e.NATS, err = nats.Connect(r.NATSURL, nats.Name("no8s-testkit")); err != nil {
-		return fmt.Errorf("connect to nats: %w", err)
-	}
-	e.onStop(e.NATS.Close)
 	e.workerAddr, e.CADir = r.WorkerAddr, r.CADir
 	// The kit's own connections, each with the identity the call policy
-	// gives what the kit calls there (see StoreConn and WorkerConn).
+	// gives what the kit calls there (see StoreConn and WorkerConn); on
+	// NATS, which takes only the CA's users, a NATS admin's: a test may
+	// look at and write anything there (dispatching by hand, say).
 	var storeID, workerID string
+	natsOpts := []nats.Option{nats.Name("no8s-testkit")}
 	if r.CADir != "" {
 		e.issuer = &issuer{bin: bin, caDir: r.CADir, dir: filepath.Join(dir, "identities"), issued: map[string]string{}, claims: map[string]string{}}
 		if storeID, err = e.issuer.issue("service/gateway", "--service", "gateway"); err != nil {
 			return err
 		}
 		if workerID, err = e.issuer.issue("service/registry-sync", "--service", "registry-sync"); err != nil {
+			return err
+		}
+		adminDir, err := e.issuer.issue("nats-admin/testkit", "--nats-admin", "testkit")
+		if err != nil {
+			return err
+		}
+		natsOpts = append(natsOpts, nats.UserCredentials(filepath.Join(adminDir, identity.NATSCredsFile)))
+	}
+	if e.NATS, err = nats.Connect(r.NATSURL, natsOpts...); err != nil {
+		return fmt.Errorf("connect to nats: %w", err)
+	}
+	e.onStop(e.NATS.Close)
+	if !e.opts.scheduler {
+		// Without a scheduler the kit dispatches by hand (Dispatch), and
+		// makes the work queue as the scheduler would: workers may not.
+		if err := ensureWorkQueue(e.NATS); err != nil {
 			return err
 		}
 	}

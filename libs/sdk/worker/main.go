@@ -173,7 +173,7 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	}
 	nc, err := nats.Connect(natsURL, natsOpts...)
 	if err != nil {
-		return fmt.Errorf("connect to nats at %s: %w", natsURL, err)
+		return fmt.Errorf("connect to nats at %s: %w", natsURL, identity.ExplainNATSError(err))
 	}
 	defer nc.Close()
 	storeAddr := env(EnvStoreAddr, DefaultStoreAddr)

@@ -33,7 +33,8 @@ type NATSPermissions struct {
 //     create, change, purge or delete it); it creates the reconciler
 //     registry's bucket and reads it;
 //   - admission reads the registry;
-//   - the gateway reads the event stream (watch), owns the input streams
+//   - the gateway reads the event stream (watch) and the registry (the
+//     reconcilers endpoint), owns the input streams
 //     and the idempotency keys' bucket, takes input requests and answers
 //     them, consumes the input queue, writes outcomes and dead letters;
 //   - the scheduler reads the event stream and the registry, owns the work
@@ -66,6 +67,7 @@ func NATS(id identity.ID) NATSPermissions {
 		p.add(streamReader(registry, true))
 	case id.Is(identity.Service, identity.Gateway):
 		p.add(streamReader(subjects.EventsStream, true))
+		p.add(streamReader(registry, true))
 		for _, s := range []string{subjects.InputStream, subjects.InputOutcomesStream, subjects.InputDeadStream, subjects.KVStream(subjects.InputKeysBucket)} {
 			p.add(streamOwner(s, true, false))
 		}

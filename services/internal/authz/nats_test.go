@@ -28,6 +28,9 @@ func natsUsers(t *testing.T) (url string, connect func(t *testing.T, id identity
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := ca.EnableNATS(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
 	srv, err := ca.NATSServer(now)
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,9 @@
 //	ca.key      the private key of the CA that issues (the first of ca.crt)
 //	claims.json the types each reconciler was issued, so that no two
 //	            reconcilers hold certificates for one type (ClaimTypes)
-//	nats.json   the NATS operator's and accounts' keys: every identity
-//	            issued also gets a NATS user (NATSKeysFile)
+//	nats.json   the NATS operator's and accounts' keys, once NATS checks
+//	            identities (EnableNATS): every identity issued then also
+//	            gets a NATS user (NATSKeysFile)
 package identityca
 
 import (
@@ -87,11 +88,7 @@ func New(now time.Time, validity time.Duration) (*CA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CA certificate: %w", err)
 	}
-	nk, err := newNATSKeys()
-	if err != nil {
-		return nil, err
-	}
-	return &CA{cert: cert, key: key, bundle: pemBlock("CERTIFICATE", der), nats: nk}, nil
+	return &CA{cert: cert, key: key, bundle: pemBlock("CERTIFICATE", der)}, nil
 }
 
 // Load reads the CA in dir.
@@ -135,17 +132,11 @@ func Load(dir string) (*CA, error) {
 }
 
 // LoadOrCreate loads the CA in dir, creating it first when dir has none
-// (as no8s dev does at its first start). A CA without NATS keys gets them.
+// (as no8s dev does at its first start).
 func LoadOrCreate(dir string, now time.Time) (*CA, bool, error) {
 	if _, err := os.Stat(filepath.Join(dir, KeyFile)); err == nil {
 		ca, err := Load(dir)
-		if err != nil || ca.nats != nil {
-			return ca, false, err
-		}
-		if ca.nats, err = newNATSKeys(); err != nil {
-			return nil, false, err
-		}
-		return ca, false, ca.nats.save(dir)
+		return ca, false, err
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, false, fmt.Errorf("CA: %w", err)
 	}

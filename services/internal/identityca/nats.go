@@ -60,7 +60,7 @@ func newNATSKeys() (*natsKeys, error) {
 }
 
 // loadNATSKeys reads dir's NATSKeysFile; nil without error when dir has
-// none (a CA created before NATS users were issued: LoadOrCreate adds them).
+// none (NATS does not check identities: EnableNATS).
 func loadNATSKeys(dir string) (*natsKeys, error) {
 	path := filepath.Join(dir, NATSKeysFile)
 	b, err := os.ReadFile(path)
@@ -112,12 +112,34 @@ func (k *natsKeys) save(dir string) error {
 // HasNATS reports whether the CA issues NATS users.
 func (ca *CA) HasNATS() bool { return ca.nats != nil }
 
+// EnableNATS gives the CA NATS keys, unless it has them, and saves them in
+// dir: from then on every identity issued also gets a NATS user, and a NATS
+// server configured from NATSServer takes only those users. It reports
+// whether it created them. A CA without NATS keys issues certificates
+// alone: its processes connect to NATS without a user, as to a server that
+// checks none (a user JWT is longer than such a server's default protocol
+// line, NATSMaxControlLine).
+func (ca *CA) EnableNATS(dir string) (bool, error) {
+	if ca.nats != nil {
+		return false, nil
+	}
+	nk, err := newNATSKeys()
+	if err != nil {
+		return false, err
+	}
+	if err := nk.save(dir); err != nil {
+		return false, err
+	}
+	ca.nats = nk
+	return true, nil
+}
+
 // IssueNATS returns the NATS user of id, valid from now for validity, as a
 // NATS credentials file (identity.NATSCredsFile): a user JWT signed by the
 // no8s account with id's permissions (authz.NATS), and the user's seed.
 func (ca *CA) IssueNATS(id identity.ID, now time.Time, validity time.Duration) ([]byte, error) {
 	if ca.nats == nil {
-		return nil, fmt.Errorf("CA: no NATS keys (%s): run `no8s identity init-ca` on the CA directory to add them", NATSKeysFile)
+		return nil, fmt.Errorf("CA: no NATS keys (%s): run `no8s identity init-ca --nats` on the CA directory to add them", NATSKeysFile)
 	}
 	if err := id.Validate(); err != nil {
 		return nil, err
@@ -185,7 +207,7 @@ type NATSServer struct {
 // NATSServer returns the server side of the CA's NATS users, signed at now.
 func (ca *CA) NATSServer(now time.Time) (*NATSServer, error) {
 	if ca.nats == nil {
-		return nil, fmt.Errorf("CA: no NATS keys (%s): run `no8s identity init-ca` on the CA directory to add them", NATSKeysFile)
+		return nil, fmt.Errorf("CA: no NATS keys (%s): run `no8s identity init-ca --nats` on the CA directory to add them", NATSKeysFile)
 	}
 	opPub, _ := ca.nats.operator.PublicKey()
 	sysPub, _ := ca.nats.system.PublicKey()
@@ -223,7 +245,7 @@ func (ca *CA) NATSServer(now time.Time) (*NATSServer, error) {
 // preloaded with the accounts. deploy/nats/nats-server.conf includes it.
 func (s *NATSServer) Config() []byte {
 	var b bytes.Buffer
-	b.WriteString("# The no8s installation's NATS operator and accounts, written by\n# `no8s identity nats-config`: every no8s identity's NATS user is signed by\n# the account below. Regenerate after `no8s identity init-ca`.\n")
+	b.WriteString("# The no8s installation's NATS operator and accounts, written by\n# `no8s identity nats-config`: every no8s identity's NATS user is signed by\n# the account below.\n")
 	fmt.Fprintf(&b, "max_control_line: %d\n", NATSMaxControlLine)
 	fmt.Fprintf(&b, "operator: %q\n", s.OperatorJWT)
 	fmt.Fprintf(&b, "system_account: %s\n", s.SystemAccount)

@@ -16,11 +16,11 @@ import (
 	"github.com/no8s/no8s/services/internal/natsembed"
 )
 
-// TestNATSUsersAcrossUpgradeRotationAndExpiry: a CA directory from before
-// NATS users gets NATS keys from LoadOrCreate and keeps them after; every
-// identity issued gets a NATS user the server takes; a CA rotation keeps
-// the keys, so users issued before it still connect; an expired user, a
-// user of another CA and a connection without a user are refused.
+// TestNATSUsersAcrossUpgradeRotationAndExpiry: a CA issues NATS users only
+// once EnableNATS gave it NATS keys, which it keeps after; every identity
+// issued then gets a NATS user the server takes; a CA rotation keeps the
+// keys, so users issued before it still connect; an expired user, a user
+// of another CA and a connection without a user are refused.
 func TestNATSUsersAcrossUpgradeRotationAndExpiry(t *testing.T) {
 	now := time.Now()
 	dir := filepath.Join(t.TempDir(), "ca")
@@ -28,12 +28,8 @@ func TestNATSUsersAcrossUpgradeRotationAndExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A CA directory as it was before NATS users: no nats.json.
-	if err := os.Remove(filepath.Join(dir, identityca.NATSKeysFile)); err != nil {
-		t.Fatal(err)
-	}
-	if ca, err = identityca.Load(dir); err != nil || ca.HasNATS() {
-		t.Fatalf("Load of a CA without NATS keys: HasNATS %v, %v", ca != nil && ca.HasNATS(), err)
+	if ca.HasNATS() {
+		t.Fatal("a new CA has NATS keys before EnableNATS")
 	}
 	creds := t.TempDir()
 	if err := ca.IssueTo(creds, identity.ServiceID(identity.Store), now, time.Hour); err != nil {
@@ -42,11 +38,14 @@ func TestNATSUsersAcrossUpgradeRotationAndExpiry(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(creds, identity.NATSCredsFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a CA without NATS keys wrote a NATS user: %v", err)
 	}
-	if _, err := ca.NATSServer(now); err == nil || !strings.Contains(err.Error(), "init-ca") {
+	if _, err := ca.NATSServer(now); err == nil || !strings.Contains(err.Error(), "init-ca --nats") {
 		t.Fatalf("NATSServer without keys: %v", err)
 	}
-	if ca, _, err = identityca.LoadOrCreate(dir, now); err != nil || !ca.HasNATS() {
-		t.Fatalf("LoadOrCreate did not add NATS keys: %v", err)
+	if created, err := ca.EnableNATS(dir); err != nil || !created || !ca.HasNATS() {
+		t.Fatalf("EnableNATS: %v %v", created, err)
+	}
+	if created, err := ca.EnableNATS(dir); err != nil || created {
+		t.Fatalf("EnableNATS again: created %v, %v", created, err)
 	}
 	again, err := identityca.Load(dir)
 	if err != nil || !again.HasNATS() {
@@ -110,6 +109,9 @@ func TestNATSUsersAcrossUpgradeRotationAndExpiry(t *testing.T) {
 	}
 	other, err := identityca.New(now, time.Hour)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.EnableNATS(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	foreign := t.TempDir()

@@ -43,7 +43,7 @@ func Connect(url, name string, creds *identity.Credentials, log *slog.Logger) (*
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to nats at %s: %w", url, err)
+		return nil, fmt.Errorf("connect to nats at %s: %w", url, identity.ExplainNATSError(err))
 	}
 	return nc, nil
 }
