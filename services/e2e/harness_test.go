@@ -321,7 +321,9 @@ func (c *cluster) startNATS() {
 	host, port, _ := net.SplitHostPort(c.natsAddr)
 	args := []string{"-a", host, "-p", port, "-js", "-sd", c.natsDir}
 	if c.natsConf != "" {
-		args = []string{"-c", c.natsConf, "-a", host, "-p", port} // JetStream and its storage are the file's
+		// JetStream and its storage are the file's; no monitoring port
+		// (the file's is fixed: servers side by side would share it).
+		args = []string{"-c", c.natsConf, "-a", host, "-p", port, "-m", "0"}
 	}
 	c.nats = start(c.t, "nats-server", natsServerBinary(c.t), args)
 	waitFor(c.t, 10*time.Second, "nats-server", func() error {

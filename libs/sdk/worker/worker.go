@@ -235,11 +235,13 @@ func WorkStreamConfig(name string, s subjects.StreamSettings) jetstream.StreamCo
 }
 
 // consumer ensures the stream (when allowed) and the reconciler's durable
-// consumer, filtered on its types.
+// consumer, filtered on its types. A worker connected to NATS with a user
+// (NATS checks identities) leaves the stream to the scheduler: its user may
+// not create it.
 func (w *Worker) consumer(ctx context.Context, js jetstream.JetStream) (jetstream.Consumer, error) {
 	stream, err := js.Stream(ctx, w.o.stream)
 	if err != nil {
-		if !errors.Is(err, jetstream.ErrStreamNotFound) || !w.o.createStream {
+		if !errors.Is(err, jetstream.ErrStreamNotFound) || !w.o.createStream || w.cfg.NATS.Opts.UserJWT != nil {
 			return nil, fmt.Errorf("worker: stream %s: %w", w.o.stream, err)
 		}
 		stream, err = js.CreateStream(ctx, WorkStreamConfig(w.o.stream, subjects.ReconcileSettings()))

@@ -36,7 +36,7 @@ const (
 )
 
 func benchCloudEvents(ctx context.Context, env *benchEnv) error {
-	nc, err := nats.Connect(env.natsURL)
+	nc, err := env.connectNATS()
 	if err != nil {
 		return err
 	}

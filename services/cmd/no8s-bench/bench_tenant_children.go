@@ -52,7 +52,7 @@ func benchTenantChildren(ctx context.Context, env *benchEnv) error {
 		return err
 	}
 	if err := waitFor(ctx, 30*time.Second, "the tenant reconciler registered", tp, func() error {
-		return registered(ctx, env.natsURL, []string{"Tenant/v1"})
+		return env.registered(ctx, []string{"Tenant/v1"})
 	}); err != nil {
 		return err
 	}

@@ -93,7 +93,7 @@ func (ts *tenantSetup) startSync(ctx context.Context, env *benchEnv) error {
 	}
 	ts.sync = sp
 	return waitFor(ctx, 30*time.Second, "registry-sync serving TenantRegistry/v1", sp, func() error {
-		return registered(ctx, env.natsURL, []string{"TenantRegistry/v1", "TenantTemplate/v1"})
+		return env.registered(ctx, []string{"TenantRegistry/v1", "TenantTemplate/v1"})
 	})
 }
 

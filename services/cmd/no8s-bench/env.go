@@ -733,12 +733,16 @@ func (e *benchEnv) start(ctx context.Context) error {
 	host, port, _ := net.SplitHostPort(natsAddr)
 	natsDir := filepath.Join(e.workDir, fmt.Sprintf("nats-%d", e.stackN))
 	e.natsURL = "nats://" + natsAddr
-	np, err := e.startProc("nats-server", e.natsBin, "-a", host, "-p", port, "-js", "-sd", natsDir)
+	natsArgs, err := e.natsServerArgs(host, port, natsDir)
+	if err != nil {
+		return err
+	}
+	np, err := e.startProc("nats-server", e.natsBin, natsArgs...)
 	if err != nil {
 		return err
 	}
 	if err := waitFor(ctx, 15*time.Second, "nats-server", np, func() error {
-		nc, err := nats.Connect(e.natsURL, nats.Timeout(time.Second))
+		nc, err := e.connectNATS(nats.Timeout(time.Second))
 		if err != nil {
 			return err
 		}
@@ -830,7 +834,7 @@ func (e *benchEnv) start(ctx context.Context) error {
 		return err
 	}
 	if err := waitFor(ctx, 30*time.Second, "noop reconciler registered", rp, func() error {
-		return registered(ctx, e.natsURL, benchTypes)
+		return e.registered(ctx, benchTypes)
 	}); err != nil {
 		return err
 	}
@@ -994,10 +998,10 @@ func (e *benchEnv) startNoopReplicas(ctx context.Context, reconciler string, typ
 		last = p
 	}
 	return waitFor(ctx, 30*time.Second, fmt.Sprintf("%d replicas of %s registered", len(ids), reconciler), last, func() error {
-		if err := registered(ctx, e.natsURL, types); err != nil {
+		if err := e.registered(ctx, types); err != nil {
 			return err
 		}
-		return replicasRegistered(ctx, e.natsURL, reconciler, len(ids))
+		return e.replicasRegistered(ctx, reconciler, len(ids))
 	})
 }
 
@@ -1181,8 +1185,8 @@ func repoRoot() (string, error) {
 
 // readRegistry reads the live reconciler registry over a connection of its
 // own.
-func readRegistry(ctx context.Context, natsURL string) (*reconcilers.Registry, error) {
-	nc, err := nats.Connect(natsURL, nats.Timeout(time.Second))
+func (e *benchEnv) readRegistry(ctx context.Context) (*reconcilers.Registry, error) {
+	nc, err := e.connectNATS(nats.Timeout(time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -1196,8 +1200,8 @@ func readRegistry(ctx context.Context, natsURL string) (*reconcilers.Registry, e
 
 // replicasRegistered reports whether the live reconciler registry shows at
 // least n replicas of the reconciler name.
-func replicasRegistered(ctx context.Context, natsURL, name string, n int) error {
-	reg, err := readRegistry(ctx, natsURL)
+func (e *benchEnv) replicasRegistered(ctx context.Context, name string, n int) error {
+	reg, err := e.readRegistry(ctx)
 	if err != nil {
 		return err
 	}
@@ -1211,8 +1215,8 @@ func replicasRegistered(ctx context.Context, natsURL, name string, n int) error 
 
 // registered reports whether the live reconciler registry serves every
 // type ("Type/version").
-func registered(ctx context.Context, natsURL string, types []string) error {
-	reg, err := readRegistry(ctx, natsURL)
+func (e *benchEnv) registered(ctx context.Context, types []string) error {
+	reg, err := e.readRegistry(ctx)
 	if err != nil {
 		return err
 	}

@@ -57,8 +57,14 @@ func run() error {
 		return err
 	}
 	defer env.Close()
+	if *natsAuthFlag && !*identitiesFlag {
+		return fmt.Errorf("-nats-auth needs -identities")
+	}
 	if *identitiesFlag {
 		fmt.Println("identities on: mutual TLS on every internal gRPC listener, the call policy enforced")
+	}
+	if *natsAuthFlag {
+		fmt.Println("NATS users on: nats-server takes only the CA's users, each with its identity's permissions")
 	}
 	if scraping() {
 		sc := env.startScraper(ctx)
