@@ -127,6 +127,9 @@ func (ca *CA) EnableNATS(dir string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false, fmt.Errorf("CA: %w", err)
+	}
 	if err := nk.save(dir); err != nil {
 		return false, err
 	}
