@@ -119,7 +119,7 @@ func startStack() (*stack, func(), error) {
 		return fail(err)
 	}
 	cleanups = append(cleanups, func() { _ = os.RemoveAll(dir) })
-	ns, err := natsembed.Start(dir, -1)
+	ns, err := natsembed.Start(dir, -1, nil)
 	if err != nil {
 		return fail(err)
 	}

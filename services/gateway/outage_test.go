@@ -164,7 +164,7 @@ func startOutageStack(t *testing.T, ctx context.Context) *outageStack {
 	st.proxy = startProxy(t, u.Host)
 	u.Host = st.proxy.addr
 
-	ns, err := natsembed.Start(t.TempDir(), -1)
+	ns, err := natsembed.Start(t.TempDir(), -1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

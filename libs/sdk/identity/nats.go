@@ -11,7 +11,7 @@ import (
 )
 
 // NATSCredsFile is a credentials directory's NATS user: its JWT, whose
-// permissions are the identity's, and its nkey seed (the format of
+// permissions are the identity's, and its nkey private key (the format of
 // `nats --creds`). Issued beside the certificate when the installation's CA
 // has NATS keys; a directory without it connects to NATS without
 // authentication.
