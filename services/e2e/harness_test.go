@@ -220,6 +220,18 @@ type cluster struct {
 	natsConf string
 }
 
+// identitiesEnv turns identities off in every cluster the harness starts
+// when it is "off" (NO8S_E2E_IDENTITIES=off go test ./e2e/): a run of the
+// suite as an installation without credentials. Otherwise every cluster
+// starts with identities on (newCluster, newSQLiteCluster), as the
+// services are deployed; the tests of identities themselves
+// (withIdentities) keep them on either way.
+const identitiesEnv = "NO8S_E2E_IDENTITIES"
+
+// identitiesByDefault says whether newCluster and newSQLiteCluster turn
+// identities on: always, unless identitiesEnv is "off".
+func identitiesByDefault() bool { return os.Getenv(identitiesEnv) != "off" }
+
 // withIdentities turns identities on for every process the cluster starts
 // from now on: a CA made with `no8s identity init-ca`, and each process's
 // credentials issued with `no8s identity issue`, the commands an operator
@@ -332,10 +344,14 @@ func (c *cluster) healthAddr(name string) string {
 	return addr
 }
 
-// newCluster starts a nats-server process on a fresh database.
+// newCluster starts a nats-server process on a fresh database, with
+// identities on unless NO8S_E2E_IDENTITIES=off (identitiesEnv).
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	c := &cluster{t: t, dbURL: testenv.Database(t), natsDir: t.TempDir(), natsAddr: freeAddr(t)}
+	if identitiesByDefault() {
+		c.withIdentities()
+	}
 	c.natsURL = "nats://" + c.natsAddr
 	c.startNATS()
 	pool, err := pgxpool.New(t.Context(), c.dbURL)
@@ -349,10 +365,13 @@ func newCluster(t *testing.T) *cluster {
 
 // newSQLiteCluster starts a nats-server process; its stores use the
 // embedded backend on a fresh SQLite file (c.pool is nil: read the
-// database through backend).
+// database through backend). Identities are on as in newCluster.
 func newSQLiteCluster(t *testing.T) *cluster {
 	t.Helper()
 	c := &cluster{t: t, dbFile: filepath.Join(t.TempDir(), "store.db"), natsDir: t.TempDir(), natsAddr: freeAddr(t)}
+	if identitiesByDefault() {
+		c.withIdentities()
+	}
 	c.dbURL = store.SQLiteScheme + c.dbFile
 	c.natsURL = "nats://" + c.natsAddr
 	c.startNATS()
