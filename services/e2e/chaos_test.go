@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/store/outbox/outboxtest"
 )
@@ -40,8 +41,8 @@ func TestChaosKill9(t *testing.T) {
 	// shared machine.
 	admHealth := c.healthAddr("admission-chaos")
 	startAdmission := func() *proc {
-		p := start(t, "admission", filepath.Join(binDir, "no8s-admission"), []string{"--listen", admAddr, "--store-addr", storeAddr, "--nats-url", c.natsURL,
-			"--health-listen", admHealth})
+		p := start(t, "admission", filepath.Join(binDir, "no8s-admission"), append([]string{"--listen", admAddr, "--store-addr", storeAddr, "--nats-url", c.natsURL,
+			"--health-listen", admHealth}, c.identityArgs(identity.Admission)...))
 		waitTCP(t, admAddr, p)
 		return p
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/store/storage"
@@ -77,9 +78,9 @@ func TestForeignMessagesPostgreSQL(t *testing.T) {
 	c.storeAddrs = append(c.storeAddrs, storeAddr)
 	startStore := func() *proc {
 		p := start(t, "store", filepath.Join(binDir, "no8s-store"),
-			[]string{"--listen", storeAddr, "--worker-listen", c.workerAddr(storeAddr), "--database-url", c.dbURL, "--nats-url", c.natsURL,
+			append([]string{"--listen", storeAddr, "--worker-listen", c.workerAddr(storeAddr), "--database-url", c.dbURL, "--nats-url", c.natsURL,
 				"--health-listen", strings.TrimSuffix(strings.TrimPrefix(c.probes["store"], "http://"), "/readyz"),
-				"--relay-degraded-hold", degradedHold.String()}, "NO8S_LOG_LEVEL=debug")
+				"--relay-degraded-hold", degradedHold.String()}, c.identityArgs(identity.Store)...), "NO8S_LOG_LEVEL=debug")
 		waitTCP(t, storeAddr, p)
 		return p
 	}

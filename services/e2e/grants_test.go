@@ -88,7 +88,9 @@ func TestCredentialGrants(t *testing.T) {
 		grants.Grant{Secret: dbPasswordRef, Use: grants.UseDatasource, Namespaces: []string{"team-db", "default"}, Destinations: []string{"127.0.0.1:3306"}})
 	t.Setenv(grants.EnvFile, loose) // every process of the cluster: admission
 	c := newTenantCluster(t)
-	c.startReconcilerArgs("noop-webapp", c.storeAddrs[0], nil, "noop", "--types", "WebApp/v1")
+	// A noop deployment of its own for WebApps (the tenant cluster's noop
+	// serves Tenant/v1): another name, another work queue and credential.
+	c.startReconcilerArgs("noop-webapp", c.storeAddrs[0], nil, "noop", "--name", "webapp", "--types", "WebApp/v1")
 	syncA := c.startSync("a", "--credential-grants", strict)
 	c.waitSyncLeads()
 

@@ -23,8 +23,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/grpc"
 
 	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/services/internal/authz"
+	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/testenv"
 	"github.com/no8s/no8s/services/store"
@@ -217,12 +220,27 @@ type cluster struct {
 	natsConf string
 }
 
+// identitiesEnv turns identities off in every cluster the harness starts
+// when it is "off" (NO8S_E2E_IDENTITIES=off go test ./e2e/): a run of the
+// suite as an installation without credentials. Otherwise every cluster
+// starts with identities on (newCluster, newSQLiteCluster), as the
+// services are deployed; the tests of identities themselves
+// (withIdentities) keep them on either way.
+const identitiesEnv = "NO8S_E2E_IDENTITIES"
+
+// identitiesByDefault says whether newCluster and newSQLiteCluster turn
+// identities on: always, unless identitiesEnv is "off".
+func identitiesByDefault() bool { return os.Getenv(identitiesEnv) != "off" }
+
 // withIdentities turns identities on for every process the cluster starts
 // from now on: a CA made with `no8s identity init-ca`, and each process's
 // credentials issued with `no8s identity issue`, the commands an operator
-// runs.
+// runs. With identities on already it does nothing.
 func (c *cluster) withIdentities() {
 	c.t.Helper()
+	if c.idRoot != "" {
+		return
+	}
 	c.idRoot = c.t.TempDir()
 	if r := no8sEnv(c.t, nil, "", "identity", "init-ca", "--ca-dir", c.caDir()); r.code != 0 {
 		c.t.Fatalf("no8s identity init-ca: %d %s", r.code, r.stderr)
@@ -232,8 +250,10 @@ func (c *cluster) withIdentities() {
 func (c *cluster) caDir() string { return filepath.Join(c.idRoot, "ca") }
 
 // credentials returns the credentials directory of a service (issue
-// args "--service", name) or a reconciler ("--reconciler", name,
-// "--types", list), issued on first use; "" with identities off.
+// args "--service", name), a reconciler ("--reconciler", name, "--types",
+// list) or a client ("--client", name), issued on first use; "" with
+// identities off. A service's certificate also names 127.0.0.1 (--host),
+// so that grpcurl, which checks host names, accepts the listeners.
 func (c *cluster) credentials(args ...string) string {
 	c.t.Helper()
 	if c.idRoot == "" {
@@ -243,7 +263,11 @@ func (c *cluster) credentials(args ...string) string {
 	if _, err := os.Stat(dir); err == nil {
 		return dir
 	}
-	r := no8sEnv(c.t, nil, "", append([]string{"identity", "issue", "--ca-dir", c.caDir(), "--out", dir}, args...)...)
+	issue := append([]string{"identity", "issue", "--ca-dir", c.caDir(), "--out", dir}, args...)
+	if len(args) > 0 && args[0] == "--service" {
+		issue = append(issue, "--host", "127.0.0.1")
+	}
+	r := no8sEnv(c.t, nil, "", issue...)
 	if r.code != 0 {
 		c.t.Fatalf("no8s identity issue %v: %d %s", args, r.code, r.stderr)
 	}
@@ -258,6 +282,57 @@ func (c *cluster) identityArgs(service string) []string {
 	return []string{"--identity-dir", c.credentials("--service", service)}
 }
 
+// reconcilerEnv is the environment giving the reconciler deployment name
+// its credentials with identities on ($NO8S_IDENTITY_DIR: a certificate
+// for reconciler/name claiming types, "Name/v1" each); nil with
+// identities off.
+func (c *cluster) reconcilerEnv(name string, types ...string) []string {
+	c.t.Helper()
+	if c.idRoot == "" {
+		return nil
+	}
+	return []string{identity.EnvDir + "=" + c.credentials("--reconciler", name, "--types", strings.Join(types, ","))}
+}
+
+// releaseType frees types ("Name/v1") in the cluster's CA with `no8s
+// identity release-type`, as an operator does before handing them to
+// another reconciler (a type is issued to one reconciler at a time);
+// nothing with identities off.
+func (c *cluster) releaseType(types ...string) {
+	c.t.Helper()
+	if c.idRoot == "" {
+		return
+	}
+	if r := no8sEnv(c.t, nil, "", append([]string{"identity", "release-type", "--ca-dir", c.caDir()}, types...)...); r.code != 0 {
+		c.t.Fatalf("no8s identity release-type %v: %d %s", types, r.code, r.stderr)
+	}
+}
+
+// dialStore connects to a gRPC listener of the store at addr (its main or
+// its workers' address) as the identity issued with args (`no8s identity
+// issue` flags: "--service", identity.Gateway for the public API's calls,
+// "--reconciler", name, "--types", list at the workers' door): TLS with
+// that certificate, checking that the server is service/store. With
+// identities off, plaintext as every client was. The connection closes
+// when the test ends.
+func (c *cluster) dialStore(t *testing.T, addr string, args ...string) *grpc.ClientConn {
+	t.Helper()
+	var opts []grpc.DialOption
+	if dir := c.credentials(args...); dir != "" {
+		creds, err := identity.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = authz.DialOptions(creds, identity.Store)
+	}
+	conn, err := grpcserver.Dial(addr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
 // healthAddr returns a free address for a process's probes, remembered
 // under name.
 func (c *cluster) healthAddr(name string) string {
@@ -269,10 +344,14 @@ func (c *cluster) healthAddr(name string) string {
 	return addr
 }
 
-// newCluster starts a nats-server process on a fresh database.
+// newCluster starts a nats-server process on a fresh database, with
+// identities on unless NO8S_E2E_IDENTITIES=off (identitiesEnv).
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	c := &cluster{t: t, dbURL: testenv.Database(t), natsDir: t.TempDir(), natsAddr: freeAddr(t)}
+	if identitiesByDefault() {
+		c.withIdentities()
+	}
 	c.natsURL = "nats://" + c.natsAddr
 	c.startNATS()
 	pool, err := pgxpool.New(t.Context(), c.dbURL)
@@ -286,10 +365,13 @@ func newCluster(t *testing.T) *cluster {
 
 // newSQLiteCluster starts a nats-server process; its stores use the
 // embedded backend on a fresh SQLite file (c.pool is nil: read the
-// database through backend).
+// database through backend). Identities are on as in newCluster.
 func newSQLiteCluster(t *testing.T) *cluster {
 	t.Helper()
 	c := &cluster{t: t, dbFile: filepath.Join(t.TempDir(), "store.db"), natsDir: t.TempDir(), natsAddr: freeAddr(t)}
+	if identitiesByDefault() {
+		c.withIdentities()
+	}
 	c.dbURL = store.SQLiteScheme + c.dbFile
 	c.natsURL = "nats://" + c.natsAddr
 	c.startNATS()
@@ -434,7 +516,9 @@ func (c *cluster) startReconciler(storeAddr string, types ...string) *proc {
 // postgres-database: PostgresDatabase/v1; for github-workflow:
 // GitHubWorkflow/v1; for tenant: Tenant/v1). It connects to the worker
 // address of the store at storeAddr; postgres-database and github-workflow
-// register their types, and tenant writes, through the first gateway.
+// register their types, and tenant writes, through the first gateway. With
+// identities on it holds the credentials of reconciler/<its registered
+// name> (noop: --name, default noop) claiming exactly those types.
 func (c *cluster) startReconcilerArgs(name, storeAddr string, env []string, args ...string) *proc {
 	c.t.Helper()
 	full := append(slices.Clone(args), "--nats-url", c.natsURL, "--store-addr", c.workerAddr(storeAddr),
@@ -446,19 +530,19 @@ func (c *cluster) startReconcilerArgs(name, storeAddr string, env []string, args
 		}
 		full = append(full, "--api-url", api)
 	}
-	var want []string
+	// The reconciler's registered name and types: its credentials name
+	// both (with identities on).
+	reconciler, want := args[0], []string(nil)
 	for i, a := range args {
-		if a == "--types" && i+1 < len(args) {
-			want = strings.Split(args[i+1], ",")
+		if i+1 < len(args) && args[0] == "noop" {
+			switch a {
+			case "--types":
+				want = strings.Split(args[i+1], ",")
+			case "--name":
+				reconciler = args[i+1]
+			}
 		}
 	}
-	if c.idRoot != "" && args[0] == "tenant" {
-		env = append(slices.Clone(env), identity.EnvDir+"="+c.credentials("--reconciler", "tenant", "--types", "Tenant/v1"))
-	}
-	if c.idRoot != "" && args[0] == "noop" {
-		env = append(slices.Clone(env), identity.EnvDir+"="+c.credentials("--reconciler", "noop", "--types", strings.Join(want, ",")))
-	}
-	p := start(c.t, "reconciler-"+name, filepath.Join(binDir, "no8s-reconciler"), full, env...)
 	switch args[0] {
 	case "postgres-database":
 		want = []string{"PostgresDatabase/v1"}
@@ -467,6 +551,8 @@ func (c *cluster) startReconcilerArgs(name, storeAddr string, env []string, args
 	case "tenant":
 		want = []string{"Tenant/v1"}
 	}
+	env = append(slices.Clone(env), c.reconcilerEnv(reconciler, want...)...)
+	p := start(c.t, "reconciler-"+name, filepath.Join(binDir, "no8s-reconciler"), full, env...)
 	_, nc := c.jetstream()
 	waitFor(c.t, 20*time.Second, "reconciler "+name+" registered", func() error {
 		if err := p.exited(); err != nil {

@@ -189,7 +189,9 @@ func TestHttpSource(t *testing.T) {
 	f := newFeed(t)
 	grantTestSecrets(t, f.srv.URL)
 	c := newTenantCluster(t)
-	c.startReconcilerArgs("noop-webapp", c.storeAddrs[0], nil, "noop", "--types", "WebApp/v1")
+	// A noop deployment of its own for WebApps (the tenant cluster's noop
+	// serves Tenant/v1): another name, another work queue and credential.
+	c.startReconcilerArgs("noop-webapp", c.storeAddrs[0], nil, "noop", "--name", "webapp", "--types", "WebApp/v1")
 	procs := map[string]*proc{}
 	for _, name := range []string{"a", "b"} {
 		procs["registry-sync/"+name] = c.startSync(name, "--writes", "1")

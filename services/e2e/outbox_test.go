@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/no8s/no8s/libs/sdk/identity"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/eventstream"
-	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/store/outbox/outboxtest"
 	"github.com/no8s/no8s/services/store/storage"
 )
@@ -80,12 +80,8 @@ func outboxKillRound(t *testing.T, c *cluster) {
 			}
 			return nil
 		}})
-	conn, err := grpcserver.Dial(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	remote := storev1.NewStoreServiceClient(conn)
+	// The store process's writers are the gateway's calls.
+	remote := storev1.NewStoreServiceClient(c.dialStore(t, addr, "--service", identity.Gateway))
 
 	duration := 4 * time.Second
 	if stress() {

@@ -22,20 +22,21 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/worker"
-	"github.com/no8s/no8s/services/internal/grpcserver"
 )
 
 // runWorker runs rec with the SDK's worker runtime in the test process,
 // against the cluster's NATS and the worker address of the store process at
 // storeAddr, until the test ends; it waits until the reconciler is
-// registered.
+// registered. With identities on it holds the credentials of
+// reconciler/<rec's name> claiming types.
 func (c *cluster) runWorker(rec sdk.Reconciler, storeAddr string, types ...sdk.TypeRef) *worker.Worker {
 	c.t.Helper()
 	_, nc := c.jetstream()
-	conn, err := grpcserver.Dial(c.workerAddr(storeAddr))
-	if err != nil {
-		c.t.Fatal(err)
+	claimed := make([]string, len(types))
+	for i, t := range types {
+		claimed[i] = t.String()
 	}
+	conn := c.dialStore(c.t, c.workerAddr(storeAddr), "--reconciler", rec.Name(), "--types", strings.Join(claimed, ","))
 	w, err := worker.New(rec, worker.Config{Types: types, NATS: nc, Store: conn},
 		worker.WithLease(3*time.Second), worker.WithShutdownGrace(time.Second, time.Second), worker.WithFetchWait(time.Second))
 	if err != nil {
@@ -52,7 +53,6 @@ func (c *cluster) runWorker(rec sdk.Reconciler, storeAddr string, types ...sdk.T
 	c.t.Cleanup(func() {
 		cancel()
 		<-done
-		_ = conn.Close()
 	})
 	waitFor(c.t, 10*time.Second, "worker "+rec.Name()+" ready", func() error {
 		if !w.Ready() {

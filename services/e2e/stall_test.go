@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/no8s/no8s/libs/client"
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
@@ -27,8 +28,9 @@ const stallItemLease = 3 * time.Second
 // quick registry poll.
 func (c *cluster) startStallScheduler() *proc {
 	return start(c.t, "scheduler-stall", filepath.Join(binDir, "no8s-scheduler"),
-		[]string{"--store-addr", c.storeAddrs[0], "--nats-url", c.natsURL, "--holder", "stall",
+		append([]string{"--store-addr", c.storeAddrs[0], "--nats-url", c.natsURL, "--holder", "stall",
 			"--item-lease", stallItemLease.String(), "--liveness-poll", "500ms", "--health-listen", c.healthAddr("scheduler-stall")},
+			c.identityArgs(identity.Scheduler)...),
 		"NO8S_LOG_LEVEL=debug")
 }
 
@@ -41,7 +43,8 @@ func (c *cluster) startNoop(name, storeAddr string) (*proc, string) {
 	health := c.healthAddr("reconciler-" + name)
 	p := start(c.t, "reconciler-"+name, filepath.Join(binDir, "no8s-reconciler"),
 		[]string{"noop", "--types", "DatabaseCluster/v1", "--nats-url", c.natsURL, "--store-addr", storeAddr,
-			"--health-listen", health, "--replica-id", name, "--log-level", "debug", "--lease", "5s"})
+			"--health-listen", health, "--replica-id", name, "--log-level", "debug", "--lease", "5s"},
+		c.reconcilerEnv("noop", "DatabaseCluster/v1")...)
 	return p, "http://" + health + "/readyz"
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/testenv"
 )
@@ -109,8 +110,9 @@ func (e *identityEnv) useDatabase(dbURL string) {
 func (e *identityEnv) startStore() *proc {
 	e.t.Helper()
 	p := start(e.t, "store", filepath.Join(binDir, "no8s-store"),
-		[]string{"--listen", e.storeAddr, "--worker-listen", e.c.workerAddr(e.storeAddr), "--database-url", e.dbURL, "--nats-url", e.c.natsURL,
+		append([]string{"--listen", e.storeAddr, "--worker-listen", e.c.workerAddr(e.storeAddr), "--database-url", e.dbURL, "--nats-url", e.c.natsURL,
 			"--health-listen", e.c.healthAddr("store-identity")}, // the default 7101 may be taken on a shared machine
+			e.c.identityArgs(identity.Store)...),
 		"NO8S_LOG_LEVEL=debug")
 	e.store = p
 	return p

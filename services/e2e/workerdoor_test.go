@@ -13,11 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/no8s/no8s/libs/sdk/identity"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 )
 
@@ -47,7 +50,10 @@ type rogueResult struct {
 // finalizers) and the scheduler's ReconcileService are not served there
 // (Unimplemented), and WorkerService refuses finalizers that are not the
 // holder's own and annotations other than no8s.io/operation
-// (PermissionDenied). Nothing it tried changed a row.
+// (PermissionDenied). Nothing it tried changed a row. With identities on,
+// the second worker holds real credentials for the type too
+// (reconciler/rogue, issued Door/v1 once released from noop's claim), so
+// that what stops it is the door, not its certificate.
 func TestWorkerDoorIsNarrow(t *testing.T) {
 	c := newCluster(t)
 	base := c.startAll()
@@ -81,10 +87,13 @@ func TestWorkerDoorIsNarrow(t *testing.T) {
 	}
 	countsBefore := counts()
 
-	// The rogue worker process.
+	// The rogue worker process, with credentials of its own for Door/v1:
+	// the type is released from noop's claim first, as an operator hands a
+	// type to another reconciler.
+	c.releaseType("Door/v1")
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), rogueEnv+"="+c.workerAddr(c.storeAddrs[0]),
-		rogueResourceEnv+"="+strconv.FormatInt(target, 10), rogueRevisionEnv+"="+strconv.FormatInt(rev, 10))
+	cmd.Env = append(append(os.Environ(), rogueEnv+"="+c.workerAddr(c.storeAddrs[0]),
+		rogueResourceEnv+"="+strconv.FormatInt(target, 10), rogueRevisionEnv+"="+strconv.FormatInt(rev, 10)), c.reconcilerEnv("rogue", "Door/v1")...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -160,11 +169,21 @@ func jsonEqual(a, b any) bool {
 }
 
 // runRogueWorker is the rogue worker process: it prints one rogueResult
-// per attempt on stdout.
+// per attempt on stdout. It presents the credentials in
+// $NO8S_IDENTITY_DIR when set.
 func runRogueWorker(addr string) int {
 	id, _ := strconv.ParseInt(os.Getenv(rogueResourceEnv), 10, 64)
 	rev, _ := strconv.ParseInt(os.Getenv(rogueRevisionEnv), 10, 64)
-	conn, err := grpcserver.Dial(addr)
+	var opts []grpc.DialOption
+	if dir := os.Getenv(identity.EnvDir); dir != "" {
+		creds, err := identity.Load(dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		opts = authz.DialOptions(creds, identity.Store)
+	}
+	conn, err := grpcserver.Dial(addr, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
