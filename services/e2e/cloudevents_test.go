@@ -45,7 +45,11 @@ func TestEventsCarryCloudEvents(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	sub := exec.CommandContext(ctx, natsCLI(t), "--server", c.natsURL, "sub", "no8s.events.>", "--count", "3", "--headers-only")
+	args := []string{"--server", c.natsURL}
+	if c.natsConf != "" { // as the documented NATS reader
+		args = append(args, "--creds", c.natsUserFile("--nats-reader", "audit"))
+	}
+	sub := exec.CommandContext(ctx, natsCLI(t), append(args, "sub", "no8s.events.>", "--count", "3", "--headers-only")...)
 	out, err := sub.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

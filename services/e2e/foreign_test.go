@@ -91,7 +91,7 @@ func TestForeignMessagesPostgreSQL(t *testing.T) {
 	sched := c.startScheduler(storeAddr, "sched", 0)
 	c.startReconciler(storeAddr, "Widget/v1")
 	runForeignAttacks(&foreignTarget{
-		t: t, base: base, apiAddr: strings.TrimPrefix(base, "http://"), natsURL: c.natsURL,
+		t: t, base: base, apiAddr: strings.TrimPrefix(base, "http://"), natsURL: c.natsURL, natsOpts: c.natsOptions(),
 		storeReady: c.probes["store"], store: c.backend(),
 		storeProc:    func() *proc { return store },
 		schedulerLog: func() string { b, _ := os.ReadFile(sched.log.Name()); return string(b) },

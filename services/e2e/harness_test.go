@@ -232,6 +232,29 @@ const identitiesEnv = "NO8S_E2E_IDENTITIES"
 // identities on: always, unless identitiesEnv is "off".
 func identitiesByDefault() bool { return os.Getenv(identitiesEnv) != "off" }
 
+// natsUsersEnv, set to "on" (with identities on), runs every cluster's
+// nats-server with the project's configuration (deploy/nats/nats-server.conf
+// and `no8s identity nats-config`'s part): it takes only the CA's NATS
+// users, and every process connects as its identity's (withNATSUsers).
+// The tests of NATS users themselves (newAuthCluster) run so either way.
+const natsUsersEnv = "NO8S_E2E_NATS_USERS"
+
+// withNATSUsers, with identities on and before the cluster's nats-server
+// starts, gives the CA NATS keys (`no8s identity init-ca --nats`) and the
+// server the configuration that takes only the CA's users; the harness's
+// own connections are then a NATS admin's (natsOptions).
+func (c *cluster) withNATSUsers() {
+	c.t.Helper()
+	if c.natsConf != "" {
+		return
+	}
+	c.withIdentities()
+	if r := no8sEnv(c.t, nil, "", "identity", "init-ca", "--ca-dir", c.caDir(), "--nats"); r.code != 0 {
+		c.t.Fatalf("no8s identity init-ca --nats: %d %s", r.code, r.stderr)
+	}
+	c.natsConf = natsConfig(c.t, c.caDir(), c.natsDir)
+}
+
 // withIdentities turns identities on for every process the cluster starts
 // from now on: a CA made with `no8s identity init-ca`, and each process's
 // credentials issued with `no8s identity issue`, the commands an operator
@@ -351,6 +374,9 @@ func newCluster(t *testing.T) *cluster {
 	c := &cluster{t: t, dbURL: testenv.Database(t), natsDir: t.TempDir(), natsAddr: freeAddr(t)}
 	if identitiesByDefault() {
 		c.withIdentities()
+		if os.Getenv(natsUsersEnv) == "on" {
+			c.withNATSUsers()
+		}
 	}
 	c.natsURL = "nats://" + c.natsAddr
 	c.startNATS()
@@ -371,6 +397,9 @@ func newSQLiteCluster(t *testing.T) *cluster {
 	c := &cluster{t: t, dbFile: filepath.Join(t.TempDir(), "store.db"), natsDir: t.TempDir(), natsAddr: freeAddr(t)}
 	if identitiesByDefault() {
 		c.withIdentities()
+		if os.Getenv(natsUsersEnv) == "on" {
+			c.withNATSUsers()
+		}
 	}
 	c.dbURL = store.SQLiteScheme + c.dbFile
 	c.natsURL = "nats://" + c.natsAddr

@@ -157,11 +157,7 @@ func newAuthCluster(t *testing.T) *cluster {
 	t.Helper()
 	c := &cluster{t: t, dbURL: testenv.Database(t), natsDir: t.TempDir(), natsAddr: freeAddr(t)}
 	c.natsURL = "nats://" + c.natsAddr
-	c.withIdentities()
-	if r := no8sEnv(t, nil, "", "identity", "init-ca", "--ca-dir", c.caDir(), "--nats"); r.code != 0 {
-		t.Fatalf("no8s identity init-ca --nats: %d %s", r.code, r.stderr)
-	}
-	c.natsConf = natsConfig(t, c.caDir(), c.natsDir)
+	c.withNATSUsers()
 	c.startNATS()
 	pool, err := pgxpool.New(t.Context(), c.dbURL)
 	if err != nil {
@@ -195,6 +191,12 @@ func natsConfig(t *testing.T, caDir, storeDir string) string {
 	return path
 }
 
+// natsUserFile is the NATS user file of a NATS-only identity (issue args
+// "--nats-publisher", name or "--nats-reader", name), issued on first use.
+func (c *cluster) natsUserFile(args ...string) string {
+	return filepath.Join(c.credentials(args...), identity.NATSCredsFile)
+}
+
 // natsOptions are the harness's own NATS connection options: a NATS
 // admin's user (issued on first use) on a server that checks users, none
 // otherwise.
@@ -202,7 +204,7 @@ func (c *cluster) natsOptions() []nats.Option {
 	if c.natsConf == "" {
 		return nil
 	}
-	return []nats.Option{nats.UserCredentials(filepath.Join(c.credentials("--nats-admin", "e2e", "--valid", "2h"), identity.NATSCredsFile))}
+	return []nats.Option{nats.UserCredentials(c.natsUserFile("--nats-admin", "e2e", "--valid", "2h"))}
 }
 
 // natsAdminOptions connect as a NATS admin issued from the CA in caDir
@@ -242,8 +244,7 @@ func TestControlPlaneOnAuthenticatedNATS(t *testing.T) {
 
 	// The input queue, as a NATS publisher: the gateway takes it and
 	// answers on the outcome subject the publisher may read.
-	pubDir := c.credentials("--nats-publisher", "orders")
-	pub, err := nats.Connect(c.natsURL, nats.UserCredentials(filepath.Join(pubDir, identity.NATSCredsFile)))
+	pub, err := nats.Connect(c.natsURL, nats.UserCredentials(c.natsUserFile("--nats-publisher", "orders")))
 	if err != nil {
 		t.Fatal(err)
 	}

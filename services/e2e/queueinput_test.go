@@ -25,7 +25,10 @@ import (
 // JSON line per message with its stream sequence.
 const (
 	queuePublisherEnv = "NO8S_E2E_QUEUE_PUBLISHER" // the NATS URL
-	queuePlanEnv      = "NO8S_E2E_QUEUE_PLAN"      // "unique,duplicates,conflicts,malformed"
+	// queueCredsEnv is the publisher's NATS user file, where NATS checks
+	// users: a NATS publisher's (`no8s identity issue --nats-publisher`).
+	queueCredsEnv = "NO8S_E2E_QUEUE_CREDS"
+	queuePlanEnv  = "NO8S_E2E_QUEUE_PLAN" // "unique,duplicates,conflicts,malformed"
 )
 
 // Kinds of message in the plan.
@@ -95,7 +98,11 @@ func runQueuePublisher(url string) int {
 		fmt.Fprintln(os.Stderr, "plan:", err)
 		return 1
 	}
-	nc, err := nats.Connect(url)
+	var opts []nats.Option
+	if creds := os.Getenv(queueCredsEnv); creds != "" {
+		opts = append(opts, nats.UserCredentials(creds))
+	}
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -184,6 +191,9 @@ func TestQueueInputKill9(t *testing.T) {
 	defer cancel()
 	pub := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	pub.Env = append(os.Environ(), queuePublisherEnv+"="+c.natsURL, fmt.Sprintf("%s=%d,%d,%d,%d", queuePlanEnv, unique, dups, conflicts, malformed))
+	if c.natsConf != "" {
+		pub.Env = append(pub.Env, queueCredsEnv+"="+c.natsUserFile("--nats-publisher", "orders"))
+	}
 	var stderr strings.Builder
 	pub.Stderr = &stderr
 	stdout, err := pub.StdoutPipe()

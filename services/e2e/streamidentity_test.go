@@ -149,7 +149,8 @@ func lastLine(b []byte) string {
 // rebuild runs the command the refusal names and returns the bump.
 func (e *identityEnv) rebuild() int64 {
 	e.t.Helper()
-	out, err := exec.Command(filepath.Join(binDir, "no8s-store"), "rebuild-stream", "--database-url", e.dbURL, "--nats-url", e.c.natsURL).CombinedOutput()
+	out, err := exec.Command(filepath.Join(binDir, "no8s-store"), append([]string{"rebuild-stream", "--database-url", e.dbURL, "--nats-url", e.c.natsURL},
+		e.c.identityArgs(identity.Store)...)...).CombinedOutput()
 	if err != nil {
 		e.t.Fatalf("rebuild-stream: %v\n%s", err, out)
 	}
