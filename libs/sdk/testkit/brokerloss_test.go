@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/registry"
 	"github.com/no8s/no8s/libs/sdk/testkit"
@@ -16,7 +17,8 @@ import (
 
 // What a broker that lost its storage does to a worker, one object at a
 // time: the registry bucket and the work stream vanish; the worker
-// recreates both, registers again and goes on consuming.
+// recreates the bucket and registers again, and once the work stream is
+// back (the scheduler's to make) its consumer, and goes on consuming.
 func TestWorkerRecreatesLostBrokerObjects(t *testing.T) {
 	env, p := start(t)
 	env.RunWorker(t, p.engine("widgets"), []sdk.TypeRef{widget}, worker.WithHeartbeat(200*time.Millisecond, 2*time.Second))
@@ -42,7 +44,12 @@ func TestWorkerRecreatesLostBrokerObjects(t *testing.T) {
 	if err := js.DeleteStream(ctx, worker.DefaultStream); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the work stream and the consumer recreated", func() bool {
+	// The work stream is the scheduler's to make again (a worker with a
+	// NATS user may not); this kit runs none, so the test does.
+	if _, err := js.CreateStream(ctx, worker.WorkStreamConfig(worker.DefaultStream, subjects.ReconcileSettings())); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the consumer recreated", func() bool {
 		_, err := js.Consumer(ctx, worker.DefaultStream, "widgets")
 		return err == nil
 	})
