@@ -371,12 +371,19 @@ func (c *cluster) healthAddr(name string) string {
 // identities on unless NO8S_E2E_IDENTITIES=off (identitiesEnv).
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
+	return newClusterUsers(t, identitiesByDefault() && os.Getenv(natsUsersEnv) == "on")
+}
+
+// newClusterUsers is newCluster, with NATS users (withNATSUsers) when
+// natsUsers is true.
+func newClusterUsers(t *testing.T, natsUsers bool) *cluster {
+	t.Helper()
 	c := &cluster{t: t, dbURL: testenv.Database(t), natsDir: t.TempDir(), natsAddr: freeAddr(t)}
 	if identitiesByDefault() {
 		c.withIdentities()
-		if os.Getenv(natsUsersEnv) == "on" {
-			c.withNATSUsers()
-		}
+	}
+	if natsUsers {
+		c.withNATSUsers()
 	}
 	c.natsURL = "nats://" + c.natsAddr
 	c.startNATS()

@@ -12,14 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/services/internal/reconcilers"
-	"github.com/no8s/no8s/services/internal/testenv"
 )
 
 // TestNATSServerConfigurationTakesOnlyTheCAUsers runs the pinned
@@ -155,17 +153,7 @@ func TestNATSServerConfigurationTakesOnlyTheCAUsers(t *testing.T) {
 // process; the harness's own connections (its checks) are a NATS admin's.
 func newAuthCluster(t *testing.T) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dbURL: testenv.Database(t), natsDir: t.TempDir(), natsAddr: freeAddr(t)}
-	c.natsURL = "nats://" + c.natsAddr
-	c.withNATSUsers()
-	c.startNATS()
-	pool, err := pgxpool.New(t.Context(), c.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	c.pool = pool
-	return c
+	return newClusterUsers(t, true)
 }
 
 // natsConfig writes deploy/nats/nats-server.conf, storing JetStream in
