@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -107,12 +108,39 @@ func (p *proc) exited() error {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := l.Addr().String()
+		l.Close()
+		if handedOut.claim(a) {
+			return a
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+}
+
+// handedOut remembers every address freeAddr returned in this test binary:
+// the kernel may give a just-closed port again, and two services of one
+// cluster told the same port fail at bind (as admission's probe and its
+// listener once did in CI).
+var handedOut = &addrSet{seen: map[string]bool{}}
+
+type addrSet struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// claim reports whether a was not handed out before, and records it.
+func (s *addrSet) claim(a string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen[a] {
+		return false
+	}
+	s.seen[a] = true
+	return true
 }
 
 // start runs a binary with its output in a log file that is printed when
