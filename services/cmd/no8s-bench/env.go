@@ -912,7 +912,17 @@ func (e *benchEnv) startProcEnv(name, bin string, env []string, args ...string) 
 		return nil, err
 	}
 	if name == "nats-server" {
+		// nats-server serves its own pprof (--profile PORT, on the host
+		// of -a), so -profile covers the broker too.
 		pprofAddr = ""
+		if profiling() {
+			if pprofAddr, err = freeAddr(); err != nil {
+				logf.Close()
+				return nil, err
+			}
+			_, port, _ := net.SplitHostPort(pprofAddr)
+			cmd.Args = append(cmd.Args, "--profile", port)
+		}
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Should the bench die without stopping them, the children die too.

@@ -3,7 +3,8 @@ package main
 // profile.go takes runtime profiles of the stack's processes under the
 // benchmark's load (issue 13 scope 2): with -profile DIR, every no8s
 // process the bench starts serves net/http/pprof on a loopback port of its
-// own (NO8S_PPROF_LISTEN), and the scenarios take a CPU profile and an
+// own (NO8S_PPROF_LISTEN; nats-server its own through --profile PORT),
+// and the scenarios take a CPU profile and an
 // allocation profile of every process over their measured windows into DIR
 // (outside the repository). Read them with go tool pprof, e.g.
 //
