@@ -150,6 +150,10 @@ func (s *Service) Serve(ctx context.Context, lis, workerLis net.Listener) error 
 		return nil
 	})
 	g.Go(func() error {
+		s.keepRegistryBucket(gctx)
+		return nil
+	})
+	g.Go(func() error {
 		sweepNamespaces(gctx, s.db.Store, s.cfg.NamespaceSweep, s.log.With("component", "namespace-sweep"))
 		return nil
 	})

@@ -107,6 +107,20 @@ func Ensure(ctx context.Context, js jetstream.KeyValueManager, ttl time.Duration
 	return kv, nil
 }
 
+// Lookup returns the bucket when it exists, without creating it: where NATS
+// checks identities only the store may create it (it recreates it when the
+// broker has lost it), so a reconciler waits for it.
+func Lookup(ctx context.Context, js jetstream.KeyValueManager) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("registry bucket %s: %w (the store creates it)", Bucket, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("registry bucket %s: %w", Bucket, err)
+	}
+	return kv, nil
+}
+
 // Registration is one replica's claim.
 type Registration struct {
 	replica Replica
@@ -126,7 +140,18 @@ type Registration struct {
 // storage, the bucket deleted by hand), Refresh recreates the bucket and
 // claims the keys again.
 func Join(ctx context.Context, js jetstream.KeyValueManager, ttl time.Duration, r Replica) (*Registration, error) {
-	ensure := func(ctx context.Context) (jetstream.KeyValue, error) { return Ensure(ctx, js, ttl) }
+	return join(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return Ensure(ctx, js, ttl) }, r)
+}
+
+// JoinExisting is Join for a reconciler that may not create the bucket (a
+// NATS user's permissions leave that to the store): its Registration looks
+// the bucket up again when a refresh fails, and claims the keys again once
+// the store has recreated it.
+func JoinExisting(ctx context.Context, js jetstream.KeyValueManager, r Replica) (*Registration, error) {
+	return join(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return Lookup(ctx, js) }, r)
+}
+
+func join(ctx context.Context, ensure func(context.Context) (jetstream.KeyValue, error), r Replica) (*Registration, error) {
 	kv, err := ensure(ctx)
 	if err != nil {
 		return nil, err
@@ -185,7 +210,8 @@ func (g *Registration) LastRefresh() time.Time {
 // Refresh re-claims the types and refreshes the replica key (the
 // heartbeat). A type found held by another reconciler is ErrTypeTaken. A
 // Registration made by Join that fails for another reason recreates the
-// bucket when it is missing and tries once more.
+// bucket when it is missing (JoinExisting's looks it up again) and tries
+// once more.
 func (g *Registration) Refresh(ctx context.Context) error {
 	err := g.refresh(ctx, g.bucket())
 	if err == nil || g.ensure == nil || errors.Is(err, ErrTypeTaken) || ctx.Err() != nil {

@@ -259,12 +259,15 @@ func TestRegistration(t *testing.T) {
 func TestRegistryHeartbeatExpiry(t *testing.T) {
 	env, p := start(t)
 	// A short heartbeat and TTL: the store made the bucket with the default
-	// TTL, so it goes first and the worker makes it again with the short one.
+	// TTL (and remakes it when it is gone), so the test shortens it, as an
+	// operator with a NATS admin's credentials could.
 	js, err := jetstream.New(env.NATS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := js.DeleteKeyValue(context.Background(), registry.Bucket); err != nil {
+	if _, err := js.UpdateKeyValue(context.Background(), jetstream.KeyValueConfig{
+		Bucket: registry.Bucket, TTL: time.Second, Storage: jetstream.MemoryStorage,
+	}); err != nil {
 		t.Fatal(err)
 	}
 	env.RunWorker(t, p.engine("widgets"), []sdk.TypeRef{widget}, worker.WithHeartbeat(200*time.Millisecond, time.Second))

@@ -160,9 +160,16 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.link.waitUsable(ctx); err != nil {
 		return nil // stopped before the store answered: nothing to drain
 	}
-	reg, err := registry.Join(ctx, js, w.o.registryTTL, registry.Replica{
+	replica := registry.Replica{
 		Name: w.name, ID: w.replica, Types: w.cfg.Types, Finalizers: ownedFinalizers(w.rec), StartedAt: w.startedAt.UTC(),
-	})
+	}
+	var reg *registry.Registration
+	if w.cfg.NATS.Opts.UserJWT != nil {
+		// As a NATS user it may not create the bucket: the store does.
+		reg, err = registry.JoinExisting(ctx, js, replica)
+	} else {
+		reg, err = registry.Join(ctx, js, w.o.registryTTL, replica)
+	}
 	if err != nil {
 		return fmt.Errorf("worker %s: register: %w", w.name, err)
 	}
