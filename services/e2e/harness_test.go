@@ -260,12 +260,19 @@ const identitiesEnv = "NO8S_E2E_IDENTITIES"
 // identities on: always, unless identitiesEnv is "off".
 func identitiesByDefault() bool { return os.Getenv(identitiesEnv) != "off" }
 
-// natsUsersEnv, set to "on" (with identities on), runs every cluster's
-// nats-server with the project's configuration (deploy/nats/nats-server.conf
-// and `no8s identity nats-config`'s part): it takes only the CA's NATS
-// users, and every process connects as its identity's (withNATSUsers).
-// The tests of NATS users themselves (newAuthCluster) run so either way.
+// natsUsersEnv, set to "off", runs every cluster's nats-server taking any
+// client, as an installation whose NATS has no users. Otherwise, with
+// identities on, every cluster's nats-server runs with the project's
+// configuration (deploy/nats/nats-server.conf and `no8s identity
+// nats-config`'s part): it takes only the CA's NATS users, and every
+// process connects as its identity's (withNATSUsers). The tests of NATS
+// users themselves (newAuthCluster) run so either way.
 const natsUsersEnv = "NO8S_E2E_NATS_USERS"
+
+// natsUsersByDefault says whether newCluster and newSQLiteCluster run
+// their nats-server with NATS users: with identities on, unless
+// natsUsersEnv is "off".
+func natsUsersByDefault() bool { return identitiesByDefault() && os.Getenv(natsUsersEnv) != "off" }
 
 // withNATSUsers, with identities on and before the cluster's nats-server
 // starts, gives the CA NATS keys (`no8s identity init-ca --nats`) and the
@@ -396,10 +403,11 @@ func (c *cluster) healthAddr(name string) string {
 }
 
 // newCluster starts a nats-server process on a fresh database, with
-// identities on unless NO8S_E2E_IDENTITIES=off (identitiesEnv).
+// identities on unless NO8S_E2E_IDENTITIES=off (identitiesEnv), and NATS
+// users with them unless NO8S_E2E_NATS_USERS=off (natsUsersEnv).
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	return newClusterUsers(t, identitiesByDefault() && os.Getenv(natsUsersEnv) == "on")
+	return newClusterUsers(t, natsUsersByDefault())
 }
 
 // newClusterUsers is newCluster, with NATS users (withNATSUsers) when
@@ -432,7 +440,7 @@ func newSQLiteCluster(t *testing.T) *cluster {
 	c := &cluster{t: t, dbFile: filepath.Join(t.TempDir(), "store.db"), natsDir: t.TempDir(), natsAddr: freeAddr(t)}
 	if identitiesByDefault() {
 		c.withIdentities()
-		if os.Getenv(natsUsersEnv) == "on" {
+		if natsUsersByDefault() {
 			c.withNATSUsers()
 		}
 	}
