@@ -56,7 +56,8 @@ func (ids identities) service(name string) *identity.Credentials {
 // directory with identityca.Ensure (the CA with NATS keys at first start,
 // and each identity of ids issued again when it is missing, stale or
 // expires within identityca.DefaultRenewBefore, as `no8s identity ensure`
-// does), then loads the credentials of every identity in ids.
+// does), then loads the credentials of every identity in ids that has a
+// certificate (the developer's NATS users, devNATSUsers, have none).
 func loadIdentities(cfg Config, ids []identity.ID, now time.Time, log *slog.Logger) (identities, error) {
 	caDir := cfg.CADir()
 	_, res, err := identityca.Ensure(identityca.Deployment{CADir: caDir, CredentialsRoot: cfg.IdentityDir(), IDs: ids,
@@ -69,6 +70,9 @@ func loadIdentities(cfg Config, ids []identity.ID, now time.Time, log *slog.Logg
 	}
 	out := identities{}
 	for _, id := range ids {
+		if id.Kind.NATSOnly() {
+			continue // a NATS user alone: nothing to load (NATSCreds)
+		}
 		creds, err := identity.Load(identityca.CredentialsDir(cfg.IdentityDir(), id))
 		if err != nil {
 			return nil, fmt.Errorf("identity %s: %w", id, err)
@@ -87,18 +91,18 @@ func (c Config) NATSCreds(kind identity.Kind) string {
 	return filepath.Join(identityca.CredentialsDir(c.IdentityDir(), identity.ID{Kind: kind, Name: "dev"}), identity.NATSCredsFile)
 }
 
+// devNATSUsers are the developer's NATS users (NATSCreds), issued with the
+// stack's identities.
+func devNATSUsers() []identity.ID {
+	return []identity.ID{{Kind: identity.Publisher, Name: "dev"}, {Kind: identity.Reader, Name: "dev"}}
+}
+
 // natsAuth returns the server side of the stack CA's NATS users, for the
-// embedded NATS server, and issues the developer's NATS users (NATSCreds)
-// afresh.
+// embedded NATS server.
 func natsAuth(cfg Config, now time.Time) (*identityca.NATSServer, error) {
 	ca, err := identityca.Load(cfg.CADir())
 	if err != nil {
 		return nil, fmt.Errorf("identities: %w", err)
-	}
-	for _, kind := range []identity.Kind{identity.Publisher, identity.Reader} {
-		if err := ca.IssueNATSTo(filepath.Dir(cfg.NATSCreds(kind)), identity.ID{Kind: kind, Name: "dev"}, now, identityca.DefaultLeafValidity); err != nil {
-			return nil, fmt.Errorf("identity %s/dev: %w", kind, err)
-		}
 	}
 	return ca.NATSServer(now)
 }
