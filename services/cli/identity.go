@@ -28,7 +28,7 @@ Credentials are a directory of tls.crt, tls.key and ca.crt, and nats.creds:
 the identity's NATS user, with its permissions. Processes read them again
 when they change. NATS publishers and readers get a NATS user alone.`,
 	}
-	cmd.AddCommand(a.identityInitCmd(), a.identityIssueCmd(), a.identityShowCmd(), a.identityRotateCmd(), a.identityRetireCmd(), a.identityReleaseCmd(), a.identityNATSConfigCmd())
+	cmd.AddCommand(a.identityInitCmd(), a.identityIssueCmd(), a.identityShowCmd(), a.identityRotateCmd(), a.identityRetireCmd(), a.identityReleaseCmd(), a.identityNATSConfigCmd(), a.identityEnsureCmd())
 	return cmd
 }
 
@@ -193,6 +193,110 @@ deploy/nats/nats-server.conf includes it as no8s-auth.conf.`,
 	cmd.Flags().StringVar(&caDir, "ca-dir", "", "the CA directory (ca.crt, ca.key, nats.json)")
 	cmd.Flags().StringVar(&out, "out", "", "the file to write (standard output when absent)")
 	_ = cmd.MarkFlagRequired("ca-dir")
+	return cmd
+}
+
+func (a *app) identityEnsureCmd() *cobra.Command {
+	var (
+		caDir, out, natsConfig       string
+		services, reconcilers, hosts []string
+		publishers, readers          []string
+		valid, renewBefore           time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "ensure --ca-dir DIR --out DIR [--reconciler NAME=T/v1,...]... [--nats-config FILE]",
+		Short: "Create the CA if missing and issue every missing or stale credential of a deployment",
+		Long: `Makes a deployment's identities hold, changing only what is missing or stale,
+so that it can run at every start (the Compose file's one-shot identity
+service does) and again at any time:
+
+  - the CA in --ca-dir, created with NATS keys when it has none (NATS keys
+    are added to a CA without them);
+  - one credentials directory per identity under --out, named
+    <kind>-<name> (service-store, reconciler-tenant, publisher-orders),
+    issued again when it is missing, holds another identity or other types,
+    trusts another CA bundle (after rotate-ca), has no NATS user or one of
+    other keys, or expires within --renew-before;
+  - with --nats-config, the nats-server include that takes only the CA's
+    NATS users (as nats-config writes it), written when missing or written
+    from other keys.
+
+Every control plane service is issued unless --services says otherwise.
+A reconciler's types are claimed in the CA directory as issue claims them:
+a type another reconciler holds fails the command, naming it.`,
+		Example: `  no8s identity ensure --ca-dir /var/lib/no8s/ca --out /var/lib/no8s/identity \
+    --reconciler tenant=Tenant/v1 --reconciler noop=DatabaseCluster/v1,WebApp/v1 \
+    --nats-publisher queue-input --nats-reader events \
+    --nats-config /var/lib/no8s/nats/no8s-auth.conf`,
+		Args: func(_ *cobra.Command, args []string) error { return exactArgs(0, "no arguments")(args) },
+		RunE: func(*cobra.Command, []string) error {
+			var ids []identity.ID
+			for _, s := range services {
+				ids = append(ids, identity.ServiceID(s))
+			}
+			for _, r := range reconcilers {
+				name, types, ok := strings.Cut(r, "=")
+				if !ok || name == "" || types == "" {
+					return usagef("--reconciler %q: want NAME=Type/v1[,Type/v1...]", r)
+				}
+				ids = append(ids, identity.ID{Kind: identity.Reconciler, Name: name, Types: strings.Split(types, ",")})
+			}
+			for _, p := range publishers {
+				ids = append(ids, identity.ID{Kind: identity.Publisher, Name: p})
+			}
+			for _, r := range readers {
+				ids = append(ids, identity.ID{Kind: identity.Reader, Name: r})
+			}
+			for _, id := range ids {
+				if err := id.Validate(); err != nil {
+					return usagef("%v", err)
+				}
+			}
+			_, res, err := identityca.Ensure(identityca.Deployment{CADir: caDir, CredentialsRoot: out, IDs: ids, Hosts: hosts,
+				NATSConfig: natsConfig, Validity: valid, RenewBefore: renewBefore}, a.now())
+			if err != nil {
+				return err
+			}
+			w := a.streams.Out
+			switch {
+			case res.CACreated:
+				fmt.Fprintf(w, "CA created in %s, with NATS keys\n", caDir)
+			case res.NATSKeysAdded:
+				fmt.Fprintf(w, "CA %s: NATS keys added\n", caDir)
+			default:
+				fmt.Fprintf(w, "CA %s: kept\n", caDir)
+			}
+			for _, id := range ids {
+				dir := identityca.CredentialsDir(out, id)
+				if why, ok := res.Issued[id.String()]; ok {
+					fmt.Fprintf(w, "issued %s to %s (%s)\n", describeID(id), dir, why)
+				} else {
+					fmt.Fprintf(w, "kept %s in %s\n", describeID(id), dir)
+				}
+			}
+			if natsConfig != "" {
+				verb := "kept"
+				if res.NATSConfigWritten {
+					verb = "wrote"
+				}
+				fmt.Fprintf(w, "%s %s: the nats-server include that takes only the CA's NATS users\n", verb, natsConfig)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&caDir, "ca-dir", "", "the CA directory (created when it has no CA)")
+	f.StringVar(&out, "out", "", "the directory holding one credentials directory per identity (<kind>-<name>)")
+	f.StringSliceVar(&services, "services", identity.Services(), "the control plane services to issue (comma-separated)")
+	f.StringArrayVar(&reconcilers, "reconciler", nil, "a reconciler deployment and the types it serves, NAME=Type/v1[,Type/v1...] (repeatable)")
+	f.StringSliceVar(&publishers, "nats-publisher", nil, "a NATS publisher (queue input) to issue a NATS user alone (repeatable)")
+	f.StringSliceVar(&readers, "nats-reader", nil, "a NATS reader (CloudEvents consumer) to issue a NATS user alone (repeatable)")
+	f.StringVar(&natsConfig, "nats-config", "", "write the nats-server include here (as nats-config does) when missing or stale")
+	f.StringSliceVar(&hosts, "host", nil, "a host name or IP address added to every certificate for tools that check host names (repeatable)")
+	f.DurationVar(&valid, "valid", identityca.DefaultLeafValidity, "how long what is issued is valid")
+	f.DurationVar(&renewBefore, "renew-before", identityca.DefaultRenewBefore, "issue again what expires within this")
+	_ = cmd.MarkFlagRequired("ca-dir")
+	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }
 

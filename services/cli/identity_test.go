@@ -156,3 +156,35 @@ func TestIdentityTypeClaims(t *testing.T) {
 		t.Fatalf("release-type without a type: %d, want a usage error", code)
 	}
 }
+
+// TestIdentityEnsure: the first run creates the CA with NATS keys and
+// issues every service, the reconcilers named and the NATS users, and
+// writes the NATS include; the second run keeps everything; a bad
+// --reconciler is a usage error.
+func TestIdentityEnsure(t *testing.T) {
+	dir := t.TempDir()
+	ca, out, conf := filepath.Join(dir, "ca"), filepath.Join(dir, "identity"), filepath.Join(dir, "nats", "no8s-auth.conf")
+	args := []string{"identity", "ensure", "--ca-dir", ca, "--out", out, "--reconciler", "tenant=Tenant/v1", "--reconciler", "noop=DatabaseCluster/v1,WebApp/v1",
+		"--nats-publisher", "queue-input", "--nats-reader", "events", "--nats-config", conf}
+	code, stdout, errOut := run(t, nil, "", args...)
+	if code != ExitOK || !strings.HasPrefix(stdout, "CA created in "+ca) || strings.Contains(stdout, "kept ") || !strings.Contains(stdout, "wrote "+conf) {
+		t.Fatalf("first ensure: %d %q %q", code, stdout, errOut)
+	}
+	for _, d := range []string{"service-store", "service-admission", "service-gateway", "service-scheduler", "service-registry-sync", "reconciler-tenant", "reconciler-noop"} {
+		if _, err := identity.Load(filepath.Join(out, d)); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+	for _, d := range []string{"publisher-queue-input", "reader-events"} {
+		if _, err := os.Stat(filepath.Join(out, d, identity.NATSCredsFile)); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+	code, stdout, errOut = run(t, nil, "", args...)
+	if code != ExitOK || strings.Contains(stdout, "issued ") || !strings.Contains(stdout, "kept reconciler/noop (types DatabaseCluster/v1, WebApp/v1)") || !strings.Contains(stdout, "kept "+conf) {
+		t.Fatalf("second ensure: %d %q %q", code, stdout, errOut)
+	}
+	if code, _, errOut := run(t, nil, "", "identity", "ensure", "--ca-dir", ca, "--out", out, "--reconciler", "tenant"); code != ExitUsage || !strings.Contains(errOut, "NAME=Type/v1") {
+		t.Fatalf("--reconciler without types: %d %q", code, errOut)
+	}
+}

@@ -221,7 +221,7 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	var natsUsers *identityca.NATSServer
 	if cfg.Identities {
 		var err error
-		if ids, err = loadIdentities(cfg, stackIDs(cfg), time.Now(), log); err != nil {
+		if ids, err = loadIdentities(cfg, append(stackIDs(cfg), devNATSUsers()...), time.Now(), log); err != nil {
 			return err
 		}
 		if natsUsers, err = natsAuth(cfg, time.Now()); err != nil {

@@ -129,7 +129,7 @@ func TestIdentitiesOff(t *testing.T) {
 }
 
 // TestLoadIdentitiesKeepsAndRenews: a restart keeps the CA and the
-// credentials; a credential within renewBefore of its expiry, or issued by
+// credentials; a credential within identityca.DefaultRenewBefore of its expiry, or issued by
 // a CA since replaced, is issued again.
 func TestLoadIdentitiesKeepsAndRenews(t *testing.T) {
 	cfg := Config{DataDir: t.TempDir()}
@@ -160,7 +160,7 @@ func TestLoadIdentitiesKeepsAndRenews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := renewed.service(identity.Store).NotAfter(); got.Before(now.Add(renewBefore)) {
+	if got := renewed.service(identity.Store).NotAfter(); got.Before(now.Add(identityca.DefaultRenewBefore)) {
 		t.Fatalf("a credential close to its expiry was not issued again (valid until %s)", got)
 	}
 	// A new CA (the old one removed): every credential is issued again.

@@ -21,6 +21,13 @@ func TestBrokenCompose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A nats-server configuration that takes anyone (no include of the CA's
+	// NATS users), but whose protocol line still takes their JWTs: every
+	// service starts, and only the authenticated step notices.
+	open := filepath.Join(t.TempDir(), "nats-open.conf")
+	if err := os.WriteFile(open, []byte("port: 4222\nhttp_port: 8222\nmax_control_line: 32768\njetstream {\n  store_dir: /data\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name    string
 		edit    func(string) string
@@ -37,6 +44,12 @@ func TestBrokenCompose(t *testing.T) {
 			}
 			return s[:i+j] + s[i+j+len("      NATS_URL: nats://nats:4222\n"):]
 		}, "start", "scheduler"},
+		{"NATS takes anyone", func(s string) string {
+			return strings.Replace(s, `"./deploy/nats/nats-server.conf:/etc/nats/nats-server.conf:ro"`, `"`+open+`:/etc/nats/nats-server.conf:ro"`, 1)
+		}, "authenticated", "nats"},
+		{"identity fails", func(s string) string {
+			return strings.Replace(s, `"--reconciler", "tenant=Tenant/v1",`, `"--reconciler", "tenant",`, 1)
+		}, "start", "identity"},
 		{"registry-sync removed", func(s string) string {
 			i := strings.Index(s, "  # TenantRegistries and HttpSources")
 			j := strings.Index(s, "  # Tenant/v1:")

@@ -24,8 +24,9 @@ const (
 	Gateway2Port = 8001
 )
 
-// Flow is the check run through the gateways' published ports only: the
-// README's flow, a TenantRegistry over rows in the file's PostgreSQL, an
+// Flow is the check run through the gateways' published ports only (but
+// for its first step, which knocks at NATS and the store from the client's
+// namespace without credentials, and is refused): the README's flow, a TenantRegistry over rows in the file's PostgreSQL, an
 // HttpSource served from the client namespace, then SIGKILL of one replica
 // of each stateless service and of the scheduler leader, after which a new
 // resource still reaches Ready and the children stay Ready. Each step's
@@ -75,6 +76,7 @@ func (f *Flow) run(ctx context.Context, s step) error {
 func (f *Flow) Steps(ctx context.Context) error {
 	f.init()
 	for _, s := range []step{
+		{"authenticated", []string{"nats", "store", "identity"}, f.authenticated},
 		{"readme-flow", []string{"gateway (published port 8000)", "admission", "store", "scheduler", "reconciler-noop"}, f.readme},
 		{"tenant-registry", []string{"registry-sync", "reconciler-tenant", "reconciler-noop", "postgres"}, f.tenants},
 		{"http-source", []string{"registry-sync", "reconciler-noop"}, f.httpSource},

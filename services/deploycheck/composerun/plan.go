@@ -2,8 +2,10 @@ package composerun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -74,23 +76,41 @@ func (r *Run) planAll(order []string) error {
 	return nil
 }
 
-// hostPath maps a path inside the container to the host: a path under a
-// mount's target goes under the mount's source (a named volume is the
-// run's directory volumes/<name>); other paths are unchanged.
+// hostPath maps a path inside the container to the host: a path at or
+// under a mount's target goes under the mount's source (a named volume is
+// the run's directory volumes/<name>), the longest target winning, as
+// mounts nest in a container (a file bound inside a mounted volume); other
+// paths are unchanged.
 func (r *Run) hostPath(p *plan, s string) string {
+	best, bestLen := s, -1
 	for _, m := range p.mounts {
+		target := strings.TrimSuffix(m.Target, "/")
+		if len(target) <= bestLen {
+			continue
+		}
 		src := m.Source
 		if m.Named {
 			src = filepath.Join(r.volumesDir(), m.Source)
 		}
-		if s == m.Target {
-			return src
-		}
-		if rest, ok := strings.CutPrefix(s, strings.TrimSuffix(m.Target, "/")+"/"); ok {
-			return filepath.Join(src, rest)
+		if s == target || s == m.Target {
+			best, bestLen = src, len(target)
+		} else if rest, ok := strings.CutPrefix(s, target+"/"); ok {
+			best, bestLen = filepath.Join(src, rest), len(target)
 		}
 	}
-	return s
+	return best
+}
+
+// hostArg maps one command-line argument: a path (hostPath), or the value
+// of a --flag=/path argument.
+func (r *Run) hostArg(p *plan, a string) string {
+	if strings.HasPrefix(a, "-") {
+		if flag, value, ok := strings.Cut(a, "="); ok && strings.HasPrefix(value, "/") {
+			return flag + "=" + r.hostPath(p, value)
+		}
+		return a
+	}
+	return r.hostPath(p, a)
 }
 
 func (r *Run) volumesDir() string {
@@ -100,22 +120,98 @@ func (r *Run) volumesDir() string {
 	return filepath.Join(r.Dir, "volumes")
 }
 
-// volumes makes the service's named volumes' directories, owned by uid.
+// volumes makes the service's named volumes' directories. A volume met
+// for the first time is made as a container engine makes it: for a
+// service of the no8s image, with the owner and mode of the image's
+// directory at the mount's target (an engine copies them into an empty
+// volume), root's 0755 when the image has none; for the stand-ins of other
+// images, owned by the process's user (uid, gid), as their entry points
+// arrange. A volume that exists keeps its owner.
 func (r *Run) volumes(p *plan, uid, gid int) error {
+	if err := os.MkdirAll(r.volumesDir(), 0o755); err != nil {
+		return err
+	}
 	for _, m := range p.mounts {
 		if !m.Named {
 			continue
 		}
 		dir := filepath.Join(r.volumesDir(), m.Source)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		owner, group, mode := uid, gid, os.FileMode(0o700)
+		if p.kind == kindNo8s {
+			owner, group, mode = r.imageDirOwner(m.Target)
+		}
+		if err := os.Mkdir(dir, mode); errors.Is(err, os.ErrExist) {
+			continue
+		} else if err != nil {
 			return fmt.Errorf("volume %s: %w", m.Source, err)
 		}
-		if err := os.Chown(dir, uid, gid); err != nil {
+		if err := os.Chmod(dir, mode); err != nil {
 			return fmt.Errorf("volume %s: %w", m.Source, err)
 		}
+		if err := os.Chown(dir, owner, group); err != nil {
+			return fmt.Errorf("volume %s: %w", m.Source, err)
+		}
+		r.logf("volume %s made for %s at %s: owner %d:%d, mode %s", m.Source, p.svc.Name, m.Target, owner, group, mode)
 	}
 	return os.Chmod(r.volumesDir(), 0o755)
 }
+
+// imageDirOwner is the owner, group and permissions of the no8s image's
+// directory target, or root's 0755 when the image has no directory there.
+func (r *Run) imageDirOwner(target string) (uid, gid int, mode os.FileMode) {
+	if f, ok := r.imageDirs[path.Clean(target)]; ok {
+		return f.UID, f.GID, f.Mode.Perm()
+	}
+	return 0, 0, 0o755
+}
+
+// stageNATSConfig prepares the configuration file a nats service names
+// with -c (containerConf, a path inside its container) for the pinned
+// nats-server on the host: the file is read through the service's mounts,
+// an absolute path it sets (store_dir, for instance) is mapped to the
+// host, and each include (relative to the file, as nats-server reads them)
+// becomes a symbolic link beside the staged copy pointing at the included
+// file's host path. It returns the staged file.
+func (r *Run) stageNATSConfig(p *plan, containerConf string) (string, error) {
+	data, err := os.ReadFile(r.hostPath(p, containerConf))
+	if err != nil {
+		return "", fmt.Errorf("service %s: -c %s: %w", p.svc.Name, containerConf, err)
+	}
+	dir := filepath.Join(r.Dir, "natsconf-"+p.svc.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if m := natsInclude.FindStringSubmatch(line); m != nil {
+			inc := strings.Trim(m[1], `"'`)
+			if filepath.IsAbs(inc) {
+				return "", fmt.Errorf("service %s: %s: include %s: nats-server reads includes relative to the file", p.svc.Name, containerConf, inc)
+			}
+			link := filepath.Join(dir, inc)
+			if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+				return "", err
+			}
+			_ = os.Remove(link)
+			if err := os.Symlink(r.hostPath(p, path.Join(path.Dir(containerConf), inc)), link); err != nil {
+				return "", err
+			}
+		} else if m := natsPathSetting.FindStringSubmatch(line); m != nil {
+			line = m[1] + m[2] + r.hostPath(p, m[3]) + m[2]
+		}
+		out = append(out, line)
+	}
+	staged := filepath.Join(dir, path.Base(containerConf))
+	if err := os.WriteFile(staged, []byte(strings.Join(out, "\n")), 0o644); err != nil {
+		return "", err
+	}
+	return staged, nil
+}
+
+var (
+	natsInclude     = regexp.MustCompile(`^\s*include\s+(\S+)\s*;?\s*$`)
+	natsPathSetting = regexp.MustCompile(`^(\s*[A-Za-z_]+\s*[:=]?\s*)("?)(/[^"\s]*)"?\s*$`)
+)
 
 // env is the service's environment as the process sees it: the image's
 // (PATH, the CA bundle) and the service's, paths mapped.
@@ -152,13 +248,25 @@ func (r *Run) resolve(ctx context.Context, p *plan) (argv, env []string, uid, gi
 		}
 		argv = []string{bin}
 		for _, a := range cmd[1:] {
-			argv = append(argv, r.hostPath(p, a))
+			argv = append(argv, r.hostArg(p, a))
 		}
 	case kindNATS:
 		uid, gid = r.uid, r.gid
 		argv = []string{r.cfg.NATSServer}
-		for _, a := range p.svc.Command {
-			argv = append(argv, r.hostPath(p, a))
+		for i := 0; i < len(p.svc.Command); i++ {
+			a := p.svc.Command[i]
+			conf, inline := strings.CutPrefix(a, "--config=")
+			if !inline && (a == "-c" || a == "--config") && i+1 < len(p.svc.Command) {
+				conf, i = p.svc.Command[i+1], i+1
+			} else if !inline {
+				argv = append(argv, r.hostArg(p, a))
+				continue
+			}
+			staged, err := r.stageNATSConfig(p, conf)
+			if err != nil {
+				return nil, nil, 0, 0, err
+			}
+			argv = append(argv, "-c", staged)
 		}
 	case kindPostgres:
 		if uid, gid, err = lookupUser("postgres"); err != nil {

@@ -11,9 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"path"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,6 +70,11 @@ type Run struct {
 	procs map[string]*supervisor
 	uid   int // the image's numeric user
 	gid   int
+	// imageDirs are the no8s image's directories by path (their owner
+	// and mode become a new named volume's, as an engine copies them).
+	imageDirs map[string]*imagecheck.File
+	// order is the start order (depends_on first).
+	order []string
 
 	stopOnce sync.Once
 	ctx      context.Context
@@ -143,6 +148,7 @@ func Start(ctx context.Context, cfg Config) (_ *Run, err error) {
 	if err := r.planAll(order); err != nil {
 		return nil, err
 	}
+	r.order = order
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer func() {
 		if err != nil {
@@ -197,15 +203,12 @@ func (r *Run) hostTable() string {
 // waitStarted waits, within StartTimeout, for every service's target
 // state: healthy when it has a health check, done (exit 0) when it is a
 // one-shot service (restart "no" and something waits for its completion),
-// else started.
+// else started. It waits in the start order, so that a one-shot service
+// that fails is the service named, at once: what depends on it never
+// starts (supervisor.run) and is not waited for until the timeout.
 func (r *Run) waitStarted(ctx context.Context) error {
 	deadline := time.Now().Add(r.cfg.StartTimeout)
-	names := make([]string, 0, len(r.procs))
-	for n := range r.procs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range r.order {
 		s := r.procs[n]
 		want := ConditionStarted
 		if s.plan.svc.Healthcheck != nil && !s.plan.svc.Healthcheck.Disable {
@@ -242,6 +245,12 @@ func (r *Run) extract(ctx context.Context) error {
 	}
 	if r.gid, err = strconv.Atoi(gid); err != nil {
 		r.gid = r.uid
+	}
+	r.imageDirs = map[string]*imagecheck.File{}
+	for p, f := range img.Files {
+		if f.Mode.IsDir() {
+			r.imageDirs[path.Clean("/"+p)] = f
+		}
 	}
 	bin := filepath.Join(r.Dir, "bin")
 	if err := os.Mkdir(bin, 0o755); err != nil {

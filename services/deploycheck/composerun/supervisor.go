@@ -28,6 +28,10 @@ type supervisor struct {
 	lastErr  error
 	lastHC   string
 	stopping bool
+	// failed is set when the service can never start (a dependency that
+	// will never hold, a command that cannot be resolved): whatever waits
+	// for it fails at once instead of at the start timeout.
+	failed error
 }
 
 func newSupervisor(r *Run, p *plan) *supervisor {
@@ -53,6 +57,9 @@ func (s *supervisor) startCount() int {
 func (s *supervisor) reached(cond string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.failed != nil {
+		return false, fmt.Errorf("%s never starts: %w", s.plan.svc.Name, s.failed)
+	}
 	switch cond {
 	case ConditionStarted:
 		return s.started > 0, nil
@@ -110,13 +117,14 @@ func (s *supervisor) run() {
 		if err := s.r.procs[dep].wait(ctx, d.Condition, time.Now().Add(s.r.cfg.StartTimeout)); err != nil {
 			s.update(func() {
 				s.exited, s.exitCode, s.lastErr = true, -1, fmt.Errorf("depends on %s (%s): %w", dep, d.Condition, err)
+				s.failed = s.lastErr
 			})
 			return
 		}
 	}
 	argv, env, uid, gid, err := s.r.resolve(ctx, s.plan)
 	if err != nil {
-		s.update(func() { s.exited, s.exitCode, s.lastErr = true, -1, err })
+		s.update(func() { s.exited, s.exitCode, s.lastErr, s.failed = true, -1, err, err })
 		return
 	}
 	if s.plan.svc.Healthcheck != nil && !s.plan.svc.Healthcheck.Disable {

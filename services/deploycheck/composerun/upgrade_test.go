@@ -4,15 +4,18 @@ package composerun
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 )
 
-// TestUpgrade: docker-compose.yml first runs on the binaries of the commit
-// this work started from (NO8S_UPGRADE_FROM_BIN, built by make from that
-// commit), which fill the volumes with resources of every kind; then the
-// same file runs on the new image over the same volumes: migrate first, the
-// stores with --migrate=false, and the earlier resources are read, updated
-// and reach Ready, without rebuild-stream.
+// TestUpgrade: the earlier release first runs as it was deployed: its own
+// docker-compose.yml (from its tree, NO8S_UPGRADE_FROM_DIR) on its own
+// binaries (NO8S_UPGRADE_FROM_BIN, built by make from that commit), which
+// fill the volumes with resources of every kind; then this tree's
+// docker-compose.yml runs on the new image over the same volumes: the
+// identity service issues the credentials, migrate runs first, the stores
+// with --migrate=false, and the earlier resources are read, updated and
+// reach Ready, without rebuild-stream.
 func TestUpgrade(t *testing.T) {
 	old := os.Getenv("NO8S_UPGRADE_FROM_BIN")
 	if old == "" {
@@ -28,8 +31,12 @@ func TestUpgrade(t *testing.T) {
 	}
 	before := snapshot(t)
 
-	cfg := config(t, "")
-	cfg.ProcessBinaries, cfg.VolumesDir = old, volumes
+	oldTree := os.Getenv("NO8S_UPGRADE_FROM_DIR")
+	if oldTree == "" {
+		oldTree = filepath.Dir(old)
+	}
+	cfg := config(t, filepath.Join(oldTree, "docker-compose.yml"))
+	cfg.ProjectDir, cfg.ProcessBinaries, cfg.VolumesDir = oldTree, old, volumes
 	r, err := Start(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -212,6 +213,9 @@ func (img *Image) CheckLayout(arch string, binaries []string) error {
 	if err := img.checkUser(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := img.checkStateDirs(); err != nil {
+		errs = append(errs, err)
+	}
 	for p := range img.Files {
 		for _, s := range Shells {
 			if path.Base(p) == s {
@@ -243,6 +247,31 @@ func (img *Image) checkUser() error {
 		}
 	}
 	return fmt.Errorf("/etc/passwd has no entry for user %s", img.Config.Config.User)
+}
+
+// StateDirs are the directories the image's user must own, so that a
+// named volume mounted on one starts owned by it: the CA, the issued
+// credentials and the NATS include of docker-compose.yml's identity
+// service.
+var StateDirs = []string{"/var/lib/no8s/ca", "/var/lib/no8s/identity", "/var/lib/no8s/nats"}
+
+// checkStateDirs: every StateDirs entry is a directory owned by the
+// image's user.
+func (img *Image) checkStateDirs() error {
+	uid, _, _ := strings.Cut(img.Config.Config.User, ":")
+	var errs []error
+	for _, d := range StateDirs {
+		f, ok := img.Files[d]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("%s missing (a named volume on it would be root's)", d))
+		case !f.Mode.IsDir():
+			errs = append(errs, fmt.Errorf("%s is not a directory (%s)", d, f.Mode))
+		case strconv.Itoa(f.UID) != uid:
+			errs = append(errs, fmt.Errorf("%s is owned by %d, not by the image's user %s", d, f.UID, uid))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Extract writes the image's file p into dir and returns its path there.
