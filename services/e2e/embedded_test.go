@@ -145,6 +145,9 @@ type devAddrs struct {
 	Store      string `json:"store"`
 	MetricsURL string `json:"metrics_url"`
 	CADir      string `json:"ca_dir"`
+	// The developer's NATS users no8s dev issues (files of NATS credentials).
+	NATSPublisherCreds string `json:"nats_publisher_creds"`
+	NATSReaderCreds    string `json:"nats_reader_creds"`
 }
 
 // startDevServing runs `no8s dev` (startDev) with type typ/v1 of schema

@@ -268,6 +268,70 @@ func TestControlPlaneOnAuthenticatedNATS(t *testing.T) {
 
 	// The attacks, each refused by NATS, counted before and after.
 	js, _ := c.jetstream()
+	natsAttacksRefused(t, c.natsURL, js, map[string]string{
+		"reconciler/noop": c.natsUserFile("--reconciler", "noop", "--types", "Guarded/v1"),
+	})
+	// Still serving: a change after the attacks goes to Ready.
+	r = do(t, "POST", base+"/api/v1/resources", map[string]any{"name": "three", "resource_type_name": "Guarded", "resource_type_version": "v1", "spec": map[string]any{"size": 3}})
+	if r.status != 201 {
+		t.Fatalf("create after the attacks: %d %s", r.status, r.body)
+	}
+	waitResource(t, base, int64(r.json(t)["id"].(float64)), "ready", func(m map[string]any) bool { return m["status"] == "ready" })
+}
+
+// TestNATSAttacksRefusedDev replays the NATS attacks against `no8s dev`,
+// whose embedded NATS server takes only its CA's users: as the noop
+// reconciler beside it, and as the developer's publisher and reader that
+// no8s dev issues (the paths its ready file names), each attack is refused
+// with a permissions violation and changes nothing; a change made
+// afterwards still goes to Ready.
+func TestNATSAttacksRefusedDev(t *testing.T) {
+	env := noPostgreSQL()
+	addrs, _ := startDevServing(t, env, "Guarded", map[string]any{"type": "object", "properties": map[string]any{"size": map[string]any{"type": "integer"}}})
+	if addrs.NATSPublisherCreds == "" || addrs.NATSReaderCreds == "" {
+		t.Fatalf("no8s dev's ready file names no developer NATS users: %+v", addrs)
+	}
+	ready := func(m map[string]any) bool { return m["status"] == "ready" }
+	create := func(name string) {
+		t.Helper()
+		r := do(t, "POST", addrs.APIURL+"/api/v1/resources", map[string]any{"name": name, "resource_type_name": "Guarded", "resource_type_version": "v1", "spec": map[string]any{"size": 1}})
+		if r.status != 201 {
+			t.Fatalf("create %s: %d %s", name, r.status, r.body)
+		}
+		waitResource(t, addrs.APIURL, int64(r.json(t)["id"].(float64)), "ready", ready)
+	}
+	create("before")
+
+	noop := filepath.Join(t.TempDir(), "noop")
+	if r := no8sEnv(t, nil, "", "identity", "issue", "--ca-dir", addrs.CADir, "--out", noop, "--reconciler", "noop", "--types", "Guarded/v1"); r.code != 0 {
+		t.Fatalf("no8s identity issue --reconciler noop: %d %s", r.code, r.stderr)
+	}
+	admin, err := nats.Connect(addrs.NATSURL, natsAdminOptions(t, addrs.CADir)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	js, err := jetstream.New(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	natsAttacksRefused(t, addrs.NATSURL, js, map[string]string{
+		"reconciler/noop":           filepath.Join(noop, identity.NATSCredsFile),
+		"the developer's publisher": addrs.NATSPublisherCreds,
+		"the developer's reader":    addrs.NATSReaderCreds,
+	})
+	create("after")
+}
+
+// natsAttacksRefused makes, as each NATS user of users (who → credentials
+// file), the writes NATS took from anyone before it checked identities: a
+// registry entry claiming a type, an input outcome, a resource event, and
+// purging or deleting the event, work and input streams. Each must be
+// refused with a permissions violation, and no stream may move (last
+// sequences, seen through js, an admin's view) nor the forged registry
+// entry stand.
+func natsAttacksRefused(t *testing.T, url string, js jetstream.JetStream, users map[string]string) {
+	t.Helper()
 	counts := func() map[string]uint64 {
 		out := map[string]uint64{}
 		for _, s := range subjects.Streams() {
@@ -287,32 +351,33 @@ func TestControlPlaneOnAuthenticatedNATS(t *testing.T) {
 		return out
 	}
 	before := counts()
-	noopDir := c.credentials("--reconciler", "noop", "--types", "Guarded/v1")
-	asNoop := func(what string, f func(nc *nats.Conn) error) {
-		t.Helper()
-		nc, err := nats.Connect(c.natsURL, nats.UserCredentials(filepath.Join(noopDir, identity.NATSCredsFile)), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
-		if err != nil {
-			t.Fatal(err)
+	for who, creds := range users {
+		attack := func(what string, f func(nc *nats.Conn) error) {
+			t.Helper()
+			nc, err := nats.Connect(url, nats.UserCredentials(creds), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+			if err != nil {
+				t.Fatalf("%s: connect: %v", who, err)
+			}
+			defer nc.Close()
+			if err := f(nc); err != nil {
+				t.Fatalf("%s %s: %v", who, what, err)
+			}
+			if err := nc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if !errors.Is(nc.LastError(), nats.ErrPermissionViolation) {
+				t.Errorf("%s %s: %v, want a permissions violation", who, what, nc.LastError())
+			}
 		}
-		defer nc.Close()
-		if err := f(nc); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if err := nc.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		if !errors.Is(nc.LastError(), nats.ErrPermissionViolation) {
-			t.Errorf("reconciler/noop %s: %v, want a permissions violation", what, nc.LastError())
-		}
-	}
-	asNoop("claiming a type it was not issued", func(nc *nats.Conn) error {
-		return nc.Publish(subjects.KVKey(subjects.RegistryBucket, subjects.TypeKey("Unserved", "v1")), []byte("noop"))
-	})
-	asNoop("forging an outcome", func(nc *nats.Conn) error { return nc.Publish(subjects.InputOutcome("auth-1"), []byte("{}")) })
-	asNoop("forging an event", func(nc *nats.Conn) error { return nc.Publish(subjects.Event("Guarded", "v1"), []byte("{}")) })
-	for _, verb := range []string{"STREAM.PURGE", "STREAM.DELETE"} {
-		for _, s := range []string{subjects.EventsStream, subjects.ReconcileStream, subjects.InputStream} {
-			asNoop(verb+" "+s, func(nc *nats.Conn) error { return nc.PublishRequest("$JS.API."+verb+"."+s, nc.NewRespInbox(), nil) })
+		attack("claiming a type it was not issued", func(nc *nats.Conn) error {
+			return nc.Publish(subjects.KVKey(subjects.RegistryBucket, subjects.TypeKey("Unserved", "v1")), []byte("noop"))
+		})
+		attack("forging an outcome", func(nc *nats.Conn) error { return nc.Publish(subjects.InputOutcome("auth-1"), []byte("{}")) })
+		attack("forging an event", func(nc *nats.Conn) error { return nc.Publish(subjects.Event("Guarded", "v1"), []byte("{}")) })
+		for _, verb := range []string{"STREAM.PURGE", "STREAM.DELETE"} {
+			for _, s := range []string{subjects.EventsStream, subjects.ReconcileStream, subjects.InputStream} {
+				attack(verb+" "+s, func(nc *nats.Conn) error { return nc.PublishRequest("$JS.API."+verb+"."+s, nc.NewRespInbox(), nil) })
+			}
 		}
 	}
 	if after := counts(); fmt.Sprint(after) != fmt.Sprint(before) {
@@ -325,10 +390,4 @@ func TestControlPlaneOnAuthenticatedNATS(t *testing.T) {
 	if owner := reg.Owners[reconcilers.TypeRef{Name: "Unserved", Version: "v1"}]; owner != "" {
 		t.Fatalf("the forged registry entry stands: Unserved/v1 held by %q", owner)
 	}
-	// Still serving: a change after the attacks goes to Ready.
-	r = do(t, "POST", base+"/api/v1/resources", map[string]any{"name": "three", "resource_type_name": "Guarded", "resource_type_version": "v1", "spec": map[string]any{"size": 3}})
-	if r.status != 201 {
-		t.Fatalf("create after the attacks: %d %s", r.status, r.body)
-	}
-	waitResource(t, base, int64(r.json(t)["id"].(float64)), "ready", func(m map[string]any) bool { return m["status"] == "ready" })
 }
