@@ -8,6 +8,7 @@ BUF_VERSION          := v1.75.0
 PROTOC_GEN_GO        := v1.36.12
 PROTOC_GEN_GO_GRPC   := v1.6.2
 STATICCHECK_VERSION  := v0.8.2
+GOCYCLO_VERSION      := v0.6.0
 NATS_SERVER_VERSION  := v2.15.2
 GRPCURL_VERSION      := v1.9.4
 NATSCLI_VERSION      := v0.5.0
@@ -38,7 +39,7 @@ IMAGE_DIR       := $(BIN)/image
 # Unit, integration and end-to-end tests of every module. Keep under 15 minutes.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: help run build image image-check deploy-check upgrade-from test stress bench bench-scale lint check-large-files check-user-docs check-rules generate generate-check tools nats-server grpcurl natscli github-openapi promtool clean
+.PHONY: help run build image image-check deploy-check upgrade-from test stress bench bench-scale lint check-large-files check-cyclo check-user-docs check-rules generate generate-check tools nats-server grpcurl natscli github-openapi promtool clean $(BIN)/gocyclo
 
 help:
 	@echo "make run             run the whole control plane (no8s dev) on 127.0.0.1:8000 (ARGS=... for more flags)"
@@ -52,6 +53,7 @@ help:
 	@echo "make bench-scale     how cost grows with the store: 10k, 100k, 1M resources (about 15 minutes)"
 	@echo "make check-rules     promtool check rules and promtool test rules on deploy/observability (make test runs it)"
 	@echo "make lint            gofmt, go vet, staticcheck, no tracked file over 1 MiB, check-user-docs"
+	@echo "make check-cyclo     no production Go function over cyclomatic complexity 25 (gocyclo; DIR=... for one directory)"
 	@echo "make check-user-docs what users read (docs, READMEs, libs, examples) cites no seed, issue, invariant or HARD-PARTS"
 	@echo "make generate        regenerate protobuf code with buf"
 	@echo "make generate-check  regenerate and fail if the committed code differs"
@@ -149,6 +151,12 @@ lint: $(BIN)/staticcheck check-large-files check-user-docs
 check-large-files:
 	@.ci/check-large-files
 
+# A function over cyclomatic complexity 25 is several steps in one body:
+# production code only (tests, generated code, the store's conformance
+# helpers and the benchmark tool are left out; see .ci/check-cyclo).
+check-cyclo:
+	@.ci/check-cyclo $(DIR)
+
 # What users read (docs/, README.md, libs/ with the SDK's package docs,
 # examples/) says what the behaviour is: it never cites the seed documents,
 # issue numbers, numbered invariants, HARD-PARTS or ARCHITECTURE.md, which
@@ -174,7 +182,7 @@ generate-check: generate
 	@git diff --exit-code -- docs/security.md || (echo "docs/security.md's generated tables (gRPC policy, REST rules) are out of date: run make generate and commit"; exit 1)
 	@test -z "$$(git status --porcelain -- proto/gen)" || (git status --porcelain -- proto/gen; echo "untracked generated files"; exit 1)
 
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticcheck nats-server grpcurl natscli github-openapi promtool
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticcheck $(BIN)/gocyclo nats-server grpcurl natscli github-openapi promtool
 
 # promtool: checks and unit-tests the alert rules. Built from the module
 # tools/prometheus (outside go.work, so that nothing of the Prometheus
@@ -222,6 +230,11 @@ $(BIN)/promtool: tools/prometheus/go.mod
 	cd tools/prometheus && GOWORK=off go build -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
 $(BIN)/staticcheck:
 	GOWORK=off GOBIN=$(BIN) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+# Phony: installed again when bin/gocyclo is not the pinned release.
+$(BIN)/gocyclo:
+	@if [ "$$(go version -m $@ 2>/dev/null | awk '$$1 == "mod" && $$2 == "github.com/fzipp/gocyclo" {print $$3}')" != "$(GOCYCLO_VERSION)" ]; then \
+		mkdir -p $(BIN) && GOWORK=off GOBIN=$(BIN) go install github.com/fzipp/gocyclo/cmd/gocyclo@$(GOCYCLO_VERSION); \
+	fi
 $(BIN)/nats-server:
 	GOWORK=off GOBIN=$(BIN) go install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
 $(BIN)/grpcurl:

@@ -90,37 +90,16 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 	default:
 		return nil, 0, problem.Invalidf("operation is required: CREATE, UPDATE or DELETE")
 	}
-	if ns := r.GetNamespace(); ns != "" {
-		if fe := names.Namespace("/namespace", ns); fe != nil {
-			return nil, 0, problem.New(problem.Invalid, problem.CodeInvalid, "invalid resource").WithFields(*fe)
-		}
-	}
-	var errs []problem.FieldError
-	if fe := names.TypeName("/resource_type_name", r.GetResourceTypeName()); fe != nil {
-		errs = append(errs, *fe)
-	}
-	if fe := names.TypeVersion("/resource_type_version", r.GetResourceTypeVersion()); fe != nil {
-		errs = append(errs, *fe)
-	}
-	if len(errs) > 0 {
-		return nil, 0, problem.New(problem.Invalid, problem.CodeUnknownType, "resource type %s/%s does not exist",
-			r.GetResourceTypeName(), r.GetResourceTypeVersion()).WithFields(errs...)
+	if err := checkAdmitNames(r); err != nil {
+		return nil, 0, err
 	}
 	c, err := h.cache.get(ctx, r.GetResourceTypeName(), r.GetResourceTypeVersion(), req.GetRefreshSchema())
 	if err != nil {
 		return nil, 0, err
 	}
-	spec, violations, err := c.schema.Admit(r.GetSpec())
+	spec, err := admitSpec(c, r)
 	if err != nil {
 		return nil, 0, err
-	}
-	if len(violations) > 0 {
-		return nil, 0, problem.New(problem.Invalid, problem.CodeValidation,
-			"spec does not match the schema of %s/%s", r.GetResourceTypeName(), r.GetResourceTypeVersion()).WithFields(violations...)
-	}
-	if len(spec) > names.MaxSpecBytes {
-		return nil, 0, problem.New(problem.TooLarge, problem.CodeTooLarge, "spec is %d bytes with defaults, more than the %d allowed", len(spec), names.MaxSpecBytes).
-			WithFields(problem.FieldError{Path: "/spec", Message: "too large"})
 	}
 	out := cloneResource(r)
 	out.Spec = spec
@@ -134,19 +113,8 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 		return nil, 0, err
 	}
 	if op == webhookconf.OpCreate && h.live != nil {
-		fins, err := h.live.requireReconciler(ctx, r.GetResourceTypeName(), r.GetResourceTypeVersion())
-		if err != nil {
+		if err := h.addReconcilerFinalizers(ctx, out); err != nil {
 			return nil, 0, err
-		}
-		for _, fin := range fins {
-			if slices.Contains(out.Finalizers, fin) {
-				continue
-			}
-			if len(out.Finalizers) >= names.MaxFinalizers {
-				return nil, 0, problem.New(problem.Invalid, problem.CodeInvalid, "at most %d finalizers, including the reconciler's %s", names.MaxFinalizers, strings.Join(fins, ", ")).
-					WithFields(problem.FieldError{Path: "/finalizers", Message: "too many finalizers"})
-			}
-			out.Finalizers = append(out.Finalizers, fin)
 		}
 	}
 	hooks, err := h.webhooks.Match(ctx, op, r.GetResourceTypeName(), r.GetResourceTypeVersion(), out.Namespace)
@@ -163,6 +131,67 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 	}
 	out.Spec, out.Labels, out.Annotations = admitted.Spec, admitted.Labels, admitted.Annotations
 	return out, c.revision, nil
+}
+
+// checkAdmitNames checks the namespace (when given) and the type that r
+// names.
+func checkAdmitNames(r *storev1.Resource) error {
+	if ns := r.GetNamespace(); ns != "" {
+		if fe := names.Namespace("/namespace", ns); fe != nil {
+			return problem.New(problem.Invalid, problem.CodeInvalid, "invalid resource").WithFields(*fe)
+		}
+	}
+	var errs []problem.FieldError
+	if fe := names.TypeName("/resource_type_name", r.GetResourceTypeName()); fe != nil {
+		errs = append(errs, *fe)
+	}
+	if fe := names.TypeVersion("/resource_type_version", r.GetResourceTypeVersion()); fe != nil {
+		errs = append(errs, *fe)
+	}
+	if len(errs) > 0 {
+		return problem.New(problem.Invalid, problem.CodeUnknownType, "resource type %s/%s does not exist",
+			r.GetResourceTypeName(), r.GetResourceTypeVersion()).WithFields(errs...)
+	}
+	return nil
+}
+
+// admitSpec is r's spec checked against the type's schema c, with its
+// defaults, within names.MaxSpecBytes.
+func admitSpec(c *compiled, r *storev1.Resource) ([]byte, error) {
+	spec, violations, err := c.schema.Admit(r.GetSpec())
+	if err != nil {
+		return nil, err
+	}
+	if len(violations) > 0 {
+		return nil, problem.New(problem.Invalid, problem.CodeValidation,
+			"spec does not match the schema of %s/%s", r.GetResourceTypeName(), r.GetResourceTypeVersion()).WithFields(violations...)
+	}
+	if len(spec) > names.MaxSpecBytes {
+		return nil, problem.New(problem.TooLarge, problem.CodeTooLarge, "spec is %d bytes with defaults, more than the %d allowed", len(spec), names.MaxSpecBytes).
+			WithFields(problem.FieldError{Path: "/spec", Message: "too large"})
+	}
+	return spec, nil
+}
+
+// addReconcilerFinalizers adds to out, a resource being created, the
+// finalizers its type's reconciler requires (and refuses the create while
+// no reconciler serves the type, as requireReconciler says).
+func (h *handler) addReconcilerFinalizers(ctx context.Context, out *storev1.Resource) error {
+	fins, err := h.live.requireReconciler(ctx, out.GetResourceTypeName(), out.GetResourceTypeVersion())
+	if err != nil {
+		return err
+	}
+	for _, fin := range fins {
+		if slices.Contains(out.Finalizers, fin) {
+			continue
+		}
+		if len(out.Finalizers) >= names.MaxFinalizers {
+			return problem.New(problem.Invalid, problem.CodeInvalid, "at most %d finalizers, including the reconciler's %s", names.MaxFinalizers, strings.Join(fins, ", ")).
+				WithFields(problem.FieldError{Path: "/finalizers", Message: "too many finalizers"})
+		}
+		out.Finalizers = append(out.Finalizers, fin)
+	}
+	return nil
 }
 
 // admitDelete runs the validating webhooks that intercept DELETE on the

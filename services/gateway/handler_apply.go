@@ -89,8 +89,57 @@ func (a applied) header() map[string]string {
 // applies create at once) is retried against the newer state until the
 // request's deadline (raceRetry).
 func (s *Service) applyOp(ctx context.Context, body applyResourceBody, dry bool) (applied, error) {
-	var errs []problem.FieldError
 	body.Namespace = names.OrDefault(body.Namespace)
+	want, err := checkApply(&body)
+	if err != nil {
+		return applied{}, err
+	}
+	key := &storev1.ResourceName{ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion,
+		Namespace: body.Namespace, Name: body.Name}
+	retry := s.raceRetry(ctx)
+	for {
+		resp, err := callCtx(s, ctx, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: key}})
+		if pe := problem.As(err); pe != nil && pe.Kind == problem.NotFound {
+			a, err := s.applyCreate(ctx, &body, &want, dry)
+			if pe := problem.As(err); pe != nil && pe.Code == problem.CodeNameTaken {
+				// Created meanwhile: update it instead.
+				if err := retry.again(err); err != nil {
+					return applied{}, err
+				}
+				continue
+			}
+			return a, err
+		}
+		if err != nil {
+			return applied{}, err
+		}
+		a, err := s.applyUpdate(ctx, resp.GetResource(), &want, dry)
+		if pe := problem.As(err); pe != nil && (pe.Code == problem.CodeConflict || pe.Kind == problem.NotFound) {
+			// Changed or purged since read: apply to the newer state.
+			if err := retry.again(err); err != nil {
+				return applied{}, err
+			}
+			continue
+		}
+		return a, err
+	}
+}
+
+// applyWant is what a checked apply request sets besides its key: labels
+// and annotations are nil, and setOwners false, when the request keeps the
+// stored ones.
+type applyWant struct {
+	spec        []byte
+	labels      map[string]string
+	annotations map[string]string
+	owners      []resource.OwnerReference
+	setOwners   bool
+}
+
+// checkApply checks the apply request body (its namespace defaulted):
+// names, spec and metadata.
+func checkApply(body *applyResourceBody) (applyWant, error) {
+	var errs []problem.FieldError
 	if fe := names.Namespace("/namespace", body.Namespace); fe != nil {
 		errs = append(errs, *fe)
 	}
@@ -103,79 +152,63 @@ func (s *Service) applyOp(ctx context.Context, body applyResourceBody, dry bool)
 	if fe := names.TypeVersion("/resource_type_version", body.ResourceTypeVersion); fe != nil {
 		errs = append(errs, *fe)
 	}
-	spec, errs := checkSpec(body.Spec, errs)
-	var labels, annotations map[string]string
+	var w applyWant
+	w.spec, errs = checkSpec(body.Spec, errs)
 	if body.Labels != nil {
-		labels = orEmpty(*body.Labels)
+		w.labels = orEmpty(*body.Labels)
 	}
 	if body.Annotations != nil {
-		annotations = orEmpty(*body.Annotations)
+		w.annotations = orEmpty(*body.Annotations)
 	}
-	var owners []resource.OwnerReference
 	if body.OwnerReferences != nil {
-		owners = *body.OwnerReferences
+		w.owners, w.setOwners = *body.OwnerReferences, true
 	}
-	errs = append(errs, resource.ValidateMetadata(labels, annotations, owners)...)
+	errs = append(errs, resource.ValidateMetadata(w.labels, w.annotations, w.owners)...)
 	if err := fieldsError("invalid resource", errs); err != nil {
+		return applyWant{}, err
+	}
+	return w, nil
+}
+
+// applyCreate creates the resource body names as w says, through
+// admission.
+func (s *Service) applyCreate(ctx context.Context, body *applyResourceBody, w *applyWant, dry bool) (applied, error) {
+	in := &resource.Resource{
+		Namespace: body.Namespace, Name: body.Name, ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion,
+		Labels: w.labels, Annotations: w.annotations, OwnerReferences: w.owners, Spec: w.spec,
+	}
+	in.Normalize()
+	out, err := s.createAdmitted(ctx, in, dry)
+	if err != nil {
 		return applied{}, err
 	}
-	key := &storev1.ResourceName{ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion,
-		Namespace: body.Namespace, Name: body.Name}
-	retry := s.raceRetry(ctx)
-	for {
-		resp, err := callCtx(s, ctx, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: key}})
-		if pe := problem.As(err); pe != nil && pe.Kind == problem.NotFound {
-			in := &resource.Resource{
-				Namespace: body.Namespace, Name: body.Name, ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion,
-				Labels: labels, Annotations: annotations, OwnerReferences: owners, Spec: spec,
-			}
-			in.Normalize()
-			out, err := s.createAdmitted(ctx, in, dry)
-			if pe := problem.As(err); pe != nil && pe.Code == problem.CodeNameTaken {
-				// Created meanwhile: update it instead.
-				if err := retry.again(err); err != nil {
-					return applied{}, err
-				}
-				continue
-			}
-			if err != nil {
-				return applied{}, err
-			}
-			return applied{result: ApplyCreated, doc: resourcepb.FromProto(out), dry: dry}, nil
-		}
-		if err != nil {
-			return applied{}, err
-		}
-		cur := resp.GetResource()
-		next := resourcepb.FromProto(cur)
-		next.Spec = spec
-		if labels != nil {
-			next.Labels = labels
-		}
-		if annotations != nil {
-			next.Annotations = annotations
-		}
-		if body.OwnerReferences != nil {
-			next.OwnerReferences = owners
-		}
-		out, err := s.writeUpdate(ctx, update{
-			cur: cur, next: next, setLabels: labels != nil, setAnnotations: annotations != nil, setOwners: body.OwnerReferences != nil,
-			expected: cur.GetResourceVersion(), dryRun: dry,
-		})
-		if pe := problem.As(err); pe != nil && (pe.Code == problem.CodeConflict || pe.Kind == problem.NotFound) {
-			// Changed or purged since read: apply to the newer state.
-			if err := retry.again(err); err != nil {
-				return applied{}, err
-			}
-			continue
-		}
-		if err != nil {
-			return applied{}, err
-		}
-		result := ApplyConfigured
-		if out.GetResourceVersion() == cur.GetResourceVersion() {
-			result = ApplyUnchanged
-		}
-		return applied{result: result, doc: resourcepb.FromProto(out), dry: dry}, nil
+	return applied{result: ApplyCreated, doc: resourcepb.FromProto(out), dry: dry}, nil
+}
+
+// applyUpdate updates cur, as read, to what w says, through admission,
+// on the condition that it has not changed since.
+func (s *Service) applyUpdate(ctx context.Context, cur *storev1.Resource, w *applyWant, dry bool) (applied, error) {
+	next := resourcepb.FromProto(cur)
+	next.Spec = w.spec
+	if w.labels != nil {
+		next.Labels = w.labels
 	}
+	if w.annotations != nil {
+		next.Annotations = w.annotations
+	}
+	if w.setOwners {
+		next.OwnerReferences = w.owners
+	}
+	out, err := s.writeUpdate(ctx, update{
+		cur: cur, next: next, setLabels: w.labels != nil, setAnnotations: w.annotations != nil, setOwners: w.setOwners,
+		expected: cur.GetResourceVersion(), dryRun: dry,
+	})
+	if err != nil {
+		return applied{}, err
+	}
+	result := ApplyConfigured
+	if out.GetResourceVersion() == cur.GetResourceVersion() {
+		result = ApplyUnchanged
+	}
+	return applied{result: result, doc: resourcepb.FromProto(out), dry: dry}, nil
 }

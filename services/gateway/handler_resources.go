@@ -468,29 +468,58 @@ func parsePatch(data []byte) (*resourcePatch, error) {
 	if err := json.Unmarshal(trimmed, &top); err != nil {
 		return nil, malformed(trimmed, err)
 	}
+	errs := unknownPatchFields(top)
+	out := &resourcePatch{}
+	errs = out.takePreconditions(top, errs)
+	errs = checkPatchValues(top, errs)
+	if err := fieldsError("invalid merge patch", errs); err != nil {
+		return nil, err
+	}
+	patch, err := json.Marshal(top)
+	if err != nil {
+		return nil, fmt.Errorf("re-encode patch: %w", err)
+	}
+	out.patch = patch
+	return out, nil
+}
+
+// unknownPatchFields reports each member of the patch top that a patch may
+// not hold, in key order.
+func unknownPatchFields(top map[string]json.RawMessage) []problem.FieldError {
 	var errs []problem.FieldError
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if !isPatchField(k) {
 			errs = append(errs, problem.FieldError{Path: "/" + resource.EscapePointer(k), Message: "unknown field: a patch may change only spec, labels, annotations and owner_references (resource_version is a precondition; namespace is immutable)"})
 		}
 	}
-	out := &resourcePatch{}
+	return errs
+}
+
+// takePreconditions moves the patch's namespace and resource_version from
+// top into p, appending to errs what is wrong with them.
+func (p *resourcePatch) takePreconditions(top map[string]json.RawMessage, errs []problem.FieldError) []problem.FieldError {
 	if raw, ok := top["namespace"]; ok {
 		var ns string
 		if err := json.Unmarshal(raw, &ns); err != nil {
 			errs = append(errs, problem.FieldError{Path: "/namespace", Message: "must be a string: the resource's namespace, which cannot change"})
 		}
-		out.namespace = &ns
+		p.namespace = &ns
 		delete(top, "namespace")
 	}
 	if raw, ok := top["resource_version"]; ok {
 		if !isNull(raw) {
-			if err := json.Unmarshal(raw, &out.rv); err != nil || out.rv < 0 {
+			if err := json.Unmarshal(raw, &p.rv); err != nil || p.rv < 0 {
 				errs = append(errs, problem.FieldError{Path: "/resource_version", Message: "must be a positive integer"})
 			}
 		}
 		delete(top, "resource_version")
 	}
+	return errs
+}
+
+// checkPatchValues appends to errs what is wrong with the shape of the
+// patch's spec, owner_references, labels and annotations.
+func checkPatchValues(top map[string]json.RawMessage, errs []problem.FieldError) []problem.FieldError {
 	if raw, ok := top["spec"]; ok && !isNull(raw) && !isObject(raw) {
 		errs = append(errs, problem.FieldError{Path: "/spec", Message: "must be a JSON object or null"})
 	}
@@ -501,31 +530,28 @@ func parsePatch(data []byte) (*resourcePatch, error) {
 		}
 	}
 	for _, field := range []string{"labels", "annotations"} {
-		raw, ok := top[field]
-		if !ok || isNull(raw) {
-			continue
-		}
-		var entries map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &entries); err != nil {
-			errs = append(errs, problem.FieldError{Path: "/" + field, Message: "must be a JSON object or null"})
-			continue
-		}
-		for _, k := range slices.Sorted(maps.Keys(entries)) {
-			v := bytes.TrimSpace(entries[k])
-			if !isNull(v) && v[0] != '"' {
-				errs = append(errs, problem.FieldError{Path: "/" + field + "/" + resource.EscapePointer(k), Message: "must be a string, or null to remove the key"})
-			}
+		if raw, ok := top[field]; ok && !isNull(raw) {
+			errs = checkPatchStringMap(field, raw, errs)
 		}
 	}
-	if err := fieldsError("invalid merge patch", errs); err != nil {
-		return nil, err
+	return errs
+}
+
+// checkPatchStringMap appends to errs what is wrong with raw, the patch of
+// the string map field: an object whose values are strings, or null to
+// remove a key.
+func checkPatchStringMap(field string, raw json.RawMessage, errs []problem.FieldError) []problem.FieldError {
+	var entries map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return append(errs, problem.FieldError{Path: "/" + field, Message: "must be a JSON object or null"})
 	}
-	patch, err := json.Marshal(top)
-	if err != nil {
-		return nil, fmt.Errorf("re-encode patch: %w", err)
+	for _, k := range slices.Sorted(maps.Keys(entries)) {
+		v := bytes.TrimSpace(entries[k])
+		if !isNull(v) && v[0] != '"' {
+			errs = append(errs, problem.FieldError{Path: "/" + field + "/" + resource.EscapePointer(k), Message: "must be a string, or null to remove the key"})
+		}
 	}
-	out.patch = patch
-	return out, nil
+	return errs
 }
 
 // jsonPatchRoots are the members of a resource a JSON patch may touch.

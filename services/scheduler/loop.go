@@ -172,19 +172,18 @@ func (l *loop) run(ctx context.Context) error {
 	// event consumer, or brought the event stream back with other
 	// sequences: when the connection comes back, rebuild from the store.
 	nc := l.s.js.Conn()
-	reconnected := nc.StatusChanged(nats.CONNECTED)
-	defer nc.RemoveStatusListener(reconnected)
+	in := leadInputs{reconnected: nc.StatusChanged(nats.CONNECTED)}
+	defer nc.RemoveStatusListener(in.reconnected)
 
 	// Follow events from now on before reading the state: every change
 	// committed before the read is in it, every later one arrives as an
 	// event (a change seen both ways is merely evaluated twice). Without
 	// the event stream (a broker that lost it, until the store's relay
 	// recreates it) the state is read again every LivenessPoll instead.
-	events := make(chan event, 4096)
-	eventsDone := make(chan error, 1)
-	var poll <-chan time.Time
+	in.events = make(chan event, 4096)
+	in.eventsDone = make(chan error, 1)
 	if cons, ids, err := l.openConsumer(ctx); err == nil {
-		wg.Go(func() { eventsDone <- l.follow(ctx, cons, ids, events) })
+		l.goFollow(ctx, &wg, &in, cons, ids)
 	} else {
 		if ctx.Err() != nil {
 			return nil
@@ -192,10 +191,11 @@ func (l *loop) run(ctx context.Context) error {
 		l.log.Warn("event stream not available: reading the store's state periodically until it is", "every", l.s.cfg.LivenessPoll, "error", err)
 		tk := time.NewTicker(l.s.cfg.LivenessPoll)
 		defer tk.Stop()
-		poll = tk.C
+		in.poll = tk.C
 	}
 
 	liveCh := make(chan liveRead, 1)
+	in.live = liveCh
 	first := l.readLive(ctx)
 	l.live = first.live
 	l.seen.update(first.reg)
@@ -213,33 +213,49 @@ func (l *loop) run(ctx context.Context) error {
 		wg.Go(func() { l.dispatcher(ctx) })
 	}
 	wg.Go(func() { l.fetcher(ctx) })
-	var relist <-chan time.Time
 	if l.s.cfg.Relist > 0 {
 		tk := time.NewTicker(l.s.cfg.Relist)
 		defer tk.Stop()
-		relist = tk.C
+		in.relist = tk.C
 	}
+	return l.lead(ctx, &wg, &in)
+}
+
+// leadInputs are the channels a term's loop listens on besides the loop's
+// own (results, fetched, jobs).
+type leadInputs struct {
+	// events and eventsDone: the events followed, and how following them
+	// ended.
+	events     chan event
+	eventsDone chan error
+	// reconnected: the NATS connection came back.
+	reconnected chan nats.Status
+	// poll ticks while the event stream is missing (nil once followed).
+	poll <-chan time.Time
+	// live: the live types read again.
+	live chan liveRead
+	// relist ticks every Relist (nil when it is 0).
+	relist <-chan time.Time
+}
+
+// goFollow follows the event stream through cons, from a goroutine of wg,
+// into in.events; in.eventsDone gets how it ended.
+func (l *loop) goFollow(ctx context.Context, wg *sync.WaitGroup, in *leadInputs, cons jetstream.Consumer, ids *eventstream.StoreIDs) {
+	events, done := in.events, in.eventsDone
+	wg.Go(func() { done <- l.follow(ctx, cons, ids, events) })
+}
+
+// lead is the loop once the state is rebuilt: it serves events, due
+// items, results, reads and dispatches until ctx ends (nil) or the state
+// must be rebuilt (errRebuild) or the epoch is stale.
+func (l *loop) lead(ctx context.Context, wg *sync.WaitGroup, in *leadInputs) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var lastSnap time.Time
 	for {
 		now := time.Now()
-		var fetchReq chan []int64
-		var ids []int64
-		if len(l.fetch) > 0 && !l.fetching && !now.Before(l.fetchAfter) {
-			fetchReq, ids = l.fetchReq, l.takeFetch()
-		}
-		next := now.Add(time.Hour)
-		if at, ok := l.delay.Next(); ok && at.Before(next) {
-			next = at
-		}
-		if len(l.fetch) > 0 && !l.fetching && l.fetchAfter.Before(next) {
-			next = l.fetchAfter
-		}
-		if snap := lastSnap.Add(snapshotInterval(len(l.entries))); snap.Before(next) {
-			next = snap // the metrics' walk (schedMetrics) stays fresh
-		}
-		timer.Reset(time.Until(next))
+		fetchReq, ids := l.fetchToSend(now)
+		timer.Reset(time.Until(l.nextWake(now, lastSnap)))
 		var send chan []job
 		var head []job
 		if len(l.pending) > 0 {
@@ -248,41 +264,24 @@ func (l *loop) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case err := <-eventsDone:
+		case err := <-in.eventsDone:
 			if ctx.Err() != nil {
 				return nil
 			}
 			l.log.Warn("event stream ended; rebuilding", "error", err)
 			return fmt.Errorf("%w: event stream ended: %w", errRebuild, err)
-		case <-reconnected:
+		case <-in.reconnected:
 			return fmt.Errorf("%w: the NATS connection was re-established", errRebuild)
-		case <-poll:
-			if cons, ids, err := l.openConsumer(ctx); err == nil {
-				l.log.Info("event stream available again: following it")
-				wg.Go(func() { eventsDone <- l.follow(ctx, cons, ids, events) })
-				poll = nil
-			}
-			if err := l.list(ctx); err != nil {
+		case <-in.poll:
+			if err := l.onPoll(ctx, wg, in); err != nil {
 				return nil
 			}
-		case ev := <-events:
-			l.onEvent(ev)
-		drain: // take what else is there, to read states in one batch
-			for range 1000 {
-				select {
-				case ev := <-events:
-					l.onEvent(ev)
-				default:
-					break drain
-				}
-			}
-		case live := <-liveCh:
+		case ev := <-in.events:
+			l.onEvents(ev, in.events)
+		case live := <-in.live:
 			l.onLive(live)
 		case <-timer.C:
-			now := time.Now()
-			for _, id := range l.delay.PopDue(now) {
-				l.onDue(id, now)
-			}
+			l.popDue(time.Now())
 		case r := <-l.results:
 			if err := l.onResult(r); err != nil {
 				return err
@@ -294,20 +293,86 @@ func (l *loop) run(ctx context.Context) error {
 			ids = nil
 		case f := <-l.fetched:
 			l.onFetched(f)
-		case <-relist:
+		case <-in.relist:
 			if err := l.list(ctx); err != nil {
 				return nil
 			}
 		}
-		for _, id := range ids { // taken for a read that was not sent
-			l.fetch[id] = struct{}{}
-		}
-		l.s.setStatus(func(st *Status) { st.Tracked = len(l.entries) })
-		if now := time.Now(); now.Sub(lastSnap) >= snapshotInterval(len(l.entries)) {
-			l.s.metrics.snap.Store(walk(l.entries, now))
-			lastSnap = now
+		lastSnap = l.endTurn(ids, lastSnap)
+	}
+}
+
+// fetchToSend is the fetcher's channel and the ids to read when a read is
+// due at now; nil and nil otherwise.
+func (l *loop) fetchToSend(now time.Time) (chan []int64, []int64) {
+	if len(l.fetch) > 0 && !l.fetching && !now.Before(l.fetchAfter) {
+		return l.fetchReq, l.takeFetch()
+	}
+	return nil, nil
+}
+
+// nextWake is when the loop must wake with no input: the first of the next
+// due item, the next read allowed, the next metrics' snapshot, and an hour
+// from now.
+func (l *loop) nextWake(now, lastSnap time.Time) time.Time {
+	next := now.Add(time.Hour)
+	if at, ok := l.delay.Next(); ok && at.Before(next) {
+		next = at
+	}
+	if len(l.fetch) > 0 && !l.fetching && l.fetchAfter.Before(next) {
+		next = l.fetchAfter
+	}
+	if snap := lastSnap.Add(snapshotInterval(len(l.entries))); snap.Before(next) {
+		next = snap // the metrics' walk (schedMetrics) stays fresh
+	}
+	return next
+}
+
+// onPoll follows the event stream when it is back and reads the store's
+// state again; an error means ctx ended.
+func (l *loop) onPoll(ctx context.Context, wg *sync.WaitGroup, in *leadInputs) error {
+	if cons, ids, err := l.openConsumer(ctx); err == nil {
+		l.log.Info("event stream available again: following it")
+		l.goFollow(ctx, wg, in, cons, ids)
+		in.poll = nil
+	}
+	return l.list(ctx)
+}
+
+// onEvents takes ev and what else events holds (up to 1000 more), to read
+// states in one batch.
+func (l *loop) onEvents(ev event, events <-chan event) {
+	l.onEvent(ev)
+	for range 1000 {
+		select {
+		case ev := <-events:
+			l.onEvent(ev)
+		default:
+			return
 		}
 	}
+}
+
+// popDue handles every item due at now.
+func (l *loop) popDue(now time.Time) {
+	for _, id := range l.delay.PopDue(now) {
+		l.onDue(id, now)
+	}
+}
+
+// endTurn ends one turn of lead: ids taken for a read that was not sent go
+// back, the status counts the resources tracked, and the metrics' snapshot
+// is taken again when due. It returns when the snapshot was last taken.
+func (l *loop) endTurn(ids []int64, lastSnap time.Time) time.Time {
+	for _, id := range ids { // taken for a read that was not sent
+		l.fetch[id] = struct{}{}
+	}
+	l.s.setStatus(func(st *Status) { st.Tracked = len(l.entries) })
+	if now := time.Now(); now.Sub(lastSnap) >= snapshotInterval(len(l.entries)) {
+		l.s.metrics.snap.Store(walk(l.entries, now))
+		return now
+	}
+	return lastSnap
 }
 
 // openConsumer opens an ordered consumer on NO8S_EVENTS that starts after

@@ -339,6 +339,9 @@ func (p *prep) fail(path, format string, args ...any) {
 	p.errs = append(p.errs, problem.FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
+// schema checks and rewrites the schema v found at ptr, depth levels deep,
+// then each of its subschemas; resRoot is the schema resource its local
+// references are relative to.
 func (p *prep) schema(v any, ptr string, depth int, resRoot any) {
 	obj, ok := v.(map[string]any)
 	if !ok {
@@ -348,11 +351,33 @@ func (p *prep) schema(v any, ptr string, depth int, resRoot any) {
 		p.fail(ptr, "schema nested deeper than %d levels", maxSchemaDepth)
 		return
 	}
+	dropExtensions(obj)
+	p.checkRefs(obj, ptr, resRoot)
+	p.checkSchemaURI(obj, ptr)
+	p.rewriteNullable(obj, ptr)
+	p.checkCounts(obj, ptr)
+	p.checkPatterns(obj, ptr)
+	p.exclusive(obj, ptr, "exclusiveMinimum", "minimum")
+	p.exclusive(obj, ptr, "exclusiveMaximum", "maximum")
+	if id, ok := obj["$id"].(string); ok && depth > 0 && strings.TrimPrefix(id, "#") != "" {
+		resRoot = obj // a nested resource: its "#/..." references are relative to it
+	}
+	p.subschemas(obj, ptr, depth, resRoot)
+}
+
+// dropExtensions removes the x- extensions and the keywords only OpenAPI
+// knows.
+func dropExtensions(obj map[string]any) {
 	for k := range obj {
 		if strings.HasPrefix(k, "x-") || openAPIOnly[k] {
 			delete(obj, k)
 		}
 	}
+}
+
+// checkRefs refuses remote references and records each local $ref, to
+// check once the document is rewritten (resolveRefs).
+func (p *prep) checkRefs(obj map[string]any, ptr string, resRoot any) {
 	for _, kw := range refKeywords {
 		r, ok := obj[kw]
 		if !ok {
@@ -369,22 +394,37 @@ func (p *prep) schema(v any, ptr string, depth int, resRoot any) {
 			}
 		}
 	}
+}
+
+// checkSchemaURI accepts only draft 2020-12 as $schema.
+func (p *prep) checkSchemaURI(obj map[string]any, ptr string) {
 	if s, ok := obj["$schema"]; ok {
 		if str, _ := s.(string); strings.TrimSuffix(str, "#") != draft2020URL {
 			p.fail(ptr+"/$schema", "$schema %s is not supported: schemas are OpenAPI v3 (JSON Schema %s)", compactJSON(s), draft2020URL)
 		}
 	}
-	if n, ok := obj["nullable"]; ok {
-		delete(obj, "nullable")
-		switch n := n.(type) {
-		case bool:
-			if n {
-				addNull(obj)
-			}
-		default:
-			p.fail(ptr+"/nullable", "expected boolean, got %s", jsonKind(n))
-		}
+}
+
+// rewriteNullable rewrites OpenAPI 3.0's nullable into a type (and an
+// enum) that accepts null.
+func (p *prep) rewriteNullable(obj map[string]any, ptr string) {
+	n, ok := obj["nullable"]
+	if !ok {
+		return
 	}
+	delete(obj, "nullable")
+	switch n := n.(type) {
+	case bool:
+		if n {
+			addNull(obj)
+		}
+	default:
+		p.fail(ptr+"/nullable", "expected boolean, got %s", jsonKind(n))
+	}
+}
+
+// checkCounts refuses counts (maxLength and the like) over math.MaxInt32.
+func (p *prep) checkCounts(obj map[string]any, ptr string) {
 	for _, kw := range intKeywords {
 		if n, ok := obj[kw].(json.Number); ok {
 			if f, err := strconv.ParseFloat(string(n), 64); err == nil && f > math.MaxInt32 {
@@ -392,6 +432,11 @@ func (p *prep) schema(v any, ptr string, depth int, resRoot any) {
 			}
 		}
 	}
+}
+
+// checkPatterns refuses a patternProperties key that is not a regular
+// expression.
+func (p *prep) checkPatterns(obj map[string]any, ptr string) {
 	if pp, ok := obj["patternProperties"].(map[string]any); ok {
 		for re := range pp {
 			if _, err := regexp.Compile(re); err != nil {
@@ -399,12 +444,10 @@ func (p *prep) schema(v any, ptr string, depth int, resRoot any) {
 			}
 		}
 	}
-	p.exclusive(obj, ptr, "exclusiveMinimum", "minimum")
-	p.exclusive(obj, ptr, "exclusiveMaximum", "maximum")
-	if id, ok := obj["$id"].(string); ok && depth > 0 && strings.TrimPrefix(id, "#") != "" {
-		resRoot = obj // a nested resource: its "#/..." references are relative to it
-	}
+}
 
+// subschemas goes on into every subschema of obj, one level deeper.
+func (p *prep) subschemas(obj map[string]any, ptr string, depth int, resRoot any) {
 	for _, kw := range singleSchemaKeywords {
 		if sub, ok := obj[kw]; ok {
 			p.schema(sub, ptr+"/"+kw, depth+1, resRoot)

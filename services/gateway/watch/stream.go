@@ -287,24 +287,9 @@ func (wt *watcher) catchUp(ctx context.Context, p position) error {
 	}
 	wt.h.stats.catchUps.Add(1)
 	start := wt.next
-	cfg := jetstream.ConsumerConfig{
-		Description:       "no8s gateway watch catch-up",
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       start,
-		AckPolicy:         jetstream.AckNonePolicy,
-		InactiveThreshold: time.Minute,
-		MemoryStorage:     true,
-		Replicas:          1,
-	}
-	if subj := wt.f.subject(); subj != subjects.EventsAll {
-		cfg.FilterSubject = subj
-	}
-	cons, err := stream.CreateConsumer(ctx, cfg)
+	cons, err := wt.catchUpConsumer(ctx, stream, start)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return streamErr(fmt.Errorf("create catch-up consumer: %w", err))
+		return err
 	}
 	defer deleteConsumer(ctx, stream, cons)
 	info := cons.CachedInfo()
@@ -325,9 +310,40 @@ func (wt *watcher) catchUp(ctx context.Context, p position) error {
 	defer it.Stop()
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
+	return wt.readCatchUp(ctx, stream, it, p, start, info.Delivered.Consumer)
+}
+
+// catchUpConsumer creates the ephemeral consumer that a catch-up reads the
+// watcher's subjects with, from stream sequence start.
+func (wt *watcher) catchUpConsumer(ctx context.Context, stream jetstream.Stream, start uint64) (jetstream.Consumer, error) {
+	cfg := jetstream.ConsumerConfig{
+		Description:       "no8s gateway watch catch-up",
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       start,
+		AckPolicy:         jetstream.AckNonePolicy,
+		InactiveThreshold: time.Minute,
+		MemoryStorage:     true,
+		Replicas:          1,
+	}
+	if subj := wt.f.subject(); subj != subjects.EventsAll {
+		cfg.FilterSubject = subj
+	}
+	cons, err := stream.CreateConsumer(ctx, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, streamErr(fmt.Errorf("create catch-up consumer: %w", err))
+	}
+	return cons, nil
+}
+
+// readCatchUp sends what the catch-up consumer delivers, from stream
+// sequence start, until position p is covered; delivered is the consumer
+// sequence of the last message delivered before it.
+func (wt *watcher) readCatchUp(ctx context.Context, stream jetstream.Stream, it jetstream.MessagesContext, p position, start, delivered uint64) error {
 	first := true
 	unflushed := 0
-	delivered := info.Delivered.Consumer
 	for {
 		select {
 		case <-wt.h.done:
@@ -352,77 +368,120 @@ func (wt *watcher) catchUp(ctx context.Context, p position) error {
 		if err != nil {
 			return streamErr(err)
 		}
-		md, err := msg.Metadata()
+		ev, md, err := wt.catchUpEvent(ctx, msg, delivered)
 		if err != nil {
-			return streamErr(err)
-		}
-		if md.Sequence.Consumer != delivered+1 {
-			if err := wt.out.flush(); err != nil {
-				return err
-			}
-			return errResync
+			return err
 		}
 		delivered = md.Sequence.Consumer
-		ev, err := wt.h.decode(ctx, msg)
-		switch {
-		case ev != nil && ev.foreign:
-			wt.h.log.Debug("watch: a message the store did not publish; dropped", "err", err)
-		case err != nil:
-			wt.h.log.Error("watch: undecodable message; skipped", "err", err)
-			if ev == nil {
-				return streamErr(err)
-			}
-		}
 		if first {
 			first = false
-			if ev.seq > start {
-				// Something before this message may have expired after the
-				// consumer was created.
-				si, err := stream.Info(ctx)
-				if err != nil {
-					return streamErr(err)
-				}
-				if si.State.FirstSeq > start {
-					return errGone
-				}
-			}
-		}
-		if ev.seq >= wt.next {
-			wt.next = ev.seq + 1
-		}
-		if wt.f.match(ev) {
-			if err := wt.send(ev); err != nil {
+			if err := expiredBefore(ctx, stream, ev.seq, start); err != nil {
 				return err
 			}
+		}
+		sent, err := wt.sendCaughtUp(ev)
+		if err != nil {
+			return err
+		}
+		if sent {
 			unflushed++
-		} else if ev.revision > wt.pos {
-			wt.pos = ev.revision
 		}
 		if ev.seq >= p.seq {
 			return wt.out.flush()
 		}
-		if md.NumPending == 0 {
-			// Only a hint: the pending count can lag the stream.
-			if err := wt.out.flush(); err != nil {
-				return err
-			}
-			unflushed = 0
-			if done, err := wt.covered(ctx, stream, p); err != nil || done {
-				return err
-			}
-		}
-		if unflushed >= 32 {
-			if err := wt.out.flush(); err != nil {
-				return err
-			}
-			unflushed = 0
-		}
-		if time.Since(wt.lastBookmark) >= wt.h.cfg.Bookmark {
-			if err := wt.bookmark(); err != nil {
-				return err
-			}
+		if done, err := wt.paceCatchUp(ctx, stream, p, md.NumPending, &unflushed); err != nil || done {
+			return err
 		}
 	}
+}
+
+// catchUpEvent decodes msg, which must follow the consumer sequence
+// delivered (else errResync: a message was skipped). A foreign or
+// undecodable message that still yields an event is logged and kept.
+func (wt *watcher) catchUpEvent(ctx context.Context, msg jetstream.Msg, delivered uint64) (*event, *jetstream.MsgMetadata, error) {
+	md, err := msg.Metadata()
+	if err != nil {
+		return nil, nil, streamErr(err)
+	}
+	if md.Sequence.Consumer != delivered+1 {
+		if err := wt.out.flush(); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, errResync
+	}
+	ev, err := wt.h.decode(ctx, msg)
+	switch {
+	case ev != nil && ev.foreign:
+		wt.h.log.Debug("watch: a message the store did not publish; dropped", "err", err)
+	case err != nil:
+		wt.h.log.Error("watch: undecodable message; skipped", "err", err)
+		if ev == nil {
+			return nil, nil, streamErr(err)
+		}
+	}
+	return ev, md, nil
+}
+
+// expiredBefore is errGone when the first message a catch-up reads, at
+// stream sequence seq, is past start and the stream no longer holds start:
+// something before this message may have expired after the consumer was
+// created.
+func expiredBefore(ctx context.Context, stream jetstream.Stream, seq, start uint64) error {
+	if seq <= start {
+		return nil
+	}
+	si, err := stream.Info(ctx)
+	if err != nil {
+		return streamErr(err)
+	}
+	if si.State.FirstSeq > start {
+		return errGone
+	}
+	return nil
+}
+
+// sendCaughtUp moves the watcher past ev and sends it when it matches;
+// sent says whether it did.
+func (wt *watcher) sendCaughtUp(ev *event) (sent bool, err error) {
+	if ev.seq >= wt.next {
+		wt.next = ev.seq + 1
+	}
+	if wt.f.match(ev) {
+		return true, wt.send(ev)
+	}
+	if ev.revision > wt.pos {
+		wt.pos = ev.revision
+	}
+	return false, nil
+}
+
+// paceCatchUp runs after each event a catch-up reads, pending messages
+// before the stream's end: it flushes when the stream looks drained (and
+// reports whether p is covered then) or every 32 unsent frames, and sends
+// a bookmark when one is due.
+func (wt *watcher) paceCatchUp(ctx context.Context, stream jetstream.Stream, p position, pending uint64, unflushed *int) (bool, error) {
+	if pending == 0 {
+		// Only a hint: the pending count can lag the stream.
+		if err := wt.out.flush(); err != nil {
+			return false, err
+		}
+		*unflushed = 0
+		if done, err := wt.covered(ctx, stream, p); err != nil || done {
+			return done, err
+		}
+	}
+	if *unflushed >= 32 {
+		if err := wt.out.flush(); err != nil {
+			return false, err
+		}
+		*unflushed = 0
+	}
+	if time.Since(wt.lastBookmark) >= wt.h.cfg.Bookmark {
+		if err := wt.bookmark(); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // covered checks with the stream whether a message of the watcher's

@@ -93,51 +93,36 @@ func lexSQL(kind, s string) ([]string, error) {
 		switch {
 		case c == 0:
 			return nil, errors.New("it contains a NUL byte")
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+		case isSQLSpace(c):
 			i++
-		case c == '-' && strings.HasPrefix(s[i:], "--") && (!mysql || i+2 == len(s) || s[i+2] <= ' '), mysql && c == '#':
-			// MySQL's -- starts a comment only before a blank or a control
-			// character (1--1 is one minus minus one).
+		case startsLineComment(s[i:], mysql):
 			end := strings.IndexByte(s[i:], '\n')
 			if end < 0 {
 				return toks, nil
 			}
 			i += end + 1
-		case c == '/' && strings.HasPrefix(s[i:], "/*"):
-			if mysql && (strings.HasPrefix(s[i:], "/*!") || strings.HasPrefix(s[i:], "/*M!")) {
-				return nil, errors.New("it contains an executable comment (/*! … */)")
-			}
-			n, err := blockComment(s[i:], !mysql)
+		case strings.HasPrefix(s[i:], "/*"):
+			n, err := skipBlockComment(s[i:], mysql)
 			if err != nil {
 				return nil, err
 			}
 			i += n
 		case c == '\'' || c == '"' || (mysql && c == '`'):
-			backslash := mysql && c != '`'
-			if !mysql && c == '\'' && i > 0 && (s[i-1] == 'e' || s[i-1] == 'E') && len(toks) > 0 && (toks[len(toks)-1] == "e") {
-				// E'…': the word e was this string's prefix.
-				toks = toks[:len(toks)-1]
-				backslash = true
+			var n int
+			var err error
+			if toks, n, err = lexQuoted(toks, s, i, mysql); err != nil {
+				return nil, err
 			}
-			n, err := quoted(s[i:], c, backslash)
+			i += n
+		case !mysql && c == '$' && dollarTag(s[i:]) != "":
+			n, err := dollarQuoted(s[i:])
 			if err != nil {
 				return nil, err
 			}
 			toks = append(toks, "'")
 			i += n
-		case !mysql && c == '$' && dollarTag(s[i:]) != "":
-			tag := dollarTag(s[i:])
-			end := strings.Index(s[i+len(tag):], tag)
-			if end < 0 {
-				return nil, errors.New("it has an unterminated dollar-quoted string")
-			}
-			toks = append(toks, "'")
-			i += len(tag) + end + len(tag)
 		case isWordByte(c):
-			j := i
-			for j < len(s) && (isWordByte(s[j]) || s[j] == '$') {
-				j++
-			}
+			j := wordEnd(s, i)
 			toks = append(toks, strings.ToLower(s[i:j]))
 			i = j
 		default:
@@ -146,6 +131,68 @@ func lexSQL(kind, s string) ([]string, error) {
 		}
 	}
 	return toks, nil
+}
+
+func isSQLSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+// startsLineComment: s starts with a -- comment, or a # one in MySQL.
+// MySQL's -- starts a comment only before a blank or a control character
+// (1--1 is one minus minus one).
+func startsLineComment(s string, mysql bool) bool {
+	if mysql && s[0] == '#' {
+		return true
+	}
+	return strings.HasPrefix(s, "--") && (!mysql || len(s) == 2 || s[2] <= ' ')
+}
+
+// skipBlockComment is the length of the /* … */ comment at the start of
+// s (nested in PostgreSQL); MySQL's executable comments are refused.
+func skipBlockComment(s string, mysql bool) (int, error) {
+	if mysql && (strings.HasPrefix(s, "/*!") || strings.HasPrefix(s, "/*M!")) {
+		return 0, errors.New("it contains an executable comment (/*! … */)")
+	}
+	return blockComment(s, !mysql)
+}
+
+// lexQuoted reads the string or quoted identifier that s[i] opens: it
+// appends the token "'" to toks (an E'…' string's prefix e dropped) and
+// returns the length read.
+func lexQuoted(toks []string, s string, i int, mysql bool) ([]string, int, error) {
+	c := s[i]
+	backslash := mysql && c != '`'
+	if !mysql && c == '\'' && i > 0 && (s[i-1] == 'e' || s[i-1] == 'E') && len(toks) > 0 && (toks[len(toks)-1] == "e") {
+		// E'…': the word e was this string's prefix.
+		toks = toks[:len(toks)-1]
+		backslash = true
+	}
+	n, err := quoted(s[i:], c, backslash)
+	if err != nil {
+		return nil, 0, err
+	}
+	return append(toks, "'"), n, nil
+}
+
+// dollarQuoted is the length of the PostgreSQL $tag$…$tag$ string at the
+// start of s.
+func dollarQuoted(s string) (int, error) {
+	tag := dollarTag(s)
+	end := strings.Index(s[len(tag):], tag)
+	if end < 0 {
+		return 0, errors.New("it has an unterminated dollar-quoted string")
+	}
+	return len(tag) + end + len(tag), nil
+}
+
+// wordEnd is the index after the word that starts at s[i] (a $ may follow
+// its first byte).
+func wordEnd(s string, i int) int {
+	j := i
+	for j < len(s) && (isWordByte(s[j]) || s[j] == '$') {
+		j++
+	}
+	return j
 }
 
 // isWordByte: letters, digits, '_' and every byte of a multibyte UTF-8

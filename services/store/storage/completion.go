@@ -264,7 +264,42 @@ func Complete(r *resource.Resource, l *LeaseState, req *CompleteReconcileRequest
 	if req.Observed || req.Outcome == lifecycle.OutcomeSuccess {
 		r.ObservedGeneration = max(r.ObservedGeneration, gen)
 	}
-	switch req.Outcome {
+	applyOutcome(r, c, &h, req.Outcome, gen, deleting)
+	r.Conditions, _ = lifecycle.Merge(r.Conditions, req.Conditions, gen, now)
+	if len(r.Conditions) > MaxConditions {
+		return nil, NewError(ErrInvalid, "the resource would have more than %d conditions", MaxConditions)
+	}
+	if outputs != nil {
+		r.Outputs = outputs
+	}
+	fins, err := nextFinalizers(r.Finalizers, req, deleting)
+	if err != nil {
+		return nil, err
+	}
+	r.Finalizers = fins
+	if len(req.RemoveAnnotations) > 0 {
+		r.Annotations = withoutKeys(r.Annotations, req.RemoveAnnotations)
+	}
+	r.Phase = resource.PhaseFor(r.Status, req.Degraded && req.Outcome != lifecycle.OutcomeSuccess, r.Conditions)
+	r.LastReconcileTime = &now
+	if deleting && len(fins) == 0 {
+		c.Event, c.Purge = envelope.Purged, true
+		return c, nil
+	}
+	finishHistory(&h, r.ID, gen, l, req.LeaseEpoch, now)
+	c.History = h
+	c.Event = envelope.Modified
+	if h.Success {
+		c.Event = envelope.Reconciled
+	}
+	return c, nil
+}
+
+// applyOutcome sets r's status and status message, c's failure count and
+// terminal generation, and h's phase and error message as outcome says; a
+// deleting resource keeps its status.
+func applyOutcome(r *resource.Resource, c *Completion, h *HistoryEntry, outcome lifecycle.Outcome, gen int64, deleting bool) {
+	switch outcome {
 	case lifecycle.OutcomeSuccess:
 		c.Failures, c.TerminalGeneration = 0, 0
 		if !deleting {
@@ -281,7 +316,7 @@ func Complete(r *resource.Resource, l *LeaseState, req *CompleteReconcileRequest
 		h.Phase = orDefault(h.Phase, "requeued")
 	case lifecycle.OutcomeError, lifecycle.OutcomeTerminal:
 		c.Failures++
-		if req.Outcome == lifecycle.OutcomeTerminal {
+		if outcome == lifecycle.OutcomeTerminal {
 			c.TerminalGeneration = gen
 		}
 		if !deleting {
@@ -293,15 +328,14 @@ func Complete(r *resource.Resource, l *LeaseState, req *CompleteReconcileRequest
 		}
 		h.Phase = orDefault(h.Phase, "failed")
 	}
-	r.Conditions, _ = lifecycle.Merge(r.Conditions, req.Conditions, gen, now)
-	if len(r.Conditions) > MaxConditions {
-		return nil, NewError(ErrInvalid, "the resource would have more than %d conditions", MaxConditions)
-	}
-	if outputs != nil {
-		r.Outputs = outputs
-	}
-	fins := make([]string, 0, len(r.Finalizers)+len(req.AddFinalizers))
-	for _, f := range r.Finalizers {
+}
+
+// nextFinalizers is cur without req's removed finalizers, then with its
+// added ones (each once, none of the removed ones, none at all on a
+// deleting resource); more than names.MaxFinalizers is ErrInvalid.
+func nextFinalizers(cur []string, req *CompleteReconcileRequest, deleting bool) ([]string, error) {
+	fins := make([]string, 0, len(cur)+len(req.AddFinalizers))
+	for _, f := range cur {
 		if !slices.Contains(req.RemoveFinalizers, f) {
 			fins = append(fins, f)
 		}
@@ -315,22 +349,23 @@ func Complete(r *resource.Resource, l *LeaseState, req *CompleteReconcileRequest
 	if len(fins) > names.MaxFinalizers {
 		return nil, NewError(ErrInvalid, "the resource would have more than %d finalizers", names.MaxFinalizers)
 	}
-	r.Finalizers = fins
-	if len(req.RemoveAnnotations) > 0 {
-		ann := make(map[string]string, len(r.Annotations))
-		for k, v := range r.Annotations {
-			if !slices.Contains(req.RemoveAnnotations, k) {
-				ann[k] = v
-			}
+	return fins, nil
+}
+
+// withoutKeys is a copy of m without the keys listed in remove.
+func withoutKeys(m map[string]string, remove []string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if !slices.Contains(remove, k) {
+			out[k] = v
 		}
-		r.Annotations = ann
 	}
-	r.Phase = resource.PhaseFor(r.Status, req.Degraded && req.Outcome != lifecycle.OutcomeSuccess, r.Conditions)
-	r.LastReconcileTime = &now
-	if deleting && len(fins) == 0 {
-		c.Event, c.Purge = envelope.Purged, true
-		return c, nil
-	}
+	return out
+}
+
+// finishHistory fills in h, the history row of the attempt on resource id
+// under lease l (its epoch), completed at now.
+func finishHistory(h *HistoryEntry, id, gen int64, l *LeaseState, epoch int64, now time.Time) {
 	// The attempt started when its lease was acquired, unless the worker
 	// says otherwise.
 	if h.StartedAt == nil {
@@ -339,13 +374,7 @@ func Complete(r *resource.Resource, l *LeaseState, req *CompleteReconcileRequest
 	if h.DurationMS == 0 && h.StartedAt != nil && now.After(*h.StartedAt) {
 		h.DurationMS = now.Sub(*h.StartedAt).Milliseconds()
 	}
-	h.ResourceID, h.Generation, h.ReconcileTime, h.LeaseEpoch, h.Holder = r.ID, gen, now, req.LeaseEpoch, l.Holder
-	c.History = h
-	c.Event = envelope.Modified
-	if h.Success {
-		c.Event = envelope.Reconciled
-	}
-	return c, nil
+	h.ResourceID, h.Generation, h.ReconcileTime, h.LeaseEpoch, h.Holder = id, gen, now, epoch, l.Holder
 }
 
 func orDefault(s, def string) string {

@@ -177,80 +177,12 @@ func scanConditions(raw []byte) ([]resource.Condition, bool) {
 		return out, skipSpace(raw, i+1) == len(raw)
 	}
 	for {
-		if i >= len(raw) || raw[i] != '{' {
-			return nil, false
-		}
-		var c resource.Condition
-		i = skipSpace(raw, i+1)
-		for i < len(raw) && raw[i] != '}' {
-			k, j, ok := scanPlainString(raw, i)
-			if !ok {
-				return nil, false
-			}
-			i = skipSpace(raw, j)
-			if i >= len(raw) || raw[i] != ':' {
-				return nil, false
-			}
-			i = skipSpace(raw, i+1)
-			if k == "observed_generation" {
-				j = i
-				if j < len(raw) && raw[j] == '-' {
-					j++
-				}
-				for j < len(raw) && raw[j] >= '0' && raw[j] <= '9' {
-					j++
-				}
-				digits := raw[i:j]
-				if len(digits) > 0 && digits[0] == '-' {
-					digits = digits[1:]
-				}
-				if len(digits) == 0 || len(digits) > 1 && digits[0] == '0' { // not a JSON number
-					return nil, false
-				}
-				n, err := strconv.ParseInt(string(raw[i:j]), 10, 64)
-				if err != nil {
-					return nil, false
-				}
-				c.ObservedGeneration = n
-			} else {
-				start := i
-				v, end, ok := scanPlainString(raw, i)
-				if !ok {
-					return nil, false
-				}
-				switch k {
-				case "type":
-					c.Type = v
-				case "status":
-					c.Status = v
-				case "reason":
-					c.Reason = v
-				case "message":
-					c.Message = v
-				case "last_transition_time":
-					if err := c.LastTransitionTime.UnmarshalJSON(raw[start:end]); err != nil {
-						return nil, false
-					}
-				default:
-					return nil, false
-				}
-				j = end
-			}
-			i = skipSpace(raw, j)
-			if i < len(raw) && raw[i] == ',' {
-				i = skipSpace(raw, i+1)
-				if i < len(raw) && raw[i] == '}' {
-					return nil, false
-				}
-			} else if i >= len(raw) || raw[i] != '}' {
-				return nil, false
-			}
-		}
-		if i >= len(raw) {
+		c, j, ok := scanCondition(raw, i)
+		if !ok {
 			return nil, false
 		}
 		out = append(out, c)
-		i = skipSpace(raw, i+1)
+		i = skipSpace(raw, j)
 		if i >= len(raw) {
 			return nil, false
 		}
@@ -263,6 +195,102 @@ func scanConditions(raw []byte) ([]resource.Condition, bool) {
 			return nil, false
 		}
 	}
+}
+
+// scanCondition reads the condition object at raw[i] (as scanConditions
+// says) and returns the index after its closing brace.
+func scanCondition(raw []byte, i int) (resource.Condition, int, bool) {
+	var c resource.Condition
+	if i >= len(raw) || raw[i] != '{' {
+		return c, 0, false
+	}
+	i = skipSpace(raw, i+1)
+	for i < len(raw) && raw[i] != '}' {
+		k, j, ok := scanPlainString(raw, i)
+		if !ok {
+			return c, 0, false
+		}
+		i = skipSpace(raw, j)
+		if i >= len(raw) || raw[i] != ':' {
+			return c, 0, false
+		}
+		j, ok = scanConditionField(raw, skipSpace(raw, i+1), k, &c)
+		if !ok {
+			return c, 0, false
+		}
+		i = skipSpace(raw, j)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+			if i < len(raw) && raw[i] == '}' {
+				return c, 0, false
+			}
+		} else if i >= len(raw) || raw[i] != '}' {
+			return c, 0, false
+		}
+	}
+	if i >= len(raw) {
+		return c, 0, false
+	}
+	return c, i + 1, true
+}
+
+// scanConditionField reads the value of the condition's field k at raw[i]
+// into c and returns the index after it; ok is false for an unknown key.
+func scanConditionField(raw []byte, i int, k string, c *resource.Condition) (int, bool) {
+	if k == "observed_generation" {
+		n, end, ok := scanIntLiteral(raw, i)
+		if !ok {
+			return 0, false
+		}
+		c.ObservedGeneration = n
+		return end, true
+	}
+	v, end, ok := scanPlainString(raw, i)
+	if !ok {
+		return 0, false
+	}
+	switch k {
+	case "type":
+		c.Type = v
+	case "status":
+		c.Status = v
+	case "reason":
+		c.Reason = v
+	case "message":
+		c.Message = v
+	case "last_transition_time":
+		if err := c.LastTransitionTime.UnmarshalJSON(raw[i:end]); err != nil {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	return end, true
+}
+
+// scanIntLiteral reads the JSON integer literal at raw[i] (an optional
+// minus, then digits with no leading zero) that fits an int64, and returns
+// the index after it.
+func scanIntLiteral(raw []byte, i int) (int64, int, bool) {
+	j := i
+	if j < len(raw) && raw[j] == '-' {
+		j++
+	}
+	for j < len(raw) && raw[j] >= '0' && raw[j] <= '9' {
+		j++
+	}
+	digits := raw[i:j]
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 1 && digits[0] == '0' { // not a JSON number
+		return 0, 0, false
+	}
+	n, err := strconv.ParseInt(string(raw[i:j]), 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	return n, j, true
 }
 
 // scanPlainString reads the JSON string at raw[i] when it holds no
