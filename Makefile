@@ -39,7 +39,7 @@ IMAGE_DIR       := $(BIN)/image
 # Unit, integration and end-to-end tests of every module. Keep under 15 minutes.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: help run build image image-check deploy-check upgrade-from test stress bench bench-scale lint check-large-files check-cyclo check-user-docs check-rules generate generate-check tools nats-server grpcurl natscli github-openapi promtool clean $(BIN)/gocyclo
+.PHONY: help run build image image-check deploy-check upgrade-from test stress bench bench-scale lint check-large-files check-cyclo check-proto-breaking check-user-docs check-rules generate generate-check tools nats-server grpcurl natscli github-openapi promtool clean $(BIN)/gocyclo
 
 help:
 	@echo "make run             run the whole control plane (no8s dev) on 127.0.0.1:8000 (ARGS=... for more flags)"
@@ -52,8 +52,9 @@ help:
 	@echo "make bench           the performance figures the issues ask for"
 	@echo "make bench-scale     how cost grows with the store: 10k, 100k, 1M resources (about 15 minutes)"
 	@echo "make check-rules     promtool check rules and promtool test rules on deploy/observability (make test runs it)"
-	@echo "make lint            gofmt, go vet, staticcheck, no tracked file over 1 MiB, check-user-docs"
+	@echo "make lint            gofmt, go vet, staticcheck, no tracked file over 1 MiB, check-cyclo, check-proto-breaking, check-user-docs"
 	@echo "make check-cyclo     no production Go function over cyclomatic complexity 25 (gocyclo; DIR=... for one directory)"
+	@echo "make check-proto-breaking  buf breaking: proto/ against the merge-base with main (on main: HEAD^1; BUF_BREAKING_AGAINST=<rev>)"
 	@echo "make check-user-docs what users read (docs, READMEs, libs, examples) cites no seed, issue, invariant or HARD-PARTS"
 	@echo "make generate        regenerate protobuf code with buf"
 	@echo "make generate-check  regenerate and fail if the committed code differs"
@@ -139,7 +140,7 @@ bench: build nats-server
 bench-scale: build nats-server
 	cd services && go run ./cmd/no8s-bench -run scale $(ARGS)
 
-lint: $(BIN)/staticcheck check-large-files check-user-docs
+lint: $(BIN)/staticcheck check-large-files check-cyclo check-proto-breaking check-user-docs
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)
 	go vet work
 	staticcheck work
@@ -156,6 +157,13 @@ check-large-files:
 # helpers and the benchmark tool are left out; see .ci/check-cyclo).
 check-cyclo:
 	@.ci/check-cyclo $(DIR)
+
+# The protobuf API breaks no client of the previous main: buf breaking with
+# buf.yaml's rules, the working tree's proto/ against the merge-base with
+# main (on main, HEAD^1; BUF_BREAKING_AGAINST=<rev> names another); passes,
+# saying why, when that revision is not in the clone (a shallow clone).
+check-proto-breaking: $(BIN)/buf
+	@BUF=$(BIN)/buf .ci/check-proto-breaking
 
 # What users read (docs/, README.md, libs/ with the SDK's package docs,
 # examples/) says what the behaviour is: it never cites the seed documents,

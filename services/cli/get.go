@@ -17,11 +17,7 @@ import (
 )
 
 func (a *app) getCmd() *cobra.Command {
-	var (
-		output, selector string
-		watch            bool
-		chunk            int
-	)
+	o := &getOptions{}
 	cmd := &cobra.Command{
 		Use:   "get namespaces|types|webhooks|resources|TYPE[/VERSION] [NAME]",
 		Short: "List namespaces, resource types, webhooks or resources, or show one",
@@ -54,106 +50,140 @@ With -o json or -o yaml a watch prints one
 		},
 		ValidArgsFunction: a.completeTypes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := printer.CheckFormat(output); err != nil {
-				return usagef("%v", err)
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			now := a.now()
-			switch {
-			case isNamespaceNoun(args[0]):
-				if watch || selector != "" {
-					return usagef("-w and -l apply to resources only (namespaces have no events and no labels)")
-				}
-				return a.getNamespaces(ctx, c, args, output)
-			}
-			switch args[0] {
-			case "types", "type", "resource-types":
-				if watch || selector != "" {
-					return usagef("-w and -l apply to resources only")
-				}
-				name := ""
-				if len(args) == 2 {
-					name = args[1]
-				}
-				types, err := c.ListTypes(ctx, name)
-				if err != nil {
-					return err
-				}
-				return printer.Types(a.streams.Out, types, output, now)
-			case "webhooks", "webhook", "admission-webhooks":
-				if watch || selector != "" {
-					return usagef("-w and -l apply to resources only")
-				}
-				hooks, err := c.ListWebhooks(ctx)
-				if err != nil {
-					return err
-				}
-				if len(args) == 2 {
-					hooks = slices.DeleteFunc(hooks, func(h client.Webhook) bool { return h.Name != args[1] })
-					if len(hooks) == 0 {
-						return fmt.Errorf("admission webhook %q not found", args[1])
-					}
-				}
-				return printer.Webhooks(a.streams.Out, hooks, output, now)
-			}
-			opts := client.ListOptions{Namespace: a.namespace(), LabelSelector: selector, Limit: chunk}
-			if args[0] != "resources" && args[0] != "all" {
-				t, err := parseTypeRef(args[0])
-				if err != nil {
-					return err
-				}
-				if len(args) == 2 {
-					if watch {
-						return usagef("-w watches a list: leave the NAME out and select with -l")
-					}
-					if a.allNamespaces {
-						return usagef("a resource cannot be read by name across every namespace: name its namespace with -n, not -A")
-					}
-					r, err := a.target(ctx, c, args)
-					if err != nil {
-						return err
-					}
-					if output == printer.FormatJSON || output == printer.FormatYAML {
-						return printer.Document(a.streams.Out, r, output)
-					}
-					return printer.Resources(a.streams.Out, []client.Resource{*r}, output, now)
-				}
-				if err := typeExists(ctx, c, t); err != nil {
-					return err
-				}
-				opts.TypeName, opts.TypeVersion = t.name, t.version
-			} else if len(args) == 2 {
-				return usagef("a NAME needs a TYPE: no8s get DatabaseCluster/v1 NAME")
-			}
-			if watch {
-				return a.watch(ctx, c, opts, output)
-			}
-			items, _, err := c.ListResources(ctx, opts)
-			if err != nil {
-				return err
-			}
-			if len(items) == 0 && (output == printer.FormatTable || output == printer.FormatWide) {
-				where := "namespace " + opts.Namespace
-				if opts.Namespace == "" {
-					where = "any namespace"
-				}
-				fmt.Fprintf(a.streams.Err, "No resources found in %s.\n", where)
-				return nil
-			}
-			return printer.Resources(a.streams.Out, items, output, now)
+			return a.runGet(cmd.Context(), args, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&output, "output", "o", "", "json, yaml, wide or name")
-	f.StringVarP(&selector, "selector", "l", "", "label selector: app=web,tier!=db,env in (prod,stage),!legacy")
-	f.BoolVarP(&watch, "watch", "w", false, "after listing, print every change until interrupted (resumes across reconnects)")
+	f.StringVarP(&o.output, "output", "o", "", "json, yaml, wide or name")
+	f.StringVarP(&o.selector, "selector", "l", "", "label selector: app=web,tier!=db,env in (prod,stage),!legacy")
+	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print every change until interrupted (resumes across reconnects)")
 	f.BoolVarP(&a.allNamespaces, "all-namespaces", "A", false, "every namespace")
-	f.IntVar(&chunk, "chunk-size", 500, "items per page read from the server (1-1000)")
+	f.IntVar(&o.chunk, "chunk-size", 500, "items per page read from the server (1-1000)")
 	return cmd
+}
+
+// getOptions are get's flags (-A is the app's allNamespaces).
+type getOptions struct {
+	output, selector string
+	watch            bool
+	chunk            int
+}
+
+// runGet runs get: namespaces, types, webhooks, or resources (a TYPE or
+// "resources").
+func (a *app) runGet(ctx context.Context, args []string, o *getOptions) error {
+	if err := printer.CheckFormat(o.output); err != nil {
+		return usagef("%v", err)
+	}
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	now := a.now()
+	switch {
+	case isNamespaceNoun(args[0]):
+		if o.watch || o.selector != "" {
+			return usagef("-w and -l apply to resources only (namespaces have no events and no labels)")
+		}
+		return a.getNamespaces(ctx, c, args, o.output)
+	}
+	switch args[0] {
+	case "types", "type", "resource-types":
+		return a.getTypes(ctx, c, args, o, now)
+	case "webhooks", "webhook", "admission-webhooks":
+		return a.getWebhooks(ctx, c, args, o, now)
+	}
+	return a.getResources(ctx, c, args, o, now)
+}
+
+// getTypes lists the resource types, or shows the one named in args[1].
+func (a *app) getTypes(ctx context.Context, c *client.Client, args []string, o *getOptions, now time.Time) error {
+	if o.watch || o.selector != "" {
+		return usagef("-w and -l apply to resources only")
+	}
+	name := ""
+	if len(args) == 2 {
+		name = args[1]
+	}
+	types, err := c.ListTypes(ctx, name)
+	if err != nil {
+		return err
+	}
+	return printer.Types(a.streams.Out, types, o.output, now)
+}
+
+// getWebhooks lists the admission webhooks, or shows the one named in
+// args[1].
+func (a *app) getWebhooks(ctx context.Context, c *client.Client, args []string, o *getOptions, now time.Time) error {
+	if o.watch || o.selector != "" {
+		return usagef("-w and -l apply to resources only")
+	}
+	hooks, err := c.ListWebhooks(ctx)
+	if err != nil {
+		return err
+	}
+	if len(args) == 2 {
+		hooks = slices.DeleteFunc(hooks, func(h client.Webhook) bool { return h.Name != args[1] })
+		if len(hooks) == 0 {
+			return fmt.Errorf("admission webhook %q not found", args[1])
+		}
+	}
+	return printer.Webhooks(a.streams.Out, hooks, o.output, now)
+}
+
+// getResources lists (or watches) the resources of args[0], a TYPE or
+// "resources" (every type), or shows the one named in args[1].
+func (a *app) getResources(ctx context.Context, c *client.Client, args []string, o *getOptions, now time.Time) error {
+	opts := client.ListOptions{Namespace: a.namespace(), LabelSelector: o.selector, Limit: o.chunk}
+	if args[0] != "resources" && args[0] != "all" {
+		t, err := parseTypeRef(args[0])
+		if err != nil {
+			return err
+		}
+		if len(args) == 2 {
+			return a.getResource(ctx, c, args, o, now)
+		}
+		if err := typeExists(ctx, c, t); err != nil {
+			return err
+		}
+		opts.TypeName, opts.TypeVersion = t.name, t.version
+	} else if len(args) == 2 {
+		return usagef("a NAME needs a TYPE: no8s get DatabaseCluster/v1 NAME")
+	}
+	if o.watch {
+		return a.watch(ctx, c, opts, o.output)
+	}
+	items, _, err := c.ListResources(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if len(items) == 0 && (o.output == printer.FormatTable || o.output == printer.FormatWide) {
+		where := "namespace " + opts.Namespace
+		if opts.Namespace == "" {
+			where = "any namespace"
+		}
+		fmt.Fprintf(a.streams.Err, "No resources found in %s.\n", where)
+		return nil
+	}
+	return printer.Resources(a.streams.Out, items, o.output, now)
+}
+
+// getResource shows the resource TYPE NAME of args.
+func (a *app) getResource(ctx context.Context, c *client.Client, args []string, o *getOptions, now time.Time) error {
+	if o.watch {
+		return usagef("-w watches a list: leave the NAME out and select with -l")
+	}
+	if a.allNamespaces {
+		return usagef("a resource cannot be read by name across every namespace: name its namespace with -n, not -A")
+	}
+	r, err := a.target(ctx, c, args)
+	if err != nil {
+		return err
+	}
+	if o.output == printer.FormatJSON || o.output == printer.FormatYAML {
+		return printer.Document(a.streams.Out, r, o.output)
+	}
+	return printer.Resources(a.streams.Out, []client.Resource{*r}, o.output, now)
 }
 
 // watch lists, then prints every change. In a table, the listed rows are

@@ -23,8 +23,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
@@ -40,6 +42,7 @@ import (
 	"github.com/no8s/no8s/services/admission"
 	"github.com/no8s/no8s/services/gateway"
 	"github.com/no8s/no8s/services/internal/authz"
+	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/identityca"
 	"github.com/no8s/no8s/services/internal/natsconn"
@@ -199,7 +202,91 @@ func DefaultConfig() Config {
 // the process logger without a service attribute: each service's lines get
 // their own (service=store, ...), the stack's own lines service=no8s-dev.
 func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
-	log := base.With("service", "no8s-dev")
+	s := &stack{cfg: cfg, base: base, log: base.With("service", "no8s-dev")}
+	defer s.cleanup()
+	if err := s.prepareState(ctx); err != nil {
+		return err
+	}
+	if err := s.startNATS(); err != nil {
+		return err
+	}
+	if err := s.listen(); err != nil {
+		return err
+	}
+	if err := s.serveMetrics(ctx); err != nil {
+		return err
+	}
+	if err := s.listenService(); err != nil {
+		return err
+	}
+	svcs, err := s.newServices(ctx)
+	if err != nil {
+		return err
+	}
+	return s.serve(ctx, svcs)
+}
+
+// stack is what Run builds, one step after the other, and then serves.
+type stack struct {
+	cfg       Config
+	base, log *slog.Logger
+	// ids are the components' credentials (empty with identities off).
+	ids identities
+	ns  *server.Server
+	// conns are the components' NATS connections, closed together just
+	// before the NATS server stops.
+	conns []*nats.Conn
+	lis   listeners
+	// reg is the one metrics registry of every service of the stack: their
+	// series do not clash (each names its own subsystem), gRPC calls tell
+	// the services apart by grpc_service.
+	reg         *prometheus.Registry
+	dialMetrics []grpc.DialOption
+	// writerURL is where registry-sync and the tenant reconciler write:
+	// with identities on, the gateway's service listener on loopback,
+	// where they present their identities and the REST rules hold them.
+	writerURL string
+	// down is the first service that stopped while the stack was running.
+	down stopped
+	// cleanups run in reverse order when Run returns, as deferred calls
+	// would: the gRPC connections, the metrics server, the NATS
+	// connections, the NATS server last.
+	cleanups []func()
+}
+
+// listeners are the stack's listeners, all open before any service starts.
+type listeners struct {
+	store, worker, admission, http net.Listener
+	// metrics is nil when metrics are off; service (the gateway's service
+	// listener) nil with identities off.
+	metrics, service net.Listener
+}
+
+// services are the stack's services, built and not yet serving; scheduler,
+// sync and tenant are nil when the configuration turns them off.
+type services struct {
+	store     *store.Service
+	admission *admission.Service
+	gateway   *gateway.Service
+	scheduler *scheduler.Service
+	sync      *registrysync.Service
+	tenant    *worker.Worker
+}
+
+// onCleanup adds f to what runs when Run returns.
+func (s *stack) onCleanup(f func()) { s.cleanups = append(s.cleanups, f) }
+
+// cleanup runs the cleanups, the last added first.
+func (s *stack) cleanup() {
+	for i := len(s.cleanups) - 1; i >= 0; i-- {
+		s.cleanups[i]()
+	}
+}
+
+// prepareState makes the data directory, and the PostgreSQL database when
+// one is configured.
+func (s *stack) prepareState(ctx context.Context) error {
+	cfg := s.cfg
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
@@ -207,245 +294,320 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		if err := ensureDatabase(ctx, cfg.DatabaseURL); err != nil {
 			return err
 		}
-		log.Info("state: the PostgreSQL database and the data directory", "database", redact(cfg.DatabaseURL), "data_dir", cfg.DataDir)
+		s.log.Info("state: the PostgreSQL database and the data directory", "database", redact(cfg.DatabaseURL), "data_dir", cfg.DataDir)
 	} else {
-		log.Info("state: everything is in the data directory; to start afresh, stop no8s dev and remove it", "data_dir", cfg.DataDir, "store", cfg.StoreURL())
+		s.log.Info("state: everything is in the data directory; to start afresh, stop no8s dev and remove it", "data_dir", cfg.DataDir, "store", cfg.StoreURL())
 	}
-	port := cfg.NATSPort
+	return nil
+}
+
+// startNATS starts the embedded NATS server. With identities on, the CA
+// and every component's credentials come first: the embedded NATS server
+// takes only the CA's NATS users.
+func (s *stack) startNATS() error {
+	port := s.cfg.NATSPort
 	if port == 0 {
 		port = -1
 	}
-	// With identities on, the CA and every component's credentials come
-	// first: the embedded NATS server takes only the CA's NATS users.
-	ids := identities{}
+	s.ids = identities{}
 	var natsUsers *identityca.NATSServer
-	if cfg.Identities {
+	if s.cfg.Identities {
 		var err error
-		if ids, err = loadIdentities(cfg, append(stackIDs(cfg), devNATSUsers()...), time.Now(), log); err != nil {
+		if s.ids, err = loadIdentities(s.cfg, append(stackIDs(s.cfg), devNATSUsers()...), time.Now(), s.log); err != nil {
 			return err
 		}
-		if natsUsers, err = natsAuth(cfg, time.Now()); err != nil {
+		if natsUsers, err = natsAuth(s.cfg, time.Now()); err != nil {
 			return err
 		}
 	}
-	ns, err := natsembed.Start(filepath.Join(cfg.DataDir, "jetstream"), port, natsUsers)
+	ns, err := natsembed.Start(filepath.Join(s.cfg.DataDir, "jetstream"), port, natsUsers)
 	if err != nil {
 		return fmt.Errorf("embedded nats: %w", err)
 	}
-	defer func() {
+	s.ns = ns
+	s.onCleanup(func() {
 		ns.Shutdown()
 		ns.WaitForShutdown()
-	}()
-	log.Info("embedded NATS with JetStream", "url", ns.ClientURL(), "users", natsUsers != nil)
-	// Each component connects to NATS as itself (its identity's NATS user
-	// with identities on).
-	var conns []*nats.Conn
-	defer func() {
-		for _, nc := range conns {
+	})
+	s.log.Info("embedded NATS with JetStream", "url", ns.ClientURL(), "users", natsUsers != nil)
+	s.onCleanup(func() {
+		for _, nc := range s.conns {
 			nc.Close()
 		}
-	}()
-	connect := func(id identity.ID) (*nats.Conn, error) {
-		nc, err := natsconn.Connect(ns.ClientURL(), "no8s-dev-"+id.Name, ids.of(id), base.With("service", id.Name))
-		if err == nil {
-			conns = append(conns, nc)
-		}
-		return nc, err
-	}
-	connectJS := func(id identity.ID) (jetstream.JetStream, error) {
-		nc, err := connect(id)
-		if err != nil {
-			return nil, err
-		}
-		js, err := jetstream.New(nc)
-		if err != nil {
-			return nil, fmt.Errorf("jetstream: %w", err)
-		}
-		return js, nil
-	}
+	})
+	return nil
+}
 
-	storeLis, err := net.Listen("tcp", cfg.StoreAddr)
+// connect connects the component id to NATS as itself (its identity's
+// NATS user with identities on).
+func (s *stack) connect(id identity.ID) (*nats.Conn, error) {
+	nc, err := natsconn.Connect(s.ns.ClientURL(), "no8s-dev-"+id.Name, s.ids.of(id), s.base.With("service", id.Name))
+	if err == nil {
+		s.conns = append(s.conns, nc)
+	}
+	return nc, err
+}
+
+// connectJS is connect, for a component that uses JetStream.
+func (s *stack) connectJS(id identity.ID) (jetstream.JetStream, error) {
+	nc, err := s.connect(id)
 	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return js, nil
+}
+
+// listen opens the services' listeners: the store's two, admission's and
+// the REST API's.
+func (s *stack) listen() error {
+	var err error
+	if s.lis.store, err = net.Listen("tcp", s.cfg.StoreAddr); err != nil {
 		return fmt.Errorf("store listen: %w", err)
 	}
-	workerLis, err := net.Listen("tcp", cfg.WorkerAddr)
-	if err != nil {
+	if s.lis.worker, err = net.Listen("tcp", s.cfg.WorkerAddr); err != nil {
 		return fmt.Errorf("store worker listen: %w", err)
 	}
-	admissionLis, err := net.Listen("tcp", cfg.AdmissionAddr)
-	if err != nil {
+	if s.lis.admission, err = net.Listen("tcp", s.cfg.AdmissionAddr); err != nil {
 		return fmt.Errorf("admission listen: %w", err)
 	}
-	httpLis, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
+	if s.lis.http, err = net.Listen("tcp", s.cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("http listen: %w", err)
 	}
-	// One registry for every service of the stack: their series do not
-	// clash (each names its own subsystem), gRPC calls tell the services
-	// apart by grpc_service.
-	reg := metrics.NewRegistry()
-	var metricsLis net.Listener
-	if cfg.MetricsAddr != "" && cfg.MetricsAddr != health.Off {
-		metricsLis, err = net.Listen("tcp", cfg.MetricsAddr)
-		if errors.Is(err, syscall.EADDRINUSE) && cfg.MetricsAddr == DefaultMetricsAddr {
-			// Two stacks side by side (tests, a second checkout): the
-			// default is a convenience, not a promise; Ready says where.
-			if metricsLis, err = net.Listen("tcp", "127.0.0.1:0"); err == nil {
-				log.Warn("the default metrics address is taken; metrics are served on a free port instead", "default", DefaultMetricsAddr, "addr", metricsLis.Addr().String())
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("metrics listen: %w", err)
-		}
-		stopMetrics := health.ServeListener(ctx, metricsLis, health.Handler(health.Config{Metrics: metrics.Handler(reg)}), nil)
-		defer stopMetrics()
+	return nil
+}
+
+// serveMetrics makes the stack's metrics registry and, unless metrics are
+// off, serves it until ctx ends.
+func (s *stack) serveMetrics(ctx context.Context) error {
+	s.reg = metrics.NewRegistry()
+	addr := s.cfg.MetricsAddr
+	if addr == "" || addr == health.Off {
+		return nil
 	}
-	// writerURL is where registry-sync and the tenant reconciler write:
-	// with identities on, the gateway's service listener on loopback,
-	// where they present their identities and the REST rules hold them.
-	writerURL := "http://" + httpLis.Addr().String()
-	var serviceLis net.Listener
-	if cfg.Identities {
-		if serviceLis, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			return fmt.Errorf("gateway service listen: %w", err)
+	lis, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) && addr == DefaultMetricsAddr {
+		// Two stacks side by side (tests, a second checkout): the
+		// default is a convenience, not a promise; Ready says where.
+		if lis, err = net.Listen("tcp", "127.0.0.1:0"); err == nil {
+			s.log.Warn("the default metrics address is taken; metrics are served on a free port instead", "default", DefaultMetricsAddr, "addr", lis.Addr().String())
 		}
-		writerURL = "https://" + serviceLis.Addr().String()
-		log.Info("identities: every gRPC call of the stack is mutual TLS with the call policy enforced, and NATS takes only the CA's users", "ca", cfg.CADir(), "credentials", cfg.IdentityDir(), "authz", string(cfg.Authz))
-	} else {
-		log.Warn("identities are off (--identities=off): the stack's gRPC servers and NATS take any caller on loopback, in plaintext")
 	}
-	// dial connects the component as to the service server with its own
-	// identity (plaintext with identities off).
-	dialMetrics := metrics.NewGRPCClient(reg).DialOptions()
-	dial := func(addr string, as *identity.Credentials, server string) (*grpc.ClientConn, error) {
-		return grpcserver.Dial(addr, append(slices.Clone(dialMetrics), authz.DialOptions(as, server)...)...)
+	if err != nil {
+		return fmt.Errorf("metrics listen: %w", err)
 	}
+	s.lis.metrics = lis
+	s.onCleanup(health.ServeListener(ctx, lis, health.Handler(health.Config{Metrics: metrics.Handler(s.reg)}), nil))
+	return nil
+}
+
+// listenService sets writerURL: the REST API's listener, or with
+// identities on the gateway's service listener, opened here.
+func (s *stack) listenService() error {
+	s.writerURL = "http://" + s.lis.http.Addr().String()
+	if !s.cfg.Identities {
+		s.log.Warn("identities are off (--identities=off): the stack's gRPC servers and NATS take any caller on loopback, in plaintext")
+		return nil
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("gateway service listen: %w", err)
+	}
+	s.lis.service = lis
+	s.writerURL = "https://" + lis.Addr().String()
+	s.log.Info("identities: every gRPC call of the stack is mutual TLS with the call policy enforced, and NATS takes only the CA's users", "ca", s.cfg.CADir(), "credentials", s.cfg.IdentityDir(), "authz", string(s.cfg.Authz))
+	return nil
+}
+
+// dial connects the component as to the service server with its own
+// identity (plaintext with identities off); the connection closes when Run
+// returns.
+func (s *stack) dial(addr string, as *identity.Credentials, server string) (*grpc.ClientConn, error) {
+	conn, err := grpcserver.Dial(addr, append(slices.Clone(s.dialMetrics), authz.DialOptions(as, server)...)...)
+	if err != nil {
+		return nil, err
+	}
+	s.onCleanup(func() { _ = conn.Close() })
+	return conn, nil
+}
+
+// newServices builds every service of the stack, in dependency order.
+func (s *stack) newServices(ctx context.Context) (*services, error) {
+	s.dialMetrics = metrics.NewGRPCClient(s.reg).DialOptions()
+	var svcs services
+	var err error
+	if svcs.store, err = s.newStore(ctx); err != nil {
+		return nil, err
+	}
+	// Each client of the store is a connection of its own, with its own
+	// identity: the gateway's, admission's and the scheduler's.
+	storeConn, err := s.dial(s.lis.store.Addr().String(), s.ids.service(identity.Gateway), identity.Store)
+	if err != nil {
+		return nil, err
+	}
+	admissionStoreConn, err := s.dial(s.lis.store.Addr().String(), s.ids.service(identity.Admission), identity.Store)
+	if err != nil {
+		return nil, err
+	}
+	admissionConn, err := s.dial(s.lis.admission.Addr().String(), s.ids.service(identity.Gateway), identity.Admission)
+	if err != nil {
+		return nil, err
+	}
+	gcfg := gateway.DefaultConfig()
+	gcfg.Metrics = s.reg
+	if gcfg.JetStream, err = s.connectJS(identity.ServiceID(identity.Gateway)); err != nil {
+		return nil, err
+	}
+	credGrants, err := loadGrants(s.cfg, s.log)
+	if err != nil {
+		return nil, err
+	}
+	if svcs.admission, err = s.newAdmission(credGrants, admissionStoreConn); err != nil {
+		return nil, err
+	}
+	s.gatewayHealth(&gcfg, svcs.store, storeConn, admissionConn)
+	if err := s.newWorkers(&svcs, credGrants); err != nil {
+		return nil, err
+	}
+	gcfg.Outbound = s.cfg.Outbound
+	gcfg.Identity, gcfg.Authz = s.ids.service(identity.Gateway), s.cfg.Authz
+	svcs.gateway = gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), s.base.With("service", "gateway"))
+	return &svcs, nil
+}
+
+// newStore builds the store.
+func (s *stack) newStore(ctx context.Context) (*store.Service, error) {
 	scfg := store.DefaultConfig()
-	scfg.Metrics = reg
-	scfg.DatabaseURL = cfg.StoreURL()
-	if cfg.HistoryLimit > 0 {
-		scfg.HistoryLimit = cfg.HistoryLimit
+	scfg.Metrics = s.reg
+	scfg.DatabaseURL = s.cfg.StoreURL()
+	if s.cfg.HistoryLimit > 0 {
+		scfg.HistoryLimit = s.cfg.HistoryLimit
 	}
-	if cfg.RelayDegradedHold > 0 {
-		scfg.Relay.DegradedHold = cfg.RelayDegradedHold
+	if s.cfg.RelayDegradedHold > 0 {
+		scfg.Relay.DegradedHold = s.cfg.RelayDegradedHold
 	}
 	// A dev data directory outliving its database (or the reverse) is
 	// common: rebuild the stream rather than refuse to start.
 	scfg.RebuildStreamOnMismatch = true
-	scfg.GRPCServerOptions = authz.ServerOptions(ids.service(identity.Store), cfg.Authz, base.With("service", "store"))
-	storeNC, err := connect(identity.ServiceID(identity.Store))
+	scfg.GRPCServerOptions = authz.ServerOptions(s.ids.service(identity.Store), s.cfg.Authz, s.base.With("service", "store"))
+	storeNC, err := s.connect(identity.ServiceID(identity.Store))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	storeSvc, err := store.New(ctx, scfg, storeNC, base.With("service", "store"))
-	if err != nil {
-		return err
-	}
-	// Each client of the store is a connection of its own, with its own
-	// identity: the gateway's, admission's and the scheduler's.
-	storeConn, err := dial(storeLis.Addr().String(), ids.service(identity.Gateway), identity.Store)
-	if err != nil {
-		return err
-	}
-	defer storeConn.Close()
-	admissionStoreConn, err := dial(storeLis.Addr().String(), ids.service(identity.Admission), identity.Store)
-	if err != nil {
-		return err
-	}
-	defer admissionStoreConn.Close()
-	admissionConn, err := dial(admissionLis.Addr().String(), ids.service(identity.Gateway), identity.Admission)
-	if err != nil {
-		return err
-	}
-	defer admissionConn.Close()
-	gcfg := gateway.DefaultConfig()
-	gcfg.Metrics = reg
-	if gcfg.JetStream, err = connectJS(identity.ServiceID(identity.Gateway)); err != nil {
-		return err
-	}
-	credGrants, err := loadGrants(cfg, log)
-	if err != nil {
-		return err
-	}
+	return store.New(ctx, scfg, storeNC, s.base.With("service", "store"))
+}
+
+// newAdmission builds admission, a client of the store over storeConn.
+func (s *stack) newAdmission(credGrants *grants.Set, storeConn *grpc.ClientConn) (*admission.Service, error) {
 	acfg := admission.DefaultConfig()
-	acfg.Metrics = reg
+	acfg.Metrics = s.reg
 	acfg.Grants = credGrants
-	if acfg.JetStream, err = connectJS(identity.ServiceID(identity.Admission)); err != nil {
-		return err
+	var err error
+	if acfg.JetStream, err = s.connectJS(identity.ServiceID(identity.Admission)); err != nil {
+		return nil, err
 	}
-	acfg.Outbound, gcfg.Outbound = cfg.Outbound, cfg.Outbound
-	acfg.GRPCServerOptions = authz.ServerOptions(ids.service(identity.Admission), cfg.Authz, base.With("service", "admission"))
-	admissionSvc := admission.New(acfg, storev1.NewStoreServiceClient(admissionStoreConn), base.With("service", "admission"))
-	// One process: the gateway's probes cover every dependency.
+	acfg.Outbound = s.cfg.Outbound
+	acfg.GRPCServerOptions = authz.ServerOptions(s.ids.service(identity.Admission), s.cfg.Authz, s.base.With("service", "admission"))
+	return admission.New(acfg, storev1.NewStoreServiceClient(storeConn), s.base.With("service", "admission")), nil
+}
+
+// gatewayHealth sets the gateway's probes, which in one process cover every
+// dependency, and its reconcile client.
+func (s *stack) gatewayHealth(gcfg *gateway.Config, storeSvc *store.Service, storeConn, admissionConn *grpc.ClientConn) {
 	gcfg.Health.Ready = append([]health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn)}, storeSvc.Probes().Ready...)
 	gcfg.Health.Info = storeSvc.Probes().Info
 	// A service that stops while the stack runs takes the process down
 	// with it (Run returns why); until then /healthz fails.
-	var down stopped
-	gcfg.Health.Live = append(gcfg.Health.Live, health.Check{Name: "services", Func: func(context.Context) error { return down.err() }})
+	gcfg.Health.Live = append(gcfg.Health.Live, health.Check{Name: "services", Func: func(context.Context) error { return s.down.err() }})
 	gcfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
-	var schedulerSvc *scheduler.Service
-	if cfg.Scheduler {
-		schedCfg := cfg.SchedulerTuning.apply(scheduler.DefaultConfig())
-		schedCfg.Metrics = reg
-		schedConn, err := dial(storeLis.Addr().String(), ids.service(identity.Scheduler), identity.Store)
-		if err != nil {
-			return err
-		}
-		defer schedConn.Close()
-		schedJS, err := connectJS(identity.ServiceID(identity.Scheduler))
-		if err != nil {
-			return err
-		}
-		if schedulerSvc, err = scheduler.New(schedCfg, reconcilev1.NewReconcileServiceClient(schedConn), schedJS, base.With("service", "scheduler")); err != nil {
-			return err
-		}
-	}
-	var syncSvc *registrysync.Service
-	if cfg.RegistrySync {
-		rcfg := registrysync.DefaultConfig()
-		rcfg.Metrics = reg
-		rcfg.APIURL, rcfg.ReplicaID, rcfg.Outbound = writerURL, "no8s-dev", cfg.Outbound
-		rcfg.Identity = ids.service(identity.RegistrySync)
-		rcfg.SecretEnvPrefix, rcfg.Grants = cfg.RegistrySyncSecretPrefix, credGrants
-		syncConn, err := dial(workerLis.Addr().String(), ids.service(identity.RegistrySync), identity.Store)
-		if err != nil {
-			return err
-		}
-		defer syncConn.Close()
-		syncNC, err := connect(identity.ServiceID(identity.RegistrySync))
-		if err != nil {
-			return err
-		}
-		if syncSvc, err = registrysync.New(rcfg, syncNC, syncConn, base.With("service", "registry-sync")); err != nil {
-			return err
-		}
-	}
-	var tenantWorker *worker.Worker
-	if cfg.TenantReconciler {
-		api, err := tenant.NewAPIClient(writerURL, ids.of(tenantID()))
-		if err != nil {
-			return err
-		}
-		tenantRec := tenant.New(tenant.Config{API: api, Metrics: reg})
-		tenantConn, err := dial(workerLis.Addr().String(), ids.of(tenantID()), identity.Store)
-		if err != nil {
-			return err
-		}
-		defer tenantConn.Close()
-		tenantNC, err := connect(tenantID())
-		if err != nil {
-			return err
-		}
-		if tenantWorker, err = worker.New(tenantRec, worker.Config{Types: []sdk.TypeRef{tenant.Type}, NATS: tenantNC, Store: tenantConn},
-			worker.WithReplicaID("no8s-dev"), worker.WithShutdownGrace(2*time.Second, time.Second), worker.WithFetchWait(time.Second),
-			worker.WithLogger(base.With("service", "reconciler-tenant")), worker.WithMetrics(reg)); err != nil {
-			return fmt.Errorf("tenant reconciler: %w", err)
-		}
-	}
-	gcfg.Identity, gcfg.Authz = ids.service(identity.Gateway), cfg.Authz
-	gatewaySvc := gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), base.With("service", "gateway"))
+}
 
+// newWorkers builds the scheduler, registry-sync and the tenant reconciler,
+// each only when the configuration turns it on.
+func (s *stack) newWorkers(svcs *services, credGrants *grants.Set) error {
+	var err error
+	if s.cfg.Scheduler {
+		if svcs.scheduler, err = s.newScheduler(); err != nil {
+			return err
+		}
+	}
+	if s.cfg.RegistrySync {
+		if svcs.sync, err = s.newRegistrySync(credGrants); err != nil {
+			return err
+		}
+	}
+	if s.cfg.TenantReconciler {
+		if svcs.tenant, err = s.newTenantWorker(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newScheduler builds the scheduler.
+func (s *stack) newScheduler() (*scheduler.Service, error) {
+	schedCfg := s.cfg.SchedulerTuning.apply(scheduler.DefaultConfig())
+	schedCfg.Metrics = s.reg
+	schedConn, err := s.dial(s.lis.store.Addr().String(), s.ids.service(identity.Scheduler), identity.Store)
+	if err != nil {
+		return nil, err
+	}
+	schedJS, err := s.connectJS(identity.ServiceID(identity.Scheduler))
+	if err != nil {
+		return nil, err
+	}
+	return scheduler.New(schedCfg, reconcilev1.NewReconcileServiceClient(schedConn), schedJS, s.base.With("service", "scheduler"))
+}
+
+// newRegistrySync builds registry-sync, which writes through writerURL.
+func (s *stack) newRegistrySync(credGrants *grants.Set) (*registrysync.Service, error) {
+	rcfg := registrysync.DefaultConfig()
+	rcfg.Metrics = s.reg
+	rcfg.APIURL, rcfg.ReplicaID, rcfg.Outbound = s.writerURL, "no8s-dev", s.cfg.Outbound
+	rcfg.Identity = s.ids.service(identity.RegistrySync)
+	rcfg.SecretEnvPrefix, rcfg.Grants = s.cfg.RegistrySyncSecretPrefix, credGrants
+	syncConn, err := s.dial(s.lis.worker.Addr().String(), s.ids.service(identity.RegistrySync), identity.Store)
+	if err != nil {
+		return nil, err
+	}
+	syncNC, err := s.connect(identity.ServiceID(identity.RegistrySync))
+	if err != nil {
+		return nil, err
+	}
+	return registrysync.New(rcfg, syncNC, syncConn, s.base.With("service", "registry-sync"))
+}
+
+// newTenantWorker builds the tenant reconciler's worker; the reconciler
+// writes through writerURL.
+func (s *stack) newTenantWorker() (*worker.Worker, error) {
+	api, err := tenant.NewAPIClient(s.writerURL, s.ids.of(tenantID()))
+	if err != nil {
+		return nil, err
+	}
+	tenantRec := tenant.New(tenant.Config{API: api, Metrics: s.reg})
+	tenantConn, err := s.dial(s.lis.worker.Addr().String(), s.ids.of(tenantID()), identity.Store)
+	if err != nil {
+		return nil, err
+	}
+	tenantNC, err := s.connect(tenantID())
+	if err != nil {
+		return nil, err
+	}
+	w, err := worker.New(tenantRec, worker.Config{Types: []sdk.TypeRef{tenant.Type}, NATS: tenantNC, Store: tenantConn},
+		worker.WithReplicaID("no8s-dev"), worker.WithShutdownGrace(2*time.Second, time.Second), worker.WithFetchWait(time.Second),
+		worker.WithLogger(s.base.With("service", "reconciler-tenant")), worker.WithMetrics(s.reg))
+	if err != nil {
+		return nil, fmt.Errorf("tenant reconciler: %w", err)
+	}
+	return w, nil
+}
+
+// serve runs every service until ctx ends or one of them stops, then stops
+// them tier by tier.
+func (s *stack) serve(ctx context.Context, svcs *services) error {
 	// Each tier stops only after the tier in front of it has stopped.
 	gatewayCtx, stopGateway := context.WithCancelCause(ctx)
 	defer stopGateway(nil)
@@ -453,70 +615,18 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	defer stopAdmission()
 	storeCtx, stopStore := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStore()
-
-	if cfg.storeFault != nil {
-		go func() {
-			select {
-			case <-cfg.storeFault:
-				stopStore()
-			case <-storeCtx.Done():
-			}
-		}()
+	if s.cfg.storeFault != nil {
+		go stopOnFault(storeCtx, s.cfg.storeFault, stopStore)
 	}
-	// supervised runs one service: when it returns while the stack is
-	// still meant to run, it is down, and the stack stops.
-	supervised := func(name string, run func() error) func() error {
-		return func() error {
-			err := run()
-			if gatewayCtx.Err() != nil {
-				return err // stopping, as asked
-			}
-			if err == nil {
-				err = errors.New("it returned while the stack was running")
-			}
-			err = fmt.Errorf("embedded %s stopped: %w", name, err)
-			down.set(err)
-			log.Error("a service of no8s dev stopped; stopping the rest (restart no8s dev)", "err", err)
-			stopGateway(err)
-			return err
-		}
-	}
+	sup := supervisor{ctx: gatewayCtx, stop: stopGateway, down: &s.down, log: s.log}
 	var g errgroup.Group
-	g.Go(supervised("store", func() error { return storeSvc.Serve(storeCtx, storeLis, workerLis) }))
-	g.Go(supervised("admission", func() error { return admissionSvc.Serve(admissionCtx, admissionLis) }))
-	schedulerDone := make(chan struct{})
+	g.Go(sup.run("store", func() error { return svcs.store.Serve(storeCtx, s.lis.store, s.lis.worker) }))
+	g.Go(sup.run("admission", func() error { return svcs.admission.Serve(admissionCtx, s.lis.admission) }))
+	schedulerDone := goTracked(&g, svcs.scheduler != nil, sup.run("scheduler", func() error { return svcs.scheduler.Run(gatewayCtx) }))
+	syncDone := goTracked(&g, svcs.sync != nil, sup.run("registry-sync", func() error { return svcs.sync.Run(gatewayCtx) }))
+	tenantDone := goTracked(&g, svcs.tenant != nil, func() error { return s.runTenant(sup, svcs.tenant) })
 	g.Go(func() error {
-		defer close(schedulerDone)
-		if schedulerSvc == nil {
-			return nil
-		}
-		return supervised("scheduler", func() error { return schedulerSvc.Run(gatewayCtx) })()
-	})
-	syncDone := make(chan struct{})
-	g.Go(func() error {
-		defer close(syncDone)
-		if syncSvc == nil {
-			return nil
-		}
-		return supervised("registry-sync", func() error { return syncSvc.Run(gatewayCtx) })()
-	})
-	tenantDone := make(chan struct{})
-	g.Go(func() error {
-		defer close(tenantDone)
-		if tenantWorker == nil {
-			return nil
-		}
-		// It writes through the gateway: start once it answers.
-		if err := waitReady(gatewayCtx, "http://"+httpLis.Addr().String()); err != nil {
-			if gatewayCtx.Err() != nil {
-				return nil // stopping before the gateway was up
-			}
-			return fmt.Errorf("tenant reconciler: %w", err)
-		}
-		return supervised("tenant reconciler", func() error { return tenantWorker.Run(gatewayCtx) })()
-	})
-	g.Go(func() error {
-		err := supervised("gateway", func() error { return gatewaySvc.ServeListeners(gatewayCtx, httpLis, serviceLis) })()
+		err := sup.run("gateway", func() error { return svcs.gateway.ServeListeners(gatewayCtx, s.lis.http, s.lis.service) })()
 		<-schedulerDone
 		<-syncDone
 		<-tenantDone
@@ -524,34 +634,107 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 		stopStore()
 		return err
 	})
+	ready := s.ready()
+	g.Go(func() error { return s.announce(gatewayCtx, ready) })
+	return g.Wait()
+}
+
+// stopOnFault calls stop when fault closes, unless ctx ends first.
+func stopOnFault(ctx context.Context, fault <-chan struct{}, stop func()) {
+	select {
+	case <-fault:
+		stop()
+	case <-ctx.Done():
+	}
+}
+
+// goTracked runs fn in g when on (else returns nil there at once), and
+// returns a channel closed once it has returned.
+func goTracked(g *errgroup.Group, on bool, fn func() error) <-chan struct{} {
+	done := make(chan struct{})
+	g.Go(func() error {
+		defer close(done)
+		if !on {
+			return nil
+		}
+		return fn()
+	})
+	return done
+}
+
+// supervisor runs the stack's services: when one returns while the stack
+// is still meant to run (ctx not ended), it is down, and the stack stops.
+type supervisor struct {
+	ctx  context.Context
+	stop context.CancelCauseFunc
+	down *stopped
+	log  *slog.Logger
+}
+
+// run returns the function that runs the service name with run.
+func (sup supervisor) run(name string, run func() error) func() error {
+	return func() error {
+		err := run()
+		if sup.ctx.Err() != nil {
+			return err // stopping, as asked
+		}
+		if err == nil {
+			err = errors.New("it returned while the stack was running")
+		}
+		err = fmt.Errorf("embedded %s stopped: %w", name, err)
+		sup.down.set(err)
+		sup.log.Error("a service of no8s dev stopped; stopping the rest (restart no8s dev)", "err", err)
+		sup.stop(err)
+		return err
+	}
+}
+
+// runTenant runs the tenant reconciler's worker w once the gateway, which
+// it writes through, answers.
+func (s *stack) runTenant(sup supervisor, w *worker.Worker) error {
+	if err := waitReady(sup.ctx, "http://"+s.lis.http.Addr().String()); err != nil {
+		if sup.ctx.Err() != nil {
+			return nil // stopping before the gateway was up
+		}
+		return fmt.Errorf("tenant reconciler: %w", err)
+	}
+	return sup.run("tenant reconciler", func() error { return w.Run(sup.ctx) })()
+}
+
+// ready is where the stack listens, for Config.ReadyFile.
+func (s *stack) ready() Ready {
+	cfg := s.cfg
 	ready := Ready{
-		APIURL: "http://" + httpLis.Addr().String(), NATSURL: ns.ClientURL(),
-		StoreAddr: storeLis.Addr().String(), WorkerAddr: workerLis.Addr().String(), AdmissionAddr: admissionLis.Addr().String(),
+		APIURL: "http://" + s.lis.http.Addr().String(), NATSURL: s.ns.ClientURL(),
+		StoreAddr: s.lis.store.Addr().String(), WorkerAddr: s.lis.worker.Addr().String(), AdmissionAddr: s.lis.admission.Addr().String(),
 		DataDir: cfg.DataDir, Store: redact(cfg.StoreURL()),
 	}
 	if cfg.Identities {
 		ready.CADir, ready.IdentityDir = cfg.CADir(), cfg.IdentityDir()
 		ready.NATSPublisherCreds, ready.NATSReaderCreds = cfg.NATSCreds(identity.Publisher), cfg.NATSCreds(identity.Reader)
 	}
-	if metricsLis != nil {
-		ready.MetricsURL = "http://" + metricsLis.Addr().String() + health.MetricsPath
+	if s.lis.metrics != nil {
+		ready.MetricsURL = "http://" + s.lis.metrics.Addr().String() + health.MetricsPath
 	}
-	g.Go(func() error {
-		if err := waitReady(gatewayCtx, ready.APIURL); err != nil {
-			return err
-		}
-		up := []any{"api", "http://" + displayAddr(httpLis.Addr()), "metrics", ready.MetricsURL, "workers", displayAddr(workerLis.Addr()), "nats", ns.ClientURL(), "store", ready.Store}
-		if cfg.Identities {
-			up = append(up, "ca", ready.CADir, "reconciler_credentials", ReconcilerHint(ready.CADir),
-				"nats_publisher_creds", ready.NATSPublisherCreds, "nats_reader_creds", ready.NATSReaderCreds)
-		}
-		log.Info("no8s dev is up", up...)
-		if cfg.ReadyFile != "" {
-			return writeReady(cfg.ReadyFile, ready)
-		}
-		return nil
-	})
-	return g.Wait()
+	return ready
+}
+
+// announce waits until the API answers, then says the stack is up and
+// writes the ready file when one is configured.
+func (s *stack) announce(ctx context.Context, ready Ready) error {
+	if err := waitReady(ctx, ready.APIURL); err != nil {
+		return err
+	}
+	up := []any{"api", "http://" + displayAddr(s.lis.http.Addr()), "metrics", ready.MetricsURL, "workers", displayAddr(s.lis.worker.Addr()), "nats", s.ns.ClientURL(), "store", ready.Store}
+	if s.cfg.Identities {
+		up = append(up, "ca", ready.CADir, "reconciler_credentials", ReconcilerHint(ready.CADir),
+			"nats_publisher_creds", ready.NATSPublisherCreds, "nats_reader_creds", ready.NATSReaderCreds)
+	}
+	s.log.Info("no8s dev is up", up...)
+	if s.cfg.ReadyFile != "" {
+		return writeReady(s.cfg.ReadyFile, ready)
+	}
+	return nil
 }
 
 // stackIDs are the identities of the stack's components: the services it

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -191,78 +192,132 @@ func (s *syncer) syncSource(ctx context.Context, src *sdk.Resource, etag string,
 	var problems []string
 	var keep map[string]desiredItem
 	if !res.Deleting {
-		fail := func(reason string, err error) (*srcResult, map[string]desiredItem) {
-			res.Err, res.Reason, res.Message = err, reason, err.Error()
-			res.ETag = ""
-			countManaged(res, current, nil)
-			log.Warn("poll failed: nothing written", "reason", reason, "error", err)
-			s.event(ctx, src, names.EventWarning, EventSyncFailed, fmt.Sprintf("%s: %v", reason, err))
+		var ok bool
+		if desired, problems, ok = s.pollItems(ctx, src, spec, etag, cached, res, current, log); !ok {
 			return res, nil
 		}
-		resp, err := s.svc.poller.Poll(ctx, src.Namespace, spec, etag)
-		if err != nil {
-			reason := httppoll.ReasonUnreachable
-			var pe *httppoll.Error
-			if errors.As(err, &pe) {
-				reason = pe.Reason
-			}
-			return fail(reason, err)
-		}
-		res.ETag = resp.ETag
-		if resp.NotModified && cached != nil {
-			res.NotModified = true
-			desired = cached
-			res.Items = len(cached)
-		} else {
-			items, err := httpsource.Items(resp.Body, spec.ItemsPointer, s.svc.cfg.Limits.RowLimit)
-			if err != nil {
-				reason := ReasonInvalidBody
-				if errors.Is(err, httpsource.ErrTooManyItems) {
-					reason = ReasonTooManyItems
-				}
-				return fail(reason, err)
-			}
-			res.Items = len(items)
-			seen := map[string]int{}
-			// Each item is one render within its own budget: an item past it
-			// is invalid, the others are mapped.
-			rd := tenancy.NewRenderer()
-			for i, item := range items {
-				it, err := spec.Map(ctx, rd, item)
-				if err != nil {
-					problems = append(problems, fmt.Sprintf("item %d: %v", i, err))
-					res.InvalidItems++
-					continue
-				}
-				if j, dup := seen[it.Name]; dup {
-					problems = append(problems, fmt.Sprintf("item %d: name %q repeats item %d", i, it.Name, j))
-					res.InvalidItems++
-					delete(desired, it.Name) // neither of two claimants is written
-					continue
-				}
-				seen[it.Name] = i
-				desired[it.Name] = desiredItem{Item: it, applied: it.Applied()}
-			}
-			if len(problems) > 0 {
-				complete = false
-			}
-		}
-		if complete {
+		if complete = len(problems) == 0; complete {
 			keep = maps.Clone(desired)
 		}
 	}
-	live := map[string]*sdk.Resource{}
+	live, dropped := liveResources(current, desired)
+	if dropped {
+		complete = false
+	}
+	out := setsync.Sync(ctx, desired, live, complete, s.svc.cfg.Writes, s.sourceOps(src, spec), strings.Compare)
+	res.Created, res.Updated, res.Deleted = out.Created, out.Updated, out.Deleted
+	if out.Stopped != nil {
+		res.Err, res.Reason, res.Message = out.Stopped, "Deposed", out.Stopped.Error()
+		return res, nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(out.Failed)) {
+		problems = append(problems, fmt.Sprintf("%s %s: %v", spec.Target, k, out.Failed[k]))
+	}
+	countManaged(res, current, desired)
+	if !s.sourceOutcome(ctx, src, spec, res, problems, len(out.Failed) > 0) {
+		keep = nil
+	}
+	if out.Created+out.Updated+out.Deleted > 0 || len(problems) > 0 {
+		log.Info("synced", "created", out.Created, "updated", out.Updated, "deleted", out.Deleted, "unchanged", out.Unchanged,
+			"kept", out.DeletesSkipped, "problems", len(problems), "not_modified", res.NotModified, "duration", time.Since(start))
+	} else {
+		log.Debug("synced", "unchanged", out.Unchanged, "not_modified", res.NotModified, "duration", time.Since(start))
+	}
+	return res, keep
+}
+
+// pollItems polls src and maps its items (the cached ones when the server
+// answers 304): desired by name, and the problems of the items that did not
+// map. ok is false when the poll failed: res says why, and nothing is to be
+// written.
+func (s *syncer) pollItems(ctx context.Context, src *sdk.Resource, spec httpsource.Spec, etag string, cached map[string]desiredItem,
+	res *srcResult, current map[string]*sdk.Resource, log *slog.Logger) (desired map[string]desiredItem, problems []string, ok bool) {
+	fail := func(reason string, err error) (map[string]desiredItem, []string, bool) {
+		res.Err, res.Reason, res.Message = err, reason, err.Error()
+		res.ETag = ""
+		countManaged(res, current, nil)
+		log.Warn("poll failed: nothing written", "reason", reason, "error", err)
+		s.event(ctx, src, names.EventWarning, EventSyncFailed, fmt.Sprintf("%s: %v", reason, err))
+		return nil, nil, false
+	}
+	resp, err := s.svc.poller.Poll(ctx, src.Namespace, spec, etag)
+	if err != nil {
+		reason := httppoll.ReasonUnreachable
+		var pe *httppoll.Error
+		if errors.As(err, &pe) {
+			reason = pe.Reason
+		}
+		return fail(reason, err)
+	}
+	res.ETag = resp.ETag
+	if resp.NotModified && cached != nil {
+		res.NotModified = true
+		res.Items = len(cached)
+		return cached, nil, true
+	}
+	items, err := httpsource.Items(resp.Body, spec.ItemsPointer, s.svc.cfg.Limits.RowLimit)
+	if err != nil {
+		reason := ReasonInvalidBody
+		if errors.Is(err, httpsource.ErrTooManyItems) {
+			reason = ReasonTooManyItems
+		}
+		return fail(reason, err)
+	}
+	res.Items = len(items)
+	desired, problems = mapItems(ctx, spec, items, res)
+	return desired, problems, true
+}
+
+// mapItems maps the items of a source to the resources they describe, by
+// name; an item that does not map, and both items of a repeated name, are
+// problems (counted in res.InvalidItems), not written.
+func mapItems(ctx context.Context, spec httpsource.Spec, items []any, res *srcResult) (map[string]desiredItem, []string) {
+	desired := map[string]desiredItem{}
+	var problems []string
+	seen := map[string]int{}
+	// Each item is one render within its own budget: an item past it
+	// is invalid, the others are mapped.
+	rd := tenancy.NewRenderer()
+	for i, item := range items {
+		it, err := spec.Map(ctx, rd, item)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("item %d: %v", i, err))
+			res.InvalidItems++
+			continue
+		}
+		if j, dup := seen[it.Name]; dup {
+			problems = append(problems, fmt.Sprintf("item %d: name %q repeats item %d", i, it.Name, j))
+			res.InvalidItems++
+			delete(desired, it.Name) // neither of two claimants is written
+			continue
+		}
+		seen[it.Name] = i
+		desired[it.Name] = desiredItem{Item: it, applied: it.Applied()}
+	}
+	return desired, problems
+}
+
+// liveResources are the resources of current that are not being deleted.
+// A desired item whose resource is being deleted is left out of desired
+// until it is gone: dropped says one was.
+func liveResources(current map[string]*sdk.Resource, desired map[string]desiredItem) (live map[string]*sdk.Resource, dropped bool) {
+	live = map[string]*sdk.Resource{}
 	for name, c := range current {
 		if c.Deleting() {
 			if _, ok := desired[name]; ok {
 				delete(desired, name)
-				complete = false
+				dropped = true
 			}
 			continue
 		}
 		live[name] = c
 	}
-	out := setsync.Sync(ctx, desired, live, complete, s.svc.cfg.Writes, setsync.Ops[string, desiredItem, *sdk.Resource]{
+	return live, dropped
+}
+
+// sourceOps are the writes that make src's resources equal to its items.
+func (s *syncer) sourceOps(src *sdk.Resource, spec httpsource.Spec) setsync.Ops[string, desiredItem, *sdk.Resource] {
+	return setsync.Ops[string, desiredItem, *sdk.Resource]{
 		Equal: func(d desiredItem, c *sdk.Resource) bool {
 			if c.Annotations[httpsource.AnnotationApplied] != d.applied || c.Labels[httpsource.LabelSource] != src.Name {
 				return false
@@ -309,24 +364,22 @@ func (s *syncer) syncSource(ctx context.Context, src *sdk.Resource, etag string,
 			}
 			return nil
 		},
-	}, strings.Compare)
-	res.Created, res.Updated, res.Deleted = out.Created, out.Updated, out.Deleted
-	if out.Stopped != nil {
-		res.Err, res.Reason, res.Message = out.Stopped, "Deposed", out.Stopped.Error()
-		return res, nil
 	}
-	for _, k := range slices.Sorted(maps.Keys(out.Failed)) {
-		problems = append(problems, fmt.Sprintf("%s %s: %v", spec.Target, k, out.Failed[k]))
-	}
-	countManaged(res, current, desired)
+}
+
+// sourceOutcome sets res's reason and message from problems (an event
+// when there are some); it returns false when the items are not to be
+// kept for a 304, because some writes failed.
+func (s *syncer) sourceOutcome(ctx context.Context, src *sdk.Resource, spec httpsource.Spec, res *srcResult, problems []string, writesFailed bool) (keep bool) {
+	keep = true
 	switch {
 	case res.Deleting:
 		res.Reason, res.Message = "Deleting", fmt.Sprintf("deleting %d resources", res.Remaining)
 	case len(problems) > 0:
 		res.Partial, res.Reason = true, ReasonInvalidItems
-		if len(out.Failed) > 0 {
+		if writesFailed {
 			res.Reason = ReasonSourceWrites
-			keep = nil
+			keep = false
 		}
 		res.Message = fmt.Sprintf("%d problems; the good items were synced and no resource was deleted: %s", len(problems), strings.Join(first(problems, 5), "; "))
 		s.event(ctx, src, names.EventWarning, EventInvalidItems, res.Message)
@@ -334,13 +387,7 @@ func (s *syncer) syncSource(ctx context.Context, src *sdk.Resource, etag string,
 		res.Reason = ReasonSynced
 		res.Message = fmt.Sprintf("%d items = %d %s resources", res.Items, res.Desired, spec.Target)
 	}
-	if out.Created+out.Updated+out.Deleted > 0 || len(problems) > 0 {
-		log.Info("synced", "created", out.Created, "updated", out.Updated, "deleted", out.Deleted, "unchanged", out.Unchanged,
-			"kept", out.DeletesSkipped, "problems", len(problems), "not_modified", res.NotModified, "duration", time.Since(start))
-	} else {
-		log.Debug("synced", "unchanged", out.Unchanged, "not_modified", res.NotModified, "duration", time.Since(start))
-	}
-	return res, keep
+	return keep
 }
 
 // sourceInterval is a source's interval (the default when it does not

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -117,28 +118,67 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 	var readTook time.Duration
 	var problems []string
 	if !res.Deleting {
-		readStart := time.Now()
-		rows, err := s.svc.reader.Read(ctx, reg.Namespace, spec)
-		readTook = time.Since(readStart)
-		if err != nil {
-			reason := datasource.ReasonQuery
-			var de *datasource.Error
-			if errors.As(err, &de) {
-				reason = de.Reason
-			}
-			res.Err, res.Reason, res.Message = err, reason, err.Error()
-			s.countStatus(res, current, desired)
-			log.Warn("datasource read failed: nothing written", "reason", reason, "error", err)
-			s.event(ctx, reg, names.EventWarning, EventSyncFailed, fmt.Sprintf("%s: %v", reason, err))
+		var ok bool
+		if desired, problems, readTook, ok = s.readDesired(ctx, reg, spec, templates, res, current, log); !ok {
 			return res
 		}
-		desired, problems = s.desired(reg.Name, spec, rows, templates, res)
-		if len(problems) > 0 {
-			complete = false
-		}
+		complete = len(problems) == 0
 	}
-	// Tenants being deleted are neither current nor re-created until gone.
-	live := map[string]currentTenant{}
+	live, dropped := s.liveTenants(ctx, reg, current, desired)
+	if dropped {
+		complete = false
+	}
+	out := setsync.Sync(ctx, desired, live, complete, s.svc.cfg.Writes, s.tenantOps(reg, templates, res), strings.Compare)
+	res.Created, res.Updated, res.Deleted, res.Unchanged = out.Created, out.Updated, out.Deleted, out.Unchanged
+	if out.Stopped != nil {
+		res.Err, res.Reason, res.Message = out.Stopped, "Deposed", out.Stopped.Error()
+		return res
+	}
+	for _, k := range slices.Sorted(maps.Keys(out.Failed)) {
+		problems = append(problems, fmt.Sprintf("Tenant %s: %v", k, out.Failed[k]))
+	}
+	s.countStatus(res, current, desired)
+	s.syncOutcome(ctx, reg, res, problems, len(out.Failed) > 0)
+	log.Debug("sync", "created", out.Created, "updated", out.Updated, "deleted", out.Deleted, "unchanged", out.Unchanged,
+		"desired", res.Desired, "duration_ms", float64(time.Since(start).Microseconds())/1000,
+		"list_ms", listed.Milliseconds(), "read_ms", readTook.Milliseconds())
+	if out.Created+out.Updated+out.Deleted > 0 || len(problems) > 0 {
+		log.Info("synced", "created", out.Created, "updated", out.Updated, "deleted", out.Deleted, "unchanged", out.Unchanged,
+			"kept", out.DeletesSkipped, "problems", len(problems), "duration", time.Since(start))
+	}
+	return res
+}
+
+// readDesired reads the registry's rows and computes its desired Tenants,
+// with the problems of bad rows, and how long the read took. ok is false
+// when the read failed: res says why, and nothing is to be written.
+func (s *syncer) readDesired(ctx context.Context, reg *sdk.Resource, spec tenancy.RegistrySpec, templates []*sdk.Resource, res *result,
+	current map[string]currentTenant, log *slog.Logger) (desired map[string]desiredTenant, problems []string, readTook time.Duration, ok bool) {
+	readStart := time.Now()
+	rows, err := s.svc.reader.Read(ctx, reg.Namespace, spec)
+	readTook = time.Since(readStart)
+	if err != nil {
+		reason := datasource.ReasonQuery
+		var de *datasource.Error
+		if errors.As(err, &de) {
+			reason = de.Reason
+		}
+		res.Err, res.Reason, res.Message = err, reason, err.Error()
+		s.countStatus(res, current, nil)
+		log.Warn("datasource read failed: nothing written", "reason", reason, "error", err)
+		s.event(ctx, reg, names.EventWarning, EventSyncFailed, fmt.Sprintf("%s: %v", reason, err))
+		return nil, nil, readTook, false
+	}
+	desired, problems = s.desired(reg.Name, spec, rows, templates, res)
+	return desired, problems, readTook, true
+}
+
+// liveTenants are the Tenants of current that are not being deleted (the
+// deletions seen finished are noted). Tenants being deleted are neither
+// current nor re-created until gone: they leave desired, and dropped says
+// one did.
+func (s *syncer) liveTenants(ctx context.Context, reg *sdk.Resource, current map[string]currentTenant, desired map[string]desiredTenant) (live map[string]currentTenant, dropped bool) {
+	live = map[string]currentTenant{}
 	going := map[string]bool{}
 	for name, c := range current {
 		if c.res.Deleting() {
@@ -151,14 +191,20 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 	for name := range desired {
 		if going[name] {
 			delete(desired, name)
-			complete = false
+			dropped = true
 		}
 	}
+	return live, dropped
+}
+
+// tenantOps are the writes that make the registry's Tenants equal to the
+// desired ones.
+func (s *syncer) tenantOps(reg *sdk.Resource, templates []*sdk.Resource, res *result) setsync.Ops[string, desiredTenant, currentTenant] {
 	templateSet := map[string]bool{}
 	for _, t := range templates {
 		templateSet[t.Name] = true
 	}
-	out := setsync.Sync(ctx, desired, live, complete, s.svc.cfg.Writes, setsync.Ops[string, desiredTenant, currentTenant]{
+	return setsync.Ops[string, desiredTenant, currentTenant]{
 		Equal: func(d desiredTenant, c currentTenant) bool {
 			return strictjson.Equal(d.spec, c.res.Spec) && c.res.Labels[tenancy.LabelRegistry] == d.labels[tenancy.LabelRegistry] &&
 				c.res.Labels[tenancy.LabelTemplate] == d.labels[tenancy.LabelTemplate]
@@ -208,23 +254,19 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 			s.markPending(key(reg), name, pendingDelete{uid: uid, template: tpl})
 			return nil
 		},
-	}, strings.Compare)
-	res.Created, res.Updated, res.Deleted, res.Unchanged = out.Created, out.Updated, out.Deleted, out.Unchanged
-	if out.Stopped != nil {
-		res.Err, res.Reason, res.Message = out.Stopped, "Deposed", out.Stopped.Error()
-		return res
 	}
-	for _, k := range slices.Sorted(maps.Keys(out.Failed)) {
-		problems = append(problems, fmt.Sprintf("Tenant %s: %v", k, out.Failed[k]))
-	}
-	s.countStatus(res, current, desired)
+}
+
+// syncOutcome sets res's outcome from problems (an event when there are
+// some); writesFailed says some of them are failed writes.
+func (s *syncer) syncOutcome(ctx context.Context, reg *sdk.Resource, res *result, problems []string, writesFailed bool) {
 	switch {
 	case res.Deleting:
 		res.Synced, res.Reason, res.Message = true, "Deleting", fmt.Sprintf("deleting %d Tenants", res.Remaining)
 	case len(problems) > 0:
 		res.Partial = true
 		res.Reason = ReasonInvalidRows
-		if len(out.Failed) > 0 {
+		if writesFailed {
 			res.Reason = ReasonWrites
 		}
 		res.Message = fmt.Sprintf("%d problems; the good rows were synced and no Tenant was deleted: %s", len(problems), strings.Join(first(problems, 5), "; "))
@@ -233,14 +275,6 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 		res.Synced, res.Reason = true, ReasonSynced
 		res.Message = fmt.Sprintf("%d active rows × %d templates = %d Tenants", res.ActiveRows, res.ReferencingTemplates, res.Desired)
 	}
-	log.Debug("sync", "created", out.Created, "updated", out.Updated, "deleted", out.Deleted, "unchanged", out.Unchanged,
-		"desired", res.Desired, "duration_ms", float64(time.Since(start).Microseconds())/1000,
-		"list_ms", listed.Milliseconds(), "read_ms", readTook.Milliseconds())
-	if out.Created+out.Updated+out.Deleted > 0 || len(problems) > 0 {
-		log.Info("synced", "created", out.Created, "updated", out.Updated, "deleted", out.Deleted, "unchanged", out.Unchanged,
-			"kept", out.DeletesSkipped, "problems", len(problems), "duration", time.Since(start))
-	}
-	return res
 }
 
 func first(s []string, n int) []string {

@@ -120,70 +120,119 @@ func (k *link) watch(ctx context.Context) {
 
 // check checks both once and records the outcome.
 func (k *link) check(ctx context.Context) {
+	now, ok := k.probeStore(ctx)
+	if !ok {
+		return
+	}
+	now.nats = k.probeNATS()
+	t := k.record(now)
+	k.logStore(t)
+	k.logServing(t)
+	k.logNATS(t)
+}
+
+// linkState is the outcome of one check: why the store's worker address
+// cannot be reached, why the store answers but does not serve, and why NATS
+// cannot be reached (nil: fine).
+type linkState struct{ store, serving, nats error }
+
+// linkChange is a check's outcome beside the one before it: first for
+// the first check; failures are the store checks failed in a row, since
+// when the store failure before this check began.
+type linkChange struct {
+	now, was linkState
+	first    bool
+	failures int
+	since    time.Time
+}
+
+// probeStore asks the store's health service; ok is false when ctx ended
+// meanwhile (the outcome then says nothing).
+func (k *link) probeStore(ctx context.Context) (st linkState, ok bool) {
 	cctx, cancel := context.WithTimeout(ctx, health.DefaultTimeout)
 	resp, err := healthpb.NewHealthClient(k.conn).Check(cctx, &healthpb.HealthCheckRequest{})
 	cancel()
 	if ctx.Err() != nil {
-		return
+		return st, false
 	}
-	var storeErr, serving error
 	switch code := status.Code(err); {
 	case err == nil:
 		if s := resp.GetStatus(); s != healthpb.HealthCheckResponse_SERVING {
-			serving = fmt.Errorf("store worker address %s answers but is not serving (%s): the store cannot reach its database", k.addr, s)
+			st.serving = fmt.Errorf("store worker address %s answers but is not serving (%s): the store cannot reach its database", k.addr, s)
 		}
 	case code == codes.Unavailable || code == codes.DeadlineExceeded || code == codes.Canceled:
-		storeErr = fmt.Errorf("store worker address %s unreachable: %w", k.addr, err)
+		st.store = fmt.Errorf("store worker address %s unreachable: %w", k.addr, err)
 	default:
 		// It answered (without the health service, for instance).
 	}
-	var natsErr error
-	if k.nc != nil && !k.nc.IsConnected() {
-		natsErr = fmt.Errorf("nats %s: not connected (%s)", natsServers(k.nc), k.nc.Status())
-	}
+	return st, true
+}
 
+// probeNATS returns why NATS is not connected (nil when it is, or when
+// the worker has no connection).
+func (k *link) probeNATS() error {
+	if k.nc != nil && !k.nc.IsConnected() {
+		return fmt.Errorf("nats %s: not connected (%s)", natsServers(k.nc), k.nc.Status())
+	}
+	return nil
+}
+
+// record stores now as the link's state, waking whoever waits on changed
+// when a dependency changed state, and returns the change.
+func (k *link) record(now linkState) linkChange {
 	k.mu.Lock()
-	first := !k.checked
-	wasStore, wasServing, wasNATS := k.storeErr, k.serving, k.natsErr
-	k.checked, k.storeErr, k.serving, k.natsErr = true, storeErr, serving, natsErr
-	changed := first || (wasStore == nil) != (storeErr == nil) || (wasServing == nil) != (serving == nil) || (wasNATS == nil) != (natsErr == nil)
-	since := k.since
-	if storeErr != nil {
+	defer k.mu.Unlock()
+	c := linkChange{now: now, was: linkState{store: k.storeErr, serving: k.serving, nats: k.natsErr}, first: !k.checked, since: k.since}
+	k.checked, k.storeErr, k.serving, k.natsErr = true, now.store, now.serving, now.nats
+	if now.store != nil {
 		k.failures++
-		if wasStore == nil {
+		if c.was.store == nil {
 			k.since = time.Now()
 		}
 	} else {
 		k.failures = 0
 	}
-	failures := k.failures
-	if changed {
+	c.failures = k.failures
+	if c.first || (c.was.store == nil) != (now.store == nil) || (c.was.serving == nil) != (now.serving == nil) || (c.was.nats == nil) != (now.nats == nil) {
 		close(k.changed)
 		k.changed = make(chan struct{})
 	}
-	k.mu.Unlock()
+	return c
+}
 
+// logStore logs a change of the store's reachability (WARN, INFO), and a
+// failure that goes on at DEBUG.
+func (k *link) logStore(c linkChange) {
 	switch {
-	case storeErr != nil && (first || wasStore == nil):
+	case c.now.store != nil && (c.first || c.was.store == nil):
 		k.log.Warn("store worker address unreachable: not ready, and not registered, until it answers",
-			"store_addr", k.addr, "error", storeErr)
-	case storeErr != nil:
-		k.log.Debug("store worker address still unreachable", "store_addr", k.addr, "failures", failures, "error", storeErr)
-	case wasStore != nil:
-		k.log.Info("store worker address reachable again", "store_addr", k.addr, "after", time.Since(since).Round(time.Millisecond))
+			"store_addr", k.addr, "error", c.now.store)
+	case c.now.store != nil:
+		k.log.Debug("store worker address still unreachable", "store_addr", k.addr, "failures", c.failures, "error", c.now.store)
+	case c.was.store != nil:
+		k.log.Info("store worker address reachable again", "store_addr", k.addr, "after", time.Since(c.since).Round(time.Millisecond))
 	}
+}
+
+// logServing logs a change of whether the store serves.
+func (k *link) logServing(c linkChange) {
 	switch {
-	case serving != nil && (first || wasServing == nil):
-		k.log.Warn("store answers but is not serving: not ready until it is", "store_addr", k.addr, "error", serving)
-	case serving == nil && wasServing != nil:
+	case c.now.serving != nil && (c.first || c.was.serving == nil):
+		k.log.Warn("store answers but is not serving: not ready until it is", "store_addr", k.addr, "error", c.now.serving)
+	case c.now.serving == nil && c.was.serving != nil:
 		k.log.Info("store serving again", "store_addr", k.addr)
 	}
+}
+
+// logNATS logs a change of NATS's reachability (WARN, INFO), and a
+// failure that goes on at DEBUG.
+func (k *link) logNATS(c linkChange) {
 	switch {
-	case natsErr != nil && (first || wasNATS == nil):
-		k.log.Warn("nats unreachable: not ready until it answers", "nats", natsServers(k.nc), "error", natsErr)
-	case natsErr != nil:
+	case c.now.nats != nil && (c.first || c.was.nats == nil):
+		k.log.Warn("nats unreachable: not ready until it answers", "nats", natsServers(k.nc), "error", c.now.nats)
+	case c.now.nats != nil:
 		k.log.Debug("nats still unreachable", "nats", natsServers(k.nc))
-	case natsErr == nil && wasNATS != nil:
+	case c.now.nats == nil && c.was.nats != nil:
 		k.log.Info("nats reachable again", "nats", natsServers(k.nc))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/no8s/no8s/libs/sdk/secret"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/tenancy"
@@ -39,7 +40,26 @@ func Check(s Spec) []problem.FieldError {
 	add := func(path, format string, args ...any) {
 		errs = append(errs, problem.FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
 	}
-	switch u, err := url.Parse(s.URL); {
+	checkURL(add, s.URL)
+	checkHeaders(add, s.Headers)
+	if _, err := ParsePointer(s.ItemsPointer); err != nil {
+		add("/spec/itemsPointer", "%v", err)
+	}
+	checkName(add, s)
+	checkSpecTemplate(add, s)
+	checkLabels(add, s.Labels)
+	if slices.Contains(builtinTypes(), s.Target) {
+		add("/spec/target/typeName", "%s is a built-in type: an HttpSource cannot make it", s.Target)
+	}
+	return errs
+}
+
+// addFunc adds a field error to Check's list.
+type addFunc func(path, format string, args ...any)
+
+// checkURL: http(s), a host, no user info, no fragment.
+func checkURL(add addFunc, raw string) {
+	switch u, err := url.Parse(raw); {
 	case err != nil:
 		add("/spec/url", "the URL does not parse: %v", err)
 	case u.Scheme != "http" && u.Scheme != "https":
@@ -51,20 +71,27 @@ func Check(s Spec) []problem.FieldError {
 	case u.Fragment != "":
 		add("/spec/url", "the URL has a fragment")
 	}
-	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+}
+
+// checkHeaders: each name a token the poll does not set, each value a
+// secret reference; in name order.
+func checkHeaders(add addFunc, headers map[string]secret.Ref) {
+	for _, k := range slices.Sorted(maps.Keys(headers)) {
 		p := "/spec/headers/" + resource.EscapePointer(k)
 		switch {
 		case !validToken(k):
 			add(p, "%q is not an HTTP header name", k)
 		case slices.Contains(reservedHeaders, http.CanonicalHeaderKey(k)):
 			add(p, "header %s is set by the poll itself", http.CanonicalHeaderKey(k))
-		case s.Headers[k].IsZero():
+		case headers[k].IsZero():
 			add(p, "the header's value must be a secret reference: {\"env\": \"NAME\"} or {\"file\": \"/path\"}")
 		}
 	}
-	if _, err := ParsePointer(s.ItemsPointer); err != nil {
-		add("/spec/itemsPointer", "%v", err)
-	}
+}
+
+// checkName: exactly one of namePointer (a pointer) and nameTemplate (a
+// template that parses).
+func checkName(add addFunc, s Spec) {
 	switch {
 	case s.NamePointer != nil && s.NameTemplate != "":
 		add("/spec/nameTemplate", "set one of namePointer and nameTemplate, not both")
@@ -79,6 +106,11 @@ func Check(s Spec) []problem.FieldError {
 	default:
 		add("/spec/nameTemplate", "one of namePointer and nameTemplate is required")
 	}
+}
+
+// checkSpecTemplate: exactly one of specPointer (a pointer) and spec (a
+// template that parses, the error at the failing field's path).
+func checkSpecTemplate(add addFunc, s Spec) {
 	switch {
 	case s.SpecPointer != nil && len(s.Spec) > 0:
 		add("/spec/specPointer", "set one of spec and specPointer, not both")
@@ -98,20 +130,21 @@ func Check(s Spec) []problem.FieldError {
 	default:
 		add("/spec/spec", "one of spec and specPointer is required")
 	}
-	for _, k := range slices.Sorted(maps.Keys(s.Labels)) {
+}
+
+// checkLabels: no LabelSource, each value a template that parses; in key
+// order.
+func checkLabels(add addFunc, labels map[string]string) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		p := "/spec/labels/" + resource.EscapePointer(k)
 		if k == LabelSource {
 			add(p, "label %s is set by registry-sync (the source's name)", LabelSource)
 			continue
 		}
-		if err := tenancy.ParseText(p, s.Labels[k]); err != nil {
+		if err := tenancy.ParseText(p, labels[k]); err != nil {
 			add(p, "template does not parse: %v", unwrap(err))
 		}
 	}
-	if slices.Contains(builtinTypes(), s.Target) {
-		add("/spec/target/typeName", "%s is a built-in type: an HttpSource cannot make it", s.Target)
-	}
-	return errs
 }
 
 // unwrap is a RenderError's cause (its path is the field's already).

@@ -97,80 +97,114 @@ func Less(a, b *Webhook) bool {
 // Validate returns every violation of w's registration fields, with JSON
 // pointers as the public API names them (/name, /webhook_url, ...).
 func Validate(w *Webhook) []problem.FieldError {
-	var errs []problem.FieldError
-	add := func(path, format string, args ...any) {
-		errs = append(errs, problem.FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+	var errs fieldErrors
+	errs.validateNames(w)
+	u, uerr := checkURL(w.URL)
+	if uerr != "" {
+		errs.add("/webhook_url", "%s", uerr)
 	}
-	if fe := names.DNSSubdomain("/name", w.Name); fe != nil {
-		errs = append(errs, *fe)
+	errs.validateType(w.Type)
+	errs.validateOperations(w)
+	errs.validateCall(w)
+	errs.validateCABundle(w.CABundle, u)
+	return errs
+}
+
+// fieldErrors are the violations Validate found, in the order it checks.
+type fieldErrors []problem.FieldError
+
+func (errs *fieldErrors) add(path, format string, args ...any) {
+	*errs = append(*errs, problem.FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// field adds fe, the result of a names check, unless it is nil.
+func (errs *fieldErrors) field(fe *problem.FieldError) {
+	if fe != nil {
+		*errs = append(*errs, *fe)
 	}
+}
+
+// validateNames checks the names w holds: its own, the resource type's and
+// the namespaces'.
+func (errs *fieldErrors) validateNames(w *Webhook) {
+	errs.field(names.DNSSubdomain("/name", w.Name))
 	if w.ResourceTypeName != "" {
-		if fe := names.TypeName("/resource_type_name", w.ResourceTypeName); fe != nil {
-			errs = append(errs, *fe)
-		}
+		errs.field(names.TypeName("/resource_type_name", w.ResourceTypeName))
 	}
 	if w.ResourceTypeVersion != "" {
-		if fe := names.TypeVersion("/resource_type_version", w.ResourceTypeVersion); fe != nil {
-			errs = append(errs, *fe)
-		}
+		errs.field(names.TypeVersion("/resource_type_version", w.ResourceTypeVersion))
 	}
 	for i, ns := range w.Namespaces {
 		p := fmt.Sprintf("/namespaces/%d", i)
 		if fe := names.Namespace(p, ns); fe != nil {
-			errs = append(errs, *fe)
+			*errs = append(*errs, *fe)
 		} else if slices.Index(w.Namespaces, ns) != i {
-			add(p, "%s is listed twice", ns)
+			errs.add(p, "%s is listed twice", ns)
 		}
 	}
 	if len(w.Namespaces) > MaxNamespaces {
-		add("/namespaces", "at most %d namespaces: leave the list empty to match every namespace", MaxNamespaces)
+		errs.add("/namespaces", "at most %d namespaces: leave the list empty to match every namespace", MaxNamespaces)
 	}
-	u, uerr := checkURL(w.URL)
-	if uerr != "" {
-		add("/webhook_url", "%s", uerr)
-	}
-	switch w.Type {
+}
+
+func (errs *fieldErrors) validateType(typ string) {
+	switch typ {
 	case TypeMutating, TypeValidating:
 	case "":
-		add("/webhook_type", "webhook_type is required: mutating or validating")
+		errs.add("/webhook_type", "webhook_type is required: mutating or validating")
 	default:
-		add("/webhook_type", "%q is not a webhook type: mutating or validating", truncate(w.Type))
+		errs.add("/webhook_type", "%q is not a webhook type: mutating or validating", truncate(typ))
 	}
+}
+
+// validateOperations checks w's operations: at least one, each known and
+// listed once, and no DELETE for a mutating webhook.
+func (errs *fieldErrors) validateOperations(w *Webhook) {
 	if len(w.Operations) == 0 {
-		add("/operations", "at least one operation is required: CREATE, UPDATE or DELETE")
+		errs.add("/operations", "at least one operation is required: CREATE, UPDATE or DELETE")
 	}
 	for i, op := range w.Operations {
 		p := fmt.Sprintf("/operations/%d", i)
 		switch {
 		case op != OpCreate && op != OpUpdate && op != OpDelete:
-			add(p, "%q is not an operation: CREATE, UPDATE or DELETE", truncate(op))
+			errs.add(p, "%q is not an operation: CREATE, UPDATE or DELETE", truncate(op))
 		case slices.Index(w.Operations, op) != i:
-			add(p, "%s is listed twice", op)
+			errs.add(p, "%s is listed twice", op)
 		case op == OpDelete && w.Type == TypeMutating:
-			add(p, "mutating webhooks are not called on DELETE: register a validating webhook for it")
+			errs.add(p, "mutating webhooks are not called on DELETE: register a validating webhook for it")
 		}
 	}
+}
+
+// validateCall checks how w is called: its timeout, failure policy and
+// ordering.
+func (errs *fieldErrors) validateCall(w *Webhook) {
 	if w.TimeoutSeconds < MinTimeoutSeconds || w.TimeoutSeconds > MaxTimeoutSeconds {
-		add("/timeout_seconds", "must be between %d and %d", MinTimeoutSeconds, MaxTimeoutSeconds)
+		errs.add("/timeout_seconds", "must be between %d and %d", MinTimeoutSeconds, MaxTimeoutSeconds)
 	}
 	switch w.FailurePolicy {
 	case PolicyFail, PolicyIgnore:
 	default:
-		add("/failure_policy", "%q is not a failure policy: Fail or Ignore", truncate(w.FailurePolicy))
+		errs.add("/failure_policy", "%q is not a failure policy: Fail or Ignore", truncate(w.FailurePolicy))
 	}
 	if w.Ordering < math.MinInt32 || w.Ordering > math.MaxInt32 {
-		add("/ordering", "must be a 32-bit integer")
+		errs.add("/ordering", "must be a 32-bit integer")
 	}
-	if w.CABundle != "" {
-		if len(w.CABundle) > MaxCABundleBytes {
-			add("/ca_bundle", "longer than %d bytes", MaxCABundleBytes)
-		} else if _, err := ParseCABundle(w.CABundle); err != nil {
-			add("/ca_bundle", "%v", err)
-		} else if u != nil && u.Scheme != "https" {
-			add("/ca_bundle", "a CA bundle only applies to an https webhook_url")
-		}
+}
+
+// validateCABundle checks the CA bundle, if any, against the parsed
+// webhook URL u (nil when it did not parse).
+func (errs *fieldErrors) validateCABundle(bundle string, u *url.URL) {
+	if bundle == "" {
+		return
 	}
-	return errs
+	if len(bundle) > MaxCABundleBytes {
+		errs.add("/ca_bundle", "longer than %d bytes", MaxCABundleBytes)
+	} else if _, err := ParseCABundle(bundle); err != nil {
+		errs.add("/ca_bundle", "%v", err)
+	} else if u != nil && u.Scheme != "https" {
+		errs.add("/ca_bundle", "a CA bundle only applies to an https webhook_url")
+	}
 }
 
 func checkURL(raw string) (*url.URL, string) {

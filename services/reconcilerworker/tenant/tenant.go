@@ -166,11 +166,60 @@ func keep(prev map[string]child) []child {
 func (r *reconciler) do(ctx context.Context, req *sdk.Request[tenancy.TenantSpec]) (sdk.Result, error) {
 	res := req.Resource
 	prev := previous(res)
+	rs, order, err := plan(req, prev)
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	rendered, err := r.renderAll(ctx, req, rs, prev)
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	owner := ownerRef(res)
+	pr := progress{children: make([]child, len(rs)), ready: map[string]bool{}, desired: map[string]bool{}}
+	if err := r.applyChildren(ctx, req, rs, rendered, order, prev, owner, &pr); err != nil {
+		return sdk.Result{}, err
+	}
+	if err := r.removeDropped(ctx, req, prev, owner, &pr); err != nil {
+		return sdk.Result{}, err
+	}
+	setStatus(req, len(rs), pr.children)
+	if len(pr.failed) > 0 {
+		msg := strings.Join(pr.failed, "; ")
+		req.Event(sdk.EventWarning, EventDegraded, msg)
+		return sdk.Result{}, sdk.Degraded(errors.New(msg))
+	}
+	if pr.waiting {
+		return sdk.RequeueAfter(r.cfg.ReadyPoll), nil
+	}
+	if was, ok := res.Condition(conditions.Ready); !ok || !was.IsTrue() {
+		req.Event(sdk.EventNormal, EventReady, fmt.Sprintf("all %d resources are ready", len(rs)))
+	}
+	return sdk.Result{}, nil
+}
+
+// progress is what applying a Tenant's children found.
+type progress struct {
+	// children are the children's states, in the Tenant's order, then the
+	// dropped ones still being removed.
+	children []child
+	// ready are the ids of the ready children; desired those of the
+	// previous children still rendered as the same resource.
+	ready, desired map[string]bool
+	// failed are the messages of the failed children.
+	failed []string
+	// waiting: a child is neither ready nor failed yet.
+	waiting bool
+}
+
+// plan decodes the Tenant's resources and orders them by their
+// dependencies. On failure the status keeps the previous children, an
+// event says why, and the error is Degraded.
+func plan(req *sdk.Request[tenancy.TenantSpec], prev map[string]child) ([]tenancy.TResource, []int, error) {
 	rs, err := decodeResources(req.Spec)
 	if err != nil {
 		setStatus(req, len(req.Spec.Resources), keep(prev))
 		req.Event(sdk.EventWarning, EventDegraded, err.Error())
-		return sdk.Result{}, sdk.Degraded(err)
+		return nil, nil, sdk.Degraded(err)
 	}
 	order, err := tenancy.Order(rs)
 	if err != nil {
@@ -181,9 +230,15 @@ func (r *reconciler) do(ctx context.Context, req *sdk.Request[tenancy.TenantSpec
 			reason = EventDependencyCycle
 		}
 		req.Event(sdk.EventWarning, reason, err.Error())
-		return sdk.Result{}, sdk.Degraded(err)
+		return nil, nil, sdk.Degraded(err)
 	}
-	// Render everything first: a template error anywhere applies nothing.
+	return rs, order, nil
+}
+
+// renderAll renders every resource first: a template error anywhere
+// applies nothing (the status keeps the previous children, and the error
+// is Degraded).
+func (r *reconciler) renderAll(ctx context.Context, req *sdk.Request[tenancy.TenantSpec], rs []tenancy.TResource, prev map[string]child) ([]*tenancy.Rendered, error) {
 	values := tenancy.Values(req.Spec.Values)
 	rendered := make([]*tenancy.Rendered, len(rs))
 	var renderErrs []string
@@ -195,7 +250,7 @@ func (r *reconciler) do(ctx context.Context, req *sdk.Request[tenancy.TenantSpec
 			renderErrs = append(renderErrs, fmt.Sprintf("resource %q: %v", tr.ID, err))
 			continue
 		}
-		out.Labels[tenancy.LabelTenant] = res.Name
+		out.Labels[tenancy.LabelTenant] = req.Resource.Name
 		if tr.Once() {
 			out.Annotations[tenancy.AnnotationCreatedOnce] = "true"
 		}
@@ -207,78 +262,77 @@ func (r *reconciler) do(ctx context.Context, req *sdk.Request[tenancy.TenantSpec
 		setStatus(req, len(rs), children)
 		req.SetOutput(OutputFailed, len(renderErrs))
 		req.Event(sdk.EventWarning, EventDegraded, msg)
-		return sdk.Result{}, sdk.Degraded(errors.New(msg))
+		return nil, sdk.Degraded(errors.New(msg))
 	}
+	return rendered, nil
+}
 
-	owner := ownerRef(res)
+// applyChildren brings each child, in dependency order, toward its
+// rendered state; a child whose dependencies are not all ready waits
+// (StatePending). An error is a failure of the attempt.
+func (r *reconciler) applyChildren(ctx context.Context, req *sdk.Request[tenancy.TenantSpec], rs []tenancy.TResource, rendered []*tenancy.Rendered,
+	order []int, prev map[string]child, owner resource.OwnerReference, pr *progress) error {
 	now := req.Now()
-	children := make([]child, len(rs))
-	ready := map[string]bool{}
-	var failed []string
-	waiting := false
-	desired := map[string]bool{}
 	for _, i := range order {
 		tr, want := rs[i], rendered[i]
 		c := child{ID: tr.ID, TypeName: tr.TypeName, TypeVersion: tr.TypeVersion, Name: want.Name, DeletionPolicy: tr.DeletionPolicy}
 		p, seen := prev[tr.ID]
 		if seen && p.TypeName == c.TypeName && p.TypeVersion == c.TypeVersion && p.Name == c.Name {
 			c.Created, c.WaitingSince = p.Created, p.WaitingSince
-			desired[tr.ID] = true
+			pr.desired[tr.ID] = true
 		}
-		var blockers []string
-		for _, d := range tr.DependIDs {
-			if !ready[d] {
-				blockers = append(blockers, d)
-			}
-		}
-		if len(blockers) > 0 {
+		if blockers := notReady(tr.DependIDs, pr.ready); len(blockers) > 0 {
 			c.State, c.Message = StatePending, "waiting for "+strings.Join(blockers, ", ")
-			children[i] = c
+			pr.children[i] = c
 			continue
 		}
 		if err := r.sync(ctx, req, tr, want, owner, now, &c); err != nil {
-			return sdk.Result{}, err
+			return err
 		}
 		switch c.State {
 		case StateReady:
-			ready[tr.ID] = true
+			pr.ready[tr.ID] = true
 		case StateFailed:
-			failed = append(failed, c.Message)
+			pr.failed = append(pr.failed, c.Message)
 		default:
-			waiting = true
+			pr.waiting = true
 		}
-		children[i] = c
+		pr.children[i] = c
 	}
-	// Children no longer rendered (dropped from the template, or renamed):
-	// removed by their deletionPolicy.
+	return nil
+}
+
+// notReady are the ids of ids that are not ready.
+func notReady(ids []string, ready map[string]bool) []string {
+	var out []string
+	for _, d := range ids {
+		if !ready[d] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// removeDropped removes, by their deletionPolicy, the children no longer
+// rendered (dropped from the template, or renamed); one not gone yet stays
+// a child, StateDeleting.
+func (r *reconciler) removeDropped(ctx context.Context, req *sdk.Request[tenancy.TenantSpec], prev map[string]child, owner resource.OwnerReference, pr *progress) error {
 	for _, id := range slices.Sorted(maps.Keys(prev)) {
-		if desired[id] {
+		if pr.desired[id] {
 			continue
 		}
 		p := prev[id]
 		gone, err := r.remove(ctx, req, p, owner)
 		if err != nil {
-			return sdk.Result{}, err
+			return err
 		}
 		if !gone {
 			p.State, p.Message = StateDeleting, "no longer in the template: being removed ("+policyName(p.DeletionPolicy)+")"
-			children = append(children, p)
-			waiting = true
+			pr.children = append(pr.children, p)
+			pr.waiting = true
 		}
 	}
-	setStatus(req, len(rs), children)
-	if len(failed) > 0 {
-		msg := strings.Join(failed, "; ")
-		req.Event(sdk.EventWarning, EventDegraded, msg)
-		return sdk.Result{}, sdk.Degraded(errors.New(msg))
-	}
-	if waiting {
-		return sdk.RequeueAfter(r.cfg.ReadyPoll), nil
-	}
-	if was, ok := res.Condition(conditions.Ready); !ok || !was.IsTrue() {
-		req.Event(sdk.EventNormal, EventReady, fmt.Sprintf("all %d resources are ready", len(rs)))
-	}
-	return sdk.Result{}, nil
+	return nil
 }
 
 func policyName(p string) string {
