@@ -33,6 +33,7 @@ var storeErrors = []struct {
 	{storage.ErrNamespaceNotFound, problem.NotFound, problem.CodeNamespaceNotFound},
 	{storage.ErrNamespaceTerminating, problem.Conflict, problem.CodeNamespaceTerminating},
 	{storage.ErrNamespaceProtected, problem.Forbidden, problem.CodeNamespaceProtected},
+	{storage.ErrNotPermitted, problem.Forbidden, problem.CodeDenied},
 }
 
 // toProblem translates a store error (storage.Error) into the shared error vocabulary.

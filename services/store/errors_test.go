@@ -43,6 +43,7 @@ func TestStoreErrorsOnTheWire(t *testing.T) {
 		{storage.ErrNamespaceNotFound, codes.NotFound, problem.CodeNamespaceNotFound},
 		{storage.ErrNamespaceTerminating, codes.Aborted, problem.CodeNamespaceTerminating},
 		{storage.ErrNamespaceProtected, codes.PermissionDenied, problem.CodeNamespaceProtected},
+		{storage.ErrNotPermitted, codes.PermissionDenied, problem.CodeDenied},
 	}
 	if len(cases) != len(storeErrors) {
 		t.Fatalf("%d store errors mapped, %d pinned here", len(storeErrors), len(cases))

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 
@@ -59,7 +60,7 @@ func holderName(holder string) string {
 // between makes it fail with stale_epoch; UpdateFinalizers is not fenced,
 // but what it may change is the holder's own finalizers whoever holds the
 // lease by then.
-func (h *workerHandler) checkOwned(ctx context.Context, id, epoch int64, finalizers, annotations []string) error {
+func (h *workerHandler) checkOwned(ctx context.Context, id, epoch int64, finalizers, annotations []string, actor *storage.Actor) error {
 	if len(finalizers) == 0 && len(annotations) == 0 {
 		return nil
 	}
@@ -80,6 +81,9 @@ func (h *workerHandler) checkOwned(ctx context.Context, id, epoch int64, finaliz
 		return problem.NotFoundf("resource %d not found", id)
 	}
 	st := res.States[0]
+	if err := actor.Permits(id, sdk.Type(st.ResourceTypeName, st.ResourceTypeVersion).String(), st.LeaseHolder); err != nil {
+		return err
+	}
 	if epoch == 0 {
 		return problem.New(problem.Forbidden, problem.CodeNotOwned,
 			"a worker changes finalizers only under the reconcile lease of resource %d (no lease epoch given)", id)
@@ -185,7 +189,7 @@ func (h *workerHandler) UpdateFinalizers(ctx context.Context, req *reconcilev1.U
 	if err := h.asLeaseHolder(ctx, reconcilev1.WorkerService_UpdateFinalizers_FullMethodName, req.GetResourceId()); err != nil {
 		return nil, toStatus(err)
 	}
-	if err := h.checkOwned(ctx, req.GetResourceId(), req.GetLeaseEpoch(), slices.Concat(req.GetAdd(), req.GetRemove()), nil); err != nil {
+	if err := h.checkOwned(ctx, req.GetResourceId(), req.GetLeaseEpoch(), slices.Concat(req.GetAdd(), req.GetRemove()), nil, nil); err != nil {
 		return nil, toStatus(err)
 	}
 	res, err := h.store.UpdateFinalizers(ctx, storage.UpdateFinalizersRequest{ID: req.GetResourceId(), Add: req.GetAdd(), Remove: req.GetRemove()})
@@ -223,27 +227,25 @@ func (h *workerHandler) ListResources(ctx context.Context, req *reconcilev1.List
 }
 
 func (h *workerHandler) AcquireLease(ctx context.Context, req *reconcilev1.AcquireLeaseRequest) (*reconcilev1.AcquireLeaseResponse, error) {
-	if _, ok := doorCaller(ctx); ok {
-		// The lease is not taken yet: the holder asked for, and the
-		// resource's type.
-		if err := asCaller(ctx, reconcilev1.WorkerService_AcquireLease_FullMethodName, req.GetHolder(), sdk.TypeRef{}); err != nil {
-			return nil, toStatus(err)
-		}
-		res, err := h.store.ListReconcileState(ctx, storage.ListReconcileStateRequest{IDs: []int64{req.GetResourceId()}})
-		if err != nil {
-			return nil, toStatus(err)
-		}
-		if len(res.States) > 0 {
-			st := res.States[0]
-			if err := asCaller(ctx, reconcilev1.WorkerService_AcquireLease_FullMethodName, "", sdk.Type(st.ResourceTypeName, st.ResourceTypeVersion)); err != nil {
-				return nil, toStatus(err)
-			}
-		}
-	}
-	l, err := h.store.AcquireLease(ctx, storage.AcquireLeaseRequest{
+	const method = reconcilev1.WorkerService_AcquireLease_FullMethodName
+	in := storage.AcquireLeaseRequest{
 		ResourceID: req.GetResourceId(), Holder: req.GetHolder(), Lease: seconds(req.GetLeaseSeconds()),
 		SchedulerEpoch: req.GetSchedulerEpoch(), DispatchID: req.GetDispatchId(),
-	})
+	}
+	// A reconciler identity: the holder it asks for is checked here, the
+	// resource's type by the store on the row it locks to grant the lease
+	// (no read of its own on the hot path).
+	if err := asCaller(ctx, method, req.GetHolder(), sdk.TypeRef{}); err != nil {
+		return nil, toStatus(err)
+	}
+	in.Actor = actorOf(ctx)
+	l, err := h.store.AcquireLease(ctx, in)
+	if retry, refused := refusedActor(ctx, method, err); retry {
+		in.Actor = nil
+		l, err = h.store.AcquireLease(ctx, in)
+	} else if refused != nil {
+		err = refused
+	}
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -264,17 +266,11 @@ func (h *workerHandler) RenewLease(ctx context.Context, req *reconcilev1.RenewLe
 }
 
 func (h *workerHandler) CompleteReconcile(ctx context.Context, req *reconcilev1.CompleteReconcileRequest) (*reconcilev1.CompleteReconcileResponse, error) {
-	if err := h.asLeaseHolder(ctx, reconcilev1.WorkerService_CompleteReconcile_FullMethodName, req.GetResourceId()); err != nil {
-		return nil, toStatus(err)
-	}
-	owned := slices.Concat(req.GetAddFinalizers(), req.GetRemoveFinalizers())
-	if err := h.checkOwned(ctx, req.GetResourceId(), req.GetLeaseEpoch(), owned, req.GetRemoveAnnotations()); err != nil {
-		return nil, toStatus(err)
-	}
 	hist := req.GetHistory()
 	in := storage.CompleteReconcileRequest{
 		ResourceID:    req.GetResourceId(),
 		LeaseEpoch:    req.GetLeaseEpoch(),
+		Actor:         actorOf(ctx),
 		Outcome:       enumpb.FromOutcome(req.GetOutcome()),
 		StatusMessage: req.GetStatusMessage(),
 		Conditions:    conditionsFromProto(req.GetConditions()),
@@ -303,11 +299,55 @@ func (h *workerHandler) CompleteReconcile(ctx context.Context, req *reconcilev1.
 		st := t.AsTime().UTC()
 		in.History.StartedAt = &st
 	}
-	res, err := h.store.CompleteReconcile(ctx, in)
+	const method = reconcilev1.WorkerService_CompleteReconcile_FullMethodName
+	res, err := h.complete(ctx, req, in)
+	if retry, refused := refusedActor(ctx, method, err); retry {
+		in.Actor = nil
+		res, err = h.complete(ctx, req, in)
+	} else if refused != nil {
+		err = refused
+	}
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	return &reconcilev1.CompleteReconcileResponse{Resource: resourcepb.ToProto(res.Resource), Purged: res.Purged}, nil
+}
+
+// complete checks the finalizers and annotations req changes (checkOwned,
+// with in's Actor), then has the store apply in, which checks the Actor on
+// the row it locks: a reconciler identity completes only a lease of its
+// own on a type it is issued for, at no read of its own.
+func (h *workerHandler) complete(ctx context.Context, req *reconcilev1.CompleteReconcileRequest, in storage.CompleteReconcileRequest) (*storage.CompleteResult, error) {
+	owned := slices.Concat(req.GetAddFinalizers(), req.GetRemoveFinalizers())
+	if err := h.checkOwned(ctx, req.GetResourceId(), req.GetLeaseEpoch(), owned, req.GetRemoveAnnotations(), in.Actor); err != nil {
+		return nil, err
+	}
+	return h.store.CompleteReconcile(ctx, in)
+}
+
+// actorOf is the limit the store holds a reconciler identity's call to
+// (storage.Actor), nil without one.
+func actorOf(ctx context.Context) *storage.Actor {
+	id, ok := doorCaller(ctx)
+	if !ok {
+		return nil
+	}
+	return &storage.Actor{Name: id.Name, Types: id.Types}
+}
+
+// refusedActor answers the store's ErrNotPermitted (an Actor's limit) as
+// the authorizer does: refused is its PermissionDenied; in audit-only mode
+// it logs what it would refuse and retry is true (the call goes on without
+// the limit). Any other err comes back as refused, unchanged.
+func refusedActor(ctx context.Context, method string, err error) (retry bool, refused error) {
+	var se *storage.Error
+	if !errors.As(err, &se) || !errors.Is(se.Err, storage.ErrNotPermitted) {
+		return false, err
+	}
+	if denied := authz.Deny(ctx, method, "%s", se.Detail); denied != nil {
+		return false, denied
+	}
+	return true, nil
 }
 
 // CampaignLeader takes, renews or releases the leader lease named after the

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -156,4 +157,79 @@ func TestIdentitiesOnTheStoresDoors(t *testing.T) {
 		Outcome: reconcilev1.Outcome_OUTCOME_SUCCESS, History: &reconcilev1.HistoryEntry{}}); err != nil {
 		t.Fatalf("registry-sync completes a registry: %v", err)
 	}
+}
+
+// TestAuditOnlyLetsAReconcilerPastTheStoresLimits: with the policy in
+// audit-only mode the store's own limits on a reconciler identity (the
+// type it leases, the lease it completes) log what they would refuse and
+// let the call through, as the interceptors do; enforced, the same calls
+// are refused (TestIdentitiesOnTheStoresDoors).
+func TestAuditOnlyLetsAReconcilerPastTheStoresLimits(t *testing.T) {
+	ctx := t.Context()
+	now := time.Now()
+	ca, err := identityca.New(now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := func(id identity.ID) *identity.Credentials {
+		dir := filepath.Join(t.TempDir(), id.Name)
+		if err := ca.IssueTo(dir, id, now, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		c, err := identity.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	var logs strings.Builder
+	var mu sync.Mutex
+	addr, workerAddr, _ := serveStore(t, authz.ServerOptions(creds(identity.ServiceID(identity.Store)), authz.AuditOnly,
+		slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))))
+	dial := func(addr string, c *identity.Credentials) *grpc.ClientConn {
+		conn, err := grpcserver.Dial(addr, authz.DialOptions(c, identity.Store)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		return conn
+	}
+	gw := storev1.NewStoreServiceClient(dial(addr, creds(identity.ServiceID(identity.Gateway))))
+	rt, err := gw.CreateResourceType(ctx, &storev1.CreateResourceTypeRequest{ResourceType: &storev1.ResourceType{Name: "B", Version: "v1", Schema: []byte(`{"type":"object"}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := gw.CreateResource(ctx, &storev1.CreateResourceRequest{SchemaRevision: rt.GetResourceType().GetResourceVersion(),
+		Resource: &storev1.Resource{Name: "b", ResourceTypeName: "B", ResourceTypeVersion: "v1", Spec: []byte(`{}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wa := reconcilev1.NewWorkerServiceClient(dial(workerAddr, creds(identity.ID{Kind: identity.Reconciler, Name: "a", Types: []string{"A/v1"}})))
+	l, err := wa.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: r.GetResource().GetId(), Holder: "a/r1", LeaseSeconds: 30})
+	if err != nil {
+		t.Fatalf("audit-only: a's lease on a B/v1 resource: %v, want it through", err)
+	}
+	if _, err := wa.CompleteReconcile(ctx, &reconcilev1.CompleteReconcileRequest{ResourceId: r.GetResource().GetId(), LeaseEpoch: l.GetLeaseEpoch(),
+		Outcome: reconcilev1.Outcome_OUTCOME_SUCCESS, History: &reconcilev1.HistoryEntry{}}); err != nil {
+		t.Fatalf("audit-only: a's completion on a B/v1 resource: %v, want it through", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, method := range []string{reconcilev1.WorkerService_AcquireLease_FullMethodName, reconcilev1.WorkerService_CompleteReconcile_FullMethodName} {
+		if !strings.Contains(logs.String(), "would refuse") || !strings.Contains(logs.String(), method) {
+			t.Errorf("audit-only: no 'would refuse' logged for %s:\n%s", method, logs.String())
+		}
+	}
+}
+
+// lockedWriter serialises writes of the store's goroutines into w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

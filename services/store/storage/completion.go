@@ -54,6 +54,9 @@ type HistoryEntry struct {
 type CompleteReconcileRequest struct {
 	ResourceID int64
 	LeaseEpoch int64
+	// Actor limits the completion to a lease held by the calling
+	// reconciler identity on a type it is issued for (nil: no limit).
+	Actor *Actor
 	Outcome    lifecycle.Outcome
 	// StatusMessage is the resource's new status_message.
 	StatusMessage string
@@ -242,6 +245,9 @@ type Completion struct {
 // annotations, phase and last reconcile time, and the source of req's events
 // (EventSource of the holder).
 func Complete(r *resource.Resource, l *LeaseState, req *CompleteReconcileRequest, outputs []byte, now time.Time) (*Completion, error) {
+	if err := req.Actor.Permits(r.ID, r.ResourceTypeName+"/"+r.ResourceTypeVersion, l.Holder); err != nil {
+		return nil, err
+	}
 	if l.Epoch != req.LeaseEpoch || l.Holder == "" {
 		return nil, LeaseError(req.ResourceID, l, req.LeaseEpoch)
 	}

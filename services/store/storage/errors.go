@@ -59,6 +59,9 @@ var (
 	ErrNamespaceTerminating = errors.New("namespace terminating")
 	// ErrNamespaceProtected: the default namespace cannot be deleted.
 	ErrNamespaceProtected = errors.New("namespace protected")
+	// ErrNotPermitted: the reconciler identity making a worker call may not
+	// act on the resource (an Actor's limits): nothing was written.
+	ErrNotPermitted = errors.New("not permitted")
 )
 
 // FieldError names one offending field by JSON pointer (/spec/size).

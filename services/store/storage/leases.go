@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/no8s/no8s/services/internal/resource"
@@ -44,6 +45,45 @@ type AcquireLeaseRequest struct {
 	SchedulerEpoch int64
 	// DispatchID is the item's dispatch id ("": not checked).
 	DispatchID string
+	// Actor limits the lease to the resources the calling reconciler
+	// identity may take (nil: no limit, identities off).
+	Actor *Actor
+}
+
+// Actor is the reconciler identity making a worker call, as far as the
+// store holds the call to it: leases are held as "<Name>/<replica>", and
+// only on resources of Types ("Name/version"). The backends check it on
+// the row they lock for the write (Acquire, Complete), so that the check
+// costs no read of its own and refuses with ErrNotPermitted, nothing
+// written.
+type Actor struct {
+	Name  string
+	Types []string
+}
+
+// Permits refuses, with ErrNotPermitted, resource id of type typ
+// ("Name/version") when a is not issued for typ, and when its lease holder
+// is not one of a's replicas ("": not checked). A nil a permits
+// everything.
+func (a *Actor) Permits(id int64, typ, holder string) error {
+	if a == nil {
+		return nil
+	}
+	if !slices.Contains(a.Types, typ) {
+		return NewError(ErrNotPermitted, "reconciler %s is issued for %s, not %s (resource %d)", a.Name, a.types(), typ, id)
+	}
+	if name, _, _ := strings.Cut(holder, "/"); holder != "" && name != a.Name {
+		return NewError(ErrNotPermitted, "reconciler %s acts only as itself: resource %d's lease is held by %q", a.Name, id, holder)
+	}
+	return nil
+}
+
+// types lists a's types, for errors.
+func (a *Actor) types() string {
+	if len(a.Types) == 0 {
+		return "no type"
+	}
+	return strings.Join(a.Types, ", ")
 }
 
 // Lease is a granted reconcile lease.
@@ -207,6 +247,9 @@ func RecordDispatch(ctx context.Context, s Store, schedulerEpoch, resourceID int
 // clears the requeue and consumes a manual trigger requested at or before
 // l.Now.
 func Acquire(req AcquireLeaseRequest, d time.Duration, r *resource.Resource, l *LeaseState, schedulerEpoch int64, policy []byte) (*Lease, bool, error) {
+	if err := req.Actor.Permits(r.ID, r.ResourceTypeName+"/"+r.ResourceTypeVersion, ""); err != nil {
+		return nil, false, err
+	}
 	if req.SchedulerEpoch != 0 && req.SchedulerEpoch < schedulerEpoch {
 		return nil, false, NewError(ErrStaleDispatch,
 			"work item of scheduler epoch %d is stale: the current scheduler epoch is %d", req.SchedulerEpoch, schedulerEpoch)

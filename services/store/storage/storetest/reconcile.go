@@ -12,6 +12,56 @@ import (
 	"github.com/no8s/no8s/services/store/storage"
 )
 
+// testActorLimitsLeasesAndCompletions: a reconciler identity's limits
+// (storage.Actor) are checked on the row the write locks: a lease on a
+// type it is not issued for, and a completion of another reconciler's
+// lease, are refused with ErrNotPermitted and write nothing (the resource's
+// revision and lease unchanged, no history); within its limits it leases
+// and completes as any caller.
+func testActorLimitsLeasesAndCompletions(t *testing.T, open Opener) {
+	s, _ := newStore(t, open)
+	ctx := t.Context()
+	mustType(t, s, "Widget", "v1")
+	r := mustCreate(t, s, "one")
+	other := &storage.Actor{Name: "evil", Types: []string{"Other/v1"}}
+	widgets := &storage.Actor{Name: "widgets", Types: []string{"Other/v1", "Widget/v1"}}
+	stored := func() *resource.Resource {
+		t.Helper()
+		got, err := s.GetResource(ctx, storage.ResourceKey{ID: r.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	_, err := s.AcquireLease(ctx, storage.AcquireLeaseRequest{ResourceID: r.ID, Holder: "evil/1", Actor: other})
+	wantErr(t, err, storage.ErrNotPermitted)
+	if got := stored(); got.ResourceVersion != r.ResourceVersion || got.Status != r.Status {
+		t.Fatalf("a refused lease wrote: version %d → %d, status %s", r.ResourceVersion, got.ResourceVersion, got.Status)
+	}
+
+	l, err := s.AcquireLease(ctx, storage.AcquireLeaseRequest{ResourceID: r.ID, Holder: "widgets/0", Actor: widgets})
+	if err != nil {
+		t.Fatalf("a lease within the actor's limits: %v", err)
+	}
+	before := stored()
+	for name, actor := range map[string]*storage.Actor{"another reconciler": {Name: "evil", Types: []string{"Widget/v1"}}, "a type not issued": other} {
+		_, err = s.CompleteReconcile(ctx, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess,
+			StatusMessage: "PWNED", Actor: actor})
+		wantErr(t, err, storage.ErrNotPermitted)
+		if got := stored(); got.ResourceVersion != before.ResourceVersion || got.StatusMessage == "PWNED" {
+			t.Fatalf("a completion by %s wrote: %+v", name, got)
+		}
+	}
+	if h, err := s.ListHistory(ctx, storage.ListHistoryRequest{ResourceID: r.ID}); err != nil || len(h) != 0 {
+		t.Fatalf("history after refused completions: %+v %v", h, err)
+	}
+	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeSuccess, Actor: widgets})
+	if got := stored(); got.Status != resource.StatusReady {
+		t.Fatalf("after the holder's completion: status %s", got.Status)
+	}
+}
+
 func testLeaseExclusionAndFencing(t *testing.T, open Opener) {
 	s, _ := newStore(t, open)
 	ctx := t.Context()

@@ -55,6 +55,7 @@ func Run(t *testing.T, open Opener) {
 		{"WebhookCRUDAndSetVersion", testWebhookCRUDAndSetVersion},
 		{"WebhookSetVersionUnderConcurrentWrites", testWebhookSetVersionUnderConcurrentWrites},
 		{"LeaseExclusionAndFencing", testLeaseExclusionAndFencing},
+		{"ActorLimitsLeasesAndCompletions", testActorLimitsLeasesAndCompletions},
 		{"CompleteWritesEverythingInOneEvent", testCompleteWritesEverythingInOneEvent},
 		{"FailuresTerminalRequeue", testFailuresTerminalRequeue},
 		{"HistoryBoundAndPaging", testHistoryBoundAndPaging},
