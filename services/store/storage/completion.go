@@ -56,8 +56,8 @@ type CompleteReconcileRequest struct {
 	LeaseEpoch int64
 	// Actor limits the completion to a lease held by the calling
 	// reconciler identity on a type it is issued for (nil: no limit).
-	Actor *Actor
-	Outcome    lifecycle.Outcome
+	Actor   *Actor
+	Outcome lifecycle.Outcome
 	// StatusMessage is the resource's new status_message.
 	StatusMessage string
 	// Conditions are merged by type into the resource's conditions.
