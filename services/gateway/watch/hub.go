@@ -322,15 +322,7 @@ func (h *Hub) follow(ctx context.Context, reconnected <-chan nats.Status) error 
 	cancel()
 	h.readyOnce.Do(func() { close(h.ready) })
 
-	cons, err := stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
-		Description:       "no8s gateway event hub",
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       start,
-		AckPolicy:         jetstream.AckNonePolicy,
-		InactiveThreshold: time.Minute,
-		MemoryStorage:     true,
-		Replicas:          1,
-	})
+	cons, err := stream.CreateConsumer(ctx, replayConsumer("no8s gateway event hub", start))
 	if err != nil {
 		return fmt.Errorf("create hub consumer: %w", err)
 	}

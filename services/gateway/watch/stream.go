@@ -313,11 +313,13 @@ func (wt *watcher) catchUp(ctx context.Context, p position) error {
 	return wt.readCatchUp(ctx, stream, it, p, start, info.Delivered.Consumer)
 }
 
-// catchUpConsumer creates the ephemeral consumer that a catch-up reads the
-// watcher's subjects with, from stream sequence start.
-func (wt *watcher) catchUpConsumer(ctx context.Context, stream jetstream.Stream, start uint64) (jetstream.Consumer, error) {
-	cfg := jetstream.ConsumerConfig{
-		Description:       "no8s gateway watch catch-up",
+// replayConsumer is the configuration of the gateway's ephemeral consumers
+// of the event stream (the hub's and each catch-up's): read from stream
+// sequence start, nothing acknowledged, kept in memory, gone a minute
+// after its reader.
+func replayConsumer(description string, start uint64) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Description:       description,
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       start,
 		AckPolicy:         jetstream.AckNonePolicy,
@@ -325,6 +327,12 @@ func (wt *watcher) catchUpConsumer(ctx context.Context, stream jetstream.Stream,
 		MemoryStorage:     true,
 		Replicas:          1,
 	}
+}
+
+// catchUpConsumer creates the ephemeral consumer that a catch-up reads the
+// watcher's subjects with, from stream sequence start.
+func (wt *watcher) catchUpConsumer(ctx context.Context, stream jetstream.Stream, start uint64) (jetstream.Consumer, error) {
+	cfg := replayConsumer("no8s gateway watch catch-up", start)
 	if subj := wt.f.subject(); subj != subjects.EventsAll {
 		cfg.FilterSubject = subj
 	}
