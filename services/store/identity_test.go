@@ -3,7 +3,6 @@ package store_test
 import (
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/authz"
+	"github.com/no8s/no8s/services/internal/authz/authztest"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/identityca"
 	"github.com/no8s/no8s/services/internal/tenancy"
@@ -35,27 +35,10 @@ func TestIdentitiesOnTheStoresDoors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds := func(id identity.ID) *identity.Credentials {
-		dir := filepath.Join(t.TempDir(), id.Name)
-		if err := ca.IssueTo(dir, id, now, time.Hour); err != nil {
-			t.Fatal(err)
-		}
-		c, err := identity.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	creds := func(id identity.ID) *identity.Credentials { return authztest.Credentials(t, ca, id, now) }
 	storeCreds := creds(identity.ServiceID(identity.Store))
 	addr, workerAddr, _ := serveStore(t, authz.ServerOptions(storeCreds, authz.Enforce, slog.New(slog.NewTextHandler(io.Discard, nil))))
-	dial := func(addr string, c *identity.Credentials) *grpc.ClientConn {
-		conn, err := grpcserver.Dial(addr, authz.DialOptions(c, identity.Store)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = conn.Close() })
-		return conn
-	}
+	dial := func(addr string, c *identity.Credentials) *grpc.ClientConn { return dialStore(t, addr, c) }
 	a := creds(identity.ID{Kind: identity.Reconciler, Name: "a", Types: []string{"A/v1"}})
 	b := creds(identity.ID{Kind: identity.Reconciler, Name: "b", Types: []string{"B/v1"}})
 	gw := storev1.NewStoreServiceClient(dial(addr, creds(identity.ServiceID(identity.Gateway))))
@@ -171,29 +154,12 @@ func TestAuditOnlyLetsAReconcilerPastTheStoresLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds := func(id identity.ID) *identity.Credentials {
-		dir := filepath.Join(t.TempDir(), id.Name)
-		if err := ca.IssueTo(dir, id, now, time.Hour); err != nil {
-			t.Fatal(err)
-		}
-		c, err := identity.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	creds := func(id identity.ID) *identity.Credentials { return authztest.Credentials(t, ca, id, now) }
 	var logs strings.Builder
 	var mu sync.Mutex
 	addr, workerAddr, _ := serveStore(t, authz.ServerOptions(creds(identity.ServiceID(identity.Store)), authz.AuditOnly,
 		slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))))
-	dial := func(addr string, c *identity.Credentials) *grpc.ClientConn {
-		conn, err := grpcserver.Dial(addr, authz.DialOptions(c, identity.Store)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = conn.Close() })
-		return conn
-	}
+	dial := func(addr string, c *identity.Credentials) *grpc.ClientConn { return dialStore(t, addr, c) }
 	gw := storev1.NewStoreServiceClient(dial(addr, creds(identity.ServiceID(identity.Gateway))))
 	rt, err := gw.CreateResourceType(ctx, &storev1.CreateResourceTypeRequest{ResourceType: &storev1.ResourceType{Name: "B", Version: "v1", Schema: []byte(`{"type":"object"}`)}})
 	if err != nil {
@@ -232,4 +198,16 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// dialStore connects to the store at addr as c's identity, closed when the
+// test ends.
+func dialStore(t *testing.T, addr string, c *identity.Credentials) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpcserver.Dial(addr, authz.DialOptions(c, identity.Store)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
 }

@@ -159,15 +159,7 @@ func newInstallation(t *testing.T) *installation {
 		identity.ID{Kind: identity.Reconciler, Name: "noop", Types: []string{"Noop/v1"}},
 		identity.ID{Kind: identity.Client, Name: "ci"})
 	for _, id := range in.ids {
-		dir := filepath.Join(t.TempDir(), id.Name)
-		if err := ca.IssueTo(dir, id, now, time.Hour); err != nil {
-			t.Fatal(err)
-		}
-		c, err := identity.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in.creds[id.String()] = c
+		in.creds[id.String()] = authztest.Credentials(t, ca, id, now)
 	}
 	return in
 }
