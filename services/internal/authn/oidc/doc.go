@@ -8,4 +8,9 @@
 // configured asymmetric signing algorithms, and checks iss, aud, exp, nbf
 // and iat with a bounded clock skew. Verifiers routes a token to the Verifier
 // of its (unverified) issuer, which then checks everything.
+//
+// A token whose signature fails with the cached keys (an unknown kid, or a
+// forged signature) makes the key set refetch the JWKS before it is refused;
+// concurrent refetches are shared, so one gateway sends at most one JWKS
+// request at a time to an issuer.
 package oidc

@@ -167,9 +167,11 @@ func (v *Verifier) idTokenVerifier(ctx context.Context) (*gooidc.IDTokenVerifier
 	if err := provider.Claims(&doc); err != nil || doc.JWKSURL == "" {
 		return nil, fmt.Errorf("discover issuer %q: %w: no jwks_uri", v.cfg.IssuerURL, ErrIssuerUnavailable)
 	}
-	// The key set fetches with v.client, without the cancellation of ctx
-	// (it outlives this request); v.client's timeout bounds each fetch. It
-	// refetches the JWKS when a token's key is not among those it has.
+	// The key set outlives this request: it fetches with v.client, whose
+	// timeout bounds each fetch, under ctx without its cancellation (the
+	// values of this first request's context stay with it). It refetches
+	// the JWKS whenever a token's signature fails with the keys it has
+	// (an unknown kid: rotation), one fetch at a time.
 	keys := recordingKeySet{gooidc.NewRemoteKeySet(gooidc.ClientContext(ctx, v.client), doc.JWKSURL)}
 	idv := gooidc.NewVerifier(v.cfg.IssuerURL, keys, &gooidc.Config{
 		SupportedSigningAlgs: v.cfg.SigningAlgs,

@@ -2,6 +2,8 @@ package oidc_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -9,6 +11,8 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"sync"
@@ -237,7 +241,6 @@ func TestVerifyRefusesUnacceptedAsymmetricAlg(t *testing.T) {
 	// RS384 by the issuer's own key is still refused when only RS256 is
 	// configured: the algorithm list is enforced before any key.
 	iss, v, _ := setup(t, func(c *oidc.Config) { c.SigningAlgs = []string{"RS256"} })
-	_ = iss
 	other, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -480,4 +483,102 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("Verifiers accepted %q as %+v (err %v)", s, p, err)
 		}
 	})
+}
+
+// countingTransport counts requests per path.
+type countingTransport struct {
+	mu    sync.Mutex
+	paths map[string]int
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.paths[r.URL.Path]++
+	c.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (c *countingTransport) count(path string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.paths[path]
+}
+
+func TestVerifyConcurrentFirstUseDiscoversOnce(t *testing.T) {
+	clk := newClock()
+	iss := oidctest.New(t, oidctest.WithClock(clk.Now))
+	rt := &countingTransport{paths: map[string]int{}}
+	v, err := oidc.New(oidc.Config{IssuerURL: iss.URL(), Audiences: []string{"no8s"}}, &http.Client{Transport: rt, Timeout: 10 * time.Second}, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := iss.Sign(iss.Claims("alice", "no8s"))
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Go(func() {
+			_, err := v.Verify(t.Context(), tok)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := rt.count(oidctest.DiscoveryPath); n != 1 {
+		t.Fatalf("%d discovery requests, want 1", n)
+	}
+	if n := rt.count(oidctest.JWKSPath); n != 1 {
+		t.Fatalf("%d JWKS requests, want 1", n)
+	}
+}
+
+// TestVerifyAcceptsES256 serves an EC key from a minimal issuer of the
+// test's own: ES256 is accepted by default, and a verifier configured for
+// RS256 only refuses it.
+func TestVerifyAcceptsES256(t *testing.T) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var url string
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"issuer": url, "jwks_uri": url + "/jwks"})
+	})
+	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &priv.PublicKey, KeyID: "ec", Algorithm: "ES256", Use: "sig"}}})
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	url = srv.URL
+
+	clk := newClock()
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: jose.JSONWebKey{Key: priv, KeyID: "ec"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jws, err := signer.Sign(mustJSON(t, map[string]any{"iss": url, "aud": "no8s", "sub": "alice", "exp": clk.Now().Add(time.Hour).Unix()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := jws.CompactSerialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := oidc.New(oidc.Config{IssuerURL: url, Audiences: []string{"no8s"}}, nil, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := v.Verify(t.Context(), tok); err != nil || p.Username != url+"#alice" {
+		t.Fatalf("ES256: %+v, %v", p, err)
+	}
+	rsOnly, err := oidc.New(oidc.Config{IssuerURL: url, Audiences: []string{"no8s"}, SigningAlgs: []string{"RS256"}}, nil, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused(t, rsOnly, tok, "signing algorithm not accepted")
 }
