@@ -75,17 +75,25 @@ func (v *Verifier) Issuer() string { return v.cfg.IssuerURL }
 
 // Verify checks raw and returns who it names: &authn.Principal{Username,
 // Groups, Method: authn.MethodOIDC, Expiry: exp}. It checks, in order: the
-// token's shape and size, its algorithm (one of Config.SigningAlgs), its
-// signature by a key of the issuer's JWKS (refetched once when the key is
-// unknown), iss, aud, exp (required), nbf and iat (with Config.ClockSkew),
-// and the username and groups claims. Errors never contain the token.
+// token's shape and size; its algorithm (one of Config.SigningAlgs); its
+// iss, before fetching anything for it; its signature by a key of the
+// issuer's JWKS (refetched once when the key is unknown); then iss again,
+// aud, exp (required), nbf and iat (with Config.ClockSkew), and the
+// username and groups claims. Errors never contain the token.
 func (v *Verifier) Verify(ctx context.Context, raw string) (*authn.Principal, error) {
 	if err := checkShape(raw); err != nil {
 		return nil, err
 	}
-	jws, err := jose.ParseSigned(raw, v.joseAlgs())
+	alg, err := unverifiedAlg(raw)
 	if err != nil {
-		return nil, fmt.Errorf("malformed token or signing algorithm not accepted (accepted: %s): %w", strings.Join(v.cfg.SigningAlgs, ", "), err)
+		return nil, err
+	}
+	if !slices.Contains(v.cfg.SigningAlgs, alg) {
+		return nil, fmt.Errorf("signing algorithm %q not accepted (accepted: %s)", truncate(alg), strings.Join(v.cfg.SigningAlgs, ", "))
+	}
+	jws, err := jose.ParseSigned(raw, v.joseAlgs()) // checks the algorithm again
+	if err != nil {
+		return nil, fmt.Errorf("malformed token: %w", err)
 	}
 	if len(jws.Signatures) != 1 {
 		return nil, errors.New("malformed token: not exactly one signature")
@@ -418,6 +426,26 @@ func (vs Verifiers) Verify(ctx context.Context, raw string) (*authn.Principal, e
 		}
 	}
 	return nil, fmt.Errorf("issuer %q is not trusted: %w", truncate(iss), ErrUntrustedIssuer)
+}
+
+// unverifiedAlg reads the alg of a compact JWS's header without verifying
+// anything.
+func unverifiedAlg(raw string) (string, error) {
+	head, _, _ := strings.Cut(raw, ".")
+	b, err := base64.RawURLEncoding.DecodeString(head)
+	if err != nil {
+		return "", errors.New("malformed token: header is not base64url")
+	}
+	var h struct {
+		Alg string `json:"alg"`
+	}
+	if err := json.Unmarshal(b, &h); err != nil {
+		return "", errors.New("malformed token: header is not a JSON object with a string alg")
+	}
+	if h.Alg == "" {
+		return "", errors.New("malformed token: header has no alg")
+	}
+	return h.Alg, nil
 }
 
 // unverifiedIssuer reads the iss claim of a compact JWS without verifying
