@@ -2,6 +2,7 @@ package oidctest
 
 import (
 	"crypto/rand"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -64,7 +65,7 @@ func newUserCode() string {
 // token with these claims over iss, aud (the client id), iat and exp. An
 // unknown user code is a test error.
 func (i *Issuer) Approve(userCode string, claims map[string]any) {
-	i.decide(userCode, func(g *deviceGrant) { g.claims = cloneClaims(claims) })
+	i.decide(userCode, func(g *deviceGrant) { g.claims = maps.Clone(claims) })
 }
 
 // Deny is the user refusing userCode's device: its next poll gets

@@ -1,8 +1,3 @@
-// Package oidctest runs an OpenID Connect issuer for tests: discovery, a
-// JWKS that can rotate, signing of ID tokens, and the OAuth 2.0 device
-// authorization grant (RFC 8628) with refresh tokens, in the REST shapes
-// real issuers use, so that golang.org/x/oauth2 and go-oidc work against
-// it. It is for tests only; it depends on go-jose and the standard library.
 package oidctest
 
 import (
@@ -11,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -264,6 +258,3 @@ func randomString(n int) string {
 	_, _ = rand.Read(b) // never fails (crypto/rand)
 	return hex.EncodeToString(b)
 }
-
-// cloneClaims copies the top level of claims.
-func cloneClaims(c map[string]any) map[string]any { return maps.Clone(c) }
