@@ -200,7 +200,7 @@ func TestIdentitiesMatrixAgainstTheServices(t *testing.T) {
 		name, addr, server string
 		services           []string
 	}{
-		{"store", c.storeAddrs[0], identity.Store, []string{"no8s.store.v1.StoreService", "no8s.reconcile.v1.ReconcileService"}},
+		{"store", c.storeAddrs[0], identity.Store, []string{"no8s.store.v1.StoreService", "no8s.store.v1.TokenService", "no8s.reconcile.v1.ReconcileService"}},
 		{"store workers", c.workerAddr(c.storeAddrs[0]), identity.Store, []string{"no8s.reconcile.v1.WorkerService"}},
 		{"admission", admission, identity.Admission, []string{"no8s.admission.v1.AdmissionService"}},
 	}

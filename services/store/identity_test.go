@@ -142,6 +142,50 @@ func TestIdentitiesOnTheStoresDoors(t *testing.T) {
 	}
 }
 
+// TestTokenServiceIsTheGatewaysOnly: with identities on, TokenService on
+// the store's main listener answers the gateway only: every other service
+// and a reconciler are refused LookupToken (which answers a secret's hash)
+// and CreateToken, and nothing they tried was written.
+func TestTokenServiceIsTheGatewaysOnly(t *testing.T) {
+	ctx := t.Context()
+	now := time.Now()
+	ca, err := identityca.New(now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := func(id identity.ID) *identity.Credentials { return authztest.Credentials(t, ca, id, now) }
+	addr, _, _ := serveStore(t, authz.ServerOptions(creds(identity.ServiceID(identity.Store)), authz.Enforce, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	tokens := func(id identity.ID) storev1.TokenServiceClient {
+		return storev1.NewTokenServiceClient(dialStore(t, addr, creds(id)))
+	}
+	gw := tokens(identity.ServiceID(identity.Gateway))
+	hash := secretHash("s")
+	if _, err := gw.CreateToken(ctx, &storev1.CreateTokenRequest{Token: &storev1.Token{Id: "id1", Name: "laptop", Owner: "alice", SecretHash: hash}}); err != nil {
+		t.Fatalf("the gateway creates a token: %v", err)
+	}
+	for _, id := range []identity.ID{
+		identity.ServiceID(identity.Scheduler), identity.ServiceID(identity.Admission), identity.ServiceID(identity.RegistrySync),
+		{Kind: identity.Reconciler, Name: "a", Types: []string{"A/v1"}},
+	} {
+		c := tokens(id)
+		_, err := c.LookupToken(ctx, &storev1.LookupTokenRequest{Id: "id1"})
+		if !authztest.RefusedByPolicy(status.Convert(err)) || status.Code(err) != codes.PermissionDenied {
+			t.Errorf("%s looks up a token: %v, want the policy's PermissionDenied", id, err)
+		}
+		_, err = c.CreateToken(ctx, &storev1.CreateTokenRequest{Token: &storev1.Token{Id: "evil", Name: "evil", Owner: "admin", SecretHash: hash}})
+		if status.Code(err) != codes.PermissionDenied {
+			t.Errorf("%s creates a token: %v, want PermissionDenied", id, err)
+		}
+	}
+	got, err := gw.LookupToken(ctx, &storev1.LookupTokenRequest{Id: "id1"})
+	if err != nil || got.GetToken().GetOwner() != "alice" || len(got.GetToken().GetSecretHash()) != len(hash) {
+		t.Fatalf("the gateway looks up a token: %v %v", got.GetToken(), err)
+	}
+	if _, err := gw.LookupToken(ctx, &storev1.LookupTokenRequest{Id: "evil"}); status.Code(err) != codes.NotFound {
+		t.Fatalf("a refused create was written: %v", err)
+	}
+}
+
 // TestAuditOnlyLetsAReconcilerPastTheStoresLimits: with the policy in
 // audit-only mode the store's own limits on a reconciler identity (the
 // type it leases, the lease it completes) log what they would refuse and

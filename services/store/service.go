@@ -1,8 +1,8 @@
 // Package store is the store service: the only database user. It serves
-// the StoreService gRPC API over a storage.Store (PostgreSQL, or the
-// embedded backend; Open chooses), runs the outbox relay that publishes
-// every committed change to JetStream, and finishes the deletion of
-// terminating namespaces (sweepNamespaces).
+// the StoreService and TokenService gRPC APIs over a storage.Store
+// (PostgreSQL, or the embedded backend; Open chooses), runs the outbox
+// relay that publishes every committed change to JetStream, and finishes
+// the deletion of terminating namespaces (sweepNamespaces).
 package store
 
 import (
@@ -107,10 +107,10 @@ func (s *Service) probeInfo() map[string]any {
 func (s *Service) Relay() *outbox.Relay { return s.relay }
 
 // Serve serves gRPC and runs the relay until ctx ends, then drains in-flight
-// calls, stops the relay and closes the database. lis gets StoreService and
-// ReconcileService (the gateway, admission and the scheduler); workerLis,
-// when not nil, gets WorkerService and nothing else: the reconciler
-// workers' narrower door.
+// calls, stops the relay and closes the database. lis gets StoreService,
+// TokenService and ReconcileService (the gateway, admission and the
+// scheduler); workerLis, when not nil, gets WorkerService and nothing else:
+// the reconciler workers' narrower door.
 func (s *Service) Serve(ctx context.Context, lis, workerLis net.Listener) error {
 	defer s.db.Close()
 	if s.cfg.Metrics != nil {
@@ -119,6 +119,7 @@ func (s *Service) Serve(ctx context.Context, lis, workerLis net.Listener) error 
 	opts := append(slices.Clone(s.cfg.GRPCServerOptions), metrics.NewGRPCServer(s.cfg.Metrics).ServerOptions()...)
 	srv, hs := grpcserver.New(s.log, opts...)
 	storev1.RegisterStoreServiceServer(srv, &handler{store: s.db.Store})
+	storev1.RegisterTokenServiceServer(srv, &tokenHandler{store: s.db.Store})
 	reconcilev1.RegisterReconcileServiceServer(srv, &reconcileHandler{store: s.db.Store})
 	s.log.Info("store serving", "addr", lis.Addr().String())
 	var wsrv *grpc.Server

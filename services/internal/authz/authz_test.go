@@ -39,7 +39,7 @@ var update = flag.Bool("update", false, "rewrite docs/security.md's generated ta
 func servedMethods(t *testing.T) map[string]protoreflect.MethodDescriptor {
 	t.Helper()
 	out := authztest.Served()
-	for _, d := range []*grpc.ServiceDesc{&storev1.StoreService_ServiceDesc, &reconcilev1.ReconcileService_ServiceDesc,
+	for _, d := range []*grpc.ServiceDesc{&storev1.StoreService_ServiceDesc, &storev1.TokenService_ServiceDesc, &reconcilev1.ReconcileService_ServiceDesc,
 		&reconcilev1.WorkerService_ServiceDesc, &admissionv1.AdmissionService_ServiceDesc, &healthpb.Health_ServiceDesc,
 		&reflectionv1.ServerReflection_ServiceDesc, &reflectionv1alpha.ServerReflection_ServiceDesc} {
 		for _, m := range slices.Concat(methodNames(d.Methods), streamNames(d.Streams)) {
@@ -191,6 +191,7 @@ func (in *installation) serve(t *testing.T, mode authz.Mode) (string, *testenv.L
 	opts := append([]grpc.ServerOption{grpc.Creds(credentials.NewTLS(store.ServerTLS()))}, authz.New(mode, log).ServerOptions()...)
 	srv, hs := grpcserver.New(log, opts...)
 	storev1.RegisterStoreServiceServer(srv, storev1.UnimplementedStoreServiceServer{})
+	storev1.RegisterTokenServiceServer(srv, storev1.UnimplementedTokenServiceServer{})
 	reconcilev1.RegisterReconcileServiceServer(srv, reconcilev1.UnimplementedReconcileServiceServer{})
 	reconcilev1.RegisterWorkerServiceServer(srv, workers{})
 	admissionv1.RegisterAdmissionServiceServer(srv, admissionv1.UnimplementedAdmissionServiceServer{})

@@ -129,6 +129,17 @@ func Policy() map[string]Rule {
 		storev1.StoreService_ListAdmissionWebhooks_FullMethodName,
 	)
 
+	// API tokens: the gateway creates, lists and revokes them for the
+	// public API and looks one up to authenticate each request that
+	// presents one. Nothing else reads them: LookupToken answers a secret's
+	// hash.
+	add(Rule{Services: gatewayOnly, Why: "the public API's API tokens, and the lookup that authenticates a request presenting one"},
+		storev1.TokenService_CreateToken_FullMethodName,
+		storev1.TokenService_ListTokens_FullMethodName,
+		storev1.TokenService_RevokeToken_FullMethodName,
+		storev1.TokenService_LookupToken_FullMethodName,
+	)
+
 	// The scheduler's half of the reconcile service: its leader lease, its
 	// view of what to dispatch, and the conditions it sets.
 	add(Rule{Services: schedulerOnly, Why: "the scheduler's leader lease, dispatch records, reconcile state and conditions"},

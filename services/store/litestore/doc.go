@@ -63,6 +63,7 @@
 //     outbox row);
 //   - errors.go, values.go, scan.go: SQLite's errors and values;
 //   - resources.go, list.go, types.go, webhooks.go: the objects;
+//   - tokens.go: API tokens (no revision, no event);
 //   - leases.go, completion.go, reconcilestate.go: reconciliation;
 //   - eventlog.go, filelock.go: the relay's side, and the locks between
 //     processes sharing the file.

@@ -13,6 +13,7 @@
 //   - errors.go: database errors translated to the store's;
 //   - resources.go, list.go, document.go: resources, lists, documents;
 //   - types.go, webhooks.go: resource types and admission webhooks;
+//   - tokens.go: API tokens (no revision, no event);
 //   - leases.go, leadership.go, dispatch.go, completion.go,
 //     reconcilestate.go: the store's side of reconciliation.
 package pgstore

@@ -18,6 +18,7 @@
 //   - resources.go, list.go: resources and lists;
 //   - namespaces.go: namespaces and the end of their deletion;
 //   - types.go, webhooks.go: resource types and admission webhooks;
+//   - tokens.go: API tokens;
 //   - leases.go, completion.go, reconcilestate.go: the store's side of
 //     reconciliation.
 package storage
@@ -105,6 +106,25 @@ type Store interface {
 	UpdateWebhook(ctx context.Context, w webhookconf.Webhook, expected int64, dryRun bool) (*webhookconf.Webhook, error)
 	// DeleteWebhook removes a webhook.
 	DeleteWebhook(ctx context.Context, id int64, dryRun bool) error
+
+	// CreateToken stores a new API token (CheckToken's rules) and returns
+	// it without its hash, CreatedAt set by the store. ErrNameTaken when its
+	// owner has a token of that name that is not revoked (a revoked
+	// token's name may be used again). It takes no revision and writes no
+	// event: tokens are not resources.
+	CreateToken(ctx context.Context, t Token) (*Token, error)
+	// ListTokens lists API tokens, of owner when set, oldest first, never
+	// with their hash; revoked and expired ones only with includeInactive.
+	ListTokens(ctx context.Context, owner string, includeInactive bool) ([]*Token, error)
+	// RevokeToken sets a token's RevokedAt and returns it without its hash.
+	// Revoking a revoked token changes nothing and returns it as it is.
+	// ErrNotFound when no token has that id or, with owner set, none of
+	// owner's.
+	RevokeToken(ctx context.Context, id, owner string) (*Token, error)
+	// LookupToken returns a token with its hash, revoked and expired ones
+	// included (the caller checks both). ErrNotFound when no token has that
+	// id.
+	LookupToken(ctx context.Context, id string) (*Token, error)
 
 	// AcquireLease grants the reconcile lease of a resource (Acquire's
 	// rules), consuming a pending manual trigger and requeue.

@@ -323,6 +323,16 @@ func testEveryWriteEmitsThroughTheCommitPath(t *testing.T, open Opener) {
 				return r.ID, 0, err
 			}
 		}, nil, 0},
+		// API tokens are not resources either.
+		{"CreateToken and RevokeToken", func() write {
+			return func() (int64, int64, error) {
+				tok, err := s.CreateToken(ctx, apiToken("commit", "alice", "commit"))
+				if err == nil {
+					_, err = s.RevokeToken(ctx, tok.ID, "")
+				}
+				return 0, 0, err
+			}
+		}, nil, 0},
 		{"CampaignLeader and ReleaseLeader", func() write {
 			return func() (int64, int64, error) {
 				l, err := s.CampaignLeader(ctx, "tested", "a", 0, 0)
@@ -336,7 +346,7 @@ func testEveryWriteEmitsThroughTheCommitPath(t *testing.T, open Opener) {
 	// Every exported method of the store is a read or has a case here.
 	covered := map[string]bool{"GetResource": true, "ListResources": true, "GetType": true, "ListTypes": true,
 		"GetWebhook": true, "ListWebhooks": true, "ListHistory": true, "ListReconcileState": true, "Ping": true,
-		"GetNamespace": true, "ListNamespaces": true}
+		"GetNamespace": true, "ListNamespaces": true, "ListTokens": true, "LookupToken": true}
 	for _, c := range cases {
 		for _, part := range strings.Split(c.name, " and ") {
 			covered[strings.Fields(part)[0]] = true

@@ -14,8 +14,8 @@
 // database identity and revision bump of a stream rebuild, namespaces
 // (names unique per namespace, lists and selectors per namespace, a
 // namespace's deletion through its resources' finalizers), events (the
-// Kubernetes kind), leader leases and fenced client writes, and the
-// built-in tenant types.
+// Kubernetes kind), leader leases and fenced client writes, the built-in
+// tenant types, and API tokens.
 package storetest
 
 import (
@@ -85,6 +85,11 @@ func Run(t *testing.T, open Opener) {
 		{"CompletionCarriesEvents", testCompletionCarriesEvents},
 		{"LeaderLeaseFencesClientWrites", testLeaderLeaseFencesClientWrites},
 		{"BuiltinTenantTypes", testBuiltinTenantTypes},
+		{"TokenCreateAndLookup", testTokenCreateAndLookup},
+		{"TokenNames", testTokenNames},
+		{"TokenListFilters", testTokenListFilters},
+		{"TokenRevoke", testTokenRevoke},
+		{"TokenBadInputWritesNothing", testTokenBadInputWritesNothing},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, open) })
 	}
