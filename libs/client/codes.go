@@ -62,4 +62,7 @@ const (
 	// CodeTooSlow ends a watch whose reader fell too far behind (an ERROR
 	// frame).
 	CodeTooSlow = "too_slow"
+	// CodeUnauthenticated is a request without credentials, or with ones
+	// the server refused (401 with WWW-Authenticate).
+	CodeUnauthenticated = "unauthenticated"
 )

@@ -41,6 +41,7 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission"
 	"github.com/no8s/no8s/services/gateway"
+	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/grpcserver"
@@ -112,6 +113,14 @@ type Config struct {
 	// refuses, with Identities on: authz.Enforce (the default) or
 	// authz.AuditOnly.
 	Authz authz.Mode
+	// Auth is authn.ModeOn (the default: every API request needs a token,
+	// the administrator's is created at first start, TokenFile) or
+	// authn.ModeNone (the API open to anyone who reaches it).
+	Auth string
+	// CLIConfig is the CLI configuration file where the stack writes its
+	// context (DevContext) with the administrator's token: "" the CLI's
+	// default ($NO8S_CONFIG, else ~/.config/no8s/config.yaml), "off" none.
+	CLIConfig string
 	// ReadyFile, when set, receives the stack's addresses as JSON (Ready)
 	// once every service answers: a parent process (the SDK's test kit)
 	// learns there where the stack listens.
@@ -159,6 +168,8 @@ type Ready struct {
 	// stream ("" with identities off, when NATS takes anyone).
 	NATSPublisherCreds string `json:"nats_publisher_creds,omitempty"`
 	NATSReaderCreds    string `json:"nats_reader_creds,omitempty"`
+	// TokenFile holds the administrator's API token ("" with --auth=none).
+	TokenFile string `json:"token_file,omitempty"`
 }
 
 // StoreURL is the store's database: DatabaseURL, or the embedded store's
@@ -193,6 +204,7 @@ func DefaultConfig() Config {
 		TenantReconciler:         true,
 		Identities:               true,
 		Authz:                    authz.Enforce,
+		Auth:                     authn.ModeOn,
 		RegistrySyncSecretPrefix: registrysync.DefaultConfig().SecretEnvPrefix,
 	}
 }
@@ -242,6 +254,8 @@ type stack struct {
 	// the services apart by grpc_service.
 	reg         *prometheus.Registry
 	dialMetrics []grpc.DialOption
+	// token is the administrator's API token ("" with authentication off).
+	token string
 	// writerURL is where registry-sync and the tenant reconciler write:
 	// with identities on, the gateway's service listener on loopback,
 	// where they present their identities and the REST rules hold them.
@@ -298,6 +312,32 @@ func (s *stack) prepareState(ctx context.Context) error {
 	} else {
 		s.log.Info("state: everything is in the data directory; to start afresh, stop no8s dev and remove it", "data_dir", cfg.DataDir, "store", cfg.StoreURL())
 	}
+	return s.prepareAuth()
+}
+
+// prepareAuth reads the administrator's token, created at first start, or
+// warns that the API is open.
+func (s *stack) prepareAuth() error {
+	cfg := s.cfg
+	switch cfg.Auth {
+	case authn.ModeNone:
+		s.log.Warn("AUTHENTICATION IS OFF (--auth=none): anyone who reaches the API may read, change and delete everything")
+		return nil
+	case "", authn.ModeOn:
+	default:
+		return fmt.Errorf("--auth %q: want on or none", cfg.Auth)
+	}
+	if !cfg.Identities && (cfg.RegistrySync || cfg.TenantReconciler) {
+		return errors.New("--identities=off needs --auth=none: registry-sync and the tenant reconciler reach the API with their identities")
+	}
+	token, created, err := ensureAdminToken(cfg.TokenFile())
+	if err != nil {
+		return err
+	}
+	if created {
+		s.log.Info("created the administrator's API token", "file", cfg.TokenFile())
+	}
+	s.token = token
 	return nil
 }
 
@@ -474,6 +514,8 @@ func (s *stack) newServices(ctx context.Context) (*services, error) {
 	}
 	gcfg.Outbound = s.cfg.Outbound
 	gcfg.Identity, gcfg.Authz = s.ids.service(identity.Gateway), s.cfg.Authz
+	gcfg.Auth = gateway.AuthConfig{Mode: s.cfg.Auth, BootstrapToken: s.token}
+	gcfg.Tokens = storev1.NewTokenServiceClient(storeConn)
 	svcs.gateway = gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), s.base.With("service", "gateway"))
 	return &svcs, nil
 }
@@ -716,6 +758,9 @@ func (s *stack) ready() Ready {
 	if s.lis.metrics != nil {
 		ready.MetricsURL = "http://" + s.lis.metrics.Addr().String() + health.MetricsPath
 	}
+	if s.token != "" {
+		ready.TokenFile = cfg.TokenFile()
+	}
 	return ready
 }
 
@@ -731,6 +776,9 @@ func (s *stack) announce(ctx context.Context, ready Ready) error {
 			"nats_publisher_creds", ready.NATSPublisherCreds, "nats_reader_creds", ready.NATSReaderCreds)
 	}
 	s.log.Info("no8s dev is up", up...)
+	if err := s.announceAuth(ready); err != nil {
+		return err
+	}
 	if s.cfg.ReadyFile != "" {
 		return writeReady(s.cfg.ReadyFile, ready)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/gateway/queueinput"
 	"github.com/no8s/no8s/services/gateway/watch"
 	"github.com/no8s/no8s/services/internal/authz"
@@ -95,6 +96,12 @@ type Config struct {
 	// Authz is what the REST rules do with a write they refuse: enforce
 	// (403) or audit-only (log and allow). Only with Identity.
 	Authz authz.Mode
+	// Auth says who may call the public API (authentication is on unless
+	// Auth.Mode is authn.ModeNone).
+	Auth AuthConfig
+	// Tokens is the store's TokenService, where API tokens are kept; nil
+	// refuses API tokens and answers the token endpoints 503.
+	Tokens storev1.TokenServiceClient
 }
 
 // InputConfig configures the queue input.
@@ -131,5 +138,6 @@ func (c Config) withDefaults() Config {
 	if c.MaxConcurrentBodyReads <= 0 {
 		c.MaxConcurrentBodyReads = DefaultMaxConcurrentBodyReads
 	}
+	c.Auth = c.Auth.withDefaults()
 	return c
 }

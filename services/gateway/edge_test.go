@@ -22,7 +22,7 @@ import (
 // returns the address.
 func serveReal(t *testing.T, cfg func(*Config)) string {
 	t.Helper()
-	c := DefaultConfig()
+	c := testConfig()
 	c.Health = env.gateway.cfg.Health
 	c.JetStream, c.Watch = env.js, watchTestConfig
 	c.Reconcile = env.gateway.cfg.Reconcile

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/no8s/no8s/services/internal/authn"
 	"io"
 	"log/slog"
 	"net"
@@ -206,7 +207,7 @@ func startStack() (*stack, func(), error) {
 	admissionClient := admissionv1.NewAdmissionServiceClient(admissionConn)
 
 	conns := map[string]*grpc.ClientConn{"store": storeConn, "worker": workerConn, "admission": admissionConn}
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.Health.Ready = []health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn), health.NATS(nc)}
 	cfg.JetStream, cfg.Watch = js, watchTestConfig
 	cfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
@@ -508,4 +509,12 @@ func specOf(t testing.TB, r resource.Resource) map[string]any {
 		t.Fatalf("decode spec %s: %v", r.Spec, err)
 	}
 	return m
+}
+
+// testConfig is DefaultConfig with authentication off: the tests of
+// everything but authentication (auth_test.go) call the API anonymously.
+func testConfig() Config {
+	cfg := DefaultConfig()
+	cfg.Auth.Mode = authn.ModeNone
+	return cfg
 }

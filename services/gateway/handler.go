@@ -87,7 +87,7 @@ func (s *Service) routes() *echo.Echo {
 		HTTPErrorHandler: s.handleError,
 	})
 	e.Pre(securityHeaders, headAsGet)
-	e.Use(s.requestID, s.accessLog, s.recoverPanic, checkRequestText, s.boundBody, requireJSON, s.fenceContext)
+	e.Use(s.requestID, s.accessLog, s.recoverPanic, s.authenticate, checkRequestText, s.boundBody, requireJSON, s.fenceContext)
 
 	ready := echo.WrapHandler(health.ProbeHandler(s.cfg.Health, s.cfg.Health.Ready))
 	e.GET("/health", ready)
@@ -135,6 +135,11 @@ func (s *Service) routes() *echo.Echo {
 	e.PUT("/api/v1/admission-webhooks/:id", s.updateWebhook)
 	e.PATCH("/api/v1/admission-webhooks/:id", s.patchWebhook)
 	e.DELETE("/api/v1/admission-webhooks/:id", s.deleteWebhook)
+
+	e.GET("/api/v1/whoami", s.whoAmI)
+	e.POST("/api/v1/tokens", s.createToken)
+	e.GET("/api/v1/tokens", s.listTokens)
+	e.DELETE("/api/v1/tokens/:id", s.revokeToken)
 	return e
 }
 

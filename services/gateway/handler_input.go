@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/no8s/no8s/services/internal/authn"
 	"net/http"
 	"strconv"
 	"strings"
@@ -37,6 +38,10 @@ func (s *Service) Execute(ctx context.Context, req queueinput.Request) queueinpu
 		rid = newRequestID()
 	}
 	ctx = metadata.AppendToOutgoingContext(ctx, "x-request-id", rid)
+	ctx, err := s.authenticateInput(ctx, req.Authorization)
+	if err != nil {
+		return s.Refuse(rid, err)
+	}
 	body, dry, err := inputRequest(req)
 	if err != nil {
 		a := s.Refuse(rid, err)
@@ -179,4 +184,25 @@ func (s *Service) deleteByName(ctx context.Context, body applyResourceBody, dry 
 		return nil, err
 	}
 	return s.deleteByID(ctx, resp.GetResource().GetId(), 0, dry)
+}
+
+// authenticateInput checks a message's credentials as authenticate
+// checks a request's: the answer to a refused one is the 401 HTTP gives.
+func (s *Service) authenticateInput(ctx context.Context, authorization string) (context.Context, error) {
+	if s.cfg.Auth.Open() {
+		return authn.WithPrincipal(ctx, anonymous), nil
+	}
+	token := ""
+	if authorization != "" {
+		t, ok := authn.BearerToken(authorization)
+		if !ok {
+			return ctx, unauthenticated(&authn.InvalidError{Reason: "the Authorization header is not a Bearer credential"})
+		}
+		token = t
+	}
+	p, err := s.authn.Authenticate(ctx, token)
+	if err != nil {
+		return ctx, unauthenticated(err)
+	}
+	return authn.WithPrincipal(ctx, p), nil
 }

@@ -221,7 +221,7 @@ func startOutageStack(t *testing.T, ctx context.Context) *outageStack {
 		return admission.New(acfg, storeClient, log.With("service", "admission")).Serve(ctx, admissionLis)
 	})
 	admissionConn := dial(admissionLis)
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.RequestTimeout = 5 * time.Second
 	cfg.Health.Ready = []health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn), health.NATS(nc)}
 	st.srv = httptest.NewServer(New(cfg, storeClient, admissionv1.NewAdmissionServiceClient(admissionConn), log.With("service", "gateway")).Handler())

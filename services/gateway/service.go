@@ -17,6 +17,7 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/gateway/queueinput"
 	"github.com/no8s/no8s/services/gateway/watch"
+	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/problem"
 )
@@ -36,6 +37,8 @@ type Service struct {
 	http *metrics.HTTP
 	// rest holds writes to the REST rules; nil with identities off.
 	rest *authz.REST
+	// authn says who a request's bearer credential belongs to.
+	authn *authn.Authenticator
 }
 
 // New returns a gateway over the store and admission clients. Zero Config
@@ -47,6 +50,7 @@ func New(cfg Config, store storev1.StoreServiceClient, admission admissionv1.Adm
 	s := &Service{cfg: cfg.withDefaults(), store: store, admission: admission, log: log}
 	s.bodySlots = make(chan struct{}, s.cfg.MaxConcurrentBodyReads)
 	s.http = metrics.NewHTTP(s.cfg.Metrics)
+	s.authn = newAuthenticator(s.cfg)
 	if s.cfg.Identity != nil {
 		s.rest = authz.NewREST(s.cfg.Authz, log.With("component", "authz"))
 	}

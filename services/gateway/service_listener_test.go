@@ -21,7 +21,7 @@ import (
 )
 
 func TestServiceListenerNeedsIdentity(t *testing.T) {
-	gw := New(DefaultConfig(), env.store, env.admission, nil)
+	gw := New(testConfig(), env.store, env.admission, nil)
 	pub, _ := net.Listen("tcp", "127.0.0.1:0")
 	svc, _ := net.Listen("tcp", "127.0.0.1:0")
 	defer pub.Close()
@@ -54,7 +54,7 @@ func TestServiceListenerIdentifiesCallers(t *testing.T) {
 		}
 		return c
 	}
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.ShutdownGrace = time.Second
 	cfg.Identity = creds(identity.ServiceID(identity.Gateway))
 	gw := New(cfg, env.store, env.admission, nil)
@@ -142,7 +142,7 @@ func TestQueueInputIsAnonymous(t *testing.T) {
 	if err := ca.IssueTo(dir, identity.ServiceID(identity.Gateway), time.Now(), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	if cfg.Identity, err = identity.Load(dir); err != nil {
 		t.Fatal(err)
 	}

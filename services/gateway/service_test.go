@@ -32,7 +32,7 @@ func TestHealth(t *testing.T) {
 		}
 	}
 
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.Health.Ready = []health.Check{
 		{Name: "store", Func: func(context.Context) error { return errors.New("connection refused") }},
 		{Name: "admission", Func: func(context.Context) error { return nil }},
@@ -80,7 +80,7 @@ func TestBackendUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.RequestTimeout = 2 * time.Second
 	gw := New(cfg, storev1.NewStoreServiceClient(conn), admissionv1.NewAdmissionServiceClient(conn), nil)
 	srv := httptest.NewServer(gw.Handler())
@@ -155,7 +155,7 @@ func (l *logLines) count(re *regexp.Regexp) (int, string) {
 func TestPanicRecoveryAndLog(t *testing.T) {
 	var out logLines
 	log := slog.New(slog.NewTextHandler(&out, nil))
-	gw := New(DefaultConfig(), env.store, env.admission, log)
+	gw := New(testConfig(), env.store, env.admission, log)
 	gw.echo.GET("/boom", func(*echo.Context) error { panic("kaboom: secret detail") })
 	srv := httptest.NewServer(gw.Handler())
 	defer srv.Close()
@@ -252,7 +252,7 @@ func TestOpenAPI(t *testing.T) {
 
 // Serve drains in-flight requests when its context ends.
 func TestServeGracefulShutdown(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.ShutdownGrace = 5 * time.Second
 	gw := New(cfg, env.store, env.admission, nil)
 	release := make(chan struct{})

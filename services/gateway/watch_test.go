@@ -469,7 +469,7 @@ func TestWatchBadRequests(t *testing.T) {
 }
 
 func TestWatchUnconfigured(t *testing.T) {
-	gw := New(DefaultConfig(), env.store, env.admission, nil)
+	gw := New(testConfig(), env.store, env.admission, nil)
 	srv := httptest.NewServer(gw.Handler())
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/api/v1/events")
@@ -678,7 +678,7 @@ func TestWatchGone(t *testing.T) {
 // TestWatchShutdown: stopping the gateway ends its watches cleanly and
 // promptly.
 func TestWatchShutdown(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.JetStream, cfg.Watch = env.js, watchTestConfig
 	cfg.ShutdownGrace = 10 * time.Second
 	gw := New(cfg, env.store, env.admission, nil)

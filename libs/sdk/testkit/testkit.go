@@ -64,8 +64,13 @@ type Env struct {
 	Client *client.Store
 	// API is the REST API's client the helpers use.
 	API *apiclient.Client
-	// HTTP is the HTTP client under API.
+	// HTTP is the HTTP client under API. Its requests to URL carry the
+	// control plane's administrator token (Token) unless they carry an
+	// Authorization header of their own.
 	HTTP *http.Client
+	// Token is the control plane's administrator token: `no8s dev` creates
+	// it at first start ("" when it runs with --auth=none).
+	Token string
 	// Log is where workers started by RunReconciler log.
 	Log *slog.Logger
 
@@ -182,6 +187,9 @@ type ready struct {
 	// CADir is the control plane's CA directory ("" with identities off,
 	// or from a no8s binary older than identities in no8s dev).
 	CADir string `json:"ca_dir"`
+	// TokenFile holds the administrator's API token ("" with
+	// authentication off).
+	TokenFile string `json:"token_file"`
 }
 
 func (e *Env) start() error {
@@ -196,7 +204,8 @@ func (e *Env) start() error {
 	// Registered first, so it runs last: after the process has exited.
 	e.onStop(func() { _ = os.RemoveAll(dir) })
 	readyFile := filepath.Join(dir, "ready.json")
-	args := []string{"dev", "--data-dir", filepath.Join(dir, "state"), "--ready-file", readyFile,
+	// --cli-config off: the developer's CLI configuration stays theirs.
+	args := []string{"dev", "--data-dir", filepath.Join(dir, "state"), "--ready-file", readyFile, "--cli-config", "off",
 		"--listen", "127.0.0.1:0", "--nats-port", "0", "--store-addr", "127.0.0.1:0", "--admission-addr", "127.0.0.1:0", "--worker-listen", "127.0.0.1:0",
 		// Timings for tests: a short leadership lease, a fast registry
 		// poll, quick retries, and an item lease equal to the workers'.
@@ -259,6 +268,9 @@ func (e *Env) start() error {
 		return fmt.Errorf("%s dev: %w; its log:\n%s", bin, err, tail(logPath, 40))
 	}
 	e.URL, e.NATSURL, e.DatabaseURL = r.APIURL, r.NATSURL, r.Store
+	if err := e.useToken(r.TokenFile); err != nil {
+		return err
+	}
 	if e.API, err = apiclient.New(r.APIURL, apiclient.WithHTTPClient(e.HTTP), apiclient.WithUserAgent("no8s-testkit")); err != nil {
 		return fmt.Errorf("api client: %w", err)
 	}

@@ -397,3 +397,44 @@ func yamlNode(dec *json.Decoder) (*yaml.Node, error) {
 	}
 	return nil, fmt.Errorf("unexpected token %v", tok)
 }
+
+// Tokens prints API tokens in format: a table ID NAME OWNER EXPIRES AGE
+// (wide: with GROUPS, CREATED-BY and REVOKED), JSON, YAML, or their ids.
+func Tokens(w io.Writer, items []client.Token, format string, now time.Time) error {
+	switch format {
+	case FormatJSON, FormatYAML:
+		if items == nil {
+			items = []client.Token{}
+		}
+		return Document(w, items, format)
+	case FormatName:
+		for _, tok := range items {
+			if _, err := fmt.Fprintln(w, tok.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	t := newTable(w)
+	if format == FormatWide {
+		t.row("ID", "NAME", "OWNER", "EXPIRES", "AGE", "GROUPS", "CREATED-BY", "REVOKED")
+	} else {
+		t.row("ID", "NAME", "OWNER", "EXPIRES", "AGE")
+	}
+	for _, tok := range items {
+		expires := "never"
+		if tok.ExpiresAt != nil {
+			expires = tok.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+		if format == FormatWide {
+			revoked := ""
+			if tok.RevokedAt != nil {
+				revoked = tok.RevokedAt.UTC().Format(time.RFC3339)
+			}
+			t.row(tok.ID, tok.Name, tok.Owner, expires, Age(now, tok.CreatedAt), strings.Join(tok.Groups, ","), tok.CreatedBy, revoked)
+		} else {
+			t.row(tok.ID, tok.Name, tok.Owner, expires, Age(now, tok.CreatedAt))
+		}
+	}
+	return t.flush()
+}

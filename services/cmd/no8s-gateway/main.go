@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/identity"
@@ -14,6 +15,8 @@ import (
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/gateway"
+	"github.com/no8s/no8s/services/internal/authn"
+	"github.com/no8s/no8s/services/internal/authn/oidc"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
@@ -50,6 +53,12 @@ func run() error {
 	fs.IntVar(&cfg.Input.MaxDeliver, "input-max-deliver", 0, "queue input: deliveries of a message before it is dead-lettered (default 5)")
 	fs.IntVar(&cfg.Input.Concurrency, "input-concurrency", 0, "queue input: messages handled at once, requests and queue each (default 32)")
 	fs.DurationVar(&cfg.Input.RetryDelay, "input-retry-delay", 0, "queue input: first delay before a retry of a 5xx answer, doubling per delivery (default 1s)")
+	fs.StringVar(&cfg.Auth.Mode, "auth", proc.Env("NO8S_AUTH", authn.ModeOn), "on: every request but the health probes and /metrics needs a bearer token; none: the API is open to anyone who reaches it ($NO8S_AUTH)")
+	bootstrapFile := fs.String("bootstrap-token-file", proc.Env("NO8S_BOOTSTRAP_TOKEN_FILE", ""), "file (mode 0600) holding the first administrator's token, at least 32 characters ($NO8S_BOOTSTRAP_TOKEN_FILE)")
+	var issuers, adminGroups stringList
+	fs.Var(&issuers, "oidc-issuer", "a trusted OIDC issuer of JWT bearer tokens, repeatable: issuer=URL,audience=AUD[,username-claim=sub][,groups-claim=groups][,skew=1m] (docs/security.md)")
+	fs.Var(&adminGroups, "oidc-admin-group", "a JWT group whose members are administrators, repeatable")
+	fs.DurationVar(&cfg.Auth.TokenExpiry, "token-expiry", gateway.DefaultTokenExpiry, "expiry of an API token created without one")
 	if err := proc.OutboundFlag(fs, &cfg.Outbound); err != nil {
 		return err
 	}
@@ -58,6 +67,33 @@ func run() error {
 		return err
 	}
 	defer sp.Stop()
+	if *bootstrapFile != "" && cfg.Auth.Mode != authn.ModeNone {
+		if cfg.Auth.BootstrapToken, err = authn.ReadBootstrapToken(*bootstrapFile); err != nil {
+			return err
+		}
+	}
+	if len(issuers) > 0 {
+		var vs oidc.Verifiers
+		for _, spec := range issuers {
+			ic, err := oidc.ParseIssuerSpec(spec)
+			if err != nil {
+				return fmt.Errorf("--oidc-issuer: %w", err)
+			}
+			v, err := oidc.New(ic, nil, nil)
+			if err != nil {
+				return fmt.Errorf("--oidc-issuer: %w", err)
+			}
+			vs = append(vs, v)
+		}
+		cfg.Auth.JWT = vs
+	}
+	cfg.Auth.AdminGroups = adminGroups
+	if err := cfg.Auth.Validate(); err != nil {
+		return err
+	}
+	if cfg.Auth.Open() {
+		sp.Log.Warn("AUTHENTICATION IS OFF (--auth=none): anyone who reaches the API may read, change and delete everything")
+	}
 	ctx, log := sp.Ctx, sp.Log
 	if *serviceListen != "" && sp.Identity == nil {
 		return fmt.Errorf("--service-listen %s needs the gateway's identity (--identity-dir or $%s): the service listener serves TLS with it and requires client certificates from its CA", *serviceListen, identity.EnvDir)
@@ -95,6 +131,17 @@ func run() error {
 		}
 	}
 	cfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
+	cfg.Tokens = storev1.NewTokenServiceClient(storeConn)
 	svc := gateway.New(cfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), log)
 	return svc.ServeListeners(ctx, lis, serviceLis)
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, " ") }
+
+func (l *stringList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }

@@ -71,6 +71,8 @@ missing and migrated at start); PostgreSQL is the production store.`,
 	f.StringVar(&cfg.AdmissionAddr, "admission-addr", cfg.AdmissionAddr, "internal admission gRPC address")
 	identities := f.String("identities", proc.Env(devstack.EnvIdentities, "on"), "on: every gRPC call between the services is mutual TLS with the call policy enforced, from a CA kept in the data directory; off: plaintext, any caller taken (debugging only) ($"+devstack.EnvIdentities+")")
 	authzMode := f.String("authz", proc.Env(proc.EnvAuthz, string(authz.Enforce)), "with identities on, what the gRPC servers do with a call the policy refuses: enforce, or audit-only (let it through and log it) ($"+proc.EnvAuthz+")")
+	f.StringVar(&cfg.Auth, "auth", proc.Env(devstack.EnvAuth, cfg.Auth), "on: every API request needs a token (the administrator's is created at first start in the data directory and written into the CLI's context "+devstack.DevContext+"); none: the API is open to anyone who reaches it ($"+devstack.EnvAuth+")")
+	f.StringVar(&cfg.CLIConfig, "cli-config", "", "the CLI configuration file to write the "+devstack.DevContext+" context into (default: $NO8S_CONFIG, else ~/.config/no8s/config.yaml; \"off\": none)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-listen", cfg.MetricsAddr, "address of every service's Prometheus metrics (GET /metrics; \"off\": none; the default falls back to a free port when taken)")
 	f.StringVar(&cfg.WorkerAddr, "worker-listen", cfg.WorkerAddr, "the store's worker address: reconcilers' NO8S_STORE_ADDR (only the WorkerService is served there)")
 	// For the SDK's test kit and other programs that run no8s dev as a

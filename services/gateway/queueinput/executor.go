@@ -36,6 +36,9 @@ type Request struct {
 	DryRun string
 	// RequestID identifies the request in logs and answers.
 	RequestID string
+	// Authorization is the message's Authorization header ("Bearer
+	// <token>"), checked as the HTTP API checks it.
+	Authorization string
 }
 
 // Answer is what the HTTP API would answer: its status, the headers that

@@ -24,6 +24,9 @@ import (
 // X-Request-Id on HTTP).
 const requestIDHeader = "X-Request-Id"
 
+// authorizationHeader carries the sender's credentials, as on HTTP.
+const authorizationHeader = "Authorization"
+
 // Listener serves the queue input of one gateway.
 type Listener struct {
 	js   jetstream.JetStream
@@ -121,7 +124,7 @@ func (l *Listener) onRequest(ctx context.Context, slots chan struct{}, wg *sync.
 	go func() {
 		defer wg.Done()
 		defer func() { <-slots }()
-		req := Request{Op: opOf(m.Subject), Document: m.Data, DryRun: m.Header.Get(subjects.InputDryRunHeader), RequestID: m.Header.Get(requestIDHeader)}
+		req := Request{Op: opOf(m.Subject), Document: m.Data, DryRun: m.Header.Get(subjects.InputDryRunHeader), RequestID: m.Header.Get(requestIDHeader), Authorization: m.Header.Get(authorizationHeader)}
 		a := l.exec.Execute(ctx, req)
 		reply := &nats.Msg{Subject: m.Reply, Header: answerHeader(a), Data: a.Body}
 		if err := m.RespondMsg(reply); err != nil {
@@ -217,7 +220,7 @@ func (l *Listener) handle(ctx context.Context, kv jetstream.KeyValue, msg jetstr
 	h := msg.Headers()
 	d := delivery{msg: msg, seq: md.Sequence.Stream, delivered: int(md.NumDelivered), op: opOf(msg.Subject()), key: h.Get(subjects.InputKeyHeader),
 		keys: len(h.Values(subjects.InputKeyHeader))}
-	d.req = Request{Op: d.op, Document: msg.Data(), DryRun: h.Get(subjects.InputDryRunHeader), RequestID: h.Get(requestIDHeader)}
+	d.req = Request{Op: d.op, Document: msg.Data(), DryRun: h.Get(subjects.InputDryRunHeader), RequestID: h.Get(requestIDHeader), Authorization: h.Get(authorizationHeader)}
 	if d.req.RequestID == "" {
 		d.req.RequestID = "input-" + strconv.FormatUint(d.seq, 10)
 	}

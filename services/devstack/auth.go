@@ -1,0 +1,92 @@
+package devstack
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/no8s/no8s/services/cli/config"
+	"github.com/no8s/no8s/services/internal/authn"
+)
+
+// The development stack's users: authentication is on by default, with an
+// administrator's token created at first start in the data directory and
+// written into a CLI context; --auth=none runs the API open and says so at
+// every start.
+
+// EnvAuth is the environment variable of no8s dev's --auth.
+const EnvAuth = "NO8S_AUTH"
+
+// DevContext is the CLI context no8s dev writes.
+const DevContext = "no8s-dev"
+
+// TokenFile is the administrator's token in the data directory.
+func (c Config) TokenFile() string { return filepath.Join(c.DataDir, "admin.token") }
+
+// ensureAdminToken reads the administrator's token, creating it (mode
+// 0600) at first start.
+func ensureAdminToken(path string) (token string, created bool, err error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		_, _, tok, err := authn.NewToken()
+		if err != nil {
+			return "", false, err
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return "", false, fmt.Errorf("create the admin token: %w", err)
+		}
+		_, werr := f.WriteString(tok + "\n")
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return "", false, fmt.Errorf("write the admin token: %w", err)
+		}
+		created = true
+	}
+	token, err = authn.ReadBootstrapToken(path)
+	return token, created, err
+}
+
+// writeCLIContext puts the stack's API URL and token in the CLI's context
+// DevContext and makes it current, so that `no8s` commands work at once.
+// path "" is the CLI's default configuration file; "off" writes none.
+func writeCLIContext(path, apiURL, token string) (string, error) {
+	if path == "off" {
+		return "", nil
+	}
+	if path == "" {
+		path = config.DefaultPath(os.Getenv)
+	}
+	f, err := config.Load(path)
+	if err != nil {
+		return "", err
+	}
+	ctx := config.Context{Name: DevContext, Server: apiURL, Token: token}
+	if cur := f.Context(DevContext); cur != nil {
+		ctx.Namespace = cur.Namespace
+	}
+	f.Set(ctx)
+	f.CurrentContext = DevContext
+	if err := f.Save(path); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// announceAuth writes the CLI context and says how to send the token.
+func (s *stack) announceAuth(ready Ready) error {
+	if s.token == "" {
+		s.log.Warn("AUTHENTICATION IS OFF (--auth=none): the API takes any request, with or without a token")
+		return nil
+	}
+	path, err := writeCLIContext(s.cfg.CLIConfig, ready.APIURL, s.token)
+	if err != nil {
+		return fmt.Errorf("write the CLI context: %w", err)
+	}
+	if path != "" {
+		s.log.Info("the CLI uses this stack: context "+DevContext+" is current", "config", path)
+	}
+	s.log.Info("every API request needs the administrator's token: export NO8S_TOKEN=$(cat "+ready.TokenFile+
+		") and curl -H \"Authorization: Bearer $NO8S_TOKEN\" "+ready.APIURL+"/api/v1/resource-types", "token_file", ready.TokenFile)
+	return nil
+}

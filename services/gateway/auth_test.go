@@ -1,0 +1,276 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/no8s/no8s/libs/client"
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/gateway/queueinput"
+	"github.com/no8s/no8s/services/internal/authn"
+)
+
+// bootstrapToken is the administrator's token of authGateway.
+const bootstrapToken = "test-bootstrap-token-0123456789abcdef"
+
+// authGateway serves the package's stack with authentication on, as a
+// gateway of its own (watches included).
+func authGateway(t *testing.T) (*Service, *httptest.Server) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Auth = AuthConfig{BootstrapToken: bootstrapToken, StreamRecheck: 200 * time.Millisecond}
+	cfg.Tokens = storev1.NewTokenServiceClient(env.storeConn)
+	cfg.JetStream, cfg.Watch = env.js, watchTestConfig
+	gw := New(cfg, env.store, env.admission, env.log.With("service", "gateway-auth"))
+	ctx, cancel := context.WithCancel(env.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = gw.RunEvents(ctx) }()
+	srv := httptest.NewServer(gw.Handler())
+	t.Cleanup(func() { cancel(); srv.Close(); <-done })
+	return gw, srv
+}
+
+func apiClient(t *testing.T, srv *httptest.Server, token string) *client.Client {
+	t.Helper()
+	opts := []client.Option{client.WithRetries(0)}
+	if token != "" {
+		opts = append(opts, client.WithToken(token))
+	}
+	c, err := client.New(srv.URL, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// rawGet sends GET path with the Authorization header given ("" none).
+func rawGet(t *testing.T, srv *httptest.Server, path, authorization string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+func TestAuthenticationRefusesWithAChallenge(t *testing.T) {
+	_, srv := authGateway(t)
+	for name, tc := range map[string]struct{ auth, challenge string }{
+		"no credentials":  {"", `Bearer realm="no8s"`},
+		"garbage token":   {"Bearer garbage", `Bearer realm="no8s", error="invalid_token"`},
+		"basic":           {"Basic YWRtaW46YWRtaW4=", `Bearer realm="no8s", error="invalid_token"`},
+		"empty bearer":    {"Bearer ", `Bearer realm="no8s"`},
+		"unknown token":   {"Bearer no8s_aaaaaaaaaaaaaaaa_" + strings.Repeat("a", 52), `Bearer realm="no8s", error="invalid_token"`},
+		"bootstrap typo":  {"Bearer " + bootstrapToken + "x", `Bearer realm="no8s", error="invalid_token"`},
+		"jwt, no issuers": {"Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.", `Bearer realm="no8s", error="invalid_token"`},
+	} {
+		resp := rawGet(t, srv, "/api/v1/resource-types", tc.auth)
+		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), tc.challenge) {
+			t.Errorf("%s: %d %q, want 401 with a challenge starting %q", name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), tc.challenge)
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/health"} {
+		if resp := rawGet(t, srv, path, ""); resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s without a token: %d, want 200", path, resp.StatusCode)
+		}
+	}
+	var apiErr *client.Error
+	if _, err := apiClient(t, srv, "").ListTypes(env.ctx, ""); !errors.As(err, &apiErr) || apiErr.Code != client.CodeUnauthenticated {
+		t.Fatalf("anonymous client: %v, want code %s", err, client.CodeUnauthenticated)
+	}
+	who, err := apiClient(t, srv, bootstrapToken).WhoAmI(env.ctx)
+	if err != nil || who.Username != authn.BootstrapUsername || who.Method != authn.MethodBootstrap {
+		t.Fatalf("whoami with the bootstrap token: %+v, %v", who, err)
+	}
+}
+
+func TestAPITokensLifecycle(t *testing.T) {
+	gw, srv := authGateway(t)
+	_, other := authGateway(t) // a second gateway: revocation reaches it through the store
+	admin := apiClient(t, srv, bootstrapToken)
+	created, err := admin.CreateToken(env.ctx, client.TokenCreate{Name: "ci-lifecycle", ExpiresIn: "1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Value == "" || created.Owner != authn.BootstrapUsername || created.ExpiresAt == nil {
+		t.Fatalf("created %+v", created)
+	}
+	user := apiClient(t, srv, created.Value)
+	userOther := apiClient(t, other, created.Value)
+	who, err := user.WhoAmI(env.ctx)
+	if err != nil || who.Method != authn.MethodToken || who.Username != authn.BootstrapUsername {
+		t.Fatalf("whoami with the token: %+v, %v", who, err)
+	}
+	if _, err := userOther.ListTypes(env.ctx, ""); err != nil {
+		t.Fatalf("the other gateway refuses the token: %v", err)
+	}
+	list, err := admin.ListTokens(env.ctx, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, tok := range list {
+		if tok.Value != "" {
+			t.Fatalf("a listed token carries its value: %+v", tok)
+		}
+		found = found || tok.ID == created.ID
+	}
+	if !found {
+		t.Fatalf("the new token is not listed: %+v", list)
+	}
+	// Revoked: refused at once here, within 2 s on the other gateway.
+	if _, err := admin.RevokeToken(env.ctx, created.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := user.WhoAmI(env.ctx); !isUnauthenticated(err) {
+		t.Fatalf("the revoked token on the gateway that revoked it: %v, want 401", err)
+	}
+	start := time.Now()
+	for {
+		_, err := userOther.WhoAmI(env.ctx)
+		if isUnauthenticated(err) {
+			break
+		}
+		if time.Since(start) > 2*time.Second {
+			t.Fatalf("the other gateway still takes the revoked token after %v (%v)", time.Since(start), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = gw
+}
+
+func TestExpiredTokenRefused(t *testing.T) {
+	_, srv := authGateway(t)
+	id, hash, value, err := authn.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	expiry := time.Now().Add(1500 * time.Millisecond)
+	_, err = storev1.NewTokenServiceClient(env.storeConn).CreateToken(env.ctx, &storev1.CreateTokenRequest{Token: &storev1.Token{
+		Id: id, Name: "short-lived", Owner: "someone", CreatedBy: "someone", ExpiresAt: timestamppb.New(expiry), SecretHash: hash}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := apiClient(t, srv, value)
+	if _, err := c.WhoAmI(env.ctx); err != nil {
+		t.Fatalf("before its expiry: %v", err)
+	}
+	time.Sleep(time.Until(expiry) + 10*time.Millisecond)
+	if _, err := c.WhoAmI(env.ctx); !isUnauthenticated(err) {
+		t.Fatalf("after its expiry: %v, want 401", err)
+	}
+}
+
+func TestRevokedTokenEndsItsEventStream(t *testing.T) {
+	_, srv := authGateway(t)
+	admin := apiClient(t, srv, bootstrapToken)
+	created, err := admin.CreateToken(env.ctx, client.TokenCreate{Name: "watcher", ExpiresIn: "1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+created.Value)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("watch: %d", resp.StatusCode)
+	}
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+		}
+	}()
+	if _, err := admin.RevokeToken(env.ctx, created.ID); err != nil {
+		t.Fatal(err)
+	}
+	revoked := time.Now()
+	select {
+	case <-ended:
+		t.Logf("the stream ended %v after the revocation", time.Since(revoked))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the event stream of a revoked token is still open after 5 s")
+	}
+}
+
+func TestTokenRequestsRefused(t *testing.T) {
+	_, srv := authGateway(t)
+	admin := apiClient(t, srv, bootstrapToken)
+	var apiErr *client.Error
+	for name, body := range map[string]client.TokenCreate{
+		"bad name":         {Name: "Not A Name!"},
+		"bad expiry":       {Name: "x1", ExpiresIn: "soon"},
+		"too short":        {Name: "x2", ExpiresIn: "1s"},
+		"group not theirs": {Name: "x3", Groups: []string{"wheel"}},
+	} {
+		if _, err := admin.CreateToken(env.ctx, body); !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest {
+			t.Errorf("%s: %v, want 400", name, err)
+		}
+	}
+	// A user's token lists and revokes only what it owns or created.
+	created, err := admin.CreateToken(env.ctx, client.TokenCreate{Name: "robot", ServiceAccount: true, ExpiresIn: "1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	robot := apiClient(t, srv, created.Value)
+	if who, err := robot.WhoAmI(env.ctx); err != nil || who.Username != "serviceaccount:robot" || len(who.Groups) != 0 {
+		t.Fatalf("service account: %+v, %v", who, err)
+	}
+	if _, err := robot.ListTokens(env.ctx, true, false); !errors.As(err, &apiErr) || apiErr.Status != http.StatusForbidden {
+		t.Fatalf("a non-administrator listing every token: %v, want 403", err)
+	}
+	adminTok, err := admin.CreateToken(env.ctx, client.TokenCreate{Name: "admins-own", ExpiresIn: "1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := robot.RevokeToken(env.ctx, adminTok.ID); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+		t.Fatalf("revoking another's token: %v, want 404", err)
+	}
+	if _, err := apiClient(t, srv, adminTok.Value).WhoAmI(env.ctx); err != nil {
+		t.Fatalf("the token another tried to revoke: %v", err)
+	}
+}
+
+// TestQueueInputAuthenticated: a queue-input message's Authorization
+// header is checked as HTTP's (the listener passes the header on).
+func TestQueueInputAuthenticated(t *testing.T) {
+	gw, _ := authGateway(t)
+	doc := []byte("kind: Resource\ntype: Nothing/v1\nmetadata:\n  name: q-auth\nspec: {}\n")
+	for name, tc := range map[string]struct {
+		auth string
+		want int
+	}{
+		"no token":  {"", http.StatusUnauthorized},
+		"bad token": {"Bearer nope", http.StatusUnauthorized},
+		"basic":     {"Basic YTpi", http.StatusUnauthorized},
+		// Authenticated: the document is then refused for its unknown type.
+		"bootstrap": {"Bearer " + bootstrapToken, http.StatusBadRequest},
+	} {
+		a := gw.Execute(env.ctx, queueinput.Request{Op: queueinput.OpApply, Document: doc, Authorization: tc.auth})
+		if a.Status != tc.want || a.Malformed {
+			t.Errorf("%s: %d (malformed %v), want %d: %s", name, a.Status, a.Malformed, tc.want, a.Body)
+		}
+	}
+}
+
+func isUnauthenticated(err error) bool {
+	var apiErr *client.Error
+	return errors.As(err, &apiErr) && apiErr.Status == http.StatusUnauthorized && apiErr.Code == client.CodeUnauthenticated
+}
