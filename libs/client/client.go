@@ -357,3 +357,31 @@ func idPath(prefix string, id int64, suffix string) string {
 func (c *Client) Raw(ctx context.Context, method, path string, body []byte, contentType string) (int, http.Header, []byte, error) {
 	return c.exchange(ctx, request{method: method, path: path, contentType: contentType}, body)
 }
+
+// BearerTransport returns rt (http.DefaultTransport when nil) sending
+// token as a bearer token on every request to host ("" any host) that
+// carries no Authorization header of its own: for HTTP clients that are
+// not a Client (a token "" returns rt as it is).
+func BearerTransport(rt http.RoundTripper, token, host string) http.RoundTripper {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	if token == "" {
+		return rt
+	}
+	return bearerTransport{base: rt, token: token, host: host}
+}
+
+type bearerTransport struct {
+	base        http.RoundTripper
+	token, host string
+}
+
+func (b bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if _, ok := req.Header["Authorization"]; ok || (b.host != "" && req.URL.Host != b.host) {
+		return b.base.RoundTrip(req)
+	}
+	r := req.Clone(req.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}

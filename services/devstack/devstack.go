@@ -625,7 +625,7 @@ func (s *stack) newRegistrySync(credGrants *grants.Set) (*registrysync.Service, 
 // newTenantWorker builds the tenant reconciler's worker; the reconciler
 // writes through writerURL.
 func (s *stack) newTenantWorker() (*worker.Worker, error) {
-	api, err := tenant.NewAPIClient(s.writerURL, s.ids.of(tenantID()))
+	api, err := tenant.NewAPIClient(s.writerURL, "", s.ids.of(tenantID()))
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func no8s(t *testing.T, server, stdin string, args ...string) cliResult {
 // cliEnv is the environment of a no8s run against server with no
 // configuration file.
 func cliEnv(t *testing.T, server string) []string {
-	return []string{"NO8S_SERVER=" + server, "NO8S_CONFIG=" + filepath.Join(t.TempDir(), "none.yaml")}
+	return []string{"NO8S_SERVER=" + server, "NO8S_CONFIG=" + filepath.Join(t.TempDir(), "none.yaml"), "NO8S_TOKEN=" + adminToken}
 }
 
 // no8sEnv runs the real no8s binary with env added to the test's

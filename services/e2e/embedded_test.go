@@ -193,9 +193,12 @@ func startDevProc(t *testing.T, dataDir, listen, natsPort string, env []string, 
 			t.Fatal(err)
 		}
 	}
+	if err := seedDevToken(dataDir); err != nil {
+		t.Fatal(err)
+	}
 	dev := startEnv(t, "no8s-dev", filepath.Join(binDir, "no8s"), append([]string{"dev", "--data-dir", dataDir,
 		"--listen", listen, "--nats-port", natsPort, "--store-addr", "127.0.0.1:0", "--admission-addr", "127.0.0.1:0",
-		"--worker-listen", "127.0.0.1:0", "--ready-file", ready}, extra...), env)
+		"--worker-listen", "127.0.0.1:0", "--ready-file", ready, "--cli-config", filepath.Join(t.TempDir(), "cli.yaml")}, extra...), env)
 	var addrs devAddrs
 	waitFor(t, 60*time.Second, "no8s dev ready", func() error {
 		if err := dev.exited(); err != nil {

@@ -66,6 +66,10 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	binDir = dir
+	if err := useAdminToken(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	return m.Run()
 }
 
@@ -148,7 +152,7 @@ func (s *addrSet) claim(a string) bool {
 // the services' default probe ports may be taken on a shared machine.
 func start(t *testing.T, name, bin string, args []string, env ...string) *proc {
 	t.Helper()
-	return startEnv(t, name, bin, args, append(append(os.Environ(), "NO8S_HEALTH_LISTEN=off"), env...))
+	return startEnv(t, name, bin, args, append(append(append(os.Environ(), "NO8S_HEALTH_LISTEN=off"), bootstrapEnv()...), env...))
 }
 
 // startEnv is start with exactly the environment env.
@@ -787,11 +791,11 @@ func do(t *testing.T, method, url string, body any) response {
 // standing for the gateway, and returns the status and body.
 func curl(t *testing.T, base, cmdline string) response {
 	t.Helper()
-	cmdline = strings.ReplaceAll(cmdline, "http://localhost:8000", base)
+	cmdline = withTokenHeader(strings.ReplaceAll(cmdline, "http://localhost:8000", base))
 	script := cmdline + ` -s -o "$OUT" -w '%{http_code}'`
 	out := filepath.Join(t.TempDir(), "body")
 	cmd := exec.Command("bash", "-c", script)
-	cmd.Env = append(os.Environ(), "OUT="+out)
+	cmd.Env = append(os.Environ(), "OUT="+out, "NO8S_TOKEN="+adminToken)
 	code, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("curl: %v\n%s", err, cmdline)

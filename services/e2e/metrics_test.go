@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/nats-io/nats.go"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -289,7 +290,10 @@ func TestMetricsOnEveryProcess(t *testing.T) {
 	// One request through the NATS queue input.
 	_, nc := c.jetstream()
 	waitFor(t, 20*time.Second, "a queue input request answered", func() error {
-		reply, err := nc.Request(subjects.InputRequestApply, []byte("kind: Resource\ntype: Metered/v1\nmetadata:\n  name: queued-1\nspec: {}\n"), 5*time.Second)
+		m := nats.NewMsg(subjects.InputRequestApply)
+		m.Header.Set("Authorization", "Bearer "+adminToken)
+		m.Data = []byte("kind: Resource\ntype: Metered/v1\nmetadata:\n  name: queued-1\nspec: {}\n")
+		reply, err := nc.RequestMsg(m, 5*time.Second)
 		if err != nil {
 			return err
 		}

@@ -243,6 +243,7 @@ func TestControlPlaneOnAuthenticatedNATS(t *testing.T) {
 	}
 	msg := nats.NewMsg(subjects.InputQueueApply)
 	msg.Header.Set(subjects.InputKeyHeader, "auth-1")
+	msg.Header.Set("Authorization", "Bearer "+adminToken)
 	msg.Data = []byte("kind: Resource\ntype: Guarded/v1\nmetadata:\n  name: two\nspec:\n  size: 2\n")
 	pjs, err := jetstream.New(pub)
 	if err != nil {

@@ -113,11 +113,19 @@ func runQueuePublisher(url string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// The parent's gateways' token: start passes its file to every process.
+	tb, err := os.ReadFile(os.Getenv("NO8S_BOOTSTRAP_TOKEN_FILE"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "admin token:", err)
+		return 1
+	}
+	token := strings.TrimSpace(string(tb))
 	plan := queuePlan(u, d, c, m)
 	futures := make([]jetstream.PubAckFuture, len(plan))
 	for i, q := range plan {
 		msg := nats.NewMsg(subjects.InputQueueApply)
 		msg.Header.Set(subjects.InputKeyHeader, q.Key)
+		msg.Header.Set("Authorization", "Bearer "+token)
 		msg.Data = []byte(q.body())
 		// A loaded machine acks slowly: wait for room rather than fail
 		// after the client's default 200 ms.
@@ -190,7 +198,7 @@ func TestQueueInputKill9(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	pub := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	pub.Env = append(os.Environ(), queuePublisherEnv+"="+c.natsURL, fmt.Sprintf("%s=%d,%d,%d,%d", queuePlanEnv, unique, dups, conflicts, malformed))
+	pub.Env = append(append(os.Environ(), bootstrapEnv()...), queuePublisherEnv+"="+c.natsURL, fmt.Sprintf("%s=%d,%d,%d,%d", queuePlanEnv, unique, dups, conflicts, malformed))
 	if c.natsConf != "" {
 		pub.Env = append(pub.Env, queueCredsEnv+"="+c.natsUserFile("--nats-publisher", "orders"))
 	}

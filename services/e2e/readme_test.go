@@ -146,22 +146,21 @@ func TestReadmeCommands(t *testing.T) {
 	r.stopBackground()
 }
 
-// readmeIdentityDir is the identity directory of `make run`'s data
-// directory, as the README names it: its CA for a reconciler's
-// --identity-ca, its NATS users for the nats CLI's --creds.
-const readmeIdentityDir = "~/.cache/no8s/dev/identity"
+// readmeDataDir is `make run`'s data directory, as the README names it:
+// its administrator's token, its CA for a reconciler's --identity-ca, its
+// NATS users for the nats CLI's --creds.
+const readmeDataDir = "~/.cache/no8s/dev"
 
-// devCA puts the identity directory of the no8s dev the test runs (its own
-// data directory's: the parent of the ready file's CA) in place of
-// readmeIdentityDir.
+// devCA puts the data directory of the no8s dev the test runs (its own)
+// in place of readmeDataDir.
 func (r *readmeShell) devCA(c readmeCommand, text string) string {
-	if !strings.Contains(text, readmeIdentityDir) {
+	if !strings.Contains(text, readmeDataDir) {
 		return text
 	}
-	if r.caDir == "" {
-		r.t.Fatalf("README.md:%d: %s names no8s dev's identity directory before no8s dev runs (or it wrote no ca_dir)", c.line, text)
+	if r.dataDir == "" {
+		r.t.Fatalf("README.md:%d: %s names no8s dev's data directory before no8s dev runs", c.line, text)
 	}
-	return strings.ReplaceAll(text, readmeIdentityDir, filepath.Dir(r.caDir))
+	return strings.ReplaceAll(text, readmeDataDir, r.dataDir)
 }
 
 // readmeCommand is one command of an sh block of README.md.
@@ -347,8 +346,8 @@ type readmeShell struct {
 	env   []string
 	state string // the shell variables after the last command (export -p)
 	bg    []*readmeBackgroundProc
-	// caDir is the CA directory of the no8s dev started (startDev).
-	caDir string
+	// dataDir is the data directory of the no8s dev started (startDev).
+	dataDir string
 }
 
 func newReadmeShell(t *testing.T, root string) *readmeShell {
@@ -549,7 +548,7 @@ func (r *readmeShell) startDev(c readmeCommand, text string, ports readmePorts) 
 	if t.Failed() {
 		t.FailNow()
 	}
-	r.caDir = addrs.CADir
+	r.dataDir = data
 	t.Logf("README.md:%d: running in the background: %s", c.line, text)
 }
 

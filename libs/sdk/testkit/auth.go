@@ -2,10 +2,11 @@ package testkit
 
 import (
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
+
+	apiclient "github.com/no8s/no8s/libs/client"
 )
 
 // useToken reads the control plane's administrator token and makes e.HTTP
@@ -23,27 +24,6 @@ func (e *Env) useToken(path string) error {
 	if err != nil {
 		return fmt.Errorf("api url: %w", err)
 	}
-	base := e.HTTP.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	e.HTTP.Transport = bearer{base: base, host: api.Host, token: e.Token}
+	e.HTTP.Transport = apiclient.BearerTransport(e.HTTP.Transport, e.Token, api.Host)
 	return nil
-}
-
-// bearer sends token to host, on requests without an Authorization
-// header of their own.
-type bearer struct {
-	base  http.RoundTripper
-	host  string
-	token string
-}
-
-func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Host != b.host || req.Header.Get("Authorization") != "" {
-		return b.base.RoundTrip(req)
-	}
-	r := req.Clone(req.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
 }

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/no8s/no8s/libs/client"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -237,7 +238,7 @@ func runPostgres(ctx context.Context, fs *flag.FlagSet, c *common, args []string
 	_ = fs.Parse(args)
 	if *register {
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := postgresdb.RegisterType(rctx, *apiURL, &http.Client{Timeout: 10 * time.Second})
+		err := postgresdb.RegisterType(rctx, *apiURL, apiHTTPClient(c))
 		cancel()
 		if err != nil {
 			return err
@@ -272,7 +273,7 @@ func runGitHub(ctx context.Context, fs *flag.FlagSet, c *common, args []string) 
 	}
 	if *register {
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := githubworkflow.RegisterType(rctx, *apiURL, &http.Client{Timeout: 10 * time.Second})
+		err := githubworkflow.RegisterType(rctx, *apiURL, apiHTTPClient(c))
 		cancel()
 		if err != nil {
 			return err
@@ -295,7 +296,7 @@ func runTenant(ctx context.Context, fs *flag.FlagSet, c *common, args []string) 
 		}
 		creds = append(creds, id)
 	}
-	api, err := tenant.NewAPIClient(*apiURL, creds...)
+	api, err := tenant.NewAPIClient(*apiURL, c.getenv(envToken), creds...)
 	if err != nil {
 		return err
 	}
@@ -336,4 +337,13 @@ func envDuration(k string, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// envToken holds the API token a reconciler sends to the public API
+// (--register-type, the tenant reconciler without an identity).
+const envToken = "NO8S_TOKEN"
+
+// apiHTTPClient is the HTTP client of --register-type: it sends $NO8S_TOKEN.
+func apiHTTPClient(c *common) *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: client.BearerTransport(nil, c.getenv(envToken), "")}
 }

@@ -597,13 +597,14 @@ func (r *reconciler) cleanup(ctx context.Context, req *sdk.Request[tenancy.Tenan
 // With creds (at most one; the reconciler's identity, reconciler/tenant)
 // and an https apiURL, the gateway's service listener, the client presents
 // them: the gateway then lets it write the tenants.no8s.io/ labels and
-// annotations of children (authz.Reserved).
-func NewAPIClient(apiURL string, creds ...*identity.Credentials) (*client.Client, error) {
+// annotations of children (authz.Reserved). Without them, token ("" none)
+// is its bearer token on the public listener.
+func NewAPIClient(apiURL, token string, creds ...*identity.Credentials) (*client.Client, error) {
 	var id *identity.Credentials
 	if len(creds) > 0 {
 		id = creds[0]
 	}
-	c, err := client.New(apiURL, client.WithTimeout(30*time.Second), client.WithUserAgent("no8s-tenant-reconciler"),
+	c, err := client.New(apiURL, client.WithTimeout(30*time.Second), client.WithUserAgent("no8s-tenant-reconciler"), client.WithToken(token),
 		client.WithHTTPClient(authz.GatewayHTTPClient(id, apiURL)))
 	if err != nil {
 		return nil, fmt.Errorf("tenant reconciler: --api-url: %w", err)
