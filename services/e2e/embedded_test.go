@@ -40,7 +40,7 @@ func TestEmbeddedWithoutPostgreSQL(t *testing.T) {
 	base := addrs.APIURL
 	c := &cluster{t: t, dbFile: filepath.Join(state, "store.db")}
 
-	seedFlow(t, base, c.count, func() {
+	seedFlow(t, base, curl, c.count, func() {
 		startEnv(t, "reconciler-noop", filepath.Join(binDir, "no8s-reconciler"), []string{"noop", "--types", "DatabaseCluster/v1",
 			"--nats-url", addrs.NATSURL, "--store-addr", addrs.WorkerAddr, "--health-listen", "off", "--identity-ca", addrs.CADir}, env)
 		waitFor(t, 20*time.Second, "the noop reconciler live", func() error {
@@ -148,6 +148,8 @@ type devAddrs struct {
 	// The developer's NATS users no8s dev issues (files of NATS credentials).
 	NATSPublisherCreds string `json:"nats_publisher_creds"`
 	NATSReaderCreds    string `json:"nats_reader_creds"`
+	// TokenFile holds the administrator's API token.
+	TokenFile string `json:"token_file"`
 }
 
 // startDevServing runs `no8s dev` (startDev) with type typ/v1 of schema
@@ -186,15 +188,22 @@ func startDev(t *testing.T, dataDir string, env []string) devAddrs {
 // the process died, restarts it on the same state and addresses.
 func startDevProc(t *testing.T, dataDir, listen, natsPort string, env []string, extra ...string) (devAddrs, *proc) {
 	t.Helper()
+	if err := seedDevToken(dataDir); err != nil {
+		t.Fatal(err)
+	}
+	return runDev(t, dataDir, listen, natsPort, env, extra...)
+}
+
+// runDev is startDevProc without the administrator's token seeded: no8s
+// dev makes its own at first start.
+func runDev(t *testing.T, dataDir, listen, natsPort string, env []string, extra ...string) (devAddrs, *proc) {
+	t.Helper()
 	ready := filepath.Join(t.TempDir(), "ready.json")
 	if natsPort == "" {
 		var err error
 		if _, natsPort, err = net.SplitHostPort(freeAddr(t)); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := seedDevToken(dataDir); err != nil {
-		t.Fatal(err)
 	}
 	dev := startEnv(t, "no8s-dev", filepath.Join(binDir, "no8s"), append([]string{"dev", "--data-dir", dataDir,
 		"--listen", listen, "--nats-port", natsPort, "--store-addr", "127.0.0.1:0", "--admission-addr", "127.0.0.1:0",

@@ -788,10 +788,24 @@ func do(t *testing.T, method, url string, body any) response {
 }
 
 // curl runs a curl command line as a user would type it, with $BASE
-// standing for the gateway, and returns the status and body.
+// standing for the gateway, and returns the status and body. A command
+// line that sends no Authorization header gets the administrator's token.
 func curl(t *testing.T, base, cmdline string) response {
 	t.Helper()
-	cmdline = withTokenHeader(strings.ReplaceAll(cmdline, "http://localhost:8000", base))
+	return curlAs(t, base, withTokenHeader(cmdline))
+}
+
+// curlAnonymous is curl without a token: against a gateway with
+// --auth=none.
+func curlAnonymous(t *testing.T, base, cmdline string) response {
+	t.Helper()
+	return curlAs(t, base, cmdline)
+}
+
+// curlAs runs the command line as it is.
+func curlAs(t *testing.T, base, cmdline string) response {
+	t.Helper()
+	cmdline = strings.ReplaceAll(cmdline, "http://localhost:8000", base)
 	script := cmdline + ` -s -o "$OUT" -w '%{http_code}'`
 	out := filepath.Join(t.TempDir(), "body")
 	cmd := exec.Command("bash", "-c", script)

@@ -122,18 +122,19 @@ func TestSeedReadmeFlow(t *testing.T) {
 	c := newCluster(t)
 	base := c.startAll()
 	c.startScheduler(c.storeAddrs[0], "sched", 0)
-	seedFlow(t, base, c.count, func() { c.startReconciler(c.storeAddrs[0], "DatabaseCluster/v1") })
+	seedFlow(t, base, curl, c.count, func() { c.startReconciler(c.storeAddrs[0], "DatabaseCluster/v1") })
 }
 
-// seedFlow runs the seed README's examples against the API at base. count
+// seedFlow runs the seed README's examples against the API at base, each
+// command line through send (curl: with the administrator's token). count
 // reads the store's database; startReconciler starts the noop reconciler
 // for DatabaseCluster/v1 (the flow first checks that creates are refused
 // without one).
-func seedFlow(t *testing.T, base string, count func(query string, args ...any) int, startReconciler func()) {
+func seedFlow(t *testing.T, base string, send func(t *testing.T, base, cmdline string) response, count func(query string, args ...any) int, startReconciler func()) {
 	t.Helper()
 	step := func(name, cmd string, wantStatus int) response {
 		t.Helper()
-		r := curl(t, base, cmd)
+		r := send(t, base, cmd)
 		if r.status != wantStatus {
 			t.Fatalf("%s: status %d, want %d: %s", name, r.status, wantStatus, r.body)
 		}
