@@ -112,6 +112,11 @@ type Config struct {
 	// refuses, with Identities on: authz.Enforce (the default) or
 	// authz.AuditOnly.
 	Authz authz.Mode
+	// AllowedHosts are names the REST API answers to besides the loopback
+	// ones it always does (localhost, 127.0.0.1, ::1) and the host of HTTPAddr when it
+	// is not a wildcard address: the gateway's Host allow-list against DNS
+	// rebinding (gateway.Config.AllowedHosts).
+	AllowedHosts []string
 	// ReadyFile, when set, receives the stack's addresses as JSON (Ready)
 	// once every service answers: a parent process (the SDK's test kit)
 	// learns there where the stack listens.
@@ -202,6 +207,9 @@ func DefaultConfig() Config {
 // the process logger without a service attribute: each service's lines get
 // their own (service=store, ...), the stack's own lines service=no8s-dev.
 func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
+	if err := (gateway.Config{AllowedHosts: allowedHosts(cfg)}).Validate(); err != nil {
+		return err
+	}
 	s := &stack{cfg: cfg, base: base, log: base.With("service", "no8s-dev")}
 	defer s.cleanup()
 	if err := s.prepareState(ctx); err != nil {
@@ -473,6 +481,7 @@ func (s *stack) newServices(ctx context.Context) (*services, error) {
 		return nil, err
 	}
 	gcfg.Outbound = s.cfg.Outbound
+	gcfg.AllowedHosts = allowedHosts(s.cfg)
 	gcfg.Identity, gcfg.Authz = s.ids.service(identity.Gateway), s.cfg.Authz
 	svcs.gateway = gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), s.base.With("service", "gateway"))
 	return &svcs, nil
@@ -735,6 +744,19 @@ func (s *stack) announce(ctx context.Context, ready Ready) error {
 		return writeReady(s.cfg.ReadyFile, ready)
 	}
 	return nil
+}
+
+// allowedHosts is the gateway's Host allow-list: the loopback names, the host
+// of the listen address unless it is a wildcard (":8000", "0.0.0.0:8000",
+// "[::]:8000"), and cfg.AllowedHosts.
+func allowedHosts(cfg Config) []string {
+	hosts := []string{"localhost", "127.0.0.1", "::1", "[::1]"}
+	if h, _, err := net.SplitHostPort(cfg.HTTPAddr); err == nil && h != "" {
+		if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+			hosts = append(hosts, h)
+		}
+	}
+	return append(hosts, cfg.AllowedHosts...)
 }
 
 // stackIDs are the identities of the stack's components: the services it

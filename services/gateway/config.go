@@ -1,8 +1,10 @@
 package gateway
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
+	"fmt"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -95,6 +97,30 @@ type Config struct {
 	// Authz is what the REST rules do with a write they refuse: enforce
 	// (403) or audit-only (log and allow). Only with Identity.
 	Authz authz.Mode
+	// AllowedOrigins are the web origins (scheme://host[:port]) whose pages
+	// may send writes (POST, PUT, PATCH, DELETE) from a browser besides the
+	// gateway's own: any other cross-origin browser write is refused (403
+	// cross_origin; crossOrigin in handler_edge.go).
+	AllowedOrigins []string
+	// AllowedHosts are the names the public listener answers to (the Host
+	// header, port ignored): host names, IP addresses, or "*.example.com"
+	// for any name under example.com. A request for another is answered
+	// 421 host_not_allowed (DNS rebinding). Empty: any Host (the default;
+	// `no8s dev` sets loopback names). Probes, metrics and the service
+	// listener are not checked.
+	AllowedHosts []string
+}
+
+// Validate reports the settings ServeListeners cannot serve with: a
+// malformed allowed origin or host.
+func (c Config) Validate() error {
+	if _, err := newOriginCheck(c.AllowedOrigins); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	if _, err := newHostList(c.AllowedHosts); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	return nil
 }
 
 // InputConfig configures the queue input.

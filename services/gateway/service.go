@@ -36,6 +36,10 @@ type Service struct {
 	http *metrics.HTTP
 	// rest holds writes to the REST rules; nil with identities off.
 	rest *authz.REST
+	// origins checks cross-origin writes; hosts are the names the public
+	// listener answers to (handler_edge.go).
+	origins *http.CrossOriginProtection
+	hosts   hostList
 }
 
 // New returns a gateway over the store and admission clients. Zero Config
@@ -47,6 +51,16 @@ func New(cfg Config, store storev1.StoreServiceClient, admission admissionv1.Adm
 	s := &Service{cfg: cfg.withDefaults(), store: store, admission: admission, log: log}
 	s.bodySlots = make(chan struct{}, s.cfg.MaxConcurrentBodyReads)
 	s.http = metrics.NewHTTP(s.cfg.Metrics)
+	// Malformed entries are ServeListeners' error (Config.Validate); here
+	// they leave the checks at their strictest: no origin trusted, and only
+	// a name that never resolves (RFC 6761's .invalid) allowed as Host.
+	var err error
+	if s.origins, err = newOriginCheck(s.cfg.AllowedOrigins); err != nil {
+		s.origins = http.NewCrossOriginProtection()
+	}
+	if s.hosts, err = newHostList(s.cfg.AllowedHosts); err != nil {
+		s.hosts = hostList{"invalid.invalid"}
+	}
 	if s.cfg.Identity != nil {
 		s.rest = authz.NewREST(s.cfg.Authz, log.With("component", "authz"))
 	}
@@ -103,6 +117,8 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 // bodies are bounded by BodyReadTimeout per request (boundBody), not by a
 // server-wide read or write deadline, which would cut event streams.
 //
+// Config.Validate's errors are returned at once.
+//
 // The service listener serves the same API over TLS with the gateway's
 // identity (Config.Identity), requiring a client certificate from the
 // installation's CA: its requests carry their caller's identity
@@ -113,9 +129,12 @@ func (s *Service) ServeListeners(ctx context.Context, public, service net.Listen
 	if service != nil && s.cfg.Identity == nil {
 		return errors.New("gateway: the service listener serves with the gateway's identity: set its credentials (--identity-dir)")
 	}
+	if err := s.cfg.Validate(); err != nil {
+		return err
+	}
 	servers := []*http.Server{s.httpServer(s.echo)}
 	listeners := []net.Listener{public}
-	s.log.Info("gateway serving", "addr", public.Addr().String())
+	s.log.Info("gateway serving", "addr", public.Addr().String(), "allowed_hosts", s.cfg.AllowedHosts)
 	if service != nil {
 		servers = append(servers, s.httpServer(s.identified(s.echo)))
 		listeners = append(listeners, tls.NewListener(service, s.cfg.Identity.ServerTLS()))
