@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -109,16 +110,25 @@ type Config struct {
 	// `no8s dev` sets loopback names). Probes, metrics and the service
 	// listener are not checked.
 	AllowedHosts []string
+	// TLSCertFile and TLSKeyFile, together, serve the public listener over
+	// TLS (1.2 or later) with that certificate (and its chain) and key
+	// (PEM). The files are read again when they change, at most once a
+	// second, without a restart; a pair that does not load keeps the
+	// previous one in use (and is logged). Neither: plain HTTP.
+	TLSCertFile, TLSKeyFile string
 }
 
 // Validate reports the settings ServeListeners cannot serve with: a
-// malformed allowed origin or host.
+// malformed allowed origin or host, or half a TLS key pair.
 func (c Config) Validate() error {
 	if _, err := newOriginCheck(c.AllowedOrigins); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
 	if _, err := newHostList(c.AllowedHosts); err != nil {
 		return fmt.Errorf("gateway: %w", err)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("gateway: TLS needs both a certificate file and a key file (--tls-cert-file, --tls-key-file)")
 	}
 	return nil
 }

@@ -166,8 +166,8 @@ func TestHostAllowList(t *testing.T) {
 	}
 }
 
-// TestEdgeConfigIsValidated: a malformed origin or host stops
-// ServeListeners before it serves.
+// TestEdgeConfigIsValidated: a malformed origin or host, or half a TLS
+// pair, stops ServeListeners before it serves.
 func TestEdgeConfigIsValidated(t *testing.T) {
 	for _, c := range []Config{
 		{AllowedOrigins: []string{"evil.example"}},
@@ -176,6 +176,7 @@ func TestEdgeConfigIsValidated(t *testing.T) {
 		{AllowedHosts: []string{"https://example.com"}},
 		{AllowedHosts: []string{"exa mple.com"}},
 		{AllowedHosts: []string{""}},
+		{TLSCertFile: "tls.crt"},
 	} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%+v: valid", c)

@@ -117,7 +117,9 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 // bodies are bounded by BodyReadTimeout per request (boundBody), not by a
 // server-wide read or write deadline, which would cut event streams.
 //
-// Config.Validate's errors are returned at once.
+// With Config.TLSCertFile the public listener serves TLS (publicTLS), its
+// certificate read again when its files change. Config.Validate's errors
+// are returned at once.
 //
 // The service listener serves the same API over TLS with the gateway's
 // identity (Config.Identity), requiring a client certificate from the
@@ -132,9 +134,17 @@ func (s *Service) ServeListeners(ctx context.Context, public, service net.Listen
 	if err := s.cfg.Validate(); err != nil {
 		return err
 	}
+	scheme := "http"
+	if s.cfg.TLSCertFile != "" {
+		certs, err := newCertReloader(s.cfg.TLSCertFile, s.cfg.TLSKeyFile, s.log.With("component", "tls"))
+		if err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+		public, scheme = tls.NewListener(public, publicTLS(certs)), "https"
+	}
 	servers := []*http.Server{s.httpServer(s.echo)}
 	listeners := []net.Listener{public}
-	s.log.Info("gateway serving", "addr", public.Addr().String(), "allowed_hosts", s.cfg.AllowedHosts)
+	s.log.Info("gateway serving", "addr", public.Addr().String(), "scheme", scheme, "allowed_hosts", s.cfg.AllowedHosts)
 	if service != nil {
 		servers = append(servers, s.httpServer(s.identified(s.echo)))
 		listeners = append(listeners, tls.NewListener(service, s.cfg.Identity.ServerTLS()))

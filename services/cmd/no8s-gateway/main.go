@@ -40,6 +40,9 @@ func run() error {
 		"comma-separated web origins (https://console.example.com) whose pages may send writes from a browser; any other cross-origin browser write is refused, 403 cross_origin ($NO8S_GATEWAY_ALLOWED_ORIGINS)")
 	allowedHosts := fs.String("allowed-hosts", proc.Env("NO8S_GATEWAY_ALLOWED_HOSTS", ""),
 		"comma-separated names the API answers to (Host header, port ignored; *.example.com for any name under it); another is refused, 421 host_not_allowed; probes, metrics and the service listener are not checked (none: any Host) ($NO8S_GATEWAY_ALLOWED_HOSTS)")
+	fs.StringVar(&cfg.TLSCertFile, "tls-cert-file", proc.Env("NO8S_GATEWAY_TLS_CERT_FILE", ""),
+		"PEM certificate (and chain) of the API listener: serve HTTPS, TLS 1.2 or later, re-read when the file changes; needs --tls-key-file (none: plain HTTP) ($NO8S_GATEWAY_TLS_CERT_FILE)")
+	fs.StringVar(&cfg.TLSKeyFile, "tls-key-file", proc.Env("NO8S_GATEWAY_TLS_KEY_FILE", ""), "PEM private key of --tls-cert-file ($NO8S_GATEWAY_TLS_KEY_FILE)")
 	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL for watches and the queue input ($NATS_URL)")
 	fs.DurationVar(&cfg.Watch.Heartbeat, "watch-heartbeat", 0, "interval of SSE heartbeat comments on idle watches (default 15s)")
 	fs.DurationVar(&cfg.Watch.Bookmark, "watch-bookmark", 0, "interval of BOOKMARK events on watches (default 30s)")
