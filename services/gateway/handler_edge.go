@@ -235,11 +235,6 @@ func setRetryAfter(c *echo.Context, status int) {
 	}
 }
 
-// safelistedContentTypes are the media types a browser sends cross-site
-// without asking first (CORS-safelisted request headers): a form or a
-// text/plain write needs no preflight.
-var safelistedContentTypes = []string{"application/x-www-form-urlencoded", "multipart/form-data", "text/plain"}
-
 // newOriginCheck is the cross-origin check of state-changing requests, with
 // origins (scheme://host[:port]) trusted besides the gateway's own. A
 // malformed origin is an error (Config.Validate).
@@ -286,13 +281,17 @@ func (s *Service) crossOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// safelistedContentType reports whether ct is a CORS-safelisted media
-// type, read as a browser does: its essence before any parameter, case
-// folded.
+// safelistedContentType reports whether ct is one of the media types a
+// browser sends cross-site without asking first (a CORS-safelisted
+// Content-Type: a form or text/plain write needs no preflight), read as a
+// browser does: its essence before any parameter, case folded.
 func safelistedContentType(ct string) bool {
 	essence, _, _ := strings.Cut(ct, ";")
-	essence = strings.ToLower(strings.TrimSpace(essence))
-	return slices.Contains(safelistedContentTypes, essence)
+	switch strings.ToLower(strings.TrimSpace(essence)) {
+	case "application/x-www-form-urlencoded", "multipart/form-data", "text/plain":
+		return true
+	}
+	return false
 }
 
 // hostList is Config.AllowedHosts, normalized: host names without a port,
@@ -365,10 +364,16 @@ func (l hostList) allows(host string) bool {
 	return false
 }
 
-// hostExempt are the paths every Host may read: probes and metrics, which
-// load balancers and scrapers ask for by address, and which hold no
-// resource.
-var hostExempt = []string{"/health", health.LivePath, health.ReadyPath, health.MetricsPath}
+// hostExempt reports whether every Host may read path: the probes and
+// metrics, which load balancers and scrapers ask for by address, and which
+// hold no resource.
+func hostExempt(path string) bool {
+	switch path {
+	case "/health", health.LivePath, health.ReadyPath, health.MetricsPath:
+		return true
+	}
+	return false
+}
 
 // allowedHost refuses (421) a request whose Host is not one of
 // Config.AllowedHosts: a page that an attacker's DNS name resolves to the
@@ -378,7 +383,7 @@ var hostExempt = []string{"/health", health.LivePath, health.ReadyPath, health.M
 func (s *Service) allowedHost(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		req := c.Request()
-		if s.hosts.allows(req.Host) || slices.Contains(hostExempt, req.URL.Path) {
+		if s.hosts.allows(req.Host) || hostExempt(req.URL.Path) {
 			return next(c)
 		}
 		if _, identified := authz.Caller(req.Context()); identified {
