@@ -3,12 +3,15 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +55,8 @@ type Client struct {
 	timeout  time.Duration
 	retries  int
 	warnings func(string)
+	// caFile is WithCAFile's.
+	caFile string
 }
 
 // Option configures a Client.
@@ -63,6 +68,13 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 // WithHTTPClient sends requests through hc (its transport: TLS, proxies,
 // connection pool). Watches use the same transport without hc's timeout.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
+
+// WithCAFile trusts the CA certificates of the PEM file path, and no
+// other, for the server's certificate: a server whose certificate comes
+// from a private CA (no8s dev --tls: <data-dir>/tls/ca.crt), as curl
+// --cacert. With WithHTTPClient, set the CA in that client's transport
+// instead.
+func WithCAFile(path string) Option { return func(c *Client) { c.caFile = path } }
 
 // WithUserAgent sets the User-Agent of every request.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
@@ -94,6 +106,16 @@ func New(base string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	if c.caFile != "" {
+		if c.http != nil {
+			return nil, errors.New("WithCAFile and WithHTTPClient: set the CA in the HTTP client's transport")
+		}
+		tr, err := caTransport(c.caFile)
+		if err != nil {
+			return nil, err
+		}
+		c.http = &http.Client{Transport: tr}
+	}
 	if c.http == nil {
 		c.http = &http.Client{}
 	}
@@ -101,6 +123,22 @@ func New(base string, opts ...Option) (*Client, error) {
 	stream.Timeout = 0
 	c.stream = &stream
 	return c, nil
+}
+
+// caTransport is the default transport trusting the CA certificates of the
+// PEM file path alone.
+func caTransport(path string) (*http.Transport, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("CA file: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("CA file %s: no PEM certificate", path)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	return tr, nil
 }
 
 // Server is the base URL.

@@ -133,7 +133,7 @@ default.`,
 		},
 	}
 	setCtx := &cobra.Command{
-		Use:     "set-context NAME [--server URL] [--namespace NS] [--token TOKEN]",
+		Use:     "set-context NAME [--server URL] [--namespace NS] [--token TOKEN] [--ca-file FILE]",
 		Short:   "Add a context or change the given settings of one",
 		Example: `  no8s config set-context local --server http://127.0.0.1:8000 --namespace default`,
 		Args:    func(_ *cobra.Command, args []string) error { return exactArgs(1, "a context NAME")(args) },
@@ -146,7 +146,8 @@ default.`,
 			if cur := f.Context(args[0]); cur != nil {
 				c = *cur
 			}
-			// The global --server, --namespace and --token flags carry the values.
+			// The global --server, --namespace, --token and --ca-file flags
+			// carry the values.
 			if cmd.Flags().Changed("server") {
 				c.Server = a.flags.Server
 			}
@@ -155,6 +156,9 @@ default.`,
 			}
 			if cmd.Flags().Changed("token") {
 				c.Token = a.flags.Token
+			}
+			if cmd.Flags().Changed("ca-file") {
+				c.CAFile = a.flags.CAFile
 			}
 			f.Set(c)
 			if f.CurrentContext == "" {

@@ -161,6 +161,7 @@ error (for diff: any error).`,
 	pf.StringVarP(&a.flags.Server, "server", "s", "", "the API server's URL ($NO8S_SERVER, default http://127.0.0.1:8000)")
 	pf.StringVarP(&a.flags.Namespace, "namespace", "n", "", "the namespace ($NO8S_NAMESPACE, default default)")
 	pf.StringVar(&a.flags.Token, "token", "", "a bearer token to send ($NO8S_TOKEN)")
+	pf.StringVar(&a.flags.CAFile, "ca-file", "", "PEM file of the CA certificates trusted, alone, for an https server ($NO8S_CA_FILE; no8s dev --tls: <data-dir>/tls/ca.crt)")
 	_ = root.RegisterFlagCompletionFunc("namespace", a.completeNamespaces)
 	pf.DurationVar(&a.timeout, "request-timeout", 30*time.Second, "how long one API request may take")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
@@ -192,6 +193,7 @@ func (a *app) resolve() (config.Resolved, error) {
 	env := config.Overrides{
 		Context: a.getenv(config.EnvContext), Server: a.getenv(config.EnvServer),
 		Namespace: a.getenv(config.EnvNamespace), Token: a.getenv(config.EnvToken),
+		CAFile: a.getenv(config.EnvCAFile),
 	}
 	r, err := f.Resolve(a.flags, env)
 	if err != nil {
@@ -210,7 +212,11 @@ func (a *app) client() (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.New(r.Server, client.WithToken(r.Token), client.WithTimeout(a.timeout), client.WithUserAgent("no8s-cli"))
+	opts := []client.Option{client.WithToken(r.Token), client.WithTimeout(a.timeout), client.WithUserAgent("no8s-cli")}
+	if r.CAFile != "" {
+		opts = append(opts, client.WithCAFile(r.CAFile))
+	}
+	return client.New(r.Server, opts...)
 }
 
 // namespace is the namespace in force ("" with -A, where allowed).

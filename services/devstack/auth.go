@@ -50,7 +50,7 @@ func ensureAdminToken(path string) (token string, created bool, err error) {
 // writeCLIContext puts the stack's API URL and token in the CLI's context
 // DevContext and makes it current, so that `no8s` commands work at once.
 // path "" is the CLI's default configuration file; "off" writes none.
-func writeCLIContext(path, apiURL, token string) (string, error) {
+func writeCLIContext(path, apiURL, token, caFile string) (string, error) {
 	if path == "off" {
 		return "", nil
 	}
@@ -61,7 +61,7 @@ func writeCLIContext(path, apiURL, token string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ctx := config.Context{Name: DevContext, Server: apiURL, Token: token}
+	ctx := config.Context{Name: DevContext, Server: apiURL, Token: token, CAFile: caFile}
 	if cur := f.Context(DevContext); cur != nil {
 		ctx.Namespace = cur.Namespace
 	}
@@ -79,14 +79,18 @@ func (s *stack) announceAuth(ready Ready) error {
 		s.log.Warn("AUTHENTICATION IS OFF (--auth=none): the API takes any request, with or without a token")
 		return nil
 	}
-	path, err := writeCLIContext(s.cfg.CLIConfig, ready.APIURL, s.token)
+	path, err := writeCLIContext(s.cfg.CLIConfig, ready.APIURL, s.token, ready.CAFile)
 	if err != nil {
 		return fmt.Errorf("write the CLI context: %w", err)
 	}
 	if path != "" {
 		s.log.Info("the CLI uses this stack: context "+DevContext+" is current", "config", path)
 	}
+	curl := "curl"
+	if ready.CAFile != "" {
+		curl += " --cacert " + ready.CAFile
+	}
 	s.log.Info("every API request needs the administrator's token: export NO8S_TOKEN=$(cat "+ready.TokenFile+
-		") and curl -H \"Authorization: Bearer $NO8S_TOKEN\" "+ready.APIURL+"/api/v1/resource-types", "token_file", ready.TokenFile)
+		") and "+curl+" -H \"Authorization: Bearer $NO8S_TOKEN\" "+ready.APIURL+"/api/v1/resource-types", "token_file", ready.TokenFile)
 	return nil
 }

@@ -45,6 +45,7 @@ import (
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/grpcserver"
+	"github.com/no8s/no8s/services/internal/healthcheck"
 	"github.com/no8s/no8s/services/internal/identityca"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/natsembed"
@@ -121,6 +122,17 @@ type Config struct {
 	// context (DevContext) with the administrator's token: "" the CLI's
 	// default ($NO8S_CONFIG, else ~/.config/no8s/config.yaml), "off" none.
 	CLIConfig string
+	// AllowedHosts are names the REST API answers to besides the loopback
+	// ones it always does (localhost, 127.0.0.1, ::1) and the host of HTTPAddr when it
+	// is not a wildcard address: the gateway's Host allow-list against DNS
+	// rebinding (gateway.Config.AllowedHosts).
+	AllowedHosts []string
+	// TLS serves the REST API over HTTPS with a certificate for localhost,
+	// 127.0.0.1 and ::1 from a CA of its own, both created at first start
+	// in TLSDir (ensureAPICert); clients trust TLSCAFile. It needs
+	// Identities: the stack's own writers reach the API on the service
+	// listener then, never on the public one.
+	TLS bool
 	// ReadyFile, when set, receives the stack's addresses as JSON (Ready)
 	// once every service answers: a parent process (the SDK's test kit)
 	// learns there where the stack listens.
@@ -170,6 +182,9 @@ type Ready struct {
 	NATSReaderCreds    string `json:"nats_reader_creds,omitempty"`
 	// TokenFile holds the administrator's API token ("" with --auth=none).
 	TokenFile string `json:"token_file,omitempty"`
+	// CAFile is the CA certificate that a client of an https APIURL trusts
+	// ("" without TLS).
+	CAFile string `json:"ca_file,omitempty"`
 }
 
 // StoreURL is the store's database: DatabaseURL, or the embedded store's
@@ -214,9 +229,18 @@ func DefaultConfig() Config {
 // the process logger without a service attribute: each service's lines get
 // their own (service=store, ...), the stack's own lines service=no8s-dev.
 func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
+	if err := (gateway.Config{AllowedHosts: allowedHosts(cfg)}).Validate(); err != nil {
+		return err
+	}
+	if cfg.TLS && !cfg.Identities {
+		return errors.New("no8s dev --tls needs identities on (--identities=on): with them off, the stack's registry-sync and tenant reconciler write through the public listener in plain HTTP")
+	}
 	s := &stack{cfg: cfg, base: base, log: base.With("service", "no8s-dev")}
 	defer s.cleanup()
 	if err := s.prepareState(ctx); err != nil {
+		return err
+	}
+	if err := s.prepareTLS(); err != nil {
 		return err
 	}
 	if err := s.startNATS(); err != nil {
@@ -260,6 +284,10 @@ type stack struct {
 	// with identities on, the gateway's service listener on loopback,
 	// where they present their identities and the REST rules hold them.
 	writerURL string
+	// tlsCert and tlsKey are the REST API's certificate files ("" without
+	// TLS); api is the stack's own client of the REST API (readiness).
+	tlsCert, tlsKey string
+	api             *http.Client
 	// down is the first service that stopped while the stack was running.
 	down stopped
 	// cleanups run in reverse order when Run returns, as deferred calls
@@ -513,6 +541,8 @@ func (s *stack) newServices(ctx context.Context) (*services, error) {
 		return nil, err
 	}
 	gcfg.Outbound = s.cfg.Outbound
+	gcfg.AllowedHosts = allowedHosts(s.cfg)
+	gcfg.TLSCertFile, gcfg.TLSKeyFile = s.tlsCert, s.tlsKey
 	gcfg.Identity, gcfg.Authz = s.ids.service(identity.Gateway), s.cfg.Authz
 	gcfg.Auth = gateway.AuthConfig{Mode: s.cfg.Auth, BootstrapToken: s.token}
 	gcfg.Tokens = storev1.NewTokenServiceClient(storeConn)
@@ -734,7 +764,7 @@ func (sup supervisor) run(name string, run func() error) func() error {
 // runTenant runs the tenant reconciler's worker w once the gateway, which
 // it writes through, answers.
 func (s *stack) runTenant(sup supervisor, w *worker.Worker) error {
-	if err := waitReady(sup.ctx, "http://"+s.lis.http.Addr().String()); err != nil {
+	if err := waitReady(sup.ctx, s.api, s.apiURL()); err != nil {
 		if sup.ctx.Err() != nil {
 			return nil // stopping before the gateway was up
 		}
@@ -747,13 +777,16 @@ func (s *stack) runTenant(sup supervisor, w *worker.Worker) error {
 func (s *stack) ready() Ready {
 	cfg := s.cfg
 	ready := Ready{
-		APIURL: "http://" + s.lis.http.Addr().String(), NATSURL: s.ns.ClientURL(),
+		APIURL: s.apiURL(), NATSURL: s.ns.ClientURL(),
 		StoreAddr: s.lis.store.Addr().String(), WorkerAddr: s.lis.worker.Addr().String(), AdmissionAddr: s.lis.admission.Addr().String(),
 		DataDir: cfg.DataDir, Store: redact(cfg.StoreURL()),
 	}
 	if cfg.Identities {
 		ready.CADir, ready.IdentityDir = cfg.CADir(), cfg.IdentityDir()
 		ready.NATSPublisherCreds, ready.NATSReaderCreds = cfg.NATSCreds(identity.Publisher), cfg.NATSCreds(identity.Reader)
+	}
+	if cfg.TLS {
+		ready.CAFile = cfg.TLSCAFile()
 	}
 	if s.lis.metrics != nil {
 		ready.MetricsURL = "http://" + s.lis.metrics.Addr().String() + health.MetricsPath
@@ -767,22 +800,74 @@ func (s *stack) ready() Ready {
 // announce waits until the API answers, then says the stack is up and
 // writes the ready file when one is configured.
 func (s *stack) announce(ctx context.Context, ready Ready) error {
-	if err := waitReady(ctx, ready.APIURL); err != nil {
+	if err := waitReady(ctx, s.api, ready.APIURL); err != nil {
 		return err
 	}
-	up := []any{"api", "http://" + displayAddr(s.lis.http.Addr()), "metrics", ready.MetricsURL, "workers", displayAddr(s.lis.worker.Addr()), "nats", s.ns.ClientURL(), "store", ready.Store}
+	api := "http://" + displayAddr(s.lis.http.Addr())
+	if s.cfg.TLS {
+		api = ready.APIURL
+	}
+	up := []any{"api", api, "metrics", ready.MetricsURL, "workers", displayAddr(s.lis.worker.Addr()), "nats", s.ns.ClientURL(), "store", ready.Store}
 	if s.cfg.Identities {
 		up = append(up, "ca", ready.CADir, "reconciler_credentials", ReconcilerHint(ready.CADir),
 			"nats_publisher_creds", ready.NATSPublisherCreds, "nats_reader_creds", ready.NATSReaderCreds)
+	}
+	if s.cfg.TLS {
+		up = append(up, "ca_file", ready.CAFile)
 	}
 	s.log.Info("no8s dev is up", up...)
 	if err := s.announceAuth(ready); err != nil {
 		return err
 	}
+	if s.cfg.TLS {
+		s.log.Info("the REST API serves HTTPS with a development CA; trust its CA file", "try",
+			"curl --cacert "+ready.CAFile+" "+ready.APIURL+"/readyz", "cli", "no8s config set-context dev --server "+ready.APIURL+" --ca-file "+ready.CAFile)
+	}
 	if s.cfg.ReadyFile != "" {
 		return writeReady(s.cfg.ReadyFile, ready)
 	}
 	return nil
+}
+
+// allowedHosts is the gateway's Host allow-list: the loopback names, the host
+// of the listen address unless it is a wildcard (":8000", "0.0.0.0:8000",
+// "[::]:8000"), and cfg.AllowedHosts.
+func allowedHosts(cfg Config) []string {
+	hosts := []string{"localhost", "127.0.0.1", "::1", "[::1]"}
+	if h, _, err := net.SplitHostPort(cfg.HTTPAddr); err == nil && h != "" {
+		if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+			hosts = append(hosts, h)
+		}
+	}
+	return append(hosts, cfg.AllowedHosts...)
+}
+
+// prepareTLS makes sure of the REST API's certificate with TLS on, and
+// builds the stack's own client of the API.
+func (s *stack) prepareTLS() error {
+	if s.cfg.TLS {
+		var err error
+		if s.tlsCert, s.tlsKey, err = ensureAPICert(s.cfg, time.Now(), s.log); err != nil {
+			return err
+		}
+	}
+	var err error
+	s.api, err = apiHTTPClient(s.cfg)
+	return err
+}
+
+// apiURL is the REST API's base URL: http on the listener's address, or
+// with TLS https on an address its certificate names (an unspecified host
+// becomes loopback).
+func (s *stack) apiURL() string {
+	addr := s.lis.http.Addr().String()
+	if !s.cfg.TLS {
+		return "http://" + addr
+	}
+	if dial, err := healthcheck.DialAddr(addr); err == nil {
+		addr = dial
+	}
+	return "https://" + addr
 }
 
 // stackIDs are the identities of the stack's components: the services it
@@ -850,11 +935,10 @@ func (t SchedulerTuning) apply(c scheduler.Config) scheduler.Config {
 }
 
 // waitReady polls the gateway's /readyz (which covers the store, admission
-// and NATS) until it answers 200, for at most a minute.
-func waitReady(ctx context.Context, apiURL string) error {
+// and NATS) with client until it answers 200, for at most a minute.
+func waitReady(ctx context.Context, client *http.Client, apiURL string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, apiURL+"/readyz", nil)
 		if err != nil {

@@ -25,6 +25,28 @@ func TestDevListensOnLoopbackByDefault(t *testing.T) {
 	}
 }
 
+// TestDevAllowedHosts: the REST API of no8s dev answers to the loopback
+// names, the --listen host unless it is a wildcard address, and the names
+// added with --allowed-hosts.
+func TestDevAllowedHosts(t *testing.T) {
+	loopback := "localhost 127.0.0.1 ::1 [::1]"
+	for _, tc := range []struct {
+		addr  string
+		extra []string
+		want  string
+	}{
+		{"127.0.0.1:8000", nil, loopback + " 127.0.0.1"},
+		{":8000", nil, loopback},
+		{"0.0.0.0:8000", nil, loopback},
+		{"[::]:8000", []string{"dev.example.com"}, loopback + " dev.example.com"},
+		{"192.168.1.5:8000", []string{"*.lan"}, loopback + " 192.168.1.5 *.lan"},
+	} {
+		if got := strings.Join(allowedHosts(Config{HTTPAddr: tc.addr, AllowedHosts: tc.extra}), " "); got != tc.want {
+			t.Errorf("--listen %s --allowed-hosts %v: %q, want %q", tc.addr, tc.extra, got, tc.want)
+		}
+	}
+}
+
 // TestStackStopsWhenAServiceStops: when the embedded store stops (a fault
 // injected here, as a crash would), no8s dev does not go on answering
 // /healthz 200 while every call fails: /healthz fails and Run returns,

@@ -145,6 +145,8 @@ type devAddrs struct {
 	Store      string `json:"store"`
 	MetricsURL string `json:"metrics_url"`
 	CADir      string `json:"ca_dir"`
+	// CAFile is what a client of an https APIURL trusts (no8s dev --tls).
+	CAFile string `json:"ca_file"`
 	// The developer's NATS users no8s dev issues (files of NATS credentials).
 	NATSPublisherCreds string `json:"nats_publisher_creds"`
 	NATSReaderCreds    string `json:"nats_reader_creds"`

@@ -1,8 +1,11 @@
 package gateway
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
+	"errors"
+	"fmt"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -102,6 +105,39 @@ type Config struct {
 	// Tokens is the store's TokenService, where API tokens are kept; nil
 	// refuses API tokens and answers the token endpoints 503.
 	Tokens storev1.TokenServiceClient
+	// AllowedOrigins are the web origins (scheme://host[:port]) whose pages
+	// may send writes (POST, PUT, PATCH, DELETE) from a browser besides the
+	// gateway's own: any other cross-origin browser write is refused (403
+	// cross_origin; crossOrigin in handler_edge.go).
+	AllowedOrigins []string
+	// AllowedHosts are the names the public listener answers to (the Host
+	// header, port ignored): host names, IP addresses, or "*.example.com"
+	// for any name under example.com. A request for another is answered
+	// 421 host_not_allowed (DNS rebinding). Empty: any Host (the default;
+	// `no8s dev` sets loopback names). Probes, metrics and the service
+	// listener are not checked.
+	AllowedHosts []string
+	// TLSCertFile and TLSKeyFile, together, serve the public listener over
+	// TLS (1.2 or later) with that certificate (and its chain) and key
+	// (PEM). The files are read again when they change, at most once a
+	// second, without a restart; a pair that does not load keeps the
+	// previous one in use (and is logged). Neither: plain HTTP.
+	TLSCertFile, TLSKeyFile string
+}
+
+// Validate reports the settings ServeListeners cannot serve with: a
+// malformed allowed origin or host, or half a TLS key pair.
+func (c Config) Validate() error {
+	if _, err := newOriginCheck(c.AllowedOrigins); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	if _, err := newHostList(c.AllowedHosts); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("gateway: TLS needs both a certificate file and a key file (--tls-cert-file, --tls-key-file)")
+	}
+	return nil
 }
 
 // InputConfig configures the queue input.

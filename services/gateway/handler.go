@@ -40,6 +40,12 @@ const (
 	codeMethodNotAllowed     = "method_not_allowed"
 	codeUnsupportedMediaType = "unsupported_media_type"
 	codeRequestTimeout       = "request_timeout"
+	// codeCrossOrigin refuses a write a browser could send cross-site
+	// (403, crossOrigin).
+	codeCrossOrigin = "cross_origin"
+	// codeHostNotAllowed refuses a request whose Host is not one of the
+	// gateway's names (421, allowedHost).
+	codeHostNotAllowed = "host_not_allowed"
 )
 
 const ctxKeyRequestID = "no8s.request_id"
@@ -88,6 +94,7 @@ func (s *Service) routes() *echo.Echo {
 	})
 	e.Pre(securityHeaders, headAsGet)
 	e.Use(s.requestID, s.accessLog, s.recoverPanic, s.authenticate, checkRequestText, s.boundBody, requireJSON, s.fenceContext)
+	e.Use(s.requestID, s.accessLog, s.recoverPanic, s.allowedHost, s.crossOrigin, checkRequestText, s.boundBody, requireJSON, s.fenceContext)
 
 	ready := echo.WrapHandler(health.ProbeHandler(s.cfg.Health, s.cfg.Health.Ready))
 	e.GET("/health", ready)

@@ -15,12 +15,15 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/problem"
 )
 
 // The defences every request passes at the HTTP edge: security headers,
-// HEAD as GET, the Content-Type of a write with a body, and bounded body
-// reads. The server's own timeouts are set in Serve.
+// HEAD as GET, the Host allow-list (DNS rebinding), cross-origin writes
+// (CSRF), the Content-Type of a write with a body, and bounded body reads.
+// The server's own timeouts, and TLS, are set in ServeListeners.
 
 // RetryAfterSeconds is the Retry-After of every 503.
 const RetryAfterSeconds = 2
@@ -229,5 +232,164 @@ func bodyReadError(err error) error {
 func setRetryAfter(c *echo.Context, status int) {
 	if status == http.StatusServiceUnavailable {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+	}
+}
+
+// newOriginCheck is the cross-origin check of state-changing requests, with
+// origins (scheme://host[:port]) trusted besides the gateway's own. A
+// malformed origin is an error (Config.Validate).
+func newOriginCheck(origins []string) (*http.CrossOriginProtection, error) {
+	p := http.NewCrossOriginProtection()
+	for _, o := range origins {
+		if err := p.AddTrustedOrigin(o); err != nil {
+			return nil, fmt.Errorf("allowed origin %q: %w", o, err)
+		}
+	}
+	return p, nil
+}
+
+// crossOrigin refuses what a web page on another site could make a
+// browser send: a POST, PUT, PATCH or DELETE that the browser marks as
+// cross-site (Sec-Fetch-Site) or whose Origin is neither the gateway's
+// Host nor an allowed origin (http.CrossOriginProtection), and a body-less
+// one with a CORS-safelisted Content-Type (a form or text/plain: a browser
+// sends those cross-site without a preflight, and an old one without
+// Sec-Fetch-Site or Origin). With a body such a Content-Type is
+// requireJSON's 415. A client that is no browser (curl, the SDK, the CLI)
+// sends no Sec-Fetch-Site and no Origin and is not concerned; GET, HEAD
+// and OPTIONS never are.
+func (s *Service) crossOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		req := c.Request()
+		switch req.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		default:
+			return next(c)
+		}
+		if err := s.origins.Check(req); err != nil {
+			return &httpError{status: http.StatusForbidden, code: codeCrossOrigin, detail: fmt.Sprintf(
+				"a cross-origin %s from a browser is refused (Origin %q, Sec-Fetch-Site %q): call the API from a page the gateway serves, "+
+					"from a client that is no browser, or add the page's origin to the gateway's --allowed-origins",
+				req.Method, req.Header.Get("Origin"), req.Header.Get("Sec-Fetch-Site"))}
+		}
+		if ct := req.Header.Get(echo.HeaderContentType); !hasBody(req) && safelistedContentType(ct) {
+			return &httpError{status: http.StatusForbidden, code: codeCrossOrigin, detail: fmt.Sprintf(
+				"a %s with Content-Type %q is refused: a browser sends it from any site without asking; "+
+					"send no Content-Type (or application/json) with a body-less write", req.Method, ct)}
+		}
+		return next(c)
+	}
+}
+
+// safelistedContentType reports whether ct is one of the media types a
+// browser sends cross-site without asking first (a CORS-safelisted
+// Content-Type: a form or text/plain write needs no preflight), read as a
+// browser does: its essence before any parameter, case folded.
+func safelistedContentType(ct string) bool {
+	essence, _, _ := strings.Cut(ct, ";")
+	switch strings.ToLower(strings.TrimSpace(essence)) {
+	case "application/x-www-form-urlencoded", "multipart/form-data", "text/plain":
+		return true
+	}
+	return false
+}
+
+// hostList is Config.AllowedHosts, normalized: host names without a port,
+// lower case, IPv6 addresses without brackets; "*.example.com" matches any
+// name under example.com (not example.com itself). An empty list allows
+// any Host.
+type hostList []string
+
+// newHostList normalizes patterns; a pattern that is no host name, address
+// or leading wildcard is an error (Config.Validate).
+func newHostList(patterns []string) (hostList, error) {
+	var l hostList
+	for _, p := range patterns {
+		h := normalizeHost(strings.TrimSpace(p))
+		if !validHostPattern(h) || strings.ContainsAny(p, "/@") {
+			return nil, fmt.Errorf("allowed host %q: want a host name, an IP address or *.domain", p)
+		}
+		l = append(l, h)
+	}
+	return l, nil
+}
+
+// validHostPattern reports whether a normalized pattern is an IP address,
+// a host name, or "*." and a host name.
+func validHostPattern(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	name := strings.TrimPrefix(h, "*.")
+	if name == "" || strings.HasPrefix(name, ".") || strings.Contains(name, "..") {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// normalizeHost is a Host header's name: its port dropped, brackets of an
+// IPv6 address removed, lower case, without a trailing dot.
+func normalizeHost(h string) string {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	return strings.TrimSuffix(strings.ToLower(h), ".")
+}
+
+// allows reports whether the Host header host names one of the list's
+// hosts (always, for an empty list).
+func (l hostList) allows(host string) bool {
+	if len(l) == 0 {
+		return true
+	}
+	h := normalizeHost(host)
+	if h == "" {
+		return false
+	}
+	for _, p := range l {
+		if suffix, ok := strings.CutPrefix(p, "*"); ok {
+			if strings.HasSuffix(h, suffix) && len(h) > len(suffix) {
+				return true
+			}
+		} else if h == p {
+			return true
+		}
+	}
+	return false
+}
+
+// hostExempt reports whether every Host may read path: the probes and
+// metrics, which load balancers and scrapers ask for by address, and which
+// hold no resource.
+func hostExempt(path string) bool {
+	switch path {
+	case "/health", health.LivePath, health.ReadyPath, health.MetricsPath:
+		return true
+	}
+	return false
+}
+
+// allowedHost refuses (421) a request whose Host is not one of
+// Config.AllowedHosts: a page that an attacker's DNS name resolves to the
+// gateway (DNS rebinding) sends its own name as Host. The probes and
+// metrics (hostExempt) and the service listener, whose callers present a
+// client certificate and may dial it by address, are not checked.
+func (s *Service) allowedHost(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		req := c.Request()
+		if s.hosts.allows(req.Host) || hostExempt(req.URL.Path) {
+			return next(c)
+		}
+		if _, identified := authz.Caller(req.Context()); identified {
+			return next(c)
+		}
+		return &httpError{status: http.StatusMisdirectedRequest, code: codeHostNotAllowed, detail: fmt.Sprintf(
+			"host %q is not one of this gateway's names: use one of them in the URL, or add it to the gateway's --allowed-hosts", req.Host)}
 	}
 }

@@ -39,6 +39,10 @@ type Service struct {
 	rest *authz.REST
 	// authn says who a request's bearer credential belongs to.
 	authn *authn.Authenticator
+	// origins checks cross-origin writes; hosts are the names the public
+	// listener answers to (handler_edge.go).
+	origins *http.CrossOriginProtection
+	hosts   hostList
 }
 
 // New returns a gateway over the store and admission clients. Zero Config
@@ -51,6 +55,16 @@ func New(cfg Config, store storev1.StoreServiceClient, admission admissionv1.Adm
 	s.bodySlots = make(chan struct{}, s.cfg.MaxConcurrentBodyReads)
 	s.http = metrics.NewHTTP(s.cfg.Metrics)
 	s.authn = newAuthenticator(s.cfg)
+	// Malformed entries are ServeListeners' error (Config.Validate); here
+	// they leave the checks at their strictest: no origin trusted, and only
+	// a name that never resolves (RFC 6761's .invalid) allowed as Host.
+	var err error
+	if s.origins, err = newOriginCheck(s.cfg.AllowedOrigins); err != nil {
+		s.origins = http.NewCrossOriginProtection()
+	}
+	if s.hosts, err = newHostList(s.cfg.AllowedHosts); err != nil {
+		s.hosts = hostList{"invalid.invalid"}
+	}
 	if s.cfg.Identity != nil {
 		s.rest = authz.NewREST(s.cfg.Authz, log.With("component", "authz"))
 	}
@@ -107,6 +121,10 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 // bodies are bounded by BodyReadTimeout per request (boundBody), not by a
 // server-wide read or write deadline, which would cut event streams.
 //
+// With Config.TLSCertFile the public listener serves TLS (publicTLS), its
+// certificate read again when its files change. Config.Validate's errors
+// are returned at once.
+//
 // The service listener serves the same API over TLS with the gateway's
 // identity (Config.Identity), requiring a client certificate from the
 // installation's CA: its requests carry their caller's identity
@@ -117,9 +135,20 @@ func (s *Service) ServeListeners(ctx context.Context, public, service net.Listen
 	if service != nil && s.cfg.Identity == nil {
 		return errors.New("gateway: the service listener serves with the gateway's identity: set its credentials (--identity-dir)")
 	}
+	if err := s.cfg.Validate(); err != nil {
+		return err
+	}
+	scheme := "http"
+	if s.cfg.TLSCertFile != "" {
+		certs, err := newCertReloader(s.cfg.TLSCertFile, s.cfg.TLSKeyFile, s.log.With("component", "tls"))
+		if err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+		public, scheme = tls.NewListener(public, publicTLS(certs)), "https"
+	}
 	servers := []*http.Server{s.httpServer(s.echo)}
 	listeners := []net.Listener{public}
-	s.log.Info("gateway serving", "addr", public.Addr().String())
+	s.log.Info("gateway serving", "addr", public.Addr().String(), "scheme", scheme, "allowed_hosts", s.cfg.AllowedHosts)
 	if service != nil {
 		servers = append(servers, s.httpServer(s.identified(s.echo)))
 		listeners = append(listeners, tls.NewListener(service, s.cfg.Identity.ServerTLS()))

@@ -158,3 +158,59 @@ func TestQueueInputIsAnonymous(t *testing.T) {
 		t.Fatalf("ordinary label by the queue input: %d %s", a.Status, a.Body)
 	}
 }
+
+// TestServiceListenerIgnoresHostAllowList: the service listener's callers
+// present a client certificate and dial it by address, so its Host is not
+// checked, while the public listener refuses the same address as Host.
+func TestServiceListenerIgnoresHostAllowList(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := identityca.New(time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := func(id identity.ID) *identity.Credentials {
+		t.Helper()
+		d := filepath.Join(dir, id.Name)
+		if err := ca.IssueTo(d, id, time.Now(), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		c, err := identity.Load(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	cfg := DefaultConfig()
+	cfg.ShutdownGrace = time.Second
+	cfg.Identity = creds(identity.ServiceID(identity.Gateway))
+	cfg.AllowedHosts = []string{"api.example.com"}
+	gw := New(cfg, env.store, env.admission, nil)
+	pub, _ := net.Listen("tcp", "127.0.0.1:0")
+	svc, _ := net.Listen("tcp", "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- gw.ServeListeners(ctx, pub, svc) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("ServeListeners: %v", err)
+		}
+	}()
+	get := func(hc *http.Client, url string) int {
+		t.Helper()
+		resp, err := hc.Get(url)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if status := get(http.DefaultClient, "http://"+pub.Addr().String()+"/api/v1/resource-types"); status != http.StatusMisdirectedRequest {
+		t.Errorf("public listener by address: %d, want 421", status)
+	}
+	svcURL := "https://" + svc.Addr().String()
+	rs := authz.GatewayHTTPClient(creds(identity.ServiceID(identity.RegistrySync)), svcURL)
+	if status := get(rs, svcURL+"/api/v1/resource-types"); status != http.StatusOK {
+		t.Errorf("service listener by address: %d, want 200", status)
+	}
+}

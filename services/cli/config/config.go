@@ -25,6 +25,7 @@ const (
 	EnvServer    = "NO8S_SERVER"
 	EnvNamespace = "NO8S_NAMESPACE"
 	EnvToken     = "NO8S_TOKEN"
+	EnvCAFile    = "NO8S_CA_FILE"
 )
 
 // DefaultServer is the server when nothing else says (the namespace is
@@ -44,6 +45,9 @@ type Context struct {
 	Namespace string `yaml:"namespace,omitempty"`
 	// Token is sent as a bearer token (for the authentication to come).
 	Token string `yaml:"token,omitempty"`
+	// CAFile is a PEM file of the CA certificates trusted, alone, for an
+	// https server's certificate (no8s dev --tls: <data-dir>/tls/ca.crt).
+	CAFile string `yaml:"ca-file,omitempty"`
 }
 
 // DefaultPath is $NO8S_CONFIG, else no8s/config.yaml in the user's
@@ -133,7 +137,7 @@ func (f *File) Set(c Context) {
 
 // Overrides are what flags and environment say; empty means "not given".
 type Overrides struct {
-	Context, Server, Namespace, Token string
+	Context, Server, Namespace, Token, CAFile string
 }
 
 // Resolved is the configuration in force.
@@ -142,6 +146,7 @@ type Resolved struct {
 	Server    string
 	Namespace string
 	Token     string
+	CAFile    string
 }
 
 // Resolve picks the context (flag, then $NO8S_CONTEXT, then the file's
@@ -163,6 +168,7 @@ func (f *File) Resolve(flags, env Overrides) (Resolved, error) {
 		Server:    first(flags.Server, env.Server, ctx.Server, DefaultServer),
 		Namespace: first(flags.Namespace, env.Namespace, ctx.Namespace, names.DefaultNamespace),
 		Token:     first(flags.Token, env.Token, ctx.Token),
+		CAFile:    first(flags.CAFile, env.CAFile, ctx.CAFile),
 	}, nil
 }
 

@@ -39,6 +39,13 @@ func run() error {
 	listen := fs.String("listen", proc.Env("NO8S_GATEWAY_LISTEN", ":8000"), "HTTP listen address")
 	serviceListen := fs.String("service-listen", proc.Env("NO8S_GATEWAY_SERVICE_LISTEN", ""),
 		"HTTPS listen address of the service listener: the same API over TLS with the gateway's identity, client certificates required, for registry-sync and reconcilers (needs --identity-dir; none: off) ($NO8S_GATEWAY_SERVICE_LISTEN)")
+	allowedOrigins := fs.String("allowed-origins", proc.Env("NO8S_GATEWAY_ALLOWED_ORIGINS", ""),
+		"comma-separated web origins (https://console.example.com) whose pages may send writes from a browser; any other cross-origin browser write is refused, 403 cross_origin ($NO8S_GATEWAY_ALLOWED_ORIGINS)")
+	allowedHosts := fs.String("allowed-hosts", proc.Env("NO8S_GATEWAY_ALLOWED_HOSTS", ""),
+		"comma-separated names the API answers to (Host header, port ignored; *.example.com for any name under it); another is refused, 421 host_not_allowed; probes, metrics and the service listener are not checked (none: any Host) ($NO8S_GATEWAY_ALLOWED_HOSTS)")
+	fs.StringVar(&cfg.TLSCertFile, "tls-cert-file", proc.Env("NO8S_GATEWAY_TLS_CERT_FILE", ""),
+		"PEM certificate (and chain) of the API listener: serve HTTPS, TLS 1.2 or later, re-read when the file changes; needs --tls-key-file (none: plain HTTP) ($NO8S_GATEWAY_TLS_CERT_FILE)")
+	fs.StringVar(&cfg.TLSKeyFile, "tls-key-file", proc.Env("NO8S_GATEWAY_TLS_KEY_FILE", ""), "PEM private key of --tls-cert-file ($NO8S_GATEWAY_TLS_KEY_FILE)")
 	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL for watches and the queue input ($NATS_URL)")
 	fs.DurationVar(&cfg.Watch.Heartbeat, "watch-heartbeat", 0, "interval of SSE heartbeat comments on idle watches (default 15s)")
 	fs.DurationVar(&cfg.Watch.Bookmark, "watch-bookmark", 0, "interval of BOOKMARK events on watches (default 30s)")
@@ -99,6 +106,10 @@ func run() error {
 		return fmt.Errorf("--service-listen %s needs the gateway's identity (--identity-dir or $%s): the service listener serves TLS with it and requires client certificates from its CA", *serviceListen, identity.EnvDir)
 	}
 	cfg.Identity, cfg.Authz = sp.Identity, sp.Authz
+	cfg.AllowedOrigins, cfg.AllowedHosts = proc.List(*allowedOrigins), proc.List(*allowedHosts)
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 
 	storeConn, err := grpcserver.Dial(*storeAddr, sp.DialOptions(identity.Store)...)
 	if err != nil {

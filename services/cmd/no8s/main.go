@@ -63,6 +63,8 @@ missing and migrated at start); PostgreSQL is the production store.`,
 	f := cmd.Flags()
 	f.StringVar(&pprofListen, "pprof-listen", proc.Env(profiling.EnvListen, profiling.Off), `loopback address of the runtime profiles at /debug/pprof/ ($NO8S_PPROF_LISTEN; "off": none)`)
 	f.StringVar(&cfg.HTTPAddr, "listen", cfg.HTTPAddr, "REST API listen address (:8000 for every interface)")
+	f.BoolVar(&cfg.TLS, "tls", false, "serve the REST API over HTTPS with a certificate for localhost, 127.0.0.1 and ::1 from a development CA created at first start in <data-dir>/"+devstack.TLSDirName+" (clients trust <data-dir>/"+devstack.TLSDirName+"/ca.crt: curl --cacert, no8s --ca-file)")
+	f.StringSliceVar(&cfg.AllowedHosts, "allowed-hosts", nil, "names the REST API answers to besides localhost, 127.0.0.1, ::1 and the --listen host (comma-separated; *.example.com for any name under it); a request for another is refused, 421 host_not_allowed")
 	f.Var(&cfg.Outbound, "outbound-allow", "classes of address besides public ones that webhooks may be called at: loopback, private, link-local")
 	f.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, `PostgreSQL connection string ($DATABASE_URL; empty: the embedded store in the data directory)`)
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "all the state: the embedded store's database and JetStream's files (remove it to start afresh)")

@@ -65,3 +65,18 @@ func TestMainProbesReadyz(t *testing.T) {
 		t.Fatalf("bad flag: exit %d, want 2", code)
 	}
 }
+
+// TestProbeOverTLS: a listener that serves TLS is probed over TLS.
+func TestProbeOverTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	}))
+	defer srv.Close()
+	if err := Probe(t.Context(), srv.Listener.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -220,27 +220,46 @@ func (ca *CA) Issue(id identity.ID, now time.Time, validity time.Duration, hosts
 	if validity <= 0 {
 		return nil, nil, fmt.Errorf("issue %s: validity %s is not positive", id, validity)
 	}
+	return ca.sign(id.String(), &x509.Certificate{
+		Subject:     pkix.Name{CommonName: id.String(), OrganizationalUnit: id.TypeUnits()},
+		URIs:        []*url.URL{id.URI()},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth},
+	}, now, validity, hosts)
+}
+
+// IssueServer creates a TLS server certificate and key for hosts (names or
+// IP addresses, the first one its common name), valid from now for
+// validity and carrying no identity: the certificate of a listener whose
+// clients check host names (no8s dev --tls's REST API).
+func (ca *CA) IssueServer(now time.Time, validity time.Duration, hosts ...string) (certPEM, keyPEM []byte, err error) {
+	if len(hosts) == 0 {
+		return nil, nil, errors.New("issue a server certificate: no host")
+	}
+	if validity <= 0 {
+		return nil, nil, fmt.Errorf("issue a server certificate: validity %s is not positive", validity)
+	}
+	return ca.sign(hosts[0], &x509.Certificate{
+		Subject:     pkix.Name{CommonName: hosts[0]},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}, now, validity, hosts)
+}
+
+// sign completes tmpl (serial, a new key, validity within the CA's, hosts
+// as subject alternative names) and signs it; what names the certificate
+// in errors.
+func (ca *CA) sign(what string, tmpl *x509.Certificate, now time.Time, validity time.Duration, hosts []string) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, nil, fmt.Errorf("issue %s: %w", id, err)
+		return nil, nil, fmt.Errorf("issue %s: %w", what, err)
 	}
-	serial, err := serialNumber()
-	if err != nil {
+	if tmpl.SerialNumber, err = serialNumber(); err != nil {
 		return nil, nil, err
 	}
-	notAfter := now.Add(validity)
-	if notAfter.After(ca.cert.NotAfter) {
-		notAfter = ca.cert.NotAfter
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Minute), now.Add(validity)
+	if tmpl.NotAfter.After(ca.cert.NotAfter) {
+		tmpl.NotAfter = ca.cert.NotAfter
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: id.String(), OrganizationalUnit: id.TypeUnits()},
-		URIs:         []*url.URL{id.URI()},
-		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth},
-	}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
@@ -250,11 +269,11 @@ func (ca *CA) Issue(id identity.ID, now time.Time, validity time.Duration, hosts
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("issue %s: %w", id, err)
+		return nil, nil, fmt.Errorf("issue %s: %w", what, err)
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("issue %s: %w", id, err)
+		return nil, nil, fmt.Errorf("issue %s: %w", what, err)
 	}
 	return pemBlock("CERTIFICATE", der), pemBlock("PRIVATE KEY", keyDER), nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,18 @@ func Env(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// List splits a comma-separated flag value into its items, each trimmed,
+// blank ones dropped (nil for "").
+func List(s string) []string {
+	var items []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	return items
 }
 
 // ProfileListenFlag defines --pprof-listen ($NO8S_PPROF_LISTEN): a loopback
