@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/oauth2"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/cli/config"
 )
 
@@ -87,10 +89,14 @@ func (a *app) login(ctx context.Context, cmd *cobra.Command, o loginOptions) err
 		c.Server = config.DefaultServer
 	}
 	if cmd.Flags().Changed("namespace") {
+		if fe := names.Namespace("", a.flags.Namespace); fe != nil {
+			return usagef("namespace: %s", fe.Message)
+		}
 		c.Namespace = a.flags.Namespace
 	}
 
 	settings := config.OIDC{Issuer: o.issuer, ClientID: o.clientID, ClientSecret: o.clientSecret, Scopes: o.scopes}
+	ctx = a.issuerContext(ctx)
 	provider, oc, err := oauthConfig(ctx, settings)
 	if err != nil {
 		return err
@@ -141,6 +147,15 @@ func (a *app) login(ctx context.Context, cmd *cobra.Command, o loginOptions) err
 		a.progress("warning: the issuer gave no refresh token: run no8s login again when the token expires (add the offline_access scope?)")
 	}
 	return nil
+}
+
+// issuerContext makes go-oidc and x/oauth2 send their requests to the
+// issuer with an HTTP client whose requests each take at most
+// --request-timeout (the device flow as a whole takes as long as the user
+// does).
+func (a *app) issuerContext(ctx context.Context) context.Context {
+	hc := &http.Client{Timeout: a.timeout}
+	return context.WithValue(gooidc.ClientContext(ctx, hc), oauth2.HTTPClient, hc)
 }
 
 // oauthConfig discovers the issuer and returns it with the OAuth client
@@ -217,8 +232,7 @@ func (a *app) refreshIfDue(ctx context.Context, r config.Resolved) (string, erro
 // refresh trades the context's refresh token for a new ID token and saves
 // both (an issuer may rotate the refresh token).
 func (a *app) refresh(ctx context.Context, r config.Resolved) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
+	ctx = a.issuerContext(ctx)
 	_, oc, err := oauthConfig(ctx, *r.OIDC)
 	if err != nil {
 		return "", err

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -14,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/oauth2"
 
 	"github.com/no8s/no8s/services/cli/config"
 	"github.com/no8s/no8s/services/internal/authn/oidc"
@@ -284,6 +287,28 @@ func TestTokenExpiry(t *testing.T) {
 		exp, ok := tokenExpiry(token)
 		if (want < 0 && ok) || (want >= 0 && (!ok || exp.Unix() != want)) {
 			t.Errorf("tokenExpiry(%q) = %v %v, want %d", token, exp, ok, want)
+		}
+	}
+}
+
+// TestDeviceFlowError: each way polling ends says what happened (Ctrl-C
+// cancels the command's context).
+func TestDeviceFlowError(t *testing.T) {
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, tc := range []struct {
+		ctx  context.Context
+		err  error
+		want string
+	}{
+		{cancelled, context.Canceled, "login cancelled; nothing was saved"},
+		{t.Context(), &oauth2.RetrieveError{ErrorCode: "access_denied"}, "refused at the issuer (access_denied); nothing was saved"},
+		{t.Context(), &oauth2.RetrieveError{ErrorCode: "expired_token"}, "expired before it was approved (expired_token); nothing was saved: run no8s login again"},
+		{t.Context(), context.DeadlineExceeded, "expired before it was approved"},
+		{t.Context(), &oauth2.RetrieveError{ErrorCode: "invalid_client"}, "wait for the device's token: "},
+	} {
+		if got := deviceFlowError(tc.ctx, tc.err).Error(); !strings.Contains(got, tc.want) {
+			t.Errorf("%v: %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }
