@@ -95,7 +95,7 @@ them as any write.
 			if output != "" && output != printer.FormatName && output != printer.FormatJSON && output != printer.FormatYAML {
 				return usagef("-o %q: apply prints json, yaml or name", output)
 			}
-			c, err := a.client()
+			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}

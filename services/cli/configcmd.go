@@ -18,7 +18,8 @@ func (a *app) configCmd() *cobra.Command {
 		Use:   "config",
 		Short: "Show and change the configuration file's contexts",
 		Long: `The configuration file ($NO8S_CONFIG, else ~/.config/no8s/config.yaml, or
---config) holds named contexts, each a server URL, a namespace and a token:
+--config) holds named contexts, each a server URL, a namespace and a token
+(no8s login adds the OIDC settings that refresh its token):
 
   current-context: local
   contexts:
@@ -58,9 +59,7 @@ default.`,
 				return err
 			}
 			for i := range f.Contexts {
-				if f.Contexts[i].Token != "" {
-					f.Contexts[i].Token = "REDACTED"
-				}
+				redact(&f.Contexts[i])
 			}
 			out, err := yaml.Marshal(f)
 			if err != nil {
@@ -155,7 +154,8 @@ default.`,
 				c.Namespace = a.flags.Namespace
 			}
 			if cmd.Flags().Changed("token") {
-				c.Token = a.flags.Token
+				// A token of one's own replaces no8s login's: nothing to refresh.
+				c.Token, c.OIDC = a.flags.Token, nil
 			}
 			if cmd.Flags().Changed("ca-file") {
 				c.CAFile = a.flags.CAFile
@@ -175,6 +175,24 @@ default.`,
 	return cmd
 }
 
+// redact hides a context's secrets: its token, and no8s login's refresh
+// token and client secret.
+func redact(c *config.Context) {
+	const hidden = "REDACTED"
+	if c.Token != "" {
+		c.Token = hidden
+	}
+	if c.OIDC == nil {
+		return
+	}
+	if c.OIDC.RefreshToken != "" {
+		c.OIDC.RefreshToken = hidden
+	}
+	if c.OIDC.ClientSecret != "" {
+		c.OIDC.ClientSecret = hidden
+	}
+}
+
 func (a *app) versionCmd() *cobra.Command {
 	var clientOnly bool
 	cmd := &cobra.Command{
@@ -186,7 +204,7 @@ func (a *app) versionCmd() *cobra.Command {
 			if clientOnly {
 				return nil
 			}
-			c, err := a.client()
+			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}

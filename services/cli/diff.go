@@ -48,7 +48,7 @@ Exit code: 0 when apply would change nothing, 1 when it would change something,
 }
 
 func (a *app) diff(ctx context.Context, files fileFlags) error {
-	c, err := a.client()
+	c, err := a.client(ctx)
 	if err != nil {
 		return err
 	}

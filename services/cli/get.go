@@ -75,7 +75,7 @@ func (a *app) runGet(ctx context.Context, args []string, o *getOptions) error {
 	if err := printer.CheckFormat(o.output); err != nil {
 		return usagef("%v", err)
 	}
-	c, err := a.client()
+	c, err := a.client(ctx)
 	if err != nil {
 		return err
 	}
@@ -283,7 +283,7 @@ counted by type and status (while it is terminating, those still holding it).`,
 		Args:              func(_ *cobra.Command, args []string) error { return exactArgs(2, "TYPE[/VERSION] NAME")(args) },
 		ValidArgsFunction: a.completeTypes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
+			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -492,7 +492,7 @@ func (a *app) completeTypes(cmd *cobra.Command, args []string, toComplete string
 	case "describe", "delete":
 		out = append(out, "namespace")
 	}
-	c, err := a.client()
+	c, err := a.client(cmd.Context())
 	if err != nil {
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -509,7 +509,7 @@ func (a *app) completeTypes(cmd *cobra.Command, args []string, toComplete string
 // completeNamespaces completes a namespace name (-n, delete namespace, ...)
 // from the server.
 func (a *app) completeNamespaces(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-	c, err := a.client()
+	c, err := a.client(cmd.Context())
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -63,7 +63,7 @@ remain: use --wait).`,
 					return err
 				}
 			}
-			c, err := a.client()
+			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -228,7 +228,7 @@ func (a *app) reconcileCmd() *cobra.Command {
 		Args:              func(_ *cobra.Command, args []string) error { return exactArgs(2, "TYPE[/VERSION] NAME")(args) },
 		ValidArgsFunction: a.completeTypes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
+			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -263,7 +263,7 @@ func (a *app) historyCmd() *cobra.Command {
 			if limit < 1 || limit > 500 {
 				return usagef("--limit %d: between 1 and 500", limit)
 			}
-			c, err := a.client()
+			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -295,7 +295,7 @@ func (a *app) outputsCmd() *cobra.Command {
 			if output != printer.FormatJSON && output != printer.FormatYAML {
 				return usagef("-o %q: outputs prints json or yaml", output)
 			}
-			c, err := a.client()
+			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -433,7 +433,7 @@ after --timeout with where each resource stands.`,
 			if err != nil {
 				return err
 			}
-			c, err := a.client()
+			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -1,9 +1,9 @@
 // Package cli is the no8s command line client: kubectl-shaped commands
 // (apply, diff, get, describe, delete, reconcile, history, outputs, wait,
-// config, version, completion) over the REST API. The work is done in
-// manifest (the document format), client (the API), printer (output) and
-// config (contexts); this package parses the command line and maps
-// outcomes onto exit codes: 0 success, 1 an error (diff: differences
+// config, login, token, version, completion) over the REST API. The work
+// is done in manifest (the document format), client (the API), printer
+// (output) and config (contexts); this package parses the command line and
+// maps outcomes onto exit codes: 0 success, 1 an error (diff: differences
 // found), 2 a usage error (diff: any error).
 package cli
 
@@ -169,7 +169,7 @@ error (for diff: any error).`,
 		return nil
 	}
 	root.AddCommand(a.applyCmd(), a.diffCmd(), a.getCmd(), a.describeCmd(), a.deleteCmd(), a.reconcileCmd(),
-		a.historyCmd(), a.outputsCmd(), a.waitCmd(), a.configCmd(), a.identityCmd(), a.tokenCmd(), a.versionCmd())
+		a.historyCmd(), a.outputsCmd(), a.waitCmd(), a.configCmd(), a.identityCmd(), a.loginCmd(), a.tokenCmd(), a.versionCmd())
 	for _, c := range extra {
 		root.AddCommand(c)
 	}
@@ -190,12 +190,7 @@ func (a *app) resolve() (config.Resolved, error) {
 	if err != nil {
 		return config.Resolved{}, err
 	}
-	env := config.Overrides{
-		Context: a.getenv(config.EnvContext), Server: a.getenv(config.EnvServer),
-		Namespace: a.getenv(config.EnvNamespace), Token: a.getenv(config.EnvToken),
-		CAFile: a.getenv(config.EnvCAFile),
-	}
-	r, err := f.Resolve(a.flags, env)
+	r, err := f.Resolve(a.flags, a.env())
 	if err != nil {
 		return r, err
 	}
@@ -206,10 +201,24 @@ func (a *app) resolve() (config.Resolved, error) {
 	return r, nil
 }
 
-// client builds the API client from the configuration in force.
-func (a *app) client() (*client.Client, error) {
+// env is what the environment variables say.
+func (a *app) env() config.Overrides {
+	return config.Overrides{
+		Context: a.getenv(config.EnvContext), Server: a.getenv(config.EnvServer),
+		Namespace: a.getenv(config.EnvNamespace), Token: a.getenv(config.EnvToken),
+		CAFile: a.getenv(config.EnvCAFile),
+	}
+}
+
+// client builds the API client from the configuration in force. A
+// context's ID token from no8s login is refreshed first when it has
+// expired or is about to (refreshIfDue).
+func (a *app) client(ctx context.Context) (*client.Client, error) {
 	r, err := a.resolve()
 	if err != nil {
+		return nil, err
+	}
+	if r.Token, err = a.refreshIfDue(ctx, r); err != nil {
 		return nil, err
 	}
 	opts := []client.Option{client.WithToken(r.Token), client.WithTimeout(a.timeout), client.WithUserAgent("no8s-cli")}

@@ -37,7 +37,7 @@ func (a *app) tokenCreateCmd() *cobra.Command {
 			if output != "" && output != printer.FormatJSON && output != printer.FormatYAML {
 				return usagef("-o %q: token create prints json or yaml (or the token alone without -o)", output)
 			}
-			c, err := a.client()
+			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -79,7 +79,7 @@ func (a *app) tokenListCmd() *cobra.Command {
 			if err := printer.CheckFormat(output); err != nil {
 				return usagef("%s", err)
 			}
-			c, err := a.client()
+			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -108,7 +108,7 @@ func (a *app) tokenRevokeCmd() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
+			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -130,7 +130,7 @@ func (a *app) whoAmICmd() *cobra.Command {
 		Short: "Print who the API takes your credentials to be",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
+			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}

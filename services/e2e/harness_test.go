@@ -536,9 +536,15 @@ func (c *cluster) startAdmission(storeAddr string) string {
 
 // startGateway starts a gateway and returns its base URL.
 func (c *cluster) startGateway(storeAddr, admissionAddr string) string {
+	return c.startGatewayArgs(storeAddr, admissionAddr)
+}
+
+// startGatewayArgs is startGateway with extra flags (--oidc-issuer, ...).
+func (c *cluster) startGatewayArgs(storeAddr, admissionAddr string, extra ...string) string {
 	addr := freeAddr(c.t)
 	args := append([]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr, "--nats-url", c.natsURL, "--outbound-allow", "loopback,private"},
 		c.identityArgs(identity.Gateway)...)
+	args = append(args, extra...)
 	if c.idRoot != "" {
 		// With identities on, registry-sync and the tenant reconciler write
 		// through the service listener (apiURL).

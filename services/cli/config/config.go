@@ -1,6 +1,7 @@
 // Package config is the no8s CLI's configuration: a YAML file of named
-// contexts (server URL, namespace, token), the current one, and how flags
-// and environment variables override them (docs/cli.md).
+// contexts (server URL, namespace, token, and for a token from no8s login
+// what refreshing it takes), the current one, and how flags and
+// environment variables override them (docs/cli.md).
 package config
 
 import (
@@ -43,11 +44,25 @@ type Context struct {
 	Name      string `yaml:"name"`
 	Server    string `yaml:"server,omitempty"`
 	Namespace string `yaml:"namespace,omitempty"`
-	// Token is sent as a bearer token (for the authentication to come).
+	// Token is sent as a bearer token: an API token, or the OIDC ID token
+	// no8s login stored.
 	Token string `yaml:"token,omitempty"`
 	// CAFile is a PEM file of the CA certificates trusted, alone, for an
 	// https server's certificate (no8s dev --tls: <data-dir>/tls/ca.crt).
 	CAFile string `yaml:"ca-file,omitempty"`
+	// OIDC is set by no8s login: Token is then an ID token of this issuer,
+	// refreshed with the refresh token when it expires.
+	OIDC *OIDC `yaml:"oidc,omitempty"`
+}
+
+// OIDC is where a context's ID token comes from and what refreshing it
+// takes. RefreshToken and ClientSecret are secrets, as Token is.
+type OIDC struct {
+	Issuer       string   `yaml:"issuer"`
+	ClientID     string   `yaml:"client_id"`
+	ClientSecret string   `yaml:"client_secret,omitempty"`
+	RefreshToken string   `yaml:"refresh_token,omitempty"`
+	Scopes       []string `yaml:"scopes,omitempty"`
 }
 
 // DefaultPath is $NO8S_CONFIG, else no8s/config.yaml in the user's
@@ -147,6 +162,15 @@ type Resolved struct {
 	Namespace string
 	Token     string
 	CAFile    string
+	// OIDC is the context's OIDC settings when Token is the context's (a
+	// token from a flag or the environment is never refreshed); else nil.
+	OIDC *OIDC
+}
+
+// ContextName is the context in force: the flag's, else the environment
+// variable's, else the file's current context ("" when none says).
+func (f *File) ContextName(flags, env Overrides) string {
+	return first(flags.Context, env.Context, f.CurrentContext)
 }
 
 // Resolve picks the context (flag, then $NO8S_CONTEXT, then the file's
@@ -154,7 +178,7 @@ type Resolved struct {
 // flag, else its environment variable, else the context, else the default.
 // flags and env are Overrides from the command line and the environment.
 func (f *File) Resolve(flags, env Overrides) (Resolved, error) {
-	name := first(flags.Context, env.Context, f.CurrentContext)
+	name := f.ContextName(flags, env)
 	var ctx Context
 	if name != "" {
 		c := f.Context(name)
@@ -163,13 +187,18 @@ func (f *File) Resolve(flags, env Overrides) (Resolved, error) {
 		}
 		ctx = *c
 	}
-	return Resolved{
+	r := Resolved{
 		Context:   name,
 		Server:    first(flags.Server, env.Server, ctx.Server, DefaultServer),
 		Namespace: first(flags.Namespace, env.Namespace, ctx.Namespace, names.DefaultNamespace),
 		Token:     first(flags.Token, env.Token, ctx.Token),
 		CAFile:    first(flags.CAFile, env.CAFile, ctx.CAFile),
-	}, nil
+	}
+	if flags.Token == "" && env.Token == "" && ctx.OIDC != nil {
+		o := *ctx.OIDC
+		r.OIDC = &o
+	}
+	return r, nil
 }
 
 func first(v ...string) string {
