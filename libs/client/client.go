@@ -423,3 +423,11 @@ func (b bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.base.RoundTrip(r)
 }
+
+// CloseIdleConnections closes the idle connections of the transport
+// underneath, as http.Client.CloseIdleConnections expects.
+func (b bearerTransport) CloseIdleConnections() {
+	if c, ok := b.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}

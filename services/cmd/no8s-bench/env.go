@@ -49,6 +49,7 @@ import (
 
 	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/testenv"
 	"github.com/no8s/no8s/services/reconcilerworker/noop"
@@ -107,10 +108,12 @@ type benchEnv struct {
 	procs    []*benchProc
 	// procsMu guards procs against the scraper (-scrape), which reads it
 	// from its own goroutine.
-	procsMu  sync.Mutex
-	dropDB   func()
-	used     bool // Fresh was called once on this stack
-	keepLogs bool
+	procsMu sync.Mutex
+	dropDB  func()
+	// bootstrapToken is every gateway's bootstrap token (startGateway).
+	bootstrapToken string
+	used           bool // Fresh was called once on this stack
+	keepLogs       bool
 }
 
 // benchProc is one child process of the stack.
@@ -140,17 +143,23 @@ func newBenchEnv(ctx context.Context) (*benchEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &benchEnv{workDir: work, keepLogs: *keepLogsFlag}
+	_, _, bootstrap, err := authn.NewToken()
+	if err != nil {
+		return nil, err
+	}
+	e := &benchEnv{workDir: work, keepLogs: *keepLogsFlag, bootstrapToken: bootstrap}
 	e.client = &http.Client{
 		Timeout: 60 * time.Second,
-		Transport: &http.Transport{
+		// Every request without an Authorization header of its own sends
+		// the bootstrap token: the bench is the stack's administrator.
+		Transport: client.BearerTransport(&http.Transport{
 			Proxy:               nil,
 			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			MaxIdleConns:        512,
 			MaxIdleConnsPerHost: 256,
 			IdleConnTimeout:     90 * time.Second,
 			DisableCompression:  true,
-		},
+		}, bootstrap, ""),
 	}
 	if err := e.locateBinaries(ctx); err != nil {
 		e.keepLogs = true
@@ -791,35 +800,13 @@ func (e *benchEnv) start(ctx context.Context) error {
 		return err
 	}
 
-	// gateway
-	gwAddr, err := freeAddr()
-	if err != nil {
+	// gateway: authentication on, the bench the administrator with the
+	// bootstrap token (e.client sends it)
+	if e.gatewayURL, err = e.startGateway(ctx, "gateway"); err != nil {
 		return err
 	}
-	args, err = e.serviceArgs(identity.Gateway, []string{"--listen", gwAddr, "--store-addr", e.storeAddr, "--admission-addr", e.admissionAddr, "--nats-url", e.natsURL,
-		"--outbound-allow", "loopback"})
-	if err != nil {
-		return err
-	}
-	gp, err := e.startProc("gateway", filepath.Join(e.binDir, "no8s-gateway"), args...)
-	if err != nil {
-		return err
-	}
-	e.gatewayURL = "http://" + gwAddr
 	if e.api, err = client.New(e.gatewayURL, client.WithHTTPClient(e.client), client.WithTimeout(0), client.WithRetries(0),
 		client.WithUserAgent("no8s-bench")); err != nil {
-		return err
-	}
-	if err := waitFor(ctx, 30*time.Second, "gateway /health", gp, func() error {
-		status, _, body, err := e.do(ctx, http.MethodGet, "/health", nil)
-		if err != nil {
-			return err
-		}
-		if status != http.StatusOK {
-			return fmt.Errorf("health %d: %s", status, truncateBytes(body, 200))
-		}
-		return nil
-	}); err != nil {
 		return err
 	}
 
@@ -853,6 +840,52 @@ func (e *benchEnv) start(ctx context.Context) error {
 	}
 	e.pool = pool
 	return nil
+}
+
+// startGateway starts a gateway named name on the stack's store and
+// admission, with extra flags, and waits until it is healthy; it returns
+// its base URL. Authentication is on unless extra says otherwise, with the
+// bench's bootstrap token (bootstrapToken).
+func (e *benchEnv) startGateway(ctx context.Context, name string, extra ...string) (string, error) {
+	gwAddr, err := freeAddr()
+	if err != nil {
+		return "", err
+	}
+	tokenFile, err := e.bootstrapTokenFile()
+	if err != nil {
+		return "", err
+	}
+	args, err := e.serviceArgs(identity.Gateway, append([]string{"--listen", gwAddr, "--store-addr", e.storeAddr, "--admission-addr", e.admissionAddr, "--nats-url", e.natsURL,
+		"--outbound-allow", "loopback", "--bootstrap-token-file", tokenFile}, extra...))
+	if err != nil {
+		return "", err
+	}
+	gp, err := e.startProc(name, filepath.Join(e.binDir, "no8s-gateway"), args...)
+	if err != nil {
+		return "", err
+	}
+	url := "http://" + gwAddr
+	return url, waitFor(ctx, 30*time.Second, name+" /health", gp, func() error {
+		resp, err := e.client.Get(url + "/health")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("health %d", resp.StatusCode)
+		}
+		return nil
+	})
+}
+
+// bootstrapTokenFile writes the bench's bootstrap token to a file of the
+// work directory (once) and returns its path.
+func (e *benchEnv) bootstrapTokenFile() (string, error) {
+	path := filepath.Join(e.workDir, "bootstrap.token")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	return path, os.WriteFile(path, []byte(e.bootstrapToken+"\n"), 0o600)
 }
 
 // stop ends every process (SIGTERM, then SIGKILL after a grace period, the

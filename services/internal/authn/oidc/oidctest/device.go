@@ -79,7 +79,7 @@ func (i *Issuer) decide(userCode string, f func(*deviceGrant)) {
 	defer i.mu.Unlock()
 	g, ok := i.devices[i.userCodes[userCode]]
 	if !ok {
-		i.t.Errorf("oidctest: unknown user code %q", userCode)
+		i.errorf("oidctest: unknown user code %q", userCode)
 		return
 	}
 	f(g)

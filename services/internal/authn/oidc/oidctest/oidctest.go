@@ -36,11 +36,12 @@ const (
 )
 
 // Issuer is an OIDC issuer on an httptest.Server, closed when the test
-// ends. Its methods are safe for concurrent use.
+// ends (New) or by Close (Start). Its methods are safe for concurrent use.
 type Issuer struct {
-	t   testing.TB
-	srv *httptest.Server
-	now func() time.Time
+	// errorf reports a misuse (the test's Errorf; a panic without a test).
+	errorf func(format string, args ...any)
+	srv    *httptest.Server
+	now    func() time.Time
 
 	mu          sync.Mutex
 	keys        []signingKey // published; the last one signs
@@ -81,8 +82,20 @@ func WithClock(now func() time.Time) Option {
 // New starts an Issuer with one RSA key; it stops when t ends.
 func New(t testing.TB, opts ...Option) *Issuer {
 	t.Helper()
+	i, err := Start(opts...)
+	if err != nil {
+		t.Fatalf("oidctest: %v", err)
+	}
+	i.errorf = t.Errorf
+	t.Cleanup(i.Close)
+	return i
+}
+
+// Start starts an Issuer with one RSA key outside a test (a benchmark
+// program's); Close stops it.
+func Start(opts ...Option) (*Issuer, error) {
 	i := &Issuer{
-		t:         t,
+		errorf:    func(format string, args ...any) { panic(fmt.Sprintf(format, args...)) },
 		now:       time.Now,
 		devices:   map[string]*deviceGrant{},
 		userCodes: map[string]string{},
@@ -91,24 +104,29 @@ func New(t testing.TB, opts ...Option) *Issuer {
 	for _, o := range opts {
 		o(i)
 	}
-	i.keys = []signingKey{newKey(t)}
+	k, err := newKey()
+	if err != nil {
+		return nil, err
+	}
+	i.keys = []signingKey{k}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+DiscoveryPath, i.discovery)
 	mux.HandleFunc("GET "+JWKSPath, i.jwks)
 	mux.HandleFunc("POST "+DevicePath, i.deviceAuthorization)
 	mux.HandleFunc("POST "+TokenPath, i.token)
 	i.srv = httptest.NewServer(i.availability(mux))
-	t.Cleanup(i.srv.Close)
-	return i
+	return i, nil
 }
 
-func newKey(t testing.TB) signingKey {
-	t.Helper()
+// Close stops the issuer's server.
+func (i *Issuer) Close() { i.srv.Close() }
+
+func newKey() (signingKey, error) {
 	priv, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		t.Fatalf("oidctest: generate key: %v", err)
+		return signingKey{}, fmt.Errorf("generate key: %w", err)
 	}
-	return signingKey{id: randomString(8), priv: priv}
+	return signingKey{id: randomString(8), priv: priv}, nil
 }
 
 // URL is the issuer URL (the iss of its tokens).
@@ -131,7 +149,11 @@ func (i *Issuer) PublicKey() *rsa.PublicKey {
 // Rotate publishes a new key (the old ones stay published) and signs with
 // it from now on.
 func (i *Issuer) Rotate() {
-	k := newKey(i.t)
+	k, err := newKey()
+	if err != nil {
+		i.errorf("oidctest: %v", err)
+		return
+	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.keys = append(i.keys, k)
@@ -175,7 +197,7 @@ func (i *Issuer) Sign(claims map[string]any) string {
 	i.mu.Unlock()
 	s, err := SignWith(k.priv, k.id, claims)
 	if err != nil {
-		i.t.Errorf("oidctest: %v", err)
+		i.errorf("oidctest: %v", err)
 		return ""
 	}
 	return s

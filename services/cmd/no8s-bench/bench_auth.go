@@ -1,0 +1,146 @@
+package main
+
+// bench_auth.go is the "api-auth" scenario: API creates/s through a gateway
+// that authenticates each request with an API token, and through one that
+// verifies an RS256 OIDC JWT, against one with --auth=none, on the same
+// store and admission, measured back to back in alternating rounds.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/no8s/no8s/libs/client"
+	"github.com/no8s/no8s/services/internal/authn/oidc/oidctest"
+)
+
+// authRounds is how many alternating rounds the scenario measures; each
+// arm's figure is its median.
+const authRounds = 3
+
+// authArm is one way of calling the API.
+type authArm struct {
+	name          string
+	url           string
+	authorization string
+	rates         []float64
+}
+
+// benchAPIAuth is the "api-auth" scenario.
+func benchAPIAuth(ctx context.Context, env *benchEnv) error {
+	if err := env.Fresh(ctx); err != nil {
+		return err
+	}
+	if _, err := env.postJSON(ctx, "/api/v1/resource-types", map[string]any{
+		"name": "DatabaseCluster", "version": "v1beta1", "description": "Managed database cluster", "schema": json.RawMessage(databaseClusterSchema),
+	}); err != nil {
+		return err
+	}
+	issuer, err := oidctest.Start()
+	if err != nil {
+		return err
+	}
+	defer issuer.Close()
+	const audience = "no8s-bench"
+	openURL, err := env.startGateway(ctx, "gateway-open", "--auth=none")
+	if err != nil {
+		return err
+	}
+	jwtURL, err := env.startGateway(ctx, "gateway-jwt", "--oidc-issuer", "issuer="+issuer.URL()+",audience="+audience)
+	if err != nil {
+		return err
+	}
+	tok, err := env.api.CreateToken(ctx, client.TokenCreate{Name: "bench", ExpiresIn: "1h"})
+	if err != nil {
+		return err
+	}
+	jwt := issuer.Sign(issuer.Claims("bench", audience))
+	arms := []*authArm{
+		{name: "--auth=none", url: openURL},
+		{name: "API token", url: env.gatewayURL, authorization: "Bearer " + tok.Value},
+		{name: "RS256 JWT", url: jwtURL, authorization: "Bearer " + jwt},
+	}
+	// A client of its own, sending exactly each arm's header.
+	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
+		DialContext:  (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns: 512, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, DisableCompression: true,
+	}}
+	defer hc.CloseIdleConnections()
+	fmt.Printf("three gateways on one store and admission: --auth=none, API tokens, OIDC (a loopback issuer); c=32, 5 s per run after 1 s warmup, %d alternating rounds\n", authRounds)
+	tw := newTable()
+	fmt.Fprintln(tw, "round\tarm\tcreates/s\tp50\tp99")
+	for round := range authRounds {
+		// Each round starts with another arm: none is always first.
+		for i := range arms {
+			arm := arms[(i+round)%len(arms)]
+			res, err := runLoad(ctx, loadSpec{Concurrency: 32, Warmup: time.Second, Duration: 5 * time.Second}, true, func(ctx context.Context, seq int64) error {
+				return authCreate(ctx, hc, arm, fmt.Sprintf("auth-%d-%s-%07d", round, slug(arm.name), seq))
+			})
+			if err != nil {
+				return fmt.Errorf("%s: %w", arm.name, err)
+			}
+			arm.rates = append(arm.rates, res.rate())
+			fmt.Fprintf(tw, "%d\t%s\t%.0f\t%s\t%s\n", round+1, arm.name, res.rate(), fmtDur(res.percentile(50)), fmtDur(res.percentile(99)))
+		}
+	}
+	tw.Flush()
+	base := median(arms[0].rates)
+	var targets []targetResult
+	for _, arm := range arms[1:] {
+		m := median(arm.rates)
+		lower := 1 - m/base
+		targets = append(targets, targetResult{name: "creates/s with " + arm.name + " vs --auth=none",
+			ok: lower < 0.05, detail: fmt.Sprintf("%.0f vs %.0f: %.1f%% lower (target < 5%%)", m, base, 100*lower)})
+	}
+	printTargets(targets...)
+	return nil
+}
+
+// authCreate creates one resource through arm's gateway with its header.
+func authCreate(ctx context.Context, hc *http.Client, arm *authArm, name string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, arm.url+"/api/v1/resources", bytes.NewReader(apiCreateBody("v1beta1", name)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if arm.authorization != "" {
+		req.Header.Set("Authorization", arm.authorization)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("create %s: %d", name, resp.StatusCode)
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+// median of rates (not sorted in place).
+func median(rates []float64) float64 {
+	s := slices.Clone(rates)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
+
+// slug is an arm's name fit for a resource name.
+func slug(name string) string {
+	switch name {
+	case "--auth=none":
+		return "none"
+	case "API token":
+		return "token"
+	}
+	return "jwt"
+}
