@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/no8s/no8s/services/internal/authn"
 	"os"
 	"path/filepath"
 	"strings"
@@ -199,6 +200,7 @@ deploy/nats/nats-server.conf includes it as no8s-auth.conf.`,
 func (a *app) identityEnsureCmd() *cobra.Command {
 	var (
 		caDir, out, natsConfig       string
+		bootstrapToken               string
 		services, reconcilers, hosts []string
 		publishers, readers          []string
 		valid, renewBefore           time.Duration
@@ -219,7 +221,9 @@ service does) and again at any time:
     other keys, or expires within --renew-before;
   - with --nats-config, the nats-server include that takes only the CA's
     NATS users (as nats-config writes it), written when missing or written
-    from other keys.
+    from other keys;
+  - with --bootstrap-token, the gateways' bootstrap token (the first
+    administrator's), created when the file is missing.
 
 Every control plane service is issued unless --services says otherwise.
 A reconciler's types are claimed in the CA directory as issue claims them:
@@ -274,6 +278,17 @@ a type another reconciler holds fails the command, naming it.`,
 					fmt.Fprintf(w, "kept %s in %s\n", describeID(id), dir)
 				}
 			}
+			if bootstrapToken != "" {
+				_, created, err := authn.EnsureBootstrapToken(bootstrapToken)
+				if err != nil {
+					return err
+				}
+				verb := "kept"
+				if created {
+					verb = "created"
+				}
+				fmt.Fprintf(w, "%s %s: the gateways' bootstrap token (the first administrator's)\n", verb, bootstrapToken)
+			}
 			if natsConfig != "" {
 				verb := "kept"
 				if res.NATSConfigWritten {
@@ -292,6 +307,7 @@ a type another reconciler holds fails the command, naming it.`,
 	f.StringSliceVar(&publishers, "nats-publisher", nil, "a NATS publisher (queue input) to issue a NATS user alone (repeatable)")
 	f.StringSliceVar(&readers, "nats-reader", nil, "a NATS reader (CloudEvents consumer) to issue a NATS user alone (repeatable)")
 	f.StringVar(&natsConfig, "nats-config", "", "write the nats-server include here (as nats-config does) when missing or stale")
+	f.StringVar(&bootstrapToken, "bootstrap-token", "", "create the gateways' bootstrap token in this file (mode 0600) when missing: their --bootstrap-token-file")
 	f.StringSliceVar(&hosts, "host", nil, "a host name or IP address added to every certificate for tools that check host names (repeatable)")
 	f.DurationVar(&valid, "valid", identityca.DefaultLeafValidity, "how long what is issued is valid")
 	f.DurationVar(&renewBefore, "renew-before", identityca.DefaultRenewBefore, "issue again what expires within this")

@@ -1,14 +1,11 @@
 package devstack
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/no8s/no8s/services/cli/config"
-	"github.com/no8s/no8s/services/internal/authn"
 )
 
 // The development stack's users: authentication is on by default, with an
@@ -24,28 +21,6 @@ const DevContext = "no8s-dev"
 
 // TokenFile is the administrator's token in the data directory.
 func (c Config) TokenFile() string { return filepath.Join(c.DataDir, "admin.token") }
-
-// ensureAdminToken reads the administrator's token, creating it (mode
-// 0600) at first start.
-func ensureAdminToken(path string) (token string, created bool, err error) {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		_, _, tok, err := authn.NewToken()
-		if err != nil {
-			return "", false, err
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return "", false, fmt.Errorf("create the admin token: %w", err)
-		}
-		_, werr := f.WriteString(tok + "\n")
-		if err := errors.Join(werr, f.Close()); err != nil {
-			return "", false, fmt.Errorf("write the admin token: %w", err)
-		}
-		created = true
-	}
-	token, err = authn.ReadBootstrapToken(path)
-	return token, created, err
-}
 
 // writeCLIContext puts the stack's API URL and token in the CLI's context
 // DevContext and makes it current, so that `no8s` commands work at once.

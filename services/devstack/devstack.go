@@ -358,7 +358,7 @@ func (s *stack) prepareAuth() error {
 	if !cfg.Identities && (cfg.RegistrySync || cfg.TenantReconciler) {
 		return errors.New("--identities=off needs --auth=none: registry-sync and the tenant reconciler reach the API with their identities")
 	}
-	token, created, err := ensureAdminToken(cfg.TokenFile())
+	token, created, err := authn.EnsureBootstrapToken(cfg.TokenFile())
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -131,4 +133,28 @@ func TestDevAuthNone(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// TestGatewayRefusesToStartOpen: with authentication on (the default) and
+// no way for an administrator to sign in, no8s-gateway does not start, and
+// says what to give; with --auth=none it starts and says it is open.
+func TestGatewayRefusesToStartOpen(t *testing.T) {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "NO8S_BOOTSTRAP_TOKEN_FILE=") || strings.HasPrefix(kv, "NO8S_AUTH=")
+	})
+	cmd := exec.Command(filepath.Join(binDir, "no8s-gateway"), "--listen", freeAddr(t), "--store-addr", "127.0.0.1:1", "--admission-addr", "127.0.0.1:1")
+	cmd.Env = append(env, "NO8S_HEALTH_LISTEN=off")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--bootstrap-token-file") || !strings.Contains(string(out), "--auth=none") {
+		t.Fatalf("no8s-gateway without a bootstrap token or OIDC admin group: %v\n%s", err, out)
+	}
+	bad := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(bad, []byte(strings.Repeat("x", 40)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(filepath.Join(binDir, "no8s-gateway"), "--listen", freeAddr(t), "--bootstrap-token-file", bad)
+	cmd.Env = append(env, "NO8S_HEALTH_LISTEN=off")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "chmod 600") {
+		t.Fatalf("no8s-gateway with a bootstrap token file others may read: %v\n%s", err, out)
+	}
 }

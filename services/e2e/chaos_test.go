@@ -172,7 +172,7 @@ type chaosLoad struct {
 
 func newChaosLoad(base string) *chaosLoad {
 	return &chaosLoad{base: base, acked: map[int64]int64{}, failures: map[string]int{},
-		client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+		client: &http.Client{Timeout: 5 * time.Second, Transport: withAdminToken(&http.Transport{MaxIdleConnsPerHost: 64})}}
 }
 
 func (l *chaosLoad) run(ctx context.Context, rate int) {

@@ -604,7 +604,7 @@ func TestCLINamespaces(t *testing.T) {
 	// A context's namespace is used when -n is absent; -n still wins.
 	cfg := filepath.Join(dir, "config.yaml")
 	ctxEnv := []string{"NO8S_CONFIG=" + cfg}
-	if r := no8sEnv(t, ctxEnv, "", "config", "set-context", "team-b", "--server", base, "--namespace", "cli-b"); r.code != 0 {
+	if r := no8sEnv(t, ctxEnv, "", "config", "set-context", "team-b", "--server", base, "--namespace", "cli-b", "--token", adminToken); r.code != 0 {
 		t.Fatalf("set-context: %+v", r)
 	}
 	if r := no8sEnv(t, ctxEnv, "", "config", "use-context", "team-b"); r.code != 0 {

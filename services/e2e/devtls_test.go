@@ -31,7 +31,7 @@ func TestDevTLS(t *testing.T) {
 	if !roots.AppendCertsFromPEM(pem) {
 		t.Fatalf("%s holds no certificate", addrs.CAFile)
 	}
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
+	hc := &http.Client{Transport: withAdminToken(&http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}})}
 	send := func(method, url, host, body string) (int, string) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))

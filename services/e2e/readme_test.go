@@ -146,10 +146,11 @@ func TestReadmeCommands(t *testing.T) {
 	r.stopBackground()
 }
 
-// readmeDataDir is `make run`'s data directory, as the README names it:
-// its administrator's token, its CA for a reconciler's --identity-ca, its
-// NATS users for the nats CLI's --creds.
-const readmeDataDir = "~/.cache/no8s/dev"
+// readmeDataDir is `make run`'s data directory, as the README names files
+// in it: its administrator's token, its CA for a reconciler's
+// --identity-ca, its NATS users for the nats CLI's --creds. (The directory
+// itself, which the README removes to start afresh, is not substituted.)
+const readmeDataDir = "~/.cache/no8s/dev/"
 
 // devCA puts the data directory of the no8s dev the test runs (its own)
 // in place of readmeDataDir.
@@ -160,7 +161,7 @@ func (r *readmeShell) devCA(c readmeCommand, text string) string {
 	if r.dataDir == "" {
 		r.t.Fatalf("README.md:%d: %s names no8s dev's data directory before no8s dev runs", c.line, text)
 	}
-	return strings.ReplaceAll(text, readmeDataDir, r.dataDir)
+	return strings.ReplaceAll(text, readmeDataDir, r.dataDir+"/")
 }
 
 // readmeCommand is one command of an sh block of README.md.

@@ -88,7 +88,7 @@ func dialWatch(ctx context.Context, url string, lastEventID int64, smallBuffer b
 			return serr
 		}
 	}
-	client := &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableCompression: true}}
+	client := &http.Client{Transport: withAdminToken(&http.Transport{DialContext: d.DialContext, DisableCompression: true})}
 	ctx, cancel := context.WithCancel(ctx)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

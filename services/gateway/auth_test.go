@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,8 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/gateway/queueinput"
 	"github.com/no8s/no8s/services/internal/authn"
+	"github.com/no8s/no8s/services/internal/authn/oidc"
+	"github.com/no8s/no8s/services/internal/authn/oidc/oidctest"
 )
 
 // bootstrapToken is the administrator's token of authGateway.
@@ -273,4 +276,43 @@ func TestQueueInputAuthenticated(t *testing.T) {
 func isUnauthenticated(err error) bool {
 	var apiErr *client.Error
 	return errors.As(err, &apiErr) && apiErr.Status == http.StatusUnauthorized && apiErr.Code == client.CodeUnauthenticated
+}
+
+// TestOIDCTokensAuthenticate: a JWT of a trusted issuer authenticates with
+// its username and groups claims; members of an admin group are
+// administrators; a token of another audience is refused with a challenge.
+func TestOIDCTokensAuthenticate(t *testing.T) {
+	issuer := oidctest.New(t)
+	spec, err := oidc.ParseIssuerSpec("issuer=" + issuer.URL() + ",audience=no8s,username-claim=email")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := oidc.New(spec, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Auth = AuthConfig{JWT: oidc.Verifiers{v}, AdminGroups: []string{"platform"}}
+	if err := cfg.Auth.Validate(); err != nil {
+		t.Fatalf("an OIDC issuer with an admin group: %v", err)
+	}
+	cfg.Tokens = storev1.NewTokenServiceClient(env.storeConn)
+	gw := New(cfg, env.store, env.admission, env.log.With("service", "gateway-oidc"))
+	srv := httptest.NewServer(gw.Handler())
+	defer srv.Close()
+
+	claims := issuer.Claims("u-1", "no8s")
+	claims["email"], claims["email_verified"], claims["groups"] = "alice@example.com", true, []string{"dev", "platform"}
+	who, err := apiClient(t, srv, issuer.Sign(claims)).WhoAmI(env.ctx)
+	if err != nil || who.Username != "alice@example.com" || who.Method != authn.MethodOIDC ||
+		!slices.Equal(who.Groups, []string{"dev", "platform", authn.GroupAdmins}) {
+		t.Fatalf("whoami with a JWT: %+v, %v", who, err)
+	}
+	other := issuer.Claims("u-2", "someone-else")
+	if _, err := apiClient(t, srv, issuer.Sign(other)).WhoAmI(env.ctx); !isUnauthenticated(err) {
+		t.Fatalf("a JWT of another audience: %v, want 401", err)
+	}
+	if err := (AuthConfig{JWT: oidc.Verifiers{v}}).Validate(); err == nil {
+		t.Fatal("an OIDC issuer without an admin group and no bootstrap token was accepted: no administrator could sign in")
+	}
 }

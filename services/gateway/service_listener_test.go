@@ -17,6 +17,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/services/gateway/queueinput"
 	"github.com/no8s/no8s/services/internal/authz"
+	"github.com/no8s/no8s/services/internal/authz/authztest"
 	"github.com/no8s/no8s/services/internal/identityca"
 )
 
@@ -37,23 +38,11 @@ func TestServiceListenerNeedsIdentity(t *testing.T) {
 // certificate's identity and refuse a caller without one; fence headers
 // are registry-sync's; both listeners stop when the context ends.
 func TestServiceListenerIdentifiesCallers(t *testing.T) {
-	dir := t.TempDir()
 	ca, err := identityca.New(time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds := func(id identity.ID) *identity.Credentials {
-		t.Helper()
-		d := filepath.Join(dir, id.Name)
-		if err := ca.IssueTo(d, id, time.Now(), time.Hour); err != nil {
-			t.Fatal(err)
-		}
-		c, err := identity.Load(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	creds := func(id identity.ID) *identity.Credentials { return authztest.Credentials(t, ca, id, time.Now()) }
 	cfg := testConfig()
 	cfg.ShutdownGrace = time.Second
 	cfg.Identity = creds(identity.ServiceID(identity.Gateway))
@@ -163,23 +152,11 @@ func TestQueueInputIsAnonymous(t *testing.T) {
 // present a client certificate and dial it by address, so its Host is not
 // checked, while the public listener refuses the same address as Host.
 func TestServiceListenerIgnoresHostAllowList(t *testing.T) {
-	dir := t.TempDir()
 	ca, err := identityca.New(time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds := func(id identity.ID) *identity.Credentials {
-		t.Helper()
-		d := filepath.Join(dir, id.Name)
-		if err := ca.IssueTo(d, id, time.Now(), time.Hour); err != nil {
-			t.Fatal(err)
-		}
-		c, err := identity.Load(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	creds := func(id identity.ID) *identity.Credentials { return authztest.Credentials(t, ca, id, time.Now()) }
 	cfg := DefaultConfig()
 	cfg.ShutdownGrace = time.Second
 	cfg.Identity = creds(identity.ServiceID(identity.Gateway))

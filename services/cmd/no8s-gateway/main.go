@@ -65,6 +65,7 @@ func run() error {
 	var issuers, adminGroups stringList
 	fs.Var(&issuers, "oidc-issuer", "a trusted OIDC issuer of JWT bearer tokens, repeatable: issuer=URL,audience=AUD[,username-claim=sub][,groups-claim=groups][,skew=1m] (docs/security.md)")
 	fs.Var(&adminGroups, "oidc-admin-group", "a JWT group whose members are administrators, repeatable")
+	publicPaths := fs.String("public-paths", proc.Env("NO8S_GATEWAY_PUBLIC_PATHS", strings.Join(gateway.DefaultPublicPaths(), ",")), "comma-separated paths answered without a token: the probes and /metrics by default; \"none\": every path needs one ($NO8S_GATEWAY_PUBLIC_PATHS)")
 	fs.DurationVar(&cfg.Auth.TokenExpiry, "token-expiry", gateway.DefaultTokenExpiry, "expiry of an API token created without one")
 	if err := proc.OutboundFlag(fs, &cfg.Outbound); err != nil {
 		return err
@@ -95,6 +96,10 @@ func run() error {
 		cfg.Auth.JWT = vs
 	}
 	cfg.Auth.AdminGroups = adminGroups
+	cfg.Auth.PublicPaths = []string{}
+	if *publicPaths != "none" {
+		cfg.Auth.PublicPaths = proc.List(*publicPaths)
+	}
 	if err := cfg.Auth.Validate(); err != nil {
 		return err
 	}

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -58,8 +61,29 @@ func (f *Flow) init() {
 	}
 	if f.client == nil {
 		f.client = f.Run.HTTPClient()
+		f.client.Transport = adminToken{base: f.client.Transport, path: filepath.Join(f.Run.volumesDir(), identityVol, bootstrapTokenFile)}
 		f.useGateway(GatewayPort)
 	}
+}
+
+// bootstrapTokenFile is the gateways' bootstrap token in the identity
+// volume, which the identity service creates.
+const bootstrapTokenFile = "bootstrap.token"
+
+// adminToken sends the bootstrap token of the file at path, read at each
+// request: the identity service creates it once the run has started (and a
+// release from before authentication has none: nothing is sent).
+type adminToken struct {
+	base http.RoundTripper
+	path string
+}
+
+func (a adminToken) RoundTrip(req *http.Request) (*http.Response, error) {
+	b, err := os.ReadFile(a.path)
+	if err != nil {
+		return a.base.RoundTrip(req)
+	}
+	return client.BearerTransport(a.base, strings.TrimSpace(string(b)), "").RoundTrip(req)
 }
 
 func (f *Flow) run(ctx context.Context, s step) error {

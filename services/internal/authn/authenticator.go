@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -225,4 +226,27 @@ func (a *Authenticator) Forget(id string) {
 	a.mu.Lock()
 	delete(a.cache, id)
 	a.mu.Unlock()
+}
+
+// EnsureBootstrapToken reads the bootstrap token file at path, creating it
+// (mode 0600, a new random token) when it does not exist: no8s dev's
+// administrator token, and `no8s identity ensure --bootstrap-token`'s.
+func EnsureBootstrapToken(path string) (token string, created bool, err error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		_, _, tok, err := NewToken()
+		if err != nil {
+			return "", false, err
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return "", false, fmt.Errorf("create the bootstrap token: %w", err)
+		}
+		_, werr := f.WriteString(tok + "\n")
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return "", false, fmt.Errorf("write the bootstrap token: %w", err)
+		}
+		created = true
+	}
+	token, err = ReadBootstrapToken(path)
+	return token, created, err
 }
