@@ -2,6 +2,7 @@ package authn
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -26,6 +27,14 @@ const (
 // is looked up again: a revoked token is refused within this bound on
 // every gateway (and at once on the one that revoked it).
 const DefaultCacheTTL = time.Second
+
+// DefaultJWTCacheTTL is how long a verified JWT is taken again without
+// verifying its signature (never past its expiry): a key the issuer stops
+// publishing stops authenticating within this bound.
+const DefaultJWTCacheTTL = 10 * time.Second
+
+// maxCachedJWTs bounds the verified JWTs remembered at once.
+const maxCachedJWTs = 10000
 
 // BootstrapUsername is who the bootstrap token authenticates as.
 const BootstrapUsername = "admin"
@@ -79,6 +88,9 @@ type Config struct {
 	// CacheTTL bounds how long a looked-up token is trusted (default
 	// DefaultCacheTTL).
 	CacheTTL time.Duration
+	// JWTCacheTTL bounds how long a verified JWT is taken again without
+	// verifying it (default DefaultJWTCacheTTL; never past its expiry).
+	JWTCacheTTL time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -89,6 +101,13 @@ type Authenticator struct {
 	bootstrap []byte
 	mu        sync.Mutex
 	cache     map[string]cachedToken
+	// jwts are verified JWTs by the SHA-256 of their text, under mu.
+	jwts map[[32]byte]cachedJWT
+}
+
+type cachedJWT struct {
+	p     Principal
+	until time.Time
 }
 
 type cachedToken struct {
@@ -101,10 +120,13 @@ func New(cfg Config) *Authenticator {
 	if cfg.CacheTTL <= 0 {
 		cfg.CacheTTL = DefaultCacheTTL
 	}
+	if cfg.JWTCacheTTL <= 0 {
+		cfg.JWTCacheTTL = DefaultJWTCacheTTL
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &Authenticator{cfg: cfg, cache: map[string]cachedToken{}}
+	a := &Authenticator{cfg: cfg, cache: map[string]cachedToken{}, jwts: map[[32]byte]cachedJWT{}}
 	if cfg.BootstrapToken != "" {
 		a.bootstrap = HashSecret(cfg.BootstrapToken)
 	}
@@ -155,17 +177,48 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Princi
 	case IsToken(token):
 		return a.apiToken(ctx, token)
 	case a.cfg.JWT != nil && strings.Count(token, ".") == 2:
-		p, err := a.cfg.JWT.Verify(ctx, token)
-		if err != nil {
-			return nil, invalid("%v", err)
-		}
-		if slices.ContainsFunc(p.Groups, func(g string) bool { return slices.Contains(a.cfg.AdminGroups, g) }) &&
-			!slices.Contains(p.Groups, GroupAdmins) {
-			p.Groups = append(p.Groups, GroupAdmins)
-		}
-		return p, nil
+		return a.jwt(ctx, token)
 	}
 	return nil, invalid("the bearer token is neither an API token nor a JWT of a trusted issuer")
+}
+
+// jwt verifies a JWT, or takes it from the verified ones it remembers.
+func (a *Authenticator) jwt(ctx context.Context, token string) (*Principal, error) {
+	key := sha256.Sum256([]byte(token))
+	now := a.cfg.Now()
+	a.mu.Lock()
+	c, ok := a.jwts[key]
+	a.mu.Unlock()
+	if ok && now.Before(c.until) {
+		p := c.p
+		p.Groups = slices.Clone(c.p.Groups)
+		return &p, nil
+	}
+	p, err := a.cfg.JWT.Verify(ctx, token)
+	if err != nil {
+		return nil, invalid("%v", err)
+	}
+	if slices.ContainsFunc(p.Groups, func(g string) bool { return slices.Contains(a.cfg.AdminGroups, g) }) &&
+		!slices.Contains(p.Groups, GroupAdmins) {
+		p.Groups = append(p.Groups, GroupAdmins)
+	}
+	until := now.Add(a.cfg.JWTCacheTTL)
+	if !p.Expiry.IsZero() && p.Expiry.Before(until) {
+		until = p.Expiry
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.jwts) >= maxCachedJWTs {
+		for k, v := range a.jwts {
+			if !now.Before(v.until) {
+				delete(a.jwts, k)
+			}
+		}
+	}
+	if len(a.jwts) < maxCachedJWTs {
+		a.jwts[key] = cachedJWT{p: *p, until: until}
+	}
+	return p, nil
 }
 
 // apiToken checks an API token against its record.

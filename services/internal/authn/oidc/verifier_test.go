@@ -43,6 +43,13 @@ func (c *clock) Now() time.Time {
 // setup starts an issuer and a verifier for audience "no8s" on one clock;
 // mod changes the verifier's config.
 func setup(t *testing.T, mod func(*oidc.Config)) (*oidctest.Issuer, *oidc.Verifier, *clock) {
+	return setupTB(t, mod)
+}
+
+// setupB is setup for a benchmark.
+func setupB(b *testing.B) (*oidctest.Issuer, *oidc.Verifier, *clock) { return setupTB(b, nil) }
+
+func setupTB(t testing.TB, mod func(*oidc.Config)) (*oidctest.Issuer, *oidc.Verifier, *clock) {
 	t.Helper()
 	clk := newClock()
 	iss := oidctest.New(t, oidctest.WithClock(clk.Now))
