@@ -91,7 +91,8 @@ func TestWatchBrowserEventSource(t *testing.T) {
 	// The test server serves the page and collects its reports.
 	var mu sync.Mutex
 	var reports []browserReport
-	page := fmt.Sprintf(browserPage, "http://"+watched+"/api/v1/events?resource_type=Widget")
+	// EventSource sends no headers: the token goes in the URL.
+	page := fmt.Sprintf(browserPage, "http://"+watched+"/api/v1/events?resource_type=Widget&access_token="+adminToken)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/":

@@ -316,3 +316,26 @@ func TestOIDCTokensAuthenticate(t *testing.T) {
 		t.Fatal("an OIDC issuer without an admin group and no bootstrap token was accepted: no administrator could sign in")
 	}
 }
+
+// TestEventStreamTokenInTheURL: a browser's EventSource cannot send
+// headers, so the watch routes take ?access_token=; no other route does.
+func TestEventStreamTokenInTheURL(t *testing.T) {
+	_, srv := authGateway(t)
+	ctx, cancel := context.WithTimeout(env.ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/v1/events?access_token="+bootstrapToken, nil)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a watch with ?access_token=: %d, want 200", resp.StatusCode)
+	}
+	if resp := rawGet(t, srv, "/api/v1/events?access_token=wrong", ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a watch with a wrong ?access_token=: %d, want 401", resp.StatusCode)
+	}
+	if resp := rawGet(t, srv, "/api/v1/resource-types?access_token="+bootstrapToken, ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a list with ?access_token=: %d, want 401 (only event streams take it)", resp.StatusCode)
+	}
+}

@@ -68,6 +68,10 @@ func (s *Service) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		token, err := bearerOf(req)
+		stream := req.Method == http.MethodGet && isEventStream(c.Path())
+		if err == nil && token == "" && stream {
+			token = streamToken(req)
+		}
 		var p *authn.Principal
 		if err == nil {
 			p, err = s.authn.Authenticate(req.Context(), token)
@@ -76,7 +80,7 @@ func (s *Service) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return s.refuseCredentials(c, err)
 		}
 		ctx := authn.WithPrincipal(req.Context(), p)
-		if req.Method == http.MethodGet && isEventStream(c.Path()) {
+		if stream {
 			ctx = s.watchCredential(ctx, token, p)
 		}
 		c.SetRequest(req.WithContext(ctx))
@@ -98,6 +102,17 @@ func bearerOf(req *http.Request) (string, error) {
 		return "", &authn.InvalidError{Reason: "the Authorization header is not a Bearer credential"}
 	}
 	return tok, nil
+}
+
+// accessTokenParam carries an event stream's token in its URL (RFC 6750,
+// section 2.3) for clients that cannot send headers: a browser's
+// EventSource. Only the watch routes take it; the access log never writes
+// query strings.
+const accessTokenParam = "access_token"
+
+// streamToken is an event stream request's access_token parameter.
+func streamToken(req *http.Request) string {
+	return req.URL.Query().Get(accessTokenParam)
 }
 
 // refuseCredentials answers a refused credential: 401 with a challenge
