@@ -226,7 +226,10 @@ func (sr scopedRule) allows(r Request) bool {
 	if !matchVerb(sr.rule.Verbs, r.Verb) || !matchType(sr.rule.Types, r.Type) {
 		return false
 	}
-	return len(sr.rule.Names) == 0 || (r.Name != "" && slices.Contains(sr.rule.Names, r.Name))
+	// No names, or the wildcard name, match every name (and requests over
+	// many, of no name).
+	return len(sr.rule.Names) == 0 || slices.Contains(sr.rule.Names, Wildcard) ||
+		(r.Name != "" && slices.Contains(sr.rule.Names, r.Name))
 }
 
 // matchVerb reports whether verbs grant verb.

@@ -77,3 +77,31 @@ func TestCheckRefusesBadRolesAndBindings(t *testing.T) {
 		t.Errorf("Check(ok) = %v", errs)
 	}
 }
+
+// TestRuleNamesWildcardMatchesEveryName: Wildcard, as a name, matches
+// every name (types.go), as an empty Names does; it used to match only an
+// object named "*" (which no object can be), so the rule granted nothing.
+func TestRuleNamesWildcardMatchesEveryName(t *testing.T) {
+	p, errs := NewPolicy([]Object{
+		obj(t, ClusterRoleType, ClusterNamespace, "any-a", RoleSpec{Rules: []Rule{{Verbs: []string{VerbGet, VerbList}, Types: []string{"A"}, Names: []string{Wildcard}}}}),
+		obj(t, ClusterRoleBindingType, ClusterNamespace, "alice-any-a", BindingSpec{RoleRef: RoleRef{ClusterRoleType, "any-a"}, Subjects: []Subject{{SubjectUser, "alice"}}}),
+	}, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	alice := &authn.Principal{Username: "alice", Method: authn.MethodOIDC}
+	for _, c := range []struct {
+		r    Request
+		want bool
+	}{
+		{Request{VerbGet, "A", "a", "x"}, true},
+		{Request{VerbList, "A", "", ""}, true},
+		{Request{VerbGet, "A", "b", Wildcard}, true},
+		{Request{VerbDelete, "A", "a", "x"}, false},
+		{Request{VerbGet, "B", "a", "x"}, false},
+	} {
+		if got := p.Allowed(alice, c.r); got != c.want {
+			t.Errorf("%s = %v, want %v", c.r, got, c.want)
+		}
+	}
+}
