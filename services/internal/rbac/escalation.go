@@ -2,6 +2,7 @@ package rbac
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/no8s/no8s/services/internal/authn"
 )
@@ -15,7 +16,12 @@ func (p *Policy) Uncovered(pr *authn.Principal, namespace string, rules []Rule) 
 	var out []Request
 	for _, r := range rules {
 		scopes := []string{namespace}
-		if namespace == "" && len(r.Namespaces) > 0 {
+		switch {
+		case namespace != "" && len(r.Namespaces) > 0 && !slices.Contains(r.Namespaces, namespace):
+			// A rule narrowed to other namespaces grants nothing in
+			// namespace (as the evaluator's scopedRule.allows says).
+			continue
+		case namespace == "" && len(r.Namespaces) > 0:
 			scopes = r.Namespaces
 		}
 		names := r.Names
