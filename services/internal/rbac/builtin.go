@@ -10,8 +10,10 @@ const BuiltinPrefix = "no8s:"
 const (
 	// RoleAdmin may do everything (the group authn.GroupAdmins holds it).
 	RoleAdmin = BuiltinPrefix + "admin"
-	// RoleEditor may read everything but tokens and webhooks, and write
-	// every resource of a type that is not Protected.
+	// RoleEditor may read what RoleViewer may (every resource of a type
+	// that is not Protected, the resource types and the namespaces), and
+	// create, update, patch, delete, reconcile and approve every resource
+	// of a type that is not Protected.
 	RoleEditor = BuiltinPrefix + "editor"
 	// RoleViewer may read every resource of a type that is not Protected,
 	// the resource types and the namespaces.

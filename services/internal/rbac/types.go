@@ -122,7 +122,8 @@ type Rule struct {
 	// Types are resource type names or global kinds (Wildcard: every type
 	// that is not Protected).
 	Types []string `json:"types"`
-	// Names narrow the rule to objects of these names (empty: all).
+	// Names narrow the rule to objects of these names (empty, or naming
+	// Wildcard: all, and requests over many).
 	Names []string `json:"names,omitempty"`
 	// Namespaces narrow a ClusterRole's rule to these namespaces (empty:
 	// all, and global objects). A Role's rules may not name any.
