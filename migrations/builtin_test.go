@@ -20,6 +20,7 @@ func TestBuiltinSchemasInMigrations(t *testing.T) {
 		{"00006_events_tenants.sql", "00003_events_tenants.sql", []string{"TenantTemplate", "Tenant"}},
 		{"00008_httpsource.sql", "00004_httpsource.sql", []string{"HttpSource"}},
 		{"00009_registry_privileged.sql", "00005_registry_privileged.sql", []string{"TenantRegistry"}},
+		{"00011_roles.sql", "00007_roles.sql", []string{"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}},
 	} {
 		checkBuiltins(t, m.pg, m.lite, m.types)
 	}

@@ -112,7 +112,10 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 	if err := h.checkHTTPSource(ctx, op, out); err != nil {
 		return nil, 0, err
 	}
-	if op == webhookconf.OpCreate && h.live != nil {
+	if err := checkRole(out); err != nil {
+		return nil, 0, err
+	}
+	if op == webhookconf.OpCreate && h.live != nil && !isRoleType(out) {
 		if err := h.addReconcilerFinalizers(ctx, out); err != nil {
 			return nil, 0, err
 		}

@@ -169,7 +169,7 @@ error (for diff: any error).`,
 		return nil
 	}
 	root.AddCommand(a.applyCmd(), a.diffCmd(), a.getCmd(), a.describeCmd(), a.deleteCmd(), a.reconcileCmd(),
-		a.historyCmd(), a.outputsCmd(), a.waitCmd(), a.configCmd(), a.identityCmd(), a.loginCmd(), a.tokenCmd(), a.versionCmd())
+		a.historyCmd(), a.outputsCmd(), a.waitCmd(), a.configCmd(), a.identityCmd(), a.loginCmd(), a.tokenCmd(), a.authCmd(), a.versionCmd())
 	for _, c := range extra {
 		root.AddCommand(c)
 	}

@@ -40,6 +40,10 @@ type AuthConfig struct {
 	// StreamRecheck is how often an open event stream's credential is
 	// checked again (default DefaultStreamRecheck).
 	StreamRecheck time.Duration
+	// RolesRefresh is the age at which the roles and bindings are read
+	// again (default rbac.DefaultRefresh); RolesMaxStaleness the oldest
+	// read a decision is made on (default rbac.DefaultMaxStaleness).
+	RolesRefresh, RolesMaxStaleness time.Duration
 }
 
 // DefaultPublicPaths are the paths answered without credentials by

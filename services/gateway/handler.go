@@ -20,6 +20,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
+	"github.com/no8s/no8s/services/internal/rbac"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 
@@ -104,48 +105,49 @@ func (s *Service) routes() *echo.Echo {
 		e.GET(health.MetricsPath, echo.WrapHandler(s.cfg.Health.Metrics))
 	}
 
-	e.POST("/api/v1/resource-types", s.createType)
-	e.GET("/api/v1/resource-types", s.listTypes)
-	e.GET("/api/v1/resource-types/:id", s.getType)
-	e.GET("/api/v1/resource-types/:id/:version", s.getTypeByName)
-	e.PUT("/api/v1/resource-types/:id", s.updateType)
-	e.DELETE("/api/v1/resource-types/:id", s.deleteType)
+	e.POST("/api/v1/resource-types", s.createType, s.require(rbac.VerbCreate, rbac.KindResourceTypes))
+	e.GET("/api/v1/resource-types", s.listTypes, s.require(rbac.VerbList, rbac.KindResourceTypes))
+	e.GET("/api/v1/resource-types/:id", s.getType, s.require(rbac.VerbGet, rbac.KindResourceTypes))
+	e.GET("/api/v1/resource-types/:id/:version", s.getTypeByName, s.require(rbac.VerbGet, rbac.KindResourceTypes))
+	e.PUT("/api/v1/resource-types/:id", s.updateType, s.require(rbac.VerbUpdate, rbac.KindResourceTypes))
+	e.DELETE("/api/v1/resource-types/:id", s.deleteType, s.require(rbac.VerbDelete, rbac.KindResourceTypes))
 
-	e.POST("/api/v1/namespaces", s.createNamespace)
-	e.GET("/api/v1/namespaces", s.listNamespaces)
-	e.GET("/api/v1/namespaces/:name", s.getNamespace)
-	e.DELETE("/api/v1/namespaces/:name", s.deleteNamespace)
+	e.POST("/api/v1/namespaces", s.createNamespace, s.require(rbac.VerbCreate, rbac.KindNamespaces))
+	e.GET("/api/v1/namespaces", s.listNamespaces, s.require(rbac.VerbList, rbac.KindNamespaces))
+	e.GET("/api/v1/namespaces/:name", s.getNamespace, s.require(rbac.VerbGet, rbac.KindNamespaces))
+	e.DELETE("/api/v1/namespaces/:name", s.deleteNamespace, s.require(rbac.VerbDelete, rbac.KindNamespaces))
 
 	e.POST("/api/v1/resources", s.createResource)
 	e.POST("/api/v1/resources/apply", s.applyResource)
 	e.GET("/api/v1/resources", s.listResources)
 	e.GET("/api/v1/resources/by-name/:type/:version/:name", s.getResourceByName)
-	e.GET("/api/v1/resources/:id", s.getResource)
+	e.GET("/api/v1/resources/:id", s.getResource, s.requireStored(rbac.VerbGet))
 	e.PUT("/api/v1/resources/:id", s.updateResource)
 	e.PATCH("/api/v1/resources/:id", s.patchResource)
 	e.DELETE("/api/v1/resources/:id", s.deleteResource)
-	e.PUT("/api/v1/resources/:id/finalizers", s.updateFinalizers)
-	e.POST("/api/v1/resources/:id/reconcile", s.requestReconcile)
-	e.GET("/api/v1/resources/:id/history", s.listHistory)
-	e.GET("/api/v1/resources/:id/outputs", s.getOutputs)
-	e.GET("/api/v1/reconcilers", s.listReconcilers)
-	e.GET("/api/v1/resources/:id/events", s.watchResourceEvents)
+	e.PUT("/api/v1/resources/:id/finalizers", s.updateFinalizers, s.requireStored(rbac.VerbUpdate))
+	e.POST("/api/v1/resources/:id/reconcile", s.requestReconcile, s.requireStored(rbac.VerbReconcile))
+	e.GET("/api/v1/resources/:id/history", s.listHistory, s.requireStored(rbac.VerbGet))
+	e.GET("/api/v1/resources/:id/outputs", s.getOutputs, s.requireStored(rbac.VerbGet))
+	e.GET("/api/v1/reconcilers", s.listReconcilers, s.require(rbac.VerbList, rbac.KindResourceTypes))
+	e.GET("/api/v1/resources/:id/events", s.watchResourceEvents, s.requireStored(rbac.VerbWatch))
 	e.GET("/api/v1/events", s.watchEvents)
-	e.GET("/api/v1/resources/:id/event-records", s.listResourceEventRecords)
-	e.POST("/api/v1/resources/:id/event-records", s.recordEvent)
-	e.GET("/api/v1/event-records", s.listEventRecords)
+	e.GET("/api/v1/resources/:id/event-records", s.listResourceEventRecords, s.requireStored(rbac.VerbGet))
+	e.POST("/api/v1/resources/:id/event-records", s.recordEvent, s.requireStored(rbac.VerbUpdate))
+	e.GET("/api/v1/event-records", s.listEventRecords, s.require(rbac.VerbList, rbac.Wildcard))
 
-	e.POST("/api/v1/admission-webhooks", s.createWebhook)
-	e.GET("/api/v1/admission-webhooks", s.listWebhooks)
-	e.GET("/api/v1/admission-webhooks/:id", s.getWebhook)
-	e.PUT("/api/v1/admission-webhooks/:id", s.updateWebhook)
-	e.PATCH("/api/v1/admission-webhooks/:id", s.patchWebhook)
-	e.DELETE("/api/v1/admission-webhooks/:id", s.deleteWebhook)
+	e.POST("/api/v1/admission-webhooks", s.createWebhook, s.require(rbac.VerbCreate, rbac.KindWebhooks))
+	e.GET("/api/v1/admission-webhooks", s.listWebhooks, s.require(rbac.VerbList, rbac.KindWebhooks))
+	e.GET("/api/v1/admission-webhooks/:id", s.getWebhook, s.require(rbac.VerbGet, rbac.KindWebhooks))
+	e.PUT("/api/v1/admission-webhooks/:id", s.updateWebhook, s.require(rbac.VerbUpdate, rbac.KindWebhooks))
+	e.PATCH("/api/v1/admission-webhooks/:id", s.patchWebhook, s.require(rbac.VerbPatch, rbac.KindWebhooks))
+	e.DELETE("/api/v1/admission-webhooks/:id", s.deleteWebhook, s.require(rbac.VerbDelete, rbac.KindWebhooks))
 
 	e.GET("/api/v1/whoami", s.whoAmI)
 	e.POST("/api/v1/tokens", s.createToken)
 	e.GET("/api/v1/tokens", s.listTokens)
 	e.DELETE("/api/v1/tokens/:id", s.revokeToken)
+	e.POST("/api/v1/access-review", s.accessReview)
 	return e
 }
 

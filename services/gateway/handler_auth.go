@@ -190,11 +190,6 @@ func principal(c *echo.Context) *authn.Principal {
 	return anonymous
 }
 
-// isAdmin reports whether p is an administrator.
-func isAdmin(p *authn.Principal) bool {
-	return slices.Contains(p.Groups, authn.GroupAdmins) || p.Method == authn.MethodNone
-}
-
 func (s *Service) whoAmI(c *echo.Context) error {
 	p := principal(c)
 	out := client.WhoAmI{Username: p.Username, Groups: p.Groups, Method: p.Method}

@@ -100,6 +100,9 @@ func (s *Service) serveWatch(c *echo.Context, f watch.Filter) error {
 	if s.events == nil {
 		return problem.New(problem.Unavailable, problem.CodeUnavailable, "event streaming is not configured on this gateway (no NATS connection)")
 	}
+	if err := s.authorizeWatch(c, &f); err != nil {
+		return err
+	}
 	since, resume, err := resumePoint(c)
 	if err != nil {
 		return err

@@ -25,6 +25,7 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/rbac"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/resourcepb"
 	"github.com/no8s/no8s/services/internal/tenancy"
@@ -175,6 +176,11 @@ func (s *Service) createAdmitted(ctx context.Context, in *resource.Resource, dry
 // revision to write. When the store answers schema_changed, it admits again
 // against a freshly read schema, up to maxSchemaRetries times.
 func (s *Service) admitAndWrite(ctx context.Context, req *admissionv1.AdmitResourceRequest, write func(admitted *storev1.Resource, schemaRevision int64) error) error {
+	// Every create and update (HTTP, apply, the queue input) is decided
+	// here, and a role or binding once more as admitted (authorizeGrant).
+	if err := s.authorizeWrite(ctx, req.GetOldResource(), req.GetResource()); err != nil {
+		return err
+	}
 	if r := req.GetResource(); r.GetResourceTypeName() == tenancy.TenantType && r.GetResourceTypeVersion() == tenancy.Version &&
 		fenceLease(ctx) != tenancy.SyncLease {
 		return problem.New(problem.Forbidden, problem.CodeDenied,
@@ -194,6 +200,9 @@ func (s *Service) admitAndWrite(ctx context.Context, req *admissionv1.AdmitResou
 		admitted := ar.GetResource()
 		if admitted == nil {
 			return fmt.Errorf("admission answered without a resource")
+		}
+		if err := s.authorizeGrant(ctx, admitted); err != nil {
+			return err
 		}
 		err = write(admitted, ar.GetSchemaRevision())
 		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeSchemaChanged && attempt < maxSchemaRetries {
@@ -258,6 +267,9 @@ func (s *Service) getResourceByName(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.authorize(c.Request().Context(), newObjectRequest(rbac.VerbGet, c.Param("type"), ns, c.Param("name"))); err != nil {
+		return err
+	}
 	resp, err := call(s, c, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: &storev1.ResourceName{
 		ResourceTypeName: c.Param("type"), ResourceTypeVersion: c.Param("version"), Namespace: ns, Name: c.Param("name"),
 	}}})
@@ -276,6 +288,10 @@ func (s *Service) listResources(c *echo.Context) error {
 		limit = defaultListLimit
 	}
 	ns, err := queryNamespace(c, "")
+	if err != nil {
+		return err
+	}
+	allow, err := s.listFilter(c.Request().Context(), rbac.VerbList, c.QueryParam("resource_type"), ns)
 	if err != nil {
 		return err
 	}
@@ -300,6 +316,9 @@ func (s *Service) listResources(c *echo.Context) error {
 	// The store sends each resource's canonical document: serve them as
 	// they are, as one JSON array.
 	docs := resp.GetDocuments()
+	if allow != nil {
+		docs = visibleDocuments(docs, allow)
+	}
 	size := 2
 	for _, d := range docs {
 		size += len(d) + 1
@@ -411,7 +430,7 @@ func (s *Service) updateResource(c *echo.Context) error {
 	if err := fieldsError("invalid resource", errs); err != nil {
 		return err
 	}
-	cur, err := s.getResourceByID(c.Request().Context(), id)
+	cur, err := s.storedResource(c.Request().Context(), rbac.VerbUpdate, id)
 	if err != nil {
 		return err
 	}
@@ -656,9 +675,10 @@ func (s *Service) patchResource(c *echo.Context) error {
 		return err
 	}
 	patch, rv := mp.patch, mp.rv
+	c.SetRequest(c.Request().WithContext(withVerb(c.Request().Context(), rbac.VerbPatch)))
 	retry := s.raceRetry(c.Request().Context())
 	for {
-		cur, err := s.getResourceByID(c.Request().Context(), id)
+		cur, err := s.storedResource(c.Request().Context(), rbac.VerbPatch, id)
 		if err != nil {
 			return err
 		}
@@ -750,7 +770,7 @@ func (s *Service) deleteByID(ctx context.Context, id, rv int64, dry bool) (*stor
 // validating webhooks that intercept DELETE, then deletes exactly that
 // state. A resource already deleting is not admitted again.
 func (s *Service) admitDelete(ctx context.Context, id, rv int64, dry bool) (*storev1.DeleteResourceResponse, error) {
-	cur, err := s.getResourceByID(ctx, id)
+	cur, err := s.storedResource(ctx, rbac.VerbDelete, id)
 	if err != nil {
 		return nil, err
 	}
@@ -816,4 +836,22 @@ func orEmptyObject(b []byte) json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	return b
+}
+
+// visibleDocuments are the resource documents of docs that allow lets the
+// caller see (a list over types or namespaces it may only partly read).
+// A document that does not decode is left out.
+func visibleDocuments(docs [][]byte, allow func(typ, ns, name string) bool) [][]byte {
+	out := docs[:0:0]
+	for _, d := range docs {
+		var id struct {
+			Type      string `json:"resource_type_name"`
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		}
+		if json.Unmarshal(d, &id) == nil && allow(id.Type, id.Namespace, id.Name) {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -13,15 +15,13 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/rbac"
 	"github.com/no8s/no8s/services/internal/resourcepb"
 )
 
-// API tokens: created for the caller (or a service account) and shown
-// once, listed and revoked by their owner, their creator or an
-// administrator.
-
-// serviceAccountPrefix starts the username of a service account.
-const serviceAccountPrefix = "serviceaccount:"
+// API tokens: created for the caller (or, with the manage-tokens verb, a
+// service account) and shown once, listed and revoked by their owner,
+// their creator or a holder of manage-tokens.
 
 // tokenStore is the TokenService, or 503 when the gateway has none.
 func (s *Service) tokenStore() (storev1.TokenServiceClient, error) {
@@ -43,6 +43,14 @@ func (s *Service) createToken(c *echo.Context) error {
 	var body client.TokenCreate
 	if err := decodeJSONBody(c, &body); err != nil {
 		return err
+	}
+	// A personal token is its owner's to make; a service account's
+	// authenticates as nobody who asked, and is made only with the
+	// manage-tokens verb.
+	if body.ServiceAccount {
+		if err := s.authorize(c.Request().Context(), rbac.Request{Verb: rbac.VerbManageTokens, Type: rbac.KindTokens, Name: body.Name}); err != nil {
+			return err
+		}
 	}
 	tok, err := s.newTokenDocument(p, body)
 	if err != nil {
@@ -101,7 +109,7 @@ func (s *Service) newTokenDocument(p *authn.Principal, body client.TokenCreate) 
 		tok.Groups = []string{}
 	}
 	if body.ServiceAccount {
-		tok.Owner = serviceAccountPrefix + body.Name
+		tok.Owner = rbac.ServiceAccountPrefix + body.Name
 	}
 	if err := fieldsError("invalid token", errs); err != nil {
 		return nil, err
@@ -109,9 +117,13 @@ func (s *Service) newTokenDocument(p *authn.Principal, body client.TokenCreate) 
 	return tok, nil
 }
 
-// mayManage reports whether p may see and revoke t.
-func mayManage(p *authn.Principal, t *storev1.Token) bool {
-	return isAdmin(p) || t.GetOwner() == p.Username || t.GetCreatedBy() == p.Username
+// mayManage reports whether the caller p may see and revoke t: its owner
+// or creator, or a holder of the manage-tokens verb.
+func (s *Service) mayManage(ctx context.Context, p *authn.Principal, t *storev1.Token) (bool, error) {
+	if t.GetOwner() == p.Username || t.GetCreatedBy() == p.Username {
+		return true, nil
+	}
+	return s.allowed(ctx, rbac.Request{Verb: rbac.VerbManageTokens, Type: rbac.KindTokens, Name: strings.TrimPrefix(t.GetOwner(), rbac.ServiceAccountPrefix)})
 }
 
 func (s *Service) listTokens(c *echo.Context) error {
@@ -121,8 +133,10 @@ func (s *Service) listTokens(c *echo.Context) error {
 	}
 	p := principal(c)
 	all := c.QueryParam("all") == "true"
-	if all && !isAdmin(p) {
-		return problem.New(problem.Forbidden, problem.CodeDenied, "only administrators list every token")
+	if all {
+		if err := s.authorize(c.Request().Context(), rbac.Request{Verb: rbac.VerbManageTokens, Type: rbac.KindTokens}); err != nil {
+			return err
+		}
 	}
 	resp, err := call(s, c, ts.ListTokens, &storev1.ListTokensRequest{IncludeInactive: c.QueryParam("include_inactive") == "true"})
 	if err != nil {
@@ -151,7 +165,9 @@ func (s *Service) revokeToken(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !mayManage(p, found.GetToken()) {
+	if ok, err := s.mayManage(c.Request().Context(), p, found.GetToken()); err != nil {
+		return err
+	} else if !ok {
 		return problem.NotFoundf("no token %q", id)
 	}
 	resp, err := call(s, c, ts.RevokeToken, &storev1.RevokeTokenRequest{Id: id})

@@ -48,6 +48,8 @@ var documentTypes = map[string]reflect.Type{
 	"Token":                  reflect.TypeFor[client.Token](),
 	"TokenCreate":            reflect.TypeFor[client.TokenCreate](),
 	"WhoAmI":                 reflect.TypeFor[client.WhoAmI](),
+	"AccessReview":           reflect.TypeFor[client.AccessReview](),
+	"AccessReviewResult":     reflect.TypeFor[client.AccessReviewResult](),
 	"EventRecord":            reflect.TypeFor[client.EventRecord](),
 	"EventRecordCreate":      reflect.TypeFor[client.EventRecordCreate](),
 	"Namespace":              reflect.TypeFor[client.Namespace](),

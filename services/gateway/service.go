@@ -20,6 +20,7 @@ import (
 	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/rbac"
 )
 
 // Service serves the public REST API.
@@ -39,6 +40,8 @@ type Service struct {
 	rest *authz.REST
 	// authn says who a request's bearer credential belongs to.
 	authn *authn.Authenticator
+	// roles decides what a principal may do (handler_authz.go).
+	roles *rbac.Cache
 	// origins checks cross-origin writes; hosts are the names the public
 	// listener answers to (handler_edge.go).
 	origins *http.CrossOriginProtection
@@ -55,6 +58,7 @@ func New(cfg Config, store storev1.StoreServiceClient, admission admissionv1.Adm
 	s.bodySlots = make(chan struct{}, s.cfg.MaxConcurrentBodyReads)
 	s.http = metrics.NewHTTP(s.cfg.Metrics)
 	s.authn = newAuthenticator(s.cfg)
+	s.roles = s.newRoles()
 	// Malformed entries are ServeListeners' error (Config.Validate); here
 	// they leave the checks at their strictest: no origin trusted, and only
 	// a name that never resolves (RFC 6761's .invalid) allowed as Host.

@@ -24,6 +24,7 @@ import (
 	"github.com/no8s/no8s/services/internal/leader"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
+	"github.com/no8s/no8s/services/internal/rbac"
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/scheduler/dispatch"
@@ -528,13 +529,23 @@ func (l *loop) list(ctx context.Context) error {
 		}
 		now := time.Now()
 		for _, p := range resp.GetStates() {
-			l.evaluate(l.upsert(p), now)
 			after = p.GetResourceId()
+			if neverReconciled(p) {
+				continue
+			}
+			l.evaluate(l.upsert(p), now)
 		}
 		if len(resp.GetStates()) < l.s.cfg.StatePage {
 			return nil
 		}
 	}
+}
+
+// neverReconciled reports whether p is of a type no reconciler serves:
+// roles and bindings, which the gateway reads and nothing dispatches (no
+// work item, no ReconcilerAvailable condition).
+func neverReconciled(p *reconcilev1.ReconcileState) bool {
+	return rbac.IsRoleType(p.GetResourceTypeName()) && p.GetResourceTypeVersion() == rbac.Version
 }
 
 func (l *loop) upsert(p *reconcilev1.ReconcileState) *entry {
@@ -608,6 +619,9 @@ func (l *loop) onFetched(f fetchResult) {
 	seen := make(map[int64]bool, len(f.states))
 	now := time.Now()
 	for _, p := range f.states {
+		if neverReconciled(p) {
+			continue
+		}
 		seen[p.GetResourceId()] = true
 		l.evaluate(l.upsert(p), now)
 	}

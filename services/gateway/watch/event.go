@@ -44,6 +44,11 @@ type Filter struct {
 	// ResourceID, when not 0, selects one resource.
 	ResourceID int64
 	Selector   labelselector.Selector
+	// Allow, when set, is asked about every event that matches the rest:
+	// whether the watcher may see a resource of that type, namespace and
+	// name (its roles). It must not block: the hub asks it while fanning
+	// out.
+	Allow func(typeName, namespace, name string) bool
 }
 
 // subject is the stream subject filter that selects f's type and version.
@@ -77,7 +82,17 @@ func (f Filter) match(e *event) bool {
 	if f.ResourceID != 0 && e.resourceID != f.ResourceID {
 		return false
 	}
-	return len(f.Selector) == 0 || f.Selector.Matches(e.labels)
+	if len(f.Selector) > 0 && !f.Selector.Matches(e.labels) {
+		return false
+	}
+	if f.Allow == nil {
+		return true
+	}
+	name := ""
+	if e.data != nil {
+		name = e.data.ResourceName
+	}
+	return f.Allow(e.typeName, e.namespace, name)
 }
 
 // event is one stream message, decoded once and rendered as an SSE frame.

@@ -5,40 +5,51 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/no8s/no8s/services/internal/authn"
 )
 
 // Defaults of a Cache.
 const (
-	// DefaultRefresh is how often a Cache reads the roles and bindings.
+	// DefaultRefresh is the age at which a Cache reads the roles and
+	// bindings again (in the background, while the Policy it has serves).
 	DefaultRefresh = time.Second
-	// DefaultMaxStaleness is the oldest Policy a Cache answers with: a
-	// decision is never made on roles and bindings read longer ago.
+	// DefaultMaxStaleness is the oldest Policy a Cache decides with: past
+	// it a decision waits for a fresh read.
 	DefaultMaxStaleness = 2 * time.Second
+	// loadTimeout bounds one read of the roles and bindings.
+	loadTimeout = 10 * time.Second
 )
 
-// ErrStale is the error of a Cache whose Policy is too old to decide with
-// (the store has not answered for MaxStaleness).
-var ErrStale = errors.New("the roles and bindings could not be read recently enough to decide")
+// ErrUnavailable wraps the error of a Cache that could not read the roles
+// and bindings when its Policy was too old to decide with.
+var ErrUnavailable = errors.New("the roles and bindings cannot be read")
 
 // Loader reads every role and binding.
 type Loader func(ctx context.Context) ([]Object, error)
 
-// Cache holds the current Policy, read again every Refresh.
+// Cache holds the current Policy and reads the roles and bindings again
+// when it is asked for one older than Refresh: decisions are never made on
+// a read older than MaxStaleness. Administrators need no Policy.
 type Cache struct {
 	load            Loader
 	reconcilerTypes func(string) []string
 	refresh         time.Duration
 	maxStaleness    time.Duration
 	log             *slog.Logger
-	cur             atomic.Pointer[Policy]
 	now             func() time.Time
+
+	cur atomic.Pointer[Policy]
+	// mu serializes reads; loading is true while a background read runs.
+	mu      sync.Mutex
+	loading atomic.Bool
 }
 
-// NewCache returns a Cache reading with load every refresh (DefaultRefresh
-// when zero) and refusing to decide on a Policy older than maxStaleness
-// (DefaultMaxStaleness when zero). reconcilerTypes, which may be nil, gives
+// NewCache returns a Cache reading with load; refresh and maxStaleness
+// take their defaults when zero. reconcilerTypes, which may be nil, gives
 // the types a reconciler serves, for its built-in role.
 func NewCache(load Loader, reconcilerTypes func(string) []string, refresh, maxStaleness time.Duration, log *slog.Logger) *Cache {
 	if refresh <= 0 {
@@ -47,31 +58,82 @@ func NewCache(load Loader, reconcilerTypes func(string) []string, refresh, maxSt
 	if maxStaleness <= 0 {
 		maxStaleness = DefaultMaxStaleness
 	}
+	if maxStaleness < refresh {
+		maxStaleness = refresh
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &Cache{load: load, reconcilerTypes: reconcilerTypes, refresh: refresh, maxStaleness: maxStaleness, log: log, now: time.Now}
 }
 
-// Run reads the roles and bindings every Refresh until ctx ends.
-func (c *Cache) Run(ctx context.Context) {
-	t := time.NewTicker(c.refresh)
-	defer t.Stop()
-	for {
-		if err := c.Refresh(ctx); err != nil && ctx.Err() == nil {
-			c.log.Warn("reading roles and bindings failed; decisions use the last read while it is recent enough", "error", err)
+// Policy returns a Policy read at most MaxStaleness ago: the one it has, or
+// (when that one is older) a fresh one read now. A Policy older than
+// Refresh is read again in the background.
+func (c *Cache) Policy(ctx context.Context) (*Policy, error) {
+	p := c.cur.Load()
+	if p != nil {
+		age := c.now().Sub(p.Read)
+		if age <= c.refresh {
+			return p, nil
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+		if age <= c.maxStaleness {
+			c.refreshInBackground(ctx)
+			return p, nil
 		}
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.cur.Load(); p != nil && c.now().Sub(p.Read) <= c.maxStaleness {
+		return p, nil
+	}
+	p, err := c.read(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return p, nil
 }
 
-// Refresh reads the roles and bindings once.
-func (c *Cache) Refresh(ctx context.Context) error {
+// Allowed is Policy(ctx).Allowed(pr, r), without reading anything for an
+// administrator.
+func (c *Cache) Allowed(ctx context.Context, pr *authn.Principal, r Request) (bool, error) {
+	if IsAdmin(pr) {
+		return true, nil
+	}
+	p, err := c.Policy(ctx)
+	if err != nil {
+		return false, err
+	}
+	return p.Allowed(pr, r), nil
+}
+
+// refreshInBackground starts one read unless one runs.
+func (c *Cache) refreshInBackground(ctx context.Context) {
+	if !c.loading.CompareAndSwap(false, true) {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		defer c.loading.Store(false)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if p := c.cur.Load(); p != nil && c.now().Sub(p.Read) <= c.refresh {
+			return
+		}
+		if _, err := c.read(ctx); err != nil {
+			c.log.Warn("reading roles and bindings failed; decisions use the last read while it is recent enough", "error", err)
+		}
+	}()
+}
+
+// read reads the roles and bindings once, under c.mu.
+func (c *Cache) read(ctx context.Context) (*Policy, error) {
 	started := c.now()
+	ctx, cancel := context.WithTimeout(ctx, loadTimeout)
+	defer cancel()
 	objs, err := c.load(ctx)
 	if err != nil {
-		return fmt.Errorf("read roles and bindings: %w", err)
+		return nil, fmt.Errorf("read roles and bindings: %w", err)
 	}
 	p, errs := NewPolicy(objs, c.reconcilerTypes)
 	for _, err := range errs {
@@ -79,15 +141,5 @@ func (c *Cache) Refresh(ctx context.Context) error {
 	}
 	p.Read = started
 	c.cur.Store(p)
-	return nil
-}
-
-// Policy returns the current Policy, or ErrStale when the last one read is
-// older than MaxStaleness (or none has been read).
-func (c *Cache) Policy() (*Policy, error) {
-	p := c.cur.Load()
-	if p == nil || c.now().Sub(p.Read) > c.maxStaleness {
-		return nil, ErrStale
-	}
 	return p, nil
 }

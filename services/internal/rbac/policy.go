@@ -78,6 +78,12 @@ func NewPolicy(objs []Object, reconcilerTypes func(string) []string) (*Policy, [
 				errs = append(errs, fmt.Errorf("%s %s/%s: %w", o.Type, o.Namespace, o.Name, err))
 				continue
 			}
+			if o.Type == ClusterRoleBindingType && spec.RoleRef.Kind != ClusterRoleType {
+				// Admission refuses it: a Role of one namespace granted
+				// everywhere would be a grant nobody wrote.
+				errs = append(errs, fmt.Errorf("%s %s: binds a %s", o.Type, o.Name, spec.RoleRef.Kind))
+				continue
+			}
 			g := grant{namespace: o.Namespace, role: roleKey{o.Namespace, spec.RoleRef.Name}}
 			if o.Type == ClusterRoleBindingType {
 				g.namespace = ""
