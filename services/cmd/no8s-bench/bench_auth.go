@@ -73,8 +73,28 @@ func benchAPIAuth(ctx context.Context, env *benchEnv) error {
 	}}
 	defer hc.CloseIdleConnections()
 	fmt.Printf("three gateways on one store and admission: --auth=none, API tokens, OIDC (a loopback issuer); c=32; %d rounds, each arm twice per round in mirrored order (A B C C B A: a throughput that drifts as the tables grow weighs on every arm alike), 8 s per slot after 1 s warmup\n", authRounds)
+	ratios, err := measureArms(ctx, hc, arms, "auth")
+	if err != nil {
+		return err
+	}
+	var targets []targetResult
+	for a, arm := range arms[1:] {
+		r := median(ratios[a+1])
+		targets = append(targets, targetResult{name: "creates/s with " + arm.name + " vs --auth=none",
+			ok: r > 0.95, detail: fmt.Sprintf("median %.0f vs %.0f; median of the rounds' ratios %.3f: %.1f%% lower (target < 5%%)",
+				median(arm.rates), median(arms[0].rates), r, 100*(1-r))})
+	}
+	printTargets(targets...)
+	return nil
+}
+
+// measureArms measures API creates/s through each arm in authRounds
+// rounds, each arm twice a round in mirrored order, and prints a row per
+// round and arm. It returns each arm's ratios to the first arm's, one per
+// round (arms[i].rates gets its rates).
+func measureArms(ctx context.Context, hc *http.Client, arms []*authArm, prefix string) ([][]float64, error) {
 	tw := newTable()
-	fmt.Fprintln(tw, "round\tarm\tcreates/s\tvs --auth=none\tp99")
+	fmt.Fprintf(tw, "round\tarm\tcreates/s\tvs %s\tp99\n", arms[0].name)
 	ratios := make([][]float64, len(arms))
 	for round := range authRounds {
 		order := make([]int, 0, 2*len(arms))
@@ -90,10 +110,10 @@ func benchAPIAuth(ctx context.Context, env *benchEnv) error {
 		for slot, a := range order {
 			arm := arms[a]
 			res, err := runLoad(ctx, loadSpec{Concurrency: 32, Warmup: time.Second, Duration: 8 * time.Second}, true, func(ctx context.Context, seq int64) error {
-				return authCreate(ctx, hc, arm, fmt.Sprintf("auth-%d-%d-%s-%07d", round, slot, slug(arm.name), seq))
+				return authCreate(ctx, hc, arm, fmt.Sprintf("%s-%d-%d-%d-%07d", prefix, round, slot, a, seq))
 			})
 			if err != nil {
-				return fmt.Errorf("%s: %w", arm.name, err)
+				return nil, fmt.Errorf("%s: %w", arm.name, err)
 			}
 			ops[a] += res.ops
 			elapsed[a] += res.elapsed
@@ -107,15 +127,7 @@ func benchAPIAuth(ctx context.Context, env *benchEnv) error {
 		}
 	}
 	tw.Flush()
-	var targets []targetResult
-	for a, arm := range arms[1:] {
-		r := median(ratios[a+1])
-		targets = append(targets, targetResult{name: "creates/s with " + arm.name + " vs --auth=none",
-			ok: r > 0.95, detail: fmt.Sprintf("median %.0f vs %.0f; median of the rounds' ratios %.3f: %.1f%% lower (target < 5%%)",
-				median(arm.rates), median(arms[0].rates), r, 100*(1-r))})
-	}
-	printTargets(targets...)
-	return nil
+	return ratios, nil
 }
 
 // authCreate creates one resource through arm's gateway with its header.
@@ -148,15 +160,4 @@ func median(rates []float64) float64 {
 		return 0
 	}
 	return s[len(s)/2]
-}
-
-// slug is an arm's name fit for a resource name.
-func slug(name string) string {
-	switch name {
-	case "--auth=none":
-		return "none"
-	case "API token":
-		return "token"
-	}
-	return "jwt"
 }

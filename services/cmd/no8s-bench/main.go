@@ -46,6 +46,7 @@ func run() error {
 		{"reconcile", benchReconcile, false},            // issue 13: create→Ready latency at 100/200/400/s, reconciles/s at saturation
 		{"api-embedded", benchAPIEmbedded, false},       // issue 11: the api scenario's figures with the store on its embedded backend
 		{"api-auth", benchAPIAuth, false},               // issue 31: creates/s with an API token and an RS256 JWT vs --auth=none
+		{"api-roles", benchAPIRoles, false},             // issue 32: creates/s decided against 50 roles and 200 bindings vs none
 		{"tenants", benchTenants, false},                // issue 14: a no-change registry sync of 10,000 rows: under 1 s, revision unchanged
 		{"tenant-children", benchTenantChildren, false}, // issue 15: 10,000 rows × 3 children all Ready: under 2 min (3.5-6 min on 2 cores; -tenant-chain for a chain)
 		{"cloudevents", benchCloudEvents, false},        // issue 18: the relay publish rate with CloudEvents headers vs without
