@@ -20,7 +20,8 @@ import (
 // the API refuses requests without it (401 with a challenge) and takes
 // them with it, the CLI works from the context no8s dev wrote and nothing
 // else, an API token created with the CLI works until it is revoked, and
-// its value is found nowhere afterwards: not in the store's database, the
+// it is refused until the administrator binds it a role (with the CLI),
+// and its value is found nowhere afterwards: not in the store's database, the
 // JetStream files (everything under the data directory) or no8s dev's log.
 func TestDevAuthentication(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
@@ -72,8 +73,34 @@ func TestDevAuthentication(t *testing.T) {
 		t.Fatalf("no8s token create: %+v", created)
 	}
 	tokEnv := []string{"NO8S_SERVER=" + base, "NO8S_CONFIG=" + filepath.Join(t.TempDir(), "none.yaml"), "NO8S_TOKEN=" + token}
-	if r := no8sEnv(t, tokEnv, "", "get", "types"); r.code != 0 {
-		t.Fatalf("no8s get types with the new token: %+v", r)
+	// A service account has no role: authenticated, and refused.
+	if r := no8sEnv(t, tokEnv, "", "get", "types"); r.code == 0 || !strings.Contains(r.stderr, "serviceaccount:ci may not list resource-types") {
+		t.Fatalf("no8s get types with the new token and no role: %+v", r)
+	}
+	if r := no8sEnv(t, tokEnv, "", "auth", "can-i", "list", "resource-types"); r.code != 1 || strings.TrimSpace(r.stdout) != "no" {
+		t.Fatalf("no8s auth can-i list resource-types, no role: %+v", r)
+	}
+	// The administrator binds it the built-in viewer role with the CLI; the
+	// gateway sees it within its two seconds of staleness.
+	binding := "kind: Resource\ntype: ClusterRoleBinding/v1\nmetadata: {name: ci-view, namespace: default}\n" +
+		"spec:\n  roleRef: {kind: ClusterRole, name: \"no8s:viewer\"}\n  subjects: [{kind: ServiceAccount, name: ci}]\n"
+	if r := no8sEnv(t, ctxEnv, binding, "apply", "-f", "-"); r.code != 0 {
+		t.Fatalf("no8s apply of a ClusterRoleBinding: %+v", r)
+	}
+	waitFor(t, 3*time.Second, "the viewer role bound", func() error {
+		if r := no8sEnv(t, tokEnv, "", "get", "types"); r.code != 0 {
+			return fmt.Errorf("no8s get types as a viewer: %+v", r)
+		}
+		return nil
+	})
+	if r := no8sEnv(t, tokEnv, "", "auth", "can-i", "create", "resource-types"); r.code != 1 || strings.TrimSpace(r.stdout) != "no" {
+		t.Fatalf("a viewer's can-i create resource-types: %+v", r)
+	}
+	if r := no8sEnv(t, tokEnv, "", "auth", "can-i", "get", "Anything", "-n", "default"); r.code != 0 || strings.TrimSpace(r.stdout) != "yes" {
+		t.Fatalf("a viewer's can-i get Anything: %+v", r)
+	}
+	if r := no8sEnv(t, tokEnv, "", "token", "create", "other", "--service-account"); r.code == 0 || !strings.Contains(r.stderr, "may not manage-tokens") {
+		t.Fatalf("a viewer made a service account's token: %+v", r)
 	}
 	if r := no8sEnv(t, tokEnv, "", "token", "whoami"); !strings.Contains(r.stdout, "serviceaccount:ci (token)") {
 		t.Fatalf("whoami with the new token: %+v", r)
