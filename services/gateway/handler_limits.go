@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -32,6 +33,12 @@ import (
 // proxy's address. The installation's own processes on the service
 // listener (registry-sync, reconcilers: authenticated by their
 // certificates) are not counted against the request and watch limits.
+//
+// A request whose credentials are refused (401) never has an identity: it
+// counts against its source address in buckets of its own (the same rate
+// and burst), and an address whose bucket is empty is answered 429 before
+// its credentials are looked at, so that a flood of wrong tokens reaches
+// the token store and the JWT verifier no faster than the rate.
 
 // Defaults of Limits (DefaultConfig).
 const (
@@ -122,7 +129,9 @@ func (l Limits) Validate() error {
 // limiter holds the state of the limits; a nil part is a limit that is
 // off.
 type limiter struct {
-	rate    *rateBuckets
+	rate *rateBuckets
+	// refused counts refused credentials per source address.
+	refused *rateBuckets
 	watches *counter
 	bodies  *counter
 }
@@ -136,6 +145,7 @@ func newLimiter(l Limits) *limiter {
 	}
 	if l.RateLimit > 0 {
 		lim.rate = newRateBuckets(rate.Limit(l.RateLimit), l.RateBurst)
+		lim.refused = newRateBuckets(rate.Limit(l.RateLimit), l.RateBurst)
 	}
 	if l.MaxWatches > 0 {
 		lim.watches = newCounter(l.MaxWatches)
@@ -171,6 +181,34 @@ func (s *Service) limitRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			defer s.limits.watches.release(key)
 		}
 		return next(c)
+	}
+}
+
+// limitRefused counts the requests whose credentials authenticate refuses
+// (401) against their source address, and answers 429 without looking at
+// the credentials of an address that has run out of refusals. It runs
+// just before authenticate.
+func (s *Service) limitRefused(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		if s.limits.refused == nil || s.cfg.Auth.Open() {
+			return next(c)
+		}
+		key, ok := limitKey(c)
+		if !ok {
+			return next(c)
+		}
+		if wait := s.limits.refused.wait(key, time.Now()); wait > 0 {
+			secs := retryAfterSeconds(wait)
+			return tooManyRequests(c, secs, fmt.Sprintf(
+				"too many requests with refused credentials from this address: at most %g a second (bursts of %d); retry after %d s",
+				s.cfg.RateLimit, s.cfg.RateBurst, secs))
+		}
+		err := next(c)
+		var he *httpError
+		if errors.As(err, &he) && he.status == http.StatusUnauthorized {
+			s.limits.refused.take(key, time.Now())
+		}
+		return err
 	}
 }
 
@@ -279,6 +317,22 @@ func (b *rateBuckets) take(key string, now time.Time) time.Duration {
 		return wait
 	}
 	return 0
+}
+
+// wait is how long until key's bucket holds a token again, without
+// counting a request (zero: it holds one).
+func (b *rateBuckets) wait(key string, now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bk := b.buckets[key]
+	if bk == nil {
+		return 0
+	}
+	tokens := bk.lim.TokensAt(now)
+	if tokens >= 1 {
+		return 0
+	}
+	return time.Duration((1 - tokens) / float64(b.limit) * float64(time.Second))
 }
 
 // sweep drops the buckets unused for rateIdle that are full again.

@@ -121,8 +121,10 @@ func (a limitedAnswer) expectRateLimited(t *testing.T, min int) time.Duration {
 // the same address is served; once Retry-After has passed, the first is
 // served again. The probes are never counted.
 func TestOWASPAPI4_RateLimitPerIdentity(t *testing.T) {
+	// A token every 2 s: the burst and the refusals below take far less,
+	// even on a loaded machine.
 	const burst = 3
-	srv := limitsGateway(t, Limits{RateLimit: 1, RateBurst: burst})
+	srv := limitsGateway(t, Limits{RateLimit: 0.5, RateBurst: burst})
 	bob := ownedToken(t, "limits-bob")
 	for i := range burst {
 		if a := getWith(t, srv, "/api/v1/whoami", bootstrapToken); a.status != http.StatusOK {
@@ -131,6 +133,9 @@ func TestOWASPAPI4_RateLimitPerIdentity(t *testing.T) {
 	}
 	over := getWith(t, srv, "/api/v1/whoami", bootstrapToken)
 	wait := over.expectRateLimited(t, 1)
+	if wait > 2*time.Second {
+		t.Errorf("Retry-After %s, want at most the 2 s a token takes", wait)
+	}
 	if !strings.Contains(over.doc.Detail, "retry after") {
 		t.Errorf("detail %q does not say when to retry", over.doc.Detail)
 	}
@@ -160,7 +165,7 @@ func TestOWASPAPI4_RateLimitPerIdentity(t *testing.T) {
 // TestOWASPAPI4_RateLimitWithoutToken: with authentication off every
 // caller is anonymous, and the limit applies per source address.
 func TestOWASPAPI4_RateLimitWithoutToken(t *testing.T) {
-	addr := serveReal(t, func(c *Config) { c.RateLimit, c.RateBurst = 1, 2 })
+	addr := serveReal(t, func(c *Config) { c.RateLimit, c.RateBurst = 0.5, 2 })
 	get := func(client *http.Client) limitedAnswer {
 		resp, err := client.Get("http://" + addr + "/api/v1/resource-types")
 		if err != nil {
@@ -406,5 +411,36 @@ func TestSourceKey(t *testing.T) {
 		if got := sourceKey(in); got != want {
 			t.Errorf("sourceKey(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestOWASPAPI4_RefusedCredentialsLimitedPerSource: requests whose
+// credentials are refused have no identity; they count against their
+// source address, which past its burst is answered 429 before its
+// credentials are looked at (a valid token from it too, until a token
+// refills); another address is served.
+func TestOWASPAPI4_RefusedCredentialsLimitedPerSource(t *testing.T) {
+	const burst = 3
+	srv := limitsGateway(t, Limits{RateLimit: 0.5, RateBurst: burst})
+	for i := range burst {
+		if a := getWith(t, srv, "/api/v1/whoami", "wrong-token"); a.status != http.StatusUnauthorized {
+			t.Fatalf("refused credentials %d: %d %s, want 401", i+1, a.status, a.raw)
+		}
+	}
+	getWith(t, srv, "/api/v1/whoami", "wrong-token").expectRateLimited(t, 1)
+	getWith(t, srv, "/api/v1/whoami", bootstrapToken).expectRateLimited(t, 1)
+	req, _ := http.NewRequestWithContext(env.ctx, http.MethodGet, srv.URL+"/api/v1/whoami", nil)
+	req.Header.Set("Authorization", "Bearer "+bootstrapToken)
+	resp, err := clientFrom("127.0.0.2").Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if a := readLimited(t, resp); a.status != http.StatusOK {
+		t.Fatalf("a valid token from another address: %d %s", a.status, a.raw)
+	}
+	// The probes are not limited.
+	if a := getWith(t, srv, "/readyz", ""); a.status != http.StatusOK {
+		t.Fatalf("GET /readyz: %d %s", a.status, a.raw)
 	}
 }
