@@ -192,6 +192,7 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 func (b *boundedBody) acquire() error {
 	if bodies := b.s.limits.bodies; bodies != nil {
 		if !bodies.acquire(b.source) {
+			b.s.limits.refused(limitBodiesPerSource)
 			return &bodySourceError{max: bodies.max}
 		}
 		b.sourceHeld = true

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
 	"github.com/no8s/no8s/libs/client"
@@ -130,22 +131,25 @@ func (l Limits) Validate() error {
 // off.
 type limiter struct {
 	rate *rateBuckets
-	// refused counts refused credentials per source address.
-	refused *rateBuckets
-	watches *counter
-	bodies  *counter
+	// refusedBuckets count refused credentials per source address.
+	refusedBuckets *rateBuckets
+	watches        *counter
+	bodies         *counter
+	// counts are the requests each limit refused (limits_metrics.go).
+	counts limitCounts
 }
 
-// newLimiter builds the state of l. Limits that do not validate are off
-// (ServeListeners refuses them).
-func newLimiter(l Limits) *limiter {
-	var lim limiter
+// newLimiter builds the state of l, its metrics on reg (nil: none).
+// Limits that do not validate are off (ServeListeners refuses them).
+func newLimiter(l Limits, reg prometheus.Registerer) *limiter {
+	lim := &limiter{}
+	lim.registerMetrics(reg)
 	if l.Validate() != nil {
-		return &lim
+		return lim
 	}
 	if l.RateLimit > 0 {
 		lim.rate = newRateBuckets(rate.Limit(l.RateLimit), l.RateBurst)
-		lim.refused = newRateBuckets(rate.Limit(l.RateLimit), l.RateBurst)
+		lim.refusedBuckets = newRateBuckets(rate.Limit(l.RateLimit), l.RateBurst)
 	}
 	if l.MaxWatches > 0 {
 		lim.watches = newCounter(l.MaxWatches)
@@ -153,7 +157,7 @@ func newLimiter(l Limits) *limiter {
 	if l.MaxBodyReadsPerSource > 0 {
 		lim.bodies = newCounter(l.MaxBodyReadsPerSource)
 	}
-	return &lim
+	return lim
 }
 
 // limitRequests applies the rate limit and the watch limit to the
@@ -167,6 +171,7 @@ func (s *Service) limitRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if s.limits.rate != nil {
 			if wait := s.limits.rate.take(key, time.Now()); wait > 0 {
+				s.limits.refused(limitRate)
 				secs := retryAfterSeconds(wait)
 				return tooManyRequests(c, secs, fmt.Sprintf(
 					"too many requests from this caller: at most %g a second (bursts of %d); retry after %d s",
@@ -175,6 +180,7 @@ func (s *Service) limitRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if s.limits.watches != nil && c.Request().Method == http.MethodGet && isEventStream(c.Path()) {
 			if !s.limits.watches.acquire(key) {
+				s.limits.refused(limitWatches)
 				return tooManyRequests(c, watchRetryAfterSeconds, fmt.Sprintf(
 					"this caller holds %d event streams open, its limit: close one, or retry after %d s", s.cfg.MaxWatches, watchRetryAfterSeconds))
 			}
@@ -190,14 +196,15 @@ func (s *Service) limitRequests(next echo.HandlerFunc) echo.HandlerFunc {
 // just before authenticate.
 func (s *Service) limitRefused(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		if s.limits.refused == nil || s.cfg.Auth.Open() {
+		if s.limits.refusedBuckets == nil || s.cfg.Auth.Open() {
 			return next(c)
 		}
 		key, ok := limitKey(c)
 		if !ok {
 			return next(c)
 		}
-		if wait := s.limits.refused.wait(key, time.Now()); wait > 0 {
+		if wait := s.limits.refusedBuckets.wait(key, time.Now()); wait > 0 {
+			s.limits.refused(limitRefusedCredentials)
 			secs := retryAfterSeconds(wait)
 			return tooManyRequests(c, secs, fmt.Sprintf(
 				"too many requests with refused credentials from this address: at most %g a second (bursts of %d); retry after %d s",
@@ -206,7 +213,7 @@ func (s *Service) limitRefused(next echo.HandlerFunc) echo.HandlerFunc {
 		err := next(c)
 		var he *httpError
 		if errors.As(err, &he) && he.status == http.StatusUnauthorized {
-			s.limits.refused.take(key, time.Now())
+			s.limits.refusedBuckets.take(key, time.Now())
 		}
 		return err
 	}

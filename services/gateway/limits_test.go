@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -22,14 +23,16 @@ import (
 
 // limitsGateway serves the package's stack with authentication on (the
 // bootstrap token and the store's API tokens), watches included, under
-// limits.
-func limitsGateway(t *testing.T, limits Limits) *httptest.Server {
+// limits; it records its metrics on reg.
+func limitsGateway(t *testing.T, limits Limits) (srv *httptest.Server, reg *prometheus.Registry) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Auth = AuthConfig{BootstrapToken: bootstrapToken}
 	cfg.Tokens = storev1.NewTokenServiceClient(env.storeConn)
 	cfg.JetStream, cfg.Watch = env.js, watchTestConfig
 	cfg.Limits = limits
+	reg = prometheus.NewRegistry()
+	cfg.Metrics = reg
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -37,9 +40,32 @@ func limitsGateway(t *testing.T, limits Limits) *httptest.Server {
 	ctx, cancel := context.WithCancel(env.ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = gw.RunEvents(ctx) }()
-	srv := httptest.NewServer(gw.Handler())
+	srv = httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { cancel(); srv.Close(); <-done })
-	return srv
+	return srv, reg
+}
+
+// limitedCount is no8s_http_limited_requests_total{limit=kind} on reg.
+func limitedCount(t *testing.T, reg *prometheus.Registry, kind limitKind) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "no8s_http_limited_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "limit" && l.GetValue() == kind.String() {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no no8s_http_limited_requests_total{limit=%q}", kind)
+	return 0
 }
 
 // ownedToken stores an API token of owner, valid for an hour, and returns
@@ -124,7 +150,7 @@ func TestOWASPAPI4_RateLimitPerIdentity(t *testing.T) {
 	// A token every 2 s: the burst and the refusals below take far less,
 	// even on a loaded machine.
 	const burst = 3
-	srv := limitsGateway(t, Limits{RateLimit: 0.5, RateBurst: burst})
+	srv, reg := limitsGateway(t, Limits{RateLimit: 0.5, RateBurst: burst})
 	bob := ownedToken(t, "limits-bob")
 	for i := range burst {
 		if a := getWith(t, srv, "/api/v1/whoami", bootstrapToken); a.status != http.StatusOK {
@@ -141,6 +167,9 @@ func TestOWASPAPI4_RateLimitPerIdentity(t *testing.T) {
 	}
 	// Other routes are counted against the same identity.
 	getWith(t, srv, "/api/v1/resource-types", bootstrapToken).expectRateLimited(t, 1)
+	if n := limitedCount(t, reg, limitRate); n != 2 {
+		t.Errorf("no8s_http_limited_requests_total{limit=rate} %v, want 2", n)
+	}
 	// Another identity, from the same address, has its own bucket.
 	for i := range burst {
 		if a := getWith(t, srv, "/api/v1/whoami", bob); a.status != http.StatusOK {
@@ -198,11 +227,14 @@ func clientFrom(ip string) *http.Client {
 // another identity still opens one; once one of its streams is closed, the
 // identity opens one again.
 func TestOWASPAPI4_TooManyWatchesPerIdentity(t *testing.T) {
-	srv := limitsGateway(t, Limits{MaxWatches: 2})
+	srv, reg := limitsGateway(t, Limits{MaxWatches: 2})
 	auth := []string{"Authorization", "Bearer " + bootstrapToken}
 	first := openWatchWith(t, watchClient(false), srv.URL, "/api/v1/events", 0, auth...)
 	openWatchWith(t, watchClient(false), srv.URL, "/api/v1/events?namespace=default", 0, auth...)
 	getWith(t, srv, "/api/v1/events", bootstrapToken).expectRateLimited(t, 1)
+	if n := limitedCount(t, reg, limitWatches); n != 1 {
+		t.Errorf("no8s_http_limited_requests_total{limit=watches} %v, want 1", n)
+	}
 	// Other requests of the identity are served.
 	if a := getWith(t, srv, "/api/v1/whoami", bootstrapToken); a.status != http.StatusOK {
 		t.Fatalf("whoami while at the watch limit: %d %s", a.status, a.raw)
@@ -421,7 +453,7 @@ func TestSourceKey(t *testing.T) {
 // refills); another address is served.
 func TestOWASPAPI4_RefusedCredentialsLimitedPerSource(t *testing.T) {
 	const burst = 3
-	srv := limitsGateway(t, Limits{RateLimit: 0.5, RateBurst: burst})
+	srv, reg := limitsGateway(t, Limits{RateLimit: 0.5, RateBurst: burst})
 	for i := range burst {
 		if a := getWith(t, srv, "/api/v1/whoami", "wrong-token"); a.status != http.StatusUnauthorized {
 			t.Fatalf("refused credentials %d: %d %s, want 401", i+1, a.status, a.raw)
@@ -429,6 +461,9 @@ func TestOWASPAPI4_RefusedCredentialsLimitedPerSource(t *testing.T) {
 	}
 	getWith(t, srv, "/api/v1/whoami", "wrong-token").expectRateLimited(t, 1)
 	getWith(t, srv, "/api/v1/whoami", bootstrapToken).expectRateLimited(t, 1)
+	if n := limitedCount(t, reg, limitRefusedCredentials); n != 2 {
+		t.Errorf("no8s_http_limited_requests_total{limit=refused_credentials} %v, want 2", n)
+	}
 	req, _ := http.NewRequestWithContext(env.ctx, http.MethodGet, srv.URL+"/api/v1/whoami", nil)
 	req.Header.Set("Authorization", "Bearer "+bootstrapToken)
 	resp, err := clientFrom("127.0.0.2").Do(req)

@@ -55,7 +55,7 @@ func New(cfg Config, store storev1.StoreServiceClient, admission admissionv1.Adm
 	}
 	s := &Service{cfg: cfg.withDefaults(), store: store, admission: admission, log: log}
 	s.bodySlots = make(chan struct{}, s.cfg.MaxConcurrentBodyReads)
-	s.limits = newLimiter(s.cfg.Limits)
+	s.limits = newLimiter(s.cfg.Limits, s.cfg.Metrics)
 	s.http = metrics.NewHTTP(s.cfg.Metrics)
 	s.authn = newAuthenticator(s.cfg)
 	// Malformed entries are ServeListeners' error (Config.Validate); here
