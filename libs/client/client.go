@@ -85,7 +85,8 @@ func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = 
 // WithRetries sets how many times an idempotent request (GET, PUT, DELETE)
 // is tried again after a transport error, a 5xx, 408 or 429, with
 // backoff from 100 ms doubling to 2 s or the server's Retry-After (default
-// 3; 0: never). POST and PATCH are never retried.
+// 3; 0: never). POST and PATCH are retried only after a 429
+// rate_limited, which the server answers before doing anything.
 func WithRetries(n int) Option { return func(c *Client) { c.retries = max(n, 0) } }
 
 // WithWarningHandler calls f with each Warning header of every answer.
@@ -213,7 +214,7 @@ func (c *Client) do(ctx context.Context, r request, out any, opts ...CallOption)
 	idempotent := r.method == http.MethodGet || r.method == http.MethodHead || r.method == http.MethodPut || r.method == http.MethodDelete
 	for attempt := 0; ; attempt++ {
 		h, err := c.once(ctx, r, body, out)
-		if err == nil || !idempotent || attempt >= c.retries || !transient(err) {
+		if err == nil || attempt >= c.retries || !(idempotent && transient(err) || HasCode(err, CodeRateLimited)) {
 			return h, err
 		}
 		wait := backoff(attempt)

@@ -94,6 +94,23 @@ func TestRetriesHonourRetryAfterAndSpareWrites(t *testing.T) {
 	if e := client.AsError(err); e == nil || e.Status != 503 || e.RetryAfter != time.Second || posts.Load() != 1 {
 		t.Fatalf("POST: %v after %d requests (a write is never retried)", err, posts.Load())
 	}
+	// A write refused by a limit was not done: it is sent again.
+	posts.Store(0)
+	cl := newClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if posts.Add(1) == 1 {
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusTooManyRequests, map[string]string{"detail": "too many requests", "code": client.CodeRateLimited})
+			return
+		}
+		writeJSON(w, http.StatusCreated, map[string]any{"id": 8, "name": "x"})
+	}))
+	start = time.Now()
+	if r, err := cl.CreateResource(context.Background(), client.CreateRequest{Name: "x"}); err != nil || r.ID != 8 || posts.Load() != 2 {
+		t.Fatalf("POST after a 429 rate_limited: %v %+v, %d requests", err, r, posts.Load())
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Fatalf("retried after %v, before Retry-After's second", d)
+	}
 	// WithRetries(0): the first answer is the answer.
 	gets.Store(0)
 	c0 := newClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

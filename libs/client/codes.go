@@ -65,4 +65,8 @@ const (
 	// CodeUnauthenticated is a request without credentials, or with ones
 	// the server refused (401 with WWW-Authenticate).
 	CodeUnauthenticated = "unauthenticated"
+	// CodeRateLimited is a request over one of its caller's limits
+	// (429 Too Many Requests with Retry-After): requests per second or
+	// open watches per identity, bodies read at once per address.
+	CodeRateLimited = "rate_limited"
 )

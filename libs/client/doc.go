@@ -16,7 +16,8 @@
 // Errors from the server come back as *Error (AsError, IsNotFound,
 // IsConflict, HasCode), with the server's code, message, field paths and
 // request id. Idempotent calls are retried with backoff, honouring
-// Retry-After (WithRetries). ListAndWatch lists, then follows the watch
+// Retry-After (WithRetries), and so is any call refused by one of the
+// caller's limits (429 rate_limited: nothing was done). ListAndWatch lists, then follows the watch
 // stream from the list's revision, resuming after dropped connections and
 // listing again when the history to resume from is gone.
 //

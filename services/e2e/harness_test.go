@@ -539,11 +539,18 @@ func (c *cluster) startGateway(storeAddr, admissionAddr string) string {
 	return c.startGatewayArgs(storeAddr, admissionAddr)
 }
 
+// noRateLimit turns the gateway's requests-per-identity limit off: the
+// tests send hundreds of writes a second with the administrator's token
+// (chaos, metrics cardinality, outbox) and poll every resource of a load
+// without pauses, as no client should; the limit has its own tests in the
+// gateway package. The other limits keep their defaults.
+const noRateLimit = "--rate-limit=0"
+
 // startGatewayArgs is startGateway with extra flags (--oidc-issuer, ...).
 func (c *cluster) startGatewayArgs(storeAddr, admissionAddr string, extra ...string) string {
 	addr := freeAddr(c.t)
-	args := append([]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr, "--nats-url", c.natsURL, "--outbound-allow", "loopback,private"},
-		c.identityArgs(identity.Gateway)...)
+	args := append([]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr, "--nats-url", c.natsURL, "--outbound-allow", "loopback,private",
+		noRateLimit}, c.identityArgs(identity.Gateway)...)
 	args = append(args, extra...)
 	if c.idRoot != "" {
 		// With identities on, registry-sync and the tenant reconciler write

@@ -32,7 +32,7 @@ var watchFlags = []string{"--watch-heartbeat", "500ms", "--watch-bookmark", "1s"
 // address, as a client would see it) and waits until it is healthy.
 func (c *cluster) startGatewayAt(addr, storeAddr, admissionAddr string, extra ...string) *proc {
 	c.t.Helper()
-	args := append(append([]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr, "--nats-url", c.natsURL}, extra...),
+	args := append(append([]string{"--listen", addr, "--store-addr", storeAddr, "--admission-addr", admissionAddr, "--nats-url", c.natsURL, noRateLimit}, extra...),
 		c.identityArgs(identity.Gateway)...)
 	p := start(c.t, "gateway", filepath.Join(binDir, "no8s-gateway"), args)
 	waitFor(c.t, 20*time.Second, "gateway health on "+addr, func() error {

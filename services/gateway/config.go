@@ -70,7 +70,8 @@ type Config struct {
 	IdleTimeout time.Duration
 	// MaxConcurrentBodyReads bounds the request bodies read at once; a
 	// request waits for a slot up to BodyReadTimeout, then gets 503
-	// (default DefaultMaxConcurrentBodyReads).
+	// (default DefaultMaxConcurrentBodyReads). One source address reads at
+	// most Limits.MaxBodyReadsPerSource of them at once.
 	//
 	// No timeout applies to an event stream once it has started: watches
 	// run as long as their client reads; the watch package's own
@@ -123,10 +124,18 @@ type Config struct {
 	// second, without a restart; a pair that does not load keeps the
 	// previous one in use (and is logged). Neither: plain HTTP.
 	TLSCertFile, TLSKeyFile string
+	// Limits bound what one caller may take: requests per second
+	// (RateLimit, RateBurst) and open watches (MaxWatches) per identity,
+	// bodies read at once per source address (MaxBodyReadsPerSource); over
+	// one, 429 rate_limited with Retry-After. DefaultConfig sets
+	// DefaultLimits (200 requests a second, bursts of 400, 100 watches, 8
+	// bodies); a zero field turns its limit off (handler_limits.go).
+	Limits
 }
 
 // Validate reports the settings ServeListeners cannot serve with: a
-// malformed allowed origin or host, or half a TLS key pair.
+// malformed allowed origin or host, half a TLS key pair, or a negative
+// limit.
 func (c Config) Validate() error {
 	if _, err := newOriginCheck(c.AllowedOrigins); err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -136,6 +145,9 @@ func (c Config) Validate() error {
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("gateway: TLS needs both a certificate file and a key file (--tls-cert-file, --tls-key-file)")
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return fmt.Errorf("gateway: %w", err)
 	}
 	return nil
 }
@@ -152,7 +164,7 @@ func DefaultConfig() Config {
 	return Config{ShutdownGrace: DefaultShutdownGrace, RequestTimeout: DefaultRequestTimeout,
 		ReadHeaderTimeout: DefaultReadHeaderTimeout, BodyReadTimeout: DefaultBodyReadTimeout,
 		IdleTimeout: DefaultIdleTimeout, MaxConcurrentBodyReads: DefaultMaxConcurrentBodyReads,
-		Input: InputConfig{Enabled: true}}
+		Input: InputConfig{Enabled: true}, Limits: DefaultLimits()}
 }
 
 func (c Config) withDefaults() Config {

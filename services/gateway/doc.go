@@ -15,7 +15,9 @@
 // and body reads bounded in time, number and size (an oversized body is
 // read and discarded within BodyReadTimeout so that its client reads the 413).
 // Serve adds header and idle timeouts; event streams are exempt from all of
-// them. Webhook URLs are checked against the outbound address rule
+// them. Then the limits per caller (handler_limits.go): requests per second
+// and open watches per identity, bodies read at once per source address;
+// over one, 429 rate_limited with Retry-After. Webhook URLs are checked against the outbound address rule
 // (Config.Outbound, package libs/sdk/outbound) at registration.
 //
 // Every error is a JSON document
@@ -23,7 +25,7 @@
 //	{"detail": "...", "code": "...", "errors": [{"path": "/spec/x", "message": "..."}]}
 //
 // with the HTTP status derived from the problem kind (see package problem);
-// every 503 carries Retry-After.
+// every 429 and 503 carries Retry-After.
 //
 // Watches (GET /api/v1/events, GET /api/v1/resources/{id}/events) stream the
 // NO8S_EVENTS JetStream stream as Server-Sent Events, resumable by revision;

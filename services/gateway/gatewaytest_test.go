@@ -516,5 +516,9 @@ func specOf(t testing.TB, r resource.Resource) map[string]any {
 func testConfig() Config {
 	cfg := DefaultConfig()
 	cfg.Auth.Mode = authn.ModeNone
+	// Every test of the package calls the shared gateway from one address,
+	// as one identity, faster than a client would: no rate limit (its tests,
+	// limits_test.go, set their own).
+	cfg.RateLimit = 0
 	return cfg
 }

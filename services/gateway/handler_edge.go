@@ -121,8 +121,10 @@ var (
 	errBodyTimeout = errors.New("the request body did not arrive in time")
 )
 
-// boundBody makes every body read take one of MaxConcurrentBodyReads slots
-// (waiting at most BodyReadTimeout for one) and finish within
+// boundBody makes every body read take one of its source address's
+// MaxBodyReadsPerSource slots (none left: 429 at once, and the connection
+// closed), then one of MaxConcurrentBodyReads slots (waiting at most
+// BodyReadTimeout for one), and finish within
 // BodyReadTimeout, and reads and discards what the handler left unread (up
 // to the body's read deadline, BodyReadTimeout) before the answer is sent,
 // so that a client that writes its whole body before reading the answer
@@ -133,11 +135,17 @@ func (s *Service) boundBody(next echo.HandlerFunc) echo.HandlerFunc {
 		if !hasBody(req) {
 			return next(c)
 		}
-		b := &boundedBody{body: req.Body, s: s, rc: http.NewResponseController(c.Response())}
+		b := &boundedBody{body: req.Body, s: s, rc: http.NewResponseController(c.Response()), source: sourceKey(req.RemoteAddr)}
 		req.Body = b
 		defer b.release()
 		err := next(c)
 		b.drain()
+		var se *bodySourceError
+		if errors.As(b.err, &se) {
+			h := c.Response().Header()
+			h.Set("Retry-After", strconv.Itoa(bodyRetryAfterSeconds))
+			h.Set("Connection", "close")
+		}
 		return err
 	}
 }
@@ -152,6 +160,10 @@ type boundedBody struct {
 	held, done bool
 	err        error
 	n          int64
+	// source is the sender's address (sourceKey); sourceHeld is set while
+	// the body holds one of its slots.
+	source     string
+	sourceHeld bool
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
@@ -178,11 +190,19 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 }
 
 func (b *boundedBody) acquire() error {
+	if bodies := b.s.limits.bodies; bodies != nil {
+		if !bodies.acquire(b.source) {
+			b.s.limits.refused(limitBodiesPerSource)
+			return &bodySourceError{max: bodies.max}
+		}
+		b.sourceHeld = true
+	}
 	t := time.NewTimer(b.s.cfg.BodyReadTimeout)
 	defer t.Stop()
 	select {
 	case b.s.bodySlots <- struct{}{}:
 	case <-t.C:
+		b.releaseSource()
 		return errBodySlots
 	}
 	b.held = true
@@ -203,6 +223,15 @@ func (b *boundedBody) release() {
 		_ = b.rc.SetReadDeadline(time.Time{})
 	}
 	<-b.s.bodySlots
+	b.releaseSource()
+}
+
+// releaseSource frees the source address's slot.
+func (b *boundedBody) releaseSource() {
+	if b.sourceHeld {
+		b.sourceHeld = false
+		b.s.limits.bodies.release(b.source)
+	}
 }
 
 // drain reads and discards what is left of the body, under its slot and
@@ -219,7 +248,10 @@ func (b *boundedBody) Close() error { return b.body.Close() }
 
 // bodyReadError answers a failed body read.
 func bodyReadError(err error) error {
+	var se *bodySourceError
 	switch {
+	case errors.As(err, &se):
+		return &httpError{status: http.StatusTooManyRequests, code: codeRateLimited, detail: se.Error()}
 	case errors.Is(err, errBodySlots):
 		return &httpError{status: http.StatusServiceUnavailable, code: problem.CodeUnavailable, detail: "the gateway is reading too many request bodies; retry later"}
 	case errors.Is(err, errBodyTimeout):

@@ -34,6 +34,8 @@ type Service struct {
 	events *watch.Hub
 	// bodySlots holds one token per request body being read.
 	bodySlots chan struct{}
+	// limits holds what each caller takes (handler_limits.go).
+	limits *limiter
 	// http records requests by route (no8s_http_...).
 	http *metrics.HTTP
 	// rest holds writes to the REST rules; nil with identities off.
@@ -56,6 +58,7 @@ func New(cfg Config, store storev1.StoreServiceClient, admission admissionv1.Adm
 	}
 	s := &Service{cfg: cfg.withDefaults(), store: store, admission: admission, log: log}
 	s.bodySlots = make(chan struct{}, s.cfg.MaxConcurrentBodyReads)
+	s.limits = newLimiter(s.cfg.Limits, s.cfg.Metrics)
 	s.http = metrics.NewHTTP(s.cfg.Metrics)
 	s.authn = newAuthenticator(s.cfg)
 	s.roles = s.newRoles()

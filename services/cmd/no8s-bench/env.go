@@ -855,8 +855,12 @@ func (e *benchEnv) startGateway(ctx context.Context, name string, extra ...strin
 	if err != nil {
 		return "", err
 	}
-	args, err := e.serviceArgs(identity.Gateway, append([]string{"--listen", gwAddr, "--store-addr", e.storeAddr, "--admission-addr", e.admissionAddr, "--nats-url", e.natsURL,
-		"--outbound-allow", "loopback", "--bootstrap-token-file", tokenFile}, extra...))
+	// No limits per caller: the api scenarios send ~700 requests a second
+	// with one token from one address, the watch scenarios open many
+	// streams, and a limit would measure itself instead of the gateway.
+	limits := []string{"--rate-limit=0", "--max-watches-per-identity=0", "--max-body-reads-per-source=0"}
+	args, err := e.serviceArgs(identity.Gateway, append(append([]string{"--listen", gwAddr, "--store-addr", e.storeAddr, "--admission-addr", e.admissionAddr, "--nats-url", e.natsURL,
+		"--outbound-allow", "loopback", "--bootstrap-token-file", tokenFile}, limits...), extra...))
 	if err != nil {
 		return "", err
 	}

@@ -55,6 +55,13 @@ func run() error {
 	fs.DurationVar(&cfg.BodyReadTimeout, "body-read-timeout", cfg.BodyReadTimeout, "a request's body must arrive within this (else 408); also the longest wait for a body-read slot (else 503)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "kept-alive connections idle this long are closed")
 	fs.IntVar(&cfg.MaxConcurrentBodyReads, "max-body-reads", cfg.MaxConcurrentBodyReads, "request bodies read at once")
+	fs.Float64Var(&cfg.RateLimit, "rate-limit", cfg.RateLimit, "requests per second each identity may make (a user, or a source address without a token), 429 rate_limited beyond; 0: no limit ($NO8S_GATEWAY_RATE_LIMIT)")
+	fs.IntVar(&cfg.RateBurst, "rate-burst", cfg.RateBurst, "requests an identity may make at once above --rate-limit ($NO8S_GATEWAY_RATE_BURST)")
+	fs.IntVar(&cfg.MaxWatches, "max-watches-per-identity", cfg.MaxWatches, "event streams each identity may hold open, 429 rate_limited beyond; 0: no limit ($NO8S_GATEWAY_MAX_WATCHES_PER_IDENTITY)")
+	fs.IntVar(&cfg.MaxBodyReadsPerSource, "max-body-reads-per-source", cfg.MaxBodyReadsPerSource, "request bodies read at once from one source address (of --max-body-reads), 429 rate_limited beyond; 0: no limit ($NO8S_GATEWAY_MAX_BODY_READS_PER_SOURCE)")
+	if err := envFlags(fs, "rate-limit", "rate-burst", "max-watches-per-identity", "max-body-reads-per-source"); err != nil {
+		return err
+	}
 	fs.BoolVar(&cfg.Input.Enabled, "queue-input", cfg.Input.Enabled, "serve the NATS queue input (docs/queue-input.md)")
 	fs.DurationVar(&cfg.Input.AckWait, "input-ack-wait", 0, "queue input: a message held this long without a sign of life is redelivered to another gateway (default 30s)")
 	fs.IntVar(&cfg.Input.MaxDeliver, "input-max-deliver", 0, "queue input: deliveries of a message before it is dead-lettered (default 5)")
@@ -150,6 +157,22 @@ func run() error {
 	cfg.Tokens = storev1.NewTokenServiceClient(storeConn)
 	svc := gateway.New(cfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), log)
 	return svc.ServeListeners(ctx, lis, serviceLis)
+}
+
+// envFlags sets each named flag of fs from its environment variable,
+// NO8S_GATEWAY_ and the name in upper case with underscores, when that is
+// set; the command line still overrides it. A value the flag refuses is
+// an error naming the variable.
+func envFlags(fs *flag.FlagSet, names ...string) error {
+	for _, name := range names {
+		env := "NO8S_GATEWAY_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		if v := os.Getenv(env); v != "" {
+			if err := fs.Set(name, v); err != nil {
+				return fmt.Errorf("$%s: %w", env, err)
+			}
+		}
+	}
+	return nil
 }
 
 // stringList is a repeatable string flag.
