@@ -335,7 +335,10 @@ func (s *Service) accessReview(c *echo.Context) error {
 		return err
 	}
 	req := rbac.Request{Verb: body.Verb, Type: body.Type, Namespace: body.Namespace, Name: body.Name}
-	if rbac.IsClusterScoped(body.Type) {
+	// A global object is decided with no namespace, except bind on a
+	// ClusterRole: a RoleBinding names it in its own namespace, and
+	// authorizeGrant decides it there (rbac.Policy.MayBind).
+	if rbac.IsClusterScoped(body.Type) && body.Verb != rbac.VerbBind {
 		req.Namespace = ""
 	}
 	ok, err := s.allowed(c.Request().Context(), req)
