@@ -11,6 +11,7 @@ import (
 	"github.com/no8s/no8s/libs/client"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/rbac"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/resourcepb"
 )
@@ -96,6 +97,11 @@ func (s *Service) applyOp(ctx context.Context, body applyResourceBody, dry bool)
 	}
 	key := &storev1.ResourceName{ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion,
 		Namespace: body.Namespace, Name: body.Name}
+	// Decided by name before anything is read: an object the caller may
+	// not write answers as an absent one does.
+	if err := s.authorizeByName(ctx, body.ResourceTypeName, body.Namespace, body.Name, rbac.VerbCreate, rbac.VerbUpdate); err != nil {
+		return applied{}, err
+	}
 	retry := s.raceRetry(ctx)
 	for {
 		resp, err := callCtx(s, ctx, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: key}})
@@ -111,6 +117,11 @@ func (s *Service) applyOp(ctx context.Context, body applyResourceBody, dry bool)
 			return a, err
 		}
 		if err != nil {
+			return applied{}, err
+		}
+		// A refusal of the stored object is final: its 404 is not the
+		// purge the retry below waits out.
+		if err := s.authorizeStored(ctx, rbac.VerbUpdate, resp.GetResource()); err != nil {
 			return applied{}, err
 		}
 		a, err := s.applyUpdate(ctx, resp.GetResource(), &want, dry)

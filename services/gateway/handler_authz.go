@@ -162,6 +162,19 @@ func (s *Service) authorizeStored(ctx context.Context, verb string, r *storev1.R
 	return problem.NotFoundf("resource %d not found", r.GetId())
 }
 
+// authorizeByName decides a request that addresses an object by name
+// before the store is read (apply, the queue input's delete): a caller who
+// may do none of verbs on it is refused (403) alike whether it exists or
+// not, as GET by name is. The stored object is decided again once read.
+func (s *Service) authorizeByName(ctx context.Context, typ, ns, name string, verbs ...string) error {
+	for _, v := range verbs {
+		if ok, err := s.allowed(ctx, newObjectRequest(v, typ, ns, name)); err != nil || ok {
+			return err
+		}
+	}
+	return forbidden(ctx, newObjectRequest(verbs[0], typ, ns, name))
+}
+
 // storedResource reads resource id and decides verb on it.
 func (s *Service) storedResource(ctx context.Context, verb string, id int64) (*storev1.Resource, error) {
 	r, err := s.getResourceByID(ctx, id)
@@ -322,7 +335,10 @@ func (s *Service) accessReview(c *echo.Context) error {
 		return err
 	}
 	req := rbac.Request{Verb: body.Verb, Type: body.Type, Namespace: body.Namespace, Name: body.Name}
-	if rbac.IsClusterScoped(body.Type) {
+	// A global object is decided with no namespace, except bind on a
+	// ClusterRole: a RoleBinding names it in its own namespace, and
+	// authorizeGrant decides it there (rbac.Policy.MayBind).
+	if rbac.IsClusterScoped(body.Type) && body.Verb != rbac.VerbBind {
 		req.Namespace = ""
 	}
 	ok, err := s.allowed(c.Request().Context(), req)

@@ -18,6 +18,7 @@ import (
 	"github.com/no8s/no8s/services/gateway/queueinput"
 	"github.com/no8s/no8s/services/internal/manifest"
 	"github.com/no8s/no8s/services/internal/problem"
+	"github.com/no8s/no8s/services/internal/rbac"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/resourcepb"
 	"github.com/no8s/no8s/services/internal/strictjson"
@@ -176,6 +177,9 @@ func (s *Service) deleteByName(ctx context.Context, body applyResourceBody, dry 
 	body.Namespace = names.OrDefault(body.Namespace)
 	if fe := names.Namespace("/namespace", body.Namespace); fe != nil {
 		return nil, fieldsError("invalid resource", []problem.FieldError{*fe})
+	}
+	if err := s.authorizeByName(ctx, body.ResourceTypeName, body.Namespace, body.Name, rbac.VerbDelete); err != nil {
+		return nil, err
 	}
 	resp, err := callCtx(s, ctx, s.store.GetResource, &storev1.GetResourceRequest{Key: &storev1.GetResourceRequest_Name{Name: &storev1.ResourceName{
 		ResourceTypeName: body.ResourceTypeName, ResourceTypeVersion: body.ResourceTypeVersion, Namespace: body.Namespace, Name: body.Name,
