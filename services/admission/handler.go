@@ -12,6 +12,7 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission/schema"
 	"github.com/no8s/no8s/services/admission/webhook"
+	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
@@ -79,6 +80,9 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 	if r == nil {
 		return nil, 0, problem.Invalidf("resource is required")
 	}
+	// The grants bound to subjects are decided on the requester (none for
+	// a service identity's write).
+	ctx = authn.WithPrincipal(ctx, requesterOf(req))
 	var op string
 	switch req.GetOperation() {
 	case admissionv1.Operation_OPERATION_CREATE:
@@ -208,4 +212,14 @@ func (h *handler) admitDelete(ctx context.Context, req *admissionv1.AdmitResourc
 	hooks.Mutating = nil
 	_, err = h.chain.Run(ctx, hooks, webhook.Admission{Operation: webhookconf.OpDelete, DryRun: req.GetDryRun(), Resource: resourcepb.FromProto(r)}, nil)
 	return err
+}
+
+// requesterOf is the principal of the write req asks for, nil when the
+// gateway named none.
+func requesterOf(req *admissionv1.AdmitResourceRequest) *authn.Principal {
+	r := req.GetRequester()
+	if r == nil || r.GetUsername() == "" {
+		return nil
+	}
+	return &authn.Principal{Username: r.GetUsername(), Groups: r.GetGroups(), TokenID: r.GetTokenId()}
 }

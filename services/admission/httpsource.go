@@ -16,6 +16,7 @@ import (
 	"slices"
 
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/httpsource"
 	"github.com/no8s/no8s/services/internal/problem"
@@ -70,7 +71,7 @@ func (h *handler) httpSourceErrors(ctx context.Context, op string, r *storev1.Re
 				if failed("/spec/headers/" + resource.EscapePointer(k)) {
 					continue
 				}
-				if err := h.grants.Allow(grants.UseHTTPHeader, r.GetNamespace(), spec.Headers[k], origin); err != nil {
+				if err := h.grants.AllowFor(grants.UseHTTPHeader, r.GetNamespace(), spec.Headers[k], origin, authn.FromContext(ctx)); err != nil {
 					errs = append(errs, problem.FieldError{Path: "/spec/headers/" + resource.EscapePointer(k), Message: err.Error()})
 				}
 			}

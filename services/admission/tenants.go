@@ -20,6 +20,7 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk/secret"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
@@ -36,7 +37,7 @@ func (h *handler) checkTenantTypes(ctx context.Context, r *storev1.Resource) err
 	var err error
 	switch r.GetResourceTypeName() {
 	case tenancy.RegistryType:
-		errs = h.checkRegistry(r)
+		errs = h.checkRegistry(ctx, r)
 	case tenancy.TemplateType:
 		errs, err = h.checkTemplate(ctx, r)
 	default:
@@ -56,7 +57,7 @@ func (h *handler) checkTenantTypes(ctx context.Context, r *storev1.Resource) err
 	return nil
 }
 
-func (h *handler) checkRegistry(r *storev1.Resource) []problem.FieldError {
+func (h *handler) checkRegistry(ctx context.Context, r *storev1.Resource) []problem.FieldError {
 	var spec tenancy.RegistrySpec
 	if err := json.Unmarshal(r.GetSpec(), &spec); err != nil {
 		return []problem.FieldError{{Path: "/spec", Message: err.Error()}}
@@ -75,7 +76,7 @@ func (h *handler) checkRegistry(r *storev1.Resource) []problem.FieldError {
 		if ref.IsZero() {
 			continue
 		}
-		if err := h.grants.Allow(grants.UseDatasource, r.GetNamespace(), ref, dest); err != nil {
+		if err := h.grants.AllowFor(grants.UseDatasource, r.GetNamespace(), ref, dest, authn.FromContext(ctx)); err != nil {
 			errs = append(errs, problem.FieldError{Path: "/spec/source/" + field, Message: err.Error()})
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/client"
+	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/authz"
@@ -295,11 +296,11 @@ func (s *Service) listFilter(ctx context.Context, verb, typ, ns string) (func(ty
 		return nil, forbidden(ctx, rbac.Request{Verb: verb, Type: anyType, Namespace: ns})
 	}
 	return func(t, n, name string) bool {
-		// A stream outlives one Policy: ask the cache's current one (it
-		// never blocks while that one is recent; a watch whose rights
-		// cannot be read ends, see watchRights).
-		cur, err := s.roles.Policy(context.WithoutCancel(ctx))
-		if err != nil {
+		// A stream outlives one Policy: ask the cache's current one
+		// without waiting (the hub asks while it fans out); a watch whose
+		// rights cannot be read recently enough ends (watchRights).
+		cur := s.roles.Peek(context.WithoutCancel(ctx))
+		if cur == nil {
 			return false
 		}
 		if rbac.IsClusterScoped(t) {
@@ -455,4 +456,15 @@ func (s *Service) authorizeWatch(c *echo.Context, f *watch.Filter) error {
 	}
 	c.SetRequest(c.Request().WithContext(s.watchRights(ctx, may)))
 	return nil
+}
+
+// requester is who admission is told asks for a write: the authenticated
+// caller (a credential grant bound to subjects is theirs to use); nil for
+// a service identity.
+func requester(ctx context.Context) *admissionv1.Requester {
+	p, service := callerPrincipal(ctx)
+	if service || p == nil {
+		return nil
+	}
+	return &admissionv1.Requester{Username: p.Username, Groups: p.Groups, TokenId: p.TokenID}
 }

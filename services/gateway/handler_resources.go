@@ -181,6 +181,7 @@ func (s *Service) admitAndWrite(ctx context.Context, req *admissionv1.AdmitResou
 	if err := s.authorizeWrite(ctx, req.GetOldResource(), req.GetResource()); err != nil {
 		return err
 	}
+	req.Requester = requester(ctx)
 	if r := req.GetResource(); r.GetResourceTypeName() == tenancy.TenantType && r.GetResourceTypeVersion() == tenancy.Version &&
 		fenceLease(ctx) != tenancy.SyncLease {
 		return problem.New(problem.Forbidden, problem.CodeDenied,

@@ -68,8 +68,8 @@ func limitedCount(t *testing.T, reg *prometheus.Registry, kind limitKind) float6
 	return 0
 }
 
-// ownedToken stores an API token of owner, valid for an hour, and returns
-// its value.
+// ownedToken stores an API token of owner, an administrator, valid for an
+// hour, and returns its value.
 func ownedToken(t *testing.T, owner string) string {
 	t.Helper()
 	id, hash, value, err := authn.NewToken()
@@ -77,7 +77,9 @@ func ownedToken(t *testing.T, owner string) string {
 		t.Fatal(err)
 	}
 	if _, err := storev1.NewTokenServiceClient(env.storeConn).CreateToken(env.ctx, &storev1.CreateTokenRequest{Token: &storev1.Token{
-		Id: id, Name: "limits-" + owner, Owner: owner, CreatedBy: owner, ExpiresAt: timestamppb.New(time.Now().Add(time.Hour)), SecretHash: hash}}); err != nil {
+		Id: id, Name: "limits-" + owner, Owner: owner, CreatedBy: owner, ExpiresAt: timestamppb.New(time.Now().Add(time.Hour)), SecretHash: hash,
+		// Administrators: the limits are under test here, not the roles.
+		Groups: []string{authn.GroupAdmins}}}); err != nil {
 		t.Fatal(err)
 	}
 	return value

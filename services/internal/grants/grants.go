@@ -23,6 +23,8 @@ import (
 
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/services/internal/authn"
+	"github.com/no8s/no8s/services/internal/rbac"
 )
 
 // The uses of a credential.
@@ -50,6 +52,11 @@ type Grant struct {
 	// Destinations it may be sent to: host:port for a datasource (the
 	// port written out), an origin (scheme://host[:port]) for a header.
 	Destinations []string `json:"destinations"`
+	// Subjects, when given, bind the grant to identities: only a write by
+	// one of them (a user, group, service account or token, as a role
+	// binding names them) may use it. Admission checks them at every
+	// write; empty: any writer.
+	Subjects []rbac.Subject `json:"subjects,omitempty"`
 }
 
 // Set is the grants of a file. A nil *Set is no file: it grants nothing.
@@ -123,6 +130,11 @@ func New(gs ...Grant) (*Set, error) {
 				return nil, fmt.Errorf("%s: namespace %q is not a namespace name (or *)", at, ns)
 			}
 		}
+		for j, sub := range g.Subjects {
+			if !rbac.IsSubjectKind(sub.Kind) || strings.TrimSpace(sub.Name) == "" {
+				return nil, fmt.Errorf("%s: subjects[%d]: want a kind (%s) and a name", at, j, strings.Join(rbac.SubjectKinds(), ", "))
+			}
+		}
 		g.Destinations = slices.Clone(g.Destinations)
 		for j, d := range g.Destinations {
 			var canon string
@@ -151,15 +163,50 @@ func New(gs ...Grant) (*Set, error) {
 // (never the secret) and says how to grant it: the grant to list, the
 // flag and environment variable naming the file, and the design page. A
 // nil Set (no file) refuses every reference.
+//
+// Allow does not look at a grant's subjects (registry-sync, which
+// resolves the secret, does not know who wrote the resource: admission
+// checked that with AllowFor).
 func (s *Set) Allow(use, ns string, ref secret.Ref, dest string) error {
+	return s.allow(use, ns, ref, dest, func(Grant) bool { return true })
+}
+
+// AllowFor is Allow for a write by writer: a grant bound to subjects
+// counts only when writer is one of them (nil, a service identity's write,
+// is none of them).
+func (s *Set) AllowFor(use, ns string, ref secret.Ref, dest string, writer *authn.Principal) error {
+	return s.allow(use, ns, ref, dest, func(g Grant) bool {
+		if len(g.Subjects) == 0 {
+			return true
+		}
+		if writer == nil {
+			return false
+		}
+		for _, sub := range rbac.Subjects(writer) {
+			if slices.Contains(g.Subjects, sub) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func (s *Set) allow(use, ns string, ref secret.Ref, dest string, writerOK func(Grant) bool) error {
 	if s == nil {
 		return fmt.Errorf("%w: no credential grants file is set, so no secret reference may be used; %s", ErrNotGranted, howTo(use, ns, ref, dest))
 	}
+	bound := false
 	for _, g := range s.grants {
 		if g.Use == use && g.Secret == ref && (slices.Contains(g.Namespaces, ns) || slices.Contains(g.Namespaces, "*")) &&
 			slices.Contains(g.Destinations, dest) {
-			return nil
+			if writerOK(g) {
+				return nil
+			}
+			bound = true
 		}
+	}
+	if bound {
+		return fmt.Errorf("%w: the grants that let namespace %q use %s as %s sent to %s are bound to subjects, and this write's author is none of them", ErrNotGranted, ns, ref, use, dest)
 	}
 	return fmt.Errorf("%w: no grant lets namespace %q use %s as %s sent to %s; %s", ErrNotGranted, ns, ref, use, dest, howTo(use, ns, ref, dest))
 }

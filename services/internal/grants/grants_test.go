@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/services/internal/authn"
 )
 
 func TestAllow(t *testing.T) {
@@ -86,5 +87,53 @@ func TestParseComments(t *testing.T) {
 		if _, err := Parse([]byte(bad)); err == nil {
 			t.Errorf("accepted %q", bad)
 		}
+	}
+}
+
+// TestAllowForBindsGrantsToSubjects: a grant with subjects is usable only
+// by their writes; a grant without is anyone's; Allow (registry-sync's
+// check at use) does not look at subjects.
+func TestAllowForBindsGrantsToSubjects(t *testing.T) {
+	s, err := Parse([]byte(`{"grants": [
+		{"secret": {"env": "CRM_PW"}, "use": "datasource", "namespaces": ["team-a"], "destinations": ["crm.internal:3306"],
+		 "subjects": [{"kind": "Group", "name": "dba"}, {"kind": "ServiceAccount", "name": "sync-bot"}]},
+		{"secret": {"env": "OPEN_PW"}, "use": "datasource", "namespaces": ["team-a"], "destinations": ["open.internal:3306"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crm, open := secret.Env("CRM_PW"), secret.Env("OPEN_PW")
+	dba := &authn.Principal{Username: "alice", Groups: []string{"dba"}}
+	bot := &authn.Principal{Username: "serviceaccount:sync-bot", TokenID: "t1"}
+	mallory := &authn.Principal{Username: "mallory", Groups: []string{"team-a"}}
+	for _, c := range []struct {
+		who  *authn.Principal
+		ref  secret.Ref
+		dest string
+		ok   bool
+	}{
+		{dba, crm, "crm.internal:3306", true},
+		{bot, crm, "crm.internal:3306", true},
+		{mallory, crm, "crm.internal:3306", false},
+		{nil, crm, "crm.internal:3306", false},
+		{mallory, open, "open.internal:3306", true},
+		{nil, open, "open.internal:3306", true},
+		{dba, crm, "evil.internal:3306", false},
+	} {
+		err := s.AllowFor(UseDatasource, "team-a", c.ref, c.dest, c.who)
+		if (err == nil) != c.ok {
+			t.Errorf("AllowFor(%v, %s, %s) = %v, want ok %v", c.who, c.ref, c.dest, err, c.ok)
+		}
+		if err != nil && !errors.Is(err, ErrNotGranted) {
+			t.Errorf("refusal %v is not ErrNotGranted", err)
+		}
+	}
+	if err := s.AllowFor(UseDatasource, "team-a", crm, "crm.internal:3306", mallory); err == nil || !strings.Contains(err.Error(), "bound to subjects") {
+		t.Errorf("a refusal by subject says so: %v", err)
+	}
+	if err := s.Allow(UseDatasource, "team-a", crm, "crm.internal:3306"); err != nil {
+		t.Errorf("Allow ignores subjects: %v", err)
+	}
+	if _, err := Parse([]byte(`{"grants": [{"secret": {"env": "X"}, "use": "datasource", "namespaces": ["a"], "destinations": ["h:1"], "subjects": [{"kind": "Robot", "name": "r"}]}]}`)); err == nil {
+		t.Error("a subject of an unknown kind is accepted")
 	}
 }

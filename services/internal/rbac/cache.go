@@ -94,6 +94,18 @@ func (c *Cache) Policy(ctx context.Context) (*Policy, error) {
 	return p, nil
 }
 
+// Peek returns the Policy the cache has, however old (nil before the first
+// read), and reads again in the background when it is older than Refresh:
+// for callers that must not wait (a watch's filter, asked while events fan
+// out), whose staleness another check bounds.
+func (c *Cache) Peek(ctx context.Context) *Policy {
+	p := c.cur.Load()
+	if p == nil || c.now().Sub(p.Read) > c.refresh {
+		c.refreshInBackground(ctx)
+	}
+	return p
+}
+
 // Allowed is Policy(ctx).Allowed(pr, r), without reading anything for an
 // administrator.
 func (c *Cache) Allowed(ctx context.Context, pr *authn.Principal, r Request) (bool, error) {

@@ -47,7 +47,7 @@ func Check(typ, namespace, name string, spec []byte) []problem.FieldError {
 		checkRoleRef(add, typ, s.RoleRef)
 		for i, sub := range s.Subjects {
 			p := fmt.Sprintf("/spec/subjects/%d", i)
-			if !slices.Contains([]string{SubjectUser, SubjectGroup, SubjectServiceAccount, SubjectToken}, sub.Kind) {
+			if !IsSubjectKind(sub.Kind) {
 				add(p+"/kind", "%q is not a subject kind: User, Group, ServiceAccount or Token", sub.Kind)
 			}
 			if strings.TrimSpace(sub.Name) == "" {

@@ -7,7 +7,7 @@ import (
 	"github.com/no8s/no8s/services/internal/authn"
 )
 
-func obj(t *testing.T, typ, ns, name string, spec any) Object {
+func obj(t testing.TB, typ, ns, name string, spec any) Object {
 	t.Helper()
 	b, err := json.Marshal(spec)
 	if err != nil {

@@ -1,6 +1,8 @@
 package rbac
 
 import (
+	"slices"
+
 	"github.com/no8s/no8s/services/internal/httpsource"
 	"github.com/no8s/no8s/services/internal/tenancy"
 )
@@ -74,6 +76,15 @@ const (
 	// SubjectToken is one API token by id.
 	SubjectToken = "Token"
 )
+
+// subjectKinds are the kinds of subject.
+var subjectKinds = []string{SubjectUser, SubjectGroup, SubjectServiceAccount, SubjectToken}
+
+// SubjectKinds returns the kinds of subject.
+func SubjectKinds() []string { return append([]string(nil), subjectKinds...) }
+
+// IsSubjectKind reports whether kind is a kind of subject.
+func IsSubjectKind(kind string) bool { return slices.Contains(subjectKinds, kind) }
 
 // ServiceAccountPrefix prefixes a service account's username.
 const ServiceAccountPrefix = "serviceaccount:"

@@ -165,6 +165,10 @@ type AdmitResourceRequest struct {
 	DryRun      bool         `protobuf:"varint,4,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	// refresh_schema forces a fresh read of the type (after schema_changed).
 	RefreshSchema bool `protobuf:"varint,5,opt,name=refresh_schema,json=refreshSchema,proto3" json:"refresh_schema,omitempty"`
+	// requester is who asked for the write, as the gateway authenticated it
+	// (unset for a service identity's write): a credential grant bound to
+	// subjects is usable only by their writes.
+	Requester     *Requester `protobuf:"bytes,6,opt,name=requester,proto3" json:"requester,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -234,6 +238,75 @@ func (x *AdmitResourceRequest) GetRefreshSchema() bool {
 	return false
 }
 
+func (x *AdmitResourceRequest) GetRequester() *Requester {
+	if x != nil {
+		return x.Requester
+	}
+	return nil
+}
+
+// Requester is an authenticated user, service account or token.
+type Requester struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Username string                 `protobuf:"bytes,1,opt,name=username,proto3" json:"username,omitempty"`
+	Groups   []string               `protobuf:"bytes,2,rep,name=groups,proto3" json:"groups,omitempty"`
+	// token_id is the API token's id when it authenticated with one.
+	TokenId       string `protobuf:"bytes,3,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Requester) Reset() {
+	*x = Requester{}
+	mi := &file_no8s_admission_v1_admission_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Requester) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Requester) ProtoMessage() {}
+
+func (x *Requester) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_admission_v1_admission_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Requester.ProtoReflect.Descriptor instead.
+func (*Requester) Descriptor() ([]byte, []int) {
+	return file_no8s_admission_v1_admission_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Requester) GetUsername() string {
+	if x != nil {
+		return x.Username
+	}
+	return ""
+}
+
+func (x *Requester) GetGroups() []string {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+func (x *Requester) GetTokenId() string {
+	if x != nil {
+		return x.TokenId
+	}
+	return ""
+}
+
 type AdmitResourceResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// resource is the admitted resource: defaults applied.
@@ -246,7 +319,7 @@ type AdmitResourceResponse struct {
 
 func (x *AdmitResourceResponse) Reset() {
 	*x = AdmitResourceResponse{}
-	mi := &file_no8s_admission_v1_admission_proto_msgTypes[3]
+	mi := &file_no8s_admission_v1_admission_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -258,7 +331,7 @@ func (x *AdmitResourceResponse) String() string {
 func (*AdmitResourceResponse) ProtoMessage() {}
 
 func (x *AdmitResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_admission_v1_admission_proto_msgTypes[3]
+	mi := &file_no8s_admission_v1_admission_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -271,7 +344,7 @@ func (x *AdmitResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdmitResourceResponse.ProtoReflect.Descriptor instead.
 func (*AdmitResourceResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_admission_v1_admission_proto_rawDescGZIP(), []int{3}
+	return file_no8s_admission_v1_admission_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AdmitResourceResponse) GetResource() *v1.Resource {
@@ -295,13 +368,18 @@ const file_no8s_admission_v1_admission_proto_rawDesc = "" +
 	"!no8s/admission/v1/admission.proto\x12\x11no8s.admission.v1\x1a\x1cno8s/store/v1/resource.proto\",\n" +
 	"\x12CheckSchemaRequest\x12\x16\n" +
 	"\x06schema\x18\x01 \x01(\fR\x06schema\"\x15\n" +
-	"\x13CheckSchemaResponse\"\x83\x02\n" +
+	"\x13CheckSchemaResponse\"\xbf\x02\n" +
 	"\x14AdmitResourceRequest\x12:\n" +
 	"\toperation\x18\x01 \x01(\x0e2\x1c.no8s.admission.v1.OperationR\toperation\x123\n" +
 	"\bresource\x18\x02 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\x12:\n" +
 	"\fold_resource\x18\x03 \x01(\v2\x17.no8s.store.v1.ResourceR\voldResource\x12\x17\n" +
 	"\adry_run\x18\x04 \x01(\bR\x06dryRun\x12%\n" +
-	"\x0erefresh_schema\x18\x05 \x01(\bR\rrefreshSchema\"u\n" +
+	"\x0erefresh_schema\x18\x05 \x01(\bR\rrefreshSchema\x12:\n" +
+	"\trequester\x18\x06 \x01(\v2\x1c.no8s.admission.v1.RequesterR\trequester\"Z\n" +
+	"\tRequester\x12\x1a\n" +
+	"\busername\x18\x01 \x01(\tR\busername\x12\x16\n" +
+	"\x06groups\x18\x02 \x03(\tR\x06groups\x12\x19\n" +
+	"\btoken_id\x18\x03 \x01(\tR\atokenId\"u\n" +
 	"\x15AdmitResourceResponse\x123\n" +
 	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\x12'\n" +
 	"\x0fschema_revision\x18\x02 \x01(\x03R\x0eschemaRevision*h\n" +
@@ -328,29 +406,31 @@ func file_no8s_admission_v1_admission_proto_rawDescGZIP() []byte {
 }
 
 var file_no8s_admission_v1_admission_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_no8s_admission_v1_admission_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_no8s_admission_v1_admission_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_no8s_admission_v1_admission_proto_goTypes = []any{
 	(Operation)(0),                // 0: no8s.admission.v1.Operation
 	(*CheckSchemaRequest)(nil),    // 1: no8s.admission.v1.CheckSchemaRequest
 	(*CheckSchemaResponse)(nil),   // 2: no8s.admission.v1.CheckSchemaResponse
 	(*AdmitResourceRequest)(nil),  // 3: no8s.admission.v1.AdmitResourceRequest
-	(*AdmitResourceResponse)(nil), // 4: no8s.admission.v1.AdmitResourceResponse
-	(*v1.Resource)(nil),           // 5: no8s.store.v1.Resource
+	(*Requester)(nil),             // 4: no8s.admission.v1.Requester
+	(*AdmitResourceResponse)(nil), // 5: no8s.admission.v1.AdmitResourceResponse
+	(*v1.Resource)(nil),           // 6: no8s.store.v1.Resource
 }
 var file_no8s_admission_v1_admission_proto_depIdxs = []int32{
 	0, // 0: no8s.admission.v1.AdmitResourceRequest.operation:type_name -> no8s.admission.v1.Operation
-	5, // 1: no8s.admission.v1.AdmitResourceRequest.resource:type_name -> no8s.store.v1.Resource
-	5, // 2: no8s.admission.v1.AdmitResourceRequest.old_resource:type_name -> no8s.store.v1.Resource
-	5, // 3: no8s.admission.v1.AdmitResourceResponse.resource:type_name -> no8s.store.v1.Resource
-	1, // 4: no8s.admission.v1.AdmissionService.CheckSchema:input_type -> no8s.admission.v1.CheckSchemaRequest
-	3, // 5: no8s.admission.v1.AdmissionService.AdmitResource:input_type -> no8s.admission.v1.AdmitResourceRequest
-	2, // 6: no8s.admission.v1.AdmissionService.CheckSchema:output_type -> no8s.admission.v1.CheckSchemaResponse
-	4, // 7: no8s.admission.v1.AdmissionService.AdmitResource:output_type -> no8s.admission.v1.AdmitResourceResponse
-	6, // [6:8] is the sub-list for method output_type
-	4, // [4:6] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	6, // 1: no8s.admission.v1.AdmitResourceRequest.resource:type_name -> no8s.store.v1.Resource
+	6, // 2: no8s.admission.v1.AdmitResourceRequest.old_resource:type_name -> no8s.store.v1.Resource
+	4, // 3: no8s.admission.v1.AdmitResourceRequest.requester:type_name -> no8s.admission.v1.Requester
+	6, // 4: no8s.admission.v1.AdmitResourceResponse.resource:type_name -> no8s.store.v1.Resource
+	1, // 5: no8s.admission.v1.AdmissionService.CheckSchema:input_type -> no8s.admission.v1.CheckSchemaRequest
+	3, // 6: no8s.admission.v1.AdmissionService.AdmitResource:input_type -> no8s.admission.v1.AdmitResourceRequest
+	2, // 7: no8s.admission.v1.AdmissionService.CheckSchema:output_type -> no8s.admission.v1.CheckSchemaResponse
+	5, // 8: no8s.admission.v1.AdmissionService.AdmitResource:output_type -> no8s.admission.v1.AdmitResourceResponse
+	7, // [7:9] is the sub-list for method output_type
+	5, // [5:7] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_no8s_admission_v1_admission_proto_init() }
@@ -364,7 +444,7 @@ func file_no8s_admission_v1_admission_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_no8s_admission_v1_admission_proto_rawDesc), len(file_no8s_admission_v1_admission_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
