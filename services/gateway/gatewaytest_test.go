@@ -34,6 +34,7 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission"
 	"github.com/no8s/no8s/services/internal/grants"
+	"github.com/no8s/no8s/services/internal/rbac"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsembed"
 	"github.com/no8s/no8s/services/internal/problem"
@@ -191,6 +192,9 @@ func startStack() (*stack, func(), error) {
 	if acfg.Grants, err = grants.New(
 		grants.Grant{Secret: secret.Env("NO8S_REGISTRY_TOKEN"), Use: grants.UseHTTPHeader, Namespaces: []string{"default"}, Destinations: []string{"http://127.0.0.1:9"}},
 		grants.Grant{Secret: secret.Env("REGISTRY_PW"), Use: grants.UseDatasource, Namespaces: []string{"default"}, Destinations: []string{"127.0.0.1:3306"}},
+		// TestCredentialGrantBoundToSubjects: service account dba's alone.
+		grants.Grant{Secret: secret.Env("BOUND_PW"), Use: grants.UseDatasource, Namespaces: []string{"default"}, Destinations: []string{"127.0.0.1:3306"},
+			Subjects: []rbac.Subject{{Kind: rbac.SubjectServiceAccount, Name: "dba"}}},
 	); err != nil {
 		return fail(err)
 	}

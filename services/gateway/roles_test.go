@@ -793,3 +793,32 @@ func send0(srv *httptest.Server, token, path string) (int, error) {
 	resp.Body.Close()
 	return resp.StatusCode, nil
 }
+
+// TestCredentialGrantBoundToSubjects: a credential grant bound to a
+// subject lets that subject's TenantRegistry use the secret, and nobody
+// else's, not even another writer of registries in the namespace nor an
+// administrator (the grant names who, roles say what).
+func TestCredentialGrantBoundToSubjects(t *testing.T) {
+	serveType(t, "TenantRegistry", "v1")
+	_, srv := rolesGateway(t, quickRoles)
+	root := admin(t, srv)
+	dba, intern := serviceAccount(t, srv, "dba"), serviceAccount(t, srv, "intern")
+	root.role("", "registry-writer", rbac.Rule{Verbs: []string{rbac.VerbCreate, rbac.VerbGet}, Types: []string{"TenantRegistry"}}).expect(t, http.StatusCreated)
+	root.bind("", "registry-writers", clusterRole("registry-writer"), dba.subject(), intern.subject()).expect(t, http.StatusCreated)
+	dba.await(true, rbac.VerbCreate, "TenantRegistry", "default")
+	intern.await(true, rbac.VerbCreate, "TenantRegistry", "default")
+	registry := func() map[string]any {
+		return map[string]any{
+			"source":        map[string]any{"type": "mysql", "host": "127.0.0.1", "database": "crm", "table": "tenants", "passwordRef": map[string]any{"env": "BOUND_PW"}},
+			"valueMappings": map[string]any{"uid": "id", "hostOrUrl": "url", "activate": "active"},
+		}
+	}
+	dba.create("TenantRegistry", "v1", "default", "bound-dba", registry()).expect(t, http.StatusCreated)
+	for _, who := range []actor{intern, root} {
+		r := who.create("TenantRegistry", "v1", "default", "bound-"+strings.TrimPrefix(who.name, rbac.ServiceAccountPrefix), registry())
+		e := r.expectError(t, http.StatusBadRequest, "validation_failed", "/spec/source/passwordRef")
+		if !strings.Contains(e.Errors[0].Message, "bound to subjects") {
+			t.Fatalf("%s using dba's credential: %+v", who.name, e)
+		}
+	}
+}
