@@ -400,8 +400,10 @@ func TestLimitsValidate(t *testing.T) {
 func TestRateBucketsBounded(t *testing.T) {
 	b := newRateBuckets(2, 2)
 	now := time.Now()
-	if b.take("a", now) != 0 || b.take("a", now) != 0 {
-		t.Fatal("the burst was refused")
+	for i := range 2 {
+		if wait := b.take("a", now); wait != 0 {
+			t.Fatalf("request %d of the burst was refused: wait %s", i+1, wait)
+		}
 	}
 	if wait := b.take("a", now); wait <= 0 || wait > time.Second/2 {
 		t.Fatalf("over the burst: wait %s, want (0, 500ms]", wait)
