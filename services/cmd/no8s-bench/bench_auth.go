@@ -37,9 +37,7 @@ func benchAPIAuth(ctx context.Context, env *benchEnv) error {
 	if err := env.Fresh(ctx); err != nil {
 		return err
 	}
-	if _, err := env.postJSON(ctx, "/api/v1/resource-types", map[string]any{
-		"name": "DatabaseCluster", "version": "v1beta1", "description": "Managed database cluster", "schema": json.RawMessage(databaseClusterSchema),
-	}); err != nil {
+	if err := createAuthBenchType(ctx, env); err != nil {
 		return err
 	}
 	issuer, err := oidctest.Start()
@@ -66,11 +64,7 @@ func benchAPIAuth(ctx context.Context, env *benchEnv) error {
 		{name: "API token", url: env.gatewayURL, authorization: "Bearer " + tok.Value},
 		{name: "RS256 JWT", url: jwtURL, authorization: "Bearer " + jwt},
 	}
-	// A client of its own, sending exactly each arm's header.
-	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
-		DialContext:  (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns: 512, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, DisableCompression: true,
-	}}
+	hc := armClient()
 	defer hc.CloseIdleConnections()
 	fmt.Printf("three gateways on one store and admission: --auth=none, API tokens, OIDC (a loopback issuer); c=32; %d rounds, each arm twice per round in mirrored order (A B C C B A: a throughput that drifts as the tables grow weighs on every arm alike), 8 s per slot after 1 s warmup\n", authRounds)
 	ratios, err := measureArms(ctx, hc, arms, "auth")
@@ -86,6 +80,23 @@ func benchAPIAuth(ctx context.Context, env *benchEnv) error {
 	}
 	printTargets(targets...)
 	return nil
+}
+
+// createAuthBenchType creates the type the arms create resources of.
+func createAuthBenchType(ctx context.Context, env *benchEnv) error {
+	_, err := env.postJSON(ctx, "/api/v1/resource-types", map[string]any{
+		"name": "DatabaseCluster", "version": "v1beta1", "description": "Managed database cluster", "schema": json.RawMessage(databaseClusterSchema),
+	})
+	return err
+}
+
+// armClient is a client of the arms' own, sending exactly each arm's
+// header.
+func armClient() *http.Client {
+	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
+		DialContext:  (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns: 512, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, DisableCompression: true,
+	}}
 }
 
 // measureArms measures API creates/s through each arm in authRounds

@@ -7,11 +7,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
-	"time"
 
 	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/services/internal/rbac"
@@ -28,9 +24,7 @@ func benchAPIRoles(ctx context.Context, env *benchEnv) error {
 	if err := env.Fresh(ctx); err != nil {
 		return err
 	}
-	if _, err := env.postJSON(ctx, "/api/v1/resource-types", map[string]any{
-		"name": "DatabaseCluster", "version": "v1beta1", "description": "Managed database cluster", "schema": json.RawMessage(databaseClusterSchema),
-	}); err != nil {
+	if err := createAuthBenchType(ctx, env); err != nil {
 		return err
 	}
 	if err := loadBenchPolicy(ctx, env); err != nil {
@@ -44,10 +38,7 @@ func benchAPIRoles(ctx context.Context, env *benchEnv) error {
 		{name: "no roles consulted (admin)", url: env.gatewayURL, authorization: "Bearer " + env.bootstrapToken},
 		{name: fmt.Sprintf("%d roles, %d bindings", benchRoles, benchBindings), url: env.gatewayURL, authorization: "Bearer " + tok.Value},
 	}
-	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
-		DialContext:  (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns: 512, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, DisableCompression: true,
-	}}
+	hc := armClient()
 	defer hc.CloseIdleConnections()
 	fmt.Printf("one gateway: the administrator (no role consulted) vs service account bench, bound by one of %d bindings to one of %d Roles (the gateway reads them again every second while asked); c=32; %d rounds, each arm twice per round in mirrored order, 8 s per slot after 1 s warmup\n",
 		benchBindings, benchRoles, authRounds)
