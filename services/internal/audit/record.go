@@ -110,6 +110,12 @@ type Object struct {
 	ID string `json:"id,omitempty"`
 }
 
+// Or is o with its empty fields taken from p.
+func (o Object) Or(p Object) Object {
+	o.fill(p)
+	return o
+}
+
 // fill sets o's empty fields from p.
 func (o *Object) fill(p Object) {
 	for _, f := range []struct {
@@ -130,6 +136,7 @@ func (o *Object) fill(p Object) {
 // method of a nil *Entry does nothing.
 type Entry struct {
 	mu     sync.Mutex
+	user   *Identity
 	verb   string
 	object Object
 	denied bool
@@ -150,6 +157,18 @@ func WithEntry(ctx context.Context, e *Entry) context.Context {
 func EntryFrom(ctx context.Context) *Entry {
 	e, _ := ctx.Value(entryKey{}).(*Entry)
 	return e
+}
+
+// SetUser says who sent the request, once known (the queue input, which
+// authenticates inside the request): it replaces the identity read from the
+// request's context when it is answered.
+func (e *Entry) SetUser(u Identity) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.user = &u
 }
 
 // SetVerb says what the request asks for (create, update, delete, ...);
@@ -193,6 +212,8 @@ func (e *Entry) Deny(reason string) {
 
 // State is what the layers put in an Entry.
 type State struct {
+	// User is nil unless SetUser was called.
+	User   *Identity
 	Verb   string
 	Object Object
 	Denied bool
@@ -206,7 +227,7 @@ func (e *Entry) State() State {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return State{Verb: e.verb, Object: e.object, Denied: e.denied, Reason: e.reason}
+	return State{User: e.user, Verb: e.verb, Object: e.object, Denied: e.denied, Reason: e.reason}
 }
 
 // Complete fills r from the entry's state: its verb and object take
@@ -214,6 +235,9 @@ func (e *Entry) State() State {
 // outcome follows from the denial and r.Status. r's own Reason (the
 // answer's detail) stands for a 401 or 403 that no layer explained.
 func (r Record) Complete(st State) Record {
+	if st.User != nil {
+		r.User = *st.User
+	}
 	if st.Verb != "" {
 		r.Verb = st.Verb
 	}
