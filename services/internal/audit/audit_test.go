@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -98,7 +99,7 @@ func TestRecordsAreJSONLinesTaggedAudit(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(ctx) }()
 	r.Record(ctx, audit.Record{Source: audit.SourceHTTP, RequestID: "r1", Verb: "create", Status: 201, Outcome: audit.Succeeded,
-		User: audit.Identity{Username: "alice", Groups: []string{"dev"}, AuthMethod: authn.MethodToken, TokenID: "tid"},
+		User:   audit.Identity{Username: "alice", Groups: []string{"dev"}, AuthMethod: authn.MethodToken, TokenID: "tid"},
 		Object: audit.Object{Kind: "Resource", Type: "Db", Version: "v1", Namespace: "default", Name: "db", ID: "1"}, Method: "POST", Route: "/api/v1/resources"})
 	r.Record(ctx, audit.Record{Source: audit.SourceNATS, RequestID: "r2", Verb: "apply", Status: 401, Outcome: audit.Denied, Reason: "unknown API token"})
 	cancel() // the drain writes what is queued
@@ -313,5 +314,36 @@ func TestRecordsArePublishedOnTheAuditStream(t *testing.T) {
 	}
 	if got := len(lines(t, buf.String())); got != len(outcomes) {
 		t.Errorf("%d log lines, want %d", got, len(outcomes))
+	}
+}
+
+func TestOpenLogAndSetUser(t *testing.T) {
+	if w, err := audit.OpenLog(audit.LogNone); w != nil || err != nil {
+		t.Fatalf("none: %v %v", w, err)
+	}
+	if w, err := audit.OpenLog(audit.LogStderr); w == nil || err != nil || w.Close() != nil {
+		t.Fatalf("stderr: %v %v", w, err)
+	}
+	path := t.TempDir() + "/audit.log"
+	for range 2 {
+		w, err := audit.OpenLog(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write([]byte("{}\n"))
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, _ := os.ReadFile(path); string(b) != "{}\n{}\n" {
+		t.Fatalf("appended: %q", b)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+	e := audit.NewEntry()
+	e.SetUser(audit.Identity{Username: "alice"})
+	if r := (audit.Record{Status: 200, User: audit.Identity{Username: "other"}}).Complete(e.State()); r.User.Username != "alice" {
+		t.Fatalf("user %+v", r.User)
 	}
 }
