@@ -302,3 +302,26 @@ func TestAuditRecordsEachWriteAndDenialOnce(t *testing.T) {
 		}
 	}
 }
+
+// A bootstrap token of the API tokens' shape (no8s dev's) is a secret as a
+// whole: no part of it is recorded, not even refused with a typo.
+func TestAuditKeepsNoPartOfTheBootstrapToken(t *testing.T) {
+	bid, _, boot, err := authn.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, _, err := authn.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Service{cfg: Config{Auth: AuthConfig{BootstrapToken: boot}}}
+	if got := s.presentedTokenID(bid); got != "" {
+		t.Errorf("the bootstrap token's id part is recorded: %q", got)
+	}
+	if got := s.presentedTokenID(other); got != other {
+		t.Errorf("another token's id: %q, want %q", got, other)
+	}
+	if got := audit.IdentityOf(&authn.Principal{Username: "admin", Method: authn.MethodBootstrap}, audit.Identity{TokenID: bid}); got.TokenID != "" {
+		t.Errorf("the bootstrap principal carries the presented id: %+v", got)
+	}
+}

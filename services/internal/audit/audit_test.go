@@ -278,7 +278,7 @@ func TestRecordsArePublishedOnTheAuditStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf syncBuffer
-	r := audit.New(audit.Config{Log: &buf, JetStream: js, Stream: audit.StreamConfig{MaxAge: time.Hour, MaxBytes: 1 << 20}}, nil)
+	r := audit.New(audit.Config{Log: &buf, JetStream: js, Stream: audit.StreamConfig{MaxAge: time.Hour, MaxBytes: 1 << 20}}, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(ctx) }()

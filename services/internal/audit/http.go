@@ -31,18 +31,15 @@ func HTTPRecord(r *http.Request, route string) Record {
 	return rec
 }
 
-// IdentityOf is p without its credential; the token id presented (id) is
-// kept when p is nil or has none.
-func IdentityOf(p *authn.Principal, id Identity) Identity {
+// IdentityOf is p without its credential; presented (the id of the API
+// token the request sent) when p is nil: nobody was identified.
+func IdentityOf(p *authn.Principal, presented Identity) Identity {
 	if p == nil {
-		return id
+		return presented
 	}
 	out := Identity{Username: p.Username, AuthMethod: p.Method, TokenID: p.TokenID}
 	if len(p.Groups) > 0 {
 		out.Groups = append([]string(nil), p.Groups...)
-	}
-	if out.TokenID == "" {
-		out.TokenID = id.TokenID
 	}
 	return out
 }

@@ -161,6 +161,9 @@ func (r *Recorder) Run(ctx context.Context) error {
 		return nil
 	}
 	w := &writer{r: r}
+	// A batch taken from the queue is written in full, even when ctx ends
+	// meanwhile: each step is bounded by its own timeout instead.
+	wctx := context.WithoutCancel(ctx)
 	tick := time.NewTicker(warnEvery)
 	defer tick.Stop()
 	batch := make([]Record, 0, maxBatch)
@@ -168,12 +171,12 @@ func (r *Recorder) Run(ctx context.Context) error {
 		select {
 		case rec := <-r.queue:
 			batch = r.fill(append(batch[:0], rec))
-			w.write(ctx, batch)
+			w.write(wctx, batch)
 		case <-tick.C:
 			r.warnDropped()
 		case <-ctx.Done():
 			r.stopped.Store(true)
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.DrainTimeout)
+			dctx, cancel := context.WithTimeout(wctx, r.cfg.DrainTimeout)
 			defer cancel()
 			for {
 				batch = r.fill(batch[:0])
@@ -264,7 +267,10 @@ func (w *writer) publish(ctx context.Context, batch []Record, lines [][]byte) {
 			return
 		}
 		w.lastEnsure = time.Now()
-		if err := EnsureStream(ctx, js, w.r.cfg.Stream); err != nil {
+		ectx, cancel := context.WithTimeout(ctx, publishTimeout)
+		err := EnsureStream(ectx, js, w.r.cfg.Stream)
+		cancel()
+		if err != nil {
 			w.r.failed("stream", len(lines), err)
 			return
 		}
