@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -345,5 +346,34 @@ func TestOpenLogAndSetUser(t *testing.T) {
 	e.SetUser(audit.Identity{Username: "alice"})
 	if r := (audit.Record{Status: 200, User: audit.Identity{Username: "other"}}).Complete(e.State()); r.User.Username != "alice" {
 		t.Fatalf("user %+v", r.User)
+	}
+}
+
+// failingWriter refuses every write.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestSinkFailuresAreWarnedOfInBulk(t *testing.T) {
+	var logBuf syncBuffer
+	r := audit.New(audit.Config{Log: failingWriter{}}, slog.New(slog.NewJSONHandler(&logBuf, nil)))
+	for range 100 {
+		r.Record(t.Context(), audit.Record{Outcome: audit.Succeeded})
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_ = r.Run(ctx)
+	total, warnings := 0.0, 0
+	for _, l := range lines(t, logBuf.String()) {
+		if l["msg"] == "audit records not written" {
+			warnings++
+			total += l["records"].(float64)
+			if l["sink"] != "log" || !strings.Contains(l["error"].(string), "disk full") {
+				t.Errorf("warning %v", l)
+			}
+		}
+	}
+	if total != 100 || warnings > 2 {
+		t.Fatalf("%d warnings of %v records, want at most 2 of 100: %s", warnings, total, logBuf.String())
 	}
 }

@@ -174,6 +174,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 			w.write(wctx, batch)
 		case <-tick.C:
 			r.warnDropped()
+			w.warnFailed()
 		case <-ctx.Done():
 			r.stopped.Store(true)
 			dctx, cancel := context.WithTimeout(wctx, r.cfg.DrainTimeout)
@@ -187,6 +188,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 			}
 			r.dropped.Add(uint64(len(r.queue)))
 			r.warnDropped()
+			w.warnFailed()
 			return nil
 		}
 	}
@@ -214,11 +216,15 @@ func (r *Recorder) warnDropped() {
 	}
 }
 
-// writer is Run's state: whether the stream exists.
+// writer is Run's state: whether the stream exists, and the failures not
+// yet warned of.
 type writer struct {
 	r          *Recorder
 	ensured    bool
 	lastEnsure time.Time
+	failures   map[string]int
+	lastErr    map[string]error
+	lastWarn   time.Time
 }
 
 // write writes batch to the log and publishes it on the stream.
@@ -227,7 +233,7 @@ func (w *writer) write(ctx context.Context, batch []Record) {
 	for _, rec := range batch {
 		b, err := json.Marshal(rec)
 		if err != nil {
-			w.r.failed("log", len(batch), fmt.Errorf("encode audit record: %w", err))
+			w.failed("log", 1, fmt.Errorf("encode audit record: %w", err))
 			continue
 		}
 		lines = append(lines, b)
@@ -253,7 +259,7 @@ func (w *writer) writeLog(lines [][]byte) {
 		}
 	}
 	if n > 0 {
-		w.r.failed("log", n, fmt.Errorf("write audit log: %w", werr))
+		w.failed("log", n, fmt.Errorf("write audit log: %w", werr))
 	}
 }
 
@@ -263,7 +269,7 @@ func (w *writer) publish(ctx context.Context, batch []Record, lines [][]byte) {
 	js := w.r.cfg.JetStream
 	if !w.ensured {
 		if time.Since(w.lastEnsure) < ensureRetry && !w.lastEnsure.IsZero() {
-			w.r.failed("stream", len(lines), errors.New("the audit stream is not there yet"))
+			w.failed("stream", len(lines), errors.New("the audit stream is not there yet"))
 			return
 		}
 		w.lastEnsure = time.Now()
@@ -271,7 +277,7 @@ func (w *writer) publish(ctx context.Context, batch []Record, lines [][]byte) {
 		err := EnsureStream(ectx, js, w.r.cfg.Stream)
 		cancel()
 		if err != nil {
-			w.r.failed("stream", len(lines), err)
+			w.failed("stream", len(lines), err)
 			return
 		}
 		w.ensured = true
@@ -309,16 +315,37 @@ wait:
 		}
 	}
 	if n > 0 {
-		w.r.failed("stream", n, fmt.Errorf("publish audit records: %w", perr))
+		w.failed("stream", n, fmt.Errorf("publish audit records: %w", perr))
 	}
 }
 
-// failed logs and counts n records a sink did not take.
-func (r *Recorder) failed(sink string, n int, err error) {
-	if r.metrics != nil {
-		r.metrics.failures.WithLabelValues(sink).Add(float64(n))
+// failed counts n records a sink did not take; warnFailed logs them.
+func (w *writer) failed(sink string, n int, err error) {
+	if w.r.metrics != nil {
+		w.r.metrics.failures.WithLabelValues(sink).Add(float64(n))
 	}
-	r.log.Warn("audit records not written", "sink", sink, "records", n, "error", err)
+	if w.failures == nil {
+		w.failures = map[string]int{}
+		w.lastErr = map[string]error{}
+	}
+	w.failures[sink] += n
+	w.lastErr[sink] = err
+	if time.Since(w.lastWarn) >= warnEvery {
+		w.warnFailed()
+	}
+}
+
+// warnFailed logs the records each sink did not take since the last
+// warning, with the last error: at most one warning per sink a second,
+// however many batches fail.
+func (w *writer) warnFailed() {
+	for sink, n := range w.failures {
+		if n > 0 {
+			w.r.log.Warn("audit records not written", "sink", sink, "records", n, "error", w.lastErr[sink])
+			w.failures[sink] = 0
+		}
+	}
+	w.lastWarn = time.Now()
 }
 
 // EnsureStream creates or updates the audit stream (subjects.AuditStream
