@@ -208,7 +208,10 @@ func (w *answerCapture) Write(p []byte) (int, error) {
 func (w *answerCapture) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // auditInput records one queue-input request: its identity (set by
-// execute once authenticated), the document's object and the answer.
+// execute once authenticated), the document's object and the answer. A
+// message delivered again after a 5xx is recorded at each execution; the
+// listener's own refusals (a reused key, a message given up) run nothing
+// and are not recorded.
 func (s *Service) auditInput(ctx context.Context, req queueinput.Request, e *audit.Entry, a queueinput.Answer) {
 	if s.audit == nil {
 		return
