@@ -224,11 +224,28 @@ func TestAuditRecordsEachWriteAndDenialOnce(t *testing.T) {
 	call(wantRecord{rid: "audit-401-watch", method: "GET", verb: "watch", route: "/api/v1/events", status: 401, outcome: audit.Denied,
 		reason: "invalid credentials: unknown API token"}, "", "/api/v1/events?access_token="+badToken, nil)
 	call(wantRecord{rid: "audit-403", username: sa.Owner, method: "GET", verb: "list", route: "/api/v1/tokens", status: 403, outcome: audit.Denied,
-		object: audit.Object{Kind: "Token"}, reason: "only administrators list every token"}, sa.Value, "/api/v1/tokens?all=true", nil)
+		object: audit.Object{Kind: "Token"}, reason: "no role grants manage-tokens tokens (everywhere)"}, sa.Value, "/api/v1/tokens?all=true", nil)
 	call(wantRecord{rid: "audit-revoke-denied", username: sa.Owner, method: "DELETE", verb: "revoke", route: "/api/v1/tokens/:id", status: 404, outcome: audit.Denied,
 		object: audit.Object{Kind: "Token", ID: other.ID}, reason: "not the token's owner, its creator or an administrator"}, sa.Value, "/api/v1/tokens/"+other.ID, nil)
 	call(wantRecord{rid: "audit-revoke", username: bootstrap, method: "DELETE", verb: "revoke", route: "/api/v1/tokens/:id", status: 200, outcome: audit.Succeeded,
 		object: audit.Object{Kind: "Token", ID: other.ID, Name: "audit-other"}}, admin, "/api/v1/tokens/"+other.ID, nil)
+
+	// The roles: a service account without any may neither create a
+	// resource (403) nor read one by id (404, as if it did not exist).
+	b = call(wantRecord{rid: "audit-create-2", username: bootstrap, method: "POST", verb: "create", route: "/api/v1/resources", status: 201,
+		outcome: audit.Succeeded, object: audit.Object{Kind: "Resource", Type: "AuditWidget", Version: "v1", Namespace: "default", Name: "w2"}},
+		admin, "/api/v1/resources", map[string]any{"name": "w2", "resource_type_name": "AuditWidget", "resource_type_version": "v1", "spec": map[string]any{"size": 1}})
+	var w2 client.Resource
+	if err := json.Unmarshal(b, &w2); err != nil {
+		t.Fatal(err)
+	}
+	wants[len(wants)-1].object.ID = fmt.Sprint(w2.ID)
+	call(wantRecord{rid: "audit-role-403", username: sa.Owner, method: "POST", verb: "create", route: "/api/v1/resources", status: 403, outcome: audit.Denied,
+		object: audit.Object{Kind: "Resource"}, reason: "no role grants create AuditWidget/w9 in default"}, sa.Value, "/api/v1/resources",
+		map[string]any{"name": "w9", "resource_type_name": "AuditWidget", "resource_type_version": "v1", "spec": map[string]any{"size": 1}})
+	call(wantRecord{rid: "audit-role-hidden", username: sa.Owner, method: "GET", verb: "get", route: "/api/v1/resources/:id", status: 404, outcome: audit.Denied,
+		object: audit.Object{Kind: "Resource", Type: "AuditWidget", Version: "v1", Namespace: "default", Name: "w2", ID: fmt.Sprint(w2.ID)},
+		reason: "no role grants get AuditWidget/w2 in default"}, sa.Value, fmt.Sprintf("/api/v1/resources/%d", w2.ID), nil)
 
 	// Reads are not recorded; nor a request that is neither write nor denial.
 	if status, _ := auditCall(t, srv, "GET", "/api/v1/resources/"+id, admin, "audit-read", nil); status != 200 {
