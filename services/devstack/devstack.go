@@ -41,6 +41,7 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission"
 	"github.com/no8s/no8s/services/gateway"
+	"github.com/no8s/no8s/services/internal/audit"
 	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/grants"
@@ -137,6 +138,13 @@ type Config struct {
 	// once every service answers: a parent process (the SDK's test kit)
 	// learns there where the stack listens.
 	ReadyFile string
+	// AuditLog is where the gateway's audit log goes (AuditLogPath): ""
+	// the data directory's AuditLogName, "-" stderr, "none" nowhere, or
+	// a file.
+	AuditLog string
+	// AuditStream publishes the audit records on the stream NO8S_AUDIT
+	// too (true by default).
+	AuditStream bool
 
 	// storeFault, when closed, stops the embedded store as a crash would:
 	// the fault a test injects to see the stack notice.
@@ -185,6 +193,22 @@ type Ready struct {
 	// CAFile is the CA certificate that a client of an https APIURL trusts
 	// ("" without TLS).
 	CAFile string `json:"ca_file,omitempty"`
+	// AuditLog is the gateway's audit log file ("" when it goes to stderr
+	// or nowhere).
+	AuditLog string `json:"audit_log,omitempty"`
+}
+
+// AuditLogName is the audit log's file in the data directory, where no8s
+// dev writes it by default.
+const AuditLogName = "audit.log"
+
+// AuditLogPath is where the audit log goes: Config.AuditLog, or the data
+// directory's AuditLogName when that is empty.
+func (c Config) AuditLogPath() string {
+	if c.AuditLog == "" {
+		return filepath.Join(c.DataDir, AuditLogName)
+	}
+	return c.AuditLog
 }
 
 // StoreURL is the store's database: DatabaseURL, or the embedded store's
@@ -220,6 +244,7 @@ func DefaultConfig() Config {
 		Identities:               true,
 		Authz:                    authz.Enforce,
 		Auth:                     authn.ModeOn,
+		AuditStream:              true,
 		RegistrySyncSecretPrefix: registrysync.DefaultConfig().SecretEnvPrefix,
 	}
 }
@@ -546,6 +571,15 @@ func (s *stack) newServices(ctx context.Context) (*services, error) {
 	gcfg.Identity, gcfg.Authz = s.ids.service(identity.Gateway), s.cfg.Authz
 	gcfg.Auth = gateway.AuthConfig{Mode: s.cfg.Auth, BootstrapToken: s.token}
 	gcfg.Tokens = storev1.NewTokenServiceClient(storeConn)
+	auditLog, err := audit.OpenLog(s.cfg.AuditLogPath())
+	if err != nil {
+		return nil, err
+	}
+	if auditLog != nil {
+		s.onCleanup(func() { _ = auditLog.Close() })
+		gcfg.Audit.Log = auditLog
+	}
+	gcfg.Audit.Stream = s.cfg.AuditStream
 	svcs.gateway = gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), s.base.With("service", "gateway"))
 	return &svcs, nil
 }
@@ -794,6 +828,9 @@ func (s *stack) ready() Ready {
 	if s.token != "" {
 		ready.TokenFile = cfg.TokenFile()
 	}
+	if p := cfg.AuditLogPath(); p != audit.LogStderr && p != audit.LogNone {
+		ready.AuditLog = p
+	}
 	return ready
 }
 
@@ -814,6 +851,9 @@ func (s *stack) announce(ctx context.Context, ready Ready) error {
 	}
 	if s.cfg.TLS {
 		up = append(up, "ca_file", ready.CAFile)
+	}
+	if ready.AuditLog != "" {
+		up = append(up, "audit_log", ready.AuditLog)
 	}
 	s.log.Info("no8s dev is up", up...)
 	if err := s.announceAuth(ready); err != nil {

@@ -327,7 +327,7 @@ func TestNATSAttacksRefusedDev(t *testing.T) {
 // natsAttacksRefused makes, as each NATS user of users (who → credentials
 // file), the writes NATS took from anyone before it checked identities: a
 // registry entry claiming a type, an input outcome, a resource event, and
-// purging or deleting the event, work and input streams. Each must be
+// purging or deleting the event, work, input and audit streams. Each must be
 // refused with a permissions violation, and no stream may move (last
 // sequences, seen through js, an admin's view) nor the forged registry
 // entry stand.
@@ -338,6 +338,12 @@ func natsAttacksRefused(t *testing.T, url string, js jetstream.JetStream, users 
 		for _, s := range subjects.Streams() {
 			if s == subjects.KVStream(subjects.RegistryBucket) {
 				continue // heartbeats: the forged entry is looked for below
+			}
+			if s == subjects.AuditStream {
+				// Only gateways with --audit-stream make it, and the records
+				// of the writes just made land in it asynchronously: the
+				// attacks on it are checked by their permission violations.
+				continue
 			}
 			st, err := js.Stream(t.Context(), s)
 			if err != nil {
@@ -375,8 +381,9 @@ func natsAttacksRefused(t *testing.T, url string, js jetstream.JetStream, users 
 		})
 		attack("forging an outcome", func(nc *nats.Conn) error { return nc.Publish(subjects.InputOutcome("auth-1"), []byte("{}")) })
 		attack("forging an event", func(nc *nats.Conn) error { return nc.Publish(subjects.Event("Guarded", "v1"), []byte("{}")) })
+		attack("forging an audit record", func(nc *nats.Conn) error { return nc.Publish(subjects.Audit("succeeded"), []byte("{}")) })
 		for _, verb := range []string{"STREAM.PURGE", "STREAM.DELETE"} {
-			for _, s := range []string{subjects.EventsStream, subjects.ReconcileStream, subjects.InputStream} {
+			for _, s := range []string{subjects.EventsStream, subjects.ReconcileStream, subjects.InputStream, subjects.AuditStream} {
 				attack(verb+" "+s, func(nc *nats.Conn) error { return nc.PublishRequest("$JS.API."+verb+"."+s, nc.NewRespInbox(), nil) })
 			}
 		}

@@ -131,6 +131,9 @@ type Config struct {
 	// DefaultLimits (200 requests a second, bursts of 400, 100 watches, 8
 	// bodies); a zero field turns its limit off (handler_limits.go).
 	Limits
+	// Audit is the audit log: a record of every write and every denied
+	// request (handler_audit.go; zero: none).
+	Audit AuditConfig
 }
 
 // Validate reports the settings ServeListeners cannot serve with: a

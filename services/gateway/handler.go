@@ -94,7 +94,7 @@ func (s *Service) routes() *echo.Echo {
 		HTTPErrorHandler: s.handleError,
 	})
 	e.Pre(securityHeaders, headAsGet)
-	e.Use(s.requestID, s.accessLog, s.recoverPanic, s.allowedHost, s.crossOrigin, s.limitRefused, s.authenticate, s.limitRequests, checkRequestText, s.boundBody, requireJSON, s.fenceContext)
+	e.Use(s.requestID, s.accessLog, s.auditRequest, s.recoverPanic, s.allowedHost, s.crossOrigin, s.limitRefused, s.authenticate, s.limitRequests, checkRequestText, s.boundBody, requireJSON, s.fenceContext)
 
 	ready := echo.WrapHandler(health.ProbeHandler(s.cfg.Health, s.cfg.Health.Ready))
 	e.GET("/health", ready)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/no8s/no8s/libs/client"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/audit"
 	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/problem"
@@ -114,8 +116,10 @@ func (s *Service) authorize(ctx context.Context, r rbac.Request) error {
 	return nil
 }
 
-// forbidden is the 403 of a refused request.
+// forbidden is the 403 of a refused request, marked denied in its audit
+// record.
 func forbidden(ctx context.Context, r rbac.Request) error {
+	audit.EntryFrom(ctx).Deny("no role grants " + r.String())
 	who := "anonymous"
 	if p := authn.FromContext(ctx); p != nil {
 		who = p.Username
@@ -160,6 +164,11 @@ func (s *Service) authorizeStored(ctx context.Context, verb string, r *storev1.R
 			return forbidden(ctx, req)
 		}
 	}
+	// Answered as if it did not exist, recorded as the denial it is.
+	e := audit.EntryFrom(ctx)
+	e.SetObject(audit.Object{Kind: "Resource", Type: r.GetResourceTypeName(), Version: r.GetResourceTypeVersion(),
+		Namespace: r.GetNamespace(), Name: r.GetName(), ID: strconv.FormatInt(r.GetId(), 10)})
+	e.Deny("no role grants " + req.String())
 	return problem.NotFoundf("resource %d not found", r.GetId())
 }
 

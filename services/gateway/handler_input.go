@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/no8s/no8s/services/internal/authn"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"github.com/no8s/no8s/libs/api/subjects"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/gateway/queueinput"
+	"github.com/no8s/no8s/services/internal/audit"
+	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/manifest"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/rbac"
@@ -32,8 +33,17 @@ import (
 
 var _ queueinput.Executor = (*Service)(nil)
 
-// Execute runs one queue-input request.
+// Execute runs one queue-input request and records it in the audit log.
 func (s *Service) Execute(ctx context.Context, req queueinput.Request) queueinput.Answer {
+	e := audit.NewEntry()
+	ctx = audit.WithEntry(ctx, e)
+	a := s.execute(ctx, req)
+	s.auditInput(ctx, req, e, a)
+	return a
+}
+
+// execute runs one queue-input request.
+func (s *Service) execute(ctx context.Context, req queueinput.Request) queueinput.Answer {
 	rid := req.RequestID
 	if !validRequestID(rid) {
 		rid = newRequestID()
@@ -43,7 +53,12 @@ func (s *Service) Execute(ctx context.Context, req queueinput.Request) queueinpu
 	if err != nil {
 		return s.Refuse(rid, err)
 	}
+	audit.EntryFrom(ctx).SetUser(audit.IdentityOf(authn.FromContext(ctx), audit.Identity{}))
 	body, dry, err := inputRequest(req)
+	if err == nil {
+		audit.EntryFrom(ctx).SetObject(audit.Object{Kind: "Resource", Type: body.ResourceTypeName, Version: body.ResourceTypeVersion,
+			Namespace: names.OrDefault(body.Namespace), Name: body.Name})
+	}
 	if err != nil {
 		a := s.Refuse(rid, err)
 		a.Malformed = true

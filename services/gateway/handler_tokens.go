@@ -13,6 +13,7 @@ import (
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/client"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/services/internal/audit"
 	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/rbac"
@@ -168,6 +169,7 @@ func (s *Service) revokeToken(c *echo.Context) error {
 	if ok, err := s.mayManage(c.Request().Context(), p, found.GetToken()); err != nil {
 		return err
 	} else if !ok {
+		audit.EntryFrom(c.Request().Context()).Deny("not the token's owner, its creator or an administrator")
 		return problem.NotFoundf("no token %q", id)
 	}
 	resp, err := call(s, c, ts.RevokeToken, &storev1.RevokeTokenRequest{Id: id})

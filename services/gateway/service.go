@@ -17,6 +17,7 @@ import (
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/gateway/queueinput"
 	"github.com/no8s/no8s/services/gateway/watch"
+	"github.com/no8s/no8s/services/internal/audit"
 	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/problem"
@@ -48,6 +49,9 @@ type Service struct {
 	// listener answers to (handler_edge.go).
 	origins *http.CrossOriginProtection
 	hosts   hostList
+	// audit records writes and denials; nil without an audit log or
+	// stream (handler_audit.go).
+	audit *audit.Recorder
 }
 
 // New returns a gateway over the store and admission clients. Zero Config
@@ -79,6 +83,7 @@ func New(cfg Config, store storev1.StoreServiceClient, admission admissionv1.Adm
 		s.events = watch.NewHub(s.cfg.JetStream, s.cfg.Watch, s.publishedRevision, log.With("component", "watch"))
 		s.events.RegisterMetrics(s.cfg.Metrics)
 	}
+	s.audit = newAuditRecorder(s.cfg, s)
 	s.echo = s.routes()
 	return s
 }
@@ -177,10 +182,14 @@ func (s *Service) ServeListeners(ctx context.Context, public, service net.Listen
 			s.log.Error("queue input stopped", "err", err)
 		}
 	}()
+	// The audit log stops last: the records of the requests and messages
+	// finished during the drain are written too.
+	stopAudit := s.startAudit(ctx)
 	defer func() {
 		stopEvents()
 		<-eventsDone
 		<-inputDone
+		stopAudit()
 	}()
 	errc := make(chan error, len(servers))
 	for i, srv := range servers {

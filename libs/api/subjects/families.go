@@ -43,11 +43,12 @@ func Families() []Family {
 		{"input outcomes", InputOutcomesAll, InputOutcome("k1")},
 		{"input dead letters", InputDead, InputDead},
 		{"input keys", KVKey(InputKeysBucket, ">"), KVKey(InputKeysBucket, "k1")},
+		{"audit records", AuditAll, Audit("denied")},
 	}
 }
 
 // Streams are every stream no8s keeps, KV buckets' included, in the
 // security guide's order.
 func Streams() []string {
-	return []string{EventsStream, ReconcileStream, KVStream(RegistryBucket), InputStream, InputOutcomesStream, InputDeadStream, KVStream(InputKeysBucket)}
+	return []string{EventsStream, ReconcileStream, KVStream(RegistryBucket), InputStream, InputOutcomesStream, InputDeadStream, KVStream(InputKeysBucket), AuditStream}
 }

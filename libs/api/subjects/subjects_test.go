@@ -13,6 +13,8 @@ func TestNames(t *testing.T) {
 		ReplicaKey("noop", "host-1"):        "replica.noop.host-1",
 		EventsAll:                           "no8s.events.>",
 		ReconcileAll:                        "no8s.reconcile.>",
+		Audit("denied"):                     "no8s.audit.denied",
+		AuditAll:                            "no8s.audit.>",
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/metrics"
@@ -15,6 +16,7 @@ import (
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/gateway"
+	"github.com/no8s/no8s/services/internal/audit"
 	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/authn/oidc"
 	"github.com/no8s/no8s/services/internal/grpcserver"
@@ -74,6 +76,12 @@ func run() error {
 	fs.Var(&adminGroups, "oidc-admin-group", "a JWT group whose members are administrators, repeatable")
 	publicPaths := fs.String("public-paths", proc.Env("NO8S_GATEWAY_PUBLIC_PATHS", strings.Join(gateway.DefaultPublicPaths(), ",")), "comma-separated paths answered without a token: the probes and /metrics by default; \"none\": every path needs one ($NO8S_GATEWAY_PUBLIC_PATHS)")
 	fs.DurationVar(&cfg.Auth.TokenExpiry, "token-expiry", gateway.DefaultTokenExpiry, "expiry of an API token created without one")
+	auditLog := fs.String("audit-log", proc.Env("NO8S_AUDIT_LOG", audit.LogStderr),
+		"where the audit log goes, one JSON line per write and per denied request: a file (appended to, created 0600), - for stderr (each line tagged \"log\":\"audit\"), none for nowhere ($NO8S_AUDIT_LOG)")
+	fs.BoolVar(&cfg.Audit.Stream, "audit-stream", proc.Env("NO8S_AUDIT_STREAM", "") == "true",
+		"publish the audit records on the JetStream stream "+subjects.AuditStream+" too, created or updated at start ($NO8S_AUDIT_STREAM=true)")
+	fs.DurationVar(&cfg.Audit.MaxAge, "audit-max-age", subjects.AuditMaxAge, "the audit stream keeps records this long")
+	fs.Int64Var(&cfg.Audit.MaxBytes, "audit-max-bytes", 0, "the audit stream drops its oldest records beyond this many bytes (0: no limit)")
 	if err := proc.OutboundFlag(fs, &cfg.Outbound); err != nil {
 		return err
 	}
@@ -101,6 +109,14 @@ func run() error {
 			vs = append(vs, v)
 		}
 		cfg.Auth.JWT = vs
+	}
+	auditOut, err := audit.OpenLog(*auditLog)
+	if err != nil {
+		return fmt.Errorf("--audit-log: %w", err)
+	}
+	if auditOut != nil {
+		defer auditOut.Close()
+		cfg.Audit.Log = auditOut
 	}
 	cfg.Auth.AdminGroups = adminGroups
 	cfg.Auth.PublicPaths = []string{}

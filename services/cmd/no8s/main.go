@@ -76,6 +76,8 @@ missing and migrated at start); PostgreSQL is the production store.`,
 	f.StringVar(&cfg.Auth, "auth", proc.Env(devstack.EnvAuth, cfg.Auth), "on: every API request needs a token (the administrator's is created at first start in the data directory and written into the CLI's context "+devstack.DevContext+"); none: the API is open to anyone who reaches it ($"+devstack.EnvAuth+")")
 	f.StringVar(&cfg.CLIConfig, "cli-config", "", "the CLI configuration file to write the "+devstack.DevContext+" context into (default: $NO8S_CONFIG, else ~/.config/no8s/config.yaml; \"off\": none)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-listen", cfg.MetricsAddr, "address of every service's Prometheus metrics (GET /metrics; \"off\": none; the default falls back to a free port when taken)")
+	f.StringVar(&cfg.AuditLog, "audit-log", proc.Env("NO8S_AUDIT_LOG", ""), "the gateway's audit log, one JSON line per write and per denied request: a file, - for stderr, none for nowhere ($NO8S_AUDIT_LOG; default: <data-dir>/"+devstack.AuditLogName+")")
+	f.BoolVar(&cfg.AuditStream, "audit-stream", cfg.AuditStream, "publish the audit records on the JetStream stream NO8S_AUDIT too")
 	f.StringVar(&cfg.WorkerAddr, "worker-listen", cfg.WorkerAddr, "the store's worker address: reconcilers' NO8S_STORE_ADDR (only the WorkerService is served there)")
 	// For the SDK's test kit and other programs that run no8s dev as a
 	// child: where it listens, and timings shortened for tests.

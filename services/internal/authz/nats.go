@@ -36,7 +36,10 @@ type NATSPermissions struct {
 //   - the gateway reads the event stream (watch) and the registry (the
 //     reconcilers endpoint), owns the input streams
 //     and the idempotency keys' bucket, takes input requests and answers
-//     them, consumes the input queue, writes outcomes and dead letters;
+//     them, consumes the input queue, writes outcomes and dead letters; it
+//     owns the audit stream and publishes audit records (it may not purge
+//     or delete that stream, nor read it through consumers: an audit
+//     reader is a NATS admin);
 //   - the scheduler reads the event stream and the registry, owns the work
 //     queue and publishes work items;
 //   - a reconciler consumes the work queue through its own consumer (named
@@ -72,7 +75,8 @@ func NATS(id identity.ID) NATSPermissions {
 			p.add(streamOwner(s, true, false))
 		}
 		p.add(durableConsumer(subjects.InputStream, subjects.InputConsumer))
-		p.Publish = append(p.Publish, subjects.InputOutcomesAll, subjects.InputDead, subjects.KVKey(subjects.InputKeysBucket, ">"))
+		p.add(streamOwner(subjects.AuditStream, false, false))
+		p.Publish = append(p.Publish, subjects.InputOutcomesAll, subjects.InputDead, subjects.KVKey(subjects.InputKeysBucket, ">"), subjects.AuditAll)
 		p.Subscribe = append(p.Subscribe, subjects.InputRequestApply, subjects.InputRequestDelete)
 		p.Respond = true
 	case id.Is(identity.Service, identity.Scheduler):
@@ -158,7 +162,9 @@ func streamConsumers(stream string, deleteConsumers bool) NATSPermissions {
 
 // streamOwner may create, change and read stream and list its consumers;
 // consume adds consumers of its own (streamConsumers); destroy adds purging
-// and deleting it (the event stream's rebuild).
+// and deleting it (the event stream's rebuild). The gateway owns the input
+// streams (consuming them) and the audit stream (neither consuming nor
+// destroying it: what it wrote there, it cannot take back).
 func streamOwner(stream string, consume, destroy bool) NATSPermissions {
 	p := streamInfo(stream)
 	if consume {

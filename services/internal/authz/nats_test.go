@@ -153,6 +153,9 @@ func TestNATSPolicySaysWhatTheSecurityGuidePromises(t *testing.T) {
 	only("publish outcomes", pub(subjects.InputOutcome("k")), gateway)
 	only("publish input", pub(subjects.InputQueueApply), publisher)
 	only("read outcomes", sub(subjects.InputOutcome("k")), publisher)
+	only("publish audit records", pub(subjects.Audit("denied")), gateway)
+	only("subscribe to audit records", sub(subjects.Audit("denied")))
+	only("consume the audit stream", pub("$JS.API.CONSUMER.CREATE."+subjects.AuditStream))
 	only("subscribe to events", sub(subjects.Event("Example", "v1")), reader)
 	only("consume example's work", pub("$JS.API.CONSUMER.MSG.NEXT."+subjects.ReconcileStream+".example"), example)
 	for _, s := range subjects.Streams() {
