@@ -142,6 +142,9 @@ type Config struct {
 	// the data directory's AuditLogName, "-" stderr, "none" nowhere, or
 	// a file.
 	AuditLog string
+	// RateLimit is the gateway's requests per second per identity
+	// (DefaultConfig: gateway.DefaultRateLimit; 0: no limit).
+	RateLimit float64
 	// AuditStream publishes the audit records on the stream NO8S_AUDIT
 	// too (true by default).
 	AuditStream bool
@@ -245,6 +248,7 @@ func DefaultConfig() Config {
 		Authz:                    authz.Enforce,
 		Auth:                     authn.ModeOn,
 		AuditStream:              true,
+		RateLimit:                gateway.DefaultRateLimit,
 		RegistrySyncSecretPrefix: registrysync.DefaultConfig().SecretEnvPrefix,
 	}
 }
@@ -570,6 +574,7 @@ func (s *stack) newServices(ctx context.Context) (*services, error) {
 	gcfg.TLSCertFile, gcfg.TLSKeyFile = s.tlsCert, s.tlsKey
 	gcfg.Identity, gcfg.Authz = s.ids.service(identity.Gateway), s.cfg.Authz
 	gcfg.Auth = gateway.AuthConfig{Mode: s.cfg.Auth, BootstrapToken: s.token}
+	gcfg.RateLimit = s.cfg.RateLimit
 	gcfg.Tokens = storev1.NewTokenServiceClient(storeConn)
 	auditLog, err := audit.OpenLog(s.cfg.AuditLogPath())
 	if err != nil {

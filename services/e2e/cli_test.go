@@ -133,7 +133,7 @@ func TestCLISeedFlow(t *testing.T) {
 
 	expectOut(t, "apply type", ok(t, base, "apply", "-f", typ), "ResourceType DatabaseCluster/v1 created")
 	expectOut(t, "apply type again", ok(t, base, "apply", "-f", typ), "ResourceType DatabaseCluster/v1 unchanged")
-	expectOut(t, "get types", ok(t, base, "get", "types"), "NAME", "DatabaseCluster   v1")
+	expectOut(t, "get types", ok(t, base, "get", "types"), "NAME", "DatabaseCluster      v1")
 
 	// A server dry run stores nothing.
 	expectOut(t, "dry run", ok(t, base, "apply", "-f", pg, "--dry-run=server"), "DatabaseCluster/v1 default/production-pg created (server dry run)")

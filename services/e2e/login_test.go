@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -73,9 +75,20 @@ func TestLogin(t *testing.T) {
 		}
 	}
 	whoami("after login")
-	if r := no8sEnv(t, env, "", "get", "types"); r.code != 0 {
-		t.Fatalf("get types: %d %q %q", r.code, r.stdout, r.stderr)
+	// Signed in, alice may do nothing until the administrator binds her
+	// group a role.
+	if r := no8sEnv(t, env, "", "get", "types"); r.code == 0 || !strings.Contains(r.stderr, "alice@example.com may not list resource-types") {
+		t.Fatalf("get types with no role: %d %q %q", r.code, r.stdout, r.stderr)
 	}
+	if r := curl(t, api, `curl -X POST http://localhost:8000/api/v1/resources -H 'Content-Type: application/json' -d '{"resource_type_name": "ClusterRoleBinding", "resource_type_version": "v1", "name": "dev-view", "spec": {"roleRef": {"kind": "ClusterRole", "name": "no8s:viewer"}, "subjects": [{"kind": "Group", "name": "dev"}]}}'`); r.status != http.StatusCreated {
+		t.Fatalf("binding the viewer role to group dev: %d %s", r.status, r.body)
+	}
+	waitFor(t, 3*time.Second, "the viewer role bound", func() error {
+		if r := no8sEnv(t, env, "", "get", "types"); r.code != 0 {
+			return fmt.Errorf("get types: %d %q %q", r.code, r.stdout, r.stderr)
+		}
+		return nil
+	})
 
 	// The ID token expires (beyond the gateway's minute of skew).
 	f, err := config.Load(cfgPath)

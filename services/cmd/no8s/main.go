@@ -78,6 +78,7 @@ missing and migrated at start); PostgreSQL is the production store.`,
 	f.StringVar(&cfg.MetricsAddr, "metrics-listen", cfg.MetricsAddr, "address of every service's Prometheus metrics (GET /metrics; \"off\": none; the default falls back to a free port when taken)")
 	f.StringVar(&cfg.AuditLog, "audit-log", proc.Env("NO8S_AUDIT_LOG", ""), "the gateway's audit log, one JSON line per write and per denied request: a file, - for stderr, none for nowhere ($NO8S_AUDIT_LOG; default: <data-dir>/"+devstack.AuditLogName+")")
 	f.BoolVar(&cfg.AuditStream, "audit-stream", cfg.AuditStream, "publish the audit records on the JetStream stream NO8S_AUDIT too")
+	f.Float64Var(&cfg.RateLimit, "rate-limit", cfg.RateLimit, "requests per second the API takes from each identity (a user, or a source address without a token), 429 rate_limited beyond; 0: no limit")
 	f.StringVar(&cfg.WorkerAddr, "worker-listen", cfg.WorkerAddr, "the store's worker address: reconcilers' NO8S_STORE_ADDR (only the WorkerService is served there)")
 	// For the SDK's test kit and other programs that run no8s dev as a
 	// child: where it listens, and timings shortened for tests.
