@@ -44,9 +44,12 @@ type Worker struct {
 	leases  *client.Leases
 	link    *link
 
-	running   atomic.Bool
-	ready     atomic.Bool
-	draining  atomic.Bool
+	running  atomic.Bool
+	ready    atomic.Bool
+	draining atomic.Bool
+	// consuming is set once the work queue's consumer is there: only then
+	// may a recovered heartbeat make the worker ready.
+	consuming atomic.Bool
 	stopped   atomic.Bool
 	notReady  atomic.Value // string: why not ready
 	reg       atomic.Pointer[registry.Registration]
@@ -181,6 +184,20 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.log.Warn("deregister failed; the registry forgets this replica after its TTL", "error", err)
 		}
 	}()
+	// The registration is kept alive from now on, while the worker waits
+	// for its work queue too: a worker that waits longer than the
+	// registry's TTL must not drop out of the live types.
+	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		w.heartbeat(hbCtx, reg)
+	}()
+	defer func() {
+		stopHB()
+		<-hbDone
+	}()
+
 	// The work queue is the scheduler's to create: where NATS checks
 	// identities this worker may not, and waits for it, not ready.
 	cons, err := w.consumer(ctx, js)
@@ -196,20 +213,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.log.Info("worker started", "types", fmt.Sprint(w.cfg.Types), "max_concurrency", w.o.maxConcurrency, "lease", w.o.lease)
 
-	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
-	hbDone := make(chan struct{})
-	go func() {
-		defer close(hbDone)
-		w.heartbeat(hbCtx, reg)
-	}()
-	defer func() {
-		stopHB()
-		<-hbDone
-	}()
-
 	// Attempts run on workCtx, which outlives ctx by the shutdown grace.
 	workCtx, interrupt := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer interrupt(nil)
+	w.consuming.Store(true)
 	w.ready.Store(true)
 	w.notReady.Store("")
 	w.fetchLoop(ctx, workCtx, js, cons)
@@ -366,7 +373,7 @@ func (w *Worker) heartbeat(ctx context.Context, reg *registry.Registration) {
 				registered = true
 				w.log.Info("registration refreshed again", "types", fmt.Sprint(w.cfg.Types))
 			}
-			if w.notReady.Load() != "" && !w.draining.Load() {
+			if w.notReady.Load() != "" && !w.draining.Load() && w.consuming.Load() {
 				w.log.Info("registry heartbeat recovered")
 				w.notReady.Store("")
 				w.ready.Store(true)
