@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // Modes of authentication.
@@ -103,6 +105,9 @@ type Authenticator struct {
 	cache     map[string]cachedToken
 	// jwts are verified JWTs by the SHA-256 of their text, under mu.
 	jwts map[[32]byte]cachedJWT
+	// lookups makes one store lookup of a token that concurrent requests
+	// wait for, not one each, when its cache entry expires.
+	lookups singleflight.Group
 }
 
 type cachedJWT struct {
@@ -250,6 +255,9 @@ func (a *Authenticator) apiToken(ctx context.Context, token string) (*Principal,
 	return &Principal{Username: rec.Owner, Groups: slices.Clone(rec.Groups), Method: MethodToken, TokenID: id, Expiry: rec.ExpiresAt}, nil
 }
 
+// lookupTimeout bounds one shared lookup of a token.
+const lookupTimeout = 10 * time.Second
+
 // lookup reads a token's record through the cache.
 func (a *Authenticator) lookup(ctx context.Context, id string) (*TokenRecord, error) {
 	now := a.cfg.Now()
@@ -259,10 +267,16 @@ func (a *Authenticator) lookup(ctx context.Context, id string) (*TokenRecord, er
 	if ok && now.Sub(c.at) < a.cfg.CacheTTL {
 		return c.rec, nil
 	}
-	rec, err := a.cfg.Tokens(ctx, id)
+	v, err, _ := a.lookups.Do(id, func() (any, error) {
+		// The callers share the lookup: none's cancellation ends it.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+		defer cancel()
+		return a.cfg.Tokens(lctx, id)
+	})
 	if err != nil {
 		return nil, err
 	}
+	rec := v.(*TokenRecord)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for k, v := range a.cache { // keep the cache to live entries

@@ -3,6 +3,8 @@ package authn
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -49,5 +51,49 @@ func TestVerifiedJWTsAreRemembered(t *testing.T) {
 	var inv *InvalidError
 	if _, err := a.Authenticate(context.Background(), jwt); !errors.As(err, &inv) || v.calls != 3 {
 		t.Fatalf("after the expiry: %v, %d verifications; want refused after verifying again", err, v.calls)
+	}
+}
+
+// TestConcurrentRequestsShareOneLookup: requests of one token arriving
+// together while it is not cached make one lookup, not one each.
+func TestConcurrentRequestsShareOneLookup(t *testing.T) {
+	id, hash, tok, err := NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	release := make(chan struct{})
+	a := New(Config{Tokens: func(_ context.Context, got string) (*TokenRecord, error) {
+		calls.Add(1)
+		<-release
+		if got != id {
+			return nil, ErrUnknownToken
+		}
+		return &TokenRecord{Owner: "u", SecretHash: hash}, nil
+	}})
+	const n = 32
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			_, err := a.Authenticate(t.Context(), tok)
+			errs <- err
+		})
+	}
+	// Every request is waiting on the one lookup before it answers.
+	for deadline := time.Now().Add(5 * time.Second); calls.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := calls.Load(); got < 1 || got > 2 {
+		t.Fatalf("%d lookups for %d concurrent requests, want 1 (2 if one arrived after the first ended)", got, n)
 	}
 }
