@@ -37,7 +37,7 @@ IMAGE_BINARIES  := no8s no8s-store no8s-admission no8s-gateway no8s-scheduler no
 IMAGE_DIR       := $(BIN)/image
 
 # Unit, integration and end-to-end tests of every module. Keep under 15 minutes.
-TEST_TIMEOUT ?= 14m
+TEST_TIMEOUT ?= 15m
 
 .PHONY: help run build image image-check deploy-check upgrade-from test stress bench bench-scale lint check-large-files check-cyclo check-proto-breaking check-user-docs check-rules generate generate-check tools nats-server grpcurl natscli github-openapi promtool clean $(BIN)/gocyclo
 

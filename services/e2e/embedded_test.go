@@ -209,7 +209,11 @@ func runDev(t *testing.T, dataDir, listen, natsPort string, env []string, extra 
 	}
 	dev := startEnv(t, "no8s-dev", filepath.Join(binDir, "no8s"), append([]string{"dev", "--data-dir", dataDir,
 		"--listen", listen, "--nats-port", natsPort, "--store-addr", "127.0.0.1:0", "--admission-addr", "127.0.0.1:0",
-		"--worker-listen", "127.0.0.1:0", "--ready-file", ready, "--cli-config", filepath.Join(t.TempDir(), "cli.yaml")}, extra...), env)
+		"--worker-listen", "127.0.0.1:0", "--ready-file", ready, "--cli-config", filepath.Join(t.TempDir(), "cli.yaml"),
+		// The tests' clients are one identity on one address, some of
+		// them hundreds of requests a second: the limits per caller are
+		// the gateway tests' (a test's own --rate-limit comes after).
+		noRateLimit}, extra...), env)
 	var addrs devAddrs
 	waitFor(t, 60*time.Second, "no8s dev ready", func() error {
 		if err := dev.exited(); err != nil {

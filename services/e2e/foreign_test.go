@@ -110,8 +110,7 @@ func TestForeignMessagesEmbedded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The writers make 200+ writes a second and read each: no rate limit.
-	extra := []string{"--worker-listen", worker, "--relay-degraded-hold", degradedHold.String(), "--no-tenant-reconciler", "--no-registry-sync", noRateLimit}
+	extra := []string{"--worker-listen", worker, "--relay-degraded-hold", degradedHold.String(), "--no-tenant-reconciler", "--no-registry-sync"}
 	addrs, dev := startDevProc(t, state, listen, natsPort, env, extra...)
 	startEnv(t, "reconciler-noop", filepath.Join(binDir, "no8s-reconciler"), []string{"noop", "--types", "Widget/v1",
 		"--nats-url", addrs.NATSURL, "--store-addr", addrs.WorkerAddr, "--health-listen", "off", "--identity-ca", addrs.CADir}, env)
