@@ -166,15 +166,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	replica := registry.Replica{
 		Name: w.name, ID: w.replica, Types: w.cfg.Types, Finalizers: ownedFinalizers(w.rec), StartedAt: w.startedAt.UTC(),
 	}
-	var reg *registry.Registration
-	if w.cfg.NATS.Opts.UserJWT != nil {
-		// As a NATS user it may not create the bucket: the store does.
-		reg, err = registry.JoinExisting(ctx, js, replica)
-	} else {
-		reg, err = registry.Join(ctx, js, w.o.registryTTL, replica)
-	}
+	reg, err := w.register(ctx, js, replica)
 	if err != nil {
 		return fmt.Errorf("worker %s: register: %w", w.name, err)
+	}
+	if reg == nil {
+		return nil // stopped before it could register: nothing to drain
 	}
 	w.reg.Store(reg)
 	defer func() {
@@ -223,6 +220,48 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.drain(interrupt)
 	w.log.Info("worker stopped")
 	return nil
+}
+
+// register joins the registry, and tries again while the failure may pass
+// (retryRegistration); its Registration is nil when ctx ended first.
+func (w *Worker) register(ctx context.Context, js jetstream.JetStream, replica registry.Replica) (*registry.Registration, error) {
+	join := func(ctx context.Context) (*registry.Registration, error) {
+		if w.cfg.NATS.Opts.UserJWT != nil {
+			// As a NATS user it may not create the bucket: the store does.
+			return registry.JoinExisting(ctx, js, replica)
+		}
+		return registry.Join(ctx, js, w.o.registryTTL, replica)
+	}
+	return retryRegistration(ctx, join, func(err error) {
+		w.notReady.Store("registering in the reconciler registry: " + err.Error())
+		w.linkLog("registration failed; trying again", err)
+	})
+}
+
+// retryRegistration calls join until it succeeds, with backoff, telling
+// failed of each failure that may pass (NATS restarting just after the
+// worker found it usable, the bucket not created yet by the store). A
+// refusal no retry changes (an invalid registration, a type served by
+// another reconciler) is returned at once. A nil Registration and nil
+// error: ctx ended first.
+func retryRegistration(ctx context.Context, join func(context.Context) (*registry.Registration, error), failed func(error)) (*registry.Registration, error) {
+	for failures := uint64(1); ; failures++ {
+		reg, err := join(ctx)
+		switch {
+		case err == nil:
+			return reg, nil
+		case errors.Is(err, registry.ErrInvalid) || errors.Is(err, registry.ErrTypeTaken):
+			return nil, err
+		case ctx.Err() != nil:
+			return nil, nil
+		}
+		failed(err)
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-time.After(backoff(failures, 100*time.Millisecond, 2*time.Second)):
+		}
+	}
 }
 
 // WorkStreamConfig is the work queue stream's configuration under the
