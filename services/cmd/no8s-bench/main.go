@@ -5,6 +5,7 @@
 //
 //	no8s-bench                 run every default scenario
 //	no8s-bench -run api        run the scenarios whose name contains "api"
+//	no8s-bench -run '^api$'    run the api scenario alone
 //	no8s-bench -run scale      the scale scenario (make bench-scale; never by default)
 //	no8s-bench -scrape 1s      scrape /metrics of every process each second meanwhile
 package main
@@ -14,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -36,8 +38,12 @@ func main() {
 }
 
 func run() error {
-	filter := flag.String("run", "", "run only scenarios whose name contains this")
+	filter := flag.String("run", "", "run only scenarios whose name matches this regular expression (\"api\": every api scenario, \"^api$\": that one)")
 	flag.Parse()
+	match, err := regexp.Compile(*filter)
+	if err != nil {
+		return fmt.Errorf("-run: %w", err)
+	}
 	// Scenarios, in the order they run. Each issue's benchmark adds one line.
 	scenarios := []scenario{
 		{"api", benchAPI, false},                        // issue 2: creates/s vs the PostgreSQL ceiling, list 10,000, RSS at 50,000
@@ -73,7 +79,7 @@ func run() error {
 		defer func() { fmt.Println(sc.Stop()) }()
 	}
 	for _, s := range scenarios {
-		if *filter != "" && !strings.Contains(s.name, *filter) || s.optIn && *filter != s.name {
+		if !match.MatchString(s.name) || s.optIn && strings.Trim(*filter, "^$") != s.name {
 			continue
 		}
 		fmt.Printf("\n== %s\n", s.name)
