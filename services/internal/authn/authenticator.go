@@ -108,6 +108,8 @@ type Authenticator struct {
 	// lookups makes one store lookup of a token that concurrent requests
 	// wait for, not one each, when its cache entry expires.
 	lookups singleflight.Group
+	// joining, when set (tests), is called as a request joins a lookup.
+	joining func()
 }
 
 type cachedJWT struct {
@@ -266,6 +268,9 @@ func (a *Authenticator) lookup(ctx context.Context, id string) (*TokenRecord, er
 	a.mu.Unlock()
 	if ok && now.Sub(c.at) < a.cfg.CacheTTL {
 		return c.rec, nil
+	}
+	if a.joining != nil {
+		a.joining()
 	}
 	v, err, _ := a.lookups.Do(id, func() (any, error) {
 		// The callers share the lookup: none's cancellation ends it.

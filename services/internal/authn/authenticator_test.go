@@ -72,6 +72,8 @@ func TestConcurrentRequestsShareOneLookup(t *testing.T) {
 		return &TokenRecord{Owner: "u", SecretHash: hash}, nil
 	}})
 	const n = 32
+	var joined atomic.Int32
+	a.joining = func() { joined.Add(1) }
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for range n {
@@ -80,11 +82,14 @@ func TestConcurrentRequestsShareOneLookup(t *testing.T) {
 			errs <- err
 		})
 	}
-	// Every request is waiting on the one lookup before it answers.
-	for deadline := time.Now().Add(5 * time.Second); calls.Load() == 0 && time.Now().Before(deadline); {
+	// Every request joins the one lookup before it answers (one that
+	// joins just as it ends finds the cached record).
+	for deadline := time.Now().Add(5 * time.Second); joined.Load() < n && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
-	time.Sleep(50 * time.Millisecond)
+	if got := joined.Load(); got < n {
+		t.Fatalf("%d of %d requests joined a lookup within 5 s", got, n)
+	}
 	close(release)
 	wg.Wait()
 	close(errs)
