@@ -400,6 +400,7 @@ func (e *ghEnv) scanForToken(token string, watch *watchCapture, bodies [][]byte)
 // exhausted (403 with x-ratelimit-remaining 0 and a reset) are waited out:
 // the resource is ready with exactly one run, none lost, none extra.
 func TestGitHubWorkflowRateLimitsAnd5xx(t *testing.T) {
+	mostlyWaits(t)
 	deploy := &githubfake.Workflow{Repository: ghRepo, File: "deploy.yml", RunFor: 8 * time.Second}
 	e := newGHEnv(t, deploy)
 	isDispatch := func(r *http.Request) bool { return r.Method == http.MethodPost }
@@ -501,6 +502,7 @@ func TestGitHubWorkflowKill9(t *testing.T) {
 // error (not retried, nothing dispatched, the token not in the message);
 // with the right token and a manual trigger the resource becomes ready.
 func TestGitHubWorkflowWrongToken(t *testing.T) {
+	mostlyWaits(t)
 	e := newGHEnv(t, &githubfake.Workflow{Repository: ghRepo, File: "deploy.yml", RunFor: time.Second})
 	wrong := newToken(t)
 	w := e.startWorker("gh", wrong)

@@ -125,6 +125,19 @@ func freeAddr(t *testing.T) string {
 	}
 }
 
+// mostlyWaits marks a test that spends its time waiting (for a lease to
+// lapse, a sync interval, a timeout), not loading the machine: such tests
+// run side by side, after the serial ones (t.Parallel, at most -parallel at
+// once), so that the package stays within make test's budget. Tests that
+// put a load on the machine, kill processes under load or measure stay
+// serial, and so do those that set the environment of the processes they
+// start (t.Setenv, as grantTestSecrets does: the environment is the test
+// binary's).
+func mostlyWaits(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}
+
 // handedOut remembers every address freeAddr returned in this test binary:
 // the kernel may give a just-closed port again, and two services of one
 // cluster told the same port fail at bind (as admission's probe and its

@@ -122,6 +122,7 @@ func reconcilerAvailable(r client.Resource) client.Condition {
 // refused with no_reconciler; restarted at the right address, creates
 // succeed and reach Ready.
 func TestStallWrongStoreAddress(t *testing.T) {
+	mostlyWaits(t)
 	c := newCluster(t)
 	base := c.startAll()
 	c.startStallScheduler()
@@ -176,6 +177,7 @@ func TestStallWrongStoreAddress(t *testing.T) {
 // no8s describe and in no8s wait's timeout message; once the reconciler is
 // back they become Ready with nothing else done.
 func TestStallReconcilerNotResponding(t *testing.T) {
+	mostlyWaits(t)
 	for _, tc := range []struct {
 		name string
 		cut  func(c *cluster, p *proc, px *tcpProxy)

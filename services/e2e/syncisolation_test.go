@@ -20,6 +20,7 @@ import (
 // generous bound) while the other two hang for their own timeouts (15 s and
 // 60 s).
 func TestRegistrySyncIsolatesDatasources(t *testing.T) {
+	mostlyWaits(t)
 	c := newTenantCluster(t)
 
 	// A datasource port that never answers: connections are accepted and

@@ -349,6 +349,7 @@ func TestTenantChildrenRenderError(t *testing.T) {
 // keeps its dependents from being created, and past its timeoutSeconds
 // (3) its Tenant is Degraded naming it.
 func TestTenantChildrenNeverReady(t *testing.T) {
+	mostlyWaits(t)
 	c := newChildCluster(t)
 	ds := newMariaDB(t)
 	ds.insert("acme", "acme.example.com", "1")

@@ -105,6 +105,7 @@ func TestRegistrySyncKill9(t *testing.T) {
 // (SIGCONT), the old leader writes nothing: the set stays exactly the 700,
 // and no Tenant is created after it resumed.
 func TestRegistrySyncPausedLeaderWritesNothing(t *testing.T) {
+	mostlyWaits(t)
 	c := newTenantCluster(t)
 	ds := newMariaDB(t)
 	insertRows(ds, 1000)
