@@ -24,7 +24,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -450,11 +449,7 @@ type readyWatch struct {
 func startReadyWatch(ctx context.Context, env *benchEnv) (*readyWatch, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	w := &readyWatch{sent: map[string]time.Time{}, answered: map[string]time.Time{}, ready: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
-	api, err := client.New(env.gatewayURL, client.WithUserAgent("no8s-bench"), client.WithToken(env.bootstrapToken), client.WithHTTPClient(&http.Client{Transport: &http.Transport{
-		Proxy:              nil,
-		DialContext:        (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-		DisableCompression: true,
-	}}))
+	api, err := env.watchClient()
 	if err != nil {
 		cancel()
 		return nil, err

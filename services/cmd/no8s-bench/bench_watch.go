@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -75,12 +74,7 @@ func benchWatch(ctx context.Context, env *benchEnv) error {
 	// 1,000 watchers: even ones see everything, odd ones one type each.
 	wctx, stopWatchers := context.WithCancel(ctx)
 	defer stopWatchers()
-	api, err := client.New(env.gatewayURL, client.WithUserAgent("no8s-bench"), client.WithToken(env.bootstrapToken), client.WithHTTPClient(&http.Client{Transport: &http.Transport{
-		Proxy:              nil,
-		DialContext:        (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-		DisableCompression: true,
-		MaxConnsPerHost:    0,
-	}}))
+	api, err := env.watchClient()
 	if err != nil {
 		return err
 	}

@@ -476,6 +476,17 @@ func (e *benchEnv) do(ctx context.Context, method, path string, body any) (int, 
 	return status, h, data, err
 }
 
+// watchClient is an API client for watches, as the bench's administrator:
+// no overall timeout (a watch lasts the scenario) and no connection limit
+// (one connection per watcher).
+func (e *benchEnv) watchClient() (*client.Client, error) {
+	return client.New(e.gatewayURL, client.WithUserAgent("no8s-bench"), client.WithToken(e.bootstrapToken), client.WithHTTPClient(&http.Client{Transport: &http.Transport{
+		Proxy:              nil,
+		DialContext:        (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		DisableCompression: true,
+	}}))
+}
+
 // postJSON POSTs body and fails unless the answer is 2xx.
 func (e *benchEnv) postJSON(ctx context.Context, path string, body any) ([]byte, error) {
 	status, _, data, err := e.do(ctx, http.MethodPost, path, body)
