@@ -64,6 +64,7 @@ require (
 	github.com/no8s/no8s/libs/api v0.0.0
 	github.com/no8s/no8s/libs/client v0.0.0
 	github.com/no8s/no8s/libs/sdk v0.0.0
+	github.com/no8s/no8s/libs/sdk/action/github v0.0.0
 	github.com/no8s/no8s/migrations v0.0.0
 	github.com/no8s/no8s/proto v0.0.0
 	github.com/pressly/goose/v3 v3.29.0
@@ -88,6 +89,7 @@ replace (
 	github.com/no8s/no8s/libs/api => ../libs/api
 	github.com/no8s/no8s/libs/client => ../libs/client
 	github.com/no8s/no8s/libs/sdk => ../libs/sdk
+	github.com/no8s/no8s/libs/sdk/action/github => ../libs/sdk/action/github
 	github.com/no8s/no8s/migrations => ../migrations
 	github.com/no8s/no8s/proto => ../proto
 )
