@@ -1027,7 +1027,7 @@ func ensureDatabase(ctx context.Context, dbURL string) error {
 	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "3D000" { // invalid_catalog_name
-		return fmt.Errorf("connect to %s: %w (is PostgreSQL running? set DATABASE_URL)", redact(dbURL), err)
+		return fmt.Errorf("connect to %s: %w (is PostgreSQL running? set --database-url or NO8S_DATABASE_URL)", redact(dbURL), err)
 	}
 	u, perr := url.Parse(dbURL)
 	if perr != nil {

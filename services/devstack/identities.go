@@ -18,8 +18,9 @@ const (
 	CADirName       = "ca"
 )
 
-// EnvIdentities is the environment variable behind no8s dev's
-// --identities: on (the default) or off.
+// EnvIdentities is the older environment name of no8s dev's --identities
+// (on, the default, or off), read after NO8S_IDENTITIES and deprecated
+// (package flagenv).
 const EnvIdentities = "NO8S_DEV_IDENTITIES"
 
 // ParseIdentities reads --identities: "on" or "off" ("" is on).

@@ -14,12 +14,12 @@ import (
 )
 
 // noPostgreSQL is the environment of a machine without PostgreSQL: no
-// DATABASE_URL, and every PostgreSQL setting a program might fall back on
+// NO8S_DATABASE_URL or DATABASE_URL, and every PostgreSQL setting a program might fall back on
 // pointing at 127.0.0.1:1, where nothing listens, so that any use of
 // PostgreSQL fails.
 func noPostgreSQL() []string {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "DATABASE_URL=") || strings.HasPrefix(kv, "PG") || strings.HasPrefix(kv, "NO8S_TEST_DATABASE_URL=")
+		return strings.HasPrefix(kv, "DATABASE_URL=") || strings.HasPrefix(kv, "NO8S_DATABASE_URL=") || strings.HasPrefix(kv, "PG") || strings.HasPrefix(kv, "NO8S_TEST_DATABASE_URL=")
 	})
 	return append(env, "PGHOST=127.0.0.1", "PGPORT=1", "NO8S_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:1/postgres?connect_timeout=2")
 }

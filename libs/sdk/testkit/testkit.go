@@ -227,7 +227,9 @@ func (e *Env) start() error {
 	cmd := exec.Command(bin, args...)
 	// The store is the embedded one unless WithDatabaseURL says otherwise,
 	// whatever the caller's environment holds.
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "DATABASE_URL=") })
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "DATABASE_URL=") || strings.HasPrefix(kv, "NO8S_DATABASE_URL=")
+	})
 	logPath := filepath.Join(dir, "no8s.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {

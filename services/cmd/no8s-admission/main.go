@@ -6,44 +6,59 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"net"
-	"os"
+
+	"github.com/spf13/cobra"
 
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission"
+	"github.com/no8s/no8s/services/internal/flagenv"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
 )
 
-func main() {
-	proc.Builtins("no8s-admission", os.Args[1:], "NO8S_HEALTH_LISTEN", "127.0.0.1:7102")
-	proc.TuneGC()
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "no8s-admission:", err)
-		os.Exit(1)
-	}
+func main() { proc.Main("no8s-admission", newCommand(), "health-listen", "") }
+
+// options are no8s-admission's flags.
+type options struct {
+	cfg                                      admission.Config
+	storeAddr, listen, natsURL, healthListen *string
+	grantsFile                               *string
+	service                                  *proc.Flags
 }
 
-func run() error {
-	cfg := admission.DefaultConfig()
-	fs := flag.NewFlagSet("no8s-admission", flag.ExitOnError)
-	storeAddr := fs.String("store-addr", proc.Env("NO8S_STORE_ADDR", "127.0.0.1:7001"), "store gRPC address")
-	listen := fs.String("listen", proc.Env("NO8S_ADMISSION_LISTEN", "127.0.0.1:7002"), "gRPC listen address")
-	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL, for the live reconciler registry ($NATS_URL)")
-	healthListen := proc.HealthListenFlag(fs, "127.0.0.1:7102")
-	fs.DurationVar(&cfg.WebhookRefresh, "webhook-refresh", cfg.WebhookRefresh, "how often admission webhooks are polled from the store")
-	fs.DurationVar(&cfg.WebhookChainTimeout, "webhook-chain-timeout", cfg.WebhookChainTimeout, "bound of one request's whole admission webhook chain")
-	if err := proc.OutboundFlag(fs, &cfg.Outbound); err != nil {
-		return err
+// newCommand returns no8s-admission's command.
+func newCommand() *cobra.Command {
+	o := &options{cfg: admission.DefaultConfig()}
+	cmd := &cobra.Command{
+		Use:   "no8s-admission",
+		Short: "Serve admission: schema validation and defaulting, the live-reconciler rule and the admission webhook chain",
+		Args:  cobra.NoArgs,
+		RunE:  func(*cobra.Command, []string) error { return o.run() },
 	}
-	grantsFile := proc.GrantsFlag(fs)
-	sp, err := proc.Start(fs, os.Args[1:], "admission")
+	fs := cmd.Flags()
+	o.storeAddr = fs.String("store-addr", "127.0.0.1:7001", "store gRPC address")
+	o.listen = fs.String("listen", "127.0.0.1:7002", "gRPC listen address")
+	flagenv.Alias(fs, "listen", "NO8S_ADMISSION_LISTEN")
+	o.natsURL = proc.NATSURLFlag(fs, "NATS server URL, for the live reconciler registry")
+	o.healthListen = proc.HealthListenFlag(fs, "127.0.0.1:7102")
+	fs.DurationVar(&o.cfg.WebhookRefresh, "webhook-refresh", o.cfg.WebhookRefresh, "how often admission webhooks are polled from the store")
+	fs.DurationVar(&o.cfg.WebhookChainTimeout, "webhook-chain-timeout", o.cfg.WebhookChainTimeout, "bound of one request's whole admission webhook chain")
+	proc.OutboundFlag(fs, &o.cfg.Outbound)
+	o.grantsFile = proc.GrantsFlag(fs)
+	o.service = proc.ServiceFlags(fs)
+	return cmd
+}
+
+// run serves admission until SIGINT or SIGTERM.
+func (o *options) run() error {
+	cfg := o.cfg
+	sp, err := o.service.Start("admission")
 	if err != nil {
 		return err
 	}
@@ -51,22 +66,22 @@ func run() error {
 	ctx, log := sp.Ctx, sp.Log
 	cfg.Metrics = sp.Metrics
 	cfg.GRPCServerOptions = sp.IdentityServerOptions()
-	if cfg.Grants, err = proc.LoadGrants(*grantsFile, log); err != nil {
+	if cfg.Grants, err = proc.LoadGrants(*o.grantsFile, log); err != nil {
 		return err
 	}
 
-	conn, err := grpcserver.Dial(*storeAddr, sp.DialOptions(identity.Store)...)
+	conn, err := grpcserver.Dial(*o.storeAddr, sp.DialOptions(identity.Store)...)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	nc, js, err := natsconn.ConnectJetStream(*natsURL, "no8s-admission", sp.Identity, log)
+	nc, js, err := natsconn.ConnectJetStream(*o.natsURL, "no8s-admission", sp.Identity, log)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	cfg.JetStream = js
-	stopProbes, err := health.Serve(ctx, *healthListen, health.Handler(health.Config{
+	stopProbes, err := health.Serve(ctx, *o.healthListen, health.Handler(health.Config{
 		Metrics: metrics.Handler(sp.Metrics),
 		Ready:   []health.Check{health.GRPC("store", conn), health.NATS(nc)},
 	}), log)
@@ -74,7 +89,7 @@ func run() error {
 		return err
 	}
 	defer stopProbes()
-	lis, err := net.Listen("tcp", *listen)
+	lis, err := net.Listen("tcp", *o.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}

@@ -2,11 +2,11 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"net"
-	"os"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk/health"
@@ -19,36 +19,48 @@ import (
 	"github.com/no8s/no8s/services/internal/audit"
 	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/authn/oidc"
+	"github.com/no8s/no8s/services/internal/flagenv"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
 )
 
-func main() {
-	proc.Builtins("no8s-gateway", os.Args[1:], "NO8S_GATEWAY_LISTEN", ":8000")
-	proc.TuneGC()
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "no8s-gateway:", err)
-		os.Exit(1)
-	}
+func main() { proc.Main("no8s-gateway", newCommand(), "listen", "") }
+
+// options are no8s-gateway's flags.
+type options struct {
+	cfg                                         gateway.Config
+	storeAddr, admissionAddr, listen, natsURL   *string
+	serviceListen, allowedOrigins, allowedHosts *string
+	bootstrapFile, publicPaths, auditLog        *string
+	issuers, adminGroups                        *[]string
+	service                                     *proc.Flags
 }
 
-func run() error {
-	cfg := gateway.DefaultConfig()
-	fs := flag.NewFlagSet("no8s-gateway", flag.ExitOnError)
-	storeAddr := fs.String("store-addr", proc.Env("NO8S_STORE_ADDR", "127.0.0.1:7001"), "store gRPC address")
-	admissionAddr := fs.String("admission-addr", proc.Env("NO8S_ADMISSION_ADDR", "127.0.0.1:7002"), "admission gRPC address")
-	listen := fs.String("listen", proc.Env("NO8S_GATEWAY_LISTEN", ":8000"), "HTTP listen address")
-	serviceListen := fs.String("service-listen", proc.Env("NO8S_GATEWAY_SERVICE_LISTEN", ""),
-		"HTTPS listen address of the service listener: the same API over TLS with the gateway's identity, client certificates required, for registry-sync and reconcilers (needs --identity-dir; none: off) ($NO8S_GATEWAY_SERVICE_LISTEN)")
-	allowedOrigins := fs.String("allowed-origins", proc.Env("NO8S_GATEWAY_ALLOWED_ORIGINS", ""),
-		"comma-separated web origins (https://console.example.com) whose pages may send writes from a browser; any other cross-origin browser write is refused, 403 cross_origin ($NO8S_GATEWAY_ALLOWED_ORIGINS)")
-	allowedHosts := fs.String("allowed-hosts", proc.Env("NO8S_GATEWAY_ALLOWED_HOSTS", ""),
-		"comma-separated names the API answers to (Host header, port ignored; *.example.com for any name under it); another is refused, 421 host_not_allowed; probes, metrics and the service listener are not checked (none: any Host) ($NO8S_GATEWAY_ALLOWED_HOSTS)")
-	fs.StringVar(&cfg.TLSCertFile, "tls-cert-file", proc.Env("NO8S_GATEWAY_TLS_CERT_FILE", ""),
-		"PEM certificate (and chain) of the API listener: serve HTTPS, TLS 1.2 or later, re-read when the file changes; needs --tls-key-file (none: plain HTTP) ($NO8S_GATEWAY_TLS_CERT_FILE)")
-	fs.StringVar(&cfg.TLSKeyFile, "tls-key-file", proc.Env("NO8S_GATEWAY_TLS_KEY_FILE", ""), "PEM private key of --tls-cert-file ($NO8S_GATEWAY_TLS_KEY_FILE)")
-	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL for watches and the queue input ($NATS_URL)")
+// newCommand returns no8s-gateway's command.
+func newCommand() *cobra.Command {
+	o := &options{cfg: gateway.DefaultConfig()}
+	cmd := &cobra.Command{
+		Use:   "no8s-gateway",
+		Short: "Serve the api-gateway: the public REST API",
+		Args:  cobra.NoArgs,
+		RunE:  func(*cobra.Command, []string) error { return o.run() },
+	}
+	fs := cmd.Flags()
+	cfg := &o.cfg
+	o.storeAddr = fs.String("store-addr", "127.0.0.1:7001", "store gRPC address")
+	o.admissionAddr = fs.String("admission-addr", "127.0.0.1:7002", "admission gRPC address")
+	o.listen = fs.String("listen", ":8000", "HTTP listen address")
+	o.serviceListen = fs.String("service-listen", "",
+		"HTTPS listen address of the service listener: the same API over TLS with the gateway's identity, client certificates required, for registry-sync and reconcilers (needs --identity-dir; none: off)")
+	o.allowedOrigins = fs.String("allowed-origins", "",
+		"comma-separated web origins (https://console.example.com) whose pages may send writes from a browser; any other cross-origin browser write is refused, 403 cross_origin")
+	o.allowedHosts = fs.String("allowed-hosts", "",
+		"comma-separated names the API answers to (Host header, port ignored; *.example.com for any name under it); another is refused, 421 host_not_allowed; probes, metrics and the service listener are not checked (none: any Host)")
+	fs.StringVar(&cfg.TLSCertFile, "tls-cert-file", "",
+		"PEM certificate (and chain) of the API listener: serve HTTPS, TLS 1.2 or later, re-read when the file changes; needs --tls-key-file (none: plain HTTP)")
+	fs.StringVar(&cfg.TLSKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
+	o.natsURL = proc.NATSURLFlag(fs, "NATS server URL for watches and the queue input")
 	fs.DurationVar(&cfg.Watch.Heartbeat, "watch-heartbeat", 0, "interval of SSE heartbeat comments on idle watches (default 15s)")
 	fs.DurationVar(&cfg.Watch.Bookmark, "watch-bookmark", 0, "interval of BOOKMARK events on watches (default 30s)")
 	fs.DurationVar(&cfg.Watch.StallTimeout, "watch-stall-timeout", 0, "a watch whose client accepts no data for this long ends with a too_slow event (default 30s)")
@@ -57,47 +69,63 @@ func run() error {
 	fs.DurationVar(&cfg.BodyReadTimeout, "body-read-timeout", cfg.BodyReadTimeout, "a request's body must arrive within this (else 408); also the longest wait for a body-read slot (else 503)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "kept-alive connections idle this long are closed")
 	fs.IntVar(&cfg.MaxConcurrentBodyReads, "max-body-reads", cfg.MaxConcurrentBodyReads, "request bodies read at once")
-	fs.Float64Var(&cfg.RateLimit, "rate-limit", cfg.RateLimit, "requests per second each identity may make (a user, or a source address without a token), 429 rate_limited beyond; 0: no limit ($NO8S_GATEWAY_RATE_LIMIT)")
-	fs.IntVar(&cfg.RateBurst, "rate-burst", cfg.RateBurst, "requests an identity may make at once above --rate-limit ($NO8S_GATEWAY_RATE_BURST)")
-	fs.IntVar(&cfg.MaxWatches, "max-watches-per-identity", cfg.MaxWatches, "event streams each identity may hold open, 429 rate_limited beyond; 0: no limit ($NO8S_GATEWAY_MAX_WATCHES_PER_IDENTITY)")
-	fs.IntVar(&cfg.MaxBodyReadsPerSource, "max-body-reads-per-source", cfg.MaxBodyReadsPerSource, "request bodies read at once from one source address (of --max-body-reads), 429 rate_limited beyond; 0: no limit ($NO8S_GATEWAY_MAX_BODY_READS_PER_SOURCE)")
-	if err := envFlags(fs, "rate-limit", "rate-burst", "max-watches-per-identity", "max-body-reads-per-source"); err != nil {
-		return err
-	}
+	fs.Float64Var(&cfg.RateLimit, "rate-limit", cfg.RateLimit, "requests per second each identity may make (a user, or a source address without a token), 429 rate_limited beyond; 0: no limit")
+	fs.IntVar(&cfg.RateBurst, "rate-burst", cfg.RateBurst, "requests an identity may make at once above --rate-limit")
+	fs.IntVar(&cfg.MaxWatches, "max-watches-per-identity", cfg.MaxWatches, "event streams each identity may hold open, 429 rate_limited beyond; 0: no limit")
+	fs.IntVar(&cfg.MaxBodyReadsPerSource, "max-body-reads-per-source", cfg.MaxBodyReadsPerSource, "request bodies read at once from one source address (of --max-body-reads), 429 rate_limited beyond; 0: no limit")
 	fs.BoolVar(&cfg.Input.Enabled, "queue-input", cfg.Input.Enabled, "serve the NATS queue input (docs/queue-input.md)")
 	fs.DurationVar(&cfg.Input.AckWait, "input-ack-wait", 0, "queue input: a message held this long without a sign of life is redelivered to another gateway (default 30s)")
 	fs.IntVar(&cfg.Input.MaxDeliver, "input-max-deliver", 0, "queue input: deliveries of a message before it is dead-lettered (default 5)")
 	fs.IntVar(&cfg.Input.Concurrency, "input-concurrency", 0, "queue input: messages handled at once, requests and queue each (default 32)")
 	fs.DurationVar(&cfg.Input.RetryDelay, "input-retry-delay", 0, "queue input: first delay before a retry of a 5xx answer, doubling per delivery (default 1s)")
-	fs.StringVar(&cfg.Auth.Mode, "auth", proc.Env("NO8S_AUTH", authn.ModeOn), "on: every request but the health probes and /metrics needs a bearer token; none: the API is open to anyone who reaches it ($NO8S_AUTH)")
-	bootstrapFile := fs.String("bootstrap-token-file", proc.Env("NO8S_BOOTSTRAP_TOKEN_FILE", ""), "file (mode 0600) holding the first administrator's token, at least 32 characters ($NO8S_BOOTSTRAP_TOKEN_FILE)")
-	var issuers, adminGroups stringList
-	fs.Var(&issuers, "oidc-issuer", "a trusted OIDC issuer of JWT bearer tokens, repeatable: issuer=URL,audience=AUD[,username-claim=sub][,groups-claim=groups][,skew=1m] (docs/security.md)")
-	fs.Var(&adminGroups, "oidc-admin-group", "a JWT group whose members are administrators, repeatable")
-	publicPaths := fs.String("public-paths", proc.Env("NO8S_GATEWAY_PUBLIC_PATHS", strings.Join(gateway.DefaultPublicPaths(), ",")), "comma-separated paths answered without a token: the probes and /metrics by default; \"none\": every path needs one ($NO8S_GATEWAY_PUBLIC_PATHS)")
+	fs.StringVar(&cfg.Auth.Mode, "auth", authn.ModeOn, "on: every request but the health probes and /metrics needs a bearer token; none: the API is open to anyone who reaches it")
+	o.bootstrapFile = fs.String("bootstrap-token-file", "", "file (mode 0600) holding the first administrator's token, at least 32 characters")
+	o.issuers = fs.StringArray("oidc-issuer", nil, "a trusted OIDC issuer of JWT bearer tokens, repeatable: issuer=URL,audience=AUD[,username-claim=sub][,groups-claim=groups][,skew=1m] (docs/security.md)")
+	o.adminGroups = fs.StringArray("oidc-admin-group", nil, "a JWT group whose members are administrators, repeatable")
+	o.publicPaths = fs.String("public-paths", strings.Join(gateway.DefaultPublicPaths(), ","), "comma-separated paths answered without a token: the probes and /metrics by default; \"none\": every path needs one")
 	fs.DurationVar(&cfg.Auth.TokenExpiry, "token-expiry", gateway.DefaultTokenExpiry, "expiry of an API token created without one")
-	auditLog := fs.String("audit-log", proc.Env("NO8S_AUDIT_LOG", audit.LogStderr),
-		"where the audit log goes, one JSON line per write and per denied request: a file (appended to, created 0600), - for stderr (each line tagged \"log\":\"audit\"), none for nowhere ($NO8S_AUDIT_LOG)")
-	fs.BoolVar(&cfg.Audit.Stream, "audit-stream", proc.Env("NO8S_AUDIT_STREAM", "") == "true",
-		"publish the audit records on the JetStream stream "+subjects.AuditStream+" too, created or updated at start ($NO8S_AUDIT_STREAM=true)")
+	o.auditLog = fs.String("audit-log", audit.LogStderr,
+		"where the audit log goes, one JSON line per write and per denied request: a file (appended to, created 0600), - for stderr (each line tagged \"log\":\"audit\"), none for nowhere")
+	fs.BoolVar(&cfg.Audit.Stream, "audit-stream", false,
+		"publish the audit records on the JetStream stream "+subjects.AuditStream+" too, created or updated at start")
 	fs.DurationVar(&cfg.Audit.MaxAge, "audit-max-age", subjects.AuditMaxAge, "the audit stream keeps records this long")
 	fs.Int64Var(&cfg.Audit.MaxBytes, "audit-max-bytes", 0, "the audit stream drops its oldest records beyond this many bytes (0: no limit)")
-	if err := proc.OutboundFlag(fs, &cfg.Outbound); err != nil {
-		return err
+	proc.OutboundFlag(fs, &cfg.Outbound)
+	o.service = proc.ServiceFlags(fs)
+	for flag, old := range map[string]string{
+		"listen":                    "NO8S_GATEWAY_LISTEN",
+		"service-listen":            "NO8S_GATEWAY_SERVICE_LISTEN",
+		"allowed-origins":           "NO8S_GATEWAY_ALLOWED_ORIGINS",
+		"allowed-hosts":             "NO8S_GATEWAY_ALLOWED_HOSTS",
+		"tls-cert-file":             "NO8S_GATEWAY_TLS_CERT_FILE",
+		"tls-key-file":              "NO8S_GATEWAY_TLS_KEY_FILE",
+		"rate-limit":                "NO8S_GATEWAY_RATE_LIMIT",
+		"rate-burst":                "NO8S_GATEWAY_RATE_BURST",
+		"max-watches-per-identity":  "NO8S_GATEWAY_MAX_WATCHES_PER_IDENTITY",
+		"max-body-reads-per-source": "NO8S_GATEWAY_MAX_BODY_READS_PER_SOURCE",
+		"public-paths":              "NO8S_GATEWAY_PUBLIC_PATHS",
+	} {
+		flagenv.Alias(fs, flag, old)
 	}
-	sp, err := proc.Start(fs, os.Args[1:], "gateway")
+	return cmd
+}
+
+// run serves the API until SIGINT or SIGTERM.
+func (o *options) run() error {
+	cfg := o.cfg
+	sp, err := o.service.Start("gateway")
 	if err != nil {
 		return err
 	}
 	defer sp.Stop()
-	if *bootstrapFile != "" && cfg.Auth.Mode != authn.ModeNone {
-		if cfg.Auth.BootstrapToken, err = authn.ReadBootstrapToken(*bootstrapFile); err != nil {
+	if *o.bootstrapFile != "" && cfg.Auth.Mode != authn.ModeNone {
+		if cfg.Auth.BootstrapToken, err = authn.ReadBootstrapToken(*o.bootstrapFile); err != nil {
 			return err
 		}
 	}
-	if len(issuers) > 0 {
+	if len(*o.issuers) > 0 {
 		var vs oidc.Verifiers
-		for _, spec := range issuers {
+		for _, spec := range *o.issuers {
 			ic, err := oidc.ParseIssuerSpec(spec)
 			if err != nil {
 				return fmt.Errorf("--oidc-issuer: %w", err)
@@ -110,7 +138,7 @@ func run() error {
 		}
 		cfg.Auth.JWT = vs
 	}
-	auditOut, err := audit.OpenLog(*auditLog)
+	auditOut, err := audit.OpenLog(*o.auditLog)
 	if err != nil {
 		return fmt.Errorf("--audit-log: %w", err)
 	}
@@ -118,10 +146,10 @@ func run() error {
 		defer auditOut.Close()
 		cfg.Audit.Log = auditOut
 	}
-	cfg.Auth.AdminGroups = adminGroups
+	cfg.Auth.AdminGroups = *o.adminGroups
 	cfg.Auth.PublicPaths = []string{}
-	if *publicPaths != "none" {
-		cfg.Auth.PublicPaths = proc.List(*publicPaths)
+	if *o.publicPaths != "none" {
+		cfg.Auth.PublicPaths = proc.List(*o.publicPaths)
 	}
 	if err := cfg.Auth.Validate(); err != nil {
 		return err
@@ -130,26 +158,26 @@ func run() error {
 		sp.Log.Warn("AUTHENTICATION IS OFF (--auth=none): anyone who reaches the API may read, change and delete everything")
 	}
 	ctx, log := sp.Ctx, sp.Log
-	if *serviceListen != "" && sp.Identity == nil {
-		return fmt.Errorf("--service-listen %s needs the gateway's identity (--identity-dir or $%s): the service listener serves TLS with it and requires client certificates from its CA", *serviceListen, identity.EnvDir)
+	if *o.serviceListen != "" && sp.Identity == nil {
+		return fmt.Errorf("--service-listen %s needs the gateway's identity (--identity-dir or $%s): the service listener serves TLS with it and requires client certificates from its CA", *o.serviceListen, identity.EnvDir)
 	}
 	cfg.Identity, cfg.Authz = sp.Identity, sp.Authz
-	cfg.AllowedOrigins, cfg.AllowedHosts = proc.List(*allowedOrigins), proc.List(*allowedHosts)
+	cfg.AllowedOrigins, cfg.AllowedHosts = proc.List(*o.allowedOrigins), proc.List(*o.allowedHosts)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 
-	storeConn, err := grpcserver.Dial(*storeAddr, sp.DialOptions(identity.Store)...)
+	storeConn, err := grpcserver.Dial(*o.storeAddr, sp.DialOptions(identity.Store)...)
 	if err != nil {
 		return err
 	}
 	defer storeConn.Close()
-	admissionConn, err := grpcserver.Dial(*admissionAddr, sp.DialOptions(identity.Admission)...)
+	admissionConn, err := grpcserver.Dial(*o.admissionAddr, sp.DialOptions(identity.Admission)...)
 	if err != nil {
 		return err
 	}
 	defer admissionConn.Close()
-	nc, js, err := natsconn.ConnectJetStream(*natsURL, "no8s-gateway", sp.Identity, log)
+	nc, js, err := natsconn.ConnectJetStream(*o.natsURL, "no8s-gateway", sp.Identity, log)
 	if err != nil {
 		return err
 	}
@@ -158,13 +186,13 @@ func run() error {
 	cfg.Metrics = sp.Metrics
 	cfg.Health.Metrics = metrics.Handler(sp.Metrics)
 	cfg.Health.Ready = []health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn), health.NATS(nc)}
-	lis, err := net.Listen("tcp", *listen)
+	lis, err := net.Listen("tcp", *o.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	var serviceLis net.Listener
-	if *serviceListen != "" {
-		if serviceLis, err = net.Listen("tcp", *serviceListen); err != nil {
+	if *o.serviceListen != "" {
+		if serviceLis, err = net.Listen("tcp", *o.serviceListen); err != nil {
 			_ = lis.Close()
 			return fmt.Errorf("service listen: %w", err)
 		}
@@ -173,30 +201,4 @@ func run() error {
 	cfg.Tokens = storev1.NewTokenServiceClient(storeConn)
 	svc := gateway.New(cfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), log)
 	return svc.ServeListeners(ctx, lis, serviceLis)
-}
-
-// envFlags sets each named flag of fs from its environment variable,
-// NO8S_GATEWAY_ and the name in upper case with underscores, when that is
-// set; the command line still overrides it. A value the flag refuses is
-// an error naming the variable.
-func envFlags(fs *flag.FlagSet, names ...string) error {
-	for _, name := range names {
-		env := "NO8S_GATEWAY_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-		if v := os.Getenv(env); v != "" {
-			if err := fs.Set(name, v); err != nil {
-				return fmt.Errorf("$%s: %w", env, err)
-			}
-		}
-	}
-	return nil
-}
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string { return strings.Join(*l, " ") }
-
-func (l *stringList) Set(v string) error {
-	*l = append(*l, v)
-	return nil
 }

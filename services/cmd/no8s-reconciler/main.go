@@ -8,10 +8,10 @@
 //	no8s-reconciler github-workflow --register-type --token-env GITHUB_TOKEN
 //	no8s-reconciler tenant --api-url http://127.0.0.1:8000
 //
-// Flags default from the environment: --nats-url ($NATS_URL), --store-addr
-// ($NO8S_STORE_ADDR), --concurrency ($NO8S_MAX_CONCURRENCY), --replica-id
-// ($NO8S_REPLICA_ID), --health-listen ($NO8S_HEALTH_LISTEN), --log-level
-// ($NO8S_LOG_LEVEL). SIGTERM drains in-flight attempts.
+// Every flag is read from the environment too, by one rule (package
+// flagenv): --store-addr from $NO8S_STORE_ADDR, --concurrency from
+// $NO8S_CONCURRENCY, and so on; --help lists each flag's names. SIGTERM
+// drains in-flight attempts.
 //
 // The credentials are $NO8S_IDENTITY_DIR's; for development beside no8s
 // dev, --identity-ca DIR ($NO8S_IDENTITY_CA) issues the process its own
@@ -22,18 +22,18 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"github.com/no8s/no8s/libs/client"
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/action"
 	"github.com/no8s/no8s/libs/sdk/action/github"
@@ -41,6 +41,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/secret"
 	"github.com/no8s/no8s/libs/sdk/worker"
+	"github.com/no8s/no8s/services/internal/flagenv"
 	"github.com/no8s/no8s/services/internal/identityca"
 	"github.com/no8s/no8s/services/internal/proc"
 	"github.com/no8s/no8s/services/reconcilerworker/githubworkflow"
@@ -49,26 +50,40 @@ import (
 	"github.com/no8s/no8s/services/reconcilerworker/tenant"
 )
 
-const usage = `usage: no8s-reconciler <reconciler> [flags]
-
-reconcilers:
-  noop                --types Type/v1[,Type/v1...]   marks every resource of those types ready
-  postgres-database   [--register-type]              PostgresDatabase/v1: a database and its owner role
-  github-workflow     [--register-type]              GitHubWorkflow/v1: a GitHub Actions workflow run per generation
-  tenant              [--api-url URL]                Tenant/v1: renders and applies each Tenant's resources
-
-run "no8s-reconciler <reconciler> -h" for its flags.
-`
-
 func main() {
-	proc.Builtins("no8s-reconciler", os.Args[1:], worker.EnvHealthListen, worker.DefaultHealthListen)
-	proc.TuneGC()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
-		stop()
-		fmt.Fprintln(os.Stderr, "no8s-reconciler:", err)
-		os.Exit(1)
+	proc.Main("no8s-reconciler", newCommand(), "health-listen", worker.DefaultHealthListen)
+}
+
+// newCommand returns no8s-reconciler's command: a subcommand per
+// reconciler, each with the worker runtime's flags (commonFlags) and its
+// own.
+func newCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "no8s-reconciler <reconciler>",
+		Short: "Run one of no8s's built-in reconcilers on the SDK's worker runtime",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_ = cmd.Usage()
+			return errors.New("name a reconciler")
+		},
+	}
+	c := commonFlags(cmd.PersistentFlags())
+	cmd.AddCommand(newNoopCommand(c), newPostgresCommand(c), newGitHubCommand(c), newTenantCommand(c))
+	return cmd
+}
+
+// reconcilerCommand returns the command of one reconciler: run gets a
+// context cancelled by SIGINT or SIGTERM.
+func reconcilerCommand(use, short string, run func(ctx context.Context) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			ctx, stop := proc.SignalContext()
+			defer stop()
+			return run(ctx)
+		},
 	}
 }
 
@@ -81,21 +96,23 @@ type common struct {
 	identityCA string
 }
 
-func commonFlags(fs *flag.FlagSet) *common {
+func commonFlags(fs *pflag.FlagSet) *common {
 	c := &common{vars: map[string]*string{}}
 	str := func(name, env, def, help string) {
-		c.vars[env] = fs.String(name, envOr(env, def), help+" ($"+env+")")
+		c.vars[env] = fs.String(name, def, help)
 	}
-	str("nats-url", worker.EnvNATSURL, "nats://127.0.0.1:4222", "NATS server URL")
+	str("nats-url", worker.EnvNATSURL, proc.DefaultNATSURL, "NATS server URL")
+	flagenv.Alias(fs, "nats-url", worker.EnvNATSURL)
 	str("store-addr", worker.EnvStoreAddr, worker.DefaultStoreAddr, "the store's worker address (no8s-store --worker-listen)")
 	str("concurrency", worker.EnvMaxConcurrency, strconv.Itoa(worker.DefaultMaxConcurrency), "attempts at once in this replica")
+	flagenv.Alias(fs, "concurrency", worker.EnvMaxConcurrency)
 	str("replica-id", worker.EnvReplicaID, "", "this replica's name in lease holders (default host-pid-random)")
 	str("health-listen", worker.EnvHealthListen, "", `probe address for /healthz and /readyz ("off" disables; default `+worker.DefaultHealthListen+`, or a free port when that is taken)`)
 	str("log-level", worker.EnvLogLevel, "info", "debug, info, warn or error")
 	str("log-format", worker.EnvLogFormat, "text", "text or json")
-	fs.DurationVar(&c.lease, "lease", envDuration("NO8S_LEASE", worker.DefaultLease), "reconcile lease, whole seconds; a crashed replica's items return after it ($NO8S_LEASE)")
-	fs.StringVar(&c.identityCA, "identity-ca", os.Getenv(EnvIdentityCA), "development only: the CA directory of no8s dev (printed at its start); this process issues itself a "+selfValidity.String()+
-		" credential for reconciler/<its name> with exactly the types it serves, instead of $"+identity.EnvDir+" ($"+EnvIdentityCA+")")
+	fs.DurationVar(&c.lease, "lease", worker.DefaultLease, "reconcile lease, whole seconds; a crashed replica's items return after it")
+	fs.StringVar(&c.identityCA, "identity-ca", "", "development only: the CA directory of no8s dev (printed at its start); this process issues itself a "+selfValidity.String()+
+		" credential for reconciler/<its name> with exactly the types it serves, instead of $"+identity.EnvDir)
 	return c
 }
 
@@ -168,52 +185,41 @@ func issueSelf(caDir, name string, types []sdk.TypeRef, getenv func(string) stri
 	return dir, nil
 }
 
-func run(ctx context.Context, args []string) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprint(os.Stderr, usage)
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return nil
-		}
-		return errors.New("name a reconciler")
+func newNoopCommand(c *common) *cobra.Command {
+	var o struct {
+		types, name, delay string
+		stallFraction      float64
+		stall              time.Duration
 	}
-	name, args := args[0], args[1:]
-	fs := flag.NewFlagSet("no8s-reconciler "+name, flag.ExitOnError)
-	c := commonFlags(fs)
-	switch name {
-	case "noop":
-		return runNoop(ctx, fs, c, args)
-	case "postgres-database":
-		return runPostgres(ctx, fs, c, args)
-	case "github-workflow":
-		return runGitHub(ctx, fs, c, args)
-	case "tenant":
-		return runTenant(ctx, fs, c, args)
-	}
-	fmt.Fprint(os.Stderr, usage)
-	return fmt.Errorf("unknown reconciler %q", name)
+	cmd := reconcilerCommand("noop", "Mark every resource of the types named by --types ready", func(ctx context.Context) error {
+		return runNoop(ctx, c, o.types, o.name, o.delay, o.stallFraction, o.stall)
+	})
+	fs := cmd.Flags()
+	fs.StringVar(&o.types, "types", "", "comma-separated Type/version list to serve")
+	flagenv.Alias(fs, "types", "NO8S_NOOP_TYPES")
+	fs.StringVar(&o.name, "name", noop.DefaultName, "registered name; two noop deployments serving different types need different names")
+	flagenv.Alias(fs, "name", "NO8S_NOOP_NAME")
+	// Knobs for tests and benchmarks: simulated work and stalls.
+	fs.StringVar(&o.delay, "delay", "", "simulated work per attempt: a duration or a range min-max, such as 5ms-50ms (tests, benchmarks)")
+	fs.Float64Var(&o.stallFraction, "stall-fraction", 0, "fraction of attempts that stall, ignoring cancellation (tests)")
+	fs.DurationVar(&o.stall, "stall", 0, "how long a stalled attempt hangs (tests)")
+	return cmd
 }
 
-func runNoop(ctx context.Context, fs *flag.FlagSet, c *common, args []string) error {
-	types := fs.String("types", os.Getenv("NO8S_NOOP_TYPES"), "comma-separated Type/version list to serve ($NO8S_NOOP_TYPES)")
-	name := fs.String("name", envOr("NO8S_NOOP_NAME", noop.DefaultName), "registered name; two noop deployments serving different types need different names ($NO8S_NOOP_NAME)")
-	// Knobs for tests and benchmarks: simulated work and stalls.
-	delay := fs.String("delay", "", "simulated work per attempt: a duration or a range min-max, such as 5ms-50ms (tests, benchmarks)")
-	stallFraction := fs.Float64("stall-fraction", 0, "fraction of attempts that stall, ignoring cancellation (tests)")
-	stall := fs.Duration("stall", 0, "how long a stalled attempt hangs (tests)")
-	_ = fs.Parse(args)
-	list, err := noop.ParseTypes(*types)
+func runNoop(ctx context.Context, c *common, types, name, delay string, stallFraction float64, stall time.Duration) error {
+	list, err := noop.ParseTypes(types)
 	if err != nil {
 		return err
 	}
-	lo, hi, err := parseRange(*delay)
+	lo, hi, err := parseRange(delay)
 	if err != nil {
 		return err
 	}
-	var rec sdk.Reconciler = noop.New(*name)
-	if hi > 0 || (*stallFraction > 0 && *stall > 0) {
-		rec = noop.NewWithWork(*name, func(ctx context.Context) {
-			if *stallFraction > 0 && rand.Float64() < *stallFraction {
-				time.Sleep(*stall) // ignores ctx on purpose: a stuck attempt
+	var rec sdk.Reconciler = noop.New(name)
+	if hi > 0 || (stallFraction > 0 && stall > 0) {
+		rec = noop.NewWithWork(name, func(ctx context.Context) {
+			if stallFraction > 0 && rand.Float64() < stallFraction {
+				time.Sleep(stall) // ignores ctx on purpose: a stuck attempt
 				return
 			}
 			if hi > 0 {
@@ -230,39 +236,76 @@ func runNoop(ctx context.Context, fs *flag.FlagSet, c *common, args []string) er
 	return c.runMain(ctx, rec, list)
 }
 
-func runPostgres(ctx context.Context, fs *flag.FlagSet, c *common, args []string) error {
-	register := fs.Bool("register-type", envOr("NO8S_REGISTER_TYPE", "") == "true", "create the PostgresDatabase/v1 resource type when missing, through the public API at --api-url ($NO8S_REGISTER_TYPE=true)")
-	apiURL := fs.String("api-url", envOr("NO8S_API_URL", "http://127.0.0.1:8000"), "the api-gateway's URL, where --register-type registers the type ($NO8S_API_URL)")
-	envPrefix := fs.String("secret-env-prefix", os.Getenv("NO8S_SECRET_ENV_PREFIX"), "only environment variables with this prefix may be named by connection references ($NO8S_SECRET_ENV_PREFIX)")
-	secretDir := fs.String("secret-dir", os.Getenv("NO8S_SECRET_DIR"), "only files under this directory may be named by connection references ($NO8S_SECRET_DIR)")
-	_ = fs.Parse(args)
-	if *register {
-		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := postgresdb.RegisterType(rctx, *apiURL, apiHTTPClient(c))
-		cancel()
-		if err != nil {
-			return err
-		}
-	}
-	return c.runMain(ctx, postgresdb.New(), []sdk.TypeRef{postgresdb.Type}, worker.WithSecretResolver(secret.Local{EnvPrefix: *envPrefix, FileDir: *secretDir}))
+// registerFlags defines --register-type and --api-url of a reconciler
+// that can register its resource type.
+func registerFlags(fs *pflag.FlagSet, typ string) (register *bool, apiURL *string) {
+	register = fs.Bool("register-type", false, "create the "+typ+" resource type when missing, through the public API at --api-url")
+	apiURL = fs.String("api-url", "http://127.0.0.1:8000", "the api-gateway's URL, where --register-type registers the type")
+	return register, apiURL
 }
 
-func runGitHub(ctx context.Context, fs *flag.FlagSet, c *common, args []string) error {
-	register := fs.Bool("register-type", envOr("NO8S_REGISTER_TYPE", "") == "true", "create the GitHubWorkflow/v1 resource type when missing, through the public API at --api-url ($NO8S_REGISTER_TYPE=true)")
-	apiURL := fs.String("api-url", envOr("NO8S_API_URL", "http://127.0.0.1:8000"), "the api-gateway's URL, where --register-type registers the type ($NO8S_API_URL)")
-	githubURL := fs.String("github-api-url", envOr("GITHUB_API_URL", github.DefaultBaseURL), "GitHub's REST API; GitHub Enterprise Server: https://HOST/api/v3/ ($GITHUB_API_URL)")
-	tokenEnv := fs.String("token-env", envOr("NO8S_GITHUB_TOKEN_ENV", github.DefaultTokenEnv), "the environment variable holding the GitHub token ($NO8S_GITHUB_TOKEN_ENV)")
-	tokenFile := fs.String("token-file", os.Getenv("NO8S_GITHUB_TOKEN_FILE"), "a file holding the GitHub token, instead of --token-env ($NO8S_GITHUB_TOKEN_FILE)")
-	poll := fs.Duration("poll-interval", envDuration("NO8S_GITHUB_POLL_INTERVAL", github.DefaultPollInterval), "how often a running workflow run is looked at ($NO8S_GITHUB_POLL_INTERVAL)")
-	maxInputs := fs.Int("max-inputs", github.DefaultMaxInputs, "workflow_dispatch inputs the server takes, the correlation id included (10 on older GitHub Enterprise Server)")
-	findTimeout := fs.Duration("find-timeout", github.DefaultFindTimeout, "how long a run dispatched without its id may stay unlisted")
-	_ = fs.Parse(args)
-	token := secret.Env(*tokenEnv)
-	if *tokenFile != "" {
-		token = secret.File(*tokenFile)
+// registerType registers a resource type through the API at apiURL when
+// register is set.
+func registerType(ctx context.Context, c *common, register bool, apiURL string, reg func(context.Context, string, *http.Client) error) error {
+	if !register {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return reg(rctx, apiURL, apiHTTPClient(c))
+}
+
+func newPostgresCommand(c *common) *cobra.Command {
+	var register *bool
+	var apiURL, envPrefix, secretDir *string
+	cmd := reconcilerCommand("postgres-database", "PostgresDatabase/v1: a database and its owner role", func(ctx context.Context) error {
+		if err := registerType(ctx, c, *register, *apiURL, postgresdb.RegisterType); err != nil {
+			return err
+		}
+		return c.runMain(ctx, postgresdb.New(), []sdk.TypeRef{postgresdb.Type}, worker.WithSecretResolver(secret.Local{EnvPrefix: *envPrefix, FileDir: *secretDir}))
+	})
+	fs := cmd.Flags()
+	register, apiURL = registerFlags(fs, "PostgresDatabase/v1")
+	envPrefix = fs.String("secret-env-prefix", "", "only environment variables with this prefix may be named by connection references")
+	secretDir = fs.String("secret-dir", "", "only files under this directory may be named by connection references")
+	return cmd
+}
+
+// githubOptions are the github-workflow reconciler's own flags.
+type githubOptions struct {
+	register                               *bool
+	apiURL, githubURL, tokenEnv, tokenFile *string
+	poll, findTimeout                      *time.Duration
+	maxInputs                              *int
+}
+
+func newGitHubCommand(c *common) *cobra.Command {
+	o := &githubOptions{}
+	cmd := reconcilerCommand("github-workflow", "GitHubWorkflow/v1: a GitHub Actions workflow run per generation", func(ctx context.Context) error {
+		return runGitHub(ctx, c, o)
+	})
+	fs := cmd.Flags()
+	o.register, o.apiURL = registerFlags(fs, "GitHubWorkflow/v1")
+	o.githubURL = fs.String("github-api-url", github.DefaultBaseURL, "GitHub's REST API; GitHub Enterprise Server: https://HOST/api/v3/")
+	flagenv.Alias(fs, "github-api-url", "GITHUB_API_URL")
+	o.tokenEnv = fs.String("token-env", github.DefaultTokenEnv, "the environment variable holding the GitHub token")
+	flagenv.Alias(fs, "token-env", "NO8S_GITHUB_TOKEN_ENV")
+	o.tokenFile = fs.String("token-file", "", "a file holding the GitHub token, instead of --token-env")
+	flagenv.Alias(fs, "token-file", "NO8S_GITHUB_TOKEN_FILE")
+	o.poll = fs.Duration("poll-interval", github.DefaultPollInterval, "how often a running workflow run is looked at")
+	flagenv.Alias(fs, "poll-interval", "NO8S_GITHUB_POLL_INTERVAL")
+	o.maxInputs = fs.Int("max-inputs", github.DefaultMaxInputs, "workflow_dispatch inputs the server takes, the correlation id included (10 on older GitHub Enterprise Server)")
+	o.findTimeout = fs.Duration("find-timeout", github.DefaultFindTimeout, "how long a run dispatched without its id may stay unlisted")
+	return cmd
+}
+
+func runGitHub(ctx context.Context, c *common, o *githubOptions) error {
+	token := secret.Env(*o.tokenEnv)
+	if *o.tokenFile != "" {
+		token = secret.File(*o.tokenFile)
 	}
 	metricsReg := metrics.NewRegistry()
-	plugin, err := github.New(github.Config{BaseURL: *githubURL, Token: token, PollInterval: *poll, MaxInputs: *maxInputs, FindTimeout: *findTimeout,
+	plugin, err := github.New(github.Config{BaseURL: *o.githubURL, Token: token, PollInterval: *o.poll, MaxInputs: *o.maxInputs, FindTimeout: *o.findTimeout,
 		Metrics: metricsReg})
 	if err != nil {
 		return err
@@ -271,21 +314,26 @@ func runGitHub(ctx context.Context, fs *flag.FlagSet, c *common, args []string) 
 	if err != nil {
 		return err
 	}
-	if *register {
-		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := githubworkflow.RegisterType(rctx, *apiURL, apiHTTPClient(c))
-		cancel()
-		if err != nil {
-			return err
-		}
+	if err := registerType(ctx, c, *o.register, *o.apiURL, githubworkflow.RegisterType); err != nil {
+		return err
 	}
 	return c.runMain(ctx, githubworkflow.New(reg), []sdk.TypeRef{githubworkflow.Type}, worker.WithMetrics(metricsReg))
 }
 
-func runTenant(ctx context.Context, fs *flag.FlagSet, c *common, args []string) error {
-	apiURL := fs.String("api-url", envOr("NO8S_API_URL", "http://127.0.0.1:8000"), "the api-gateway's URL, through which every child resource is written; with $NO8S_IDENTITY_DIR, its service listener (https://…) ($NO8S_API_URL)")
-	poll := fs.Duration("ready-poll", envDuration("NO8S_TENANT_READY_POLL", tenant.DefaultReadyPoll), "how soon a Tenant is reconciled again while it waits for a child to be ready or gone, whole seconds ($NO8S_TENANT_READY_POLL)")
-	_ = fs.Parse(args)
+func newTenantCommand(c *common) *cobra.Command {
+	var apiURL *string
+	var poll *time.Duration
+	cmd := reconcilerCommand("tenant", "Tenant/v1: renders and applies each Tenant's resources", func(ctx context.Context) error {
+		return runTenant(ctx, c, *apiURL, *poll)
+	})
+	fs := cmd.Flags()
+	apiURL = fs.String("api-url", "http://127.0.0.1:8000", "the api-gateway's URL, through which every child resource is written; with $"+identity.EnvDir+", its service listener (https://…)")
+	poll = fs.Duration("ready-poll", tenant.DefaultReadyPoll, "how soon a Tenant is reconciled again while it waits for a child to be ready or gone, whole seconds")
+	flagenv.Alias(fs, "ready-poll", "NO8S_TENANT_READY_POLL")
+	return cmd
+}
+
+func runTenant(ctx context.Context, c *common, apiURL string, poll time.Duration) error {
 	// With an identity, the reconciler writes through the gateway's service
 	// listener (an https --api-url) as reconciler/tenant.
 	var creds []*identity.Credentials
@@ -296,12 +344,12 @@ func runTenant(ctx context.Context, fs *flag.FlagSet, c *common, args []string) 
 		}
 		creds = append(creds, id)
 	}
-	api, err := tenant.NewAPIClient(*apiURL, c.getenv(envToken), creds...)
+	api, err := tenant.NewAPIClient(apiURL, c.getenv(envToken), creds...)
 	if err != nil {
 		return err
 	}
 	reg := metrics.NewRegistry()
-	return c.runMain(ctx, tenant.New(tenant.Config{API: api, ReadyPoll: *poll, Metrics: reg}), []sdk.TypeRef{tenant.Type}, worker.WithMetrics(reg))
+	return c.runMain(ctx, tenant.New(tenant.Config{API: api, ReadyPoll: poll, Metrics: reg}), []sdk.TypeRef{tenant.Type}, worker.WithMetrics(reg))
 }
 
 // parseRange reads "d" or "min-max".
@@ -323,20 +371,6 @@ func parseRange(s string) (lo, hi time.Duration, err error) {
 		return 0, 0, fmt.Errorf("--delay %q: want 0 <= min <= max", s)
 	}
 	return lo, hi, nil
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func envDuration(k string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(k)); err == nil {
-		return d
-	}
-	return def
 }
 
 // envToken holds the API token a reconciler sends to the public API

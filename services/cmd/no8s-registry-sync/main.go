@@ -16,9 +16,10 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
+
+	"github.com/spf13/cobra"
 
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/identity"
@@ -29,26 +30,34 @@ import (
 	"github.com/no8s/no8s/services/registrysync"
 )
 
-func main() {
-	proc.Builtins("no8s-registry-sync", os.Args[1:], "NO8S_HEALTH_LISTEN", "127.0.0.1:7104")
-	proc.TuneGC()
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "no8s-registry-sync:", err)
-		os.Exit(1)
-	}
+func main() { proc.Main("no8s-registry-sync", newCommand(), "health-listen", "") }
+
+// options are no8s-registry-sync's flags.
+type options struct {
+	cfg                                          registrysync.Config
+	storeAddr, natsURL, healthListen, grantsFile *string
+	service                                      *proc.Flags
 }
 
-func run() error {
-	cfg := registrysync.DefaultConfig()
-	fs := flag.NewFlagSet("no8s-registry-sync", flag.ExitOnError)
-	fs.StringVar(&cfg.APIURL, "api-url", proc.Env("NO8S_API_URL", cfg.APIURL), "the public REST API, where every Tenant and HttpSource resource write goes; with --identity-dir, the gateway's service listener (https://…) ($NO8S_API_URL)")
-	storeAddr := fs.String("store-addr", proc.Env("NO8S_STORE_ADDR", "127.0.0.1:7003"), "the store's worker address: leader lease, reads, the registries' and HttpSources' status ($NO8S_STORE_ADDR)")
-	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL ($NATS_URL)")
-	fs.StringVar(&cfg.ReplicaID, "replica-id", proc.Env("NO8S_REPLICA_ID", ""), "this replica's name (default hostname-pid)")
+// newCommand returns no8s-registry-sync's command.
+func newCommand() *cobra.Command {
+	o := &options{cfg: registrysync.DefaultConfig()}
+	cmd := &cobra.Command{
+		Use:   "no8s-registry-sync",
+		Short: "Run registry-sync: keep one Tenant per datasource row of each TenantRegistry, and one resource per item of each HttpSource's list",
+		Args:  cobra.NoArgs,
+		RunE:  func(*cobra.Command, []string) error { return o.run() },
+	}
+	fs := cmd.Flags()
+	cfg := &o.cfg
+	fs.StringVar(&cfg.APIURL, "api-url", cfg.APIURL, "the public REST API, where every Tenant and HttpSource resource write goes; with --identity-dir, the gateway's service listener (https://…)")
+	o.storeAddr = fs.String("store-addr", "127.0.0.1:7003", "the store's worker address: leader lease, reads, the registries' and HttpSources' status")
+	o.natsURL = proc.NATSURLFlag(fs, "NATS server URL")
+	fs.StringVar(&cfg.ReplicaID, "replica-id", "", "this replica's name (default hostname-pid)")
 	fs.DurationVar(&cfg.Lease, "lease", cfg.Lease, "leader lease, whole seconds; a standby takes over within lease + renew")
 	fs.DurationVar(&cfg.Renew, "renew", 0, "how often the leader renews and standbys campaign (default lease/3)")
-	fs.StringVar(&cfg.SecretEnvPrefix, "secret-env-prefix", proc.Env("NO8S_SECRET_ENV_PREFIX", cfg.SecretEnvPrefix), "required prefix of the environment variables registries' credentials and HttpSources' headers name")
-	fs.StringVar(&cfg.SecretDir, "secret-dir", proc.Env("NO8S_SECRET_DIR", ""), "directory that must contain every file registries' credentials and HttpSources' headers name (none: file references refused)")
+	fs.StringVar(&cfg.SecretEnvPrefix, "secret-env-prefix", cfg.SecretEnvPrefix, "required prefix of the environment variables registries' credentials and HttpSources' headers name")
+	fs.StringVar(&cfg.SecretDir, "secret-dir", "", "directory that must contain every file registries' credentials and HttpSources' headers name (none: file references refused)")
 	fs.DurationVar(&cfg.Limits.StatementTimeout, "statement-timeout", cfg.Limits.StatementTimeout, "bound of a datasource query (and connection)")
 	fs.IntVar(&cfg.Limits.RowLimit, "row-limit", cfg.Limits.RowLimit, "most rows a registry (items an HttpSource's list) may have; more fails the sync and writes nothing")
 	fs.Int64Var(&cfg.BodyLimit, "body-limit", cfg.BodyLimit, "most bytes of an HttpSource's answer; more fails the poll and writes nothing")
@@ -56,12 +65,17 @@ func run() error {
 	fs.DurationVar(&cfg.Poll, "poll", cfg.Poll, "how often registries, templates and HttpSources are listed for changes")
 	fs.IntVar(&cfg.Syncs, "syncs", cfg.Syncs, "registries and HttpSources synced at once, each on its own (one that hangs holds one slot)")
 	fs.DurationVar(&cfg.SyncTimeout, "sync-timeout", cfg.SyncTimeout, "bound of one sync of one registry or HttpSource, its writes included")
-	healthListen := proc.HealthListenFlag(fs, "127.0.0.1:7104")
-	if err := proc.OutboundFlag(fs, &cfg.Outbound); err != nil {
-		return err
-	}
-	grantsFile := proc.GrantsFlag(fs)
-	sp, err := proc.Start(fs, os.Args[1:], "registry-sync")
+	o.healthListen = proc.HealthListenFlag(fs, "127.0.0.1:7104")
+	proc.OutboundFlag(fs, &cfg.Outbound)
+	o.grantsFile = proc.GrantsFlag(fs)
+	o.service = proc.ServiceFlags(fs)
+	return cmd
+}
+
+// run runs registry-sync until SIGINT or SIGTERM.
+func (o *options) run() error {
+	cfg := o.cfg
+	sp, err := o.service.Start("registry-sync")
 	if err != nil {
 		return err
 	}
@@ -69,19 +83,19 @@ func run() error {
 	ctx, log := sp.Ctx, sp.Log
 	cfg.Metrics = sp.Metrics
 	cfg.Identity = sp.Identity
-	if cfg.Grants, err = proc.LoadGrants(*grantsFile, log); err != nil {
+	if cfg.Grants, err = proc.LoadGrants(*o.grantsFile, log); err != nil {
 		return err
 	}
 	if cfg.ReplicaID == "" {
 		host, _ := os.Hostname()
 		cfg.ReplicaID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	conn, err := grpcserver.Dial(*storeAddr, sp.DialOptions(identity.Store)...)
+	conn, err := grpcserver.Dial(*o.storeAddr, sp.DialOptions(identity.Store)...)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	nc, _, err := natsconn.ConnectJetStream(*natsURL, "no8s-registry-sync", sp.Identity, log)
+	nc, _, err := natsconn.ConnectJetStream(*o.natsURL, "no8s-registry-sync", sp.Identity, log)
 	if err != nil {
 		return err
 	}
@@ -90,7 +104,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	stopProbes, err := health.Serve(ctx, *healthListen, health.Handler(health.Config{
+	stopProbes, err := health.Serve(ctx, *o.healthListen, health.Handler(health.Config{
 		Metrics: metrics.Handler(sp.Metrics),
 		Ready:   []health.Check{health.GRPC("store", conn), health.NATS(nc)},
 	}), log)

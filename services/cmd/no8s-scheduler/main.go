@@ -10,43 +10,57 @@
 package main
 
 import (
-	"flag"
-	"fmt"
-	"os"
+	"github.com/spf13/cobra"
 
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+	"github.com/no8s/no8s/services/internal/flagenv"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
 	"github.com/no8s/no8s/services/scheduler"
 )
 
-func main() {
-	proc.Builtins("no8s-scheduler", os.Args[1:], "NO8S_HEALTH_LISTEN", "127.0.0.1:7103")
-	proc.TuneGC()
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "no8s-scheduler:", err)
-		os.Exit(1)
-	}
+func main() { proc.Main("no8s-scheduler", newCommand(), "health-listen", "") }
+
+// options are no8s-scheduler's flags.
+type options struct {
+	cfg                              scheduler.Config
+	storeAddr, natsURL, healthListen *string
+	service                          *proc.Flags
 }
 
-func run() error {
-	cfg := scheduler.DefaultConfig()
-	fs := flag.NewFlagSet("no8s-scheduler", flag.ExitOnError)
-	storeAddr := fs.String("store-addr", proc.Env("NO8S_STORE_ADDR", "127.0.0.1:7001"), "store gRPC address ($NO8S_STORE_ADDR)")
-	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL ($NATS_URL)")
-	fs.StringVar(&cfg.Holder, "holder", proc.Env("NO8S_SCHEDULER_HOLDER", ""), "this process's name in the leadership lease (default hostname-pid)")
-	fs.DurationVar(&cfg.Lease, "lease", cfg.Lease, "leadership lease, whole seconds; a standby takes over within lease + renew")
-	fs.DurationVar(&cfg.Renew, "renew", 0, "how often the leader renews and standbys campaign (default lease/3)")
-	fs.DurationVar(&cfg.ItemLease, "item-lease", cfg.ItemLease, "how long dispatched work may wait for a worker to lease it: then the resource is marked ReconcilerNotResponding (a Warning Event and a condition), and the item is looked up and dispatched again if it is gone")
-	fs.IntVar(&cfg.Dispatchers, "dispatchers", cfg.Dispatchers, "concurrent dispatches")
-	fs.DurationVar(&cfg.LivenessPoll, "liveness-poll", cfg.LivenessPoll, "how often the live reconciler registry is read")
-	healthListen := proc.HealthListenFlag(fs, "127.0.0.1:7103")
-	fs.DurationVar(&cfg.Relist, "relist", cfg.Relist, "how often every resource's state is read again as a safety net (negative: never)")
-	sp, err := proc.Start(fs, os.Args[1:], "scheduler")
+// newCommand returns no8s-scheduler's command.
+func newCommand() *cobra.Command {
+	o := &options{cfg: scheduler.DefaultConfig()}
+	cmd := &cobra.Command{
+		Use:   "no8s-scheduler",
+		Short: "Run the scheduler: decide which resources need a reconcile and dispatch work items (one leader, the others stand by)",
+		Args:  cobra.NoArgs,
+		RunE:  func(*cobra.Command, []string) error { return o.run() },
+	}
+	fs := cmd.Flags()
+	o.storeAddr = fs.String("store-addr", "127.0.0.1:7001", "store gRPC address")
+	o.natsURL = proc.NATSURLFlag(fs, "NATS server URL")
+	fs.StringVar(&o.cfg.Holder, "holder", "", "this process's name in the leadership lease (default hostname-pid)")
+	flagenv.Alias(fs, "holder", "NO8S_SCHEDULER_HOLDER")
+	fs.DurationVar(&o.cfg.Lease, "lease", o.cfg.Lease, "leadership lease, whole seconds; a standby takes over within lease + renew")
+	fs.DurationVar(&o.cfg.Renew, "renew", 0, "how often the leader renews and standbys campaign (default lease/3)")
+	fs.DurationVar(&o.cfg.ItemLease, "item-lease", o.cfg.ItemLease, "how long dispatched work may wait for a worker to lease it: then the resource is marked ReconcilerNotResponding (a Warning Event and a condition), and the item is looked up and dispatched again if it is gone")
+	fs.IntVar(&o.cfg.Dispatchers, "dispatchers", o.cfg.Dispatchers, "concurrent dispatches")
+	fs.DurationVar(&o.cfg.LivenessPoll, "liveness-poll", o.cfg.LivenessPoll, "how often the live reconciler registry is read")
+	o.healthListen = proc.HealthListenFlag(fs, "127.0.0.1:7103")
+	fs.DurationVar(&o.cfg.Relist, "relist", o.cfg.Relist, "how often every resource's state is read again as a safety net (negative: never)")
+	o.service = proc.ServiceFlags(fs)
+	return cmd
+}
+
+// run runs the scheduler until SIGINT or SIGTERM.
+func (o *options) run() error {
+	cfg := o.cfg
+	sp, err := o.service.Start("scheduler")
 	if err != nil {
 		return err
 	}
@@ -54,12 +68,12 @@ func run() error {
 	ctx, log := sp.Ctx, sp.Log
 	cfg.Metrics = sp.Metrics
 
-	conn, err := grpcserver.Dial(*storeAddr, sp.DialOptions(identity.Store)...)
+	conn, err := grpcserver.Dial(*o.storeAddr, sp.DialOptions(identity.Store)...)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	nc, js, err := natsconn.ConnectJetStream(*natsURL, "no8s-scheduler", sp.Identity, log)
+	nc, js, err := natsconn.ConnectJetStream(*o.natsURL, "no8s-scheduler", sp.Identity, log)
 	if err != nil {
 		return err
 	}
@@ -68,7 +82,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	stopProbes, err := health.Serve(ctx, *healthListen, health.Handler(health.Config{
+	stopProbes, err := health.Serve(ctx, *o.healthListen, health.Handler(health.Config{
 		Metrics: metrics.Handler(sp.Metrics),
 		Ready:   []health.Check{health.GRPC("store", conn), health.NATS(nc)},
 	}), log)

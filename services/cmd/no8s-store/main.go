@@ -14,17 +14,18 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net"
-	"os"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/profiling"
 	"github.com/no8s/no8s/services/internal/authz"
+	"github.com/no8s/no8s/services/internal/flagenv"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
 	"github.com/no8s/no8s/services/store"
@@ -33,77 +34,103 @@ import (
 	"github.com/no8s/no8s/services/store/storage"
 )
 
-func main() {
-	proc.Builtins("no8s-store", os.Args[1:], "NO8S_HEALTH_LISTEN", "127.0.0.1:7101")
-	proc.TuneGC()
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "no8s-store:", err)
-		os.Exit(1)
-	}
+func main() { proc.Main("no8s-store", newCommand(), "health-listen", "") }
+
+// options are no8s-store's flags.
+type options struct {
+	cfg                                         store.Config
+	natsURL, listen, workerListen, healthListen *string
+	pprofListen                                 *string
+	maxConns                                    *int
+	identity                                    *proc.Identity
 }
 
-func run() error {
-	cfg := store.DefaultConfig()
-	fs := flag.NewFlagSet("no8s-store", flag.ExitOnError)
-	fs.StringVar(&cfg.DatabaseURL, "database-url", proc.Env("DATABASE_URL", store.DefaultDatabaseURL),
-		"PostgreSQL connection string, or sqlite:<path> for the embedded development store ($DATABASE_URL)")
-	natsURL := fs.String("nats-url", proc.Env("NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL ($NATS_URL)")
-	listen := fs.String("listen", proc.Env("NO8S_STORE_LISTEN", "127.0.0.1:7001"), "gRPC listen address (StoreService and ReconcileService: gateway, admission, scheduler)")
-	workerListen := fs.String("worker-listen", proc.Env("NO8S_STORE_WORKER_LISTEN", "127.0.0.1:7003"), "gRPC listen address of the workers' door: only WorkerService is served there (\"off\" disables)")
-	fs.BoolVar(&cfg.Migrate, "migrate", true, "apply pending migrations at start")
-	fs.DurationVar(&cfg.Relay.Retention, "outbox-retention", cfg.Relay.Retention, "how long published outbox rows are kept")
-	fs.DurationVar(&cfg.Stream.MaxAge, "event-retention", cfg.Stream.MaxAge, "how long the event stream keeps events")
-	fs.DurationVar(&cfg.Relay.DegradedHold, "relay-degraded-hold", cfg.Relay.DegradedHold, "how long the store reports itself degraded (its probes' \"degraded\") after the relay last found a message it did not publish in the event stream")
-	healthListen := proc.HealthListenFlag(fs, "127.0.0.1:7101")
-	maxConns := fs.Int("max-conns", int(cfg.MaxConns), "PostgreSQL pool size")
-	fs.IntVar(&cfg.HistoryLimit, "history-limit", cfg.HistoryLimit, "reconciliation history rows kept per resource")
-	fs.DurationVar(&cfg.NamespaceSweep, "namespace-sweep", cfg.NamespaceSweep, "how often terminating namespaces are finalized (removed once their last resource is gone)")
-	fs.BoolVar(&cfg.RebuildStreamOnMismatch, "rebuild-stream-on-mismatch", false, "rebuild the event stream at start when it does not belong to the database, instead of refusing to start")
-	fs.Int64Var(&cfg.RevisionMargin, "revision-margin", cfg.RevisionMargin, "how far rebuild-stream moves the revision past the highest one the database or the stream has seen")
-	pprofListen := proc.ProfileListenFlag(fs)
-	idf := proc.IdentityFlags(fs)
-	// Commands come first, flags after them or before: both parse.
-	args := os.Args[1:]
-	var cmd []string
-	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cmd, args = append(cmd, args[0]), args[1:]
+// newCommand returns no8s-store's command: serve, and the commands migrate
+// and rebuild-stream, all with the same flags.
+func newCommand() *cobra.Command {
+	o := &options{cfg: store.DefaultConfig()}
+	cmd := &cobra.Command{
+		Use:   "no8s-store",
+		Short: "Serve the store: the only database user, the StoreService, ReconcileService and WorkerService gRPC APIs, and the event stream's outbox",
+		Args:  cobra.NoArgs,
+		RunE:  func(*cobra.Command, []string) error { return o.serve() },
 	}
-	_ = fs.Parse(args)
-	cmd = append(cmd, fs.Args()...)
-	cmd = append(cmd, "", "")
-	cfg.MaxConns = int32(*maxConns)
+	fs := cmd.PersistentFlags()
+	fs.StringVar(&o.cfg.DatabaseURL, "database-url", store.DefaultDatabaseURL,
+		"PostgreSQL connection string, or sqlite:<path> for the embedded development store")
+	flagenv.Alias(fs, "database-url", "DATABASE_URL")
+	o.natsURL = proc.NATSURLFlag(fs, "NATS server URL")
+	o.listen = fs.String("listen", "127.0.0.1:7001", "gRPC listen address (StoreService and ReconcileService: gateway, admission, scheduler)")
+	flagenv.Alias(fs, "listen", "NO8S_STORE_LISTEN")
+	o.workerListen = fs.String("worker-listen", "127.0.0.1:7003", "gRPC listen address of the workers' door: only WorkerService is served there (\"off\" disables)")
+	flagenv.Alias(fs, "worker-listen", "NO8S_STORE_WORKER_LISTEN")
+	fs.BoolVar(&o.cfg.Migrate, "migrate", true, "apply pending migrations at start")
+	fs.DurationVar(&o.cfg.Relay.Retention, "outbox-retention", o.cfg.Relay.Retention, "how long published outbox rows are kept")
+	fs.DurationVar(&o.cfg.Stream.MaxAge, "event-retention", o.cfg.Stream.MaxAge, "how long the event stream keeps events")
+	fs.DurationVar(&o.cfg.Relay.DegradedHold, "relay-degraded-hold", o.cfg.Relay.DegradedHold, "how long the store reports itself degraded (its probes' \"degraded\") after the relay last found a message it did not publish in the event stream")
+	o.healthListen = proc.HealthListenFlag(fs, "127.0.0.1:7101")
+	o.maxConns = fs.Int("max-conns", int(o.cfg.MaxConns), "PostgreSQL pool size")
+	fs.IntVar(&o.cfg.HistoryLimit, "history-limit", o.cfg.HistoryLimit, "reconciliation history rows kept per resource")
+	fs.DurationVar(&o.cfg.NamespaceSweep, "namespace-sweep", o.cfg.NamespaceSweep, "how often terminating namespaces are finalized (removed once their last resource is gone)")
+	fs.BoolVar(&o.cfg.RebuildStreamOnMismatch, "rebuild-stream-on-mismatch", false, "rebuild the event stream at start when it does not belong to the database, instead of refusing to start")
+	fs.Int64Var(&o.cfg.RevisionMargin, "revision-margin", o.cfg.RevisionMargin, "how far rebuild-stream moves the revision past the highest one the database or the stream has seen")
+	o.pprofListen = proc.ProfileListenFlag(fs)
+	o.identity = proc.IdentityFlags(fs)
+	cmd.AddCommand(&cobra.Command{
+		Use:       "migrate [status]",
+		Short:     "Apply pending migrations and exit; migrate status: print the schema version",
+		Args:      cobra.MatchAll(cobra.MaximumNArgs(1), cobra.OnlyValidArgs),
+		ValidArgs: []string{"status"},
+		RunE: func(_ *cobra.Command, args []string) error {
+			ctx, cancel := proc.SignalContext()
+			defer cancel()
+			return runMigrate(ctx, o.config(), len(args) == 1)
+		},
+	}, &cobra.Command{
+		Use:   "rebuild-stream",
+		Short: "Make the event stream this database's again after a mismatch (the store refuses to start and names this command); every store must be stopped",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			ctx, cancel := proc.SignalContext()
+			defer cancel()
+			creds, _, err := o.identity.Load(proc.Logger("store"))
+			if err != nil {
+				return err
+			}
+			return runRebuildStream(ctx, o.config(), *o.natsURL, creds)
+		},
+	})
+	return cmd
+}
+
+// config returns the store's configuration from the parsed flags.
+func (o *options) config() store.Config {
+	cfg := o.cfg
+	cfg.MaxConns = int32(*o.maxConns)
+	return cfg
+}
+
+// serve runs the store until SIGINT or SIGTERM.
+func (o *options) serve() error {
+	cfg := o.config()
 	log := proc.Logger("store")
 	ctx, cancel := proc.SignalContext()
 	defer cancel()
-
-	switch cmd[0] {
-	case "migrate":
-		return runMigrate(ctx, cfg, cmd[1] == "status")
-	case "rebuild-stream":
-		creds, _, err := idf.Load(log)
-		if err != nil {
-			return err
-		}
-		return runRebuildStream(ctx, cfg, *natsURL, creds)
-	case "":
-	default:
-		return fmt.Errorf("unknown command %q (commands: migrate, migrate status, rebuild-stream)", cmd[0])
-	}
 	if embedded(cfg) {
 		log.Warn("serving the embedded SQLite store: it is for development and single-process use; PostgreSQL is the production store",
 			"database_url", cfg.DatabaseURL)
 	}
-	creds, mode, err := idf.Load(log)
+	creds, mode, err := o.identity.Load(log)
 	if err != nil {
 		return err
 	}
 	cfg.GRPCServerOptions = authz.ServerOptions(creds, mode, log)
-	stopProfiles, err := profiling.Serve(ctx, *pprofListen, log)
+	stopProfiles, err := profiling.Serve(ctx, *o.pprofListen, log)
 	if err != nil {
 		return err
 	}
 	defer stopProfiles()
-	nc, err := natsconn.Connect(*natsURL, "no8s-store", creds, log)
+	nc, err := natsconn.Connect(*o.natsURL, "no8s-store", creds, log)
 	if err != nil {
 		return err
 	}
@@ -116,18 +143,18 @@ func run() error {
 	}
 	probes := svc.Probes()
 	probes.Metrics = metrics.Handler(reg)
-	stopProbes, err := health.Serve(ctx, *healthListen, health.Handler(probes), log)
+	stopProbes, err := health.Serve(ctx, *o.healthListen, health.Handler(probes), log)
 	if err != nil {
 		return err
 	}
 	defer stopProbes()
-	lis, err := net.Listen("tcp", *listen)
+	lis, err := net.Listen("tcp", *o.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	var workerLis net.Listener
-	if *workerListen != "off" {
-		if workerLis, err = net.Listen("tcp", *workerListen); err != nil {
+	if *o.workerListen != "off" {
+		if workerLis, err = net.Listen("tcp", *o.workerListen); err != nil {
 			return fmt.Errorf("worker listen: %w", err)
 		}
 	}

@@ -36,13 +36,13 @@ func TestBrokenCompose(t *testing.T) {
 	}{
 		{"unknown image", func(s string) string { return strings.Replace(s, "image: postgres:16", "image: mysql:8", 1) }, "images", "postgres"},
 		{"gateway port changed", func(s string) string { return strings.Replace(s, `ports: ["8000:8000"]`, `ports: ["8080:8000"]`, 1) }, "readme-flow", "gateway"},
-		{"NATS_URL removed from the scheduler", func(s string) string {
+		{"NO8S_NATS_URL removed from the scheduler", func(s string) string {
 			i := strings.Index(s, "\n  scheduler:\n")
-			j := strings.Index(s[i:], "      NATS_URL: nats://nats:4222\n")
+			j := strings.Index(s[i:], "      NO8S_NATS_URL: nats://nats:4222\n")
 			if i < 0 || j < 0 {
 				return s
 			}
-			return s[:i+j] + s[i+j+len("      NATS_URL: nats://nats:4222\n"):]
+			return s[:i+j] + s[i+j+len("      NO8S_NATS_URL: nats://nats:4222\n"):]
 		}, "start", "scheduler"},
 		{"NATS takes anyone", func(s string) string {
 			return strings.Replace(s, `"./deploy/nats/nats-server.conf:/etc/nats/nats-server.conf:ro"`, `"`+open+`:/etc/nats/nats-server.conf:ro"`, 1)

@@ -1,11 +1,11 @@
 // Package proc holds what every no8s binary does the same way: a logger,
-// a context cancelled by SIGINT/SIGTERM, environment defaults for flags, the
-// flags every service shares, and the start of a service process (Start).
+// a context cancelled by SIGINT/SIGTERM, the flags every service shares,
+// the start of a service process (Flags.Start), and the run of a daemon's
+// command with its flags on the environment rule (Main, package flagenv).
 package proc
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 
 	"github.com/no8s/no8s/libs/sdk/identity"
@@ -23,6 +24,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/profiling"
 	"github.com/no8s/no8s/services/internal/authz"
+	"github.com/no8s/no8s/services/internal/flagenv"
 	"github.com/no8s/no8s/services/internal/grants"
 )
 
@@ -48,14 +50,6 @@ func SignalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// Env returns the environment variable name, or def when unset or empty.
-func Env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 // List splits a comma-separated flag value into its items, each trimmed,
 // blank ones dropped (nil for "").
 func List(s string) []string {
@@ -68,32 +62,23 @@ func List(s string) []string {
 	return items
 }
 
-// ProfileListenFlag defines --pprof-listen ($NO8S_PPROF_LISTEN): a loopback
-// address for the runtime profiles (package profiling); "off", the default,
-// serves none.
-func ProfileListenFlag(fs *flag.FlagSet) *string {
-	return fs.String("pprof-listen", Env(profiling.EnvListen, profiling.Off), `loopback address of the runtime profiles at /debug/pprof/ ($NO8S_PPROF_LISTEN; "off": none)`)
+// ProfileListenFlag defines --pprof-listen: a loopback address for the
+// runtime profiles (package profiling); "off", the default, serves none.
+func ProfileListenFlag(fs *pflag.FlagSet) *string {
+	return fs.String("pprof-listen", profiling.Off, `loopback address of the runtime profiles at /debug/pprof/ ("off": none)`)
 }
 
-// HealthListenFlag defines --health-listen ($NO8S_HEALTH_LISTEN): the
-// address of a process's /healthz and /readyz (package health), "off" for
-// none.
-func HealthListenFlag(fs *flag.FlagSet, def string) *string {
-	return fs.String("health-listen", Env("NO8S_HEALTH_LISTEN", def), `address of the /healthz and /readyz probes ($NO8S_HEALTH_LISTEN; "off": none)`)
+// HealthListenFlag defines --health-listen: the address of a process's
+// /healthz and /readyz (package health), "off" for none.
+func HealthListenFlag(fs *pflag.FlagSet, def string) *string {
+	return fs.String("health-listen", def, `address of the /healthz and /readyz probes ("off": none)`)
 }
 
-// EnvOutboundAllow is the environment variable behind --outbound-allow.
-const EnvOutboundAllow = "NO8S_OUTBOUND_ALLOW"
-
-// OutboundFlag sets p from $NO8S_OUTBOUND_ALLOW and defines --outbound-allow
-// over it: the classes of address besides public ones that outbound calls
-// (webhooks, registry-sync's datasources and HttpSource URLs) may reach. A bad environment value is an error.
-func OutboundFlag(fs *flag.FlagSet, p *outbound.Policy) error {
-	if err := p.Set(os.Getenv(EnvOutboundAllow)); err != nil {
-		return fmt.Errorf("%s: %w", EnvOutboundAllow, err)
-	}
-	fs.Var(p, "outbound-allow", "classes of address besides public ones that outbound calls (webhooks, datasources, HttpSource URLs) may reach: loopback, private, link-local, comma-separated ($"+EnvOutboundAllow+"; default none)")
-	return nil
+// OutboundFlag defines --outbound-allow over p: the classes of address
+// besides public ones that outbound calls (webhooks, registry-sync's
+// datasources and HttpSource URLs) may reach.
+func OutboundFlag(fs *pflag.FlagSet, p *outbound.Policy) {
+	fs.Var(p, "outbound-allow", "classes of address besides public ones that outbound calls (webhooks, datasources, HttpSource URLs) may reach: loopback, private, link-local, comma-separated (default none)")
 }
 
 // Service is a started service process: its logger, a context cancelled by
@@ -130,20 +115,28 @@ func (s *Service) IdentityServerOptions() []grpc.ServerOption {
 	return authz.ServerOptions(s.Identity, s.Authz, s.Log)
 }
 
-// Start defines --pprof-listen and the identity flags on fs, parses args
-// into fs and starts what every service process has (Service). The caller
-// defers Stop.
-func Start(fs *flag.FlagSet, args []string, service string) (*Service, error) {
-	pprofListen := ProfileListenFlag(fs)
-	idf := IdentityFlags(fs)
-	_ = fs.Parse(args)
+// Flags are the flags every service process has (ServiceFlags).
+type Flags struct {
+	pprofListen *string
+	identity    *Identity
+}
+
+// ServiceFlags defines on fs the flags every service process has:
+// --pprof-listen and the identity flags.
+func ServiceFlags(fs *pflag.FlagSet) *Flags {
+	return &Flags{pprofListen: ProfileListenFlag(fs), identity: IdentityFlags(fs)}
+}
+
+// Start starts what every service process has (Service), from the flags
+// once parsed. The caller defers Stop.
+func (f *Flags) Start(service string) (*Service, error) {
 	log := Logger(service)
-	creds, mode, err := idf.Load(log)
+	creds, mode, err := f.identity.Load(log)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := SignalContext()
-	stopProfiles, err := profiling.Serve(ctx, *pprofListen, log)
+	stopProfiles, err := profiling.Serve(ctx, *f.pprofListen, log)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -152,8 +145,11 @@ func Start(fs *flag.FlagSet, args []string, service string) (*Service, error) {
 		Identity: creds, Authz: mode}, nil
 }
 
-// EnvAuthz is the environment variable behind --authz (identity.EnvDir is
-// --identity-dir's).
+// Identity returns the identity flags.
+func (f *Flags) Identity() *Identity { return f.identity }
+
+// EnvAuthz is the environment variable behind --authz (flagenv.Name;
+// identity.EnvDir is --identity-dir's).
 const EnvAuthz = "NO8S_AUTHZ"
 
 // Identity is the identity flags of a process (IdentityFlags).
@@ -161,15 +157,15 @@ type Identity struct {
 	dir, mode *string
 }
 
-// IdentityFlags defines --identity-dir ($NO8S_IDENTITY_DIR): the process's
-// credentials directory (tls.crt, tls.key, ca.crt; docs/security.md), none
-// for identities off; and --authz ($NO8S_AUTHZ): enforce or audit-only.
-func IdentityFlags(fs *flag.FlagSet) *Identity {
+// IdentityFlags defines --identity-dir: the process's credentials
+// directory (tls.crt, tls.key, ca.crt; docs/security.md), none for
+// identities off; and --authz: enforce or audit-only.
+func IdentityFlags(fs *pflag.FlagSet) *Identity {
 	return &Identity{
-		dir: fs.String("identity-dir", os.Getenv(identity.EnvDir),
-			"credentials directory of this process: tls.crt, tls.key, ca.crt ($"+identity.EnvDir+"; none: identities off, every gRPC caller taken)"),
-		mode: fs.String("authz", Env(EnvAuthz, string(authz.Enforce)),
-			"with identities on, what gRPC servers do with a call the policy refuses: enforce, or audit-only (let it through and log it) ($"+EnvAuthz+")"),
+		dir: fs.String("identity-dir", "",
+			"credentials directory of this process: tls.crt, tls.key, ca.crt (none: identities off, every gRPC caller taken)"),
+		mode: fs.String("authz", string(authz.Enforce),
+			"with identities on, what gRPC servers do with a call the policy refuses: enforce, or audit-only (let it through and log it)"),
 	}
 }
 
@@ -208,9 +204,9 @@ func TuneGC() {
 // GrantsFlag registers --credential-grants: the file of credential grants
 // (internal/grants) that admission and registry-sync enforce. Without one
 // nothing is granted: every secret reference is refused.
-func GrantsFlag(fs *flag.FlagSet) *string {
-	return fs.String("credential-grants", os.Getenv(grants.EnvFile),
-		"file of credential grants: which namespaces may use which secret references, for what, sent where ($"+grants.EnvFile+"; none: every secret reference is refused; "+grants.DocsRef+")")
+func GrantsFlag(fs *pflag.FlagSet) *string {
+	return fs.String("credential-grants", "",
+		"file of credential grants: which namespaces may use which secret references, for what, sent where (none: every secret reference is refused; "+grants.DocsRef+")")
 }
 
 // LoadGrants reads the grants file at path (internal/grants.Load) and says
@@ -227,4 +223,15 @@ func LoadGrants(path string, log *slog.Logger) (*grants.Set, error) {
 		log.Info("credential grants", "file", path, "grants", g.Len())
 	}
 	return g, nil
+}
+
+// DefaultNATSURL is the default of --nats-url.
+const DefaultNATSURL = "nats://127.0.0.1:4222"
+
+// NATSURLFlag defines --nats-url, the NATS server URL, read from
+// $NATS_URL too (deprecated, flagenv.Alias). help says what for.
+func NATSURLFlag(fs *pflag.FlagSet, help string) *string {
+	p := fs.String("nats-url", DefaultNATSURL, help)
+	flagenv.Alias(fs, "nats-url", "NATS_URL")
+	return p
 }

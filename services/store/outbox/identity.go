@@ -16,7 +16,7 @@ import (
 
 // RebuildCommand is what an operator runs to rebuild the event stream of a
 // database after a mismatch; MismatchError names it.
-const RebuildCommand = "no8s-store rebuild-stream --database-url <DATABASE_URL> --nats-url <NATS_URL>"
+const RebuildCommand = "no8s-store rebuild-stream --database-url <NO8S_DATABASE_URL> --nats-url <NO8S_NATS_URL>"
 
 // DefaultRevisionMargin is how far past the highest revision either side has
 // seen a rebuild moves the database's revision.

@@ -45,7 +45,9 @@ func Check(t *testing.T, newCommand func() *cobra.Command, old []Old) {
 			}
 		})
 	})
-	byKey := func(a, b Old) int { return strings.Compare(a.Command+" "+a.Flag+" "+a.Env, b.Command+" "+b.Flag+" "+b.Env) }
+	byKey := func(a, b Old) int {
+		return strings.Compare(a.Command+" "+a.Flag+" "+a.Env, b.Command+" "+b.Flag+" "+b.Env)
+	}
 	slices.SortFunc(aliases, byKey)
 	want := slices.Clone(old)
 	slices.SortFunc(want, byKey)
