@@ -36,7 +36,6 @@ import (
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/worker"
-	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission"
@@ -378,7 +377,7 @@ func (s *stack) prepareAuth() error {
 	cfg := s.cfg
 	switch cfg.Auth {
 	case authn.ModeNone:
-		s.log.Warn("AUTHENTICATION IS OFF (--auth=none): anyone who reaches the API may read, change and delete everything")
+		gateway.AuthConfig{Mode: cfg.Auth}.WarnIfOpen(s.log)
 		return nil
 	case "", authn.ModeOn:
 	default:
@@ -575,7 +574,6 @@ func (s *stack) newServices(ctx context.Context) (*services, error) {
 	gcfg.Identity, gcfg.Authz = s.ids.service(identity.Gateway), s.cfg.Authz
 	gcfg.Auth = gateway.AuthConfig{Mode: s.cfg.Auth, BootstrapToken: s.token}
 	gcfg.RateLimit = s.cfg.RateLimit
-	gcfg.Tokens = storev1.NewTokenServiceClient(storeConn)
 	auditLog, err := audit.OpenLog(s.cfg.AuditLogPath())
 	if err != nil {
 		return nil, err
@@ -585,7 +583,7 @@ func (s *stack) newServices(ctx context.Context) (*services, error) {
 		gcfg.Audit.Log = auditLog
 	}
 	gcfg.Audit.Stream = s.cfg.AuditStream
-	svcs.gateway = gateway.New(gcfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), s.base.With("service", "gateway"))
+	svcs.gateway = gateway.NewOverConns(gcfg, storeConn, admissionConn, s.base.With("service", "gateway"))
 	return &svcs, nil
 }
 
@@ -626,14 +624,13 @@ func (s *stack) newAdmission(credGrants *grants.Set, storeConn *grpc.ClientConn)
 }
 
 // gatewayHealth sets the gateway's probes, which in one process cover every
-// dependency, and its reconcile client.
+// dependency.
 func (s *stack) gatewayHealth(gcfg *gateway.Config, storeSvc *store.Service, storeConn, admissionConn *grpc.ClientConn) {
 	gcfg.Health.Ready = append([]health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn)}, storeSvc.Probes().Ready...)
 	gcfg.Health.Info = storeSvc.Probes().Info
 	// A service that stops while the stack runs takes the process down
 	// with it (Run returns why); until then /healthz fails.
 	gcfg.Health.Live = append(gcfg.Health.Live, health.Check{Name: "services", Func: func(context.Context) error { return s.down.err() }})
-	gcfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
 }
 
 // newWorkers builds the scheduler, registry-sync and the tenant reconciler,

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/no8s/no8s/services/internal/grants"
+	"github.com/no8s/no8s/services/internal/proc"
 )
 
 // grantsTemplate is the data directory's grants file (grants.DevFile) at
@@ -59,10 +60,5 @@ func loadGrants(cfg Config, log *slog.Logger) (*grants.Set, error) {
 			log.Info("created the credential grants file: nothing is granted; list a grant there to let a namespace use a secret reference", "file", path)
 		}
 	}
-	g, err := grants.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	log.Info("credential grants", "file", path, "grants", g.Len(), "docs", grants.DocsRef)
-	return g, nil
+	return proc.LoadGrants(path, log)
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/no8s/no8s/libs/sdk/health"
@@ -55,6 +56,14 @@ func DefaultPublicPaths() []string {
 
 // Open reports whether authentication is off.
 func (c AuthConfig) Open() bool { return c.Mode == authn.ModeNone }
+
+// WarnIfOpen says on log, at WARN, that the API is open to anyone when
+// authentication is off. The binary and no8s dev say it at start.
+func (c AuthConfig) WarnIfOpen(log *slog.Logger) {
+	if c.Open() {
+		log.Warn("AUTHENTICATION IS OFF (--auth=none): anyone who reaches the API may read, change and delete everything")
+	}
+}
 
 // Validate refuses a configuration that could never authenticate an
 // administrator: with authentication on, a bootstrap token or a JWT

@@ -11,9 +11,11 @@ import (
 	"sync"
 
 	"github.com/labstack/echo/v5"
+	"google.golang.org/grpc"
 
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
+	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/gateway/queueinput"
 	"github.com/no8s/no8s/services/gateway/watch"
@@ -52,6 +54,16 @@ type Service struct {
 	// audit records writes and denials; nil without an audit log or
 	// stream (handler_audit.go).
 	audit *audit.Recorder
+}
+
+// NewOverConns returns a gateway over its connections to the store and to
+// admission: the store's StoreService, its ReconcileService (cfg.Reconcile)
+// and its TokenService (cfg.Tokens), and admission's AdmissionService. The
+// binary and no8s dev both build their gateway so.
+func NewOverConns(cfg Config, storeConn, admissionConn grpc.ClientConnInterface, log *slog.Logger) *Service {
+	cfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
+	cfg.Tokens = storev1.NewTokenServiceClient(storeConn)
+	return New(cfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), log)
 }
 
 // New returns a gateway over the store and admission clients. Zero Config

@@ -13,7 +13,6 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/identity"
-	"github.com/no8s/no8s/libs/sdk/metrics"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission"
 	"github.com/no8s/no8s/services/internal/flagenv"
@@ -81,10 +80,7 @@ func (o *options) run() error {
 	}
 	defer nc.Close()
 	cfg.JetStream = js
-	stopProbes, err := health.Serve(ctx, *o.healthListen, health.Handler(health.Config{
-		Metrics: metrics.Handler(sp.Metrics),
-		Ready:   []health.Check{health.GRPC("store", conn), health.NATS(nc)},
-	}), log)
+	stopProbes, err := sp.ServeProbes(*o.healthListen, health.GRPC("store", conn), health.NATS(nc))
 	if err != nil {
 		return err
 	}

@@ -12,9 +12,6 @@ import (
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/metrics"
-	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
-	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
-	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/gateway"
 	"github.com/no8s/no8s/services/internal/audit"
 	"github.com/no8s/no8s/services/internal/authn"
@@ -154,9 +151,7 @@ func (o *options) run() error {
 	if err := cfg.Auth.Validate(); err != nil {
 		return err
 	}
-	if cfg.Auth.Open() {
-		sp.Log.Warn("AUTHENTICATION IS OFF (--auth=none): anyone who reaches the API may read, change and delete everything")
-	}
+	cfg.Auth.WarnIfOpen(sp.Log)
 	ctx, log := sp.Ctx, sp.Log
 	if *o.serviceListen != "" && sp.Identity == nil {
 		return fmt.Errorf("--service-listen %s needs the gateway's identity (--identity-dir or $%s): the service listener serves TLS with it and requires client certificates from its CA", *o.serviceListen, identity.EnvDir)
@@ -197,8 +192,5 @@ func (o *options) run() error {
 			return fmt.Errorf("service listen: %w", err)
 		}
 	}
-	cfg.Reconcile = reconcilev1.NewReconcileServiceClient(storeConn)
-	cfg.Tokens = storev1.NewTokenServiceClient(storeConn)
-	svc := gateway.New(cfg, storev1.NewStoreServiceClient(storeConn), admissionv1.NewAdmissionServiceClient(admissionConn), log)
-	return svc.ServeListeners(ctx, lis, serviceLis)
+	return gateway.NewOverConns(cfg, storeConn, admissionConn, log).ServeListeners(ctx, lis, serviceLis)
 }

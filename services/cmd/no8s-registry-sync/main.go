@@ -23,7 +23,6 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/identity"
-	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/services/internal/grpcserver"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
@@ -104,10 +103,7 @@ func (o *options) run() error {
 	if err != nil {
 		return err
 	}
-	stopProbes, err := health.Serve(ctx, *o.healthListen, health.Handler(health.Config{
-		Metrics: metrics.Handler(sp.Metrics),
-		Ready:   []health.Check{health.GRPC("store", conn), health.NATS(nc)},
-	}), log)
+	stopProbes, err := sp.ServeProbes(*o.healthListen, health.GRPC("store", conn), health.NATS(nc))
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/identity"
-	"github.com/no8s/no8s/libs/sdk/metrics"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/internal/flagenv"
 	"github.com/no8s/no8s/services/internal/grpcserver"
@@ -82,10 +81,7 @@ func (o *options) run() error {
 	if err != nil {
 		return err
 	}
-	stopProbes, err := health.Serve(ctx, *o.healthListen, health.Handler(health.Config{
-		Metrics: metrics.Handler(sp.Metrics),
-		Ready:   []health.Check{health.GRPC("store", conn), health.NATS(nc)},
-	}), log)
+	stopProbes, err := sp.ServeProbes(*o.healthListen, health.GRPC("store", conn), health.NATS(nc))
 	if err != nil {
 		return err
 	}

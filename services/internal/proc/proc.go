@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 
+	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/logging"
 	"github.com/no8s/no8s/libs/sdk/metrics"
@@ -211,7 +212,7 @@ func GrantsFlag(fs *pflag.FlagSet) *string {
 
 // LoadGrants reads the grants file at path (internal/grants.Load) and says
 // at INFO which file it is, or that there is none and so every secret
-// reference is refused.
+// reference is refused. The services and no8s dev load their grants so.
 func LoadGrants(path string, log *slog.Logger) (*grants.Set, error) {
 	g, err := grants.Load(path)
 	if err != nil {
@@ -220,7 +221,7 @@ func LoadGrants(path string, log *slog.Logger) (*grants.Set, error) {
 	if g == nil {
 		log.Info("no credential grants file (--credential-grants, "+grants.EnvFile+"): every secret reference of a TenantRegistry or HttpSource is refused", "docs", grants.DocsRef)
 	} else {
-		log.Info("credential grants", "file", path, "grants", g.Len())
+		log.Info("credential grants", "file", path, "grants", g.Len(), "docs", grants.DocsRef)
 	}
 	return g, nil
 }
@@ -234,4 +235,11 @@ func NATSURLFlag(fs *pflag.FlagSet, help string) *string {
 	p := fs.String("nats-url", DefaultNATSURL, help)
 	flagenv.Alias(fs, "nats-url", "NATS_URL")
 	return p
+}
+
+// ServeProbes serves the process's /healthz, /readyz (ready while every
+// check passes) and /metrics (s.Metrics) on addr ("off": none) until s.Ctx
+// ends (package health). The caller defers stop.
+func (s *Service) ServeProbes(addr string, ready ...health.Check) (stop func(), err error) {
+	return health.Serve(s.Ctx, addr, health.Handler(health.Config{Metrics: metrics.Handler(s.Metrics), Ready: ready}), s.Log)
 }
