@@ -14,14 +14,14 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // Timeout bounds one probe, the HTTP exchange included.
@@ -91,19 +91,12 @@ func DialAddr(addr string) (string, error) {
 
 // Main runs `<binary> healthcheck [--addr ADDR]` with args (those after
 // "healthcheck") and returns the exit code: 0 ready, 1 not ready, 2 bad
-// usage. The default address is $env when env is named and set, else def: the same as the
-// flag the process listens with.
-func Main(ctx context.Context, binary string, args []string, env, def string, stderr io.Writer) int {
-	help := "the /readyz listen address to probe"
-	if env != "" {
-		help += " ($" + env + ")"
-		if v := os.Getenv(env); v != "" {
-			def = v
-		}
-	}
-	fs := flag.NewFlagSet(binary+" healthcheck", flag.ContinueOnError)
+// usage. The default address is def: the address the process listens on,
+// its flag's value from the environment or its default (proc.Builtins).
+func Main(ctx context.Context, binary string, args []string, def string, stderr io.Writer) int {
+	fs := pflag.NewFlagSet(binary+" healthcheck", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", def, help)
+	addr := fs.String("addr", def, "the /readyz listen address to probe")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -50,18 +50,17 @@ func TestMainProbesReadyz(t *testing.T) {
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 
-	t.Setenv("NO8S_TEST_HEALTH", "0.0.0.0:"+port)
 	var stderr bytes.Buffer
-	if code := Main(t.Context(), "x", nil, "NO8S_TEST_HEALTH", "127.0.0.1:1", &stderr); code != 0 {
+	if code := Main(t.Context(), "x", nil, "0.0.0.0:"+port, &stderr); code != 0 {
 		t.Fatalf("ready: exit %d, stderr %s", code, stderr.String())
 	}
 	ready.Store(false)
 	stderr.Reset()
-	if code := Main(t.Context(), "x", []string{"--addr", ":" + port}, "", "127.0.0.1:1", &stderr); code != 1 || !strings.Contains(stderr.String(), "503") || !strings.Contains(stderr.String(), "nats") {
+	if code := Main(t.Context(), "x", []string{"--addr", ":" + port}, "127.0.0.1:1", &stderr); code != 1 || !strings.Contains(stderr.String(), "503") || !strings.Contains(stderr.String(), "nats") {
 		t.Fatalf("not ready: exit %d, stderr %q; want 1 naming 503 and nats", code, stderr.String())
 	}
 	stderr.Reset()
-	if code := Main(t.Context(), "x", []string{"--bogus"}, "", ":1", &stderr); code != 2 {
+	if code := Main(t.Context(), "x", []string{"--bogus"}, ":1", &stderr); code != 2 {
 		t.Fatalf("bad flag: exit %d, want 2", code)
 	}
 }

@@ -30,7 +30,7 @@ func Builtins(binary string, args []string, healthAddr func() string) {
 		fmt.Println(version.String(binary))
 		os.Exit(0)
 	case "healthcheck":
-		os.Exit(healthcheck.Main(context.Background(), binary, args[1:], "", healthAddr(), os.Stderr))
+		os.Exit(healthcheck.Main(context.Background(), binary, args[1:], healthAddr(), os.Stderr))
 	}
 }
 
