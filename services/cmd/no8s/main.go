@@ -102,7 +102,7 @@ missing and migrated at start); PostgreSQL is the production store.`,
 	flagenv.Local(f, "store-addr", "admission-addr", "worker-listen")
 	flagenv.Alias(f, "database-url", "DATABASE_URL")
 	flagenv.Alias(f, "identities", devstack.EnvIdentities)
-	flagenv.Document(f)
+	flagenv.DocumentCommand(cmd)
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
 		if err := flagenv.Apply(cmd.LocalFlags(), os.Getenv, proc.BaseLogger().With("service", "no8s-dev")); err != nil {
 			return err

@@ -161,15 +161,31 @@ func Apply(fs *pflag.FlagSet, getenv func(string) string, log *slog.Logger) erro
 	return err
 }
 
-// Bind puts cmd and every command under it on the rule: it documents their
-// flags (Document) and, before any of them runs, applies the environment
+// Help is the rule as --help says it, below a command's description.
+const Help = "A flag shown with ($NO8S_SOME_FLAG) is read from that environment variable too: " +
+	"the command line wins, then that variable, then an older name shown as deprecated (logged at start), then the default."
+
+// DocumentCommand appends Help to the description of c and documents its
+// own flags (Document). Done once: a second call changes nothing.
+func DocumentCommand(c *cobra.Command) {
+	if !strings.Contains(c.Long, Help) {
+		if c.Long == "" {
+			c.Long = c.Short
+		}
+		c.Long += "\n\n" + Help
+	}
+	Document(c.LocalFlags())
+}
+
+// Bind puts cmd and every command under it on the rule: it documents them
+// (DocumentCommand) and, before any of them runs, applies the environment
 // (Apply) to the flags of the command that runs. It sets cmd's
 // PersistentPreRunE; call it once the commands and their flags are
 // defined.
 func Bind(cmd *cobra.Command, getenv func(string) string, log *slog.Logger) {
 	var document func(c *cobra.Command)
 	document = func(c *cobra.Command) {
-		Document(c.LocalFlags())
+		DocumentCommand(c)
 		for _, sub := range c.Commands() {
 			document(sub)
 		}
