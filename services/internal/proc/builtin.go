@@ -40,12 +40,7 @@ func Builtins(binary string, args []string, healthAddr func() string) {
 // (flagenv.Bind; deprecated names are logged on the process logger). An
 // error is printed as "binary: error" and exits 1.
 func Main(binary string, cmd *cobra.Command, healthFlag, healthDef string) {
-	Builtins(binary, os.Args[1:], func() string {
-		if addr := flagenv.Value(cmd.LocalFlags(), healthFlag, os.Getenv); addr != "" {
-			return addr
-		}
-		return healthDef
-	})
+	Builtins(binary, os.Args[1:], func() string { return HealthAddr(cmd, healthFlag, healthDef, os.Getenv) })
 	TuneGC()
 	flagenv.Bind(cmd, os.Getenv, BaseLogger().With("service", binary))
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
@@ -55,4 +50,14 @@ func Main(binary string, cmd *cobra.Command, healthFlag, healthDef string) {
 		fmt.Fprintln(os.Stderr, binary+":", err)
 		os.Exit(1)
 	}
+}
+
+// HealthAddr returns the address cmd's flag healthFlag gives without a
+// command line: from the environment by the rule (aliases included), else
+// the flag's default, else healthDef.
+func HealthAddr(cmd *cobra.Command, healthFlag, healthDef string, getenv func(string) string) string {
+	if addr := flagenv.Value(cmd.LocalFlags(), healthFlag, getenv); addr != "" {
+		return addr
+	}
+	return healthDef
 }
