@@ -1,0 +1,37 @@
+package tracing
+
+import (
+	"context"
+	"log/slog"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// The attributes LogHandler adds.
+const (
+	LogTraceID = "trace_id"
+	LogSpanID  = "span_id"
+)
+
+// LogHandler returns h adding, to every record logged with a context that
+// holds a span, its trace_id and span_id: in text and JSON alike, so that
+// a log line leads to its trace. Records without one pass unchanged.
+func LogHandler(h slog.Handler) slog.Handler { return logHandler{h} }
+
+type logHandler struct{ slog.Handler }
+
+func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		r = r.Clone()
+		r.AddAttrs(slog.String(LogTraceID, sc.TraceID().String()), slog.String(LogSpanID, sc.SpanID().String()))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h logHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return logHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h logHandler) WithGroup(name string) slog.Handler {
+	return logHandler{h.Handler.WithGroup(name)}
+}
