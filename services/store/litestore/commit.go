@@ -22,6 +22,7 @@ import (
 	"fmt"
 
 	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/internal/tracing"
 	"github.com/no8s/no8s/services/store/storage"
 )
 
@@ -71,8 +72,8 @@ func (tx *wtx) emit(ctx context.Context, c change) error {
 			return err
 		}
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO outbox (revision, resource_id, event_type, subject, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		row.Revision, row.ResourceID, row.EventType, row.Subject, row.Payload, micros(row.CreatedAt))
+	_, err = tx.ExecContext(ctx, `INSERT INTO outbox (revision, resource_id, event_type, subject, payload, created_at, trace_context) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		row.Revision, row.ResourceID, row.EventType, row.Subject, row.Payload, micros(row.CreatedAt), storage.NullIfEmpty(tracing.Encode(ctx)))
 	if err != nil {
 		return fmt.Errorf("write outbox row %d: %w", rev, err)
 	}

@@ -104,7 +104,7 @@ func (g eventLog) SettledRevision(ctx context.Context, cursor int64) (int64, err
 
 // ReadOutbox returns the outbox rows in (after, upTo], by revision.
 func (g eventLog) ReadOutbox(ctx context.Context, after, upTo int64, limit int) ([]storage.OutboxRow, error) {
-	rows, err := g.s.r.QueryContext(ctx, `SELECT revision, resource_id, event_type, subject, payload, created_at FROM outbox
+	rows, err := g.s.r.QueryContext(ctx, `SELECT revision, resource_id, event_type, subject, payload, created_at, coalesce(trace_context, '') FROM outbox
 		WHERE revision > ? AND revision <= ? ORDER BY revision LIMIT ?`, after, upTo, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", translate(err))
@@ -114,7 +114,7 @@ func (g eventLog) ReadOutbox(ctx context.Context, after, upTo int64, limit int) 
 	for rows.Next() {
 		var x storage.OutboxRow
 		var created int64
-		if err := rows.Scan(&x.Revision, &x.ResourceID, &x.EventType, &x.Subject, &x.Payload, &created); err != nil {
+		if err := rows.Scan(&x.Revision, &x.ResourceID, &x.EventType, &x.Subject, &x.Payload, &created, &x.TraceContext); err != nil {
 			return nil, fmt.Errorf("read outbox: %w", translate(err))
 		}
 		x.CreatedAt = timeOf(created)

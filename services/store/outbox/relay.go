@@ -30,8 +30,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/no8s/no8s/services/internal/eventstream"
+	"github.com/no8s/no8s/services/internal/tracing"
 	"github.com/no8s/no8s/services/store/storage"
 )
 
@@ -57,6 +61,12 @@ type Config struct {
 	// last found something it did not publish in the stream (Degraded): the
 	// report clears at the first clean publish after it.
 	DegradedHold time.Duration
+	// Tracer, when set, records a span for each publish of a row that
+	// carries a trace context (storage.OutboxRow.TraceContext): a child
+	// of the change's commit, whatever relay commits and publishes, and
+	// the parent that the event's consumers continue. Nil records none
+	// (the row's context still reaches the message's headers).
+	Tracer trace.Tracer
 }
 
 // DefaultConfig returns the production defaults.
@@ -328,6 +338,8 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 			seq = info.State.LastSeq
 		}
 		futures := make([]jetstream.PubAckFuture, 0, len(batch))
+		spans := r.publishSpans(ctx, batch)
+		defer endSpans(spans)
 		for i, x := range batch {
 			// Each message expects the stream's last sequence and, after
 			// the first, the previous message's id: a sequence alone lets a
@@ -338,8 +350,13 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 			if i > 0 {
 				opts = append(opts, jetstream.WithExpectLastMsgID(eventstream.MsgID(batch[i-1].Revision)))
 			}
-			f, err := r.js.PublishMsgAsync(Message(x, r.storeID, r.base), opts...)
+			msg := Message(x, r.storeID, r.base)
+			if spans[i] != nil {
+				tracing.InjectHeaders(trace.ContextWithSpan(ctx, spans[i]), msg.Header)
+			}
+			f, err := r.js.PublishMsgAsync(msg, opts...)
 			if err != nil {
+				failSpans(spans[i:], err)
 				return cursor, fmt.Errorf("publish revision %d: %w", x.Revision, err)
 			}
 			futures = append(futures, f)
@@ -348,7 +365,13 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 		for i, f := range futures {
 			select {
 			case ack = <-f.Ok():
+				if spans[i] != nil {
+					spans[i].SetAttributes(attribute.Int64("messaging.nats.stream.sequence", int64(ack.Sequence)))
+					spans[i].End()
+					spans[i] = nil
+				}
 			case err := <-f.Err():
+				failSpans(spans[i:], err)
 				return cursor, fmt.Errorf("publish revision %d: %w", batch[i].Revision, err)
 			case <-ctx.Done():
 				return cursor, ctx.Err()
@@ -372,6 +395,48 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 	return newCursor, nil
 }
 
+// publishSpans starts a span for each row of batch that carries a trace
+// context, as a child of that context (nil for the others, and for all
+// without a tracer).
+func (r *Relay) publishSpans(ctx context.Context, batch []storage.OutboxRow) []trace.Span {
+	spans := make([]trace.Span, len(batch))
+	if r.cfg.Tracer == nil {
+		return spans
+	}
+	for i, x := range batch {
+		if x.TraceContext == "" {
+			continue
+		}
+		_, spans[i] = r.cfg.Tracer.Start(tracing.Decode(ctx, x.TraceContext), "outbox publish",
+			trace.WithSpanKind(trace.SpanKindProducer),
+			trace.WithAttributes(attribute.String("messaging.system", "nats"), attribute.String("messaging.destination.name", x.Subject),
+				attribute.Int64("no8s.revision", x.Revision), attribute.Int64("no8s.resource_id", x.ResourceID), attribute.String("no8s.event_type", x.EventType)))
+	}
+	return spans
+}
+
+// failSpans records err on the spans still open and ends them.
+func failSpans(spans []trace.Span, err error) {
+	for i, s := range spans {
+		if s != nil {
+			s.RecordError(err)
+			s.SetStatus(codes.Error, err.Error())
+			s.End()
+			spans[i] = nil
+		}
+	}
+}
+
+// endSpans ends the spans still open (a publish abandoned with its
+// context).
+func endSpans(spans []trace.Span) {
+	for _, s := range spans {
+		if s != nil {
+			s.End()
+		}
+	}
+}
+
 // Message is the message that publishes outbox row x of the store storeID
 // into a stream whose base revision is base: the row's payload on its
 // subject, the revision as Nats-Msg-Id (the dedup id), the stream identity
@@ -384,6 +449,7 @@ func Message(x storage.OutboxRow, storeID, base string) *nats.Msg {
 	msg.Header.Set(eventstream.StoreIDHeader, storeID)
 	msg.Header.Set(eventstream.BaseHeader, base)
 	eventstream.SetCloudEvent(msg.Header, eventstream.CloudEventSource(storeID), x.Revision, x.EventType, x.CreatedAt, x.Payload)
+	tracing.SetHeaders(msg.Header, x.TraceContext)
 	return msg
 }
 

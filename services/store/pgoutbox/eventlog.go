@@ -199,7 +199,7 @@ func (g *Log) SettledRevision(ctx context.Context, cursor int64) (int64, error) 
 
 // ReadOutbox returns the outbox rows in (after, upTo], by revision.
 func (g *Log) ReadOutbox(ctx context.Context, after, upTo int64, limit int) ([]storage.OutboxRow, error) {
-	rows, err := g.pool.Query(ctx, `SELECT revision, resource_id, event_type, subject, payload, created_at FROM outbox
+	rows, err := g.pool.Query(ctx, `SELECT revision, resource_id, event_type, subject, payload, created_at, coalesce(trace_context, '') FROM outbox
 		WHERE revision > $1 AND revision <= $2 ORDER BY revision LIMIT $3`, after, upTo, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
@@ -208,7 +208,7 @@ func (g *Log) ReadOutbox(ctx context.Context, after, upTo int64, limit int) ([]s
 	var out []storage.OutboxRow
 	for rows.Next() {
 		var x storage.OutboxRow
-		if err := rows.Scan(&x.Revision, &x.ResourceID, &x.EventType, &x.Subject, &x.Payload, &x.CreatedAt); err != nil {
+		if err := rows.Scan(&x.Revision, &x.ResourceID, &x.EventType, &x.Subject, &x.Payload, &x.CreatedAt, &x.TraceContext); err != nil {
 			return nil, fmt.Errorf("read outbox: %w", err)
 		}
 		x.CreatedAt = x.CreatedAt.UTC()

@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/internal/tracing"
 	"github.com/no8s/no8s/services/store/storage"
 )
 
@@ -42,6 +43,9 @@ type revisions struct {
 	revs []int64
 	// now is the transaction's clock (PostgreSQL's now()).
 	now time.Time
+	// trace is the trace context of the request that commits (package
+	// tracing's Encode), "" untraced: each outbox row keeps it.
+	trace string
 }
 
 // takeRevisions takes n revisions in tx (one round trip).
@@ -50,7 +54,7 @@ func takeRevisions(ctx context.Context, tx pgx.Tx, n int) (*revisions, error) {
 	if err != nil {
 		return nil, err
 	}
-	return collectRevisions(rows, n)
+	return collectRevisions(ctx, rows, n)
 }
 
 // takeVersion takes one revision for an object that has no event: a
@@ -67,17 +71,19 @@ func takeVersion(ctx context.Context, tx pgx.Tx) (int64, time.Time, error) {
 // pipelined write; scanRevisions reads the answer in its turn.
 func queueRevisions(b *pgx.Batch, n int) { b.Queue(takeRevisionsSQL, n) }
 
-func scanRevisions(br pgx.BatchResults, n int) (*revisions, error) {
+func scanRevisions(ctx context.Context, br pgx.BatchResults, n int) (*revisions, error) {
 	rows, err := br.Query()
 	if err != nil {
 		return nil, err
 	}
-	return collectRevisions(rows, n)
+	return collectRevisions(ctx, rows, n)
 }
 
-func collectRevisions(rows pgx.Rows, n int) (*revisions, error) {
+// collectRevisions reads the revisions taken, for the transaction of a
+// request whose context is ctx.
+func collectRevisions(ctx context.Context, rows pgx.Rows, n int) (*revisions, error) {
 	defer rows.Close()
-	out := &revisions{revs: make([]int64, 0, n)}
+	out := &revisions{revs: make([]int64, 0, n), trace: tracing.Encode(ctx)}
 	for rows.Next() {
 		var r int64
 		if err := rows.Scan(&r, &out.now); err != nil {
@@ -137,8 +143,8 @@ func (rv *revisions) emit(b *pgx.Batch, c change) error {
 	if c.write != nil {
 		c.write(b)
 	}
-	b.Queue(`INSERT INTO outbox (revision, resource_id, event_type, subject, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		row.Revision, row.ResourceID, row.EventType, row.Subject, row.Payload, row.CreatedAt)
+	b.Queue(`INSERT INTO outbox (revision, resource_id, event_type, subject, payload, created_at, trace_context) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		row.Revision, row.ResourceID, row.EventType, row.Subject, row.Payload, row.CreatedAt, storage.NullIfEmpty(rv.trace))
 	return nil
 }
 

@@ -41,7 +41,7 @@ func (s *Store) CompleteReconcile(ctx context.Context, req storage.CompleteRecon
 		if r, l, err = scanReconcile(br.QueryRow(), req.ResourceID); err != nil {
 			return err
 		}
-		rv, err = scanRevisions(br, 1)
+		rv, err = scanRevisions(ctx, br, 1)
 		return err
 	}, func(b *pgx.Batch) error {
 		now := rv.now

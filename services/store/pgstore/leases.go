@@ -98,7 +98,7 @@ func (s *Store) AcquireLease(ctx context.Context, req storage.AcquireLeaseReques
 		if r, l, err = scanReconcile(row, req.ResourceID); err != nil {
 			return err
 		}
-		rv, err = scanRevisions(br, 1)
+		rv, err = scanRevisions(ctx, br, 1)
 		return err
 	}, func(b *pgx.Batch) error {
 		var changed bool

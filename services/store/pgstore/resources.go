@@ -90,7 +90,7 @@ func (s *Store) CreateResource(ctx context.Context, req storage.CreateResourceRe
 				return err
 			}
 		}
-		if rv, err = scanRevisions(br, 1); err != nil {
+		if rv, err = scanRevisions(ctx, br, 1); err != nil {
 			return err
 		}
 		return br.QueryRow().Scan(&r.ID)

@@ -20,6 +20,11 @@ type OutboxRow struct {
 	// Payload is the encoded event, published as it is.
 	Payload   []byte
 	CreatedAt time.Time
+	// TraceContext is the W3C trace context of the change (package
+	// tracing's Encode: traceparent, and tracestate after a newline), ""
+	// for a change made without tracing and for rows written before the
+	// column existed. The relay's publish continues that trace.
+	TraceContext string
 }
 
 // RenderEvent is the backend-independent half of a backend's commit path
@@ -44,4 +49,13 @@ func RenderEvent(event string, r *resource.Resource, rev int64, now time.Time, u
 	}
 	return OutboxRow{Revision: rev, ResourceID: r.ID, EventType: event, Subject: envelope.Subject(r.ResourceTypeName, r.ResourceTypeVersion),
 		Payload: payload, CreatedAt: now}, nil
+}
+
+// NullIfEmpty is s as a nullable text column's value: nil (NULL) when s
+// is "".
+func NullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

@@ -73,6 +73,7 @@ func Run(t *testing.T, open Opener) {
 		{"RelayRebasesWhenTheOutboxNoLongerHoldsTheLostTail", testRelayRebasesWhenTheOutboxNoLongerHoldsTheLostTail},
 		{"RelayReportsARowCommittedBelowItsCursor", testRelayReportsARowCommittedBelowItsCursor},
 		{"RelayPassesOverForeignMessages", testRelayPassesOverForeignMessages},
+		{"OutboxKeepsTraceContext", testOutboxKeepsTraceContext},
 		{"IdentityAndRevisionBump", testIdentityAndRevisionBump},
 		{"NamespaceObjects", testNamespaceObjects},
 		{"NamesUniquePerNamespace", testNamesUniquePerNamespace},

@@ -1,0 +1,72 @@
+package tracing
+
+import (
+	"context"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// The W3C trace context headers.
+const (
+	HeaderTraceparent = "traceparent"
+	HeaderTracestate  = "tracestate"
+)
+
+// w3c is the propagation every carrier below uses: W3C trace context.
+var w3c propagation.TraceContext
+
+// Encode returns the trace context of ctx's span as one string, to keep
+// beside a record (the outbox row's trace_context): its traceparent, and
+// its tracestate after a newline when it has one. "" when ctx holds no
+// span (tracing off, or an untraced caller).
+func Encode(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	w3c.Inject(ctx, c)
+	if ts := c[HeaderTracestate]; ts != "" {
+		return c[HeaderTraceparent] + "\n" + ts
+	}
+	return c[HeaderTraceparent]
+}
+
+// Decode returns ctx carrying the remote span context that s (Encode's)
+// holds: the parent of the spans started from it. ctx unchanged when s is
+// "" or not a valid traceparent.
+func Decode(ctx context.Context, s string) context.Context {
+	if s == "" {
+		return ctx
+	}
+	parent, state, _ := strings.Cut(s, "\n")
+	return w3c.Extract(ctx, propagation.MapCarrier{HeaderTraceparent: parent, HeaderTracestate: state})
+}
+
+// SetHeaders writes s (Encode's) into a NATS message's headers as
+// traceparent and tracestate; nothing when s is "".
+func SetHeaders(h nats.Header, s string) {
+	if s == "" {
+		return
+	}
+	parent, state, _ := strings.Cut(s, "\n")
+	h.Set(HeaderTraceparent, parent)
+	if state != "" {
+		h.Set(HeaderTracestate, state)
+	}
+}
+
+// FromHeaders returns ctx carrying the span context of a NATS message's
+// traceparent and tracestate headers; ctx unchanged when it has none.
+func FromHeaders(ctx context.Context, h nats.Header) context.Context {
+	if h.Get(HeaderTraceparent) == "" {
+		return ctx
+	}
+	return w3c.Extract(ctx, propagation.HeaderCarrier(h))
+}
+
+// InjectHeaders writes the trace context of ctx's span into a NATS
+// message's headers; nothing when ctx holds no span.
+func InjectHeaders(ctx context.Context, h nats.Header) { SetHeaders(h, Encode(ctx)) }
