@@ -246,6 +246,8 @@ type cluster struct {
 	// admissionProcs are the admission processes, in admissions' order.
 	admissionProcs []*proc
 	gateways       []string
+	// gatewayProcs are the gateway processes, in gateways' order.
+	gatewayProcs []*proc
 	// serviceGateways are the gateways' service listeners (https://…),
 	// in gateways' order, with identities on (startGateway).
 	serviceGateways []string
@@ -572,7 +574,7 @@ func (c *cluster) startGatewayArgs(storeAddr, admissionAddr string, extra ...str
 		args = append(args, "--service-listen", saddr)
 		c.serviceGateways = append(c.serviceGateways, "https://"+saddr)
 	}
-	start(c.t, "gateway", filepath.Join(binDir, "no8s-gateway"), args)
+	gp := start(c.t, "gateway", filepath.Join(binDir, "no8s-gateway"), args)
 	base := "http://" + addr
 	waitFor(c.t, 20*time.Second, "gateway health", func() error {
 		resp, err := http.Get(base + "/health")
@@ -590,6 +592,7 @@ func (c *cluster) startGatewayArgs(storeAddr, admissionAddr string, extra ...str
 	}
 	c.probes[fmt.Sprintf("gateway-%d", len(c.gateways))] = base + "/readyz"
 	c.gateways = append(c.gateways, base)
+	c.gatewayProcs = append(c.gatewayProcs, gp)
 	return base
 }
 

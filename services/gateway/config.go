@@ -17,6 +17,7 @@ import (
 	"github.com/no8s/no8s/services/gateway/queueinput"
 	"github.com/no8s/no8s/services/gateway/watch"
 	"github.com/no8s/no8s/services/internal/authz"
+	"github.com/no8s/no8s/services/internal/tracing"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -90,6 +91,9 @@ type Config struct {
 	// Metrics is where the service records its metrics (package metrics);
 	// nil records nothing.
 	Metrics prometheus.Registerer
+	// Tracing, when on, records a span for each request, continuing the
+	// trace of a request that carries traceparent (nil: off).
+	Tracing *tracing.Tracing
 	// Identity is the gateway's credentials (--identity-dir). With them the
 	// REST rules hold (authz.REST: fence headers are registry-sync's, the
 	// reserved keys are their writers'), and the service listener

@@ -233,7 +233,7 @@ func (s *Service) recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("handler panic", "panic", fmt.Sprint(v), "request_id", requestIDOf(c), "stack", string(debug.Stack()))
+				s.log.ErrorContext(c.Request().Context(), "handler panic", "panic", fmt.Sprint(v), "request_id", requestIDOf(c), "stack", string(debug.Stack()))
 				err = errors.New("handler panic")
 			}
 		}()
@@ -246,7 +246,7 @@ func (s *Service) handleError(c *echo.Context, err error) {
 	if r, _ := echo.UnwrapResponse(c.Response()); r != nil && r.Committed {
 		return
 	}
-	status, b, _ := s.errorDocument(requestIDOf(c), err)
+	status, b, _ := s.errorDocument(c.Request().Context(), requestIDOf(c), err)
 	setRetryAfter(c, status)
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(status)
@@ -256,9 +256,10 @@ func (s *Service) handleError(c *echo.Context, err error) {
 }
 
 // errorDocument is the status and the JSON error document that answer err
-// (HTTP and the queue input alike), and the document's detail.
-func (s *Service) errorDocument(requestID string, err error) (int, []byte, string) {
-	status, body := s.errorAnswer(requestID, err)
+// (HTTP and the queue input alike), and the document's detail. ctx is the
+// request's: the log line of an internal error carries its trace.
+func (s *Service) errorDocument(ctx context.Context, requestID string, err error) (int, []byte, string) {
+	status, body := s.errorAnswer(ctx, requestID, err)
 	body.RequestID = requestID
 	if body.Errors == nil {
 		body.Errors = []problem.FieldError{}
@@ -271,8 +272,9 @@ func (s *Service) errorDocument(requestID string, err error) (int, []byte, strin
 }
 
 // errorAnswer is the status and error document that answer err, for HTTP
-// and the queue input alike; requestID is logged with internal errors.
-func (s *Service) errorAnswer(requestID string, err error) (int, errorBody) {
+// and the queue input alike; requestID (and ctx's trace) is logged with
+// internal errors.
+func (s *Service) errorAnswer(ctx context.Context, requestID string, err error) (int, errorBody) {
 	var he *httpError
 	if errors.As(err, &he) {
 		return he.status, errorBody{Detail: he.detail, Code: he.code}
@@ -280,11 +282,11 @@ func (s *Service) errorAnswer(requestID string, err error) (int, errorBody) {
 	if pe := problem.As(err); pe != nil {
 		status := httpStatus(pe.Kind)
 		if pe.Kind == problem.Internal {
-			s.log.Error("internal error", "error", pe.Error(), "request_id", requestID)
+			s.log.ErrorContext(ctx, "internal error", "error", pe.Error(), "request_id", requestID)
 			return status, errorBody{Detail: "internal error", Code: problem.CodeInternal}
 		}
 		if pe.Kind == problem.Unavailable && pe.Code != problem.CodeWebhookFailed && pe.Code != problem.CodeUndeliverable {
-			s.log.Warn("backend unavailable", "error", pe.Error(), "request_id", requestID)
+			s.log.WarnContext(ctx, "backend unavailable", "error", pe.Error(), "request_id", requestID)
 			return status, errorBody{Detail: "a backend service is unavailable; retry later", Code: problem.CodeUnavailable}
 		}
 		return status, errorBody{Detail: pe.Detail, Code: pe.Code, Errors: pe.Fields}
@@ -298,7 +300,7 @@ func (s *Service) errorAnswer(requestID string, err error) (int, errorBody) {
 	if code := echo.StatusCode(err); code != 0 {
 		return code, errorBody{Detail: http.StatusText(code), Code: codeForStatus(code)}
 	}
-	s.log.Error("internal error", "error", err.Error(), "request_id", requestID)
+	s.log.ErrorContext(ctx, "internal error", "error", err.Error(), "request_id", requestID)
 	return http.StatusInternalServerError, errorBody{Detail: "internal error", Code: problem.CodeInternal}
 }
 

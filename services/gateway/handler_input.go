@@ -97,7 +97,7 @@ func (s *Service) execute(ctx context.Context, req queueinput.Request) queueinpu
 
 // Refuse answers err as the HTTP API would.
 func (s *Service) Refuse(requestID string, err error) queueinput.Answer {
-	status, body, detail := s.errorDocument(requestID, err)
+	status, body, detail := s.errorDocument(context.Background(), requestID, err)
 	h := map[string]string{HeaderRequestID: requestID}
 	if status == http.StatusServiceUnavailable {
 		h["Retry-After"] = strconv.Itoa(RetryAfterSeconds)

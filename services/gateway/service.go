@@ -250,7 +250,7 @@ func (s *Service) ServeListeners(ctx context.Context, public, service net.Listen
 // httpServer is one listener's server of h.
 func (s *Service) httpServer(h http.Handler) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler:           s.cfg.Tracing.HTTPHandler(h, "no8s-gateway"),
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
@@ -265,7 +265,7 @@ func (s *Service) identified(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r2, err := authz.HTTPCaller(r)
 		if err != nil {
-			status, body, _ := s.errorDocument("", problem.New(problem.Forbidden, problem.CodeDenied,
+			status, body, _ := s.errorDocument(r.Context(), "", problem.New(problem.Forbidden, problem.CodeDenied,
 				"the service listener takes callers with a client certificate from the installation's CA: %v", err))
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(status)

@@ -47,7 +47,7 @@ type Config struct {
 	Metrics prometheus.Registerer
 	// GRPCServerOptions go first on every gRPC server of the store: with
 	// identities on, TLS requiring a client certificate and the policy
-	// (proc.Service.IdentityServerOptions); none: any caller is taken.
+	// (proc.Service.ServerOptions, which add tracing); none: any caller is taken.
 	GRPCServerOptions []grpc.ServerOption
 }
 

@@ -64,7 +64,7 @@ func (o *options) run() error {
 	defer sp.Stop()
 	ctx, log := sp.Ctx, sp.Log
 	cfg.Metrics = sp.Metrics
-	cfg.GRPCServerOptions = sp.IdentityServerOptions()
+	cfg.GRPCServerOptions = sp.ServerOptions()
 	if cfg.Grants, err = proc.LoadGrants(*o.grantsFile, log); err != nil {
 		return err
 	}

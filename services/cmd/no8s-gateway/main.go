@@ -178,7 +178,7 @@ func (o *options) run() error {
 	}
 	defer nc.Close()
 	cfg.JetStream = js
-	cfg.Metrics = sp.Metrics
+	cfg.Metrics, cfg.Tracing = sp.Metrics, sp.Tracing
 	cfg.Health.Metrics = metrics.Handler(sp.Metrics)
 	cfg.Health.Ready = []health.Check{health.GRPC("store", storeConn), health.GRPC("admission", admissionConn), health.NATS(nc)}
 	lis, err := net.Listen("tcp", *o.listen)

@@ -28,6 +28,7 @@ import (
 	"github.com/no8s/no8s/services/internal/flagenv"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
+	"github.com/no8s/no8s/services/internal/tracing"
 	"github.com/no8s/no8s/services/store"
 	"github.com/no8s/no8s/services/store/migrate"
 	"github.com/no8s/no8s/services/store/outbox"
@@ -124,12 +125,24 @@ func (o *options) serve() error {
 	if err != nil {
 		return err
 	}
-	cfg.GRPCServerOptions = authz.ServerOptions(creds, mode, log)
 	stopProfiles, err := profiling.Serve(ctx, *o.pprofListen, log)
 	if err != nil {
 		return err
 	}
 	defer stopProfiles()
+	tr, err := tracing.Start(ctx, "no8s-store", log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := tr.Shutdown(ctx); err != nil {
+			log.Warn("tracing: spans not sent at shutdown", "error", err)
+		}
+	}()
+	cfg.GRPCServerOptions = append(authz.ServerOptions(creds, mode, log), tr.GRPCServerOptions()...)
+	if tr.Enabled() {
+		cfg.Relay.Tracer = tr.Tracer("github.com/no8s/no8s/services/store/outbox")
+	}
 	nc, err := natsconn.Connect(*o.natsURL, "no8s-store", creds, log)
 	if err != nil {
 		return err

@@ -27,6 +27,7 @@ import (
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/flagenv"
 	"github.com/no8s/no8s/services/internal/grants"
+	"github.com/no8s/no8s/services/internal/tracing"
 )
 
 // Logger returns the process logger (package logging: NO8S_LOG_FORMAT,
@@ -36,14 +37,16 @@ func Logger(service string) *slog.Logger {
 }
 
 // BaseLogger returns the process logger without attributes. A bad setting is
-// reported on stderr and the default (text, info) used.
+// reported on stderr and the default (text, info) used. A line logged
+// with the context of a traced operation carries its trace_id and span_id
+// (tracing.LogHandler).
 func BaseLogger() *slog.Logger {
 	log, err := logging.New(os.Stderr, logging.FromEnv(os.Getenv))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "no8s: %v; logging text at info\n", err)
 		log, _ = logging.New(os.Stderr, logging.Options{})
 	}
-	return log
+	return slog.New(tracing.LogHandler(log.Handler()))
 }
 
 // SignalContext returns a context cancelled on SIGINT or SIGTERM.
@@ -99,21 +102,27 @@ type Service struct {
 	// Authz is what the process's gRPC servers do with a call the policy
 	// refuses (--authz).
 	Authz authz.Mode
+	// Tracing is the process's traces (the OTEL_* environment; off
+	// without an endpoint).
+	Tracing *tracing.Tracing
 }
 
 // DialOptions are the options of the process's gRPC clients of the service
 // named server (identity.Store, identity.Admission): the client metrics'
-// interceptors on s.Metrics and, with identities on, TLS presenting the
-// process's certificate to that service.
+// interceptors on s.Metrics, with identities on, TLS presenting the
+// process's certificate to that service, and with tracing on, a span per
+// call whose context the call carries.
 func (s *Service) DialOptions(server string) []grpc.DialOption {
-	return append(metrics.NewGRPCClient(s.Metrics).DialOptions(), authz.DialOptions(s.Identity, server)...)
+	opts := append(metrics.NewGRPCClient(s.Metrics).DialOptions(), authz.DialOptions(s.Identity, server)...)
+	return append(opts, s.Tracing.GRPCDialOptions()...)
 }
 
-// IdentityServerOptions are, with identities on, the options of the
-// process's gRPC servers that make them require a client certificate and
-// enforce the policy (authz.ServerOptions); none with identities off.
-func (s *Service) IdentityServerOptions() []grpc.ServerOption {
-	return authz.ServerOptions(s.Identity, s.Authz, s.Log)
+// ServerOptions are the options of the process's gRPC servers: with
+// identities on, a client certificate required and the policy enforced
+// (authz.ServerOptions); with tracing on, a span per call continuing the
+// caller's trace.
+func (s *Service) ServerOptions() []grpc.ServerOption {
+	return append(authz.ServerOptions(s.Identity, s.Authz, s.Log), s.Tracing.GRPCServerOptions()...)
 }
 
 // Flags are the flags every service process has (ServiceFlags).
@@ -142,8 +151,21 @@ func (f *Flags) Start(service string) (*Service, error) {
 		cancel()
 		return nil, err
 	}
-	return &Service{Ctx: ctx, Log: log, Stop: func() { stopProfiles(); cancel() }, Metrics: metrics.NewRegistry(),
-		Identity: creds, Authz: mode}, nil
+	tr, err := tracing.Start(ctx, "no8s-"+service, log)
+	if err != nil {
+		stopProfiles()
+		cancel()
+		return nil, err
+	}
+	stop := func() {
+		if err := tr.Shutdown(ctx); err != nil {
+			log.Warn("tracing: spans not sent at shutdown", "error", err)
+		}
+		stopProfiles()
+		cancel()
+	}
+	return &Service{Ctx: ctx, Log: log, Stop: stop, Metrics: metrics.NewRegistry(),
+		Identity: creds, Authz: mode, Tracing: tr}, nil
 }
 
 // Identity returns the identity flags.

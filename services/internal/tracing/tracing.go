@@ -151,23 +151,25 @@ func Start(ctx context.Context, service string, log *slog.Logger) (*Tracing, err
 		propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})}, nil
 }
 
-// Enabled reports whether spans are recorded and sent.
-func (t *Tracing) Enabled() bool { return t.sdk != nil }
+// Enabled reports whether spans are recorded and sent; false for a nil
+// Tracing, which every method below takes as off.
+func (t *Tracing) Enabled() bool { return t != nil && t.sdk != nil }
 
 // Provider is the tracer provider: a no-op one when off.
-func (t *Tracing) Provider() trace.TracerProvider { return t.provider }
+func (t *Tracing) Provider() trace.TracerProvider {
+	if !t.Enabled() {
+		return noop.NewTracerProvider()
+	}
+	return t.provider
+}
 
-// Propagator carries the context across processes: W3C trace context and
-// baggage.
-func (t *Tracing) Propagator() propagation.TextMapPropagator { return t.propagator }
-
-// Tracer returns the tracer of the named component.
-func (t *Tracing) Tracer(name string) trace.Tracer { return t.provider.Tracer(name) }
+// Tracer returns the tracer of the named component: a no-op one when off.
+func (t *Tracing) Tracer(name string) trace.Tracer { return t.Provider().Tracer(name) }
 
 // Shutdown sends the spans still buffered and stops the exporter, waiting
 // at most 5 s.
 func (t *Tracing) Shutdown(ctx context.Context) error {
-	if t.sdk == nil {
+	if !t.Enabled() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
