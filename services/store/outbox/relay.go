@@ -351,12 +351,12 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 				opts = append(opts, jetstream.WithExpectLastMsgID(eventstream.MsgID(batch[i-1].Revision)))
 			}
 			msg := Message(x, r.storeID, r.base)
-			if spans[i] != nil {
+			if spans != nil && spans[i] != nil {
 				tracing.InjectHeaders(trace.ContextWithSpan(ctx, spans[i]), msg.Header)
 			}
 			f, err := r.js.PublishMsgAsync(msg, opts...)
 			if err != nil {
-				failSpans(spans[i:], err)
+				failSpans(spans, i, err)
 				return cursor, fmt.Errorf("publish revision %d: %w", x.Revision, err)
 			}
 			futures = append(futures, f)
@@ -365,13 +365,13 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 		for i, f := range futures {
 			select {
 			case ack = <-f.Ok():
-				if spans[i] != nil {
+				if spans != nil && spans[i] != nil {
 					spans[i].SetAttributes(attribute.Int64("messaging.nats.stream.sequence", int64(ack.Sequence)))
 					spans[i].End()
 					spans[i] = nil
 				}
 			case err := <-f.Err():
-				failSpans(spans[i:], err)
+				failSpans(spans, i, err)
 				return cursor, fmt.Errorf("publish revision %d: %w", batch[i].Revision, err)
 			case <-ctx.Done():
 				return cursor, ctx.Err()
@@ -396,13 +396,13 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 }
 
 // publishSpans starts a span for each row of batch that carries a trace
-// context, as a child of that context (nil for the others, and for all
-// without a tracer).
+// context, as a child of that context (nil for the others); nil without a
+// tracer, so that a relay without tracing allocates nothing for them.
 func (r *Relay) publishSpans(ctx context.Context, batch []storage.OutboxRow) []trace.Span {
-	spans := make([]trace.Span, len(batch))
 	if r.cfg.Tracer == nil {
-		return spans
+		return nil
 	}
+	spans := make([]trace.Span, len(batch))
 	for i, x := range batch {
 		if x.TraceContext == "" {
 			continue
@@ -415,10 +415,11 @@ func (r *Relay) publishSpans(ctx context.Context, batch []storage.OutboxRow) []t
 	return spans
 }
 
-// failSpans records err on the spans still open and ends them.
-func failSpans(spans []trace.Span, err error) {
-	for i, s := range spans {
-		if s != nil {
+// failSpans records err on the spans from the from-th on that are still
+// open, and ends them.
+func failSpans(spans []trace.Span, from int, err error) {
+	for i := from; i < len(spans); i++ {
+		if s := spans[i]; s != nil {
 			s.RecordError(err)
 			s.SetStatus(codes.Error, err.Error())
 			s.End()
