@@ -181,23 +181,25 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 }
 
 // GRPCServerOptions are a gRPC server's options for tracing: a span for
-// each call, continuing the caller's trace. None when off.
+// each call that carries a caller's trace, continuing it (a call from an
+// untraced caller starts none). None when off.
 func (t *Tracing) GRPCServerOptions() []grpc.ServerOption {
 	if !t.Enabled() {
 		return nil
 	}
-	return []grpc.ServerOption{grpc.StatsHandler(otelgrpc.NewServerHandler(
-		otelgrpc.WithTracerProvider(t.provider), otelgrpc.WithPropagators(t.propagator)))}
+	return []grpc.ServerOption{grpc.StatsHandler(insideTrace{server: true, Handler: otelgrpc.NewServerHandler(
+		otelgrpc.WithTracerProvider(t.provider), otelgrpc.WithPropagators(t.propagator))})}
 }
 
 // GRPCDialOptions are a gRPC client's options for tracing: a span for each
-// call, its context sent in the call's metadata. None when off.
+// call made inside a span, its context sent in the call's metadata (a call
+// made outside any starts none). None when off.
 func (t *Tracing) GRPCDialOptions() []grpc.DialOption {
 	if !t.Enabled() {
 		return nil
 	}
-	return []grpc.DialOption{grpc.WithStatsHandler(otelgrpc.NewClientHandler(
-		otelgrpc.WithTracerProvider(t.provider), otelgrpc.WithPropagators(t.propagator)))}
+	return []grpc.DialOption{grpc.WithStatsHandler(insideTrace{Handler: otelgrpc.NewClientHandler(
+		otelgrpc.WithTracerProvider(t.provider), otelgrpc.WithPropagators(t.propagator))})}
 }
 
 // HTTPHandler wraps h, the handler of the server named operation, with a

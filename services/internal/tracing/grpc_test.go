@@ -1,0 +1,72 @@
+package tracing_test
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/no8s/no8s/services/internal/tracing"
+	"github.com/no8s/no8s/services/internal/tracing/tracingtest"
+)
+
+// A gRPC call made inside a span is a client span and, on the server, a
+// server span that is its child; a call made outside any span records
+// nothing on either side (background calls start no trace).
+func TestGRPCTracesOnlyCallsInsideATrace(t *testing.T) {
+	rcv := tracingtest.Start(t)
+	t.Setenv(tracing.EnvEndpoint, rcv.GRPCEndpoint)
+	t.Setenv(tracing.EnvProtocol, tracing.ProtocolGRPC)
+	t.Setenv("OTEL_SERVICE_NAME", "")
+	tr, err := tracing.Start(context.Background(), "no8s-test", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(tr.GRPCServerOptions()...)
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+	conn, err := grpc.NewClient(lis.Addr().String(), append(tr.GRPCDialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+
+	if _, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, span := tr.Tracer("test").Start(context.Background(), "operation")
+	if _, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	span.End()
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rcv.WaitFor(t, 10*time.Second, "three spans", func(s []tracingtest.Span) bool { return len(s) >= 3 })
+	time.Sleep(100 * time.Millisecond)
+	spans := rcv.Spans()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans, want 3 (the operation, its call's client and server spans; none for the untraced call):\n%s", len(spans), tracingtest.Describe(spans))
+	}
+	byKind := map[tracepb.Span_SpanKind]tracingtest.Span{}
+	for _, s := range spans {
+		byKind[s.Kind] = s
+	}
+	op, client, server := byKind[tracepb.Span_SPAN_KIND_INTERNAL], byKind[tracepb.Span_SPAN_KIND_CLIENT], byKind[tracepb.Span_SPAN_KIND_SERVER]
+	if client.ParentID != op.SpanID || server.ParentID != client.SpanID || server.TraceID != op.TraceID || op.TraceID == "" {
+		t.Fatalf("parent links wrong:\n%s", tracingtest.Describe(spans))
+	}
+}
