@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -38,9 +39,41 @@ func TestTraceOfACreate(t *testing.T) {
 		t.Fatalf("create type: %d %s", r.status, r.body)
 	}
 	c.startReconciler(c.storeAddrs[0], "Traced/v1")
+	// A validating webhook (an HTTP server of its own) records the
+	// traceparent admission sends it.
+	sent := make(chan string, 4)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case sent <- r.Header.Get(tracing.HeaderTraceparent):
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"allowed":true}`))
+	}))
+	defer hook.Close()
+	if r := do(t, "POST", base+"/api/v1/admission-webhooks", map[string]any{
+		"name": "traced-check", "resource_type_name": "Traced", "webhook_url": hook.URL,
+		"webhook_type": "validating", "operations": []string{"CREATE"},
+	}); r.status != 201 {
+		t.Fatalf("register webhook: %d %s", r.status, r.body)
+	}
+	body, _ := json.Marshal(map[string]any{"resource_type_name": "Traced", "resource_type_version": "v1", "name": "one", "spec": map[string]any{}})
+	// Admission picks the webhook up within a second: dry runs until it
+	// is called, then the calls they made are forgotten.
+	waitFor(t, 20*time.Second, "admission calling the new webhook", func() error {
+		r := do(t, "POST", base+"/api/v1/resources?dry_run=true", body)
+		select {
+		case <-sent:
+			return nil
+		default:
+			return fmt.Errorf("not called yet (dry run answered %d)", r.status)
+		}
+	})
+	for len(sent) > 0 {
+		<-sent
+	}
 
 	const traceID, parent = "5bf92f3577b34da6a3ce929d0e0e4736", "10f067aa0ba902b7"
-	body, _ := json.Marshal(map[string]any{"resource_type_name": "Traced", "resource_type_version": "v1", "name": "one", "spec": map[string]any{}})
 	req, _ := http.NewRequestWithContext(t.Context(), "POST", base+"/api/v1/resources", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("traceparent", "00-"+traceID+"-"+parent+"-01")
@@ -108,6 +141,17 @@ func TestTraceOfACreate(t *testing.T) {
 	pub := findSpan(tr, func(s tracingtest.Span) bool { return s.Name == "outbox publish" })
 	if pub.Service != "no8s-store" || pub.ParentID != create.SpanID || pub.Kind != tracepb.Span_SPAN_KIND_PRODUCER {
 		t.Fatalf("outbox publish span %+v: want the store's, child of CreateResource %s:\n%s", *pub, create.SpanID, describe)
+	}
+
+	// The webhook was sent the trace, under one of admission's spans.
+	select {
+	case tp := <-sent:
+		parts := strings.Split(tp, "-")
+		if len(parts) != 4 || parts[1] != traceID || byID[parts[2]].Service != "no8s-admission" {
+			t.Fatalf("the webhook got traceparent %q: want trace %s under an admission span:\n%s", tp, traceID, describe)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the webhook was not called")
 	}
 
 	// The event in the stream carries the publish span as its parent.

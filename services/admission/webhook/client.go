@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/no8s/no8s/libs/sdk/outbound"
+	"github.com/no8s/no8s/services/internal/tracing"
 	"github.com/no8s/no8s/services/internal/webhookconf"
 )
 
@@ -121,6 +122,9 @@ func (h *Hook) call(ctx context.Context, body []byte) (*Response, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "no8s-admission")
+	// A traced write's webhook call carries its trace (W3C traceparent):
+	// the webhook's own spans join the change's trace.
+	tracing.InjectHTTP(ctx, req.Header)
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return nil, transportError(ctx, cctx, err)

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"net/http"
 	"strings"
 
 	"github.com/nats-io/nats.go"
@@ -70,3 +71,12 @@ func FromHeaders(ctx context.Context, h nats.Header) context.Context {
 // InjectHeaders writes the trace context of ctx's span into a NATS
 // message's headers; nothing when ctx holds no span.
 func InjectHeaders(ctx context.Context, h nats.Header) { SetHeaders(h, Encode(ctx)) }
+
+// InjectHTTP writes the trace context of ctx's span into an outgoing HTTP
+// request's headers as traceparent and tracestate; nothing when ctx holds
+// no span.
+func InjectHTTP(ctx context.Context, h http.Header) {
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		w3c.Inject(ctx, propagation.HeaderCarrier(h))
+	}
+}
