@@ -186,6 +186,8 @@ func benchAPIOn(ctx context.Context, env *benchEnv, embedded bool) error {
 	for _, c := range apiConcurrencies {
 		r := apiRes[c]
 		fmt.Fprintf(tw, "  API (HTTP -> gateway -> admission -> store)\t%d\t%.0f\t%s\t%s\t%d\t\n", c, r.rate(), fmtDur(r.percentile(50)), fmtDur(r.percentile(99)), r.ops)
+		env.figure(fmt.Sprintf("API creates/s at c=%d", c), r.rate())
+		env.figure(fmt.Sprintf("API create p99 at c=%d, ms", c), ms(r.percentile(99)))
 	}
 	for _, c := range apiConcurrencies {
 		if r, ok := ceil[c]; ok {

@@ -163,12 +163,16 @@ func authCreate(ctx context.Context, hc *http.Client, arm *authArm, name string)
 	return err
 }
 
-// median of rates (not sorted in place).
-func median(rates []float64) float64 {
-	s := slices.Clone(rates)
+// median of xs, the mean of the two middle values for an even count (xs
+// is not sorted in place).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
 	slices.Sort(s)
-	if len(s) == 0 {
+	switch {
+	case len(s) == 0:
 		return 0
+	case len(s)%2 == 0:
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
 	return s[len(s)/2]
 }

@@ -162,6 +162,8 @@ func benchReconcile(ctx context.Context, env *benchEnv) error {
 	for _, r := range rates {
 		fmt.Fprintf(tw, "  %d/s\t%.0f\t%d\t%d\t%s\t%d\t%s\t%s\t%s\t\n", r.rate, r.answered, r.counted, r.late, fmtDur(r.maxLag), r.errs,
 			fmtDur(percentile(r.lat, 50)), fmtDur(percentile(r.lat, 99)), fmtDur(percentile(r.lat, 100)))
+		env.figure(fmt.Sprintf("create→Ready p50 at %d/s, ms", r.rate), ms(percentile(r.lat, 50)))
+		env.figure(fmt.Sprintf("create→Ready p99 at %d/s, ms", r.rate), ms(percentile(r.lat, 99)))
 	}
 	tw.Flush()
 	fmt.Println("  (counted: creates due in the measured window; late: counted creates sent more than that after their due time;")
@@ -800,6 +802,7 @@ func reconcileSaturation(ctx context.Context, env *benchEnv, n int, measure time
 	fmt.Printf("  scheduler started again: leading after %s, first reconcile of the backlog %s after its start\n",
 		leading.Round(10*time.Millisecond), first.Sub(t0).Round(10*time.Millisecond))
 	fmt.Printf("  %d history rows with reconcile_time in the %s from the first: %.0f reconciles/s\n", res.rows, res.window.Round(100*time.Millisecond), res.rate())
+	env.figure("reconciles/s at saturation", res.rate())
 	fmt.Printf("  backlog drained %s after the first reconcile: all %d ready at their new generation, %d history rows (%d failed attempts)\n",
 		last.Sub(first).Round(100*time.Millisecond), n, total, failed)
 	if res.short {

@@ -100,6 +100,10 @@ type benchEnv struct {
 	client *http.Client
 
 	binDir   string          // the no8s binaries
+	figs     figureSet       // the run's headline figures (-figures)
+	scenario string          // the scenario running, which names its figures
+	otelEnv  []string        // -otlp: the OTEL_* environment of the no8s processes
+	stopOTLP func()          // -otlp: reports the spans received and stops the receiver
 	ids      benchIdentities // -identities: the stack's credentials
 	natsBin  string          // the nats-server binary
 	workDir  string          // temporary: logs/, nats data, built binaries
@@ -166,6 +170,10 @@ func newBenchEnv(ctx context.Context) (*benchEnv, error) {
 		e.Close()
 		return nil, err
 	}
+	if e.stopOTLP, err = e.startOTLP(); err != nil {
+		e.Close()
+		return nil, err
+	}
 	if err := e.start(ctx); err != nil {
 		err = e.failed(err)
 		e.Close()
@@ -217,6 +225,9 @@ func (e *benchEnv) Restart(ctx context.Context) error {
 // directory unless a failure asked to keep the logs.
 func (e *benchEnv) Close() {
 	e.stop()
+	if e.stopOTLP != nil {
+		e.stopOTLP() // after the processes, which export their last spans on the way out
+	}
 	if e.keepLogs {
 		fmt.Fprintf(os.Stderr, "no8s-bench: service logs kept in %s\n", filepath.Join(e.workDir, "logs"))
 		return
@@ -946,6 +957,7 @@ func (e *benchEnv) startProcEnv(name, bin string, env []string, args ...string) 
 	// -scrape, each no8s process gets a listener of its own.
 	var pprofAddr, metricsAddr string
 	if name != "nats-server" {
+		env = append(slices.Clone(env), e.otelEnv...)
 		if args, metricsAddr, err = scrapeArgs(bin, args); err != nil {
 			logf.Close()
 			return nil, err

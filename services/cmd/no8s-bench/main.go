@@ -8,6 +8,8 @@
 //	no8s-bench -run '^api$'    run the api scenario alone
 //	no8s-bench -run scale      the scale scenario (make bench-scale; never by default)
 //	no8s-bench -scrape 1s      scrape /metrics of every process each second meanwhile
+//	no8s-bench -run '^reconcile$' -ab-pairs 5 -ab-b '-identities -nats-auth'
+//	                           A/B: 5 pairs of runs, A B then B A, …, compared pair by pair
 package main
 
 import (
@@ -60,6 +62,9 @@ func run() error {
 	}
 	ctx, cancel := proc.SignalContext()
 	defer cancel()
+	if *abPairsFlag > 0 {
+		return runAB(ctx, os.Args[1:])
+	}
 	env, err := newBenchEnv(ctx)
 	if err != nil {
 		return err
@@ -83,11 +88,12 @@ func run() error {
 			continue
 		}
 		fmt.Printf("\n== %s\n", s.name)
+		env.scenario = s.name
 		start := time.Now()
 		if err := s.run(ctx, env); err != nil {
 			return env.failed(fmt.Errorf("%s: %w", s.name, err))
 		}
 		fmt.Printf("(%s took %s)\n", s.name, time.Since(start).Round(time.Second))
 	}
-	return nil
+	return env.writeFigures()
 }

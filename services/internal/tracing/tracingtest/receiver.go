@@ -53,28 +53,37 @@ type Receiver struct {
 // Start runs a receiver on loopback until the test ends.
 func Start(t testing.TB) *Receiver {
 	t.Helper()
-	r := &Receiver{}
-	gl, err := net.Listen("tcp", "127.0.0.1:0")
+	r, stop, err := Listen()
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return r
+}
+
+// Listen runs a receiver on loopback until stop is called (a receiver for
+// a program rather than a test, such as the benchmark's).
+func Listen() (r *Receiver, stop func(), err error) {
+	r = &Receiver{}
+	gl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, fmt.Errorf("OTLP/gRPC listener: %w", err)
+	}
+	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		gl.Close()
+		return nil, nil, fmt.Errorf("OTLP/HTTP listener: %w", err)
 	}
 	srv := grpc.NewServer()
 	coltracepb.RegisterTraceServiceServer(srv, r)
 	go func() { _ = srv.Serve(gl) }()
-	t.Cleanup(srv.Stop)
 	r.GRPCEndpoint = "http://" + gl.Addr().String()
-
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/traces", r.serveHTTP)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hs.Serve(hl) }()
-	t.Cleanup(func() { _ = hs.Close() })
 	r.HTTPEndpoint = "http://" + hl.Addr().String()
-	return r
+	return r, func() { srv.Stop(); _ = hs.Close() }, nil
 }
 
 // Export is OTLP/gRPC's TraceService.Export.
@@ -145,6 +154,13 @@ func anyString(v *commonpb.AnyValue) string {
 	default:
 		return v.String()
 	}
+}
+
+// Len is the number of spans received so far.
+func (r *Receiver) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.spans)
 }
 
 // Spans returns every span received so far.
