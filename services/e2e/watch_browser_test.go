@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -23,8 +24,11 @@ const browserPage = `<!doctype html>
 <html><body><script>
 let seq = 0;
 function report(kind, extra) {
-  fetch('/report', {method: 'POST', keepalive: true,
-    body: JSON.stringify(Object.assign({seq: seq++, kind: kind}, extra))});
+  const body = JSON.stringify(Object.assign({seq: seq++, kind: kind}, extra));
+  const send = (tries) => fetch('/report', {method: 'POST', body: body}).then(r => {
+    if (!r.ok) throw new Error('status ' + r.status);
+  }).catch(() => { if (tries > 0) setTimeout(() => send(tries - 1), 100); });
+  send(20);
 }
 const es = new EventSource(%q);
 for (const t of ['CREATED', 'MODIFIED', 'DELETED', 'RECONCILED', 'PURGED', 'BOOKMARK', 'ERROR']) {
@@ -246,7 +250,21 @@ func TestWatchBrowserEventSource(t *testing.T) {
 		}
 	}
 	if !slices.Equal(got, truth) {
-		t.Fatalf("the browser received revisions %v, want %v", got, truth)
+		// Which side lost it: a gap in the page's report numbers is a lost
+		// report (the test's plumbing); none is an event the browser never
+		// received.
+		all := snapshot()
+		for i, r := range all {
+			if r.Seq != i {
+				t.Errorf("the page's report %d never arrived (the test lost it, not the gateway)", i)
+				break
+			}
+		}
+		var lines []string
+		for _, r := range all {
+			lines = append(lines, fmt.Sprintf("%d:%s/%s/%s", r.Seq, r.Kind, r.Type, r.ID))
+		}
+		t.Fatalf("the browser received revisions %v, want %v; every report (seq:kind/type/id): %s", got, truth, strings.Join(lines, " "))
 	}
 	t.Logf("the browser received %d changes over %d connections (%d errors), %d of them committed while its gateway was down: %v",
 		len(got), count("open"), count("error"), 8, got)
