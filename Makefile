@@ -41,11 +41,12 @@ IMAGE_DIR       := $(BIN)/image
 # timeout leaves room for a slower machine, it is not the budget).
 TEST_TIMEOUT ?= 22m
 
-.PHONY: help run build image image-check deploy-check upgrade-from test stress bench bench-scale lint check-large-files check-cyclo check-proto-breaking check-user-docs check-rules generate generate-check tools nats-server grpcurl natscli github-openapi promtool clean $(BIN)/gocyclo
+.PHONY: help run build build-failpoint image image-check deploy-check upgrade-from test stress bench bench-scale lint check-large-files check-cyclo check-proto-breaking check-user-docs check-rules generate generate-check tools nats-server grpcurl natscli github-openapi promtool clean $(BIN)/gocyclo
 
 help:
 	@echo "make run             run the whole control plane (no8s dev) on 127.0.0.1:8000 (ARGS=... for more flags)"
 	@echo "make build           every binary into bin/ (static, -trimpath, version stamped from git)"
+	@echo "make build-failpoint the store with failpoints compiled in (build tag failpoint), into bin/failpoint/, for tests only"
 	@echo "make image           the one image, FROM scratch, every service binary, linux/amd64 and linux/arm64 (podman)"
 	@echo "make image-check     list the image's files, run every amd64 binary's --version, check the arm64 ones' build info"
 	@echo "make deploy-check    run docker-compose.yml as written, each service in its own network namespace, and check it (root; docs/deploy.md)"
@@ -77,6 +78,17 @@ run:
 build:
 	@mkdir -p $(BIN)
 	cd services && $(GO_BUILD) -o $(BIN)/ ./cmd/...
+
+# The store with failpoints compiled in (services/internal/failpoint: the
+# build tag failpoint, enabled by NO8S_FAILPOINTS), for the tests that stop
+# it at an exact point ($NO8S_FAILPOINT_BIN). A directory of its own, so
+# that nothing takes it for a release binary: build, image and every
+# release are built without the tag (GO_BUILD carries no -tags, and the
+# GOFLAGS exported above replaces the environment's).
+FAILPOINT_BIN := $(BIN)/failpoint
+build-failpoint:
+	@mkdir -p $(FAILPOINT_BIN)
+	cd services && $(GO_BUILD) -tags failpoint -o $(FAILPOINT_BIN)/ ./cmd/no8s-store
 
 # One image for every platform of IMAGE_PLATFORMS, tagged $(IMAGE):$(VERSION)-<arch>.
 # The binaries are cross-compiled here; the Containerfile only copies (no RUN,
@@ -129,8 +141,8 @@ deploy-check: image-check nats-server upgrade-from
 		NO8S_UPGRADE_FROM_BIN=$(UPGRADE_DIR)/bin NO8S_UPGRADE_FROM_DIR=$(UPGRADE_DIR) \
 		go test -count=1 -tags deploycheck -timeout 25m -run '$(DEPLOY_CHECK_RUN)' -v ./deploycheck/composerun/
 
-test: build nats-server grpcurl natscli github-openapi check-rules
-	NO8S_BIN=$(BIN)/no8s go test -count=1 -timeout $(TEST_TIMEOUT) work
+test: build build-failpoint nats-server grpcurl natscli github-openapi check-rules
+	NO8S_BIN=$(BIN)/no8s NO8S_BUILD_BIN=$(BIN) NO8S_FAILPOINT_BIN=$(FAILPOINT_BIN) go test -count=1 -timeout $(TEST_TIMEOUT) work
 	cd examples/hello-reconciler && NO8S_BIN=$(BIN)/no8s GOWORK=off go test -count=1 ./...
 
 stress: build nats-server github-openapi

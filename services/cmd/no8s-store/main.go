@@ -25,6 +25,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/profiling"
 	"github.com/no8s/no8s/services/internal/authz"
+	"github.com/no8s/no8s/services/internal/failpoint"
 	"github.com/no8s/no8s/services/internal/flagenv"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
@@ -140,6 +141,12 @@ func (o *options) serve() error {
 		}
 	}()
 	cfg.GRPCServerOptions = append(authz.ServerOptions(creds, mode, log), tr.GRPCServerOptions()...)
+	if cfg.Relay.Failpoints, err = failpoint.FromEnv(); err != nil {
+		return err
+	}
+	if failpoint.Compiled {
+		log.Warn("this binary is built with failpoints, for tests only", "enabled", cfg.Relay.Failpoints.List())
+	}
 	if tr.Enabled() {
 		cfg.Relay.Tracer = tr.Tracer("github.com/no8s/no8s/services/store/outbox")
 	}

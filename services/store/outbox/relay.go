@@ -35,6 +35,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/no8s/no8s/services/internal/eventstream"
+	"github.com/no8s/no8s/services/internal/failpoint"
 	"github.com/no8s/no8s/services/internal/tracing"
 	"github.com/no8s/no8s/services/store/storage"
 )
@@ -67,6 +68,10 @@ type Config struct {
 	// the parent that the event's consumers continue. Nil records none
 	// (the row's context still reaches the message's headers).
 	Tracer trace.Tracer
+	// Failpoints are the failpoints enabled (failpoint.RelayBeforePublish
+	// stops the relay between reading rows and publishing them); none in a
+	// build without the failpoint tag.
+	Failpoints failpoint.Set
 }
 
 // DefaultConfig returns the production defaults.
@@ -320,6 +325,9 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 	if err != nil {
 		return cursor, err
 	}
+	if len(batch) > 0 && r.cfg.Failpoints.Enabled(failpoint.RelayBeforePublish) {
+		return cursor, r.stopBeforePublish(ctx, batch)
+	}
 	newCursor := upTo
 	if len(batch) == r.cfg.BatchSize {
 		newCursor = batch[len(batch)-1].Revision
@@ -393,6 +401,17 @@ func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int
 	}
 	r.gaps.note(cursor, newCursor, batch, time.Now())
 	return newCursor, nil
+}
+
+// stopBeforePublish is the failpoint RelayBeforePublish: the relay has
+// read batch and stops there, publishing nothing, until ctx ends (a test
+// kills the process meanwhile). Only a build with the failpoint tag
+// reaches it.
+func (r *Relay) stopBeforePublish(ctx context.Context, batch []storage.OutboxRow) error {
+	r.log.Warn("failpoint "+string(failpoint.RelayBeforePublish)+": the relay read committed rows and stops before publishing them",
+		"first", batch[0].Revision, "last", batch[len(batch)-1].Revision, "count", len(batch))
+	<-ctx.Done()
+	return ctx.Err()
 }
 
 // publishSpans starts a span for each row of batch that carries a trace
