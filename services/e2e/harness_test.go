@@ -511,13 +511,19 @@ func (c *cluster) startNATS() {
 
 // startStore starts a store process (or restarts one on addr).
 func (c *cluster) startStore(addr string) *proc {
+	return c.startStoreBin(addr, filepath.Join(binDir, "no8s-store"))
+}
+
+// startStoreBin is startStore with the store binary bin and env added to
+// the process's environment (a build with failpoints, say).
+func (c *cluster) startStoreBin(addr, bin string, env ...string) *proc {
 	if addr == "" {
 		addr = freeAddr(c.t)
 		c.storeAddrs = append(c.storeAddrs, addr)
 	}
-	p := start(c.t, "store", filepath.Join(binDir, "no8s-store"),
+	p := start(c.t, "store", bin,
 		append([]string{"--listen", addr, "--worker-listen", c.workerAddr(addr), "--database-url", c.dbURL, "--nats-url", c.natsURL,
-			"--health-listen", c.healthAddr(fmt.Sprintf("store-%d", len(c.stores)))}, c.identityArgs(identity.Store)...), "NO8S_LOG_LEVEL=debug")
+			"--health-listen", c.healthAddr(fmt.Sprintf("store-%d", len(c.stores)))}, c.identityArgs(identity.Store)...), append([]string{"NO8S_LOG_LEVEL=debug"}, env...)...)
 	c.stores = append(c.stores, p)
 	waitTCP(c.t, addr, p)
 	waitTCP(c.t, c.workerAddr(addr), p)
