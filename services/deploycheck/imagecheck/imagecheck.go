@@ -2,7 +2,7 @@
 // (`podman save`, then the layers' tar files) and checks what `make image`
 // promises: the binaries, the CA bundle, a numeric non-root user in
 // /etc/passwd, no shell, and binaries that are static, -trimpath builds
-// stamped with the expected version.
+// stamped with the expected version, built without failpoints.
 package imagecheck
 
 import (
@@ -20,9 +20,12 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/no8s/no8s/services/internal/failpoint"
 )
 
 // File is one regular file, directory or link of the image's root file
@@ -317,8 +320,9 @@ func ReadBuildInfo(ctx context.Context, file string) (*BuildInfo, string, error)
 }
 
 // CheckBuild checks a binary's build settings: GOOS linux, GOARCH arch,
-// -trimpath and CGO_ENABLED=0. (With -trimpath Go leaves -ldflags out of
-// the build information: StampedVersion reads the stamp itself.)
+// -trimpath, CGO_ENABLED=0 and no failpoints (CheckNoFailpoints). (With
+// -trimpath Go leaves -ldflags out of the build information:
+// StampedVersion reads the stamp itself.)
 func (bi *BuildInfo) CheckBuild(arch string) error {
 	var errs []error
 	for _, k := range []string{"GOOS", "GOARCH", "-trimpath", "CGO_ENABLED"} {
@@ -327,7 +331,25 @@ func (bi *BuildInfo) CheckBuild(arch string) error {
 			errs = append(errs, fmt.Errorf("build setting %s=%q, want %q", k, bi.Settings[k], want))
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, bi.CheckNoFailpoints())...)
+}
+
+// Tags returns the build tags the binary was built with (its -tags
+// setting), none when it has none.
+func (bi *BuildInfo) Tags() []string {
+	if bi.Settings["-tags"] == "" {
+		return nil
+	}
+	return strings.Split(bi.Settings["-tags"], ",")
+}
+
+// CheckNoFailpoints checks that the binary was built without the build
+// tag failpoint: a release binary never carries failpoints.
+func (bi *BuildInfo) CheckNoFailpoints() error {
+	if slices.Contains(bi.Tags(), failpoint.Tag) {
+		return fmt.Errorf("built with the build tag %s (-tags=%s): failpoints are for test builds only", failpoint.Tag, bi.Settings["-tags"])
+	}
+	return nil
 }
 
 // VersionSymbols are the string variables `make` stamps with -ldflags -X.
