@@ -64,10 +64,9 @@ func OldOutboxRows(revs []int64, now time.Time) ([]storage.OutboxRow, error) {
 // with a traceparent in the trace of its change, naming its publish span.
 func CheckTraceContextUpgraded(t *testing.T, b storage.Backend, old []storage.OutboxRow) {
 	t.Helper()
-	ctx := t.Context()
-	rows, err := b.Log.ReadOutbox(ctx, 0, math.MaxInt64, math.MaxInt32)
-	if err != nil || len(rows) != len(old) {
-		t.Fatalf("outbox after the upgrade: %d rows, want %d (%v)", len(rows), len(old), err)
+	rows := readAllOutbox(t, b)
+	if len(rows) != len(old) {
+		t.Fatalf("outbox after the upgrade: %d rows, want %d", len(rows), len(old))
 	}
 	for i, r := range rows {
 		o := old[i]
@@ -76,34 +75,72 @@ func CheckTraceContextUpgraded(t *testing.T, b storage.Backend, old []storage.Ou
 			t.Fatalf("old row %d after the upgrade: %+v, want %+v without a trace context", i, r, o)
 		}
 	}
-
-	// New changes, each inside a span of its own trace.
-	want := map[int64]string{} // the new rows' trace ids, by resource id
-	traced, _ := TracedContext(ctx, 0x31, 0x41)
-	if _, err := b.Store.CreateType(traced, storage.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(`{"type":"object"}`)}); err != nil {
-		t.Fatal(err)
+	writeTraced(t, b)
+	rows = readAllOutbox(t, b)
+	if len(rows) <= len(old) {
+		t.Fatalf("outbox after new writes: %d rows (%d old)", len(rows), len(old))
 	}
-	for i, name := range []string{"new-a", "new-b"} {
-		c, parent := TracedContext(ctx, byte(0x51+i), byte(0x61+i))
-		r, err := b.Store.CreateResource(c, storage.CreateResourceRequest{Resource: resource.Resource{
-			ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Name: name, Spec: []byte(`{}`)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[r.ID] = traceIDOf(parent)
-	}
-	rows, err = b.Log.ReadOutbox(ctx, 0, math.MaxInt64, math.MaxInt32)
-	if err != nil || len(rows) <= len(old) {
-		t.Fatalf("outbox after new writes: %d rows (%d old) %v", len(rows), len(old), err)
-	}
-	newRows := rows[len(old):]
-	for _, r := range newRows {
+	for _, r := range rows[len(old):] {
 		if r.TraceContext == "" || r.Revision <= old[len(old)-1].Revision {
 			t.Fatalf("new row %+v: want a trace context, after the old rows", r)
 		}
 	}
+	msgs, spans := publishAll(t, b)
+	if len(msgs) != len(rows) {
+		t.Fatalf("%d messages in the stream, want %d (every row once)", len(msgs), len(rows))
+	}
+	if len(spans) != len(rows)-len(old) {
+		t.Errorf("%d publish spans, want %d (one per new row, none for the old ones)", len(spans), len(rows)-len(old))
+	}
+	for i, m := range msgs {
+		row := rows[i]
+		if m.Header.Get(jetstream.MsgIDHeader) != eventstream.MsgID(row.Revision) || string(m.Data) != string(row.Payload) || m.Subject != row.Subject {
+			t.Fatalf("message %d is not revision %d's row (out of order, or changed)", i, row.Revision)
+		}
+		if i < len(old) {
+			checkHeadersAsBefore(t, m, old[i])
+			continue
+		}
+		tp := m.Header.Get(tracing.HeaderTraceparent)
+		sp, ok := spans[spanIDOf(tp)]
+		if !ok || traceIDOf(tp) != traceIDOf(row.TraceContext) || sp.Parent().SpanID().String() != spanIDOf(row.TraceContext) {
+			t.Errorf("new revision %d published with traceparent %q: want the trace of %q, under its publish span", row.Revision, tp, row.TraceContext)
+		}
+	}
+}
 
-	// A relay publishes everything.
+func readAllOutbox(t *testing.T, b storage.Backend) []storage.OutboxRow {
+	t.Helper()
+	rows, err := b.Log.ReadOutbox(t.Context(), 0, math.MaxInt64, math.MaxInt32)
+	if err != nil {
+		t.Fatalf("read the outbox: %v", err)
+	}
+	return rows
+}
+
+// writeTraced makes changes each inside a span of its own trace: the
+// Widget type and two resources.
+func writeTraced(t *testing.T, b storage.Backend) {
+	t.Helper()
+	ctx, _ := TracedContext(t.Context(), 0x31, 0x41)
+	if _, err := b.Store.CreateType(ctx, storage.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(`{"type":"object"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"new-a", "new-b"} {
+		ctx, _ := TracedContext(t.Context(), byte(0x51+i), byte(0x61+i))
+		if _, err := b.Store.CreateResource(ctx, storage.CreateResourceRequest{Resource: resource.Resource{
+			ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Name: name, Spec: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// publishAll runs a relay with a tracer on an embedded JetStream until it
+// has published everything, and returns the stream's messages in order
+// and the relay's publish spans by span id.
+func publishAll(t *testing.T, b storage.Backend) ([]*jetstream.RawStreamMsg, map[string]sdktrace.ReadOnlySpan) {
+	t.Helper()
+	ctx := t.Context()
 	nc := testenv.Connect(t, testenv.NATS(t))
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -127,7 +164,6 @@ func CheckTraceContextUpgraded(t *testing.T, b storage.Backend, old []storage.Ou
 	if err := <-done; err != nil {
 		t.Fatalf("relay: %v", err)
 	}
-
 	s, err := js.Stream(ctx, eventstream.StreamName)
 	if err != nil {
 		t.Fatal(err)
@@ -144,48 +180,32 @@ func CheckTraceContextUpgraded(t *testing.T, b storage.Backend, old []storage.Ou
 		}
 		msgs = append(msgs, m)
 	}
-	if len(msgs) != len(rows) {
-		t.Fatalf("%d messages in the stream, want %d (every row once)", len(msgs), len(rows))
-	}
-	spans := map[string]sdktrace.ReadOnlySpan{} // publish spans by span id
+	spans := map[string]sdktrace.ReadOnlySpan{}
 	for _, sp := range rec.Ended() {
 		spans[sp.SpanContext().SpanID().String()] = sp
 	}
-	if len(spans) != len(newRows) {
-		t.Errorf("%d publish spans, want %d (one per new row, none for the old ones)", len(spans), len(newRows))
+	return msgs, spans
+}
+
+// checkHeadersAsBefore checks that m, which published the old row o,
+// carries exactly the headers the relay gave such a row before trace
+// contexts (and JetStream's publish expectations, Nats-Expected-*): no
+// traceparent, no tracestate.
+func checkHeadersAsBefore(t *testing.T, m *jetstream.RawStreamMsg, o storage.OutboxRow) {
+	t.Helper()
+	before := outbox.Message(o, m.Header.Get(eventstream.StoreIDHeader), m.Header.Get(eventstream.BaseHeader)).Header
+	n := 0
+	for k := range m.Header {
+		if !strings.HasPrefix(k, "Nats-Expected-") {
+			n++
+		}
 	}
-	for i, m := range msgs {
-		row := rows[i]
-		if m.Header.Get(jetstream.MsgIDHeader) != eventstream.MsgID(row.Revision) || string(m.Data) != string(row.Payload) || m.Subject != row.Subject {
-			t.Fatalf("message %d is not revision %d's row (out of order, or changed)", i, row.Revision)
-		}
-		if i < len(old) {
-			// Exactly the headers the relay gave such a row before (and
-			// JetStream's publish expectations, Nats-Expected-*).
-			before := outbox.Message(old[i], m.Header.Get(eventstream.StoreIDHeader), m.Header.Get(eventstream.BaseHeader)).Header
-			n := 0
-			for k := range m.Header {
-				if !strings.HasPrefix(k, "Nats-Expected-") {
-					n++
-				}
-			}
-			if m.Header.Get(tracing.HeaderTraceparent) != "" || m.Header.Get("tracestate") != "" || n != len(before) {
-				t.Errorf("old revision %d published with headers %v, want %v", row.Revision, m.Header, before)
-			}
-			for k, v := range before {
-				if !slices.Equal(m.Header.Values(k), v) {
-					t.Errorf("old revision %d: header %s = %v, want %v", row.Revision, k, m.Header.Values(k), v)
-				}
-			}
-			continue
-		}
-		tp := m.Header.Get(tracing.HeaderTraceparent)
-		sp, ok := spans[spanIDOf(tp)]
-		if !ok || traceIDOf(tp) != traceIDOf(row.TraceContext) || sp.Parent().SpanID().String() != spanIDOf(row.TraceContext) {
-			t.Errorf("new revision %d published with traceparent %q: want the trace of %q, under its publish span", row.Revision, tp, row.TraceContext)
-		}
-		if id, ok := want[row.ResourceID]; ok && traceIDOf(tp) != id {
-			t.Errorf("resource %d's event in trace %s, want %s", row.ResourceID, traceIDOf(tp), id)
+	if m.Header.Get(tracing.HeaderTraceparent) != "" || m.Header.Get("tracestate") != "" || n != len(before) {
+		t.Errorf("old revision %d published with headers %v, want %v", o.Revision, m.Header, before)
+	}
+	for k, v := range before {
+		if !slices.Equal(m.Header.Values(k), v) {
+			t.Errorf("old revision %d: header %s = %v, want %v", o.Revision, k, m.Header.Values(k), v)
 		}
 	}
 }
