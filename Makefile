@@ -143,6 +143,7 @@ deploy-check: image-check nats-server upgrade-from
 
 test: build build-failpoint nats-server grpcurl natscli github-openapi check-rules
 	NO8S_BIN=$(BIN)/no8s NO8S_BUILD_BIN=$(BIN) NO8S_FAILPOINT_BIN=$(FAILPOINT_BIN) go test -count=1 -timeout $(TEST_TIMEOUT) work
+	cd services && go test -count=1 -tags failpoint ./internal/failpoint/
 	cd examples/hello-reconciler && NO8S_BIN=$(BIN)/no8s GOWORK=off go test -count=1 ./...
 
 stress: build nats-server github-openapi
@@ -159,6 +160,7 @@ lint: $(BIN)/staticcheck check-large-files check-cyclo check-proto-breaking chec
 	go vet work
 	staticcheck work
 	cd services && go vet -tags deploycheck ./deploycheck/... && $(BIN)/staticcheck -tags deploycheck ./deploycheck/...
+	cd services && go vet -tags failpoint ./internal/failpoint/ ./store/outbox/ ./cmd/no8s-store/ && $(BIN)/staticcheck -tags failpoint ./internal/failpoint/ ./store/outbox/ ./cmd/no8s-store/
 	cd examples/hello-reconciler && GOWORK=off go vet ./... && GOWORK=off $(BIN)/staticcheck ./...
 
 # A committed binary or dump bloats every clone: tracked files over 1 MiB
