@@ -15,9 +15,9 @@ import (
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/no8s/no8s/libs/sdk/tracing"
+	"github.com/no8s/no8s/libs/sdk/tracing/otlp/tracingtest"
 	"github.com/no8s/no8s/services/internal/eventstream"
-	"github.com/no8s/no8s/services/internal/tracing"
-	"github.com/no8s/no8s/services/internal/tracing/tracingtest"
 )
 
 // TestTraceOfACreate: with the OTEL_* environment pointing at an OTLP

@@ -12,12 +12,12 @@ import (
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/outbound"
+	"github.com/no8s/no8s/libs/sdk/tracing"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/gateway/queueinput"
 	"github.com/no8s/no8s/services/gateway/watch"
 	"github.com/no8s/no8s/services/internal/authz"
-	"github.com/no8s/no8s/services/internal/tracing"
 )
 
 // Defaults applied by New to zero Config fields.

@@ -15,7 +15,7 @@ import (
 	"syscall"
 
 	"github.com/no8s/no8s/libs/sdk/outbound"
-	"github.com/no8s/no8s/services/internal/tracing"
+	"github.com/no8s/no8s/libs/sdk/tracing"
 	"github.com/no8s/no8s/services/internal/webhookconf"
 )
 

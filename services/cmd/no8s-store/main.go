@@ -24,12 +24,12 @@ import (
 	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/profiling"
+	"github.com/no8s/no8s/libs/sdk/tracing/otlp"
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/failpoint"
 	"github.com/no8s/no8s/services/internal/flagenv"
 	"github.com/no8s/no8s/services/internal/natsconn"
 	"github.com/no8s/no8s/services/internal/proc"
-	"github.com/no8s/no8s/services/internal/tracing"
 	"github.com/no8s/no8s/services/store"
 	"github.com/no8s/no8s/services/store/migrate"
 	"github.com/no8s/no8s/services/store/outbox"
@@ -131,7 +131,7 @@ func (o *options) serve() error {
 		return err
 	}
 	defer stopProfiles()
-	tr, err := tracing.Start(ctx, "no8s-store", log)
+	tr, err := otlp.Start(ctx, "no8s-store", log)
 	if err != nil {
 		return err
 	}

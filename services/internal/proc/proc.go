@@ -24,10 +24,11 @@ import (
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/profiling"
+	"github.com/no8s/no8s/libs/sdk/tracing"
+	"github.com/no8s/no8s/libs/sdk/tracing/otlp"
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/flagenv"
 	"github.com/no8s/no8s/services/internal/grants"
-	"github.com/no8s/no8s/services/internal/tracing"
 )
 
 // Logger returns the process logger (package logging: NO8S_LOG_FORMAT,
@@ -151,7 +152,7 @@ func (f *Flags) Start(service string) (*Service, error) {
 		cancel()
 		return nil, err
 	}
-	tr, err := tracing.Start(ctx, "no8s-"+service, log)
+	tr, err := otlp.Start(ctx, "no8s-"+service, log)
 	if err != nil {
 		stopProfiles()
 		cancel()

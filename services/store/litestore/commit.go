@@ -21,8 +21,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/no8s/no8s/libs/sdk/tracing"
 	"github.com/no8s/no8s/services/internal/resource"
-	"github.com/no8s/no8s/services/internal/tracing"
 	"github.com/no8s/no8s/services/store/storage"
 )
 

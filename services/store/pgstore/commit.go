@@ -26,8 +26,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/no8s/no8s/libs/sdk/tracing"
 	"github.com/no8s/no8s/services/internal/resource"
-	"github.com/no8s/no8s/services/internal/tracing"
 	"github.com/no8s/no8s/services/store/storage"
 )
 

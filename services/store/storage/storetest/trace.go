@@ -14,9 +14,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/no8s/no8s/libs/sdk/tracing"
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/resource"
-	"github.com/no8s/no8s/services/internal/tracing"
 	"github.com/no8s/no8s/services/store/outbox"
 	"github.com/no8s/no8s/services/store/storage"
 )

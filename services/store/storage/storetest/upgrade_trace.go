@@ -21,11 +21,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/sdk/tracing"
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/testenv"
-	"github.com/no8s/no8s/services/internal/tracing"
 	"github.com/no8s/no8s/services/store/outbox"
 	"github.com/no8s/no8s/services/store/storage"
 )

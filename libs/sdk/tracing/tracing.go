@@ -1,5 +1,16 @@
-// Package tracing sends a process's spans to an OpenTelemetry collector by
-// OTLP, configured only by the standard OTEL_* environment variables:
+// Package tracing is the one home of no8s's traces, for the services and
+// for reconcilers built on the SDK: which OTEL_* environment turns them on
+// (FromEnv), the process's Tracing (New, Off), and how the trace context
+// crosses processes as W3C trace context (traceparent, tracestate): in
+// gRPC metadata (GRPCServerOptions, GRPCDialOptions), HTTP headers
+// (HTTPHandler, HTTPTransport, InjectHTTP), NATS message headers
+// (InjectHeaders, FromHeaders) and records kept between processes (Encode,
+// Decode: the outbox row's trace_context). LogHandler puts the trace and
+// span ids on every log line written inside a span.
+//
+// The OTLP exporters live in package otlp, a module of its own (their
+// OTLP collector types pull in grpc-gateway, which the SDK's own module
+// keeps out): otlp.Start builds a Tracing from the environment:
 //
 //	OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
 //	    where to send; tracing is off when neither is set
@@ -12,31 +23,21 @@
 //	    as the OpenTelemetry specification says
 //
 // Off, a process installs no instrumentation at all (Tracing.Enabled is
-// false and the options below are empty): tracing costs nothing unless
-// asked for. On, the context crosses processes as W3C trace context
-// (traceparent, tracestate): in gRPC metadata (GRPCServerOptions,
-// GRPCDialOptions) and in HTTP headers (HTTPHandler). LogHandler puts the
-// trace and span ids on every log line written inside a span.
+// false, a nil *Tracing is off, and the options below are empty): tracing
+// costs nothing unless asked for.
 package tracing
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.39.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
@@ -114,41 +115,16 @@ func firstSet(getenv func(string) string, names ...string) string {
 	return ""
 }
 
-// Start sets up tracing for the process named service (the default of
-// OTEL_SERVICE_NAME) as the environment says (FromEnv): Off when it says
-// nothing. Call Shutdown when the process stops, to send what is buffered.
-func Start(ctx context.Context, service string, log *slog.Logger) (*Tracing, error) {
-	s, err := FromEnv(os.Getenv)
-	if err != nil {
-		return nil, fmt.Errorf("tracing: %w", err)
+// New returns the Tracing of provider, the process's tracer provider
+// (package otlp builds it from the OTEL_* environment): spans recorded by
+// it, context carried as W3C trace context and baggage. Off when provider
+// is nil.
+func New(provider *sdktrace.TracerProvider) *Tracing {
+	if provider == nil {
+		return Off()
 	}
-	if s.Endpoint == "" {
-		return Off(), nil
-	}
-	var exp sdktrace.SpanExporter
-	if s.Protocol == ProtocolGRPC {
-		exp, err = otlptracegrpc.New(ctx)
-	} else {
-		exp, err = otlptracehttp.New(ctx)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("tracing: OTLP exporter (%s): %w", s.Protocol, err)
-	}
-	// The environment's attributes (OTEL_SERVICE_NAME,
-	// OTEL_RESOURCE_ATTRIBUTES) come last, so that they win.
-	res, err := resource.New(ctx,
-		resource.WithAttributes(semconv.ServiceName(service)),
-		resource.WithTelemetrySDK(), resource.WithHost(), resource.WithProcessPID(),
-		resource.WithFromEnv())
-	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		return nil, fmt.Errorf("tracing: resource: %w", err)
-	}
-	// The sampler is the SDK's default, parent-based always-on, unless
-	// OTEL_TRACES_SAMPLER says otherwise (the SDK reads it).
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	log.Info("tracing on: spans go to the OTLP collector", "endpoint", s.Endpoint, "protocol", s.Protocol)
-	return &Tracing{provider: tp, sdk: tp,
-		propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})}, nil
+	return &Tracing{provider: provider, sdk: provider,
+		propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})}
 }
 
 // Enabled reports whether spans are recorded and sent; false for a nil

@@ -1,4 +1,4 @@
-package tracing_test
+package otlp_test
 
 import (
 	"context"
@@ -12,8 +12,9 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/no8s/no8s/services/internal/tracing"
-	"github.com/no8s/no8s/services/internal/tracing/tracingtest"
+	"github.com/no8s/no8s/libs/sdk/tracing"
+	"github.com/no8s/no8s/libs/sdk/tracing/otlp"
+	"github.com/no8s/no8s/libs/sdk/tracing/otlp/tracingtest"
 )
 
 // A gRPC call made inside a span is a client span and, on the server, a
@@ -24,7 +25,7 @@ func TestGRPCTracesOnlyCallsInsideATrace(t *testing.T) {
 	t.Setenv(tracing.EnvEndpoint, rcv.GRPCEndpoint)
 	t.Setenv(tracing.EnvProtocol, tracing.ProtocolGRPC)
 	t.Setenv("OTEL_SERVICE_NAME", "")
-	tr, err := tracing.Start(context.Background(), "no8s-test", slog.New(slog.DiscardHandler))
+	tr, err := otlp.Start(context.Background(), "no8s-test", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +52,9 @@ func TestGRPCTracesOnlyCallsInsideATrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	span.End()
+	// The server's span ends after its answer was sent: stop the server
+	// (which waits for its handlers) before the last spans are flushed.
+	srv.GracefulStop()
 	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}

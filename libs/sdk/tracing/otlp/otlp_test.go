@@ -1,4 +1,4 @@
-package tracing_test
+package otlp_test
 
 import (
 	"bytes"
@@ -13,54 +13,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/no8s/no8s/services/internal/tracing"
-	"github.com/no8s/no8s/services/internal/tracing/tracingtest"
+	"github.com/no8s/no8s/libs/sdk/tracing"
+	"github.com/no8s/no8s/libs/sdk/tracing/otlp"
+	"github.com/no8s/no8s/libs/sdk/tracing/otlp/tracingtest"
 )
-
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
-func TestFromEnv(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		env  map[string]string
-		want tracing.Settings
-		err  string
-	}{
-		{name: "nothing set: off", env: nil},
-		{name: "endpoint: on, http by default", env: map[string]string{tracing.EnvEndpoint: "http://c:4318"},
-			want: tracing.Settings{Endpoint: "http://c:4318", Protocol: tracing.ProtocolHTTP}},
-		{name: "traces endpoint wins", env: map[string]string{tracing.EnvEndpoint: "http://a:4318", tracing.EnvTracesEndpoint: "http://b:4318/v1/traces"},
-			want: tracing.Settings{Endpoint: "http://b:4318/v1/traces", Protocol: tracing.ProtocolHTTP}},
-		{name: "grpc", env: map[string]string{tracing.EnvEndpoint: "http://c:4317", tracing.EnvProtocol: "grpc"},
-			want: tracing.Settings{Endpoint: "http://c:4317", Protocol: tracing.ProtocolGRPC}},
-		{name: "traces protocol wins", env: map[string]string{tracing.EnvEndpoint: "http://c:4317", tracing.EnvProtocol: "http/protobuf", tracing.EnvTracesProtocol: "grpc"},
-			want: tracing.Settings{Endpoint: "http://c:4317", Protocol: tracing.ProtocolGRPC}},
-		{name: "exporter none: off", env: map[string]string{tracing.EnvEndpoint: "http://c:4318", tracing.EnvTracesExporter: "none"}},
-		{name: "blank endpoint: off", env: map[string]string{tracing.EnvEndpoint: "  "}},
-		{name: "unknown exporter", env: map[string]string{tracing.EnvEndpoint: "http://c:4318", tracing.EnvTracesExporter: "zipkin"}, err: "OTEL_TRACES_EXPORTER"},
-		{name: "unknown protocol", env: map[string]string{tracing.EnvEndpoint: "http://c:4318", tracing.EnvProtocol: "http/json"}, err: "OTEL_EXPORTER_OTLP_PROTOCOL"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := tracing.FromEnv(env(c.env))
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("error %v, want one naming %s", err, c.err)
-				}
-				return
-			}
-			if err != nil || got != c.want {
-				t.Fatalf("got %+v, %v; want %+v", got, err, c.want)
-			}
-		})
-	}
-}
 
 // Off, nothing is installed: no server or client options, handlers and
 // transports unchanged.
 func TestOffInstallsNothing(t *testing.T) {
 	t.Setenv(tracing.EnvEndpoint, "")
 	t.Setenv(tracing.EnvTracesEndpoint, "")
-	tr, err := tracing.Start(context.Background(), "test", slog.New(slog.DiscardHandler))
+	tr, err := otlp.Start(context.Background(), "test", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +54,7 @@ func TestHTTPSpanContinuesTraceparentAndLogs(t *testing.T) {
 			t.Setenv(tracing.EnvProtocol, proto)
 			t.Setenv("OTEL_SERVICE_NAME", "")
 			t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
-			tr, err := tracing.Start(context.Background(), "no8s-test", slog.New(slog.DiscardHandler))
+			tr, err := otlp.Start(context.Background(), "no8s-test", slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,11 +98,3 @@ func TestHTTPSpanContinuesTraceparentAndLogs(t *testing.T) {
 	}
 }
 
-// Outside a span, log lines are unchanged.
-func TestLogHandlerWithoutSpan(t *testing.T) {
-	var b bytes.Buffer
-	slog.New(tracing.LogHandler(slog.NewTextHandler(&b, nil))).InfoContext(context.Background(), "plain")
-	if strings.Contains(b.String(), "trace_id") {
-		t.Fatalf("a line outside a span carries a trace id: %s", b.String())
-	}
-}
