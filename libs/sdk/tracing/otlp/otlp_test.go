@@ -97,4 +97,3 @@ func TestHTTPSpanContinuesTraceparentAndLogs(t *testing.T) {
 		})
 	}
 }
-
