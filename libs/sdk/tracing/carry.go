@@ -65,7 +65,23 @@ func FromHeaders(ctx context.Context, h nats.Header) context.Context {
 	if h.Get(HeaderTraceparent) == "" {
 		return ctx
 	}
-	return w3c.Extract(ctx, propagation.HeaderCarrier(h))
+	return w3c.Extract(ctx, natsCarrier(h))
+}
+
+// natsCarrier carries trace context in a NATS message's headers. NATS
+// keeps header names as they are written (traceparent), where
+// propagation.HeaderCarrier, an HTTP one, would look for the canonical
+// Traceparent.
+type natsCarrier nats.Header
+
+func (c natsCarrier) Get(key string) string { return nats.Header(c).Get(key) }
+func (c natsCarrier) Set(key, value string) { nats.Header(c).Set(key, value) }
+func (c natsCarrier) Keys() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	return keys
 }
 
 // InjectHeaders writes the trace context of ctx's span into a NATS
@@ -79,4 +95,15 @@ func InjectHTTP(ctx context.Context, h http.Header) {
 	if trace.SpanContextFromContext(ctx).IsValid() {
 		w3c.Inject(ctx, propagation.HeaderCarrier(h))
 	}
+}
+
+// HeadersContext returns the trace context of a NATS message's traceparent
+// and tracestate headers in Encode's form, to keep beside a request until
+// it runs: "" when the message carries none (or an invalid one).
+func HeadersContext(h nats.Header) string {
+	if h.Get(HeaderTraceparent) == "" {
+		return ""
+	}
+	// A conversion between two carriers: no operation, no deadline.
+	return Encode(w3c.Extract(context.Background(), natsCarrier(h)))
 }

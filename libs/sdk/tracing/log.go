@@ -35,3 +35,15 @@ func (h logHandler) WithAttrs(as []slog.Attr) slog.Handler {
 func (h logHandler) WithGroup(name string) slog.Handler {
 	return logHandler{h.Handler.WithGroup(name)}
 }
+
+// WithSpan returns log carrying the trace_id and span_id of ctx's span on
+// every line, as LogHandler adds them to lines logged with ctx: for a
+// logger handed to code that logs without a context (the SDK engine's
+// attempt logger). log itself when ctx holds no span.
+func WithSpan(ctx context.Context, log *slog.Logger) *slog.Logger {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return log
+	}
+	return log.With(LogTraceID, sc.TraceID().String(), LogSpanID, sc.SpanID().String())
+}
