@@ -64,12 +64,7 @@ func (r *Request[S]) RunAction(ctx context.Context, name string, params any) (Re
 		Params:   raw, Outputs: r.Outputs(), Force: r.Force, Epoch: r.LeaseEpoch, Now: r.now(),
 		Secrets: r.secrets, Log: r.Log.With("action", name),
 	}
-	var st action.Status
-	if deleting {
-		st, err = p.Destroy(ctx, task)
-	} else {
-		st, err = p.Apply(ctx, task)
-	}
+	st, err := r.callAction(ctx, p, name, deleting, task)
 	for k, v := range st.Outputs {
 		if v == nil {
 			r.DeleteOutput(k)
@@ -99,4 +94,20 @@ func (r *Request[S]) RunAction(ctx context.Context, name string, params any) (Re
 		r.removeFinalizers = append(r.removeFinalizers, fin)
 	}
 	return Result{}, nil
+}
+
+// callAction calls p's Destroy (deleting) or Apply, within the attempt's
+// StartAction when set.
+func (r *Request[S]) callAction(ctx context.Context, p action.Plugin, name string, deleting bool, task action.Task) (action.Status, error) {
+	op, call := "apply", p.Apply
+	if deleting {
+		op, call = "destroy", p.Destroy
+	}
+	if r.startAction == nil {
+		return call(ctx, task)
+	}
+	ctx, end := r.startAction(ctx, name, op)
+	st, err := call(ctx, task)
+	end(err)
+	return st, err
 }

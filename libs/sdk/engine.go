@@ -53,10 +53,15 @@ type Attempt struct {
 	Secrets secret.Resolver
 	// Log is the base logger (discarded when nil).
 	Log *slog.Logger
-	// ObserveStep, when set, receives the duration of each step's Do,
-	// Cleanup or Post (stage "do", "cleanup", "post") and whether it
-	// failed: the worker runtime's step metrics.
-	ObserveStep func(step, stage string, d time.Duration, failed bool)
+	// StartStep, when set, is called as each step's Do, Cleanup or Post
+	// begins (stage "do", "cleanup", "post"): the step runs with the
+	// context it returns, and end is called with the step's error when it
+	// returns. The worker runtime's step metrics and spans.
+	StartStep func(ctx context.Context, step, stage string) (_ context.Context, end func(error))
+	// StartAction, when set, is called likewise around each action plugin
+	// call that RunAction makes (operation "apply" or "destroy"): the
+	// worker runtime's action spans.
+	StartAction func(ctx context.Context, plugin, operation string) (_ context.Context, end func(error))
 }
 
 // Report is how an attempt ended, for the runtime to map onto the broker.
@@ -200,7 +205,7 @@ func (e *Engine[S]) Reconcile(ctx context.Context, att *Attempt) Report {
 	req := newRequest[S](res, e.now)
 	req.ID, req.Reason, req.LeaseEpoch, req.Log, req.Client, req.secrets = att.ID, att.Reason, att.LeaseEpoch, log, rw, att.Secrets
 	req.actions = e.actions
-	req.observe = att.ObserveStep
+	req.startStep, req.startAction = att.StartStep, att.StartAction
 	req.conds = conditions.Initialize(req.conds, res.Generation, start, e.initConditions...)
 	deleting := res.Deleting()
 	fin := e.Finalizer()
@@ -366,7 +371,7 @@ func (e *Engine[S]) do(ctx context.Context, req *Request[S]) (Result, error) {
 		if ctx.Err() != nil {
 			return Result{}, fmt.Errorf("before step %s: %w", s.Name(), ctxErr(ctx))
 		}
-		res, err := req.guard(s.Name(), "do", func() (Result, error) { return s.Do(ctx, req) })
+		res, err := req.guard(ctx, s.Name(), "do", func(ctx context.Context) (Result, error) { return s.Do(ctx, req) })
 		if err != nil {
 			return res, stepError(s.Name(), err)
 		}
@@ -388,7 +393,7 @@ func (e *Engine[S]) cleanup(ctx context.Context, req *Request[S]) (Result, error
 		if ctx.Err() != nil {
 			return Result{}, fmt.Errorf("before cleanup of step %s: %w", s.Name(), ctxErr(ctx))
 		}
-		res, err := req.guard(s.Name(), "cleanup", func() (Result, error) { return c.Cleanup(ctx, req) })
+		res, err := req.guard(ctx, s.Name(), "cleanup", func(ctx context.Context) (Result, error) { return c.Cleanup(ctx, req) })
 		if err != nil {
 			return res, fmt.Errorf("cleanup: %w", stepError(s.Name(), err))
 		}
@@ -407,7 +412,7 @@ func (e *Engine[S]) post(ctx context.Context, req *Request[S]) error {
 		if !ok {
 			continue
 		}
-		_, err := req.guard(s.Name(), "post", func() (Result, error) { return Result{}, p.Post(ctx, req) })
+		_, err := req.guard(ctx, s.Name(), "post", func(ctx context.Context) (Result, error) { return Result{}, p.Post(ctx, req) })
 		if err != nil {
 			errs = append(errs, fmt.Errorf("post: %w", stepError(s.Name(), err)))
 		}
@@ -417,14 +422,14 @@ func (e *Engine[S]) post(ctx context.Context, req *Request[S]) error {
 
 func stepError(name string, err error) error { return fmt.Errorf("step %s: %w", name, err) }
 
-// guard runs step's f (guard), timing it for the attempt's observer.
-func (r *Request[S]) guard(step, stage string, f func() (Result, error)) (Result, error) {
-	if r.observe == nil {
-		return guard(r.Log, step, f)
+// guard runs step's f (guard), within the attempt's StartStep when set.
+func (r *Request[S]) guard(ctx context.Context, step, stage string, f func(context.Context) (Result, error)) (Result, error) {
+	if r.startStep == nil {
+		return guard(r.Log, step, func() (Result, error) { return f(ctx) })
 	}
-	start := time.Now()
-	res, err := guard(r.Log, step, f)
-	r.observe(step, stage, time.Since(start), err != nil)
+	ctx, end := r.startStep(ctx, step, stage)
+	res, err := guard(r.Log, step, func() (Result, error) { return f(ctx) })
+	end(err)
 	return res, err
 }
 

@@ -50,7 +50,10 @@ type Request[S any] struct {
 
 	secrets secret.Resolver
 	actions *action.Registry
-	observe func(step, stage string, d time.Duration, failed bool)
+	// startStep and startAction are the attempt's (Attempt.StartStep,
+	// StartAction).
+	startStep   func(ctx context.Context, step, stage string) (context.Context, func(error))
+	startAction func(ctx context.Context, plugin, operation string) (context.Context, func(error))
 	// removeFinalizers are saved with the result (RunAction's, once its
 	// plugin's Destroy succeeded).
 	removeFinalizers []string

@@ -26,6 +26,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk/logging"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/profiling"
+	"github.com/no8s/no8s/libs/sdk/tracing"
 )
 
 // Environment variables read by Main and RunMain.
@@ -102,7 +103,8 @@ func Main(rec sdk.Reconciler, types ...sdk.TypeRef) {
 // metrics (/metrics, beside the probes) and runs the worker until ctx ends.
 // opts come after the environment's; WithMetrics among them names the
 // registry to record on and serve (build it with metrics.NewRegistry, for
-// the runtime collectors), else RunMain builds one.
+// the runtime collectors), else RunMain builds one; WithTracing among them
+// (otlp.Start) traces the attempts and their calls to the store.
 func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, getenv func(string) string, opts ...Option) error {
 	env := func(k, def string) string {
 		if v := getenv(k); v != "" {
@@ -114,6 +116,8 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
+	// Lines logged inside a span (WithTracing) carry its ids.
+	log = slog.New(tracing.LogHandler(log.Handler()))
 	all := []Option{WithLogger(log)}
 	if v := getenv(EnvMaxConcurrency); v != "" {
 		n, err := strconv.Atoi(v)
@@ -177,7 +181,8 @@ func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, geten
 	}
 	defer nc.Close()
 	storeAddr := env(EnvStoreAddr, DefaultStoreAddr)
-	conn, err := grpc.NewClient(storeAddr, append(metrics.NewGRPCClient(o.metrics).DialOptions(), grpc.WithTransportCredentials(transport),
+	dialOpts := append(metrics.NewGRPCClient(o.metrics).DialOptions(), o.tracing.GRPCDialOptions()...)
+	conn, err := grpc.NewClient(storeAddr, append(dialOpts, grpc.WithTransportCredentials(transport),
 		// Find the store again within seconds of its return, however long
 		// it was away (gRPC's default backoff grows to two minutes).
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: grpcbackoff.Config{BaseDelay: 250 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 3 * time.Second},

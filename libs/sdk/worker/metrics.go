@@ -127,8 +127,12 @@ func (m *workerMetrics) attempt(typ sdk.TypeRef, rep sdk.Report, d time.Duration
 	rc.duration.Observe(d.Seconds())
 }
 
-// observeStep is the engine's step observer (sdk.Attempt.ObserveStep).
+// observeStep records a step's duration and failure (stepHook); nothing
+// without metrics.
 func (m *workerMetrics) observeStep(step, stage string, d time.Duration, failed bool) {
+	if m == nil {
+		return
+	}
 	k := stepKey{step, stage}
 	o, ok := m.stepCache.Load(k)
 	if !ok {

@@ -14,6 +14,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/registry"
 	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/libs/sdk/tracing"
 )
 
 // Sentinel errors, matchable with errors.Is.
@@ -115,6 +116,7 @@ type options struct {
 	secrets        secret.Resolver
 	wrapClient     func(sdk.Client) sdk.Client
 	metrics        prometheus.Registerer
+	tracing        *tracing.Tracing
 }
 
 func defaults() options {
@@ -260,6 +262,19 @@ func WithLogger(l *slog.Logger) Option {
 func WithMetrics(reg prometheus.Registerer) Option {
 	return func(o *options) error {
 		o.metrics = reg
+		return nil
+	}
+}
+
+// WithTracing records the worker's spans with tr (package tracing; build
+// it with otlp.Start from the OTEL_* environment): an attempt span that
+// continues the work item's trace, a span per step and per action plugin
+// call, and the attempt's calls to the store (its lease, finalizers and
+// the completion) as client spans inside it. Without it (or with tracing
+// off) nothing is recorded.
+func WithTracing(tr *tracing.Tracing) Option {
+	return func(o *options) error {
+		o.tracing = tr
 		return nil
 	}
 }

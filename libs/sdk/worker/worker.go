@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/client"
 	"github.com/no8s/no8s/libs/sdk/registry"
+	"github.com/no8s/no8s/libs/sdk/tracing"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 )
 
@@ -639,12 +641,17 @@ func (w *Worker) process(workCtx context.Context, it *item) {
 		w.finish(it, outcome{stage: stageDecode, err: err})
 		return
 	}
+	// The attempt's span continues the work item's trace; the store calls
+	// below are made inside it (client spans, and the store's server
+	// spans), and so are the reconciler's steps.
+	ctx, span := w.startAttempt(workCtx, it.msg, wi)
 	log := w.log.With("resource_id", wi.GetResourceId(), "dispatch_id", wi.GetDispatchId())
-	actx, cancel := context.WithTimeout(workCtx, w.o.lease)
+	actx, cancel := context.WithTimeout(ctx, w.o.lease)
 	lease, err := w.leases.Acquire(actx, wi, w.holder, w.o.lease)
 	cancel()
 	if err != nil {
-		log.Debug("lease not acquired", "error", err)
+		log.DebugContext(ctx, "lease not acquired", "error", err)
+		endAttempt(span, sdk.Report{Outcome: sdk.OutcomeRequeue, Err: err})
 		w.finish(it, outcome{stage: stageAcquire, err: err})
 		return
 	}
@@ -652,7 +659,7 @@ func (w *Worker) process(workCtx context.Context, it *item) {
 	if w.o.maxTimeout > 0 {
 		timeout = min(timeout, w.o.maxTimeout)
 	}
-	runCtx, cancelRun := context.WithCancelCause(workCtx)
+	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
 	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, timeout, fmt.Errorf("reconcile timeout of %s exceeded", timeout))
 	defer cancelTimeout()
@@ -660,7 +667,8 @@ func (w *Worker) process(workCtx context.Context, it *item) {
 	stopKA := make(chan struct{})
 	go func() {
 		defer close(kaDone)
-		w.keepalive(runCtx, stopKA, it.msg, lease, cancelRun, log)
+		// The renewals are not the attempt's work: outside its span.
+		w.keepalive(trace.ContextWithSpan(runCtx, nil), stopKA, it.msg, lease, cancelRun, log)
 	}()
 
 	id := wi.GetDispatchId()
@@ -676,17 +684,15 @@ func (w *Worker) process(workCtx context.Context, it *item) {
 	att := &sdk.Attempt{
 		ID: id, Resource: lease.Resource, Reason: enumpb.ReasonName(wi.GetReason()), LeaseEpoch: lease.Epoch,
 		Client:  cl,
-		Secrets: w.o.secrets, Log: w.log.With("holder", w.holder, "lease_epoch", lease.Epoch, "reason", enumpb.ReasonName(wi.GetReason())),
-	}
-	if w.metrics != nil {
-		att.ObserveStep = w.metrics.observeStep
+		Secrets: w.o.secrets, Log: tracing.WithSpan(ctx, w.log.With("holder", w.holder, "lease_epoch", lease.Epoch, "reason", enumpb.ReasonName(wi.GetReason()))),
+		StartStep: w.stepHook(), StartAction: w.actionHook(),
 	}
 	started := time.Now()
 	rep := w.reconcile(runCtx, att)
 	if rep.Skipped {
-		rep = w.release(workCtx, lease)
+		rep = w.release(ctx, lease)
 	}
-	rep = w.saveAgain(workCtx, att, rep, log)
+	rep = w.saveAgain(ctx, att, rep, log)
 	close(stopKA)
 	<-kaDone
 	w.metrics.attempt(lease.Resource.Type, rep, time.Since(started))
@@ -700,6 +706,7 @@ func (w *Worker) process(workCtx context.Context, it *item) {
 	case sdk.OutcomeTerminal:
 		w.stats.Terminal.Add(1)
 	}
+	endAttempt(span, rep)
 	w.finish(it, outcome{stage: stageRun, report: rep})
 }
 
@@ -747,9 +754,9 @@ func (w *Worker) saveAgain(ctx context.Context, att *sdk.Attempt, rep sdk.Report
 		cancel()
 	}
 	if rep.SaveErr == nil {
-		log.Info("result saved after the store came back", "tries", tries)
+		log.InfoContext(ctx, "result saved after the store came back", "tries", tries)
 	} else {
-		log.Warn("saving the result again failed", "tries", tries, "error", rep.SaveErr)
+		log.WarnContext(ctx, "saving the result again failed", "tries", tries, "error", rep.SaveErr)
 	}
 	return rep
 }

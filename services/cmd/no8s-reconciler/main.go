@@ -40,6 +40,7 @@ import (
 	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/libs/sdk/tracing/otlp"
 	"github.com/no8s/no8s/libs/sdk/worker"
 	"github.com/no8s/no8s/services/internal/flagenv"
 	"github.com/no8s/no8s/services/internal/identityca"
@@ -127,7 +128,14 @@ func (c *common) runMain(ctx context.Context, rec sdk.Reconciler, types []sdk.Ty
 		defer os.RemoveAll(dir)
 		c.vars[identity.EnvDir] = &dir
 	}
-	return worker.RunMain(ctx, rec, types, c.getenv, append(c.options(), opts...)...)
+	// Traces as every service process starts them: from the OTEL_*
+	// environment, off without an endpoint.
+	tr, err := otlp.Start(ctx, "no8s-reconciler-"+rec.Name(), proc.Logger("reconciler-"+rec.Name()))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tr.Shutdown(ctx) }()
+	return worker.RunMain(ctx, rec, types, c.getenv, append(append(c.options(), worker.WithTracing(tr)), opts...)...)
 }
 
 // getenv answers the worker runtime's variables from the flags.
