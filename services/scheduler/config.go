@@ -2,10 +2,12 @@ package scheduler
 
 import (
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/no8s/no8s/libs/sdk/tracing"
 	"github.com/no8s/no8s/services/scheduler/dispatch"
 )
 
@@ -46,6 +48,10 @@ type Config struct {
 	// Metrics is where the service records its metrics (package metrics);
 	// nil records nothing.
 	Metrics prometheus.Registerer
+	// Tracing records a dispatch span per work item and carries its
+	// context in the item's headers (package tracing); nil or off records
+	// nothing.
+	Tracing *tracing.Tracing
 }
 
 // DefaultConfig returns the defaults.

@@ -74,6 +74,9 @@ type loop struct {
 	pending  []job
 	jobs     chan []job
 	results  chan result
+	// traces: what the loop remembers of each resource's traced changes
+	// (tracing on only).
+	traces map[int64]traced
 }
 
 // fetchResult is the answer to a read of states: the states read, or the
@@ -133,6 +136,9 @@ type job struct {
 	events []*storev1.EventInput
 	// check
 	seq uint64
+	// traceParent is the trace context the dispatch continues, traceLink
+	// the one a dispatch starting a trace of its own links to.
+	traceParent, traceLink string
 }
 
 type result struct {
@@ -146,6 +152,10 @@ type result struct {
 type event struct {
 	id     int64
 	purged bool
+	// typ is the event's type (eventstream.Created, ...) and trace the
+	// trace context its headers carry (with tracing on).
+	typ   string
+	trace string
 }
 
 func newLoop(s *Service, t *leader.Term, stream jetstream.Stream) *loop {
@@ -159,6 +169,7 @@ func newLoop(s *Service, t *leader.Term, stream jetstream.Stream) *loop {
 		fetched:  make(chan fetchResult, 1),
 		jobs:     make(chan []job),
 		results:  make(chan result, s.cfg.Dispatchers*maxDispatchBatch),
+		traces:   map[int64]traced{},
 	}
 }
 
@@ -442,7 +453,7 @@ func (l *loop) follow(ctx context.Context, cons jetstream.Consumer, ids *eventst
 		}
 		after = ev.Revision
 		select {
-		case out <- event{id: ev.ResourceID, purged: ev.Type == eventstream.Purged}:
+		case out <- event{id: ev.ResourceID, purged: ev.Type == eventstream.Purged, typ: ev.Type, trace: l.eventTrace(msg.Headers())}:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -556,11 +567,13 @@ func (l *loop) upsert(p *reconcilev1.ReconcileState) *entry {
 		l.entries[st.ID] = e
 	}
 	e.st = st
+	l.noteGeneration(st.ID, st.Generation)
 	return e
 }
 
 func (l *loop) remove(id int64) {
 	delete(l.entries, id)
+	delete(l.traces, id)
 	delete(l.fetch, id)
 	l.delay.Remove(id)
 }
@@ -651,6 +664,7 @@ func (l *loop) onEvent(ev event) {
 		l.remove(ev.id)
 		return
 	}
+	l.noteEvent(ev)
 	l.fetch[ev.id] = struct{}{}
 }
 
@@ -750,10 +764,11 @@ func (l *loop) evaluate(e *entry, now time.Time) {
 	if d.Reason == trigger.Retry && !st.LastReconcile.IsZero() {
 		l.s.metrics.backoff.Observe(max(now.Sub(st.LastReconcile).Seconds(), 0))
 	}
+	parent, link := l.traceOf(st.ID, d.Reason)
 	l.enqueue(job{kind: jobDispatch, id: st.ID, item: dispatch.Item{
 		ResourceID: st.ID, ResourceUID: st.UID, TypeName: st.TypeName, TypeVersion: st.TypeVersion,
 		Reason: d.Reason, SchedulerEpoch: l.term.Epoch, DispatchID: f.id, DispatchedAt: now,
-	}})
+	}, traceParent: parent, traceLink: link})
 	l.log.Debug("dispatch", "resource", st.ID, "name", st.Name, "type", st.TypeName+"/"+st.TypeVersion,
 		"reason", d.Reason.String(), "dispatch_id", f.id)
 }
@@ -889,6 +904,7 @@ func (l *loop) dispatch(ctx context.Context, jobs []job) []result {
 		}
 		items, idx = append(items, j.item), append(idx, i)
 	}
+	spans := l.startDispatchSpans(ctx, jobs, idx, items)
 	seqs, errs := dispatch.PublishAll(cctx, l.s.js, items)
 	var again []int // positions in items to publish once more
 	for k, err := range errs {
@@ -912,6 +928,9 @@ func (l *loop) dispatch(ctx context.Context, jobs []job) []result {
 		}
 	}
 	for k, i := range idx {
+		if spans != nil {
+			l.endDispatchSpan(ctx, spans[k], items[k], seqs[k], errs[k])
+		}
 		rs[i].seq, rs[i].err = seqs[k], errs[k]
 		if errs[k] == nil {
 			l.s.dispatched.Add(1)

@@ -66,6 +66,7 @@ func (o *options) run() error {
 	defer sp.Stop()
 	ctx, log := sp.Ctx, sp.Log
 	cfg.Metrics = sp.Metrics
+	cfg.Tracing = sp.Tracing
 
 	conn, err := grpcserver.Dial(*o.storeAddr, sp.DialOptions(identity.Store)...)
 	if err != nil {

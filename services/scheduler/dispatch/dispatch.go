@@ -2,7 +2,8 @@
 // stream NO8S_RECONCILE (work-queue retention, subjects
 // no8s.reconcile.<Type>.<version>; names and settings in libs/api/subjects)
 // and the publication of work items (no8s.reconcile.v1.WorkItem,
-// Nats-Msg-Id = the dispatch id).
+// Nats-Msg-Id = the dispatch id, and the W3C traceparent/tracestate
+// headers of the dispatch span when traced).
 package dispatch
 
 import (
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/no8s/no8s/libs/api/subjects"
+	"github.com/no8s/no8s/libs/sdk/tracing"
 	"github.com/no8s/no8s/libs/sdk/worker"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/scheduler/trigger"
@@ -60,6 +62,28 @@ type Item struct {
 	SchedulerEpoch int64
 	DispatchID     string
 	DispatchedAt   time.Time
+	// TraceContext is the trace context the item's message carries in its
+	// traceparent and tracestate headers (tracing.Encode's form: the
+	// dispatch span's); "" for none.
+	TraceContext string
+}
+
+// Subject is the item's subject (subjects.Reconcile of its type).
+func (it Item) Subject() string { return subjects.Reconcile(it.TypeName, it.TypeVersion) }
+
+// msg is the item's message: its subject, its wire form and, when it has a
+// trace context, the W3C headers.
+func (it Item) msg() (*nats.Msg, error) {
+	data, err := protoMarshal(it)
+	if err != nil {
+		return nil, err
+	}
+	m := &nats.Msg{Subject: it.Subject(), Data: data}
+	if it.TraceContext != "" {
+		m.Header = nats.Header{}
+		tracing.SetHeaders(m.Header, it.TraceContext)
+	}
+	return m, nil
 }
 
 // Proto is the item's wire form.
@@ -78,11 +102,11 @@ func (it Item) Proto() *reconcilev1.WorkItem {
 
 // Publish publishes an item and returns its stream sequence.
 func Publish(ctx context.Context, js jetstream.Publisher, it Item) (uint64, error) {
-	data, err := protoMarshal(it)
+	m, err := it.msg()
 	if err != nil {
 		return 0, err
 	}
-	ack, err := js.Publish(ctx, subjects.Reconcile(it.TypeName, it.TypeVersion), data, jetstream.WithMsgID(it.DispatchID))
+	ack, err := js.PublishMsg(ctx, m, jetstream.WithMsgID(it.DispatchID))
 	if err != nil {
 		return 0, fmt.Errorf("publish work item: %w", err)
 	}
@@ -97,12 +121,11 @@ func PublishAll(ctx context.Context, js jetstream.Publisher, items []Item) ([]ui
 	errs := make([]error, len(items))
 	futures := make([]jetstream.PubAckFuture, len(items))
 	for i, it := range items {
-		data, err := protoMarshal(it)
+		msg, err := it.msg()
 		if err != nil {
 			errs[i] = err
 			continue
 		}
-		msg := &nats.Msg{Subject: subjects.Reconcile(it.TypeName, it.TypeVersion), Data: data}
 		if futures[i], err = js.PublishMsgAsync(msg, jetstream.WithMsgID(it.DispatchID)); err != nil {
 			errs[i] = fmt.Errorf("publish work item: %w", err)
 		}
