@@ -9,10 +9,14 @@ import (
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/api/subjects"
+	"github.com/no8s/no8s/libs/sdk/tracing"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/gateway/queueinput"
 	"github.com/no8s/no8s/services/internal/audit"
@@ -34,12 +38,44 @@ import (
 var _ queueinput.Executor = (*Service)(nil)
 
 // Execute runs one queue-input request and records it in the audit log.
+// With tracing on it is a span of its own ("queue input"), continuing the
+// trace the message names (Request.TraceContext): the admission and store
+// calls, the change's outbox row and its event all join that trace.
 func (s *Service) Execute(ctx context.Context, req queueinput.Request) queueinput.Answer {
+	ctx, span := s.startInputSpan(ctx, req)
 	e := audit.NewEntry()
 	ctx = audit.WithEntry(ctx, e)
 	a := s.execute(ctx, req)
 	s.auditInput(ctx, req, e, a)
+	endInputSpan(span, a)
 	return a
+}
+
+// spanInput is the name of a queue-input request's span.
+const spanInput = "queue input"
+
+// startInputSpan starts the span of a queue-input request (nil when
+// tracing is off), the child of the trace the message names.
+func (s *Service) startInputSpan(ctx context.Context, req queueinput.Request) (context.Context, trace.Span) {
+	if !s.cfg.Tracing.Enabled() {
+		return ctx, nil
+	}
+	return s.cfg.Tracing.Tracer("github.com/no8s/no8s/services/gateway").Start(tracing.Decode(ctx, req.TraceContext), spanInput,
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(attribute.String("messaging.system", "nats"), attribute.String("no8s.input.operation", string(req.Op)),
+			attribute.String("no8s.request_id", req.RequestID)))
+}
+
+// endInputSpan records the answer's status on span and ends it.
+func endInputSpan(span trace.Span, a queueinput.Answer) {
+	if span == nil {
+		return
+	}
+	span.SetAttributes(attribute.Int("no8s.input.status", a.Status))
+	if a.Status >= http.StatusInternalServerError {
+		span.SetStatus(codes.Error, a.Detail)
+	}
+	span.End()
 }
 
 // execute runs one queue-input request.

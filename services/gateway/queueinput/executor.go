@@ -39,6 +39,10 @@ type Request struct {
 	// Authorization is the message's Authorization header ("Bearer
 	// <token>"), checked as the HTTP API checks it.
 	Authorization string
+	// TraceContext is the trace the message's traceparent (and
+	// tracestate) headers name, in tracing.Encode's form ("" for none):
+	// the request continues it.
+	TraceContext string
 }
 
 // Answer is what the HTTP API would answer: its status, the headers that
