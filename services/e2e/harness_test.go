@@ -49,6 +49,9 @@ func runMain(m *testing.M) int {
 	if addr := os.Getenv(rogueEnv); addr != "" {
 		return runRogueWorker(addr) // this process is TestWorkerDoorIsNarrow's rogue worker
 	}
+	if addr := os.Getenv(traceWebhookEnv); addr != "" {
+		return runTraceWebhook(addr) // this process is TestTraceOfACreate's webhook
+	}
 	if url := os.Getenv(queuePublisherEnv); url != "" {
 		return runQueuePublisher(url) // this process is TestQueueInputKill9's publisher
 	}

@@ -2,12 +2,17 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
+	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,18 +21,24 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/no8s/no8s/libs/sdk/tracing"
+	"github.com/no8s/no8s/libs/sdk/tracing/otlp"
 	"github.com/no8s/no8s/libs/sdk/tracing/otlp/tracingtest"
 	"github.com/no8s/no8s/services/internal/eventstream"
 )
 
 // TestTraceOfACreate: with the OTEL_* environment pointing at an OTLP
 // receiver (the official OTLP types, in this test process), one create
-// sent with a traceparent is one trace across the real processes: the
-// gateway's request span is the sender's span's child; the gateway's gRPC
-// calls are its children; admission's and the store's server spans are
-// the children of those calls; and the store's outbox publish span (the
-// relay) is the child of the span in which the store committed, and the
-// event's traceparent names that publish span.
+// sent with a traceparent is one trace across the real processes, with
+// the noop reconciler running: the gateway's request span is the sender's
+// span's child; the gateway's gRPC calls are its children; admission's and
+// the store's server spans are the children of those calls; the webhook
+// server (a process of its own) continues the traceparent admission sent
+// it; the store's outbox publish span (the relay) is the child of the span
+// in which the store committed, and the event's traceparent names it; the
+// scheduler's dispatch span is the publish span's child (across NATS); the
+// worker's attempt span the dispatch span's (across NATS again), with a
+// span per step and the completion call (a client span, and the store's
+// server span) inside it.
 func TestTraceOfACreate(t *testing.T) {
 	rcv := tracingtest.Start(t)
 	t.Setenv(tracing.EnvEndpoint, rcv.GRPCEndpoint)
@@ -35,43 +46,30 @@ func TestTraceOfACreate(t *testing.T) {
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
 	c := newCluster(t)
 	base := c.startAll()
+	c.startScheduler(c.storeAddrs[0], "s1", 0)
 	if r := do(t, "POST", base+"/api/v1/resource-types", map[string]any{"name": "Traced", "version": "v1", "schema": map[string]any{"type": "object"}}); r.status != 201 {
 		t.Fatalf("create type: %d %s", r.status, r.body)
 	}
 	c.startReconciler(c.storeAddrs[0], "Traced/v1")
-	// A validating webhook (an HTTP server of its own) records the
-	// traceparent admission sends it.
-	sent := make(chan string, 4)
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case sent <- r.Header.Get(tracing.HeaderTraceparent):
-		default:
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"allowed":true}`))
-	}))
-	defer hook.Close()
+	// A validating webhook, a process of its own that traces like a
+	// service: its request span continues the traceparent it was sent.
+	hook := startTraceWebhook(t)
 	if r := do(t, "POST", base+"/api/v1/admission-webhooks", map[string]any{
-		"name": "traced-check", "resource_type_name": "Traced", "webhook_url": hook.URL,
+		"name": "traced-check", "resource_type_name": "Traced", "webhook_url": hook,
 		"webhook_type": "validating", "operations": []string{"CREATE"},
 	}); r.status != 201 {
 		t.Fatalf("register webhook: %d %s", r.status, r.body)
 	}
 	body, _ := json.Marshal(map[string]any{"resource_type_name": "Traced", "resource_type_version": "v1", "name": "one", "spec": map[string]any{}})
-	// Admission picks the webhook up within a second: dry runs until it
-	// is called, then the calls they made are forgotten.
+	// Admission picks the webhook up within a second: dry runs until the
+	// webhook has served one.
 	waitFor(t, 20*time.Second, "admission calling the new webhook", func() error {
 		r := do(t, "POST", base+"/api/v1/resources?dry_run=true", body)
-		select {
-		case <-sent:
+		if slices.ContainsFunc(rcv.Spans(), func(s tracingtest.Span) bool { return s.Service == traceWebhookService }) {
 			return nil
-		default:
-			return fmt.Errorf("not called yet (dry run answered %d)", r.status)
 		}
+		return fmt.Errorf("not called yet (dry run answered %d)", r.status)
 	})
-	for len(sent) > 0 {
-		<-sent
-	}
 
 	const traceID, parent = "5bf92f3577b34da6a3ce929d0e0e4736", "10f067aa0ba902b7"
 	req, _ := http.NewRequestWithContext(t.Context(), "POST", base+"/api/v1/resources", bytes.NewReader(body))
@@ -88,15 +86,24 @@ func TestTraceOfACreate(t *testing.T) {
 
 	// Each process exports on its own schedule: wait until every one's
 	// spans of the trace have come.
-	spans := rcv.WaitFor(t, 30*time.Second, "the create's spans from the gateway, admission and the store (with its publish)", func(all []tracingtest.Span) bool {
+	server := func(svc string) func(tracingtest.Span) bool {
+		return func(s tracingtest.Span) bool { return s.Service == svc && s.Kind == tracepb.Span_SPAN_KIND_SERVER }
+	}
+	named := func(name string) func(tracingtest.Span) bool {
+		return func(s tracingtest.Span) bool { return s.Name == name }
+	}
+	isStep := func(s tracingtest.Span) bool {
+		return s.Service == reconcilerService && strings.HasPrefix(s.Name, "step ")
+	}
+	complete := func(s tracingtest.Span) bool {
+		return s.Service == "no8s-store" && s.Kind == tracepb.Span_SPAN_KIND_SERVER && strings.HasSuffix(s.Name, "/CompleteReconcile")
+	}
+	spans := rcv.WaitFor(t, 60*time.Second, "the create's spans from every process", func(all []tracingtest.Span) bool {
 		has := func(ok func(tracingtest.Span) bool) bool {
 			return slices.ContainsFunc(all, func(s tracingtest.Span) bool { return s.TraceID == traceID && ok(s) })
 		}
-		server := func(svc string) func(tracingtest.Span) bool {
-			return func(s tracingtest.Span) bool { return s.Service == svc && s.Kind == tracepb.Span_SPAN_KIND_SERVER }
-		}
-		return has(func(s tracingtest.Span) bool { return s.Name == "outbox publish" }) &&
-			has(server("no8s-gateway")) && has(server("no8s-admission")) && has(server("no8s-store"))
+		return has(named("outbox publish")) && has(named("dispatch")) && has(named("attempt")) && has(isStep) && has(complete) &&
+			has(server("no8s-gateway")) && has(server("no8s-admission")) && has(server("no8s-store")) && has(server(traceWebhookService))
 	})
 	var tr []tracingtest.Span
 	for _, s := range spans {
@@ -111,17 +118,15 @@ func TestTraceOfACreate(t *testing.T) {
 	describe := tracingtest.Describe(tr)
 
 	// The gateway's request span continues the sender's.
-	gw := findSpan(tr, func(s tracingtest.Span) bool {
-		return s.Service == "no8s-gateway" && s.Kind == tracepb.Span_SPAN_KIND_SERVER
-	})
+	gw := findSpan(tr, server("no8s-gateway"))
 	if gw == nil || gw.ParentID != parent {
 		t.Fatalf("no gateway request span whose parent is the sender's %s:\n%s", parent, describe)
 	}
 	// Each server span of admission and the store is the child of a
-	// client span of the same trace (the gateway's, or admission's when it
-	// reads from the store).
+	// client span of the same trace in another process (the gateway's,
+	// admission's when it reads from the store, the worker's).
 	for _, svc := range []string{"no8s-admission", "no8s-store"} {
-		servers := filterSpans(tr, func(s tracingtest.Span) bool { return s.Service == svc && s.Kind == tracepb.Span_SPAN_KIND_SERVER })
+		servers := filterSpans(tr, server(svc))
 		if len(servers) == 0 {
 			t.Fatalf("no server span from %s in the trace:\n%s", svc, describe)
 		}
@@ -132,26 +137,36 @@ func TestTraceOfACreate(t *testing.T) {
 			}
 		}
 	}
+	// The webhook process continued the traceparent admission sent it.
+	if wh := findSpan(tr, server(traceWebhookService)); byID[wh.ParentID].Service != "no8s-admission" {
+		t.Fatalf("the webhook's span %+v: want an admission span as its parent:\n%s", *wh, describe)
+	}
 	create := findSpan(tr, func(s tracingtest.Span) bool {
-		return s.Service == "no8s-store" && s.Kind == tracepb.Span_SPAN_KIND_SERVER && strings.HasSuffix(s.Name, "/CreateResource")
+		return server("no8s-store")(s) && strings.HasSuffix(s.Name, "/CreateResource")
 	})
 	if create == nil || byID[create.ParentID].Service != "no8s-gateway" {
 		t.Fatalf("no store CreateResource span called by the gateway:\n%s", describe)
 	}
-	pub := findSpan(tr, func(s tracingtest.Span) bool { return s.Name == "outbox publish" })
-	if pub.Service != "no8s-store" || pub.ParentID != create.SpanID || pub.Kind != tracepb.Span_SPAN_KIND_PRODUCER {
-		t.Fatalf("outbox publish span %+v: want the store's, child of CreateResource %s:\n%s", *pub, create.SpanID, describe)
+	pub := findSpan(tr, func(s tracingtest.Span) bool { return s.Name == "outbox publish" && s.ParentID == create.SpanID })
+	if pub == nil || pub.Service != "no8s-store" || pub.Kind != tracepb.Span_SPAN_KIND_PRODUCER {
+		t.Fatalf("no store outbox publish span, child of CreateResource %s:\n%s", create.SpanID, describe)
 	}
-
-	// The webhook was sent the trace, under one of admission's spans.
-	select {
-	case tp := <-sent:
-		parts := strings.Split(tp, "-")
-		if len(parts) != 4 || parts[1] != traceID || byID[parts[2]].Service != "no8s-admission" {
-			t.Fatalf("the webhook got traceparent %q: want trace %s under an admission span:\n%s", tp, traceID, describe)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the webhook was not called")
+	// Across NATS: the event to the scheduler's dispatch, the work item to
+	// the worker's attempt.
+	disp := findSpan(tr, named("dispatch"))
+	if disp.Service != "no8s-scheduler" || disp.ParentID != pub.SpanID || disp.Kind != tracepb.Span_SPAN_KIND_PRODUCER {
+		t.Fatalf("dispatch span %+v: want the scheduler's, child of the publish span %s:\n%s", *disp, pub.SpanID, describe)
+	}
+	att := findSpan(tr, named("attempt"))
+	if att.Service != reconcilerService || att.ParentID != disp.SpanID || att.Kind != tracepb.Span_SPAN_KIND_CONSUMER {
+		t.Fatalf("attempt span %+v: want the worker's, child of the dispatch span %s:\n%s", *att, disp.SpanID, describe)
+	}
+	if st := findSpan(tr, isStep); st.ParentID != att.SpanID {
+		t.Fatalf("step span %+v: want the attempt's child:\n%s", *st, describe)
+	}
+	done := findSpan(tr, complete)
+	if call := byID[done.ParentID]; call.Service != reconcilerService || call.ParentID != att.SpanID {
+		t.Fatalf("CompleteReconcile served under %+v: want the worker's call inside the attempt %s:\n%s", call, att.SpanID, describe)
 	}
 
 	// The event in the stream carries the publish span as its parent.
@@ -160,7 +175,7 @@ func TestTraceOfACreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.GetLastMsgForSubject(t.Context(), pub.Attrs["messaging.destination.name"])
+	m, err := st.GetMsg(t.Context(), mustUint(t, pub.Attrs["messaging.nats.stream.sequence"]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,4 +225,74 @@ func filterSpans(spans []tracingtest.Span, ok func(tracingtest.Span) bool) []tra
 		}
 	}
 	return out
+}
+
+func mustUint(t *testing.T, s string) uint64 {
+	t.Helper()
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return n
+}
+
+// reconcilerService is the noop reconciler's service name in traces.
+const reconcilerService = "no8s-reconciler-noop"
+
+// The trace webhook is this test binary run again as a separate process
+// (TestMain hands it over to runTraceWebhook when traceWebhookEnv is set):
+// an admission webhook that allows everything, tracing as the services do
+// (otlp.Start from the OTEL_* environment), so that its request span
+// continues the traceparent admission sends.
+const (
+	traceWebhookEnv     = "NO8S_E2E_TRACE_WEBHOOK" // its listen address
+	traceWebhookService = "no8s-e2e-webhook"
+)
+
+// startTraceWebhook starts the trace webhook and returns its URL once it
+// answers.
+func startTraceWebhook(t *testing.T) string {
+	t.Helper()
+	addr := freeAddr(t)
+	p := start(t, "trace-webhook", os.Args[0], []string{"-test.run=^$"}, traceWebhookEnv+"="+addr)
+	url := "http://" + addr + "/validate"
+	waitFor(t, 20*time.Second, "the trace webhook listening", func() error {
+		if err := p.exited(); err != nil {
+			return err
+		}
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err
+	})
+	return url
+}
+
+// runTraceWebhook serves the trace webhook on addr until SIGTERM, then
+// sends its last spans.
+func runTraceWebhook(addr string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	tr, err := otlp.Start(ctx, traceWebhookService, slog.New(slog.DiscardHandler))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = tr.Shutdown(ctx) }()
+	h := tr.HTTPHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Println("webhook called, traceparent", r.Header.Get(tracing.HeaderTraceparent))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"allowed":true}`))
+	}), traceWebhookService)
+	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
