@@ -18,8 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk/tracing"
 	"github.com/no8s/no8s/libs/sdk/tracing/otlp"
 	"github.com/no8s/no8s/libs/sdk/tracing/otlp/tracingtest"
@@ -206,6 +209,123 @@ func TestTraceOfACreate(t *testing.T) {
 		}
 		return fmt.Errorf("no 'backend unavailable' line with trace_id=%s", otherTrace)
 	})
+}
+
+// TestTraceOfAQueueInputMessage: a queue-input message published with a
+// traceparent continues the sender's trace: the gateway's "queue input"
+// span is the sender's span's child, the store's commit is in the trace,
+// and so is the relay's publish of the change (the outbox row kept it).
+func TestTraceOfAQueueInputMessage(t *testing.T) {
+	rcv := tracingtest.Start(t)
+	t.Setenv(tracing.EnvEndpoint, rcv.HTTPEndpoint)
+	t.Setenv(tracing.EnvProtocol, tracing.ProtocolHTTP)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	c := newCluster(t)
+	base := c.startAll()
+	if r := do(t, "POST", base+"/api/v1/resource-types", map[string]any{"name": "TracedQ", "version": "v1", "schema": map[string]any{"type": "object"}}); r.status != 201 {
+		t.Fatalf("create type: %d %s", r.status, r.body)
+	}
+	c.startReconciler(c.storeAddrs[0], "TracedQ/v1")
+	js, _ := c.jetstream()
+	waitFor(t, 20*time.Second, "queue input consumer", func() error {
+		_, err := js.Consumer(t.Context(), subjects.InputStream, subjects.InputConsumer)
+		return err
+	})
+	pubJS := js
+	if c.natsConf != "" { // a NATS publisher's user, as a producer has
+		nc, err := nats.Connect(c.natsURL, nats.UserCredentials(c.natsUserFile("--nats-publisher", "orders")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		if pubJS, err = jetstream.New(nc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const traceID, parent = "7bf92f3577b34da6a3ce929d0e0e4738", "20f067aa0ba902b7"
+	msg := nats.NewMsg(subjects.InputQueueApply)
+	msg.Header.Set(subjects.InputKeyHeader, "traced-1")
+	msg.Header.Set("Authorization", "Bearer "+adminToken)
+	msg.Header.Set(tracing.HeaderTraceparent, "00-"+traceID+"-"+parent+"-01")
+	msg.Data = []byte("kind: Resource\ntype: TracedQ/v1\nmetadata:\n  name: queued\nspec: {}\n")
+	if _, err := pubJS.PublishMsg(t.Context(), msg); err != nil {
+		t.Fatal(err)
+	}
+	spans := rcv.WaitFor(t, 30*time.Second, "the message's spans: queue input, the store's commit, the publish", func(all []tracingtest.Span) bool {
+		has := func(ok func(tracingtest.Span) bool) bool {
+			return slices.ContainsFunc(all, func(s tracingtest.Span) bool { return s.TraceID == traceID && ok(s) })
+		}
+		return has(func(s tracingtest.Span) bool { return s.Name == "queue input" }) &&
+			has(func(s tracingtest.Span) bool { return s.Name == "outbox publish" })
+	})
+	tr := filterSpans(spans, func(s tracingtest.Span) bool { return s.TraceID == traceID })
+	describe := tracingtest.Describe(tr)
+	in := findSpan(tr, func(s tracingtest.Span) bool { return s.Name == "queue input" })
+	if in.Service != "no8s-gateway" || in.ParentID != parent || in.Kind != tracepb.Span_SPAN_KIND_CONSUMER || in.Attrs["no8s.input.status"] != "201" {
+		t.Fatalf("queue input span %+v: want the gateway's, child of the sender's %s, status 201:\n%s", *in, parent, describe)
+	}
+	byID := map[string]tracingtest.Span{}
+	for _, s := range tr {
+		byID[s.SpanID] = s
+	}
+	pub := findSpan(tr, func(s tracingtest.Span) bool { return s.Name == "outbox publish" })
+	commit := byID[pub.ParentID]
+	if commit.Service != "no8s-store" || commit.Kind != tracepb.Span_SPAN_KIND_SERVER || byID[commit.ParentID].ParentID != in.SpanID {
+		t.Fatalf("the publish's parent %+v: want the store's commit, called from the queue input span %s:\n%s", commit, in.SpanID, describe)
+	}
+}
+
+// TestTraceOfAResync: a reconcile that a resync triggers is a trace of its
+// own, whose dispatch span links to the trace of the change that set the
+// generation; the worker's attempt continues that new trace.
+func TestTraceOfAResync(t *testing.T) {
+	rcv := tracingtest.Start(t)
+	t.Setenv(tracing.EnvEndpoint, rcv.GRPCEndpoint)
+	t.Setenv(tracing.EnvProtocol, tracing.ProtocolGRPC)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	c := newCluster(t)
+	base := c.startAll()
+	c.startScheduler(c.storeAddrs[0], "s1", 0)
+	// The shortest resync a type may ask for: a second.
+	if r := do(t, "POST", base+"/api/v1/resource-types", map[string]any{"name": "Resynced", "version": "v1", "schema": map[string]any{"type": "object"},
+		"reconcile_policy": map[string]any{"resync_seconds": 1}}); r.status != 201 {
+		t.Fatalf("create type: %d %s", r.status, r.body)
+	}
+	c.startReconciler(c.storeAddrs[0], "Resynced/v1")
+	const traceID, parent = "8bf92f3577b34da6a3ce929d0e0e4739", "30f067aa0ba902b7"
+	body, _ := json.Marshal(map[string]any{"resource_type_name": "Resynced", "resource_type_version": "v1", "name": "again", "spec": map[string]any{}})
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", base+"/api/v1/resources", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-"+traceID+"-"+parent+"-01")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("create: %d", resp.StatusCode)
+	}
+	resync := func(s tracingtest.Span) bool {
+		return s.Name == "dispatch" && s.Attrs["no8s.reason"] == "resync" && slices.Contains(s.Links, traceID)
+	}
+	spans := rcv.WaitFor(t, 60*time.Second, "a resync's dispatch linked to the create's trace, and its attempt", func(all []tracingtest.Span) bool {
+		for _, d := range all {
+			if resync(d) && slices.ContainsFunc(all, func(s tracingtest.Span) bool { return s.Name == "attempt" && s.ParentID == d.SpanID }) {
+				return true
+			}
+		}
+		return false
+	})
+	d := findSpan(spans, func(s tracingtest.Span) bool {
+		return resync(s) && slices.ContainsFunc(spans, func(a tracingtest.Span) bool { return a.Name == "attempt" && a.ParentID == s.SpanID })
+	})
+	if d.TraceID == traceID || d.ParentID != "" || d.Service != "no8s-scheduler" {
+		t.Fatalf("resync dispatch %+v: want a new root of the scheduler's, linked to %s", *d, traceID)
+	}
+	// The create's own dispatch continued the create's trace.
+	if first := findSpan(spans, func(s tracingtest.Span) bool { return s.Name == "dispatch" && s.TraceID == traceID }); first == nil || len(first.Links) != 0 {
+		t.Fatalf("no dispatch of the create in its trace, without links:\n%s", tracingtest.Describe(spans))
+	}
 }
 
 func findSpan(spans []tracingtest.Span, ok func(tracingtest.Span) bool) *tracingtest.Span {
