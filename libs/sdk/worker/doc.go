@@ -47,4 +47,11 @@
 // wires everything from environment variables for a one-line main, and
 // serves the worker's Prometheus metrics (WithMetrics) at /metrics beside
 // the probes.
+//
+// WithTracing traces the attempts: an "attempt" span continuing the trace
+// the work item's traceparent header names (the scheduler's dispatch), a
+// span per step and per action plugin call, and the attempt's store calls
+// inside it. Build the Tracing with otlp.Start (module
+// github.com/no8s/no8s/libs/sdk/tracing/otlp) from the OTEL_* environment
+// and pass it to RunMain; Main, which takes no options, traces nothing.
 package worker
