@@ -49,11 +49,11 @@ func TestTraceOfACreate(t *testing.T) {
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
 	c := newCluster(t)
 	base := c.startAll()
-	c.startScheduler(c.storeAddrs[0], "s1", 0)
+	sched := c.startScheduler(c.storeAddrs[0], "s1", 0)
 	if r := do(t, "POST", base+"/api/v1/resource-types", map[string]any{"name": "Traced", "version": "v1", "schema": map[string]any{"type": "object"}}); r.status != 201 {
 		t.Fatalf("create type: %d %s", r.status, r.body)
 	}
-	c.startReconciler(c.storeAddrs[0], "Traced/v1")
+	worker := c.startReconciler(c.storeAddrs[0], "Traced/v1")
 	// A validating webhook, a process of its own that traces like a
 	// service: its request span continues the traceparent it was sent.
 	hook := startTraceWebhook(t)
@@ -170,6 +170,23 @@ func TestTraceOfACreate(t *testing.T) {
 	done := findSpan(tr, complete)
 	if call := byID[done.ParentID]; call.Service != reconcilerService || call.ParentID != att.SpanID {
 		t.Fatalf("CompleteReconcile served under %+v: want the worker's call inside the attempt %s:\n%s", call, att.SpanID, describe)
+	}
+	// The scheduler's and the worker's log lines inside those spans carry
+	// the trace (both log at debug here).
+	for _, l := range []struct {
+		p    *proc
+		msg  string
+		span string
+	}{{sched, "work item published", disp.SpanID}, {worker, "msg=reconciled", att.SpanID}} {
+		waitFor(t, 10*time.Second, l.p.name+"'s log line with the trace", func() error {
+			b, _ := os.ReadFile(l.p.log.Name())
+			for line := range strings.SplitSeq(string(b), "\n") {
+				if strings.Contains(line, l.msg) && strings.Contains(line, "trace_id="+traceID) && strings.Contains(line, "span_id="+l.span) {
+					return nil
+				}
+			}
+			return fmt.Errorf("no %q line with trace_id=%s span_id=%s", l.msg, traceID, l.span)
+		})
 	}
 
 	// The event in the stream carries the publish span as its parent.
