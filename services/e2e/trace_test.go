@@ -140,9 +140,11 @@ func TestTraceOfACreate(t *testing.T) {
 			}
 		}
 	}
-	// The webhook process continued the traceparent admission sent it.
-	if wh := findSpan(tr, server(traceWebhookService)); byID[wh.ParentID].Service != "no8s-admission" {
-		t.Fatalf("the webhook's span %+v: want an admission span as its parent:\n%s", *wh, describe)
+	// The webhook process continued the traceparent admission sent it,
+	// which names admission's client span of that call.
+	if wh := findSpan(tr, server(traceWebhookService)); byID[wh.ParentID].Service != "no8s-admission" || byID[wh.ParentID].Name != "webhook traced-check" ||
+		byID[wh.ParentID].Kind != tracepb.Span_SPAN_KIND_CLIENT || byID[wh.ParentID].Attrs["http.response.status_code"] != "200" {
+		t.Fatalf("the webhook's span %+v: want admission's client span 'webhook traced-check' (status 200) as its parent:\n%s", *wh, describe)
 	}
 	create := findSpan(tr, func(s tracingtest.Span) bool {
 		return server("no8s-store")(s) && strings.HasSuffix(s.Name, "/CreateResource")

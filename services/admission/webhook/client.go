@@ -14,6 +14,10 @@ import (
 	"strings"
 	"syscall"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/no8s/no8s/libs/sdk/outbound"
 	"github.com/no8s/no8s/libs/sdk/tracing"
 	"github.com/no8s/no8s/services/internal/webhookconf"
@@ -113,6 +117,22 @@ func (h *Hook) call(ctx context.Context, body []byte) (*Response, error) {
 	if h.broken != nil {
 		return nil, h.broken
 	}
+	// A traced write's webhook call is a client span of its own, whose
+	// context the request carries (W3C traceparent): the webhook's own
+	// spans join the change's trace under it.
+	ctx, span := tracing.StartChild(ctx, "webhook "+h.Name, trace.SpanKindClient,
+		attribute.String("no8s.webhook.name", h.Name), attribute.String("no8s.webhook.type", string(h.Type)),
+		attribute.String("http.request.method", http.MethodPost))
+	defer span.End()
+	resp, err := h.exchange(ctx, body)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return resp, err
+}
+
+// exchange makes call's request and reads its answer.
+func (h *Hook) exchange(ctx context.Context, body []byte) (*Response, error) {
 	cctx, cancel := context.WithTimeout(ctx, h.Timeout())
 	defer cancel()
 	req, err := http.NewRequestWithContext(cctx, http.MethodPost, h.URL, bytes.NewReader(body))
@@ -122,14 +142,13 @@ func (h *Hook) call(ctx context.Context, body []byte) (*Response, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "no8s-admission")
-	// A traced write's webhook call carries its trace (W3C traceparent):
-	// the webhook's own spans join the change's trace.
 	tracing.InjectHTTP(ctx, req.Header)
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return nil, transportError(ctx, cctx, err)
 	}
 	defer resp.Body.Close()
+	trace.SpanFromContext(ctx).SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
 		return nil, transportError(ctx, cctx, err)
