@@ -435,3 +435,63 @@ func runTraceWebhook(addr string) int {
 	}
 	return 0
 }
+
+// TestTraceOfAnHttpSourceSync: each sync registry-sync makes is a trace of
+// its own (a root span 'sync HttpSource' naming the source), and the writes
+// it makes through the gateway are in that trace: the gateway's request
+// span of the item's create is the sync span's child, and the store's
+// server span of that create is below it.
+func TestTraceOfAnHttpSourceSync(t *testing.T) {
+	rcv := tracingtest.Start(t)
+	t.Setenv(tracing.EnvEndpoint, rcv.GRPCEndpoint)
+	t.Setenv(tracing.EnvProtocol, tracing.ProtocolGRPC)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	f := newFeed(t)
+	grantTestSecrets(t, f.srv.URL)
+	c := newTenantCluster(t)
+	// WebApps need a reconciler to be created.
+	c.startReconcilerArgs("noop-webapp", c.storeAddrs[0], nil, "noop", "--name", "webapp", "--types", "WebApp/v1")
+	c.startSync("a", "--writes", "1")
+	c.waitSyncLeads()
+	f.set("", feedItems("x1")...)
+	if r := do(t, "POST", c.base+"/api/v1/resources", httpSourceBody("traced-source", f.srv.URL)); r.status != 201 {
+		t.Fatalf("create HttpSource: %d %s", r.status, r.body)
+	}
+	waitWebApps(c.cluster, "default", 60*time.Second, "x1")
+
+	// The sync that created x1: its trace holds a gateway request span
+	// whose child chain reaches the store's CreateResource.
+	var syncSpan *tracingtest.Span
+	rcv.WaitFor(t, 30*time.Second, "the sync's trace with the create of x1", func(all []tracingtest.Span) bool {
+		for _, s := range all {
+			if s.Service != "no8s-registry-sync" || s.Name != "sync HttpSource" || s.Attrs["no8s.resource.name"] != "traced-source" {
+				continue
+			}
+			if s.ParentID != "" || s.Kind != tracepb.Span_SPAN_KIND_INTERNAL {
+				t.Fatalf("the sync span %+v: want a root span of its own", s)
+			}
+			tr := rcv.Trace(s.TraceID)
+			byID := map[string]tracingtest.Span{}
+			for _, x := range tr {
+				byID[x.SpanID] = x
+			}
+			for _, x := range tr {
+				if x.Service != "no8s-store" || !strings.HasSuffix(x.Name, "/CreateResource") {
+					continue
+				}
+				// Up the chain: store ← admission or gateway client ←
+				// gateway request ← the sync.
+				for p, ok := byID[x.ParentID]; ok; p, ok = byID[p.ParentID] {
+					if p.Service == "no8s-gateway" && p.Kind == tracepb.Span_SPAN_KIND_SERVER && p.ParentID == s.SpanID {
+						syncSpan = &s
+						return true
+					}
+				}
+			}
+		}
+		return false
+	})
+	if syncSpan.Attrs["no8s.resource.type"] != "HttpSource/v1" || syncSpan.Attrs["no8s.sync.reason"] == "" {
+		t.Fatalf("the sync span's attributes %v: want the source's type and the Synced reason", syncSpan.Attrs)
+	}
+}

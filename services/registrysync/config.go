@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/no8s/no8s/libs/sdk/outbound"
+	"github.com/no8s/no8s/libs/sdk/tracing"
 	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/registrysync/datasource"
 	"github.com/no8s/no8s/services/registrysync/httppoll"
@@ -58,6 +59,9 @@ type Config struct {
 	// Syncs is how many registries and HttpSources sync at once, each on
 	// its own: one that hangs holds one slot, not the loop.
 	Syncs int
+	// Tracing traces each sync (a trace of its own, its API writes in it);
+	// nil: off.
+	Tracing *tracing.Tracing
 	// SyncTimeout bounds one sync of one registry or HttpSource, its
 	// writes included (its read has its own, shorter bound: the
 	// datasource's statement timeout, the source's timeoutSeconds).

@@ -10,7 +10,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/tracing"
 	"github.com/no8s/no8s/services/internal/leader"
 	"github.com/no8s/no8s/services/internal/tenancy"
 )
@@ -192,7 +197,9 @@ func (s *syncer) round(ctx context.Context) error {
 // syncRegistry syncs one registry (in the pool), records the result and
 // asks for its status write.
 func (s *syncer) syncRegistry(ctx context.Context, reg *sdk.Resource, ts []*sdk.Resource, tkey string) {
+	ctx, span := s.startSpan(ctx, reg)
 	res := s.sync(ctx, reg, ts)
+	endSyncSpan(span, res.Err, res.Reason)
 	if errors.Is(res.Err, errDeposed) {
 		s.deposed("registry "+key(reg), res.Err)
 		return
@@ -323,4 +330,24 @@ func waitLast[R any](ctx context.Context, s *syncer, last func() *R) *R {
 		case <-ch:
 		}
 	}
+}
+
+// startSpan starts the trace of one sync of r (a registry or an
+// HttpSource): a root span, as a sync follows a schedule rather than a
+// change; the writes it makes through the API join it.
+func (s *syncer) startSpan(ctx context.Context, r *sdk.Resource) (context.Context, trace.Span) {
+	return s.svc.cfg.Tracing.Tracer(tracing.Scope).Start(ctx, "sync "+r.Type.Name, trace.WithNewRoot(),
+		trace.WithAttributes(attribute.String("no8s.resource.type", r.Type.Name+"/"+r.Type.Version),
+			attribute.String("no8s.resource.namespace", r.Namespace), attribute.String("no8s.resource.name", r.Name),
+			attribute.Int64("no8s.resource.id", r.ID), attribute.Int64("no8s.resource.generation", r.Generation)))
+}
+
+// endSyncSpan ends a sync's span with its outcome: the Synced reason, and
+// Error when the sync failed.
+func endSyncSpan(span trace.Span, err error, reason string) {
+	span.SetAttributes(attribute.String("no8s.sync.reason", reason))
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }

@@ -147,7 +147,9 @@ func (s *syncer) roundSources(ctx context.Context) error {
 // syncSourceDue syncs one HttpSource (in the pool), records the result in
 // st and asks for its status write.
 func (s *syncer) syncSourceDue(ctx context.Context, src *sdk.Resource, st *srcState, etag string, cached map[string]desiredItem) {
+	ctx, span := s.startSpan(ctx, src)
 	res, items := s.syncSource(ctx, src, etag, cached)
+	endSyncSpan(span, res.Err, res.Reason)
 	if errors.Is(res.Err, errDeposed) {
 		s.deposed("HttpSource "+key(src), res.Err)
 		return

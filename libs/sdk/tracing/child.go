@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"net/http"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -21,4 +22,34 @@ func StartChild(ctx context.Context, name string, kind trace.SpanKind, attrs ...
 		return ctx, parent
 	}
 	return parent.TracerProvider().Tracer(Scope).Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+}
+
+// Propagating returns rt sending the trace context of each request's
+// context (W3C traceparent and tracestate) without a span of its own: the
+// server's span is the child of the span the request was made in. A
+// request made outside a span goes out unchanged.
+func Propagating(rt http.RoundTripper) http.RoundTripper {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	return propagating{rt}
+}
+
+type propagating struct{ rt http.RoundTripper }
+
+func (p propagating) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !trace.SpanContextFromContext(req.Context()).IsValid() {
+		return p.rt.RoundTrip(req)
+	}
+	out := req.Clone(req.Context()) // a RoundTripper leaves its request as it found it
+	InjectHTTP(req.Context(), out.Header)
+	return p.rt.RoundTrip(out)
+}
+
+// CloseIdleConnections closes the idle connections of the transport
+// beneath, as http.Client.CloseIdleConnections asks.
+func (p propagating) CloseIdleConnections() {
+	if c, ok := p.rt.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 }

@@ -2,6 +2,7 @@ package tracing_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -37,3 +38,37 @@ func TestStartChild(t *testing.T) {
 		t.Fatalf("spans %+v: want the client child of parent", ended)
 	}
 }
+
+func TestPropagating(t *testing.T) {
+	var got []string
+	rt := tracing.Propagating(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		got = append(got, req.Header.Get(tracing.HeaderTraceparent))
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
+	}))
+	// Outside a span: nothing added.
+	req, _ := http.NewRequest(http.MethodGet, "http://x/", nil)
+	if _, err := rt.RoundTrip(req); err != nil {
+		t.Fatal(err)
+	}
+	// Inside one: its traceparent, on a copy of the request.
+	tp := sdktrace.NewTracerProvider()
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	ctx, span := tp.Tracer("test").Start(context.Background(), "sync")
+	defer span.End()
+	req = req.WithContext(ctx)
+	if _, err := rt.RoundTrip(req); err != nil {
+		t.Fatal(err)
+	}
+	sc := span.SpanContext()
+	want := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-01"
+	if len(got) != 2 || got[0] != "" || got[1] != want {
+		t.Fatalf("traceparents sent %q, want [\"\" %q]", got, want)
+	}
+	if req.Header.Get(tracing.HeaderTraceparent) != "" {
+		t.Fatal("the caller's request was changed")
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

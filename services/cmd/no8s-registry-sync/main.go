@@ -82,6 +82,7 @@ func (o *options) run() error {
 	ctx, log := sp.Ctx, sp.Log
 	cfg.Metrics = sp.Metrics
 	cfg.Identity = sp.Identity
+	cfg.Tracing = sp.Tracing
 	if cfg.Grants, err = proc.LoadGrants(*o.grantsFile, log); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/sdk/tracing"
 )
 
 // ServerOptions are what a gRPC server of a process holding creds needs:
@@ -45,5 +46,7 @@ func GatewayHTTPClient(creds *identity.Credentials, apiURL string) *http.Client 
 	if u, err := url.Parse(apiURL); err == nil && u.Scheme == "https" && creds != nil {
 		tr.TLSClientConfig = creds.ClientTLS(identity.ServiceID(identity.Gateway))
 	}
-	return &http.Client{Transport: tr}
+	// A call made inside a span (a reconcile attempt's, a sync's) carries
+	// its trace: the gateway's request span joins it.
+	return &http.Client{Transport: tracing.Propagating(tr)}
 }
