@@ -35,6 +35,8 @@ import (
 	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/outbound"
+	"github.com/no8s/no8s/libs/sdk/tracing"
+	"github.com/no8s/no8s/libs/sdk/tracing/otlp"
 	"github.com/no8s/no8s/libs/sdk/worker"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -53,6 +55,7 @@ import (
 	"github.com/no8s/no8s/services/registrysync"
 	"github.com/no8s/no8s/services/scheduler"
 	"github.com/no8s/no8s/services/store"
+	"github.com/no8s/no8s/services/store/outbox"
 )
 
 // Config configures the development stack.
@@ -268,6 +271,9 @@ func Run(ctx context.Context, cfg Config, base *slog.Logger) error {
 	if err := s.prepareState(ctx); err != nil {
 		return err
 	}
+	if err := s.startTracing(ctx); err != nil {
+		return err
+	}
 	if err := s.prepareTLS(); err != nil {
 		return err
 	}
@@ -306,6 +312,9 @@ type stack struct {
 	// the services apart by grpc_service.
 	reg         *prometheus.Registry
 	dialMetrics []grpc.DialOption
+	// tr is the stack's traces, shared by every service of the process
+	// (the OTEL_* environment; off without an endpoint).
+	tr *tracing.Tracing
 	// token is the administrator's API token ("" with authentication off).
 	token string
 	// writerURL is where registry-sync and the tenant reconciler write:
@@ -500,6 +509,25 @@ func (s *stack) serveMetrics(ctx context.Context) error {
 	return nil
 }
 
+// startTracing starts the stack's traces from the OTEL_* environment (off,
+// with nothing installed, without an endpoint): every service of the
+// process records into them as the separate services do into their own,
+// under the service name no8s-dev (OTEL_SERVICE_NAME overrides it). The
+// last spans are sent when Run returns, after every service has stopped.
+func (s *stack) startTracing(ctx context.Context) error {
+	tr, err := otlp.Start(ctx, "no8s-dev", s.log)
+	if err != nil {
+		return err
+	}
+	s.tr = tr
+	s.onCleanup(func() {
+		if err := tr.Shutdown(context.WithoutCancel(ctx)); err != nil {
+			s.log.Warn("tracing: spans not sent at shutdown", "error", err)
+		}
+	})
+	return nil
+}
+
 // listenService sets writerURL: the REST API's listener, or with
 // identities on the gateway's service listener, opened here.
 func (s *stack) listenService() error {
@@ -522,7 +550,8 @@ func (s *stack) listenService() error {
 // identity (plaintext with identities off); the connection closes when Run
 // returns.
 func (s *stack) dial(addr string, as *identity.Credentials, server string) (*grpc.ClientConn, error) {
-	conn, err := grpcserver.Dial(addr, append(slices.Clone(s.dialMetrics), authz.DialOptions(as, server)...)...)
+	opts := append(append(slices.Clone(s.dialMetrics), authz.DialOptions(as, server)...), s.tr.GRPCDialOptions()...)
+	conn, err := grpcserver.Dial(addr, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -574,6 +603,7 @@ func (s *stack) newServices(ctx context.Context) (*services, error) {
 	gcfg.Identity, gcfg.Authz = s.ids.service(identity.Gateway), s.cfg.Authz
 	gcfg.Auth = gateway.AuthConfig{Mode: s.cfg.Auth, BootstrapToken: s.token}
 	gcfg.RateLimit = s.cfg.RateLimit
+	gcfg.Tracing = s.tr
 	auditLog, err := audit.OpenLog(s.cfg.AuditLogPath())
 	if err != nil {
 		return nil, err
@@ -601,7 +631,10 @@ func (s *stack) newStore(ctx context.Context) (*store.Service, error) {
 	// A dev data directory outliving its database (or the reverse) is
 	// common: rebuild the stream rather than refuse to start.
 	scfg.RebuildStreamOnMismatch = true
-	scfg.GRPCServerOptions = authz.ServerOptions(s.ids.service(identity.Store), s.cfg.Authz, s.base.With("service", "store"))
+	scfg.GRPCServerOptions = append(authz.ServerOptions(s.ids.service(identity.Store), s.cfg.Authz, s.base.With("service", "store")), s.tr.GRPCServerOptions()...)
+	if s.tr.Enabled() {
+		scfg.Relay.Tracer = s.tr.Tracer(outbox.TracerName)
+	}
 	storeNC, err := s.connect(identity.ServiceID(identity.Store))
 	if err != nil {
 		return nil, err
@@ -619,7 +652,7 @@ func (s *stack) newAdmission(credGrants *grants.Set, storeConn *grpc.ClientConn)
 		return nil, err
 	}
 	acfg.Outbound = s.cfg.Outbound
-	acfg.GRPCServerOptions = authz.ServerOptions(s.ids.service(identity.Admission), s.cfg.Authz, s.base.With("service", "admission"))
+	acfg.GRPCServerOptions = append(authz.ServerOptions(s.ids.service(identity.Admission), s.cfg.Authz, s.base.With("service", "admission")), s.tr.GRPCServerOptions()...)
 	return admission.New(acfg, storev1.NewStoreServiceClient(storeConn), s.base.With("service", "admission")), nil
 }
 
@@ -658,7 +691,7 @@ func (s *stack) newWorkers(svcs *services, credGrants *grants.Set) error {
 // newScheduler builds the scheduler.
 func (s *stack) newScheduler() (*scheduler.Service, error) {
 	schedCfg := s.cfg.SchedulerTuning.apply(scheduler.DefaultConfig())
-	schedCfg.Metrics = s.reg
+	schedCfg.Metrics, schedCfg.Tracing = s.reg, s.tr
 	schedConn, err := s.dial(s.lis.store.Addr().String(), s.ids.service(identity.Scheduler), identity.Store)
 	if err != nil {
 		return nil, err
@@ -673,7 +706,7 @@ func (s *stack) newScheduler() (*scheduler.Service, error) {
 // newRegistrySync builds registry-sync, which writes through writerURL.
 func (s *stack) newRegistrySync(credGrants *grants.Set) (*registrysync.Service, error) {
 	rcfg := registrysync.DefaultConfig()
-	rcfg.Metrics = s.reg
+	rcfg.Metrics, rcfg.Tracing = s.reg, s.tr
 	rcfg.APIURL, rcfg.ReplicaID, rcfg.Outbound = s.writerURL, "no8s-dev", s.cfg.Outbound
 	rcfg.Identity = s.ids.service(identity.RegistrySync)
 	rcfg.SecretEnvPrefix, rcfg.Grants = s.cfg.RegistrySyncSecretPrefix, credGrants
@@ -706,7 +739,7 @@ func (s *stack) newTenantWorker() (*worker.Worker, error) {
 	}
 	w, err := worker.New(tenantRec, worker.Config{Types: []sdk.TypeRef{tenant.Type}, NATS: tenantNC, Store: tenantConn},
 		worker.WithReplicaID("no8s-dev"), worker.WithShutdownGrace(2*time.Second, time.Second), worker.WithFetchWait(time.Second),
-		worker.WithLogger(s.base.With("service", "reconciler-tenant")), worker.WithMetrics(s.reg))
+		worker.WithLogger(s.base.With("service", "reconciler-tenant")), worker.WithMetrics(s.reg), worker.WithTracing(s.tr))
 	if err != nil {
 		return nil, fmt.Errorf("tenant reconciler: %w", err)
 	}

@@ -495,3 +495,59 @@ func TestTraceOfAnHttpSourceSync(t *testing.T) {
 		t.Fatalf("the sync span's attributes %v: want the source's type and the Synced reason", syncSpan.Attrs)
 	}
 }
+
+// TestTraceOfNo8sDev: no8s dev, every service in one process, traces a
+// change as the separate services do: one trace from the request through
+// admission, the store's commit, the relay's publish and the scheduler's
+// dispatch (spans of service no8s-dev), continued by a reconciler run
+// beside it, whose attempt is the dispatch span's child.
+func TestTraceOfNo8sDev(t *testing.T) {
+	rcv := tracingtest.Start(t)
+	env := []string{tracing.EnvEndpoint + "=" + rcv.GRPCEndpoint, tracing.EnvProtocol + "=" + tracing.ProtocolGRPC, "OTEL_BSP_SCHEDULE_DELAY=100"}
+	addrs, _ := startDevServing(t, env, "Traced", map[string]any{"type": "object"})
+
+	const traceID, parent = "6cf92f3577b34da6a3ce929d0e0e4737", "20f067aa0ba902b8"
+	body, _ := json.Marshal(map[string]any{"name": "dev-traced", "resource_type_name": "Traced", "resource_type_version": "v1", "spec": map[string]any{}})
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", addrs.APIURL+"/api/v1/resources", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-"+traceID+"-"+parent+"-01")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("create: %d", resp.StatusCode)
+	}
+	in := func(all []tracingtest.Span, svc, name string) *tracingtest.Span {
+		return findSpan(all, func(s tracingtest.Span) bool { return s.TraceID == traceID && s.Service == svc && s.Name == name })
+	}
+	spans := rcv.WaitFor(t, 60*time.Second, "the create's spans from no8s dev and the reconciler", func(all []tracingtest.Span) bool {
+		return in(all, "no8s-dev", "outbox publish") != nil && in(all, "no8s-dev", "dispatch") != nil && in(all, reconcilerService, "attempt") != nil
+	})
+	tr := filterSpans(spans, func(s tracingtest.Span) bool { return s.TraceID == traceID })
+	describe := tracingtest.Describe(tr)
+	byID := map[string]tracingtest.Span{}
+	for _, s := range tr {
+		byID[s.SpanID] = s
+	}
+	// The request continues the caller's traceparent; the store's commit
+	// (a served gRPC call inside the same process) is in the trace.
+	if !slices.ContainsFunc(tr, func(s tracingtest.Span) bool {
+		return s.Service == "no8s-dev" && s.Kind == tracepb.Span_SPAN_KIND_SERVER && s.ParentID == parent
+	}) {
+		t.Fatalf("no request span of no8s dev continues the caller's traceparent:\n%s", describe)
+	}
+	if !slices.ContainsFunc(tr, func(s tracingtest.Span) bool {
+		return s.Service == "no8s-dev" && s.Kind == tracepb.Span_SPAN_KIND_SERVER && strings.HasSuffix(s.Name, "/CreateResource")
+	}) {
+		t.Fatalf("no store commit span in the trace:\n%s", describe)
+	}
+	pub, dispatch, attempt := in(tr, "no8s-dev", "outbox publish"), in(tr, "no8s-dev", "dispatch"), in(tr, reconcilerService, "attempt")
+	if dispatch.ParentID != pub.SpanID || attempt.ParentID != dispatch.SpanID {
+		t.Fatalf("want publish → dispatch → attempt, parent by parent:\n%s", describe)
+	}
+	if _, ok := byID[pub.ParentID]; !ok {
+		t.Fatalf("the publish span's parent %s (the commit) is not in the trace:\n%s", pub.ParentID, describe)
+	}
+}

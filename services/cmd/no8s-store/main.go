@@ -148,7 +148,7 @@ func (o *options) serve() error {
 		log.Warn("this binary is built with failpoints, for tests only", "enabled", cfg.Relay.Failpoints.List())
 	}
 	if tr.Enabled() {
-		cfg.Relay.Tracer = tr.Tracer("github.com/no8s/no8s/services/store/outbox")
+		cfg.Relay.Tracer = tr.Tracer(outbox.TracerName)
 	}
 	nc, err := natsconn.Connect(*o.natsURL, "no8s-store", creds, log)
 	if err != nil {

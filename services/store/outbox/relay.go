@@ -74,6 +74,10 @@ type Config struct {
 	Failpoints failpoint.Set
 }
 
+// TracerName is the instrumentation scope of the relay's publish spans
+// (Config.Tracer).
+const TracerName = "github.com/no8s/no8s/services/store/outbox"
+
 // DefaultConfig returns the production defaults.
 func DefaultConfig() Config {
 	return Config{BatchSize: 512, PollInterval: 500 * time.Millisecond, Retention: time.Hour, PruneInterval: time.Minute, LeaderRetry: time.Second, RoundGap: 5 * time.Millisecond,
