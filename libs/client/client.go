@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/no8s/no8s/libs/api/lifecycle"
 )
 
 // Headers of the API.
@@ -149,8 +151,9 @@ func (c *Client) Server() string { return c.base }
 type CallOption func(*callOptions)
 
 type callOptions struct {
-	dryRun bool
-	header http.Header
+	dryRun      bool
+	propagation lifecycle.Propagation
+	header      http.Header
 }
 
 // DryRun asks the server to judge a write (admission, schema, defaults,
@@ -160,6 +163,13 @@ func DryRun() CallOption { return func(o *callOptions) { o.dryRun = true } }
 // DryRunIf is DryRun when dry is true, else nothing.
 func DryRunIf(dry bool) CallOption {
 	return func(o *callOptions) { o.dryRun = o.dryRun || dry }
+}
+
+// WithPropagation sets a delete's propagation policy (the
+// propagation_policy query parameter): what becomes of the resource's
+// dependents. Background, the server's default, sends nothing.
+func WithPropagation(p lifecycle.Propagation) CallOption {
+	return func(o *callOptions) { o.propagation = p }
 }
 
 // WithHeader adds a request header to one call.
@@ -194,6 +204,12 @@ func (r *request) apply(opts []CallOption) {
 			r.query = url.Values{}
 		}
 		r.query.Set("dry_run", "true")
+	}
+	if o.propagation != "" && o.propagation != lifecycle.PropagationBackground {
+		if r.query == nil {
+			r.query = url.Values{}
+		}
+		r.query.Set("propagation_policy", string(o.propagation))
 	}
 	for k, v := range o.header {
 		if r.header == nil {

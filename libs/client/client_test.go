@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/libs/client"
 )
 
@@ -142,6 +144,24 @@ func TestHeadersWarningsAndDryRun(t *testing.T) {
 	}
 	if len(warnings) != 1 || warnings[0] != "spec.size is deprecated" {
 		t.Fatalf("warnings %q", warnings)
+	}
+}
+
+func TestDeletePropagation(t *testing.T) {
+	var queries []string
+	c := newClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		queries = append(queries, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+		writeJSON(w, http.StatusAccepted, map[string]any{"id": 7})
+	}))
+	for _, p := range []lifecycle.Propagation{lifecycle.PropagationForeground, lifecycle.PropagationOrphan, lifecycle.PropagationBackground, ""} {
+		if _, err := c.DeleteResource(context.Background(), 7, client.WithPropagation(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"DELETE /api/v1/resources/7?propagation_policy=Foreground", "DELETE /api/v1/resources/7?propagation_policy=Orphan",
+		"DELETE /api/v1/resources/7?", "DELETE /api/v1/resources/7?"}
+	if !slices.Equal(queries, want) {
+		t.Fatalf("requests %q, want %q", queries, want)
 	}
 }
 

@@ -177,6 +177,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"get", "ns", "-l", "a=b"}, ExitUsage, "-w and -l apply to resources only"},
 		{[]string{"delete", "namespace", "Team_A"}, ExitUsage, `"Team_A" is not a valid namespace`},
 		{[]string{"delete", "namespace"}, ExitUsage, "give at least one NAME"},
+		{[]string{"delete", "Gadget/v1", "x", "--cascade=sideways"}, ExitUsage, "--cascade=sideways: must be background, foreground or orphan"},
 		{[]string{"describe", "ns", "x_y"}, ExitUsage, "not a valid namespace"},
 		{[]string{"get", "resources", "-n", "Bad_NS"}, ExitUsage, "namespace: \"Bad_NS\" is not a valid namespace"},
 		{[]string{"get", "DatabaseCluster/v1", "x", "-A"}, ExitUsage, "across every namespace"},

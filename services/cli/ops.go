@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/services/cli/printer"
@@ -28,6 +29,7 @@ func (a *app) deleteCmd() *cobra.Command {
 		wait    bool
 		timeout time.Duration
 		dryRun  string
+		cascade string
 	)
 	cmd := &cobra.Command{
 		Use:   "delete (TYPE[/VERSION] NAME... | namespace NAME... | -f FILE|FOLDER|-)",
@@ -51,6 +53,10 @@ remain: use --wait).`,
 			dry, err := parseDryRun(dryRun)
 			if err != nil {
 				return err
+			}
+			policy, err := lifecycle.ParsePropagation(cascade)
+			if err != nil {
+				return usagef("--cascade=%s: must be background, foreground or orphan", cascade)
 			}
 			if (len(files.files) > 0) == (len(args) > 0) {
 				return usagef("name what to delete either as TYPE[/VERSION] NAME... or with -f, not both or neither")
@@ -81,7 +87,7 @@ remain: use --wait).`,
 			if len(args) > 0 {
 				var failed []error
 				for _, name := range args[1:] {
-					if err := a.deleteResource(ctx, c, []string{args[0], name}, dry, wait, deadline); err != nil {
+					if err := a.deleteResource(ctx, c, []string{args[0], name}, policy, dry, wait, deadline); err != nil {
 						failed = append(failed, err)
 					}
 				}
@@ -94,7 +100,7 @@ remain: use --wait).`,
 			slices.Reverse(docs)
 			var failed []error
 			for _, d := range docs {
-				if err := a.deleteDoc(ctx, c, d, dry, wait, deadline); err != nil {
+				if err := a.deleteDoc(ctx, c, d, policy, dry, wait, deadline); err != nil {
 					failed = append(failed, fmt.Errorf("%s: %s: %w", d.Source, d.Key(), err))
 				}
 			}
@@ -105,19 +111,20 @@ remain: use --wait).`,
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until each resource (or namespace) is gone")
 	cmd.Flags().DurationVar(&timeout, "timeout", 60*time.Second, "with --wait, how long to wait in all")
 	cmd.Flags().StringVar(&dryRun, "dry-run", "none", `"server": the server checks everything and deletes nothing`)
+	cmd.Flags().StringVar(&cascade, "cascade", "background", `what becomes of the resources each one owns: "background" (deleted after it), "foreground" (deleted before it: it stays deleting until they are gone) or "orphan" (kept, without their reference to it)`)
 	return cmd
 }
 
-func (a *app) deleteResource(ctx context.Context, c *client.Client, args []string, dry, wait bool, deadline time.Time) error {
+func (a *app) deleteResource(ctx context.Context, c *client.Client, args []string, policy lifecycle.Propagation, dry, wait bool, deadline time.Time) error {
 	r, err := a.target(ctx, c, args)
 	if err != nil {
 		return err
 	}
-	return a.deleteFound(ctx, c, r, dry, wait, deadline)
+	return a.deleteFound(ctx, c, r, policy, dry, wait, deadline)
 }
 
-func (a *app) deleteFound(ctx context.Context, c *client.Client, r *client.Resource, dry, wait bool, deadline time.Time) error {
-	out, err := c.DeleteResource(ctx, r.ID, client.DryRunIf(dry))
+func (a *app) deleteFound(ctx context.Context, c *client.Client, r *client.Resource, policy lifecycle.Propagation, dry, wait bool, deadline time.Time) error {
+	out, err := c.DeleteResource(ctx, r.ID, client.DryRunIf(dry), client.WithPropagation(policy))
 	if err != nil {
 		return err
 	}
@@ -136,7 +143,7 @@ func (a *app) deleteFound(ctx context.Context, c *client.Client, r *client.Resou
 	return nil
 }
 
-func (a *app) deleteDoc(ctx context.Context, c *client.Client, d manifest.Document, dry, wait bool, deadline time.Time) error {
+func (a *app) deleteDoc(ctx context.Context, c *client.Client, d manifest.Document, policy lifecycle.Propagation, dry, wait bool, deadline time.Time) error {
 	switch {
 	case d.Namespace != nil:
 		err := a.deleteNamespace(ctx, c, d.Namespace.Name, dry, wait, deadline)
@@ -154,7 +161,7 @@ func (a *app) deleteDoc(ctx context.Context, c *client.Client, d manifest.Docume
 		if err != nil {
 			return err
 		}
-		return a.deleteFound(ctx, c, r, dry, wait, deadline)
+		return a.deleteFound(ctx, c, r, policy, dry, wait, deadline)
 	case d.Webhook != nil:
 		h, err := c.GetWebhookByName(ctx, d.Webhook.Name)
 		if err != nil {

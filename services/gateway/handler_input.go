@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk/tracing"
@@ -113,7 +114,13 @@ func (s *Service) execute(ctx context.Context, req queueinput.Request) queueinpu
 		}
 		status, header, doc = out.status(), out.header(), out.doc
 	case queueinput.OpDelete:
-		out, err := s.deleteByName(ctx, body, dry)
+		policy, err := propagationPolicy(req.PropagationPolicy, "/headers/"+subjects.InputPropagationPolicyHeader)
+		if err != nil {
+			a := s.Refuse(rid, err)
+			a.Malformed = true
+			return a
+		}
+		out, err := s.deleteByName(ctx, body, policy, dry)
 		if err != nil {
 			return s.Refuse(rid, err)
 		}
@@ -224,7 +231,7 @@ func unjoin(err error) []error {
 
 // deleteByName requests the deletion of the resource a document names, as
 // DELETE /api/v1/resources/{id} does for its id.
-func (s *Service) deleteByName(ctx context.Context, body applyResourceBody, dry bool) (*storev1.Resource, error) {
+func (s *Service) deleteByName(ctx context.Context, body applyResourceBody, p lifecycle.Propagation, dry bool) (*storev1.Resource, error) {
 	body.Namespace = names.OrDefault(body.Namespace)
 	if fe := names.Namespace("/namespace", body.Namespace); fe != nil {
 		return nil, fieldsError("invalid resource", []problem.FieldError{*fe})
@@ -238,7 +245,7 @@ func (s *Service) deleteByName(ctx context.Context, body applyResourceBody, dry 
 	if err != nil {
 		return nil, err
 	}
-	return s.deleteByID(ctx, resp.GetResource().GetId(), 0, dry)
+	return s.deleteByID(ctx, resp.GetResource().GetId(), 0, p, dry)
 }
 
 // authenticateInput checks a message's credentials as authenticate

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/no8s/no8s/libs/api/fence"
+	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/client"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
@@ -738,20 +739,37 @@ func (s *Service) deleteResource(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.deleteByID(c.Request().Context(), id, rv, dry)
+	policy, err := propagationPolicy(c.QueryParam("propagation_policy"), "/propagation_policy")
+	if err != nil {
+		return err
+	}
+	out, err := s.deleteByID(c.Request().Context(), id, rv, policy, dry)
 	if err != nil {
 		return err
 	}
 	return writeJSON(c, http.StatusAccepted, resourcepb.FromProto(out))
 }
 
+// propagationPolicy parses a delete's propagation policy (the
+// propagation_policy query parameter, the queue input's header): "" is
+// Background; a value that names no policy is a 400 naming path, before
+// anything is written.
+func propagationPolicy(raw, path string) (lifecycle.Propagation, error) {
+	p, err := lifecycle.ParsePropagation(raw)
+	if err != nil {
+		return "", problem.New(problem.Invalid, problem.CodeInvalid, "%s", err.Error()).
+			WithFields(problem.FieldError{Path: path, Message: "must be Background, Foreground or Orphan"})
+	}
+	return p, nil
+}
+
 // deleteByID requests the deletion of resource id (at resource_version rv
-// when rv > 0): DELETE /api/v1/resources/{id} and the queue input's delete
-// share it.
-func (s *Service) deleteByID(ctx context.Context, id, rv int64, dry bool) (*storev1.Resource, error) {
+// when rv > 0) with propagation policy p: DELETE /api/v1/resources/{id}
+// and the queue input's delete share it.
+func (s *Service) deleteByID(ctx context.Context, id, rv int64, p lifecycle.Propagation, dry bool) (*storev1.Resource, error) {
 	retry := s.raceRetry(ctx)
 	for {
-		resp, err := s.admitDelete(ctx, id, rv, dry)
+		resp, err := s.admitDelete(ctx, id, rv, p, dry)
 		// The validating webhooks saw one state; a change since then is
 		// admitted again, unless the caller named the version to delete.
 		if pe := problem.As(err); pe != nil && pe.Code == problem.CodeConflict && rv == 0 {
@@ -769,8 +787,9 @@ func (s *Service) deleteByID(ctx context.Context, id, rv int64, dry bool) (*stor
 
 // admitDelete passes the current state of the resource through the
 // validating webhooks that intercept DELETE, then deletes exactly that
-// state. A resource already deleting is not admitted again.
-func (s *Service) admitDelete(ctx context.Context, id, rv int64, dry bool) (*storev1.DeleteResourceResponse, error) {
+// state with propagation policy p. A resource already deleting is not
+// admitted again.
+func (s *Service) admitDelete(ctx context.Context, id, rv int64, p lifecycle.Propagation, dry bool) (*storev1.DeleteResourceResponse, error) {
 	cur, err := s.storedResource(ctx, rbac.VerbDelete, id)
 	if err != nil {
 		return nil, err
@@ -785,7 +804,8 @@ func (s *Service) admitDelete(ctx context.Context, id, rv int64, dry bool) (*sto
 			return nil, err
 		}
 	}
-	return callCtx(s, ctx, s.store.DeleteResource, &storev1.DeleteResourceRequest{Id: id, ExpectedResourceVersion: cur.GetResourceVersion(), DryRun: dry})
+	return callCtx(s, ctx, s.store.DeleteResource, &storev1.DeleteResourceRequest{Id: id, ExpectedResourceVersion: cur.GetResourceVersion(), DryRun: dry,
+		PropagationPolicy: string(p)})
 }
 
 func (s *Service) updateFinalizers(c *echo.Context) error {
@@ -811,9 +831,12 @@ func (s *Service) updateFinalizers(c *echo.Context) error {
 	if err := fieldsError("invalid finalizers", errs); err != nil {
 		return err
 	}
-	// Adding a reserved finalizer is its reconciler's; removing one is
-	// allowed (break-glass for a stuck deletion).
-	if err := s.rest.Keys(c.Request().Context(), authz.Keys{}, authz.Keys{Finalizers: body.Add}); err != nil {
+	// Adding a reserved finalizer is its writer's; removing one is allowed
+	// (break-glass for a stuck deletion) unless its rule is strict (the
+	// propagation finalizers: the garbage collector's). A finalizer both
+	// removed and added stays, so it counts as added.
+	removed := slices.DeleteFunc(slices.Clone(body.Remove), func(f string) bool { return slices.Contains(body.Add, f) })
+	if err := s.rest.Keys(c.Request().Context(), authz.Keys{Finalizers: removed}, authz.Keys{Finalizers: body.Add}); err != nil {
 		return err
 	}
 	resp, err := call(s, c, s.store.UpdateFinalizers, &storev1.UpdateFinalizersRequest{

@@ -465,7 +465,7 @@ func TestDispatchTriggers(t *testing.T) {
 
 	// Deletion: cleanup runs, the finalizer goes, the resource is purged.
 	n = len(w.attempts(r.ID))
-	if _, err := e.store.DeleteResource(t.Context(), r.ID, 0, false); err != nil {
+	if _, err := e.store.DeleteResource(t.Context(), storage.DeleteResourceRequest{ID: r.ID}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the deleted resource purged", and(w, r.ID, n, e.gone(r.ID)))

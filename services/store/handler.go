@@ -4,6 +4,7 @@ import (
 	"context"
 
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
+	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resourcepb"
 	"github.com/no8s/no8s/services/store/storage"
@@ -162,7 +163,10 @@ func (h *handler) DeleteResource(ctx context.Context, req *storev1.DeleteResourc
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	res, err := h.store.DeleteResource(ctx, req.GetId(), req.GetExpectedResourceVersion(), req.GetDryRun())
+	res, err := h.store.DeleteResource(ctx, storage.DeleteResourceRequest{
+		ID: req.GetId(), ExpectedResourceVersion: req.GetExpectedResourceVersion(), DryRun: req.GetDryRun(),
+		Propagation: lifecycle.Propagation(req.GetPropagationPolicy()),
+	})
 	if err != nil {
 		return nil, toStatus(err)
 	}

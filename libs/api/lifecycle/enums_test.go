@@ -29,3 +29,22 @@ func TestReasonNames(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePropagation(t *testing.T) {
+	for in, want := range map[string]Propagation{
+		"": PropagationBackground, "background": PropagationBackground, "Background": PropagationBackground,
+		"FOREGROUND": PropagationForeground, "orphan": PropagationOrphan, "Orphan": PropagationOrphan,
+	} {
+		if got, err := ParsePropagation(in); err != nil || got != want {
+			t.Errorf("ParsePropagation(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"none", "cascade", " Orphan", "Delete"} {
+		if _, err := ParsePropagation(bad); err == nil {
+			t.Errorf("ParsePropagation(%q) accepted", bad)
+		}
+	}
+	if PropagationBackground.Finalizer() != "" || PropagationForeground.Finalizer() != FinalizerForeground || PropagationOrphan.Finalizer() != FinalizerOrphan {
+		t.Error("a policy's finalizer is not its own")
+	}
+}

@@ -91,6 +91,10 @@ const (
 	// InputDryRunHeader "true" runs everything and stores nothing (as
 	// ?dry_run=true).
 	InputDryRunHeader = "No8s-Dry-Run"
+	// InputPropagationPolicyHeader is a delete's propagation policy:
+	// Background (the default), Foreground or Orphan (as
+	// ?propagation_policy=).
+	InputPropagationPolicyHeader = "No8s-Propagation-Policy"
 	// InputStatusHeader carries the HTTP status of a reply or an outcome.
 	InputStatusHeader = "No8s-Status"
 	// InputOperationHeader says what an outcome or dead letter was asked

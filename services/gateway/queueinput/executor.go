@@ -34,6 +34,9 @@ type Request struct {
 	Document []byte
 	// DryRun is the No8s-Dry-Run header as sent ("" when absent).
 	DryRun string
+	// PropagationPolicy is a delete's No8s-Propagation-Policy header as
+	// sent ("" when absent: Background).
+	PropagationPolicy string
 	// RequestID identifies the request in logs and answers.
 	RequestID string
 	// Authorization is the message's Authorization header ("Bearer

@@ -125,7 +125,8 @@ func (l *Listener) onRequest(ctx context.Context, slots chan struct{}, wg *sync.
 	go func() {
 		defer wg.Done()
 		defer func() { <-slots }()
-		req := Request{Op: opOf(m.Subject), Document: m.Data, DryRun: m.Header.Get(subjects.InputDryRunHeader), RequestID: m.Header.Get(requestIDHeader), Authorization: m.Header.Get(authorizationHeader),
+		req := Request{Op: opOf(m.Subject), Document: m.Data, DryRun: m.Header.Get(subjects.InputDryRunHeader),
+			PropagationPolicy: m.Header.Get(subjects.InputPropagationPolicyHeader), RequestID: m.Header.Get(requestIDHeader), Authorization: m.Header.Get(authorizationHeader),
 			TraceContext: tracing.HeadersContext(m.Header)}
 		a := l.exec.Execute(ctx, req)
 		reply := &nats.Msg{Subject: m.Reply, Header: answerHeader(a), Data: a.Body}
@@ -222,7 +223,8 @@ func (l *Listener) handle(ctx context.Context, kv jetstream.KeyValue, msg jetstr
 	h := msg.Headers()
 	d := delivery{msg: msg, seq: md.Sequence.Stream, delivered: int(md.NumDelivered), op: opOf(msg.Subject()), key: h.Get(subjects.InputKeyHeader),
 		keys: len(h.Values(subjects.InputKeyHeader))}
-	d.req = Request{Op: d.op, Document: msg.Data(), DryRun: h.Get(subjects.InputDryRunHeader), RequestID: h.Get(requestIDHeader), Authorization: h.Get(authorizationHeader),
+	d.req = Request{Op: d.op, Document: msg.Data(), DryRun: h.Get(subjects.InputDryRunHeader),
+		PropagationPolicy: h.Get(subjects.InputPropagationPolicyHeader), RequestID: h.Get(requestIDHeader), Authorization: h.Get(authorizationHeader),
 		TraceContext: tracing.HeadersContext(h)}
 	if d.req.RequestID == "" {
 		d.req.RequestID = "input-" + strconv.FormatUint(d.seq, 10)

@@ -48,6 +48,9 @@ func RESTTable() string {
 		fence.HeaderLease, fence.HeaderEpoch, identity.Service, identity.RegistrySync)
 	for _, k := range Reserved() {
 		key := k.Prefix + "*"
+		if k.Exact {
+			key = k.Prefix
+		}
 		if k.Own {
 			key = k.Prefix + "<name>"
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/no8s/no8s/libs/api/fence"
+	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/services/internal/httpsource"
@@ -28,7 +29,9 @@ import (
 //   - The reserved keys (Reserved) are written only by the identities the
 //     table names: a write that adds, changes or removes one its caller
 //     may not write is refused, except that removing a reserved finalizer
-//     stays allowed, the break-glass of a stuck deletion (REST.Keys).
+//     stays allowed, the break-glass of a stuck deletion (REST.Keys),
+//     unless the rule is Strict (the propagation finalizers: only the
+//     garbage collector removes them).
 
 // KeyKind is where on a resource a reserved key lives.
 type KeyKind string
@@ -54,6 +57,12 @@ type ReservedKey struct {
 	// Own gives each key to the reconciler the rest of the key names
 	// (reconciler.no8s.io/<name> to reconciler/<name>).
 	Own bool
+	// Exact makes the rule reserve the key Prefix itself, not every key it
+	// starts.
+	Exact bool
+	// Strict refuses the removal of a reserved finalizer too: no
+	// break-glass.
+	Strict bool
 	// Why says what the keys mean, for the security guide's table.
 	Why string
 }
@@ -68,6 +77,10 @@ func Reserved() []ReservedKey {
 			Why: "which registry, template and Tenant a resource belongs to, and children created once: the tenant reconciler lists, adopts and deletes by them"},
 		{Prefix: httpsource.KeyPrefix, Kinds: []KeyKind{Label, Annotation}, Services: []string{identity.RegistrySync},
 			Why: "which HttpSource manages a resource and what it last applied: registry-sync prunes and rewrites by them"},
+		{Prefix: lifecycle.FinalizerForeground, Kinds: []KeyKind{Finalizer}, Services: []string{identity.Scheduler}, Exact: true, Strict: true,
+			Why: "a foreground deletion: added only by DELETE ?propagation_policy=Foreground; the garbage collector (in the scheduler) removes it once no dependent blocks its owner's deletion"},
+		{Prefix: lifecycle.FinalizerOrphan, Kinds: []KeyKind{Finalizer}, Services: []string{identity.Scheduler}, Exact: true, Strict: true,
+			Why: "an orphaning deletion: added only by DELETE ?propagation_policy=Orphan; the garbage collector (in the scheduler) removes it once no dependent names its owner"},
 	}
 }
 
@@ -107,7 +120,7 @@ func (k ReservedKey) allows(id *identity.ID, key string) bool {
 // reservedFor is the rule reserving key of kind, if any.
 func reservedFor(table []ReservedKey, kind KeyKind, key string) (ReservedKey, bool) {
 	for _, k := range table {
-		if slices.Contains(k.Kinds, kind) && strings.HasPrefix(key, k.Prefix) {
+		if slices.Contains(k.Kinds, kind) && (key == k.Prefix || !k.Exact && strings.HasPrefix(key, k.Prefix)) {
 			return k, true
 		}
 	}
@@ -124,10 +137,10 @@ type Keys struct {
 // CheckKeys is the reserved keys' rule, a pure function: why caller (nil:
 // anonymous) may not turn cur into next (cur is the zero Keys for a
 // create), or "" when it may. Adding or changing a reserved label or
-// annotation, adding a reserved finalizer, and removing a reserved label or
-// annotation are refused to whoever the table does not name; keeping a
-// reserved key as it is, and removing a reserved finalizer, are allowed to
-// everyone.
+// annotation, adding a reserved finalizer, removing a reserved label or
+// annotation, and removing a Strict rule's finalizer are refused to whoever
+// the table does not name; keeping a reserved key as it is, and removing a
+// reserved finalizer that is not Strict, are allowed to everyone.
 func CheckKeys(caller *identity.ID, cur, next Keys) string {
 	table := Reserved()
 	var why []string
@@ -141,6 +154,11 @@ func CheckKeys(caller *identity.ID, cur, next Keys) string {
 	for _, f := range next.Finalizers {
 		if !slices.Contains(cur.Finalizers, f) {
 			refuse(Finalizer, f, "add")
+		}
+	}
+	for _, f := range cur.Finalizers {
+		if k, ok := reservedFor(table, Finalizer, f); ok && k.Strict && !slices.Contains(next.Finalizers, f) {
+			refuse(Finalizer, f, "remove")
 		}
 	}
 	for _, m := range []struct {

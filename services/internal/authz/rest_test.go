@@ -23,6 +23,7 @@ var (
 	anonymous    *identity.ID
 	registrySync = &identity.ID{Kind: identity.Service, Name: identity.RegistrySync}
 	gatewaySvc   = &identity.ID{Kind: identity.Service, Name: identity.Gateway}
+	schedulerSvc = &identity.ID{Kind: identity.Service, Name: identity.Scheduler}
 	tenantRec    = &identity.ID{Kind: identity.Reconciler, Name: "tenant", Types: []string{"Tenant/v1"}}
 	noopRec      = &identity.ID{Kind: identity.Reconciler, Name: "noop"}
 	ciClient     = &identity.ID{Kind: identity.Client, Name: "ci"}
@@ -31,7 +32,7 @@ var (
 	clientTenant = &identity.ID{Kind: identity.Client, Name: "tenant"}
 )
 
-var callers = map[string]*identity.ID{"anonymous": anonymous, "service/registry-sync": registrySync, "service/gateway": gatewaySvc,
+var callers = map[string]*identity.ID{"anonymous": anonymous, "service/registry-sync": registrySync, "service/gateway": gatewaySvc, "service/scheduler": schedulerSvc,
 	"reconciler/tenant": tenantRec, "reconciler/noop": noopRec, "client/ci": ciClient, "client/tenant": clientTenant}
 
 // TestCheckKeys runs every reserved key (and an ordinary one) through
@@ -45,17 +46,23 @@ func TestCheckKeys(t *testing.T) {
 	keys := []keyCase{
 		{authz.Finalizer, "reconciler.no8s.io/tenant", []string{"reconciler/tenant"}},
 		{authz.Finalizer, "reconciler.no8s.io/noop", []string{"reconciler/noop"}},
-		{authz.Finalizer, "example.com/cleanup", []string{"anonymous", "service/registry-sync", "service/gateway", "reconciler/tenant", "reconciler/noop", "client/ci", "client/tenant"}},
+		{authz.Finalizer, "example.com/cleanup", []string{"anonymous", "service/registry-sync", "service/gateway", "service/scheduler", "reconciler/tenant", "reconciler/noop", "client/ci", "client/tenant"}},
 		{authz.Label, "tenants.no8s.io/tenant", []string{"reconciler/tenant", "service/registry-sync"}},
 		{authz.Label, "tenants.no8s.io/registry", []string{"reconciler/tenant", "service/registry-sync"}},
 		{authz.Annotation, "tenants.no8s.io/created-once", []string{"reconciler/tenant", "service/registry-sync"}},
 		{authz.Label, "httpsource.no8s.io/source", []string{"service/registry-sync"}},
 		{authz.Annotation, "httpsource.no8s.io/applied", []string{"service/registry-sync"}},
-		{authz.Annotation, "no8s.io/operation", []string{"anonymous", "service/registry-sync", "service/gateway", "reconciler/tenant", "reconciler/noop", "client/ci", "client/tenant"}},
+		{authz.Annotation, "no8s.io/operation", []string{"anonymous", "service/registry-sync", "service/gateway", "service/scheduler", "reconciler/tenant", "reconciler/noop", "client/ci", "client/tenant"}},
 		// A reserved prefix on a finalizer only reserves where the table
 		// says: tenants.no8s.io/ is a label and annotation prefix.
-		{authz.Finalizer, "tenants.no8s.io/hold", []string{"anonymous", "service/registry-sync", "service/gateway", "reconciler/tenant", "reconciler/noop", "client/ci", "client/tenant"}},
+		{authz.Finalizer, "tenants.no8s.io/hold", []string{"anonymous", "service/registry-sync", "service/gateway", "service/scheduler", "reconciler/tenant", "reconciler/noop", "client/ci", "client/tenant"}},
+		// The propagation finalizers are the garbage collector's (in the
+		// scheduler), removal included; they reserve exactly their name.
+		{authz.Finalizer, "foregroundDeletion", []string{"service/scheduler"}},
+		{authz.Finalizer, "orphan", []string{"service/scheduler"}},
+		{authz.Finalizer, "orphanage.example/hold", []string{"anonymous", "service/registry-sync", "service/gateway", "service/scheduler", "reconciler/tenant", "reconciler/noop", "client/ci", "client/tenant"}},
 	}
+	strict := map[string]bool{"foregroundDeletion": true, "orphan": true}
 	with := func(k keyCase, v string) authz.Keys {
 		switch k.kind {
 		case authz.Finalizer:
@@ -88,8 +95,9 @@ func TestCheckKeys(t *testing.T) {
 				{"add", without(k), with(k, "x"), writer},
 				{"create", authz.Keys{}, with(k, "x"), writer},
 				{"keep", with(k, "x"), with(k, "x"), true},
-				// Removing a finalizer is break-glass: allowed to all.
-				{"remove", with(k, "x"), without(k), writer || k.kind == authz.Finalizer},
+				// Removing a finalizer is break-glass: allowed to all,
+				// unless its rule is strict.
+				{"remove", with(k, "x"), without(k), writer || k.kind == authz.Finalizer && !strict[k.key]},
 			}
 			if k.kind != authz.Finalizer {
 				ops = append(ops, struct {

@@ -195,7 +195,7 @@ func (s *Store) FinalizeNamespace(ctx context.Context, name string) (*storage.De
 			return ids, translate(rows.Err())
 		},
 		Delete: func(ctx context.Context, id int64) error {
-			_, err := s.DeleteResource(ctx, id, 0, false)
+			_, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: id})
 			return err
 		},
 		Purge: func(ctx context.Context) (*storage.DeleteNamespaceResult, error) {

@@ -159,10 +159,14 @@ func (s *Store) UpdateResource(ctx context.Context, req storage.UpdateResourceRe
 // DeleteResource requests deletion: the resource becomes deleting (DELETED
 // event) and, when it has no finalizers, is removed at once (PURGED event).
 // Deleting a resource that is already deleting changes nothing.
-func (s *Store) DeleteResource(ctx context.Context, id, expected int64, dryRun bool) (*storage.DeleteResult, error) {
+func (s *Store) DeleteResource(ctx context.Context, req storage.DeleteResourceRequest) (*storage.DeleteResult, error) {
+	p, err := req.ValidPropagation()
+	if err != nil {
+		return nil, err
+	}
 	var res storage.DeleteResult
-	err := s.write(ctx, dryRun, func(tx *wtx) error {
-		r, err := lockResource(ctx, tx, id, expected)
+	err = s.write(ctx, req.DryRun, func(tx *wtx) error {
+		r, err := lockResource(ctx, tx, req.ID, req.ExpectedResourceVersion)
 		if err != nil {
 			return err
 		}
@@ -171,7 +175,7 @@ func (s *Store) DeleteResource(ctx context.Context, id, expected int64, dryRun b
 			return nil
 		}
 		now := tx.now
-		if storage.MarkDeleting(r, now) {
+		if storage.MarkDeleting(r, now, p) {
 			// DELETED, then PURGED: the row goes at once.
 			if err := tx.emit(ctx, change{event: envelope.Deleted, r: r, unbounded: true}); err != nil {
 				return err
@@ -183,9 +187,13 @@ func (s *Store) DeleteResource(ctx context.Context, id, expected int64, dryRun b
 		return tx.emit(ctx, change{event: envelope.Deleted, r: r, unbounded: true, write: func(ctx context.Context, tx *wtx) error {
 			// Deletion is dispatched at once: earlier failures' backoff and
 			// a requeue the live resource asked for are reset.
-			_, err := tx.ExecContext(ctx, `UPDATE resources SET status = ?, phase = ?, deleted_at = ?, updated_at = ?, resource_version = ?,
-				failures = 0, terminal_generation = 0, requeue_at = NULL WHERE id = ?`,
-				r.Status, r.Phase, micros(now), micros(now), r.ResourceVersion, r.ID)
+			fins, err := jsonText(r.Finalizers)
+			if err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `UPDATE resources SET status = ?, phase = ?, deleted_at = ?, updated_at = ?, resource_version = ?,
+				failures = 0, terminal_generation = 0, requeue_at = NULL, finalizers = ? WHERE id = ?`,
+				r.Status, r.Phase, micros(now), micros(now), r.ResourceVersion, fins, r.ID)
 			return err
 		}})
 	})

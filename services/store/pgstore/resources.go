@@ -202,12 +202,17 @@ func (s *Store) UpdateResource(ctx context.Context, req storage.UpdateResourceRe
 }
 
 // DeleteResource requests deletion: the resource becomes deleting (DELETED
-// event) and, when it has no finalizers, is removed at once (PURGED event).
-// Deleting a resource that is already deleting changes nothing.
-func (s *Store) DeleteResource(ctx context.Context, id, expected int64, dryRun bool) (*storage.DeleteResult, error) {
+// event), carrying its propagation policy's finalizer, and, when it has no
+// finalizers, is removed at once (PURGED event). Deleting a resource that
+// is already deleting changes nothing.
+func (s *Store) DeleteResource(ctx context.Context, req storage.DeleteResourceRequest) (*storage.DeleteResult, error) {
+	p, err := req.ValidPropagation()
+	if err != nil {
+		return nil, err
+	}
 	var res storage.DeleteResult
-	err := s.write(ctx, dryRun, func(tx pgx.Tx) error {
-		r, err := lockResource(ctx, tx, id, expected)
+	err = s.write(ctx, req.DryRun, func(tx pgx.Tx) error {
+		r, err := lockResource(ctx, tx, req.ID, req.ExpectedResourceVersion)
 		if err != nil {
 			return err
 		}
@@ -216,7 +221,7 @@ func (s *Store) DeleteResource(ctx context.Context, id, expected int64, dryRun b
 			return nil
 		}
 		n := 1
-		if len(r.Finalizers) == 0 {
+		if len(r.Finalizers) == 0 && p.Finalizer() == "" {
 			n = 2
 		}
 		rv, err := takeRevisions(ctx, tx, n)
@@ -224,7 +229,7 @@ func (s *Store) DeleteResource(ctx context.Context, id, expected int64, dryRun b
 			return err
 		}
 		now := rv.now
-		purge := storage.MarkDeleting(r, now)
+		purge := storage.MarkDeleting(r, now, p)
 		b := &pgx.Batch{}
 		if purge {
 			// DELETED, then PURGED: the row goes at once.
@@ -244,8 +249,8 @@ func (s *Store) DeleteResource(ctx context.Context, id, expected int64, dryRun b
 				// Deletion is dispatched at once: earlier failures' backoff
 				// and a requeue the live resource asked for are reset.
 				b.Queue(`UPDATE resources SET status = $2, phase = $3, deleted_at = $4, updated_at = $4, resource_version = $5,
-					failures = 0, terminal_generation = 0, requeue_at = NULL WHERE id = $1`,
-					r.ID, r.Status, r.Phase, now, r.ResourceVersion)
+					failures = 0, terminal_generation = 0, requeue_at = NULL, finalizers = $6 WHERE id = $1`,
+					r.ID, r.Status, r.Phase, now, r.ResourceVersion, r.Finalizers)
 			}})
 			if err != nil {
 				return err

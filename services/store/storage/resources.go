@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/strictjson"
@@ -57,6 +58,28 @@ type UpdateResourceRequest struct {
 	ExpectedResourceVersion int64
 	SchemaRevision          int64
 	DryRun                  bool
+}
+
+// DeleteResourceRequest requests a resource's deletion.
+type DeleteResourceRequest struct {
+	ID int64
+	// ExpectedResourceVersion, when non-zero, must equal the current one.
+	ExpectedResourceVersion int64
+	// Propagation is what becomes of the resource's dependents (zero:
+	// Background). Foreground and Orphan add their finalizer in the
+	// transaction that marks the resource deleting.
+	Propagation lifecycle.Propagation
+	DryRun      bool
+}
+
+// ValidPropagation checks the request's policy and returns it (zero:
+// Background).
+func (req DeleteResourceRequest) ValidPropagation() (lifecycle.Propagation, error) {
+	p, err := lifecycle.ParsePropagation(string(req.Propagation))
+	if err != nil {
+		return "", NewError(ErrInvalid, "%s", err.Error()).WithFields(FieldError{Path: "/propagation_policy", Message: "must be Background, Foreground or Orphan"})
+	}
+	return p, nil
 }
 
 // DeleteResult is the state after a delete or finalizer change.
@@ -226,10 +249,15 @@ func ApplyUpdate(r *resource.Resource, req UpdateResourceRequest, spec []byte, t
 	return changed, specChanged, nil
 }
 
-// MarkDeleting turns r deleting at now (the DELETED event's state) and
-// reports whether it goes at once: with no finalizer, the DELETED event is
-// followed by PURGED in the same transaction.
-func MarkDeleting(r *resource.Resource, now time.Time) (purge bool) {
+// MarkDeleting turns r deleting at now (the DELETED event's state), adds
+// the finalizer of the propagation policy p (Foreground: foregroundDeletion,
+// Orphan: orphan; Background none), and reports whether r goes at once:
+// with no finalizer, the DELETED event is followed by PURGED in the same
+// transaction.
+func MarkDeleting(r *resource.Resource, now time.Time, p lifecycle.Propagation) (purge bool) {
+	if f := p.Finalizer(); f != "" && !slices.Contains(r.Finalizers, f) {
+		r.Finalizers = append(slices.Clone(r.Finalizers), f)
+	}
 	r.Status, r.DeletedAt = resource.StatusDeleting, &now
 	r.Phase = resource.PhaseFor(r.Status, r.Phase == resource.PhaseDegraded, r.Conditions)
 	return len(r.Finalizers) == 0

@@ -48,10 +48,11 @@ type Store interface {
 	// the resource.
 	UpdateResource(ctx context.Context, req UpdateResourceRequest) (*resource.Resource, error)
 	// DeleteResource requests deletion: the resource becomes deleting
-	// (DELETED event) and, when it has no finalizers, is removed at once
-	// (PURGED event). Deleting a resource that is already deleting changes
-	// nothing.
-	DeleteResource(ctx context.Context, id, expected int64, dryRun bool) (*DeleteResult, error)
+	// (DELETED event), carrying the finalizer of the request's propagation
+	// policy (MarkDeleting), and, when it has no finalizers, is removed at
+	// once (PURGED event). Deleting a resource that is already deleting
+	// changes nothing, whatever the policy.
+	DeleteResource(ctx context.Context, req DeleteResourceRequest) (*DeleteResult, error)
 	// UpdateFinalizers adds and removes finalizers. While a resource is
 	// deleting, finalizers may be removed but not added; removing the last
 	// one purges it.

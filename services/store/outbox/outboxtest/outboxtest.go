@@ -40,7 +40,7 @@ func WriteOnce(ctx context.Context, s storage.Store, name string, rng func(int) 
 	case 2:
 		_, _ = s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: r.ID, SetLabels: true, Labels: map[string]string{"v": fmt.Sprint(rng(9))}})
 	case 3:
-		_, _ = s.DeleteResource(ctx, r.ID, 0, false)
+		_, _ = s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: r.ID})
 	case 4:
 		_, _ = s.UpdateFinalizers(ctx, storage.UpdateFinalizersRequest{ID: r.ID, Remove: []string{"example.com/hold"}})
 	}

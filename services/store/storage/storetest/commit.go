@@ -46,7 +46,7 @@ func testEveryWriteEmitsThroughTheCommitPath(t *testing.T, open Opener) {
 	}
 	deleting := func(finalizers ...string) *resource.Resource {
 		r := fresh(finalizers...)
-		if _, err := s.DeleteResource(ctx, r.ID, 0, false); err != nil {
+		if _, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: r.ID}); err != nil {
 			t.Fatal(err)
 		}
 		return r
@@ -112,21 +112,21 @@ func testEveryWriteEmitsThroughTheCommitPath(t *testing.T, open Opener) {
 		{"DeleteResource with a finalizer", func() write {
 			r := fresh("example.com/hold")
 			return func() (int64, int64, error) {
-				res, err := s.DeleteResource(ctx, r.ID, 0, false)
+				res, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: r.ID})
 				return r.ID, rvOfDelete(res), err
 			}
 		}, []string{"DELETED"}, 0},
 		{"DeleteResource purges", func() write {
 			r := fresh()
 			return func() (int64, int64, error) {
-				res, err := s.DeleteResource(ctx, r.ID, 0, false)
+				res, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: r.ID})
 				return r.ID, rvOfDelete(res), err
 			}
 		}, []string{"DELETED", "PURGED"}, 0},
 		{"DeleteResource again", func() write {
 			r := deleting("example.com/hold")
 			return func() (int64, int64, error) {
-				_, err := s.DeleteResource(ctx, r.ID, 0, false)
+				_, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: r.ID})
 				return r.ID, 0, err
 			}
 		}, nil, 0},

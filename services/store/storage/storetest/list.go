@@ -55,7 +55,7 @@ func testListStableAcrossWrites(t *testing.T, open Opener) {
 	if _, err := s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: rs[6].ID, Spec: []byte(`{"size":7}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := s.DeleteResource(ctx, rs[8].ID, 0, false); err != nil || !res.Purged {
+	if res, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: rs[8].ID}); err != nil || !res.Purged {
 		t.Fatalf("delete: %+v %v", res, err)
 	}
 	late := mustCreate(t, s, "late")

@@ -310,7 +310,7 @@ func testNamespaceDeletionWithFinalizers(t *testing.T, open Opener) {
 	held := mustCreateIn(t, s, "team-a", "held", nil, "example.com/hold")
 	reconciled := mustCreateIn(t, s, "team-a", "reconciled", nil, "reconciler.no8s.io/noop")
 	already := mustCreateIn(t, s, "team-a", "already", nil, "example.com/hold")
-	if _, err := s.DeleteResource(ctx, already.ID, 0, false); err != nil {
+	if _, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: already.ID}); err != nil {
 		t.Fatal(err)
 	}
 	other := mustCreateIn(t, s, names.DefaultNamespace, "held", nil, "example.com/hold")

@@ -154,7 +154,7 @@ func testOutboxExactlyOnceInOrder(t *testing.T, open Opener) {
 					case 0:
 						event = envelope.Deleted
 						var res *storage.DeleteResult
-						if res, err = s.DeleteResource(ctx, st.r.ID, st.r.ResourceVersion, false); err == nil {
+						if res, err = s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: st.r.ID, ExpectedResourceVersion: st.r.ResourceVersion}); err == nil {
 							out = res.Resource
 						}
 					case 1:

@@ -289,7 +289,7 @@ func testFailuresTerminalRequeue(t *testing.T, open Opener) {
 	r2 := mustCreate(t, s, "two", "example.com/keep")
 	l := acquire(t, s, r2.ID, "w")
 	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r2.ID, LeaseEpoch: l.Epoch, Outcome: lifecycle.OutcomeRequeue, RequeueAfter: time.Hour})
-	if _, err := s.DeleteResource(ctx, r2.ID, 0, false); err != nil {
+	if _, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: r2.ID}); err != nil {
 		t.Fatal(err)
 	}
 	res2, err := s.ListReconcileState(ctx, storage.ListReconcileStateRequest{IDs: []int64{r2.ID}})
@@ -329,7 +329,7 @@ func testDeletionCleanupPurges(t *testing.T, open Opener) {
 
 	// Own finalizer only: a successful cleanup that removes it purges.
 	r := mustCreate(t, s, "one", own)
-	if _, err := s.DeleteResource(ctx, r.ID, 0, false); err != nil {
+	if _, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: r.ID}); err != nil {
 		t.Fatal(err)
 	}
 	l := acquire(t, s, r.ID, "w")
@@ -359,7 +359,7 @@ func testDeletionCleanupPurges(t *testing.T, open Opener) {
 
 	// An external finalizer keeps it deleting after cleanup.
 	r2 := mustCreate(t, s, "two", own, ext)
-	if _, err := s.DeleteResource(ctx, r2.ID, 0, false); err != nil {
+	if _, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: r2.ID}); err != nil {
 		t.Fatal(err)
 	}
 	l = acquire(t, s, r2.ID, "w")
@@ -605,7 +605,7 @@ func testCompletionObservedAndDegraded(t *testing.T, open Opener) {
 	}
 	d := acquire(t, s, r.ID, "worker-a")
 	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: d.Epoch, Outcome: lifecycle.OutcomeError, Degraded: true})
-	del, err := s.DeleteResource(t.Context(), r.ID, 0, false)
+	del, err := s.DeleteResource(t.Context(), storage.DeleteResourceRequest{ID: r.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -664,7 +664,7 @@ func testReconcileStateFields(t *testing.T, open Opener) {
 	cleaning := mustCreate(t, s, "cleaning", own, "example.com/ext")
 	cleaned := mustCreate(t, s, "cleaned", "example.com/ext")
 	for _, r := range []*resource.Resource{cleaning, cleaned} {
-		if _, err := s.DeleteResource(ctx, r.ID, 0, false); err != nil {
+		if _, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: r.ID}); err != nil {
 			t.Fatal(err)
 		}
 	}

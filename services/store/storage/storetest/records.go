@@ -105,7 +105,7 @@ func testEventsDedupAndRetention(t *testing.T, open Opener) {
 		t.Fatalf("bad events changed the list: %d", len(l))
 	}
 	// Records outlive their resource.
-	if _, err := s.DeleteResource(ctx, other.ID, 0, false); err != nil {
+	if _, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: other.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if l, err := s.ListEvents(ctx, storage.ListEventsRequest{ResourceID: other.ID}); err != nil || len(l) != 1 {
@@ -181,7 +181,7 @@ func testLeaderLeaseFencesClientWrites(t *testing.T, open Opener) {
 	wantErr(t, err, storage.ErrStaleEpoch)
 	_, err = s.UpdateResource(fa, storage.UpdateResourceRequest{ID: r.ID, Spec: json.RawMessage(`{"size":2}`)})
 	wantErr(t, err, storage.ErrStaleEpoch)
-	_, err = s.DeleteResource(fa, r.ID, 0, false)
+	_, err = s.DeleteResource(fa, storage.DeleteResourceRequest{ID: r.ID})
 	wantErr(t, err, storage.ErrStaleEpoch)
 	_, err = s.RecordEvent(fa, storage.RecordEventRequest{ResourceID: r.ID, Event: storage.EventInput{Type: names.EventNormal, Reason: "X", Message: "m"}})
 	wantErr(t, err, storage.ErrStaleEpoch)
@@ -196,15 +196,15 @@ func testLeaderLeaseFencesClientWrites(t *testing.T, open Opener) {
 	if _, err := s.UpdateResource(fb, storage.UpdateResourceRequest{ID: r.ID, Spec: json.RawMessage(`{"size":2}`)}); err != nil {
 		t.Fatalf("new leader's update: %v", err)
 	}
-	_, err = s.DeleteResource(storage.WithFence(ctx, storage.Fence{Lease: "nobody", Epoch: 1}), r.ID, 0, false)
+	_, err = s.DeleteResource(storage.WithFence(ctx, storage.Fence{Lease: "nobody", Epoch: 1}), storage.DeleteResourceRequest{ID: r.ID})
 	wantErr(t, err, storage.ErrStaleEpoch)
-	_, err = s.DeleteResource(storage.WithFence(ctx, storage.Fence{Lease: "Bad Name", Epoch: 1}), r.ID, 0, false)
+	_, err = s.DeleteResource(storage.WithFence(ctx, storage.Fence{Lease: "Bad Name", Epoch: 1}), storage.DeleteResourceRequest{ID: r.ID})
 	wantErr(t, err, storage.ErrInvalid)
 	// Release expires the lease at once: the released epoch fences nothing.
 	if err := s.ReleaseLeader(ctx, "registry-sync", "b", b.Epoch); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.DeleteResource(fb, r.ID, 0, false)
+	_, err = s.DeleteResource(fb, storage.DeleteResourceRequest{ID: r.ID})
 	wantErr(t, err, storage.ErrStaleEpoch)
 	if c, err := s.CampaignLeader(ctx, "registry-sync", "c", time.Second, 0); err != nil || !c.Leader || c.Epoch != 3 {
 		t.Fatalf("after release %+v %v", c, err)

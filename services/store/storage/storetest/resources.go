@@ -52,7 +52,7 @@ func testResourceLifecycle(t *testing.T, open Opener) {
 	wantErr(t, s.DeleteType(ctx, typ.ID, false), storage.ErrInUse)
 
 	// Delete: stays deleting while the finalizer remains.
-	del, err := s.DeleteResource(ctx, r.ID, 0, false)
+	del, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: r.ID})
 	if err != nil || del.Purged || del.Resource.Status != resource.StatusDeleting || del.Resource.DeletedAt == nil || del.Resource.Phase != resource.PhaseTerminating {
 		t.Fatalf("delete: %+v %v", del, err)
 	}
@@ -61,7 +61,7 @@ func testResourceLifecycle(t *testing.T, open Opener) {
 	_, err = s.UpdateFinalizers(ctx, storage.UpdateFinalizersRequest{ID: r.ID, Add: []string{"example.com/other"}})
 	wantErr(t, err, storage.ErrFinalizerBlocked)
 	// Deleting again changes nothing.
-	again, err := s.DeleteResource(ctx, r.ID, 0, false)
+	again, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: r.ID})
 	if err != nil || again.Resource.ResourceVersion != del.Resource.ResourceVersion {
 		t.Fatalf("second delete wrote: %+v %v", again, err)
 	}
@@ -92,7 +92,7 @@ func testDeleteWithoutFinalizersPurges(t *testing.T, open Opener) {
 	s, _ := newStore(t, open)
 	mustType(t, s, "Widget", "v1")
 	r := mustCreate(t, s, "gone")
-	res, err := s.DeleteResource(t.Context(), r.ID, 0, false)
+	res, err := s.DeleteResource(t.Context(), storage.DeleteResourceRequest{ID: r.ID})
 	if err != nil || !res.Purged {
 		t.Fatalf("delete: %+v %v", res, err)
 	}
@@ -163,7 +163,7 @@ func testDryRunWritesNothing(t *testing.T, open Opener) {
 	if _, err := s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: real.ID, Spec: []byte(`{"size":5}`), DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.DeleteResource(ctx, real.ID, 0, true); err != nil {
+	if _, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: real.ID, DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.GetResource(ctx, storage.ResourceKey{ID: real.ID})
@@ -265,7 +265,7 @@ func testTypeDeleteRacesCreates(t *testing.T, open Opener) {
 			t.Fatalf("round %d: delete refused as in use, with %d resources (get type: %v)", round, len(left), getErr)
 		}
 		for _, r := range left {
-			if _, err := s.DeleteResource(ctx, r.ID, 0, false); err != nil {
+			if _, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: r.ID}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -293,7 +293,7 @@ func testListDocumentsMatchResources(t *testing.T, open Opener) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.DeleteResource(ctx, 1, 0, false); err != nil {
+	if _, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: 1}); err != nil {
 		t.Fatal(err)
 	}
 	typed, err := s.ListResources(ctx, storage.ListResourcesRequest{Limit: 2})
@@ -463,7 +463,7 @@ func testOptimisticConcurrency(t *testing.T, open Opener) {
 	conflict("label update", err)
 	_, err = s.UpdateFinalizers(ctx, storage.UpdateFinalizersRequest{ID: r.ID, Add: []string{"example.com/x"}, ExpectedResourceVersion: stale})
 	conflict("finalizer update", err)
-	_, err = s.DeleteResource(ctx, r.ID, stale, false)
+	_, err = s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: r.ID, ExpectedResourceVersion: stale})
 	conflict("delete", err)
 	if n := countEvents(t, el); n != before {
 		t.Fatalf("refused writes left %d events", n-before)
@@ -472,7 +472,7 @@ func testOptimisticConcurrency(t *testing.T, open Opener) {
 	if err != nil || got.ResourceVersion != cur.ResourceVersion || got.Generation != 2 || got.DeletedAt != nil || len(got.Finalizers) != 1 {
 		t.Fatalf("refused writes changed the resource: %+v %v", got, err)
 	}
-	del, err := s.DeleteResource(ctx, r.ID, cur.ResourceVersion, false)
+	del, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: r.ID, ExpectedResourceVersion: cur.ResourceVersion})
 	if err != nil || del.Resource.DeletedAt == nil {
 		t.Fatalf("delete at the current resource_version: %+v %v", del, err)
 	}

@@ -82,6 +82,7 @@ func Run(t *testing.T, open Opener) {
 		{"NamespaceDeleteRacesCreates", testNamespaceDeleteRacesCreates},
 		{"OwnerReferencesStayInNamespace", testOwnerReferencesStayInNamespace},
 		{"UpdateOwnerReferences", testUpdateOwnerReferences},
+		{"DeletePropagation", testDeletePropagation},
 		{"EventsDedupAndRetention", testEventsDedupAndRetention},
 		{"CompletionCarriesEvents", testCompletionCarriesEvents},
 		{"LeaderLeaseFencesClientWrites", testLeaderLeaseFencesClientWrites},

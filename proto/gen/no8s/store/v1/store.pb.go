@@ -1472,8 +1472,14 @@ type DeleteResourceRequest struct {
 	Id                      int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	ExpectedResourceVersion int64                  `protobuf:"varint,2,opt,name=expected_resource_version,json=expectedResourceVersion,proto3" json:"expected_resource_version,omitempty"`
 	DryRun                  bool                   `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// propagation_policy is what becomes of the resource's dependents:
+	// Background (the default, when empty), Foreground or Orphan
+	// (case-insensitive). Foreground and Orphan add their finalizer
+	// (foregroundDeletion, orphan) in the transaction that marks the resource
+	// deleting; any other value is refused and writes nothing.
+	PropagationPolicy string `protobuf:"bytes,4,opt,name=propagation_policy,json=propagationPolicy,proto3" json:"propagation_policy,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *DeleteResourceRequest) Reset() {
@@ -1525,6 +1531,13 @@ func (x *DeleteResourceRequest) GetDryRun() bool {
 		return x.DryRun
 	}
 	return false
+}
+
+func (x *DeleteResourceRequest) GetPropagationPolicy() string {
+	if x != nil {
+		return x.PropagationPolicy
+	}
+	return ""
 }
 
 type DeleteResourceResponse struct {
@@ -2178,11 +2191,12 @@ const file_no8s_store_v1_store_proto_rawDesc = "" +
 	"\x12OwnerReferenceList\x123\n" +
 	"\x05items\x18\x01 \x03(\v2\x1d.no8s.store.v1.OwnerReferenceR\x05items\"M\n" +
 	"\x16UpdateResourceResponse\x123\n" +
-	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\"|\n" +
+	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\"\xab\x01\n" +
 	"\x15DeleteResourceRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12:\n" +
 	"\x19expected_resource_version\x18\x02 \x01(\x03R\x17expectedResourceVersion\x12\x17\n" +
-	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"e\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\x12-\n" +
+	"\x12propagation_policy\x18\x04 \x01(\tR\x11propagationPolicy\"e\n" +
 	"\x16DeleteResourceResponse\x123\n" +
 	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\x12\x16\n" +
 	"\x06purged\x18\x02 \x01(\bR\x06purged\"\xa8\x01\n" +
