@@ -186,6 +186,9 @@ type Store interface {
 	// nothing.
 	ReleaseLeader(ctx context.Context, name, holder string, epoch int64) error
 
+	// OwnerStore: the garbage collector's reads of owner references.
+	OwnerStore
+
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 }

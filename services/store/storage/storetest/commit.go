@@ -346,7 +346,8 @@ func testEveryWriteEmitsThroughTheCommitPath(t *testing.T, open Opener) {
 	// Every exported method of the store is a read or has a case here.
 	covered := map[string]bool{"GetResource": true, "ListResources": true, "GetType": true, "ListTypes": true,
 		"GetWebhook": true, "ListWebhooks": true, "ListHistory": true, "ListReconcileState": true, "Ping": true,
-		"GetNamespace": true, "ListNamespaces": true, "ListTokens": true, "LookupToken": true}
+		"GetNamespace": true, "ListNamespaces": true, "ListTokens": true, "LookupToken": true,
+		"ListDependents": true, "ListDangling": true}
 	for _, c := range cases {
 		for _, part := range strings.Split(c.name, " and ") {
 			covered[strings.Fields(part)[0]] = true

@@ -83,6 +83,8 @@ func Run(t *testing.T, open Opener) {
 		{"OwnerReferencesStayInNamespace", testOwnerReferencesStayInNamespace},
 		{"UpdateOwnerReferences", testUpdateOwnerReferences},
 		{"DeletePropagation", testDeletePropagation},
+		{"ListDependents", testListDependents},
+		{"ListDangling", testListDangling},
 		{"EventsDedupAndRetention", testEventsDedupAndRetention},
 		{"CompletionCarriesEvents", testCompletionCarriesEvents},
 		{"LeaderLeaseFencesClientWrites", testLeaderLeaseFencesClientWrites},
