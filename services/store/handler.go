@@ -3,8 +3,8 @@ package store
 import (
 	"context"
 
-	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/libs/api/lifecycle"
+	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resourcepb"
 	"github.com/no8s/no8s/services/store/storage"

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strings"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/store/storage"
 )
@@ -83,4 +84,19 @@ func scanResources(rows *sql.Rows, err error) ([]*resource.Resource, error) {
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// ListPropagating returns the deleting resources that carry a propagation
+// finalizer, by ascending id.
+func (s *Store) ListPropagating(ctx context.Context, afterID int64, limit int) ([]*resource.Resource, error) {
+	var out []*resource.Resource
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = scanResources(tx.QueryContext(ctx, `SELECT `+resourceColumns+` FROM resources
+			WHERE deleted_at IS NOT NULL AND id > ?
+			AND EXISTS (SELECT 1 FROM json_each(resources.finalizers) WHERE value IN (?, ?))
+			ORDER BY id LIMIT ?`, afterID, lifecycle.FinalizerForeground, lifecycle.FinalizerOrphan, storage.OwnerPage(limit)))
+		return err
+	})
+	return out, err
 }

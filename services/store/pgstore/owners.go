@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/store/storage"
 )
@@ -57,4 +58,17 @@ func (s *Store) ListDangling(ctx context.Context, req storage.ListDanglingReques
 		return nil, translate(err)
 	}
 	return page, nil
+}
+
+// ListPropagating returns the deleting resources that carry a propagation
+// finalizer, by ascending id.
+func (s *Store) ListPropagating(ctx context.Context, afterID int64, limit int) ([]*resource.Resource, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+resourceColumns+` FROM resources
+		WHERE deleted_at IS NOT NULL AND finalizers ?| $1 AND id > $2 ORDER BY id LIMIT $3`,
+		[]string{lifecycle.FinalizerForeground, lifecycle.FinalizerOrphan}, afterID, storage.OwnerPage(limit))
+	if err != nil {
+		return nil, translate(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*resource.Resource, error) { return scanResource(row) })
+	return out, translate(err)
 }

@@ -69,6 +69,11 @@ type OwnerStore interface {
 	// with owner references: those of them with a dangling reference
 	// (DanglingRefs), read in one snapshot with the owners they name.
 	ListDangling(ctx context.Context, req ListDanglingRequest) (*DanglingPage, error)
+	// ListPropagating returns the resources that are deleting and carry a
+	// propagation finalizer (foregroundDeletion, orphan), by ascending id
+	// after afterID, at most OwnerPage(limit): the owners whose deletion
+	// the collector advances.
+	ListPropagating(ctx context.Context, afterID int64, limit int) ([]*resource.Resource, error)
 }
 
 // OwnerIdentity is what an owner reference must match of a live resource:

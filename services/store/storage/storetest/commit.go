@@ -347,7 +347,7 @@ func testEveryWriteEmitsThroughTheCommitPath(t *testing.T, open Opener) {
 	covered := map[string]bool{"GetResource": true, "ListResources": true, "GetType": true, "ListTypes": true,
 		"GetWebhook": true, "ListWebhooks": true, "ListHistory": true, "ListReconcileState": true, "Ping": true,
 		"GetNamespace": true, "ListNamespaces": true, "ListTokens": true, "LookupToken": true,
-		"ListDependents": true, "ListDangling": true}
+		"ListDependents": true, "ListDangling": true, "ListPropagating": true}
 	for _, c := range cases {
 		for _, part := range strings.Split(c.name, " and ") {
 			covered[strings.Fields(part)[0]] = true

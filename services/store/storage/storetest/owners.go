@@ -262,3 +262,42 @@ func testListDangling(t *testing.T, open Opener) {
 		}
 	}
 }
+
+// testListPropagating: the deleting resources that carry a propagation
+// finalizer, by ascending id, in pages; not the live ones, not those
+// deleting without one.
+func testListPropagating(t *testing.T, open Opener) {
+	s, _ := newStore(t, open)
+	ctx := t.Context()
+	mustType(t, s, "Widget", "v1")
+	fg, or := mustCreate(t, s, "fg"), mustCreate(t, s, "or", "example.com/hold")
+	mustCreate(t, s, "live")
+	plain := mustCreate(t, s, "plain", "example.com/hold")
+	for _, d := range []struct {
+		r *resource.Resource
+		p lifecycle.Propagation
+	}{{fg, lifecycle.PropagationForeground}, {or, lifecycle.PropagationOrphan}, {plain, lifecycle.PropagationBackground}} {
+		if _, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: d.r.ID, Propagation: d.p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := s.ListPropagating(ctx, 0, 0)
+	if err != nil || !slices.Equal(idsOf(all), []int64{fg.ID, or.ID}) {
+		t.Fatalf("propagating: %v %v, want %v", idsOf(all), err, []int64{fg.ID, or.ID})
+	}
+	first, err := s.ListPropagating(ctx, 0, 1)
+	if err != nil || !slices.Equal(idsOf(first), []int64{fg.ID}) {
+		t.Fatalf("first page: %v %v", idsOf(first), err)
+	}
+	rest, err := s.ListPropagating(ctx, fg.ID, 1)
+	if err != nil || !slices.Equal(idsOf(rest), []int64{or.ID}) {
+		t.Fatalf("second page: %v %v", idsOf(rest), err)
+	}
+	// The finalizer removed, the resource is purged and listed no more.
+	if _, err := s.UpdateFinalizers(ctx, storage.UpdateFinalizersRequest{ID: fg.ID, Remove: []string{lifecycle.FinalizerForeground}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ListPropagating(ctx, 0, 0); err != nil || !slices.Equal(idsOf(got), []int64{or.ID}) {
+		t.Fatalf("after foregroundDeletion went: %v %v", idsOf(got), err)
+	}
+}

@@ -85,6 +85,7 @@ func Run(t *testing.T, open Opener) {
 		{"DeletePropagation", testDeletePropagation},
 		{"ListDependents", testListDependents},
 		{"ListDangling", testListDangling},
+		{"ListPropagating", testListPropagating},
 		{"EventsDedupAndRetention", testEventsDedupAndRetention},
 		{"CompletionCarriesEvents", testCompletionCarriesEvents},
 		{"LeaderLeaseFencesClientWrites", testLeaderLeaseFencesClientWrites},
