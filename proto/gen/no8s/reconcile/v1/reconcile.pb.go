@@ -2032,6 +2032,369 @@ func (x *ListHistoryResponse) GetEntries() []*HistoryEntry {
 	return nil
 }
 
+type ListDependentsRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	OwnerUid string                 `protobuf:"bytes,1,opt,name=owner_uid,json=ownerUid,proto3" json:"owner_uid,omitempty"`
+	AfterId  int64                  `protobuf:"varint,2,opt,name=after_id,json=afterId,proto3" json:"after_id,omitempty"`
+	// limit is the page (0: 500; at most 5000).
+	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDependentsRequest) Reset() {
+	*x = ListDependentsRequest{}
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDependentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDependentsRequest) ProtoMessage() {}
+
+func (x *ListDependentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDependentsRequest.ProtoReflect.Descriptor instead.
+func (*ListDependentsRequest) Descriptor() ([]byte, []int) {
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ListDependentsRequest) GetOwnerUid() string {
+	if x != nil {
+		return x.OwnerUid
+	}
+	return ""
+}
+
+func (x *ListDependentsRequest) GetAfterId() int64 {
+	if x != nil {
+		return x.AfterId
+	}
+	return 0
+}
+
+func (x *ListDependentsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListDependentsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resources     []*v1.Resource         `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDependentsResponse) Reset() {
+	*x = ListDependentsResponse{}
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDependentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDependentsResponse) ProtoMessage() {}
+
+func (x *ListDependentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDependentsResponse.ProtoReflect.Descriptor instead.
+func (*ListDependentsResponse) Descriptor() ([]byte, []int) {
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ListDependentsResponse) GetResources() []*v1.Resource {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+type ListDanglingRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AfterId int64                  `protobuf:"varint,1,opt,name=after_id,json=afterId,proto3" json:"after_id,omitempty"`
+	// limit is how many resources with owner references one page scans (0:
+	// 500; at most 5000).
+	Limit         int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDanglingRequest) Reset() {
+	*x = ListDanglingRequest{}
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDanglingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDanglingRequest) ProtoMessage() {}
+
+func (x *ListDanglingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDanglingRequest.ProtoReflect.Descriptor instead.
+func (*ListDanglingRequest) Descriptor() ([]byte, []int) {
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ListDanglingRequest) GetAfterId() int64 {
+	if x != nil {
+		return x.AfterId
+	}
+	return 0
+}
+
+func (x *ListDanglingRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// DanglingDependent is a resource with the owner references of it that
+// dangle: no resource has the uid, or the one with it has another type,
+// version or name.
+type DanglingDependent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resource      *v1.Resource           `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	Refs          []*v1.OwnerReference   `protobuf:"bytes,2,rep,name=refs,proto3" json:"refs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DanglingDependent) Reset() {
+	*x = DanglingDependent{}
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DanglingDependent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DanglingDependent) ProtoMessage() {}
+
+func (x *DanglingDependent) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DanglingDependent.ProtoReflect.Descriptor instead.
+func (*DanglingDependent) Descriptor() ([]byte, []int) {
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *DanglingDependent) GetResource() *v1.Resource {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+func (x *DanglingDependent) GetRefs() []*v1.OwnerReference {
+	if x != nil {
+		return x.Refs
+	}
+	return nil
+}
+
+type ListDanglingResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Items []*DanglingDependent   `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	// next is the id to continue after; 0 when the sweep is over.
+	Next          int64 `protobuf:"varint,2,opt,name=next,proto3" json:"next,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDanglingResponse) Reset() {
+	*x = ListDanglingResponse{}
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDanglingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDanglingResponse) ProtoMessage() {}
+
+func (x *ListDanglingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDanglingResponse.ProtoReflect.Descriptor instead.
+func (*ListDanglingResponse) Descriptor() ([]byte, []int) {
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListDanglingResponse) GetItems() []*DanglingDependent {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListDanglingResponse) GetNext() int64 {
+	if x != nil {
+		return x.Next
+	}
+	return 0
+}
+
+type ListPropagatingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AfterId       int64                  `protobuf:"varint,1,opt,name=after_id,json=afterId,proto3" json:"after_id,omitempty"`
+	Limit         int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPropagatingRequest) Reset() {
+	*x = ListPropagatingRequest{}
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPropagatingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPropagatingRequest) ProtoMessage() {}
+
+func (x *ListPropagatingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPropagatingRequest.ProtoReflect.Descriptor instead.
+func (*ListPropagatingRequest) Descriptor() ([]byte, []int) {
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListPropagatingRequest) GetAfterId() int64 {
+	if x != nil {
+		return x.AfterId
+	}
+	return 0
+}
+
+func (x *ListPropagatingRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListPropagatingResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resources     []*v1.Resource         `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPropagatingResponse) Reset() {
+	*x = ListPropagatingResponse{}
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPropagatingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPropagatingResponse) ProtoMessage() {}
+
+func (x *ListPropagatingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPropagatingResponse.ProtoReflect.Descriptor instead.
+func (*ListPropagatingResponse) Descriptor() ([]byte, []int) {
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListPropagatingResponse) GetResources() []*v1.Resource {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
 var File_no8s_reconcile_v1_reconcile_proto protoreflect.FileDescriptor
 
 const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
@@ -2218,7 +2581,27 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x1b\n" +
 	"\tbefore_id\x18\x03 \x01(\x03R\bbeforeId\"P\n" +
 	"\x13ListHistoryResponse\x129\n" +
-	"\aentries\x18\x01 \x03(\v2\x1f.no8s.reconcile.v1.HistoryEntryR\aentries*\xc3\x01\n" +
+	"\aentries\x18\x01 \x03(\v2\x1f.no8s.reconcile.v1.HistoryEntryR\aentries\"e\n" +
+	"\x15ListDependentsRequest\x12\x1b\n" +
+	"\towner_uid\x18\x01 \x01(\tR\bownerUid\x12\x19\n" +
+	"\bafter_id\x18\x02 \x01(\x03R\aafterId\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\"O\n" +
+	"\x16ListDependentsResponse\x125\n" +
+	"\tresources\x18\x01 \x03(\v2\x17.no8s.store.v1.ResourceR\tresources\"F\n" +
+	"\x13ListDanglingRequest\x12\x19\n" +
+	"\bafter_id\x18\x01 \x01(\x03R\aafterId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"{\n" +
+	"\x11DanglingDependent\x123\n" +
+	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\x121\n" +
+	"\x04refs\x18\x02 \x03(\v2\x1d.no8s.store.v1.OwnerReferenceR\x04refs\"f\n" +
+	"\x14ListDanglingResponse\x12:\n" +
+	"\x05items\x18\x01 \x03(\v2$.no8s.reconcile.v1.DanglingDependentR\x05items\x12\x12\n" +
+	"\x04next\x18\x02 \x01(\x03R\x04next\"I\n" +
+	"\x16ListPropagatingRequest\x12\x19\n" +
+	"\bafter_id\x18\x01 \x01(\x03R\aafterId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"P\n" +
+	"\x17ListPropagatingResponse\x125\n" +
+	"\tresources\x18\x01 \x03(\v2\x17.no8s.store.v1.ResourceR\tresources*\xc3\x01\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11REASON_GENERATION\x10\x01\x12\x13\n" +
@@ -2234,7 +2617,7 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\x0fOUTCOME_SUCCESS\x10\x01\x12\x13\n" +
 	"\x0fOUTCOME_REQUEUE\x10\x02\x12\x11\n" +
 	"\rOUTCOME_ERROR\x10\x03\x12\x14\n" +
-	"\x10OUTCOME_TERMINAL\x10\x042\xef\x05\n" +
+	"\x10OUTCOME_TERMINAL\x10\x042\xa1\b\n" +
 	"\x10ReconcileService\x12h\n" +
 	"\x0fBecomeScheduler\x12).no8s.reconcile.v1.BecomeSchedulerRequest\x1a*.no8s.reconcile.v1.BecomeSchedulerResponse\x12e\n" +
 	"\x0eRecordDispatch\x12(.no8s.reconcile.v1.RecordDispatchRequest\x1a).no8s.reconcile.v1.RecordDispatchResponse\x12k\n" +
@@ -2242,7 +2625,10 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\x12ListReconcileState\x12,.no8s.reconcile.v1.ListReconcileStateRequest\x1a-.no8s.reconcile.v1.ListReconcileStateResponse\x12_\n" +
 	"\fSetCondition\x12&.no8s.reconcile.v1.SetConditionRequest\x1a'.no8s.reconcile.v1.SetConditionResponse\x12k\n" +
 	"\x10RequestReconcile\x12*.no8s.reconcile.v1.RequestReconcileRequest\x1a+.no8s.reconcile.v1.RequestReconcileResponse\x12\\\n" +
-	"\vListHistory\x12%.no8s.reconcile.v1.ListHistoryRequest\x1a&.no8s.reconcile.v1.ListHistoryResponseB\xcb\x01\n" +
+	"\vListHistory\x12%.no8s.reconcile.v1.ListHistoryRequest\x1a&.no8s.reconcile.v1.ListHistoryResponse\x12e\n" +
+	"\x0eListDependents\x12(.no8s.reconcile.v1.ListDependentsRequest\x1a).no8s.reconcile.v1.ListDependentsResponse\x12_\n" +
+	"\fListDangling\x12&.no8s.reconcile.v1.ListDanglingRequest\x1a'.no8s.reconcile.v1.ListDanglingResponse\x12h\n" +
+	"\x0fListPropagating\x12).no8s.reconcile.v1.ListPropagatingRequest\x1a*.no8s.reconcile.v1.ListPropagatingResponseB\xcb\x01\n" +
 	"\x15com.no8s.reconcile.v1B\x0eReconcileProtoP\x01Z<github.com/no8s/no8s/proto/gen/no8s/reconcile/v1;reconcilev1\xa2\x02\x03NRX\xaa\x02\x11No8s.Reconcile.V1\xca\x02\x11No8s\\Reconcile\\V1\xe2\x02\x1dNo8s\\Reconcile\\V1\\GPBMetadata\xea\x02\x13No8s::Reconcile::V1b\x06proto3"
 
 var (
@@ -2258,7 +2644,7 @@ func file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP() []byte {
 }
 
 var file_no8s_reconcile_v1_reconcile_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_no8s_reconcile_v1_reconcile_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_no8s_reconcile_v1_reconcile_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_no8s_reconcile_v1_reconcile_proto_goTypes = []any{
 	(Reason)(0),                        // 0: no8s.reconcile.v1.Reason
 	(Outcome)(0),                       // 1: no8s.reconcile.v1.Outcome
@@ -2287,60 +2673,79 @@ var file_no8s_reconcile_v1_reconcile_proto_goTypes = []any{
 	(*RequestReconcileResponse)(nil),   // 24: no8s.reconcile.v1.RequestReconcileResponse
 	(*ListHistoryRequest)(nil),         // 25: no8s.reconcile.v1.ListHistoryRequest
 	(*ListHistoryResponse)(nil),        // 26: no8s.reconcile.v1.ListHistoryResponse
-	(*timestamppb.Timestamp)(nil),      // 27: google.protobuf.Timestamp
-	(*v1.Resource)(nil),                // 28: no8s.store.v1.Resource
-	(*v1.Condition)(nil),               // 29: no8s.store.v1.Condition
-	(*v1.EventInput)(nil),              // 30: no8s.store.v1.EventInput
+	(*ListDependentsRequest)(nil),      // 27: no8s.reconcile.v1.ListDependentsRequest
+	(*ListDependentsResponse)(nil),     // 28: no8s.reconcile.v1.ListDependentsResponse
+	(*ListDanglingRequest)(nil),        // 29: no8s.reconcile.v1.ListDanglingRequest
+	(*DanglingDependent)(nil),          // 30: no8s.reconcile.v1.DanglingDependent
+	(*ListDanglingResponse)(nil),       // 31: no8s.reconcile.v1.ListDanglingResponse
+	(*ListPropagatingRequest)(nil),     // 32: no8s.reconcile.v1.ListPropagatingRequest
+	(*ListPropagatingResponse)(nil),    // 33: no8s.reconcile.v1.ListPropagatingResponse
+	(*timestamppb.Timestamp)(nil),      // 34: google.protobuf.Timestamp
+	(*v1.Resource)(nil),                // 35: no8s.store.v1.Resource
+	(*v1.Condition)(nil),               // 36: no8s.store.v1.Condition
+	(*v1.EventInput)(nil),              // 37: no8s.store.v1.EventInput
+	(*v1.OwnerReference)(nil),          // 38: no8s.store.v1.OwnerReference
 }
 var file_no8s_reconcile_v1_reconcile_proto_depIdxs = []int32{
 	0,  // 0: no8s.reconcile.v1.WorkItem.reason:type_name -> no8s.reconcile.v1.Reason
-	27, // 1: no8s.reconcile.v1.WorkItem.dispatched_at:type_name -> google.protobuf.Timestamp
-	27, // 2: no8s.reconcile.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
-	28, // 3: no8s.reconcile.v1.AcquireLeaseResponse.resource:type_name -> no8s.store.v1.Resource
+	34, // 1: no8s.reconcile.v1.WorkItem.dispatched_at:type_name -> google.protobuf.Timestamp
+	34, // 2: no8s.reconcile.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
+	35, // 3: no8s.reconcile.v1.AcquireLeaseResponse.resource:type_name -> no8s.store.v1.Resource
 	3,  // 4: no8s.reconcile.v1.AcquireLeaseResponse.policy:type_name -> no8s.reconcile.v1.ReconcilePolicy
-	27, // 5: no8s.reconcile.v1.RenewLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
-	27, // 6: no8s.reconcile.v1.HistoryEntry.started_at:type_name -> google.protobuf.Timestamp
-	27, // 7: no8s.reconcile.v1.HistoryEntry.reconcile_time:type_name -> google.protobuf.Timestamp
+	34, // 5: no8s.reconcile.v1.RenewLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
+	34, // 6: no8s.reconcile.v1.HistoryEntry.started_at:type_name -> google.protobuf.Timestamp
+	34, // 7: no8s.reconcile.v1.HistoryEntry.reconcile_time:type_name -> google.protobuf.Timestamp
 	0,  // 8: no8s.reconcile.v1.HistoryEntry.reason:type_name -> no8s.reconcile.v1.Reason
 	1,  // 9: no8s.reconcile.v1.CompleteReconcileRequest.outcome:type_name -> no8s.reconcile.v1.Outcome
-	29, // 10: no8s.reconcile.v1.CompleteReconcileRequest.conditions:type_name -> no8s.store.v1.Condition
+	36, // 10: no8s.reconcile.v1.CompleteReconcileRequest.conditions:type_name -> no8s.store.v1.Condition
 	8,  // 11: no8s.reconcile.v1.CompleteReconcileRequest.history:type_name -> no8s.reconcile.v1.HistoryEntry
-	30, // 12: no8s.reconcile.v1.CompleteReconcileRequest.events:type_name -> no8s.store.v1.EventInput
-	28, // 13: no8s.reconcile.v1.CompleteReconcileResponse.resource:type_name -> no8s.store.v1.Resource
-	27, // 14: no8s.reconcile.v1.BecomeSchedulerResponse.expires_at:type_name -> google.protobuf.Timestamp
+	37, // 12: no8s.reconcile.v1.CompleteReconcileRequest.events:type_name -> no8s.store.v1.EventInput
+	35, // 13: no8s.reconcile.v1.CompleteReconcileResponse.resource:type_name -> no8s.store.v1.Resource
+	34, // 14: no8s.reconcile.v1.BecomeSchedulerResponse.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 15: no8s.reconcile.v1.RecordDispatchRequest.reason:type_name -> no8s.reconcile.v1.Reason
 	0,  // 16: no8s.reconcile.v1.Dispatch.reason:type_name -> no8s.reconcile.v1.Reason
 	15, // 17: no8s.reconcile.v1.RecordDispatchesRequest.dispatches:type_name -> no8s.reconcile.v1.Dispatch
-	27, // 18: no8s.reconcile.v1.ReconcileState.last_reconcile_time:type_name -> google.protobuf.Timestamp
-	27, // 19: no8s.reconcile.v1.ReconcileState.reconcile_requested_at:type_name -> google.protobuf.Timestamp
-	27, // 20: no8s.reconcile.v1.ReconcileState.lease_expires_at:type_name -> google.protobuf.Timestamp
-	27, // 21: no8s.reconcile.v1.ReconcileState.dispatched_at:type_name -> google.protobuf.Timestamp
+	34, // 18: no8s.reconcile.v1.ReconcileState.last_reconcile_time:type_name -> google.protobuf.Timestamp
+	34, // 19: no8s.reconcile.v1.ReconcileState.reconcile_requested_at:type_name -> google.protobuf.Timestamp
+	34, // 20: no8s.reconcile.v1.ReconcileState.lease_expires_at:type_name -> google.protobuf.Timestamp
+	34, // 21: no8s.reconcile.v1.ReconcileState.dispatched_at:type_name -> google.protobuf.Timestamp
 	3,  // 22: no8s.reconcile.v1.ReconcileState.policy:type_name -> no8s.reconcile.v1.ReconcilePolicy
-	27, // 23: no8s.reconcile.v1.ReconcileState.requeue_at:type_name -> google.protobuf.Timestamp
+	34, // 23: no8s.reconcile.v1.ReconcileState.requeue_at:type_name -> google.protobuf.Timestamp
 	18, // 24: no8s.reconcile.v1.ListReconcileStateResponse.states:type_name -> no8s.reconcile.v1.ReconcileState
-	29, // 25: no8s.reconcile.v1.SetConditionRequest.condition:type_name -> no8s.store.v1.Condition
-	30, // 26: no8s.reconcile.v1.SetConditionRequest.events:type_name -> no8s.store.v1.EventInput
-	28, // 27: no8s.reconcile.v1.RequestReconcileResponse.resource:type_name -> no8s.store.v1.Resource
+	36, // 25: no8s.reconcile.v1.SetConditionRequest.condition:type_name -> no8s.store.v1.Condition
+	37, // 26: no8s.reconcile.v1.SetConditionRequest.events:type_name -> no8s.store.v1.EventInput
+	35, // 27: no8s.reconcile.v1.RequestReconcileResponse.resource:type_name -> no8s.store.v1.Resource
 	8,  // 28: no8s.reconcile.v1.ListHistoryResponse.entries:type_name -> no8s.reconcile.v1.HistoryEntry
-	11, // 29: no8s.reconcile.v1.ReconcileService.BecomeScheduler:input_type -> no8s.reconcile.v1.BecomeSchedulerRequest
-	13, // 30: no8s.reconcile.v1.ReconcileService.RecordDispatch:input_type -> no8s.reconcile.v1.RecordDispatchRequest
-	16, // 31: no8s.reconcile.v1.ReconcileService.RecordDispatches:input_type -> no8s.reconcile.v1.RecordDispatchesRequest
-	19, // 32: no8s.reconcile.v1.ReconcileService.ListReconcileState:input_type -> no8s.reconcile.v1.ListReconcileStateRequest
-	21, // 33: no8s.reconcile.v1.ReconcileService.SetCondition:input_type -> no8s.reconcile.v1.SetConditionRequest
-	23, // 34: no8s.reconcile.v1.ReconcileService.RequestReconcile:input_type -> no8s.reconcile.v1.RequestReconcileRequest
-	25, // 35: no8s.reconcile.v1.ReconcileService.ListHistory:input_type -> no8s.reconcile.v1.ListHistoryRequest
-	12, // 36: no8s.reconcile.v1.ReconcileService.BecomeScheduler:output_type -> no8s.reconcile.v1.BecomeSchedulerResponse
-	14, // 37: no8s.reconcile.v1.ReconcileService.RecordDispatch:output_type -> no8s.reconcile.v1.RecordDispatchResponse
-	17, // 38: no8s.reconcile.v1.ReconcileService.RecordDispatches:output_type -> no8s.reconcile.v1.RecordDispatchesResponse
-	20, // 39: no8s.reconcile.v1.ReconcileService.ListReconcileState:output_type -> no8s.reconcile.v1.ListReconcileStateResponse
-	22, // 40: no8s.reconcile.v1.ReconcileService.SetCondition:output_type -> no8s.reconcile.v1.SetConditionResponse
-	24, // 41: no8s.reconcile.v1.ReconcileService.RequestReconcile:output_type -> no8s.reconcile.v1.RequestReconcileResponse
-	26, // 42: no8s.reconcile.v1.ReconcileService.ListHistory:output_type -> no8s.reconcile.v1.ListHistoryResponse
-	36, // [36:43] is the sub-list for method output_type
-	29, // [29:36] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	35, // 29: no8s.reconcile.v1.ListDependentsResponse.resources:type_name -> no8s.store.v1.Resource
+	35, // 30: no8s.reconcile.v1.DanglingDependent.resource:type_name -> no8s.store.v1.Resource
+	38, // 31: no8s.reconcile.v1.DanglingDependent.refs:type_name -> no8s.store.v1.OwnerReference
+	30, // 32: no8s.reconcile.v1.ListDanglingResponse.items:type_name -> no8s.reconcile.v1.DanglingDependent
+	35, // 33: no8s.reconcile.v1.ListPropagatingResponse.resources:type_name -> no8s.store.v1.Resource
+	11, // 34: no8s.reconcile.v1.ReconcileService.BecomeScheduler:input_type -> no8s.reconcile.v1.BecomeSchedulerRequest
+	13, // 35: no8s.reconcile.v1.ReconcileService.RecordDispatch:input_type -> no8s.reconcile.v1.RecordDispatchRequest
+	16, // 36: no8s.reconcile.v1.ReconcileService.RecordDispatches:input_type -> no8s.reconcile.v1.RecordDispatchesRequest
+	19, // 37: no8s.reconcile.v1.ReconcileService.ListReconcileState:input_type -> no8s.reconcile.v1.ListReconcileStateRequest
+	21, // 38: no8s.reconcile.v1.ReconcileService.SetCondition:input_type -> no8s.reconcile.v1.SetConditionRequest
+	23, // 39: no8s.reconcile.v1.ReconcileService.RequestReconcile:input_type -> no8s.reconcile.v1.RequestReconcileRequest
+	25, // 40: no8s.reconcile.v1.ReconcileService.ListHistory:input_type -> no8s.reconcile.v1.ListHistoryRequest
+	27, // 41: no8s.reconcile.v1.ReconcileService.ListDependents:input_type -> no8s.reconcile.v1.ListDependentsRequest
+	29, // 42: no8s.reconcile.v1.ReconcileService.ListDangling:input_type -> no8s.reconcile.v1.ListDanglingRequest
+	32, // 43: no8s.reconcile.v1.ReconcileService.ListPropagating:input_type -> no8s.reconcile.v1.ListPropagatingRequest
+	12, // 44: no8s.reconcile.v1.ReconcileService.BecomeScheduler:output_type -> no8s.reconcile.v1.BecomeSchedulerResponse
+	14, // 45: no8s.reconcile.v1.ReconcileService.RecordDispatch:output_type -> no8s.reconcile.v1.RecordDispatchResponse
+	17, // 46: no8s.reconcile.v1.ReconcileService.RecordDispatches:output_type -> no8s.reconcile.v1.RecordDispatchesResponse
+	20, // 47: no8s.reconcile.v1.ReconcileService.ListReconcileState:output_type -> no8s.reconcile.v1.ListReconcileStateResponse
+	22, // 48: no8s.reconcile.v1.ReconcileService.SetCondition:output_type -> no8s.reconcile.v1.SetConditionResponse
+	24, // 49: no8s.reconcile.v1.ReconcileService.RequestReconcile:output_type -> no8s.reconcile.v1.RequestReconcileResponse
+	26, // 50: no8s.reconcile.v1.ReconcileService.ListHistory:output_type -> no8s.reconcile.v1.ListHistoryResponse
+	28, // 51: no8s.reconcile.v1.ReconcileService.ListDependents:output_type -> no8s.reconcile.v1.ListDependentsResponse
+	31, // 52: no8s.reconcile.v1.ReconcileService.ListDangling:output_type -> no8s.reconcile.v1.ListDanglingResponse
+	33, // 53: no8s.reconcile.v1.ReconcileService.ListPropagating:output_type -> no8s.reconcile.v1.ListPropagatingResponse
+	44, // [44:54] is the sub-list for method output_type
+	34, // [34:44] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_no8s_reconcile_v1_reconcile_proto_init() }
@@ -2354,7 +2759,7 @@ func file_no8s_reconcile_v1_reconcile_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_no8s_reconcile_v1_reconcile_proto_rawDesc), len(file_no8s_reconcile_v1_reconcile_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   25,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

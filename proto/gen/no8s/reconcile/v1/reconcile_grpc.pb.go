@@ -26,6 +26,9 @@ const (
 	ReconcileService_SetCondition_FullMethodName       = "/no8s.reconcile.v1.ReconcileService/SetCondition"
 	ReconcileService_RequestReconcile_FullMethodName   = "/no8s.reconcile.v1.ReconcileService/RequestReconcile"
 	ReconcileService_ListHistory_FullMethodName        = "/no8s.reconcile.v1.ReconcileService/ListHistory"
+	ReconcileService_ListDependents_FullMethodName     = "/no8s.reconcile.v1.ReconcileService/ListDependents"
+	ReconcileService_ListDangling_FullMethodName       = "/no8s.reconcile.v1.ReconcileService/ListDangling"
+	ReconcileService_ListPropagating_FullMethodName    = "/no8s.reconcile.v1.ReconcileService/ListPropagating"
 )
 
 // ReconcileServiceClient is the client API for ReconcileService service.
@@ -71,6 +74,18 @@ type ReconcileServiceClient interface {
 	// ListHistory returns reconciliation history, newest first (NotFound when
 	// the resource does not exist).
 	ListHistory(ctx context.Context, in *ListHistoryRequest, opts ...grpc.CallOption) (*ListHistoryResponse, error)
+	// The garbage collector's reads (the scheduler's collector), from the
+	// store as it is now, through its index of owner references. ListDependents
+	// returns the resources whose owner references name owner_uid, by
+	// ascending id after after_id (fewer than limit: the last page).
+	ListDependents(ctx context.Context, in *ListDependentsRequest, opts ...grpc.CallOption) (*ListDependentsResponse, error)
+	// ListDangling returns the next page of the sweep of the resources with
+	// owner references: those with references that dangle, with them, and the
+	// id to continue after (0: the sweep is over).
+	ListDangling(ctx context.Context, in *ListDanglingRequest, opts ...grpc.CallOption) (*ListDanglingResponse, error)
+	// ListPropagating returns the deleting resources that carry
+	// foregroundDeletion or orphan, by ascending id after after_id.
+	ListPropagating(ctx context.Context, in *ListPropagatingRequest, opts ...grpc.CallOption) (*ListPropagatingResponse, error)
 }
 
 type reconcileServiceClient struct {
@@ -151,6 +166,36 @@ func (c *reconcileServiceClient) ListHistory(ctx context.Context, in *ListHistor
 	return out, nil
 }
 
+func (c *reconcileServiceClient) ListDependents(ctx context.Context, in *ListDependentsRequest, opts ...grpc.CallOption) (*ListDependentsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListDependentsResponse)
+	err := c.cc.Invoke(ctx, ReconcileService_ListDependents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *reconcileServiceClient) ListDangling(ctx context.Context, in *ListDanglingRequest, opts ...grpc.CallOption) (*ListDanglingResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListDanglingResponse)
+	err := c.cc.Invoke(ctx, ReconcileService_ListDangling_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *reconcileServiceClient) ListPropagating(ctx context.Context, in *ListPropagatingRequest, opts ...grpc.CallOption) (*ListPropagatingResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPropagatingResponse)
+	err := c.cc.Invoke(ctx, ReconcileService_ListPropagating_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ReconcileServiceServer is the server API for ReconcileService service.
 // All implementations must embed UnimplementedReconcileServiceServer
 // for forward compatibility.
@@ -194,6 +239,18 @@ type ReconcileServiceServer interface {
 	// ListHistory returns reconciliation history, newest first (NotFound when
 	// the resource does not exist).
 	ListHistory(context.Context, *ListHistoryRequest) (*ListHistoryResponse, error)
+	// The garbage collector's reads (the scheduler's collector), from the
+	// store as it is now, through its index of owner references. ListDependents
+	// returns the resources whose owner references name owner_uid, by
+	// ascending id after after_id (fewer than limit: the last page).
+	ListDependents(context.Context, *ListDependentsRequest) (*ListDependentsResponse, error)
+	// ListDangling returns the next page of the sweep of the resources with
+	// owner references: those with references that dangle, with them, and the
+	// id to continue after (0: the sweep is over).
+	ListDangling(context.Context, *ListDanglingRequest) (*ListDanglingResponse, error)
+	// ListPropagating returns the deleting resources that carry
+	// foregroundDeletion or orphan, by ascending id after after_id.
+	ListPropagating(context.Context, *ListPropagatingRequest) (*ListPropagatingResponse, error)
 	mustEmbedUnimplementedReconcileServiceServer()
 }
 
@@ -224,6 +281,15 @@ func (UnimplementedReconcileServiceServer) RequestReconcile(context.Context, *Re
 }
 func (UnimplementedReconcileServiceServer) ListHistory(context.Context, *ListHistoryRequest) (*ListHistoryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListHistory not implemented")
+}
+func (UnimplementedReconcileServiceServer) ListDependents(context.Context, *ListDependentsRequest) (*ListDependentsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListDependents not implemented")
+}
+func (UnimplementedReconcileServiceServer) ListDangling(context.Context, *ListDanglingRequest) (*ListDanglingResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListDangling not implemented")
+}
+func (UnimplementedReconcileServiceServer) ListPropagating(context.Context, *ListPropagatingRequest) (*ListPropagatingResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPropagating not implemented")
 }
 func (UnimplementedReconcileServiceServer) mustEmbedUnimplementedReconcileServiceServer() {}
 func (UnimplementedReconcileServiceServer) testEmbeddedByValue()                          {}
@@ -372,6 +438,60 @@ func _ReconcileService_ListHistory_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ReconcileService_ListDependents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListDependentsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReconcileServiceServer).ListDependents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReconcileService_ListDependents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReconcileServiceServer).ListDependents(ctx, req.(*ListDependentsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ReconcileService_ListDangling_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListDanglingRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReconcileServiceServer).ListDangling(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReconcileService_ListDangling_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReconcileServiceServer).ListDangling(ctx, req.(*ListDanglingRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ReconcileService_ListPropagating_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPropagatingRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReconcileServiceServer).ListPropagating(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReconcileService_ListPropagating_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReconcileServiceServer).ListPropagating(ctx, req.(*ListPropagatingRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ReconcileService_ServiceDesc is the grpc.ServiceDesc for ReconcileService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -406,6 +526,18 @@ var ReconcileService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListHistory",
 			Handler:    _ReconcileService_ListHistory_Handler,
+		},
+		{
+			MethodName: "ListDependents",
+			Handler:    _ReconcileService_ListDependents_Handler,
+		},
+		{
+			MethodName: "ListDangling",
+			Handler:    _ReconcileService_ListDangling_Handler,
+		},
+		{
+			MethodName: "ListPropagating",
+			Handler:    _ReconcileService_ListPropagating_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
