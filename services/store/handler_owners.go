@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/no8s/no8s/libs/api/fence"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/resource"
@@ -42,6 +45,22 @@ func (h *reconcileHandler) ListPropagating(ctx context.Context, req *reconcilev1
 		return nil, toStatus(err)
 	}
 	return &reconcilev1.ListPropagatingResponse{Resources: resourcesToProto(rs)}, nil
+}
+
+// CampaignCollector is CampaignLeader for the garbage collector's lease,
+// fence.GarbageCollectorLease.
+func (h *reconcileHandler) CampaignCollector(ctx context.Context, req *reconcilev1.CampaignCollectorRequest) (*reconcilev1.CampaignCollectorResponse, error) {
+	if req.GetRelease() {
+		if err := h.store.ReleaseLeader(ctx, fence.GarbageCollectorLease, req.GetHolder(), req.GetEpoch()); err != nil {
+			return nil, toStatus(err)
+		}
+		return &reconcilev1.CampaignCollectorResponse{Epoch: req.GetEpoch()}, nil
+	}
+	l, err := h.store.CampaignLeader(ctx, fence.GarbageCollectorLease, req.GetHolder(), seconds(req.GetLeaseSeconds()), req.GetEpoch())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &reconcilev1.CampaignCollectorResponse{Leader: l.Leader, Epoch: l.Epoch, ExpiresAt: timestamppb.New(l.ExpiresAt), CurrentHolder: l.Holder}, nil
 }
 
 func resourcesToProto(rs []*resource.Resource) []*storev1.Resource {

@@ -18,3 +18,7 @@ const (
 	MetadataLease = "no8s-fence-lease"
 	MetadataEpoch = "no8s-fence-epoch"
 )
+
+// GarbageCollectorLease is the leader lease of the garbage collector (in
+// the scheduler): its epoch fences the collector's writes.
+const GarbageCollectorLease = "garbage-collector"

@@ -44,8 +44,8 @@ func Table() string {
 func RESTTable() string {
 	var b strings.Builder
 	b.WriteString("| what | on | who may write it | why |\n|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| `%s`, `%s` | request headers | `%s/%s` | a leader's fenced writes: the store refuses an epoch that is not the current one |\n",
-		fence.HeaderLease, fence.HeaderEpoch, identity.Service, identity.RegistrySync)
+	fmt.Fprintf(&b, "| `%s`, `%s` | request headers | `%s/%s`, `%s/%s` | a leader's fenced writes (registry-sync's, the garbage collector's): the store refuses an epoch that is not the current one |\n",
+		fence.HeaderLease, fence.HeaderEpoch, identity.Service, identity.RegistrySync, identity.Service, identity.Scheduler)
 	for _, k := range Reserved() {
 		key := k.Prefix + "*"
 		if k.Exact {

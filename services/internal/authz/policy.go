@@ -149,10 +149,11 @@ func Policy() map[string]Rule {
 		reconcilev1.ReconcileService_ListReconcileState_FullMethodName,
 		reconcilev1.ReconcileService_SetCondition_FullMethodName,
 	)
-	add(Rule{Services: schedulerOnly, Why: "the garbage collector's reads of owner references (it runs in the scheduler)"},
+	add(Rule{Services: schedulerOnly, Why: "the garbage collector's leader lease and its reads of owner references (it runs in the scheduler)"},
 		reconcilev1.ReconcileService_ListDependents_FullMethodName,
 		reconcilev1.ReconcileService_ListDangling_FullMethodName,
 		reconcilev1.ReconcileService_ListPropagating_FullMethodName,
+		reconcilev1.ReconcileService_CampaignCollector_FullMethodName,
 	)
 	add(Rule{Services: gatewayOnly, Why: "the public API's reconcile requests and history"},
 		reconcilev1.ReconcileService_RequestReconcile_FullMethodName,

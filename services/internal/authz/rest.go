@@ -184,13 +184,15 @@ func CheckKeys(caller *identity.ID, cur, next Keys) string {
 }
 
 // CheckFence is the fence headers' rule, a pure function: why caller (nil:
-// anonymous) may not send them, or "" when it may.
+// anonymous) may not send them, or "" when it may. They are the leaders'
+// that write through the API: registry-sync's and the scheduler's (its
+// garbage collector).
 func CheckFence(caller *identity.ID) string {
-	if caller != nil && caller.Is(identity.Service, identity.RegistrySync) {
+	if caller != nil && (caller.Is(identity.Service, identity.RegistrySync) || caller.Is(identity.Service, identity.Scheduler)) {
 		return ""
 	}
-	return fmt.Sprintf("%s may not send %s or %s: fence headers are registry-sync's (service/%s), whose leader writes carry its lease's epoch",
-		who(caller), fence.HeaderLease, fence.HeaderEpoch, identity.RegistrySync)
+	return fmt.Sprintf("%s may not send %s or %s: fence headers are registry-sync's (service/%s) and the garbage collector's (service/%s), whose leader writes carry their lease's epoch",
+		who(caller), fence.HeaderLease, fence.HeaderEpoch, identity.RegistrySync, identity.Scheduler)
 }
 
 // who names a caller in a refusal.

@@ -1093,6 +1093,146 @@ func (x *BecomeSchedulerResponse) GetCurrentHolder() string {
 	return ""
 }
 
+// CampaignCollectorRequest is BecomeSchedulerRequest for the garbage
+// collector's lease.
+type CampaignCollectorRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Holder       string                 `protobuf:"bytes,1,opt,name=holder,proto3" json:"holder,omitempty"`
+	LeaseSeconds int32                  `protobuf:"varint,2,opt,name=lease_seconds,json=leaseSeconds,proto3" json:"lease_seconds,omitempty"`
+	// epoch is the epoch held so far (0 when campaigning).
+	Epoch int64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// release gives the lease up (a graceful stop).
+	Release       bool `protobuf:"varint,4,opt,name=release,proto3" json:"release,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CampaignCollectorRequest) Reset() {
+	*x = CampaignCollectorRequest{}
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CampaignCollectorRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CampaignCollectorRequest) ProtoMessage() {}
+
+func (x *CampaignCollectorRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CampaignCollectorRequest.ProtoReflect.Descriptor instead.
+func (*CampaignCollectorRequest) Descriptor() ([]byte, []int) {
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CampaignCollectorRequest) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *CampaignCollectorRequest) GetLeaseSeconds() int32 {
+	if x != nil {
+		return x.LeaseSeconds
+	}
+	return 0
+}
+
+func (x *CampaignCollectorRequest) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *CampaignCollectorRequest) GetRelease() bool {
+	if x != nil {
+		return x.Release
+	}
+	return false
+}
+
+type CampaignCollectorResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Leader        bool                   `protobuf:"varint,1,opt,name=leader,proto3" json:"leader,omitempty"`
+	Epoch         int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	CurrentHolder string                 `protobuf:"bytes,4,opt,name=current_holder,json=currentHolder,proto3" json:"current_holder,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CampaignCollectorResponse) Reset() {
+	*x = CampaignCollectorResponse{}
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CampaignCollectorResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CampaignCollectorResponse) ProtoMessage() {}
+
+func (x *CampaignCollectorResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CampaignCollectorResponse.ProtoReflect.Descriptor instead.
+func (*CampaignCollectorResponse) Descriptor() ([]byte, []int) {
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CampaignCollectorResponse) GetLeader() bool {
+	if x != nil {
+		return x.Leader
+	}
+	return false
+}
+
+func (x *CampaignCollectorResponse) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *CampaignCollectorResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *CampaignCollectorResponse) GetCurrentHolder() string {
+	if x != nil {
+		return x.CurrentHolder
+	}
+	return ""
+}
+
 type RecordDispatchRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	SchedulerEpoch int64                  `protobuf:"varint,1,opt,name=scheduler_epoch,json=schedulerEpoch,proto3" json:"scheduler_epoch,omitempty"`
@@ -1105,7 +1245,7 @@ type RecordDispatchRequest struct {
 
 func (x *RecordDispatchRequest) Reset() {
 	*x = RecordDispatchRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[11]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1257,7 @@ func (x *RecordDispatchRequest) String() string {
 func (*RecordDispatchRequest) ProtoMessage() {}
 
 func (x *RecordDispatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[11]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1270,7 @@ func (x *RecordDispatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDispatchRequest.ProtoReflect.Descriptor instead.
 func (*RecordDispatchRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{11}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RecordDispatchRequest) GetSchedulerEpoch() int64 {
@@ -1169,7 +1309,7 @@ type RecordDispatchResponse struct {
 
 func (x *RecordDispatchResponse) Reset() {
 	*x = RecordDispatchResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[12]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1321,7 @@ func (x *RecordDispatchResponse) String() string {
 func (*RecordDispatchResponse) ProtoMessage() {}
 
 func (x *RecordDispatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[12]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1334,7 @@ func (x *RecordDispatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDispatchResponse.ProtoReflect.Descriptor instead.
 func (*RecordDispatchResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{12}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{14}
 }
 
 // Dispatch is one dispatched work item: its resource and dispatch id.
@@ -1209,7 +1349,7 @@ type Dispatch struct {
 
 func (x *Dispatch) Reset() {
 	*x = Dispatch{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[13]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1361,7 @@ func (x *Dispatch) String() string {
 func (*Dispatch) ProtoMessage() {}
 
 func (x *Dispatch) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[13]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1374,7 @@ func (x *Dispatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dispatch.ProtoReflect.Descriptor instead.
 func (*Dispatch) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{13}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Dispatch) GetResourceId() int64 {
@@ -1269,7 +1409,7 @@ type RecordDispatchesRequest struct {
 
 func (x *RecordDispatchesRequest) Reset() {
 	*x = RecordDispatchesRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[14]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1281,7 +1421,7 @@ func (x *RecordDispatchesRequest) String() string {
 func (*RecordDispatchesRequest) ProtoMessage() {}
 
 func (x *RecordDispatchesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[14]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1294,7 +1434,7 @@ func (x *RecordDispatchesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDispatchesRequest.ProtoReflect.Descriptor instead.
 func (*RecordDispatchesRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{14}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RecordDispatchesRequest) GetSchedulerEpoch() int64 {
@@ -1322,7 +1462,7 @@ type RecordDispatchesResponse struct {
 
 func (x *RecordDispatchesResponse) Reset() {
 	*x = RecordDispatchesResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[15]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1334,7 +1474,7 @@ func (x *RecordDispatchesResponse) String() string {
 func (*RecordDispatchesResponse) ProtoMessage() {}
 
 func (x *RecordDispatchesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[15]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1347,7 +1487,7 @@ func (x *RecordDispatchesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDispatchesResponse.ProtoReflect.Descriptor instead.
 func (*RecordDispatchesResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{15}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RecordDispatchesResponse) GetMissing() []int64 {
@@ -1402,7 +1542,7 @@ type ReconcileState struct {
 
 func (x *ReconcileState) Reset() {
 	*x = ReconcileState{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[16]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1414,7 +1554,7 @@ func (x *ReconcileState) String() string {
 func (*ReconcileState) ProtoMessage() {}
 
 func (x *ReconcileState) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[16]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1427,7 +1567,7 @@ func (x *ReconcileState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileState.ProtoReflect.Descriptor instead.
 func (*ReconcileState) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{16}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReconcileState) GetResourceId() int64 {
@@ -1622,7 +1762,7 @@ type ListReconcileStateRequest struct {
 
 func (x *ListReconcileStateRequest) Reset() {
 	*x = ListReconcileStateRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[17]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1774,7 @@ func (x *ListReconcileStateRequest) String() string {
 func (*ListReconcileStateRequest) ProtoMessage() {}
 
 func (x *ListReconcileStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[17]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +1787,7 @@ func (x *ListReconcileStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReconcileStateRequest.ProtoReflect.Descriptor instead.
 func (*ListReconcileStateRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{17}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListReconcileStateRequest) GetAfterId() int64 {
@@ -1689,7 +1829,7 @@ type ListReconcileStateResponse struct {
 
 func (x *ListReconcileStateResponse) Reset() {
 	*x = ListReconcileStateResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[18]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1701,7 +1841,7 @@ func (x *ListReconcileStateResponse) String() string {
 func (*ListReconcileStateResponse) ProtoMessage() {}
 
 func (x *ListReconcileStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[18]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1714,7 +1854,7 @@ func (x *ListReconcileStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReconcileStateResponse.ProtoReflect.Descriptor instead.
 func (*ListReconcileStateResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{18}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListReconcileStateResponse) GetStates() []*ReconcileState {
@@ -1747,7 +1887,7 @@ type SetConditionRequest struct {
 
 func (x *SetConditionRequest) Reset() {
 	*x = SetConditionRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[19]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1759,7 +1899,7 @@ func (x *SetConditionRequest) String() string {
 func (*SetConditionRequest) ProtoMessage() {}
 
 func (x *SetConditionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[19]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1772,7 +1912,7 @@ func (x *SetConditionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConditionRequest.ProtoReflect.Descriptor instead.
 func (*SetConditionRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{19}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetConditionRequest) GetSchedulerEpoch() int64 {
@@ -1811,7 +1951,7 @@ type SetConditionResponse struct {
 
 func (x *SetConditionResponse) Reset() {
 	*x = SetConditionResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[20]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1823,7 +1963,7 @@ func (x *SetConditionResponse) String() string {
 func (*SetConditionResponse) ProtoMessage() {}
 
 func (x *SetConditionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[20]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1836,7 +1976,7 @@ func (x *SetConditionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConditionResponse.ProtoReflect.Descriptor instead.
 func (*SetConditionResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{20}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{22}
 }
 
 type RequestReconcileRequest struct {
@@ -1848,7 +1988,7 @@ type RequestReconcileRequest struct {
 
 func (x *RequestReconcileRequest) Reset() {
 	*x = RequestReconcileRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[21]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1860,7 +2000,7 @@ func (x *RequestReconcileRequest) String() string {
 func (*RequestReconcileRequest) ProtoMessage() {}
 
 func (x *RequestReconcileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[21]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1873,7 +2013,7 @@ func (x *RequestReconcileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestReconcileRequest.ProtoReflect.Descriptor instead.
 func (*RequestReconcileRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{21}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RequestReconcileRequest) GetResourceId() int64 {
@@ -1892,7 +2032,7 @@ type RequestReconcileResponse struct {
 
 func (x *RequestReconcileResponse) Reset() {
 	*x = RequestReconcileResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[22]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1904,7 +2044,7 @@ func (x *RequestReconcileResponse) String() string {
 func (*RequestReconcileResponse) ProtoMessage() {}
 
 func (x *RequestReconcileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[22]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1917,7 +2057,7 @@ func (x *RequestReconcileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestReconcileResponse.ProtoReflect.Descriptor instead.
 func (*RequestReconcileResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{22}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RequestReconcileResponse) GetResource() *v1.Resource {
@@ -1939,7 +2079,7 @@ type ListHistoryRequest struct {
 
 func (x *ListHistoryRequest) Reset() {
 	*x = ListHistoryRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[23]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1951,7 +2091,7 @@ func (x *ListHistoryRequest) String() string {
 func (*ListHistoryRequest) ProtoMessage() {}
 
 func (x *ListHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[23]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1964,7 +2104,7 @@ func (x *ListHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListHistoryRequest.ProtoReflect.Descriptor instead.
 func (*ListHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{23}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListHistoryRequest) GetResourceId() int64 {
@@ -1997,7 +2137,7 @@ type ListHistoryResponse struct {
 
 func (x *ListHistoryResponse) Reset() {
 	*x = ListHistoryResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[24]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2009,7 +2149,7 @@ func (x *ListHistoryResponse) String() string {
 func (*ListHistoryResponse) ProtoMessage() {}
 
 func (x *ListHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[24]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2022,7 +2162,7 @@ func (x *ListHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListHistoryResponse.ProtoReflect.Descriptor instead.
 func (*ListHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{24}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListHistoryResponse) GetEntries() []*HistoryEntry {
@@ -2044,7 +2184,7 @@ type ListDependentsRequest struct {
 
 func (x *ListDependentsRequest) Reset() {
 	*x = ListDependentsRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[25]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2056,7 +2196,7 @@ func (x *ListDependentsRequest) String() string {
 func (*ListDependentsRequest) ProtoMessage() {}
 
 func (x *ListDependentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[25]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2069,7 +2209,7 @@ func (x *ListDependentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDependentsRequest.ProtoReflect.Descriptor instead.
 func (*ListDependentsRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{25}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListDependentsRequest) GetOwnerUid() string {
@@ -2102,7 +2242,7 @@ type ListDependentsResponse struct {
 
 func (x *ListDependentsResponse) Reset() {
 	*x = ListDependentsResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[26]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2114,7 +2254,7 @@ func (x *ListDependentsResponse) String() string {
 func (*ListDependentsResponse) ProtoMessage() {}
 
 func (x *ListDependentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[26]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2127,7 +2267,7 @@ func (x *ListDependentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDependentsResponse.ProtoReflect.Descriptor instead.
 func (*ListDependentsResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{26}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListDependentsResponse) GetResources() []*v1.Resource {
@@ -2149,7 +2289,7 @@ type ListDanglingRequest struct {
 
 func (x *ListDanglingRequest) Reset() {
 	*x = ListDanglingRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[27]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2161,7 +2301,7 @@ func (x *ListDanglingRequest) String() string {
 func (*ListDanglingRequest) ProtoMessage() {}
 
 func (x *ListDanglingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[27]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2174,7 +2314,7 @@ func (x *ListDanglingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDanglingRequest.ProtoReflect.Descriptor instead.
 func (*ListDanglingRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{27}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListDanglingRequest) GetAfterId() int64 {
@@ -2204,7 +2344,7 @@ type DanglingDependent struct {
 
 func (x *DanglingDependent) Reset() {
 	*x = DanglingDependent{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[28]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2216,7 +2356,7 @@ func (x *DanglingDependent) String() string {
 func (*DanglingDependent) ProtoMessage() {}
 
 func (x *DanglingDependent) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[28]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2229,7 +2369,7 @@ func (x *DanglingDependent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DanglingDependent.ProtoReflect.Descriptor instead.
 func (*DanglingDependent) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{28}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DanglingDependent) GetResource() *v1.Resource {
@@ -2257,7 +2397,7 @@ type ListDanglingResponse struct {
 
 func (x *ListDanglingResponse) Reset() {
 	*x = ListDanglingResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[29]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2269,7 +2409,7 @@ func (x *ListDanglingResponse) String() string {
 func (*ListDanglingResponse) ProtoMessage() {}
 
 func (x *ListDanglingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[29]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2282,7 +2422,7 @@ func (x *ListDanglingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDanglingResponse.ProtoReflect.Descriptor instead.
 func (*ListDanglingResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{29}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListDanglingResponse) GetItems() []*DanglingDependent {
@@ -2309,7 +2449,7 @@ type ListPropagatingRequest struct {
 
 func (x *ListPropagatingRequest) Reset() {
 	*x = ListPropagatingRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[30]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2321,7 +2461,7 @@ func (x *ListPropagatingRequest) String() string {
 func (*ListPropagatingRequest) ProtoMessage() {}
 
 func (x *ListPropagatingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[30]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2334,7 +2474,7 @@ func (x *ListPropagatingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPropagatingRequest.ProtoReflect.Descriptor instead.
 func (*ListPropagatingRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{30}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListPropagatingRequest) GetAfterId() int64 {
@@ -2360,7 +2500,7 @@ type ListPropagatingResponse struct {
 
 func (x *ListPropagatingResponse) Reset() {
 	*x = ListPropagatingResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[31]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2372,7 +2512,7 @@ func (x *ListPropagatingResponse) String() string {
 func (*ListPropagatingResponse) ProtoMessage() {}
 
 func (x *ListPropagatingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[31]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2385,7 +2525,7 @@ func (x *ListPropagatingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPropagatingResponse.ProtoReflect.Descriptor instead.
 func (*ListPropagatingResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{31}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListPropagatingResponse) GetResources() []*v1.Resource {
@@ -2495,6 +2635,17 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\x12\x18\n" +
 	"\arelease\x18\x04 \x01(\bR\arelease\"\xa9\x01\n" +
 	"\x17BecomeSchedulerResponse\x12\x16\n" +
+	"\x06leader\x18\x01 \x01(\bR\x06leader\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x129\n" +
+	"\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12%\n" +
+	"\x0ecurrent_holder\x18\x04 \x01(\tR\rcurrentHolder\"\x87\x01\n" +
+	"\x18CampaignCollectorRequest\x12\x16\n" +
+	"\x06holder\x18\x01 \x01(\tR\x06holder\x12#\n" +
+	"\rlease_seconds\x18\x02 \x01(\x05R\fleaseSeconds\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\x12\x18\n" +
+	"\arelease\x18\x04 \x01(\bR\arelease\"\xab\x01\n" +
+	"\x19CampaignCollectorResponse\x12\x16\n" +
 	"\x06leader\x18\x01 \x01(\bR\x06leader\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x129\n" +
 	"\n" +
@@ -2617,7 +2768,7 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\x0fOUTCOME_SUCCESS\x10\x01\x12\x13\n" +
 	"\x0fOUTCOME_REQUEUE\x10\x02\x12\x11\n" +
 	"\rOUTCOME_ERROR\x10\x03\x12\x14\n" +
-	"\x10OUTCOME_TERMINAL\x10\x042\xa1\b\n" +
+	"\x10OUTCOME_TERMINAL\x10\x042\x91\t\n" +
 	"\x10ReconcileService\x12h\n" +
 	"\x0fBecomeScheduler\x12).no8s.reconcile.v1.BecomeSchedulerRequest\x1a*.no8s.reconcile.v1.BecomeSchedulerResponse\x12e\n" +
 	"\x0eRecordDispatch\x12(.no8s.reconcile.v1.RecordDispatchRequest\x1a).no8s.reconcile.v1.RecordDispatchResponse\x12k\n" +
@@ -2628,7 +2779,8 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\vListHistory\x12%.no8s.reconcile.v1.ListHistoryRequest\x1a&.no8s.reconcile.v1.ListHistoryResponse\x12e\n" +
 	"\x0eListDependents\x12(.no8s.reconcile.v1.ListDependentsRequest\x1a).no8s.reconcile.v1.ListDependentsResponse\x12_\n" +
 	"\fListDangling\x12&.no8s.reconcile.v1.ListDanglingRequest\x1a'.no8s.reconcile.v1.ListDanglingResponse\x12h\n" +
-	"\x0fListPropagating\x12).no8s.reconcile.v1.ListPropagatingRequest\x1a*.no8s.reconcile.v1.ListPropagatingResponseB\xcb\x01\n" +
+	"\x0fListPropagating\x12).no8s.reconcile.v1.ListPropagatingRequest\x1a*.no8s.reconcile.v1.ListPropagatingResponse\x12n\n" +
+	"\x11CampaignCollector\x12+.no8s.reconcile.v1.CampaignCollectorRequest\x1a,.no8s.reconcile.v1.CampaignCollectorResponseB\xcb\x01\n" +
 	"\x15com.no8s.reconcile.v1B\x0eReconcileProtoP\x01Z<github.com/no8s/no8s/proto/gen/no8s/reconcile/v1;reconcilev1\xa2\x02\x03NRX\xaa\x02\x11No8s.Reconcile.V1\xca\x02\x11No8s\\Reconcile\\V1\xe2\x02\x1dNo8s\\Reconcile\\V1\\GPBMetadata\xea\x02\x13No8s::Reconcile::V1b\x06proto3"
 
 var (
@@ -2644,7 +2796,7 @@ func file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP() []byte {
 }
 
 var file_no8s_reconcile_v1_reconcile_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_no8s_reconcile_v1_reconcile_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_no8s_reconcile_v1_reconcile_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_no8s_reconcile_v1_reconcile_proto_goTypes = []any{
 	(Reason)(0),                        // 0: no8s.reconcile.v1.Reason
 	(Outcome)(0),                       // 1: no8s.reconcile.v1.Outcome
@@ -2659,93 +2811,98 @@ var file_no8s_reconcile_v1_reconcile_proto_goTypes = []any{
 	(*CompleteReconcileResponse)(nil),  // 10: no8s.reconcile.v1.CompleteReconcileResponse
 	(*BecomeSchedulerRequest)(nil),     // 11: no8s.reconcile.v1.BecomeSchedulerRequest
 	(*BecomeSchedulerResponse)(nil),    // 12: no8s.reconcile.v1.BecomeSchedulerResponse
-	(*RecordDispatchRequest)(nil),      // 13: no8s.reconcile.v1.RecordDispatchRequest
-	(*RecordDispatchResponse)(nil),     // 14: no8s.reconcile.v1.RecordDispatchResponse
-	(*Dispatch)(nil),                   // 15: no8s.reconcile.v1.Dispatch
-	(*RecordDispatchesRequest)(nil),    // 16: no8s.reconcile.v1.RecordDispatchesRequest
-	(*RecordDispatchesResponse)(nil),   // 17: no8s.reconcile.v1.RecordDispatchesResponse
-	(*ReconcileState)(nil),             // 18: no8s.reconcile.v1.ReconcileState
-	(*ListReconcileStateRequest)(nil),  // 19: no8s.reconcile.v1.ListReconcileStateRequest
-	(*ListReconcileStateResponse)(nil), // 20: no8s.reconcile.v1.ListReconcileStateResponse
-	(*SetConditionRequest)(nil),        // 21: no8s.reconcile.v1.SetConditionRequest
-	(*SetConditionResponse)(nil),       // 22: no8s.reconcile.v1.SetConditionResponse
-	(*RequestReconcileRequest)(nil),    // 23: no8s.reconcile.v1.RequestReconcileRequest
-	(*RequestReconcileResponse)(nil),   // 24: no8s.reconcile.v1.RequestReconcileResponse
-	(*ListHistoryRequest)(nil),         // 25: no8s.reconcile.v1.ListHistoryRequest
-	(*ListHistoryResponse)(nil),        // 26: no8s.reconcile.v1.ListHistoryResponse
-	(*ListDependentsRequest)(nil),      // 27: no8s.reconcile.v1.ListDependentsRequest
-	(*ListDependentsResponse)(nil),     // 28: no8s.reconcile.v1.ListDependentsResponse
-	(*ListDanglingRequest)(nil),        // 29: no8s.reconcile.v1.ListDanglingRequest
-	(*DanglingDependent)(nil),          // 30: no8s.reconcile.v1.DanglingDependent
-	(*ListDanglingResponse)(nil),       // 31: no8s.reconcile.v1.ListDanglingResponse
-	(*ListPropagatingRequest)(nil),     // 32: no8s.reconcile.v1.ListPropagatingRequest
-	(*ListPropagatingResponse)(nil),    // 33: no8s.reconcile.v1.ListPropagatingResponse
-	(*timestamppb.Timestamp)(nil),      // 34: google.protobuf.Timestamp
-	(*v1.Resource)(nil),                // 35: no8s.store.v1.Resource
-	(*v1.Condition)(nil),               // 36: no8s.store.v1.Condition
-	(*v1.EventInput)(nil),              // 37: no8s.store.v1.EventInput
-	(*v1.OwnerReference)(nil),          // 38: no8s.store.v1.OwnerReference
+	(*CampaignCollectorRequest)(nil),   // 13: no8s.reconcile.v1.CampaignCollectorRequest
+	(*CampaignCollectorResponse)(nil),  // 14: no8s.reconcile.v1.CampaignCollectorResponse
+	(*RecordDispatchRequest)(nil),      // 15: no8s.reconcile.v1.RecordDispatchRequest
+	(*RecordDispatchResponse)(nil),     // 16: no8s.reconcile.v1.RecordDispatchResponse
+	(*Dispatch)(nil),                   // 17: no8s.reconcile.v1.Dispatch
+	(*RecordDispatchesRequest)(nil),    // 18: no8s.reconcile.v1.RecordDispatchesRequest
+	(*RecordDispatchesResponse)(nil),   // 19: no8s.reconcile.v1.RecordDispatchesResponse
+	(*ReconcileState)(nil),             // 20: no8s.reconcile.v1.ReconcileState
+	(*ListReconcileStateRequest)(nil),  // 21: no8s.reconcile.v1.ListReconcileStateRequest
+	(*ListReconcileStateResponse)(nil), // 22: no8s.reconcile.v1.ListReconcileStateResponse
+	(*SetConditionRequest)(nil),        // 23: no8s.reconcile.v1.SetConditionRequest
+	(*SetConditionResponse)(nil),       // 24: no8s.reconcile.v1.SetConditionResponse
+	(*RequestReconcileRequest)(nil),    // 25: no8s.reconcile.v1.RequestReconcileRequest
+	(*RequestReconcileResponse)(nil),   // 26: no8s.reconcile.v1.RequestReconcileResponse
+	(*ListHistoryRequest)(nil),         // 27: no8s.reconcile.v1.ListHistoryRequest
+	(*ListHistoryResponse)(nil),        // 28: no8s.reconcile.v1.ListHistoryResponse
+	(*ListDependentsRequest)(nil),      // 29: no8s.reconcile.v1.ListDependentsRequest
+	(*ListDependentsResponse)(nil),     // 30: no8s.reconcile.v1.ListDependentsResponse
+	(*ListDanglingRequest)(nil),        // 31: no8s.reconcile.v1.ListDanglingRequest
+	(*DanglingDependent)(nil),          // 32: no8s.reconcile.v1.DanglingDependent
+	(*ListDanglingResponse)(nil),       // 33: no8s.reconcile.v1.ListDanglingResponse
+	(*ListPropagatingRequest)(nil),     // 34: no8s.reconcile.v1.ListPropagatingRequest
+	(*ListPropagatingResponse)(nil),    // 35: no8s.reconcile.v1.ListPropagatingResponse
+	(*timestamppb.Timestamp)(nil),      // 36: google.protobuf.Timestamp
+	(*v1.Resource)(nil),                // 37: no8s.store.v1.Resource
+	(*v1.Condition)(nil),               // 38: no8s.store.v1.Condition
+	(*v1.EventInput)(nil),              // 39: no8s.store.v1.EventInput
+	(*v1.OwnerReference)(nil),          // 40: no8s.store.v1.OwnerReference
 }
 var file_no8s_reconcile_v1_reconcile_proto_depIdxs = []int32{
 	0,  // 0: no8s.reconcile.v1.WorkItem.reason:type_name -> no8s.reconcile.v1.Reason
-	34, // 1: no8s.reconcile.v1.WorkItem.dispatched_at:type_name -> google.protobuf.Timestamp
-	34, // 2: no8s.reconcile.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
-	35, // 3: no8s.reconcile.v1.AcquireLeaseResponse.resource:type_name -> no8s.store.v1.Resource
+	36, // 1: no8s.reconcile.v1.WorkItem.dispatched_at:type_name -> google.protobuf.Timestamp
+	36, // 2: no8s.reconcile.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
+	37, // 3: no8s.reconcile.v1.AcquireLeaseResponse.resource:type_name -> no8s.store.v1.Resource
 	3,  // 4: no8s.reconcile.v1.AcquireLeaseResponse.policy:type_name -> no8s.reconcile.v1.ReconcilePolicy
-	34, // 5: no8s.reconcile.v1.RenewLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
-	34, // 6: no8s.reconcile.v1.HistoryEntry.started_at:type_name -> google.protobuf.Timestamp
-	34, // 7: no8s.reconcile.v1.HistoryEntry.reconcile_time:type_name -> google.protobuf.Timestamp
+	36, // 5: no8s.reconcile.v1.RenewLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
+	36, // 6: no8s.reconcile.v1.HistoryEntry.started_at:type_name -> google.protobuf.Timestamp
+	36, // 7: no8s.reconcile.v1.HistoryEntry.reconcile_time:type_name -> google.protobuf.Timestamp
 	0,  // 8: no8s.reconcile.v1.HistoryEntry.reason:type_name -> no8s.reconcile.v1.Reason
 	1,  // 9: no8s.reconcile.v1.CompleteReconcileRequest.outcome:type_name -> no8s.reconcile.v1.Outcome
-	36, // 10: no8s.reconcile.v1.CompleteReconcileRequest.conditions:type_name -> no8s.store.v1.Condition
+	38, // 10: no8s.reconcile.v1.CompleteReconcileRequest.conditions:type_name -> no8s.store.v1.Condition
 	8,  // 11: no8s.reconcile.v1.CompleteReconcileRequest.history:type_name -> no8s.reconcile.v1.HistoryEntry
-	37, // 12: no8s.reconcile.v1.CompleteReconcileRequest.events:type_name -> no8s.store.v1.EventInput
-	35, // 13: no8s.reconcile.v1.CompleteReconcileResponse.resource:type_name -> no8s.store.v1.Resource
-	34, // 14: no8s.reconcile.v1.BecomeSchedulerResponse.expires_at:type_name -> google.protobuf.Timestamp
-	0,  // 15: no8s.reconcile.v1.RecordDispatchRequest.reason:type_name -> no8s.reconcile.v1.Reason
-	0,  // 16: no8s.reconcile.v1.Dispatch.reason:type_name -> no8s.reconcile.v1.Reason
-	15, // 17: no8s.reconcile.v1.RecordDispatchesRequest.dispatches:type_name -> no8s.reconcile.v1.Dispatch
-	34, // 18: no8s.reconcile.v1.ReconcileState.last_reconcile_time:type_name -> google.protobuf.Timestamp
-	34, // 19: no8s.reconcile.v1.ReconcileState.reconcile_requested_at:type_name -> google.protobuf.Timestamp
-	34, // 20: no8s.reconcile.v1.ReconcileState.lease_expires_at:type_name -> google.protobuf.Timestamp
-	34, // 21: no8s.reconcile.v1.ReconcileState.dispatched_at:type_name -> google.protobuf.Timestamp
-	3,  // 22: no8s.reconcile.v1.ReconcileState.policy:type_name -> no8s.reconcile.v1.ReconcilePolicy
-	34, // 23: no8s.reconcile.v1.ReconcileState.requeue_at:type_name -> google.protobuf.Timestamp
-	18, // 24: no8s.reconcile.v1.ListReconcileStateResponse.states:type_name -> no8s.reconcile.v1.ReconcileState
-	36, // 25: no8s.reconcile.v1.SetConditionRequest.condition:type_name -> no8s.store.v1.Condition
-	37, // 26: no8s.reconcile.v1.SetConditionRequest.events:type_name -> no8s.store.v1.EventInput
-	35, // 27: no8s.reconcile.v1.RequestReconcileResponse.resource:type_name -> no8s.store.v1.Resource
-	8,  // 28: no8s.reconcile.v1.ListHistoryResponse.entries:type_name -> no8s.reconcile.v1.HistoryEntry
-	35, // 29: no8s.reconcile.v1.ListDependentsResponse.resources:type_name -> no8s.store.v1.Resource
-	35, // 30: no8s.reconcile.v1.DanglingDependent.resource:type_name -> no8s.store.v1.Resource
-	38, // 31: no8s.reconcile.v1.DanglingDependent.refs:type_name -> no8s.store.v1.OwnerReference
-	30, // 32: no8s.reconcile.v1.ListDanglingResponse.items:type_name -> no8s.reconcile.v1.DanglingDependent
-	35, // 33: no8s.reconcile.v1.ListPropagatingResponse.resources:type_name -> no8s.store.v1.Resource
-	11, // 34: no8s.reconcile.v1.ReconcileService.BecomeScheduler:input_type -> no8s.reconcile.v1.BecomeSchedulerRequest
-	13, // 35: no8s.reconcile.v1.ReconcileService.RecordDispatch:input_type -> no8s.reconcile.v1.RecordDispatchRequest
-	16, // 36: no8s.reconcile.v1.ReconcileService.RecordDispatches:input_type -> no8s.reconcile.v1.RecordDispatchesRequest
-	19, // 37: no8s.reconcile.v1.ReconcileService.ListReconcileState:input_type -> no8s.reconcile.v1.ListReconcileStateRequest
-	21, // 38: no8s.reconcile.v1.ReconcileService.SetCondition:input_type -> no8s.reconcile.v1.SetConditionRequest
-	23, // 39: no8s.reconcile.v1.ReconcileService.RequestReconcile:input_type -> no8s.reconcile.v1.RequestReconcileRequest
-	25, // 40: no8s.reconcile.v1.ReconcileService.ListHistory:input_type -> no8s.reconcile.v1.ListHistoryRequest
-	27, // 41: no8s.reconcile.v1.ReconcileService.ListDependents:input_type -> no8s.reconcile.v1.ListDependentsRequest
-	29, // 42: no8s.reconcile.v1.ReconcileService.ListDangling:input_type -> no8s.reconcile.v1.ListDanglingRequest
-	32, // 43: no8s.reconcile.v1.ReconcileService.ListPropagating:input_type -> no8s.reconcile.v1.ListPropagatingRequest
-	12, // 44: no8s.reconcile.v1.ReconcileService.BecomeScheduler:output_type -> no8s.reconcile.v1.BecomeSchedulerResponse
-	14, // 45: no8s.reconcile.v1.ReconcileService.RecordDispatch:output_type -> no8s.reconcile.v1.RecordDispatchResponse
-	17, // 46: no8s.reconcile.v1.ReconcileService.RecordDispatches:output_type -> no8s.reconcile.v1.RecordDispatchesResponse
-	20, // 47: no8s.reconcile.v1.ReconcileService.ListReconcileState:output_type -> no8s.reconcile.v1.ListReconcileStateResponse
-	22, // 48: no8s.reconcile.v1.ReconcileService.SetCondition:output_type -> no8s.reconcile.v1.SetConditionResponse
-	24, // 49: no8s.reconcile.v1.ReconcileService.RequestReconcile:output_type -> no8s.reconcile.v1.RequestReconcileResponse
-	26, // 50: no8s.reconcile.v1.ReconcileService.ListHistory:output_type -> no8s.reconcile.v1.ListHistoryResponse
-	28, // 51: no8s.reconcile.v1.ReconcileService.ListDependents:output_type -> no8s.reconcile.v1.ListDependentsResponse
-	31, // 52: no8s.reconcile.v1.ReconcileService.ListDangling:output_type -> no8s.reconcile.v1.ListDanglingResponse
-	33, // 53: no8s.reconcile.v1.ReconcileService.ListPropagating:output_type -> no8s.reconcile.v1.ListPropagatingResponse
-	44, // [44:54] is the sub-list for method output_type
-	34, // [34:44] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	39, // 12: no8s.reconcile.v1.CompleteReconcileRequest.events:type_name -> no8s.store.v1.EventInput
+	37, // 13: no8s.reconcile.v1.CompleteReconcileResponse.resource:type_name -> no8s.store.v1.Resource
+	36, // 14: no8s.reconcile.v1.BecomeSchedulerResponse.expires_at:type_name -> google.protobuf.Timestamp
+	36, // 15: no8s.reconcile.v1.CampaignCollectorResponse.expires_at:type_name -> google.protobuf.Timestamp
+	0,  // 16: no8s.reconcile.v1.RecordDispatchRequest.reason:type_name -> no8s.reconcile.v1.Reason
+	0,  // 17: no8s.reconcile.v1.Dispatch.reason:type_name -> no8s.reconcile.v1.Reason
+	17, // 18: no8s.reconcile.v1.RecordDispatchesRequest.dispatches:type_name -> no8s.reconcile.v1.Dispatch
+	36, // 19: no8s.reconcile.v1.ReconcileState.last_reconcile_time:type_name -> google.protobuf.Timestamp
+	36, // 20: no8s.reconcile.v1.ReconcileState.reconcile_requested_at:type_name -> google.protobuf.Timestamp
+	36, // 21: no8s.reconcile.v1.ReconcileState.lease_expires_at:type_name -> google.protobuf.Timestamp
+	36, // 22: no8s.reconcile.v1.ReconcileState.dispatched_at:type_name -> google.protobuf.Timestamp
+	3,  // 23: no8s.reconcile.v1.ReconcileState.policy:type_name -> no8s.reconcile.v1.ReconcilePolicy
+	36, // 24: no8s.reconcile.v1.ReconcileState.requeue_at:type_name -> google.protobuf.Timestamp
+	20, // 25: no8s.reconcile.v1.ListReconcileStateResponse.states:type_name -> no8s.reconcile.v1.ReconcileState
+	38, // 26: no8s.reconcile.v1.SetConditionRequest.condition:type_name -> no8s.store.v1.Condition
+	39, // 27: no8s.reconcile.v1.SetConditionRequest.events:type_name -> no8s.store.v1.EventInput
+	37, // 28: no8s.reconcile.v1.RequestReconcileResponse.resource:type_name -> no8s.store.v1.Resource
+	8,  // 29: no8s.reconcile.v1.ListHistoryResponse.entries:type_name -> no8s.reconcile.v1.HistoryEntry
+	37, // 30: no8s.reconcile.v1.ListDependentsResponse.resources:type_name -> no8s.store.v1.Resource
+	37, // 31: no8s.reconcile.v1.DanglingDependent.resource:type_name -> no8s.store.v1.Resource
+	40, // 32: no8s.reconcile.v1.DanglingDependent.refs:type_name -> no8s.store.v1.OwnerReference
+	32, // 33: no8s.reconcile.v1.ListDanglingResponse.items:type_name -> no8s.reconcile.v1.DanglingDependent
+	37, // 34: no8s.reconcile.v1.ListPropagatingResponse.resources:type_name -> no8s.store.v1.Resource
+	11, // 35: no8s.reconcile.v1.ReconcileService.BecomeScheduler:input_type -> no8s.reconcile.v1.BecomeSchedulerRequest
+	15, // 36: no8s.reconcile.v1.ReconcileService.RecordDispatch:input_type -> no8s.reconcile.v1.RecordDispatchRequest
+	18, // 37: no8s.reconcile.v1.ReconcileService.RecordDispatches:input_type -> no8s.reconcile.v1.RecordDispatchesRequest
+	21, // 38: no8s.reconcile.v1.ReconcileService.ListReconcileState:input_type -> no8s.reconcile.v1.ListReconcileStateRequest
+	23, // 39: no8s.reconcile.v1.ReconcileService.SetCondition:input_type -> no8s.reconcile.v1.SetConditionRequest
+	25, // 40: no8s.reconcile.v1.ReconcileService.RequestReconcile:input_type -> no8s.reconcile.v1.RequestReconcileRequest
+	27, // 41: no8s.reconcile.v1.ReconcileService.ListHistory:input_type -> no8s.reconcile.v1.ListHistoryRequest
+	29, // 42: no8s.reconcile.v1.ReconcileService.ListDependents:input_type -> no8s.reconcile.v1.ListDependentsRequest
+	31, // 43: no8s.reconcile.v1.ReconcileService.ListDangling:input_type -> no8s.reconcile.v1.ListDanglingRequest
+	34, // 44: no8s.reconcile.v1.ReconcileService.ListPropagating:input_type -> no8s.reconcile.v1.ListPropagatingRequest
+	13, // 45: no8s.reconcile.v1.ReconcileService.CampaignCollector:input_type -> no8s.reconcile.v1.CampaignCollectorRequest
+	12, // 46: no8s.reconcile.v1.ReconcileService.BecomeScheduler:output_type -> no8s.reconcile.v1.BecomeSchedulerResponse
+	16, // 47: no8s.reconcile.v1.ReconcileService.RecordDispatch:output_type -> no8s.reconcile.v1.RecordDispatchResponse
+	19, // 48: no8s.reconcile.v1.ReconcileService.RecordDispatches:output_type -> no8s.reconcile.v1.RecordDispatchesResponse
+	22, // 49: no8s.reconcile.v1.ReconcileService.ListReconcileState:output_type -> no8s.reconcile.v1.ListReconcileStateResponse
+	24, // 50: no8s.reconcile.v1.ReconcileService.SetCondition:output_type -> no8s.reconcile.v1.SetConditionResponse
+	26, // 51: no8s.reconcile.v1.ReconcileService.RequestReconcile:output_type -> no8s.reconcile.v1.RequestReconcileResponse
+	28, // 52: no8s.reconcile.v1.ReconcileService.ListHistory:output_type -> no8s.reconcile.v1.ListHistoryResponse
+	30, // 53: no8s.reconcile.v1.ReconcileService.ListDependents:output_type -> no8s.reconcile.v1.ListDependentsResponse
+	33, // 54: no8s.reconcile.v1.ReconcileService.ListDangling:output_type -> no8s.reconcile.v1.ListDanglingResponse
+	35, // 55: no8s.reconcile.v1.ReconcileService.ListPropagating:output_type -> no8s.reconcile.v1.ListPropagatingResponse
+	14, // 56: no8s.reconcile.v1.ReconcileService.CampaignCollector:output_type -> no8s.reconcile.v1.CampaignCollectorResponse
+	46, // [46:57] is the sub-list for method output_type
+	35, // [35:46] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_no8s_reconcile_v1_reconcile_proto_init() }
@@ -2759,7 +2916,7 @@ func file_no8s_reconcile_v1_reconcile_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_no8s_reconcile_v1_reconcile_proto_rawDesc), len(file_no8s_reconcile_v1_reconcile_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   32,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -29,6 +29,7 @@ const (
 	ReconcileService_ListDependents_FullMethodName     = "/no8s.reconcile.v1.ReconcileService/ListDependents"
 	ReconcileService_ListDangling_FullMethodName       = "/no8s.reconcile.v1.ReconcileService/ListDangling"
 	ReconcileService_ListPropagating_FullMethodName    = "/no8s.reconcile.v1.ReconcileService/ListPropagating"
+	ReconcileService_CampaignCollector_FullMethodName  = "/no8s.reconcile.v1.ReconcileService/CampaignCollector"
 )
 
 // ReconcileServiceClient is the client API for ReconcileService service.
@@ -86,6 +87,10 @@ type ReconcileServiceClient interface {
 	// ListPropagating returns the deleting resources that carry
 	// foregroundDeletion or orphan, by ascending id after after_id.
 	ListPropagating(ctx context.Context, in *ListPropagatingRequest, opts ...grpc.CallOption) (*ListPropagatingResponse, error)
+	// CampaignCollector takes, renews or releases (release) the garbage
+	// collector's leader lease, the leader lease "garbage-collector" whose
+	// epoch fences the collector's writes, with BecomeScheduler's rules.
+	CampaignCollector(ctx context.Context, in *CampaignCollectorRequest, opts ...grpc.CallOption) (*CampaignCollectorResponse, error)
 }
 
 type reconcileServiceClient struct {
@@ -196,6 +201,16 @@ func (c *reconcileServiceClient) ListPropagating(ctx context.Context, in *ListPr
 	return out, nil
 }
 
+func (c *reconcileServiceClient) CampaignCollector(ctx context.Context, in *CampaignCollectorRequest, opts ...grpc.CallOption) (*CampaignCollectorResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CampaignCollectorResponse)
+	err := c.cc.Invoke(ctx, ReconcileService_CampaignCollector_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ReconcileServiceServer is the server API for ReconcileService service.
 // All implementations must embed UnimplementedReconcileServiceServer
 // for forward compatibility.
@@ -251,6 +266,10 @@ type ReconcileServiceServer interface {
 	// ListPropagating returns the deleting resources that carry
 	// foregroundDeletion or orphan, by ascending id after after_id.
 	ListPropagating(context.Context, *ListPropagatingRequest) (*ListPropagatingResponse, error)
+	// CampaignCollector takes, renews or releases (release) the garbage
+	// collector's leader lease, the leader lease "garbage-collector" whose
+	// epoch fences the collector's writes, with BecomeScheduler's rules.
+	CampaignCollector(context.Context, *CampaignCollectorRequest) (*CampaignCollectorResponse, error)
 	mustEmbedUnimplementedReconcileServiceServer()
 }
 
@@ -290,6 +309,9 @@ func (UnimplementedReconcileServiceServer) ListDangling(context.Context, *ListDa
 }
 func (UnimplementedReconcileServiceServer) ListPropagating(context.Context, *ListPropagatingRequest) (*ListPropagatingResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListPropagating not implemented")
+}
+func (UnimplementedReconcileServiceServer) CampaignCollector(context.Context, *CampaignCollectorRequest) (*CampaignCollectorResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CampaignCollector not implemented")
 }
 func (UnimplementedReconcileServiceServer) mustEmbedUnimplementedReconcileServiceServer() {}
 func (UnimplementedReconcileServiceServer) testEmbeddedByValue()                          {}
@@ -492,6 +514,24 @@ func _ReconcileService_ListPropagating_Handler(srv interface{}, ctx context.Cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ReconcileService_CampaignCollector_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CampaignCollectorRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReconcileServiceServer).CampaignCollector(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReconcileService_CampaignCollector_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReconcileServiceServer).CampaignCollector(ctx, req.(*CampaignCollectorRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ReconcileService_ServiceDesc is the grpc.ServiceDesc for ReconcileService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -538,6 +578,10 @@ var ReconcileService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListPropagating",
 			Handler:    _ReconcileService_ListPropagating_Handler,
+		},
+		{
+			MethodName: "CampaignCollector",
+			Handler:    _ReconcileService_CampaignCollector_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
