@@ -151,9 +151,10 @@ func (c *Client) Server() string { return c.base }
 type CallOption func(*callOptions)
 
 type callOptions struct {
-	dryRun      bool
-	propagation lifecycle.Propagation
-	header      http.Header
+	dryRun          bool
+	propagation     lifecycle.Propagation
+	resourceVersion int64
+	header          http.Header
 }
 
 // DryRun asks the server to judge a write (admission, schema, defaults,
@@ -170,6 +171,13 @@ func DryRunIf(dry bool) CallOption {
 // dependents. Background, the server's default, sends nothing.
 func WithPropagation(p lifecycle.Propagation) CallOption {
 	return func(o *callOptions) { o.propagation = p }
+}
+
+// IfResourceVersion makes a delete a precondition on the resource's
+// resource_version (the resource_version query parameter): 409 when it
+// changed since.
+func IfResourceVersion(rv int64) CallOption {
+	return func(o *callOptions) { o.resourceVersion = rv }
 }
 
 // WithHeader adds a request header to one call.
@@ -210,6 +218,12 @@ func (r *request) apply(opts []CallOption) {
 			r.query = url.Values{}
 		}
 		r.query.Set("propagation_policy", string(o.propagation))
+	}
+	if o.resourceVersion > 0 {
+		if r.query == nil {
+			r.query = url.Values{}
+		}
+		r.query.Set("resource_version", strconv.FormatInt(o.resourceVersion, 10))
 	}
 	for k, v := range o.header {
 		if r.header == nil {

@@ -158,8 +158,11 @@ func TestDeletePropagation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := c.DeleteResource(context.Background(), 7, client.WithPropagation(lifecycle.PropagationOrphan), client.IfResourceVersion(42)); err != nil {
+		t.Fatal(err)
+	}
 	want := []string{"DELETE /api/v1/resources/7?propagation_policy=Foreground", "DELETE /api/v1/resources/7?propagation_policy=Orphan",
-		"DELETE /api/v1/resources/7?", "DELETE /api/v1/resources/7?"}
+		"DELETE /api/v1/resources/7?", "DELETE /api/v1/resources/7?", "DELETE /api/v1/resources/7?propagation_policy=Orphan&resource_version=42"}
 	if !slices.Equal(queries, want) {
 		t.Fatalf("requests %q, want %q", queries, want)
 	}

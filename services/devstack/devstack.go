@@ -692,6 +692,9 @@ func (s *stack) newWorkers(svcs *services, credGrants *grants.Set) error {
 func (s *stack) newScheduler() (*scheduler.Service, error) {
 	schedCfg := s.cfg.SchedulerTuning.apply(scheduler.DefaultConfig())
 	schedCfg.Metrics, schedCfg.Tracing = s.reg, s.tr
+	// The garbage collector writes where registry-sync does, as the
+	// scheduler.
+	schedCfg.APIURL, schedCfg.Identity = s.writerURL, s.ids.service(identity.Scheduler)
 	schedConn, err := s.dial(s.lis.store.Addr().String(), s.ids.service(identity.Scheduler), identity.Store)
 	if err != nil {
 		return nil, err

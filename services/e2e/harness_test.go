@@ -608,11 +608,22 @@ func (c *cluster) startGatewayArgs(storeAddr, admissionAddr string, extra ...str
 // startScheduler starts a scheduler process named holder (its name in the
 // leadership lease) with the given lease (whole seconds; 0: the default 6 s).
 func (c *cluster) startScheduler(storeAddr, holder string, lease time.Duration) *proc {
+	return c.startSchedulerArgs(storeAddr, holder, lease)
+}
+
+// startSchedulerArgs is startScheduler with extra flags. Its garbage
+// collector writes through the first gateway (its service listener with
+// identities on), when one runs.
+func (c *cluster) startSchedulerArgs(storeAddr, holder string, lease time.Duration, extra ...string) *proc {
 	args := append([]string{"--store-addr", storeAddr, "--nats-url", c.natsURL, "--holder", holder, "--health-listen", c.healthAddr("scheduler-" + holder)},
 		c.identityArgs(identity.Scheduler)...)
 	if lease > 0 {
 		args = append(args, "--lease", lease.String())
 	}
+	if len(c.gateways) > 0 {
+		args = append(args, "--api-url", c.apiURL())
+	}
+	args = append(args, extra...)
 	return start(c.t, "scheduler-"+holder, filepath.Join(binDir, "no8s-scheduler"), args, "NO8S_LOG_LEVEL=debug")
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/tracing"
 	"github.com/no8s/no8s/services/scheduler/dispatch"
 )
@@ -52,6 +53,18 @@ type Config struct {
 	// context in the item's headers (package tracing); nil or off records
 	// nothing.
 	Tracing *tracing.Tracing
+	// GarbageCollector runs the garbage collector (package collector) in
+	// this process, on a leader lease of its own (default true).
+	GarbageCollector bool
+	// GCSweep is how often the collector sweeps every resource with owner
+	// references besides the hints of the event stream (default 1 min).
+	GCSweep time.Duration
+	// APIURL is the public REST API where the collector's writes go (with
+	// Identity: the gateway's service listener, https).
+	APIURL string
+	// Identity is the scheduler's credentials, presented to the gateway's
+	// service listener by the collector's API client (nil: none).
+	Identity *identity.Credentials
 }
 
 // DefaultConfig returns the defaults.
@@ -66,6 +79,10 @@ func DefaultConfig() Config {
 		StatePage:    1000,
 		Stream:       dispatch.DefaultStreamConfig(),
 		CallTimeout:  10 * time.Second,
+
+		GarbageCollector: true,
+		GCSweep:          time.Minute,
+		APIURL:           "http://127.0.0.1:8000",
 	}
 }
 
@@ -111,6 +128,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CallTimeout <= 0 {
 		c.CallTimeout = d.CallTimeout
+	}
+	if c.GCSweep <= 0 {
+		c.GCSweep = d.GCSweep
+	}
+	if c.GarbageCollector && c.APIURL == "" {
+		return c, fmt.Errorf("the garbage collector needs the API's URL (--api-url), or --garbage-collector=false")
 	}
 	return c, nil
 }

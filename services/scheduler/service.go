@@ -11,6 +11,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -18,7 +19,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	apiclient "github.com/no8s/no8s/libs/client"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
+	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/leader"
 	"github.com/no8s/no8s/services/scheduler/dispatch"
 )
@@ -37,6 +40,8 @@ type Service struct {
 	// foreign counts event messages dropped as not the store's.
 	foreign atomic.Int64
 	metrics *schedMetrics
+	// api is the collector's client of the public API (nil: no collector).
+	api *apiclient.Client
 }
 
 // Status is a snapshot of the scheduler.
@@ -69,6 +74,14 @@ func New(cfg Config, rc reconcilev1.ReconcileServiceClient, js jetstream.JetStre
 	}
 	s := &Service{cfg: cfg, rc: rc, js: js, log: log.With("holder", cfg.Holder)}
 	s.metrics = newSchedMetrics(cfg.Metrics, s)
+	if cfg.GarbageCollector {
+		// Writes are not retried by the client: the next pass is the retry.
+		s.api, err = apiclient.New(cfg.APIURL, apiclient.WithTimeout(cfg.CallTimeout), apiclient.WithRetries(0),
+			apiclient.WithUserAgent("no8s-garbage-collector"), apiclient.WithHTTPClient(authz.GatewayHTTPClient(cfg.Identity, cfg.APIURL)))
+		if err != nil {
+			return nil, fmt.Errorf("scheduler: --api-url: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -96,8 +109,16 @@ func (s *Service) setStatus(f func(*Status)) {
 // standby takes over at once.
 func (s *Service) Run(ctx context.Context) error {
 	s.log.Info("scheduler starting", "lease", s.cfg.Lease, "renew", s.cfg.Renew, "item_lease", s.cfg.ItemLease)
+	var gcDone chan error
+	if s.api != nil {
+		gcDone = make(chan error, 1)
+		go func() { gcDone <- s.runCollector(ctx) }()
+	}
 	el := leader.New(storeLease{rc: s.rc, holder: s.cfg.Holder, lease: s.cfg.Lease}, leader.Config{Lease: s.cfg.Lease, Renew: s.cfg.Renew}, s.log)
 	err := el.Run(ctx, s.lead)
+	if gcDone != nil {
+		err = errors.Join(err, <-gcDone)
+	}
 	s.log.Info("scheduler stopped")
 	return err
 }

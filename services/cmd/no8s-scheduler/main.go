@@ -7,6 +7,10 @@
 //
 // It serves /healthz and /readyz on --health-listen (default
 // 127.0.0.1:7103): ready while the store and NATS answer.
+//
+// It also runs the garbage collector of owner references
+// (--garbage-collector, default true) on a leader lease of its own; its
+// writes go through the API at --api-url, fenced by that lease's epoch.
 package main
 
 import (
@@ -52,6 +56,9 @@ func newCommand() *cobra.Command {
 	fs.DurationVar(&o.cfg.LivenessPoll, "liveness-poll", o.cfg.LivenessPoll, "how often the live reconciler registry is read")
 	o.healthListen = proc.HealthListenFlag(fs, "127.0.0.1:7103")
 	fs.DurationVar(&o.cfg.Relist, "relist", o.cfg.Relist, "how often every resource's state is read again as a safety net (negative: never)")
+	fs.BoolVar(&o.cfg.GarbageCollector, "garbage-collector", o.cfg.GarbageCollector, "run the garbage collector of owner references (its own leader lease); false turns it off")
+	fs.DurationVar(&o.cfg.GCSweep, "gc-sweep", o.cfg.GCSweep, "how often the garbage collector sweeps every resource with owner references, besides reacting to deletions")
+	fs.StringVar(&o.cfg.APIURL, "api-url", o.cfg.APIURL, "the public REST API, where the garbage collector's writes go; with --identity-dir, the gateway's service listener (https://…)")
 	o.service = proc.ServiceFlags(fs)
 	return cmd
 }
@@ -67,6 +74,7 @@ func (o *options) run() error {
 	ctx, log := sp.Ctx, sp.Log
 	cfg.Metrics = sp.Metrics
 	cfg.Tracing = sp.Tracing
+	cfg.Identity = sp.Identity
 
 	conn, err := grpcserver.Dial(*o.storeAddr, sp.DialOptions(identity.Store)...)
 	if err != nil {

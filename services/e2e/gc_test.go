@@ -1,0 +1,173 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// TestGarbageCollection runs the garbage collector (in the real scheduler,
+// writing through the real gateway) on PostgreSQL.
+func TestGarbageCollection(t *testing.T) { gcFlow(t, newCluster(t)) }
+
+// TestGarbageCollectionSQLite is TestGarbageCollection on the embedded
+// store.
+func TestGarbageCollectionSQLite(t *testing.T) { gcFlow(t, newSQLiteCluster(t)) }
+
+// gcFlow: an owner with 30 dependents two levels deep (10 children, each
+// with 2 grandchildren; some with block_owner_deletion), deleted with each
+// policy, gives Kubernetes' outcome: Background, the owner goes and then
+// every dependent; Foreground, the owner goes only after every dependent
+// that blocks it; Orphan, the owner goes and every dependent stays without
+// its reference to it. A dependent whose owner uid never existed is
+// collected; one with a live owner and a dangling reference keeps only the
+// live one. Every wait is a generous deadline.
+func gcFlow(t *testing.T, c *cluster) {
+	base := c.startAll()
+	c.startSchedulerArgs(c.storeAddrs[0], "sched", 0, "--gc-sweep", "2s")
+	c.startReconciler(c.storeAddrs[0], "Widget/v1")
+	if r := do(t, "POST", base+"/api/v1/resource-types", map[string]any{"name": "Widget", "version": "v1",
+		"schema": map[string]any{"type": "object"}}); r.status != 201 {
+		t.Fatalf("create type: %d %s", r.status, r.body)
+	}
+	type res struct {
+		id         int64
+		uid, name  string
+		blocksUpTo bool
+	}
+	create := func(name string, owners ...map[string]any) res {
+		t.Helper()
+		b := map[string]any{"name": name, "resource_type_name": "Widget", "resource_type_version": "v1", "spec": map[string]any{}}
+		if owners != nil {
+			b["owner_references"] = owners
+		}
+		r := do(t, "POST", base+"/api/v1/resources", b)
+		if r.status != 201 {
+			t.Fatalf("create %s: %d %s", name, r.status, r.body)
+		}
+		m := r.json(t)
+		return res{id: int64(m["id"].(float64)), uid: m["uid"].(string), name: name}
+	}
+	ref := func(o res, block bool) map[string]any {
+		return map[string]any{"uid": o.uid, "resource_type_name": "Widget", "resource_type_version": "v1", "name": o.name, "block_owner_deletion": block}
+	}
+	get := func(r res) (map[string]any, bool) {
+		t.Helper()
+		resp := do(t, "GET", base+"/api/v1/resources/"+strconv.FormatInt(r.id, 10), nil)
+		if resp.status == 404 {
+			return nil, false
+		}
+		if resp.status != 200 {
+			t.Fatalf("get %s: %d %s", r.name, resp.status, resp.body)
+		}
+		return resp.json(t), true
+	}
+	gone := func(what string, rs ...res) {
+		t.Helper()
+		waitFor(t, 60*time.Second, what, func() error {
+			for _, r := range rs {
+				if _, ok := get(r); ok {
+					return fmt.Errorf("%s still exists", r.name)
+				}
+			}
+			return nil
+		})
+	}
+	// tree builds the owner and its 30 dependents.
+	tree := func(prefix string) (res, []res, []res) {
+		owner := create(prefix + "-owner")
+		var children, all []res
+		for i := range 10 {
+			ch := create(fmt.Sprintf("%s-c%d", prefix, i), ref(owner, i%2 == 0))
+			ch.blocksUpTo = i%2 == 0
+			children = append(children, ch)
+			all = append(all, ch)
+			for j := range 2 {
+				g := create(fmt.Sprintf("%s-c%d-g%d", prefix, i, j), ref(ch, j == 0))
+				g.blocksUpTo = j == 0
+				all = append(all, g)
+			}
+		}
+		return owner, children, all
+	}
+	del := func(r res, policy string) {
+		t.Helper()
+		if resp := do(t, "DELETE", base+"/api/v1/resources/"+strconv.FormatInt(r.id, 10)+"?propagation_policy="+policy, nil); resp.status != 202 {
+			t.Fatalf("delete %s %s: %d %s", r.name, policy, resp.status, resp.body)
+		}
+	}
+
+	t.Run("background", func(t *testing.T) {
+		owner, _, all := tree("bg")
+		del(owner, "Background")
+		gone("the owner", owner)
+		gone("every dependent, after the owner", all...)
+	})
+
+	t.Run("foreground", func(t *testing.T) {
+		owner, children, all := tree("fg")
+		del(owner, "Foreground")
+		// While the owner exists it is deleting with foregroundDeletion;
+		// the moment it is gone, no child that blocked it is left.
+		waitFor(t, 60*time.Second, "the owner gone", func() error {
+			o, ok := get(owner)
+			if ok {
+				if o["status"] != "deleting" {
+					return fmt.Errorf("owner %v", o["status"])
+				}
+				return fmt.Errorf("owner still deleting with %v", o["finalizers"])
+			}
+			return nil
+		})
+		for _, ch := range children {
+			if _, ok := get(ch); ok && ch.blocksUpTo {
+				t.Fatalf("the owner went before its blocking dependent %s", ch.name)
+			}
+		}
+		gone("every dependent", all...)
+	})
+
+	t.Run("orphan", func(t *testing.T) {
+		owner, children, all := tree("or")
+		del(owner, "Orphan")
+		gone("the owner", owner)
+		for _, d := range all {
+			m, ok := get(d)
+			if !ok || m["status"] == "deleting" {
+				t.Fatalf("orphaned dependent %s: %v (exists %v)", d.name, m, ok)
+			}
+			refs, _ := m["owner_references"].([]any)
+			for _, r := range refs {
+				if r.(map[string]any)["uid"] == owner.uid {
+					t.Fatalf("%s still names the owner", d.name)
+				}
+			}
+			if slices.ContainsFunc(children, func(c res) bool { return c.id == d.id }) && len(refs) != 0 {
+				t.Fatalf("child %s kept references %v", d.name, refs)
+			}
+		}
+	})
+
+	t.Run("dangling", func(t *testing.T) {
+		live := create("live-owner")
+		never := map[string]any{"uid": uuid.NewString(), "resource_type_name": "Widget", "resource_type_version": "v1", "name": "never"}
+		lost := create("lost", never)
+		mixed := create("mixed", never, ref(live, false))
+		gone("the dependent of an owner that never existed", lost)
+		waitFor(t, 60*time.Second, "the dangling reference removed", func() error {
+			m, ok := get(mixed)
+			if !ok {
+				return fmt.Errorf("mixed is gone")
+			}
+			refs, _ := m["owner_references"].([]any)
+			if len(refs) != 1 || refs[0].(map[string]any)["uid"] != live.uid {
+				return fmt.Errorf("references %v", refs)
+			}
+			return nil
+		})
+	})
+}
