@@ -171,3 +171,50 @@ func gcFlow(t *testing.T, c *cluster) {
 		})
 	})
 }
+
+// TestGarbageCollectionInDev: `no8s dev` runs the collector too (its
+// identities on, its writes through the stack's service listener): the
+// dependents of an owner deleted in the background go after it, and one
+// that loses one of two owners keeps the other.
+func TestGarbageCollectionInDev(t *testing.T) {
+	addrs, _ := startDevServing(t, noPostgreSQL(), "Widget", map[string]any{"type": "object"})
+	base := addrs.APIURL
+	create := func(name string, owners ...map[string]any) map[string]any {
+		t.Helper()
+		b := map[string]any{"name": name, "resource_type_name": "Widget", "resource_type_version": "v1", "spec": map[string]any{}}
+		if owners != nil {
+			b["owner_references"] = owners
+		}
+		r := do(t, "POST", base+"/api/v1/resources", b)
+		if r.status != 201 {
+			t.Fatalf("create %s: %d %s", name, r.status, r.body)
+		}
+		return r.json(t)
+	}
+	ref := func(o map[string]any) map[string]any {
+		return map[string]any{"uid": o["uid"], "resource_type_name": "Widget", "resource_type_version": "v1", "name": o["name"]}
+	}
+	path := func(r map[string]any) string {
+		return fmt.Sprintf("%s/api/v1/resources/%d", base, int64(r["id"].(float64)))
+	}
+	owner, other := create("owner"), create("other")
+	child := create("child", ref(owner))
+	shared := create("shared", ref(owner), ref(other))
+	if r := do(t, "DELETE", path(owner), nil); r.status != 202 {
+		t.Fatalf("delete owner: %d %s", r.status, r.body)
+	}
+	waitFor(t, 60*time.Second, "the child collected and the shared dependent kept with its other owner", func() error {
+		if r := do(t, "GET", path(child), nil); r.status != 404 {
+			return fmt.Errorf("child: %d", r.status)
+		}
+		r := do(t, "GET", path(shared), nil)
+		if r.status != 200 {
+			return fmt.Errorf("shared: %d %s", r.status, r.body)
+		}
+		refs, _ := r.json(t)["owner_references"].([]any)
+		if len(refs) != 1 || refs[0].(map[string]any)["uid"] != other["uid"] {
+			return fmt.Errorf("shared's references: %v", refs)
+		}
+		return nil
+	})
+}
