@@ -281,3 +281,60 @@ func TestGarbageCollectorWritesAreFenced(t *testing.T) {
 		t.Fatalf("the current collector's delete: %d %s", ok.status, ok.body)
 	}
 }
+
+// TestGarbageCollectorCatchesUpAfterACrash: an owner purged while the
+// scheduler (and so the collector) was SIGKILLed leaves its dependent; a
+// scheduler started again collects it at its first sweep, once the dead
+// holder's lease has expired.
+func TestGarbageCollectorCatchesUpAfterACrash(t *testing.T) {
+	c := newCluster(t)
+	base := c.startAll()
+	sched := c.startScheduler(c.storeAddrs[0], "sched-a", 0)
+	c.startReconciler(c.storeAddrs[0], "Widget/v1")
+	if r := do(t, "POST", base+"/api/v1/resource-types", map[string]any{"name": "Widget", "version": "v1", "schema": map[string]any{"type": "object"}}); r.status != 201 {
+		t.Fatalf("create type: %d %s", r.status, r.body)
+	}
+	create := func(name string, owners ...map[string]any) map[string]any {
+		t.Helper()
+		b := map[string]any{"name": name, "resource_type_name": "Widget", "resource_type_version": "v1", "spec": map[string]any{}}
+		if owners != nil {
+			b["owner_references"] = owners
+		}
+		r := do(t, "POST", base+"/api/v1/resources", b)
+		if r.status != 201 {
+			t.Fatalf("create %s: %d %s", name, r.status, r.body)
+		}
+		return r.json(t)
+	}
+	path := func(r map[string]any) string {
+		return fmt.Sprintf("%s/api/v1/resources/%d", base, int64(r["id"].(float64)))
+	}
+	owner := create("owner")
+	child := create("child", map[string]any{"uid": owner["uid"], "resource_type_name": "Widget", "resource_type_version": "v1", "name": "owner"})
+
+	sched.kill9()
+	// Without a scheduler nothing dispatches the owner's cleanup: its
+	// reconciler's finalizer is removed by hand (the break-glass), which
+	// purges it while the collector is down.
+	if r := do(t, "DELETE", path(owner), nil); r.status != 202 {
+		t.Fatalf("delete owner: %d %s", r.status, r.body)
+	}
+	fins, _ := do(t, "GET", path(owner), nil).json(t)["finalizers"].([]any)
+	if r := do(t, "PUT", path(owner)+"/finalizers", map[string]any{"remove": fins}); r.status != 200 {
+		t.Fatalf("remove the owner's finalizers %v: %d %s", fins, r.status, r.body)
+	}
+	if r := do(t, "GET", path(owner), nil); r.status != 404 {
+		t.Fatalf("the owner is not purged: %d %s", r.status, r.body)
+	}
+	if r := do(t, "GET", path(child), nil); r.status != 200 {
+		t.Fatalf("the child went with no collector running: %d %s", r.status, r.body)
+	}
+
+	c.startScheduler(c.storeAddrs[0], "sched-b", 0)
+	waitFor(t, 60*time.Second, "the child collected after the restart", func() error {
+		if r := do(t, "GET", path(child), nil); r.status != 404 {
+			return fmt.Errorf("child: %d", r.status)
+		}
+		return nil
+	})
+}
