@@ -247,9 +247,13 @@ func TestTenantChildrenMariaDB(t *testing.T) {
 
 	// Conflict: hooli-cfg exists, owned by another resource; hooli's Tenant
 	// is stuck on it (Degraded, naming it; nothing changed, db not made).
-	other := "7d4c6e2a-0b1f-4c3d-9e8a-5f6b7c8d9e0f"
+	// The other owner exists: an owner that does not is the garbage
+	// collector's, which would delete hooli-cfg.
+	someone := c.create(map[string]any{"name": "someone-else", "resource_type_name": "TConfig", "resource_type_version": "v1",
+		"spec": map[string]any{"value": "theirs"}})
+	other := someone["uid"].(string)
 	pre := c.create(map[string]any{"name": "hooli-cfg", "resource_type_name": "TConfig", "resource_type_version": "v1",
-		"spec": map[string]any{"value": "mine"}, "owner_references": []any{map[string]any{"uid": other, "resource_type_name": "Tenant", "resource_type_version": "v1", "name": "someone-else"}}})
+		"spec": map[string]any{"value": "mine"}, "owner_references": []any{map[string]any{"uid": other, "resource_type_name": "TConfig", "resource_type_version": "v1", "name": "someone-else"}}})
 	ds.insert("hooli", "https://hooli.example.com", "1")
 	stuck := c.waitTenantDegraded("hooli-web", `"hooli-cfg"`, "conflictPolicy Stuck")
 	waitFor(t, 30*time.Second, "ApplyConflict event", func() error {
