@@ -38,20 +38,7 @@ const previousReleaseVersion = 4
 // readable, writable and unique by name.
 func TestUpgradeToNamespaces(t *testing.T) {
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, testenv.Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	db := stdlib.OpenDBFromPool(pool)
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, previousReleaseVersion); err != nil {
-		t.Fatal(err)
-	}
-	_ = db.Close()
+	pool := databaseAt(t, previousReleaseVersion)
 	if err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error { return writePreviousRelease(ctx, tx) }); err != nil {
 		t.Fatalf("write as the previous release: %v", err)
 	}
@@ -189,4 +176,25 @@ func writePreviousRelease(ctx context.Context, tx pgx.Tx) error {
 	// The relay published everything.
 	_, err = tx.Exec(ctx, `UPDATE relay_state SET published_revision = $1, last_event_revision = $1 WHERE id = 1`, purgeRev)
 	return err
+}
+
+// databaseAt is a fresh test database migrated up to schema version
+// version only, as a previous release left it.
+func databaseAt(t *testing.T, version int64) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(t.Context(), testenv.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(t.Context(), version); err != nil {
+		t.Fatal(err)
+	}
+	return pool
 }

@@ -7,12 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 
-	"github.com/no8s/no8s/migrations"
-	"github.com/no8s/no8s/services/internal/testenv"
 	"github.com/no8s/no8s/services/store/migrate"
 	"github.com/no8s/no8s/services/store/pgoutbox"
 	"github.com/no8s/no8s/services/store/pgstore"
@@ -31,20 +26,7 @@ const beforeTraceContextVersion = 11
 // publish unchanged and in order, then new rows with their trace context.
 func TestUpgradeToTraceContext(t *testing.T) {
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, testenv.Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	db := stdlib.OpenDBFromPool(pool)
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, beforeTraceContextVersion); err != nil {
-		t.Fatal(err)
-	}
-	_ = db.Close()
+	pool := databaseAt(t, beforeTraceContextVersion)
 	var old []storage.OutboxRow
 	if err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		revs := make([]int64, 3)
