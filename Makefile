@@ -41,7 +41,7 @@ IMAGE_DIR       := $(BIN)/image
 # timeout leaves room for a slower machine, it is not the budget).
 TEST_TIMEOUT ?= 22m
 
-.PHONY: help run build build-failpoint image image-check deploy-check upgrade-from test stress bench bench-scale lint check-large-files check-cyclo check-proto-breaking check-user-docs check-rules generate generate-check tools nats-server grpcurl natscli github-openapi promtool clean $(BIN)/gocyclo
+.PHONY: help run build build-failpoint image image-check deploy-check upgrade-from test stress bench bench-scale lint check-large-files check-cyclo check-proto-breaking check-user-docs check-rules generate generate-check tools k8s-tools k8s-tools-dir nats-server grpcurl natscli github-openapi promtool clean $(BIN)/gocyclo
 
 help:
 	@echo "make run             run the whole control plane (no8s dev) on 127.0.0.1:8000 (ARGS=... for more flags)"
@@ -63,6 +63,8 @@ help:
 	@echo "make generate-check  regenerate and fail if the committed code differs"
 	@echo "make natscli         the pinned nats CLI into bin/ (built once, kept)"
 	@echo "make github-openapi  install GitHub's OpenAPI description (@octokit/openapi, npm) for the fake GitHub's tests"
+	@echo "make k8s-tools       kube-apiserver, etcd, helm and the noop controller (tools/k8s) into a cache outside the repo (cold: 15-30 min)"
+	@echo "make -s k8s-tools-dir  print that cache directory"
 
 # Builds bin/no8s (incrementally: only the first build is slow), then becomes
 # it; no8s dev exits 0 on Ctrl-C, so make does too. It builds as make build
@@ -213,6 +215,19 @@ tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticch
 # server enters the workspace's modules), pinned by its go.mod; the first
 # build takes many minutes.
 promtool: $(BIN)/promtool
+
+# k8s-tools: kube-apiserver, etcd, helm and the bench's noop controller,
+# built from the modules pinned in tools/k8s (outside go.work, so that
+# nothing of Kubernetes, etcd or Helm enters the workspace's modules) into
+# ${XDG_CACHE_HOME:-~/.cache}/no8s/k8s-tools/<hash of their go.sum files and
+# the Go version>, outside the repository: a fresh clone on the same machine
+# finds them there ("k8s-tools: cache hit"). Cold, 15-30 minutes on 2 cores.
+# `make -s k8s-tools-dir` prints the directory (tools/k8s/build.sh --dir).
+k8s-tools:
+	tools/k8s/build.sh
+
+k8s-tools-dir:
+	@tools/k8s/build.sh --dir
 
 nats-server: $(BIN)/nats-server
 
