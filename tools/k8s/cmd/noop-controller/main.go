@@ -100,7 +100,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if o.printSettings {
-		fmt.Printf("noop-controller: server=%s gvk=%s/%s, Kind=%s namespace=%q max-concurrent-reconciles=%d qps=%g burst=%d\n",
+		fmt.Printf("noop-controller: server=%s group=%s api-version=%s kind=%s namespace=%q max-concurrent-reconciles=%d qps=%g burst=%d\n",
 			cfg.Host, o.group, o.version, o.kind, o.namespace, o.workers, cfg.QPS, cfg.Burst)
 	}
 	mopts := ctrl.Options{
