@@ -17,7 +17,7 @@ func (e *benchEnv) startOTLP() (stop func(), err error) {
 	if !*otlpFlag {
 		return nil, nil
 	}
-	r, closeReceiver, err := tracingtest.Listen()
+	r, closeReceiver, err := tracingtest.ListenCounting()
 	if err != nil {
 		return nil, fmt.Errorf("-otlp: %w", err)
 	}

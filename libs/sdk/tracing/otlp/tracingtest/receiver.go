@@ -46,8 +46,12 @@ type Receiver struct {
 	// HTTPEndpoint the OTLP/HTTP one, for OTEL_EXPORTER_OTLP_ENDPOINT.
 	GRPCEndpoint, HTTPEndpoint string
 
+	// countOnly keeps no span, only their number (ListenCounting).
+	countOnly bool
+
 	mu    sync.Mutex
 	spans []Span
+	count int
 }
 
 // Start runs a receiver on loopback until the test ends.
@@ -62,9 +66,18 @@ func Start(t testing.TB) *Receiver {
 }
 
 // Listen runs a receiver on loopback until stop is called (a receiver for
-// a program rather than a test, such as the benchmark's).
-func Listen() (r *Receiver, stop func(), err error) {
-	r = &Receiver{}
+// a program rather than a test).
+func Listen() (r *Receiver, stop func(), err error) { return listen(&Receiver{}) }
+
+// ListenCounting is Listen for a receiver that decodes every export and
+// keeps only the number of spans (Len), as cheap as a receiver can be that
+// still reads what it is sent: the benchmark's, where a receiver keeping
+// every span would take the load generator's CPU.
+func ListenCounting() (r *Receiver, stop func(), err error) {
+	return listen(&Receiver{countOnly: true})
+}
+
+func listen(r *Receiver) (*Receiver, func(), error) {
 	gl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, nil, fmt.Errorf("OTLP/gRPC listener: %w", err)
@@ -110,6 +123,18 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 func (r *Receiver) add(req *coltracepb.ExportTraceServiceRequest) {
+	if r.countOnly {
+		n := 0
+		for _, rs := range req.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				n += len(ss.GetSpans())
+			}
+		}
+		r.mu.Lock()
+		r.count += n
+		r.mu.Unlock()
+		return
+	}
 	var got []Span
 	for _, rs := range req.GetResourceSpans() {
 		service := attrs(rs.GetResource().GetAttributes())["service.name"]
@@ -160,7 +185,7 @@ func anyString(v *commonpb.AnyValue) string {
 func (r *Receiver) Len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.spans)
+	return len(r.spans) + r.count
 }
 
 // Spans returns every span received so far.
