@@ -128,7 +128,7 @@ func (h *handler) admit(ctx context.Context, req *admissionv1.AdmitResourceReque
 	if err != nil || hooks.Empty() {
 		return out, c.revision, err
 	}
-	a := webhook.Admission{Operation: op, DryRun: req.GetDryRun(), Resource: resourcepb.FromProto(out)}
+	a := webhook.Admission{Operation: op, DryRun: req.GetDryRun(), User: webhookUser(req), Resource: resourcepb.FromProto(out)}
 	if op == webhookconf.OpUpdate {
 		a.Old = resourcepb.FromProto(req.GetOldResource())
 	}
@@ -210,16 +210,32 @@ func (h *handler) admitDelete(ctx context.Context, req *admissionv1.AdmitResourc
 		return err
 	}
 	hooks.Mutating = nil
-	_, err = h.chain.Run(ctx, hooks, webhook.Admission{Operation: webhookconf.OpDelete, DryRun: req.GetDryRun(), Resource: resourcepb.FromProto(r)}, nil)
+	_, err = h.chain.Run(ctx, hooks, webhook.Admission{Operation: webhookconf.OpDelete, DryRun: req.GetDryRun(), User: webhookUser(req), Resource: resourcepb.FromProto(r)}, nil)
 	return err
 }
 
 // requesterOf is the principal of the write req asks for, nil when the
-// gateway named none.
+// gateway named none or a service identity asks (no grant is bound to
+// one).
 func requesterOf(req *admissionv1.AdmitResourceRequest) *authn.Principal {
+	r := req.GetRequester()
+	if r == nil || r.GetUsername() == "" || r.GetService() {
+		return nil
+	}
+	return &authn.Principal{Username: r.GetUsername(), Groups: r.GetGroups(), TokenID: r.GetTokenId()}
+}
+
+// webhookUser is who webhooks are told asks for the write req asks for:
+// the requester, a service identity's system user included; nil when the
+// gateway named none.
+func webhookUser(req *admissionv1.AdmitResourceRequest) *webhook.User {
 	r := req.GetRequester()
 	if r == nil || r.GetUsername() == "" {
 		return nil
 	}
-	return &authn.Principal{Username: r.GetUsername(), Groups: r.GetGroups(), TokenID: r.GetTokenId()}
+	groups := r.GetGroups()
+	if groups == nil {
+		groups = []string{}
+	}
+	return &webhook.User{Username: r.GetUsername(), Groups: groups}
 }

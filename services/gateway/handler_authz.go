@@ -467,12 +467,17 @@ func (s *Service) authorizeWatch(c *echo.Context, f *watch.Filter) error {
 	return nil
 }
 
-// requester is who admission is told asks for a write: the authenticated
-// caller (a credential grant bound to subjects is theirs to use); nil for
-// a service identity.
+// requester is who admission is told asks for a write (and webhooks,
+// its username and groups): the authenticated caller, whose credential
+// grants bound to subjects are theirs to use; for a service identity its
+// system user (authz.SystemUser: the garbage collector's under its
+// fenced lease), marked service.
 func requester(ctx context.Context) *admissionv1.Requester {
-	p, service := callerPrincipal(ctx)
-	if service || p == nil {
+	if id, ok := authz.Caller(ctx); ok {
+		return &admissionv1.Requester{Username: authz.SystemUser(id, fenceLease(ctx)), Groups: []string{authz.ServicesGroup}, Service: true}
+	}
+	p := authn.FromContext(ctx)
+	if p == nil {
 		return nil
 	}
 	return &admissionv1.Requester{Username: p.Username, Groups: p.Groups, TokenId: p.TokenID}

@@ -799,7 +799,7 @@ func (s *Service) admitDelete(ctx context.Context, id, rv int64, p lifecycle.Pro
 	}
 	if cur.GetDeletedAt() == nil {
 		if _, err := callCtx(s, ctx, s.admission.AdmitResource, &admissionv1.AdmitResourceRequest{
-			Operation: admissionv1.Operation_OPERATION_DELETE, Resource: cur, DryRun: dry,
+			Operation: admissionv1.Operation_OPERATION_DELETE, Resource: cur, DryRun: dry, Requester: requester(ctx),
 		}); err != nil {
 			return nil, err
 		}

@@ -35,6 +35,10 @@ type hookRequest struct {
 	DryRun      bool               `json:"dry_run"`
 	Resource    resource.Resource  `json:"resource"`
 	OldResource *resource.Resource `json:"old_resource"`
+	User        *struct {
+		Username string   `json:"username"`
+		Groups   []string `json:"groups"`
+	} `json:"user"`
 }
 
 // hookCall is one call a webhook server received.
@@ -584,6 +588,11 @@ func TestWebhookDelete(t *testing.T) {
 	if got.Operation != "DELETE" || got.OldResource != nil || got.Resource.ID != r.ID || got.Resource.ResourceVersion != r.ResourceVersion ||
 		got.Resource.UID != r.UID || got.Resource.Status != "pending" || len(log.names()) != 1 {
 		t.Fatalf("DELETE request %+v, calls %v", got, log.names())
+	}
+	// Authentication is off here: the webhook is told the anonymous user
+	// asks.
+	if got.User == nil || got.User.Username != "anonymous" || got.User.Groups == nil {
+		t.Fatalf("DELETE request's user %+v", got.User)
 	}
 	// A stale precondition is refused before any webhook is asked.
 	log.reset()

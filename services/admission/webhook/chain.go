@@ -33,6 +33,8 @@ type Admission struct {
 	Resource *resource.Resource
 	// Old is the current state on UPDATE, nil otherwise.
 	Old *resource.Resource
+	// User is who asks for the write, nil when no one is named.
+	User *User
 }
 
 // CheckFunc validates a spec that a mutating webhook patched against the
@@ -95,7 +97,7 @@ func (c *Chain) Run(ctx context.Context, hooks Matched, a Admission, check Check
 	}
 
 	for _, h := range hooks.Mutating {
-		resp, err := c.call(ctx, cctx, h, Request{UID: uid, Operation: a.Operation, DryRun: a.DryRun, Resource: doc, OldResource: old})
+		resp, err := c.call(ctx, cctx, h, Request{UID: uid, Operation: a.Operation, DryRun: a.DryRun, User: a.User, Resource: doc, OldResource: old})
 		if err != nil {
 			if c.ignored(h, err) {
 				continue
@@ -128,7 +130,7 @@ func (c *Chain) Run(ctx context.Context, hooks Matched, a Admission, check Check
 		}
 	}
 	for _, h := range hooks.Validating {
-		resp, err := c.call(ctx, cctx, h, Request{UID: uid, Operation: a.Operation, DryRun: a.DryRun, Resource: doc, OldResource: old})
+		resp, err := c.call(ctx, cctx, h, Request{UID: uid, Operation: a.Operation, DryRun: a.DryRun, User: a.User, Resource: doc, OldResource: old})
 		if err != nil {
 			if c.ignored(h, err) {
 				continue

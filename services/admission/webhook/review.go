@@ -39,6 +39,17 @@ type Request struct {
 	Resource json.RawMessage `json:"resource"`
 	// OldResource is the current state on UPDATE, null otherwise.
 	OldResource json.RawMessage `json:"old_resource"`
+	// User is who asks for the write, as the gateway authenticated them
+	// (a user, an API token's owner, or a service identity's system user
+	// such as system:no8s:garbage-collector); absent when no one is named
+	// (authentication off and no credential presented).
+	User *User `json:"user,omitempty"`
+}
+
+// User is who asks for a write, as a webhook is told.
+type User struct {
+	Username string   `json:"username"`
+	Groups   []string `json:"groups"`
 }
 
 // Response is a webhook's answer, checked.

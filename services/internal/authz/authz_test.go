@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/no8s/no8s/libs/api/fence"
 	"github.com/no8s/no8s/libs/sdk/identity"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
@@ -308,6 +309,27 @@ func TestAuditOnlyLetsThroughAndLogsWhatItWouldRefuse(t *testing.T) {
 	} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("the log lacks %q:\n%s", want, logs.String())
+		}
+	}
+}
+
+// The users service identities' writes reach webhooks as: the garbage
+// collector's only under its own lease.
+func TestSystemUser(t *testing.T) {
+	for _, c := range []struct {
+		id    identity.ID
+		lease string
+		want  string
+	}{
+		{identity.ServiceID(identity.Scheduler), fence.GarbageCollectorLease, "system:no8s:garbage-collector"},
+		{identity.ServiceID(identity.Scheduler), "", "system:no8s:scheduler"},
+		{identity.ServiceID(identity.RegistrySync), "registry-sync", "system:no8s:registry-sync"},
+		{identity.ServiceID(identity.RegistrySync), fence.GarbageCollectorLease, "system:no8s:registry-sync"},
+		{identity.ID{Kind: identity.Reconciler, Name: "noop"}, "", "system:no8s:reconciler:noop"},
+		{identity.ID{Kind: identity.Client, Name: "ci"}, fence.GarbageCollectorLease, "system:no8s:client:ci"},
+	} {
+		if got := authz.SystemUser(c.id, c.lease); got != c.want {
+			t.Errorf("SystemUser(%s, %q) = %q, want %q", c.id, c.lease, got, c.want)
 		}
 	}
 }

@@ -165,9 +165,10 @@ type AdmitResourceRequest struct {
 	DryRun      bool         `protobuf:"varint,4,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	// refresh_schema forces a fresh read of the type (after schema_changed).
 	RefreshSchema bool `protobuf:"varint,5,opt,name=refresh_schema,json=refreshSchema,proto3" json:"refresh_schema,omitempty"`
-	// requester is who asked for the write, as the gateway authenticated it
-	// (unset for a service identity's write): a credential grant bound to
-	// subjects is usable only by their writes.
+	// requester is who asked for the write, as the gateway authenticated it:
+	// a credential grant bound to subjects is usable only by their writes
+	// (none of them is a service identity's, service set). Webhooks are told
+	// its username and groups.
 	Requester     *Requester `protobuf:"bytes,6,opt,name=requester,proto3" json:"requester,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -251,7 +252,11 @@ type Requester struct {
 	Username string                 `protobuf:"bytes,1,opt,name=username,proto3" json:"username,omitempty"`
 	Groups   []string               `protobuf:"bytes,2,rep,name=groups,proto3" json:"groups,omitempty"`
 	// token_id is the API token's id when it authenticated with one.
-	TokenId       string `protobuf:"bytes,3,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	TokenId string `protobuf:"bytes,3,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	// service marks a service identity's write, named system:no8s:<name>
+	// (the garbage collector's: system:no8s:garbage-collector): it is no
+	// subject of a grant.
+	Service       bool `protobuf:"varint,4,opt,name=service,proto3" json:"service,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -305,6 +310,13 @@ func (x *Requester) GetTokenId() string {
 		return x.TokenId
 	}
 	return ""
+}
+
+func (x *Requester) GetService() bool {
+	if x != nil {
+		return x.Service
+	}
+	return false
 }
 
 type AdmitResourceResponse struct {
@@ -375,11 +387,12 @@ const file_no8s_admission_v1_admission_proto_rawDesc = "" +
 	"\fold_resource\x18\x03 \x01(\v2\x17.no8s.store.v1.ResourceR\voldResource\x12\x17\n" +
 	"\adry_run\x18\x04 \x01(\bR\x06dryRun\x12%\n" +
 	"\x0erefresh_schema\x18\x05 \x01(\bR\rrefreshSchema\x12:\n" +
-	"\trequester\x18\x06 \x01(\v2\x1c.no8s.admission.v1.RequesterR\trequester\"Z\n" +
+	"\trequester\x18\x06 \x01(\v2\x1c.no8s.admission.v1.RequesterR\trequester\"t\n" +
 	"\tRequester\x12\x1a\n" +
 	"\busername\x18\x01 \x01(\tR\busername\x12\x16\n" +
 	"\x06groups\x18\x02 \x03(\tR\x06groups\x12\x19\n" +
-	"\btoken_id\x18\x03 \x01(\tR\atokenId\"u\n" +
+	"\btoken_id\x18\x03 \x01(\tR\atokenId\x12\x18\n" +
+	"\aservice\x18\x04 \x01(\bR\aservice\"u\n" +
 	"\x15AdmitResourceResponse\x123\n" +
 	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\x12'\n" +
 	"\x0fschema_revision\x18\x02 \x01(\x03R\x0eschemaRevision*h\n" +
