@@ -1,10 +1,15 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,9 +113,48 @@ func gcFlow(t *testing.T, c *cluster) {
 
 	t.Run("background", func(t *testing.T) {
 		owner, _, all := tree("bg")
+		w, _, err := dialWatch(t.Context(), base+"/api/v1/events?resource_type=Widget", -1, false, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.close()
 		del(owner, "Background")
 		gone("the owner", owner)
 		gone("every dependent, after the owner", all...)
+		// The order, from the event stream: the owner is purged before
+		// any dependent's deletion begins.
+		first := map[int64]int64{} // resource id → revision of its first DELETED or PURGED
+		var purged int64
+		for purged == 0 || len(first) < len(all)+1 {
+			select {
+			case ev, ok := <-w.events:
+				if !ok {
+					t.Fatalf("the watch ended: %v", w.err)
+				}
+				if ev.name != "DELETED" && ev.name != "PURGED" {
+					continue
+				}
+				var d struct {
+					ResourceID int64 `json:"resource_id"`
+				}
+				if err := json.Unmarshal(ev.data, &d); err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := first[d.ResourceID]; !ok {
+					first[d.ResourceID] = ev.id
+				}
+				if d.ResourceID == owner.id && ev.name == "PURGED" {
+					purged = ev.id
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("the watch saw %d deletions (owner purged at %d), then nothing", len(first), purged)
+			}
+		}
+		for _, d := range all {
+			if rev, ok := first[d.id]; !ok || rev < purged {
+				t.Fatalf("%s's deletion began at revision %d (seen %v), before its owner's purge at %d", d.name, rev, ok, purged)
+			}
+		}
 	})
 
 	t.Run("foreground", func(t *testing.T) {
@@ -337,4 +381,135 @@ func TestGarbageCollectorCatchesUpAfterACrash(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestGarbageCollectorAsksWebhooks: the collector's deletes pass the
+// validating webhooks that intercept DELETE, which are told they come from
+// system:no8s:garbage-collector. A denied delete leaves the dependent with
+// a GarbageCollectionDenied Warning Event carrying the webhook's message;
+// once the webhook allows, a retry (after its backoff) collects it.
+func TestGarbageCollectorAsksWebhooks(t *testing.T) {
+	c := newCluster(t)
+	// Who asks is proven by the caller's identity: on, whatever
+	// NO8S_E2E_IDENTITIES says.
+	c.withIdentities()
+	base := c.startAll()
+	c.startSchedulerArgs(c.storeAddrs[0], "sched", 0, "--gc-sweep", "2s")
+	c.startReconciler(c.storeAddrs[0], "Widget/v1")
+	if r := do(t, "POST", base+"/api/v1/resource-types", map[string]any{"name": "Widget", "version": "v1", "schema": map[string]any{"type": "object"}}); r.status != 201 {
+		t.Fatalf("create type: %d %s", r.status, r.body)
+	}
+
+	type call struct{ name, user string }
+	var (
+		mu    sync.Mutex
+		calls []call
+		deny  atomic.Bool
+	)
+	deny.Store(true)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Operation string `json:"operation"`
+			Resource  struct {
+				Name string `json:"name"`
+			} `json:"resource"`
+			User *struct {
+				Username string   `json:"username"`
+				Groups   []string `json:"groups"`
+			} `json:"user"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		who := "<none>"
+		if req.User != nil {
+			who = req.User.Username + " " + strings.Join(req.User.Groups, ",")
+		}
+		mu.Lock()
+		calls = append(calls, call{req.Resource.Name, who})
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if req.Resource.Name == "guarded" && deny.Load() {
+			_, _ = w.Write([]byte(`{"allowed":false,"message":"guarded is on hold"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"allowed":true}`))
+	}))
+	defer hook.Close()
+	if r := do(t, "POST", base+"/api/v1/admission-webhooks", map[string]any{
+		"name": "gc-guard", "resource_type_name": "Widget", "webhook_url": hook.URL,
+		"webhook_type": "validating", "operations": []string{"DELETE"},
+	}); r.status != 201 {
+		t.Fatalf("register webhook: %d %s", r.status, r.body)
+	}
+	asked := func(name string) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		var users []string
+		for _, c := range calls {
+			if c.name == name {
+				users = append(users, c.user)
+			}
+		}
+		return users
+	}
+
+	create := func(name string, owners ...map[string]any) map[string]any {
+		t.Helper()
+		b := map[string]any{"name": name, "resource_type_name": "Widget", "resource_type_version": "v1", "spec": map[string]any{}}
+		if owners != nil {
+			b["owner_references"] = owners
+		}
+		r := do(t, "POST", base+"/api/v1/resources", b)
+		if r.status != 201 {
+			t.Fatalf("create %s: %d %s", name, r.status, r.body)
+		}
+		return r.json(t)
+	}
+	path := func(r map[string]any) string {
+		return fmt.Sprintf("%s/api/v1/resources/%d", base, int64(r["id"].(float64)))
+	}
+	owner := create("owner")
+	ref := map[string]any{"uid": owner["uid"], "resource_type_name": "Widget", "resource_type_version": "v1", "name": "owner"}
+	plain, guarded := create("plain", ref), create("guarded", ref)
+	if r := do(t, "DELETE", path(owner), nil); r.status != 202 {
+		t.Fatalf("delete owner: %d %s", r.status, r.body)
+	}
+
+	const gcUser = "system:no8s:garbage-collector system:no8s:services"
+	waitFor(t, 90*time.Second, "the plain dependent collected, its delete asked of the webhook as the collector", func() error {
+		if r := do(t, "GET", path(plain), nil); r.status != 404 {
+			return fmt.Errorf("plain: %d", r.status)
+		}
+		if users := asked("plain"); !slices.Contains(users, gcUser) {
+			return fmt.Errorf("the webhook was asked about plain by %q", users)
+		}
+		return nil
+	})
+	waitFor(t, 60*time.Second, "a GarbageCollectionDenied Event on the guarded dependent", func() error {
+		evs := do(t, "GET", path(guarded)+"/event-records?limit=500", nil).list(t)
+		e := hasEvent(evs, "GarbageCollectionDenied", "guarded is on hold")
+		if e == nil {
+			return fmt.Errorf("events %v", evs)
+		}
+		if e["type"] != "Warning" {
+			return fmt.Errorf("the Event is %v, want Warning", e["type"])
+		}
+		return nil
+	})
+	if r := do(t, "GET", path(guarded), nil); r.status != 200 || r.json(t)["status"] == "deleting" {
+		t.Fatalf("a denied delete changed the dependent: %d %s", r.status, r.body)
+	}
+	if users := asked("guarded"); len(users) == 0 || users[0] != gcUser {
+		t.Fatalf("the webhook was asked about guarded by %q", users)
+	}
+	deny.Store(false)
+	waitFor(t, 120*time.Second, "the guarded dependent collected once the webhook allows", func() error {
+		if r := do(t, "GET", path(guarded), nil); r.status != 404 {
+			return fmt.Errorf("guarded: %d (asked %d times)", r.status, len(asked("guarded")))
+		}
+		return nil
+	})
+	t.Logf("the webhook was asked about the guarded dependent %d times", len(asked("guarded")))
 }

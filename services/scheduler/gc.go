@@ -17,6 +17,7 @@ import (
 
 	"github.com/no8s/no8s/libs/api/fence"
 	"github.com/no8s/no8s/libs/api/lifecycle"
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/api/subjects"
 	apiclient "github.com/no8s/no8s/libs/client"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
@@ -40,24 +41,34 @@ func (s *Service) runCollector(ctx context.Context) error {
 }
 
 // collect runs one term: a pass at once, then one at every hint of the
-// event stream (a resource deleted or purged) and every GCSweep; hints that
-// arrive during a pass coalesce into one more pass.
+// event stream (a resource deleted or purged), every GCSweep, and when the
+// backoff of a write admission refused runs out; hints that arrive during
+// a pass coalesce into one more pass.
 func (s *Service) collect(ctx context.Context, t *leader.Term, c *collector.Collector) error {
 	hints := make(chan struct{}, 1)
 	go s.followHints(ctx, hints)
 	tick := time.NewTicker(s.cfg.GCSweep)
 	defer tick.Stop()
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
 	for {
 		if err := s.gcPass(ctx, c); errors.Is(err, leader.ErrStale) {
 			return err
 		} else if err != nil && ctx.Err() == nil {
 			s.log.Warn("garbage collection pass failed; retrying at the next hint or sweep", "error", err, "epoch", t.Epoch)
 		}
+		retry.Stop()
+		var due <-chan time.Time
+		if at, ok := c.NextRetry(); ok {
+			retry.Reset(time.Until(at))
+			due = retry.C
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		case <-hints:
+		case <-due:
 		}
 	}
 }
@@ -193,7 +204,8 @@ func (g grpcOwners) Dangling(ctx context.Context, after int64, limit int) ([]col
 // restWriter is the collector's Writer: the public API, as a client, each
 // write fenced by the term's epoch. A write the gateway refuses for a
 // stale epoch ends the term (leader.ErrStale); one that finds the resource
-// changed or gone is skipped (collector.ErrSkip).
+// changed or gone is skipped (collector.ErrSkip); one a webhook denies (or
+// fails) is refused (collector.ErrDenied).
 type restWriter struct {
 	api  *apiclient.Client
 	term *leader.Term
@@ -212,7 +224,16 @@ func (w *restWriter) fenced(op func(opts ...apiclient.CallOption) error) error {
 		return fmt.Errorf("garbage collector deposed: %s: %w", e.Detail, leader.ErrStale)
 	case apiclient.IsNotFound(err) || apiclient.IsConflict(err):
 		return fmt.Errorf("%w: %w", collector.ErrSkip, err)
+	case e != nil && (e.Code == apiclient.CodeDenied || e.Code == apiclient.CodeWebhookFailed):
+		return fmt.Errorf("%w: %s", collector.ErrDenied, e.Detail)
 	}
+	return err
+}
+
+// Warn records a Warning Event on r, from the garbage collector. It is not
+// fenced: an Event from a collector deposed a moment ago is still true.
+func (w *restWriter) Warn(ctx context.Context, r *resource.Resource, reason, message string) error {
+	_, err := w.api.RecordEvent(ctx, r.ID, apiclient.EventRecordCreate{Type: names.EventWarning, Reason: reason, Message: message, Source: fence.GarbageCollectorLease})
 	return err
 }
 

@@ -6,18 +6,23 @@
 // (Writer: in the scheduler, fenced REST writes through the gateway). It
 // keeps no state between calls: every decision is made on what the store
 // answers at that moment, so a collector that restarts, or a new leader,
-// simply sweeps again.
+// simply sweeps again. The one thing it remembers, for as long as its term
+// lasts, is which dependents admission refused it and when to ask again
+// (backoff).
 package collector
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/scheduler/backoff"
 )
 
 // Reasons a collection is logged with.
@@ -33,6 +38,18 @@ const (
 	// ReasonOrphan: the owner is being deleted with its dependents
 	// orphaned.
 	ReasonOrphan = "orphan"
+)
+
+// EventDenied is the reason of the Warning Event recorded on a dependent
+// when admission refuses one of the collector's writes to it (a validating
+// webhook denied it, or failed).
+const EventDenied = "GarbageCollectionDenied"
+
+// The backoff between the collector's attempts at a write admission
+// refused: doubling from DeniedBackoff up to DeniedBackoffMax.
+const (
+	DeniedBackoff    = 2 * time.Second
+	DeniedBackoffMax = 5 * time.Minute
 )
 
 // Dangling is a dependent with the owner references of it that dangle.
@@ -65,18 +82,37 @@ type Writer interface {
 	SetOwnerReferences(ctx context.Context, r *resource.Resource, refs []resource.OwnerReference) error
 	// RemoveFinalizer removes finalizer f from r.
 	RemoveFinalizer(ctx context.Context, r *resource.Resource, f string) error
+	// Warn records a Warning Event with reason and message on r.
+	Warn(ctx context.Context, r *resource.Resource, reason, message string) error
 }
 
 // ErrSkip marks a write the collector passes over: the resource changed or
 // went meanwhile. Writers wrap it.
 var ErrSkip = errors.New("skipped: the resource changed or is gone")
 
-// Collector applies the rules.
+// ErrDenied marks a write admission refused: a validating webhook denied
+// it or failed. The collector leaves the resource, records EventDenied on
+// it with the error's message, and tries again after a backoff. Writers
+// wrap it.
+var ErrDenied = errors.New("refused by admission")
+
+// Collector applies the rules. Its methods are called from one goroutine
+// at a time.
 type Collector struct {
 	read  Reader
 	write Writer
 	log   *slog.Logger
 	page  int
+	now   func() time.Time
+	// denied holds, by resource uid, the writes admission refused and
+	// when to try them again.
+	denied map[string]denial
+}
+
+// denial is a resource's run of refused writes.
+type denial struct {
+	failures int
+	until    time.Time
 }
 
 // New returns a collector reading through r and writing through w, pages of
@@ -88,12 +124,38 @@ func New(r Reader, w Writer, page int, log *slog.Logger) *Collector {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Collector{read: r, write: w, log: log, page: page}
+	return &Collector{read: r, write: w, log: log, page: page, now: time.Now, denied: map[string]denial{}}
+}
+
+// WithClock makes the collector read the time from now (tests).
+func (c *Collector) WithClock(now func() time.Time) *Collector {
+	c.now = now
+	return c
+}
+
+// NextRetry is when the earliest write admission refused is due again;
+// ok is false when none waits. A refusal whose backoff ran out long ago
+// (its resource went meanwhile, or needs nothing any more) is forgotten.
+func (c *Collector) NextRetry() (at time.Time, ok bool) {
+	now := c.now()
+	for uid, d := range c.denied {
+		switch {
+		case d.until.Before(now.Add(-DeniedBackoffMax)):
+			delete(c.denied, uid)
+		case !d.until.After(now):
+		case !ok || d.until.Before(at):
+			at, ok = d.until, true
+		}
+	}
+	return at, ok
 }
 
 // Stats counts what one call did.
 type Stats struct {
 	Deleted, RefsRemoved, FinalizersRemoved, Skipped int
+	// Denied counts writes admission refused; Deferred, writes not tried
+	// because an earlier refusal's backoff has not run out.
+	Denied, Deferred int
 }
 
 func (s *Stats) add(o Stats) {
@@ -101,6 +163,14 @@ func (s *Stats) add(o Stats) {
 	s.RefsRemoved += o.RefsRemoved
 	s.FinalizersRemoved += o.FinalizersRemoved
 	s.Skipped += o.Skipped
+	s.Denied += o.Denied
+	s.Deferred += o.Deferred
+}
+
+// waiting reports whether r's writes wait for a refusal's backoff.
+func (c *Collector) waiting(r *resource.Resource) bool {
+	d, ok := c.denied[r.UID]
+	return ok && c.now().Before(d.until)
 }
 
 // Sweep walks every resource with owner references and collects the ones
@@ -140,11 +210,11 @@ func (c *Collector) CollectDangling(ctx context.Context, d Dangling) (Stats, err
 		if r.DeletedAt != nil {
 			return Stats{}, nil
 		}
-		return c.do(func() error { return c.write.Delete(ctx, r, lifecycle.PropagationBackground) }, Stats{Deleted: 1},
+		return c.do(ctx, func() error { return c.write.Delete(ctx, r, lifecycle.PropagationBackground) }, Stats{Deleted: 1},
 			"deleted a dependent whose every owner is gone", r, d.Refs, ReasonOwnerGone)
 	}
 	keep := slices.DeleteFunc(slices.Clone(r.OwnerReferences), func(o resource.OwnerReference) bool { return slices.Contains(d.Refs, o) })
-	return c.do(func() error { return c.write.SetOwnerReferences(ctx, r, keep) }, Stats{RefsRemoved: len(d.Refs)},
+	return c.do(ctx, func() error { return c.write.SetOwnerReferences(ctx, r, keep) }, Stats{RefsRemoved: len(d.Refs)},
 		"removed dangling owner references from a dependent that keeps a live owner", r, d.Refs, ReasonDanglingRef)
 }
 
@@ -204,10 +274,10 @@ func (c *Collector) orphan(ctx context.Context, owner *resource.Resource) (Stats
 	err := c.eachDependent(ctx, owner.UID, func(r *resource.Resource) error {
 		keep := slices.DeleteFunc(slices.Clone(r.OwnerReferences), func(o resource.OwnerReference) bool { return o.UID == owner.UID })
 		removed := slices.DeleteFunc(slices.Clone(r.OwnerReferences), func(o resource.OwnerReference) bool { return o.UID != owner.UID })
-		s, err := c.do(func() error { return c.write.SetOwnerReferences(ctx, r, keep) }, Stats{RefsRemoved: len(removed)},
+		s, err := c.do(ctx, func() error { return c.write.SetOwnerReferences(ctx, r, keep) }, Stats{RefsRemoved: len(removed)},
 			"orphaned a dependent: removed its reference to an owner deleted with propagation Orphan", r, removed, ReasonOrphan)
 		st.add(s)
-		if s.Skipped > 0 {
+		if s.Skipped+s.Denied+s.Deferred > 0 {
 			left++
 		}
 		return err
@@ -215,7 +285,7 @@ func (c *Collector) orphan(ctx context.Context, owner *resource.Resource) (Stats
 	if err != nil || left > 0 {
 		return st, err
 	}
-	s, err := c.do(func() error { return c.write.RemoveFinalizer(ctx, owner, lifecycle.FinalizerOrphan) }, Stats{FinalizersRemoved: 1},
+	s, err := c.do(ctx, func() error { return c.write.RemoveFinalizer(ctx, owner, lifecycle.FinalizerOrphan) }, Stats{FinalizersRemoved: 1},
 		"removed the orphan finalizer: no dependent names the owner any more", owner, nil, ReasonOrphan)
 	st.add(s)
 	return st, err
@@ -248,7 +318,7 @@ func (c *Collector) foreground(ctx context.Context, owner *resource.Resource) (S
 		} else if len(more) > 0 {
 			p = lifecycle.PropagationForeground
 		}
-		s, err := c.do(func() error { return c.write.Delete(ctx, r, p) }, Stats{Deleted: 1},
+		s, err := c.do(ctx, func() error { return c.write.Delete(ctx, r, p) }, Stats{Deleted: 1},
 			"deleted a dependent of an owner deleted with propagation Foreground", r, refs, ReasonForeground)
 		st.add(s)
 		return err
@@ -256,7 +326,7 @@ func (c *Collector) foreground(ctx context.Context, owner *resource.Resource) (S
 	if err != nil || blocking > 0 {
 		return st, err
 	}
-	s, err := c.do(func() error { return c.write.RemoveFinalizer(ctx, owner, lifecycle.FinalizerForeground) }, Stats{FinalizersRemoved: 1},
+	s, err := c.do(ctx, func() error { return c.write.RemoveFinalizer(ctx, owner, lifecycle.FinalizerForeground) }, Stats{FinalizersRemoved: 1},
 		"removed foregroundDeletion: no dependent blocks the owner's deletion any more", owner, nil, ReasonForeground)
 	st.add(s)
 	return st, err
@@ -283,22 +353,49 @@ func (c *Collector) eachDependent(ctx context.Context, uid string, fn func(*reso
 }
 
 // do runs one write and logs it as a collection (dependent, references,
-// reason); a skipped write is counted and logged at debug level.
-func (c *Collector) do(write func() error, done Stats, msg string, r *resource.Resource, refs []resource.OwnerReference, reason string) (Stats, error) {
+// reason); a skipped write is counted and logged at debug level. A write
+// admission refuses is counted, recorded on r as a Warning Event and held
+// back until its backoff runs out (deferred until then).
+func (c *Collector) do(ctx context.Context, write func() error, done Stats, msg string, r *resource.Resource, refs []resource.OwnerReference, reason string) (Stats, error) {
 	attrs := []any{"resource_id", r.ID, "namespace", r.Namespace, "type", r.ResourceTypeName + "/" + r.ResourceTypeVersion,
 		"name", r.Name, "reason", reason}
 	for _, o := range refs {
 		attrs = append(attrs, "reference", fmt.Sprintf("%s/%s %s (uid %s)", o.ResourceTypeName, o.ResourceTypeVersion, o.Name, o.UID))
 	}
-	if err := write(); err != nil {
-		if errors.Is(err, ErrSkip) {
-			c.log.Debug("garbage collection skipped: "+err.Error(), attrs...)
-			return Stats{Skipped: 1}, nil
-		}
+	if c.waiting(r) {
+		return Stats{Deferred: 1}, nil
+	}
+	err := write()
+	switch {
+	case errors.Is(err, ErrSkip):
+		c.log.Debug("garbage collection skipped: "+err.Error(), attrs...)
+		return Stats{Skipped: 1}, nil
+	case errors.Is(err, ErrDenied):
+		return c.refused(ctx, r, err, attrs), nil
+	case err != nil:
 		return Stats{}, fmt.Errorf("%s %s/%s %q: %w", reason, r.ResourceTypeName, r.ResourceTypeVersion, r.Name, err)
 	}
+	delete(c.denied, r.UID)
 	c.log.Info("garbage collection: "+msg, attrs...)
 	return done, nil
+}
+
+// refused holds r's writes back for the next backoff step and records why
+// on it. The Event is best effort: a failure to record it is logged.
+func (c *Collector) refused(ctx context.Context, r *resource.Resource, err error, attrs []any) Stats {
+	d := c.denied[r.UID]
+	d.failures++
+	h := fnv.New64a()
+	h.Write([]byte(r.UID))
+	wait := backoff.Delay(DeniedBackoff, DeniedBackoffMax, d.failures, backoff.DefaultJitter, backoff.Seed(int64(h.Sum64()), int64(d.failures)))
+	d.until = c.now().Add(wait)
+	c.denied[r.UID] = d
+	c.log.Warn("garbage collection refused by admission; trying again after a backoff", append(attrs, "error", err, "retry_in", wait, "refusals", d.failures)...)
+	msg := fmt.Sprintf("the garbage collector tries again in %s: %v", wait.Round(time.Second), err)
+	if werr := c.write.Warn(ctx, r, EventDenied, msg); werr != nil {
+		c.log.Warn("garbage collection: could not record the refusal as an Event", append(attrs, "error", werr)...)
+	}
+	return Stats{Denied: 1}
 }
 
 // refsTo are r's owner references to owner: its uid, type, version and

@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/no8s/no8s/libs/api/lifecycle"
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/scheduler/collector"
 	"github.com/no8s/no8s/services/store/litestore"
@@ -39,7 +43,19 @@ func (r storeReader) Dangling(ctx context.Context, after int64, limit int) ([]co
 	return out, p.Next, nil
 }
 
-type storeWriter struct{ s storage.Store }
+// storeWriter writes to the store; deny, when set, stands for a
+// validating webhook: a write to a resource it names is refused.
+type storeWriter struct {
+	s    storage.Store
+	deny func(r *resource.Resource) bool
+}
+
+func (w storeWriter) refuse(r *resource.Resource) error {
+	if w.deny != nil && w.deny(r) {
+		return fmt.Errorf("%w: admission webhook \"guard\" denied the request: %s is protected", collector.ErrDenied, r.Name)
+	}
+	return nil
+}
 
 func skip(err error) error {
 	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound) {
@@ -49,11 +65,17 @@ func skip(err error) error {
 }
 
 func (w storeWriter) Delete(ctx context.Context, r *resource.Resource, p lifecycle.Propagation) error {
+	if err := w.refuse(r); err != nil {
+		return err
+	}
 	_, err := w.s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: r.ID, ExpectedResourceVersion: r.ResourceVersion, Propagation: p})
 	return skip(err)
 }
 
 func (w storeWriter) SetOwnerReferences(ctx context.Context, r *resource.Resource, refs []resource.OwnerReference) error {
+	if err := w.refuse(r); err != nil {
+		return err
+	}
 	_, err := w.s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: r.ID, SetOwnerReferences: true, OwnerReferences: refs, ExpectedResourceVersion: r.ResourceVersion})
 	return skip(err)
 }
@@ -61,6 +83,12 @@ func (w storeWriter) SetOwnerReferences(ctx context.Context, r *resource.Resourc
 func (w storeWriter) RemoveFinalizer(ctx context.Context, r *resource.Resource, f string) error {
 	_, err := w.s.UpdateFinalizers(ctx, storage.UpdateFinalizersRequest{ID: r.ID, Remove: []string{f}})
 	return skip(err)
+}
+
+func (w storeWriter) Warn(ctx context.Context, r *resource.Resource, reason, message string) error {
+	_, err := w.s.RecordEvent(ctx, storage.RecordEventRequest{ResourceID: r.ID,
+		Event: storage.EventInput{Type: names.EventWarning, Reason: reason, Message: message, Source: "garbage-collector"}})
+	return err
 }
 
 type fixture struct {
@@ -82,7 +110,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	// Pages of 2 make every walk take several pages.
-	return &fixture{t: t, s: s, c: collector.New(storeReader{s}, storeWriter{s}, 2, nil)}
+	return &fixture{t: t, s: s, c: collector.New(storeReader{s}, storeWriter{s: s}, 2, nil)}
 }
 
 func ref(owner *resource.Resource, block bool) resource.OwnerReference {
@@ -276,5 +304,76 @@ func TestOrphan(t *testing.T) {
 	}
 	if b := f.get(both); b == nil || !slices.Equal(b.OwnerReferences, []resource.OwnerReference{ref(other, false)}) {
 		t.Fatalf("both: %+v", b)
+	}
+}
+
+// A write a webhook denies leaves the dependent, records a
+// GarbageCollectionDenied Warning Event on it, and is not tried again
+// until its backoff has run out (twice as long after a second refusal);
+// once allowed, the dependent is collected and forgotten.
+func TestDeniedWritesBackOff(t *testing.T) {
+	f := newFixture(t)
+	denying := true
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f.c = collector.New(storeReader{f.s}, storeWriter{s: f.s, deny: func(*resource.Resource) bool { return denying }}, 2, nil).
+		WithClock(func() time.Time { return now })
+	never := resource.OwnerReference{UID: uuid.NewString(), ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Name: "never"}
+	guarded := f.create("guarded", []resource.OwnerReference{never})
+	sweep := func() collector.Stats {
+		t.Helper()
+		st, err := f.c.Sweep(t.Context())
+		if err != nil {
+			t.Fatalf("a refusal is not the pass's error: %v", err)
+		}
+		return st
+	}
+	events := func() []storage.EventRecord {
+		t.Helper()
+		evs, err := f.s.ListEvents(t.Context(), storage.ListEventsRequest{ResourceID: guarded.ID, Reason: collector.EventDenied})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return evs
+	}
+
+	if st := sweep(); st.Denied != 1 || st.Deleted != 0 {
+		t.Fatalf("first sweep: %+v", st)
+	}
+	if g := f.get(guarded); g == nil || g.DeletedAt != nil {
+		t.Fatalf("a denied delete changed the dependent: %+v", g)
+	}
+	evs := events()
+	if len(evs) != 1 || evs[0].Type != names.EventWarning || !strings.Contains(evs[0].Message, "guarded is protected") {
+		t.Fatalf("events: %+v", evs)
+	}
+	first, ok := f.c.NextRetry()
+	if wait := first.Sub(now); !ok || wait < collector.DeniedBackoff*9/10 || wait > collector.DeniedBackoff*11/10 {
+		t.Fatalf("first retry in %v (%v), want about %v", wait, ok, collector.DeniedBackoff)
+	}
+	if st := sweep(); st.Deferred != 1 || st.Denied != 0 {
+		t.Fatalf("a sweep within the backoff asked again: %+v", st)
+	}
+	now = first
+	if st := sweep(); st.Denied != 1 {
+		t.Fatalf("after the backoff: %+v", st)
+	}
+	second, _ := f.c.NextRetry()
+	if wait := second.Sub(now); wait < 2*collector.DeniedBackoff*9/10 || wait > 2*collector.DeniedBackoff*11/10 {
+		t.Fatalf("second retry in %v, want about %v", wait, 2*collector.DeniedBackoff)
+	}
+	if n := len(events()); n < 1 {
+		t.Fatalf("the second refusal left no Event (%d)", n)
+	}
+
+	denying = false
+	now = second
+	if st := sweep(); st.Deleted != 1 {
+		t.Fatalf("once allowed: %+v", st)
+	}
+	if f.get(guarded) != nil {
+		t.Fatal("the dependent was not collected once the webhook allowed it")
+	}
+	if at, ok := f.c.NextRetry(); ok {
+		t.Fatalf("a collected dependent still waits for a retry at %v", at)
 	}
 }
