@@ -58,6 +58,7 @@ func run() error {
 		{"tenants", benchTenants, false},                // issue 14: a no-change registry sync of 10,000 rows: under 1 s, revision unchanged
 		{"tenant-children", benchTenantChildren, false}, // issue 15: 10,000 rows × 3 children all Ready: under 2 min (3.5-6 min on 2 cores; -tenant-chain for a chain)
 		{"cloudevents", benchCloudEvents, false},        // issue 18: the relay publish rate with CloudEvents headers vs without
+		{"gc", benchGC, false},                          // issue 38: 100 owners deleted → their 10,000 dependents purged (no target)
 		{"scale", benchScale, true},                     // issue 13: cost at 10k, 100k, 1M stored resources (make bench-scale)
 	}
 	ctx, cancel := proc.SignalContext()
