@@ -33,15 +33,16 @@ import (
 // receiver (the official OTLP types, in this test process), one create
 // sent with a traceparent is one trace across the real processes, with
 // the noop reconciler running: the gateway's request span is the sender's
-// span's child; the gateway's gRPC calls are its children; admission's and
-// the store's server spans are the children of those calls; the webhook
+// span's child; admission's and the store's server spans of the gateway's
+// gRPC calls are its children (a caller records no span of a gRPC call,
+// it sends its own span's context); the webhook
 // server (a process of its own) continues the traceparent admission sent
 // it; the store's outbox publish span (the relay) is the child of the span
 // in which the store committed, and the event's traceparent names it; the
 // scheduler's dispatch span is the publish span's child (across NATS); the
 // worker's attempt span the dispatch span's (across NATS again), with a
-// span per step and the completion call (a client span, and the store's
-// server span) inside it.
+// span per step and the completion call (the store's server span) inside
+// it.
 func TestTraceOfACreate(t *testing.T) {
 	rcv := tracingtest.Start(t)
 	t.Setenv(tracing.EnvEndpoint, rcv.GRPCEndpoint)
@@ -125,9 +126,11 @@ func TestTraceOfACreate(t *testing.T) {
 	if gw == nil || gw.ParentID != parent {
 		t.Fatalf("no gateway request span whose parent is the sender's %s:\n%s", parent, describe)
 	}
-	// Each server span of admission and the store is the child of a
-	// client span of the same trace in another process (the gateway's,
-	// admission's when it reads from the store, the worker's).
+	// Each server span of admission and the store is the child of the
+	// span of the same trace, in another process, that made the call (the
+	// gateway's request, admission's, the worker's attempt or step): the
+	// caller sends its context in the call's metadata and records no span
+	// of its own.
 	for _, svc := range []string{"no8s-admission", "no8s-store"} {
 		servers := filterSpans(tr, server(svc))
 		if len(servers) == 0 {
@@ -135,10 +138,15 @@ func TestTraceOfACreate(t *testing.T) {
 		}
 		for _, s := range servers {
 			p, ok := byID[s.ParentID]
-			if !ok || p.Service == svc || p.Kind != tracepb.Span_SPAN_KIND_CLIENT {
-				t.Errorf("%s's span %s: parent %s is not another process's client span of the trace:\n%s", svc, s.Name, s.ParentID, describe)
+			if !ok || p.Service == svc || p.Kind == tracepb.Span_SPAN_KIND_CLIENT {
+				t.Errorf("%s's span %s: parent %s is not the calling span of another process in the trace:\n%s", svc, s.Name, s.ParentID, describe)
 			}
 		}
+	}
+	if c := findSpan(tr, func(s tracingtest.Span) bool {
+		return s.Kind == tracepb.Span_SPAN_KIND_CLIENT && strings.HasPrefix(s.Name, "no8s.")
+	}); c != nil {
+		t.Errorf("a gRPC client span %s from %s: a caller records none:\n%s", c.Name, c.Service, describe)
 	}
 	// The webhook process continued the traceparent admission sent it,
 	// which names admission's client span of that call.
@@ -169,9 +177,8 @@ func TestTraceOfACreate(t *testing.T) {
 	if st := findSpan(tr, isStep); st.ParentID != att.SpanID {
 		t.Fatalf("step span %+v: want the attempt's child:\n%s", *st, describe)
 	}
-	done := findSpan(tr, complete)
-	if call := byID[done.ParentID]; call.Service != reconcilerService || call.ParentID != att.SpanID {
-		t.Fatalf("CompleteReconcile served under %+v: want the worker's call inside the attempt %s:\n%s", call, att.SpanID, describe)
+	if done := findSpan(tr, complete); done.ParentID != att.SpanID {
+		t.Fatalf("CompleteReconcile served under %+v: want the worker's attempt %s:\n%s", byID[done.ParentID], att.SpanID, describe)
 	}
 	// The scheduler's and the worker's log lines inside those spans carry
 	// the trace (both log at debug here).
@@ -289,7 +296,7 @@ func TestTraceOfAQueueInputMessage(t *testing.T) {
 	}
 	pub := findSpan(tr, func(s tracingtest.Span) bool { return s.Name == "outbox publish" })
 	commit := byID[pub.ParentID]
-	if commit.Service != "no8s-store" || commit.Kind != tracepb.Span_SPAN_KIND_SERVER || byID[commit.ParentID].ParentID != in.SpanID {
+	if commit.Service != "no8s-store" || commit.Kind != tracepb.Span_SPAN_KIND_SERVER || commit.ParentID != in.SpanID {
 		t.Fatalf("the publish's parent %+v: want the store's commit, called from the queue input span %s:\n%s", commit, in.SpanID, describe)
 	}
 }

@@ -163,19 +163,22 @@ func (t *Tracing) GRPCServerOptions() []grpc.ServerOption {
 	if !t.Enabled() {
 		return nil
 	}
-	return []grpc.ServerOption{grpc.StatsHandler(insideTrace{server: true, Handler: otelgrpc.NewServerHandler(
+	return []grpc.ServerOption{grpc.StatsHandler(insideTrace{Handler: otelgrpc.NewServerHandler(
 		otelgrpc.WithTracerProvider(t.provider), otelgrpc.WithPropagators(t.propagator))})}
 }
 
-// GRPCDialOptions are a gRPC client's options for tracing: a span for each
-// call made inside a span, its context sent in the call's metadata (a call
-// made outside any starts none). None when off.
+// GRPCDialOptions are a gRPC client's options for tracing: a call made
+// inside a span carries that span's context in its metadata (W3C
+// traceparent and tracestate), so that the server's span of the call is
+// its child; a call made outside any carries none. The caller records no
+// span of its own: the server's span times the call, and a client span
+// per call would add a span to every hop of every change (a third of a
+// create's) for the time on the wire alone. None when off.
 func (t *Tracing) GRPCDialOptions() []grpc.DialOption {
 	if !t.Enabled() {
 		return nil
 	}
-	return []grpc.DialOption{grpc.WithStatsHandler(insideTrace{Handler: otelgrpc.NewClientHandler(
-		otelgrpc.WithTracerProvider(t.provider), otelgrpc.WithPropagators(t.propagator))})}
+	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(propagateUnary), grpc.WithChainStreamInterceptor(propagateStream)}
 }
 
 // HTTPHandler wraps h, the handler of the server named operation, with a

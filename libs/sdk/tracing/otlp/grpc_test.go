@@ -17,9 +17,10 @@ import (
 	"github.com/no8s/no8s/libs/sdk/tracing/otlp/tracingtest"
 )
 
-// A gRPC call made inside a span is a client span and, on the server, a
-// server span that is its child; a call made outside any span records
-// nothing on either side (background calls start no trace).
+// A gRPC call made inside a span is, on the server, a server span that is
+// that span's child (the caller records none of its own); a call made
+// outside any span records nothing on either side (background calls start
+// no trace).
 func TestGRPCTracesOnlyCallsInsideATrace(t *testing.T) {
 	rcv := tracingtest.Start(t)
 	t.Setenv(tracing.EnvEndpoint, rcv.GRPCEndpoint)
@@ -61,15 +62,15 @@ func TestGRPCTracesOnlyCallsInsideATrace(t *testing.T) {
 	// Shutdown returns once the exporter's last batch is answered: the
 	// receiver holds every span recorded, none can come later.
 	spans := rcv.Spans()
-	if len(spans) != 3 {
-		t.Fatalf("%d spans, want 3 (the operation, its call's client and server spans; none for the untraced call):\n%s", len(spans), tracingtest.Describe(spans))
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want 2 (the operation and its call's server span; none for the untraced call):\n%s", len(spans), tracingtest.Describe(spans))
 	}
 	byKind := map[tracepb.Span_SpanKind]tracingtest.Span{}
 	for _, s := range spans {
 		byKind[s.Kind] = s
 	}
-	op, client, server := byKind[tracepb.Span_SPAN_KIND_INTERNAL], byKind[tracepb.Span_SPAN_KIND_CLIENT], byKind[tracepb.Span_SPAN_KIND_SERVER]
-	if client.ParentID != op.SpanID || server.ParentID != client.SpanID || server.TraceID != op.TraceID || op.TraceID == "" {
+	op, server := byKind[tracepb.Span_SPAN_KIND_INTERNAL], byKind[tracepb.Span_SPAN_KIND_SERVER]
+	if server.ParentID != op.SpanID || server.TraceID != op.TraceID || op.TraceID == "" {
 		t.Fatalf("parent links wrong:\n%s", tracingtest.Describe(spans))
 	}
 }
