@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -40,22 +41,33 @@ func (s *Service) runCollector(ctx context.Context) error {
 	})
 }
 
-// collect runs one term: a pass at once, then one at every hint of the
-// event stream (a resource deleted or purged), every GCSweep, and when the
-// backoff of a write admission refused runs out; hints that arrive during
-// a pass coalesce into one more pass.
+// collect runs one term: a full pass at once (the sweep, then the owners
+// deleting with a propagation finalizer), again at every GCSweep and when
+// the backoff of a write admission refused runs out; between them, the
+// event stream's hints drive passes of their own: the dependents of each
+// purged resource (OwnerPurged, through the owner index), then the owners
+// deleting with a propagation finalizer. Hints that arrive during a pass
+// gather into the next.
 func (s *Service) collect(ctx context.Context, t *leader.Term, c *collector.Collector) error {
-	hints := make(chan struct{}, 1)
-	go s.followHints(ctx, hints)
+	h := newHints()
+	go s.followHints(ctx, h)
 	tick := time.NewTicker(s.cfg.GCSweep)
 	defer tick.Stop()
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
+	full := true
 	for {
-		if err := s.gcPass(ctx, c); errors.Is(err, leader.ErrStale) {
+		var err error
+		if full {
+			err = s.gcPass(ctx, c)
+		} else {
+			err = s.hintPass(ctx, c, h.take())
+		}
+		if errors.Is(err, leader.ErrStale) {
 			return err
 		} else if err != nil && ctx.Err() == nil {
-			s.log.Warn("garbage collection pass failed; retrying at the next hint or sweep", "error", err, "epoch", t.Epoch)
+			// The next full pass finds what this one could not do.
+			s.log.Warn("garbage collection pass failed; retrying at the next sweep or hint", "error", err, "epoch", t.Epoch)
 		}
 		retry.Stop()
 		var due <-chan time.Time
@@ -67,19 +79,77 @@ func (s *Service) collect(ctx context.Context, t *leader.Term, c *collector.Coll
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-		case <-hints:
+			full = true
 		case <-due:
+			full = true
+		case <-h.wake:
+			full = false
 		}
 	}
 }
 
+// hints gathers what the event stream said since the last pass: the uids
+// of purged resources, and whether any resource was deleted or purged.
+type hints struct {
+	wake   chan struct{}
+	mu     sync.Mutex
+	purged map[string]struct{}
+}
+
+func newHints() *hints {
+	return &hints{wake: make(chan struct{}, 1), purged: map[string]struct{}{}}
+}
+
+// add records an event of typ on the resource uid and wakes the collector.
+func (h *hints) add(typ, uid string) {
+	if typ == eventstream.Purged && uid != "" {
+		h.mu.Lock()
+		h.purged[uid] = struct{}{}
+		h.mu.Unlock()
+	}
+	select {
+	case h.wake <- struct{}{}:
+	default: // a pass is due already
+	}
+}
+
+// take returns the purged uids gathered since the last take.
+func (h *hints) take() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]string, 0, len(h.purged))
+	for uid := range h.purged {
+		out = append(out, uid)
+	}
+	clear(h.purged)
+	return out
+}
+
+// hintPass collects the dependents of the purged resources, then advances
+// the owners deleting with a propagation finalizer (a DELETED event may
+// have been an owner's, or a Foreground dependent's going). Each reads the
+// store as it is now: the events are hints.
+func (s *Service) hintPass(ctx context.Context, c *collector.Collector, purged []string) error {
+	for _, uid := range purged {
+		if _, err := c.OwnerPurged(ctx, uid); err != nil {
+			return err
+		}
+	}
+	return s.propagatePass(ctx, c)
+}
+
 // gcPass sweeps the dangling dependents, then advances every owner deleting
-// with a propagation finalizer. It reads the store as it is now: the event
-// that woke it is only a hint.
+// with a propagation finalizer. It reads the store as it is now.
 func (s *Service) gcPass(ctx context.Context, c *collector.Collector) error {
 	if _, err := c.Sweep(ctx); err != nil {
 		return err
 	}
+	return s.propagatePass(ctx, c)
+}
+
+// propagatePass advances every owner deleting with a propagation
+// finalizer.
+func (s *Service) propagatePass(ctx context.Context, c *collector.Collector) error {
 	var after int64
 	for {
 		cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
@@ -100,12 +170,13 @@ func (s *Service) gcPass(ctx context.Context, c *collector.Collector) error {
 	}
 }
 
-// followHints signals hints on every DELETED and PURGED event from now on,
-// until ctx ends; a consumer that fails is opened again. Events are hints
-// only (the pass reads the store), so provenance is not checked here.
-func (s *Service) followHints(ctx context.Context, hints chan<- struct{}) {
+// followHints records a hint for every DELETED and PURGED event from now
+// on, until ctx ends; a consumer that fails is opened again (what it
+// missed meanwhile, the next sweep finds). Events are hints only (the pass
+// reads the store), so provenance is not checked here.
+func (s *Service) followHints(ctx context.Context, h *hints) {
 	for ctx.Err() == nil {
-		err := s.hintsOnce(ctx, hints)
+		err := s.hintsOnce(ctx, h)
 		if ctx.Err() != nil {
 			return
 		}
@@ -116,7 +187,7 @@ func (s *Service) followHints(ctx context.Context, hints chan<- struct{}) {
 	}
 }
 
-func (s *Service) hintsOnce(ctx context.Context, hints chan<- struct{}) error {
+func (s *Service) hintsOnce(ctx context.Context, h *hints) error {
 	cons, err := s.js.OrderedConsumer(ctx, subjects.EventsStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subjects.EventsAll}, DeliverPolicy: jetstream.DeliverNewPolicy,
 	})
@@ -138,10 +209,7 @@ func (s *Service) hintsOnce(ctx context.Context, hints chan<- struct{}) error {
 		if err != nil || (ev.Type != eventstream.Purged && ev.Type != eventstream.Deleted) {
 			continue
 		}
-		select {
-		case hints <- struct{}{}:
-		default: // a pass is due already
-		}
+		h.add(ev.Type, ev.ResourceUID)
 	}
 }
 
