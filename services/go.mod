@@ -77,6 +77,7 @@ require (
 	github.com/no8s/no8s/libs/client v0.0.0
 	github.com/no8s/no8s/libs/sdk v0.0.0
 	github.com/no8s/no8s/libs/sdk/action/github v0.0.0
+	github.com/no8s/no8s/libs/sdk/testkit v0.0.0
 	github.com/no8s/no8s/libs/sdk/tracing/otlp v0.0.0
 	github.com/no8s/no8s/migrations v0.0.0
 	github.com/no8s/no8s/proto v0.0.0
@@ -108,6 +109,7 @@ replace (
 	github.com/no8s/no8s/libs/client => ../libs/client
 	github.com/no8s/no8s/libs/sdk => ../libs/sdk
 	github.com/no8s/no8s/libs/sdk/action/github => ../libs/sdk/action/github
+	github.com/no8s/no8s/libs/sdk/testkit => ../libs/sdk/testkit
 	github.com/no8s/no8s/libs/sdk/tracing/otlp => ../libs/sdk/tracing/otlp
 	github.com/no8s/no8s/migrations => ../migrations
 	github.com/no8s/no8s/proto => ../proto

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/conditions"
 	"github.com/no8s/no8s/libs/sdk/testkit"
@@ -37,7 +38,7 @@ func TestGreetingLifecycle(t *testing.T) {
 	env.RunReconciler(t, New(), Type)
 
 	g := env.CreateResource(t, Type, "hello-world", map[string]any{"name": "world"})
-	if !g.HasFinalizer(sdk.Finalizer("hello")) {
+	if !g.HasFinalizer(names.ReconcilerFinalizer("hello")) {
 		t.Fatalf("finalizers %v", g.Finalizers)
 	}
 	g = env.WaitFor(t, g, testkit.Ready(), 20*time.Second)

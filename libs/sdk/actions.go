@@ -6,14 +6,8 @@ import (
 	"fmt"
 
 	"github.com/no8s/no8s/libs/sdk/action"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 )
-
-// ConditionActionSucceeded is the condition RunAction keeps: True once the
-// action plugin's work for the resource's generation succeeded, False with
-// the plugin's reason (Dispatched, InProgress, RateLimited, Failed, ...)
-// while it runs or after it failed. Declare it with Engine.WithConditions so
-// that Ready waits for it.
-const ConditionActionSucceeded = "ActionSucceeded"
 
 // Action returns the action plugin called name (the original Operator
 // Controller's ctx.get_action_plugin): one of the engine's (Engine.WithActions).
@@ -31,7 +25,9 @@ func (r *Request[S]) Action(name string) (action.Plugin, error) {
 // succeeded the finalizer is removed with the attempt's result; a resource
 // that no longer carries the finalizer (someone removed it) is not
 // destroyed, unless forced. The plugin's outputs are set on the request
-// whatever happened, and condition ActionSucceeded says how it went. The
+// whatever happened, and condition ActionSucceeded (action.ConditionSucceeded)
+// says how it went; declare it with Engine.WithConditions so that Ready
+// waits for it. The
 // step's result: done when the plugin's work succeeded; RequeueAfter while
 // it runs; the plugin's error (retried with backoff, or Terminal) when it
 // failed. A missing plugin, or params that are not JSON, are terminal.
@@ -52,7 +48,7 @@ func (r *Request[S]) RunAction(ctx context.Context, name string, params any) (Re
 		return Result{}, nil
 	case !deleting && !r.Resource.HasFinalizer(fin):
 		if r.Client == nil {
-			return Result{}, fmt.Errorf("add finalizer %s: %w", fin, ErrNoClient)
+			return Result{}, fmt.Errorf("add finalizer %s: %w", fin, wire.ErrNoClient)
 		}
 		if _, err := r.Client.UpdateFinalizers(ctx, r.Resource.ID, []string{fin}, nil); err != nil {
 			return Result{}, fmt.Errorf("add finalizer %s before the action runs: %w", fin, err)
@@ -80,16 +76,16 @@ func (r *Request[S]) RunAction(ctx context.Context, name string, params any) (Re
 	}
 	switch {
 	case err != nil:
-		r.MarkFalse(ConditionActionSucceeded, reason("Failed"), err.Error())
+		r.MarkFalse(action.ConditionSucceeded, reason("Failed"), err.Error())
 		if action.IsTerminal(err) {
 			return Result{}, Terminal(err)
 		}
 		return Result{}, err
 	case !st.Done:
-		r.MarkFalse(ConditionActionSucceeded, reason("Running"), st.Message)
-		return RequeueAfter(max(st.RequeueAfter, DefaultRequeueDelay)), nil
+		r.MarkFalse(action.ConditionSucceeded, reason("Running"), st.Message)
+		return RequeueAfter(max(st.RequeueAfter, wire.DefaultRequeueDelay)), nil
 	}
-	r.MarkTrue(ConditionActionSucceeded, reason("Succeeded"), st.Message)
+	r.MarkTrue(action.ConditionSucceeded, reason("Succeeded"), st.Message)
 	if deleting && r.Resource.HasFinalizer(fin) {
 		r.removeFinalizers = append(r.removeFinalizers, fin)
 	}

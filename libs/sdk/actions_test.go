@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/action"
 	"github.com/no8s/no8s/libs/sdk/conditions"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 )
 
 // scripted is an action plugin that answers what the test says and
@@ -42,7 +44,7 @@ func actionEngine(t *testing.T, p action.Plugin) *sdk.Engine[spec] {
 	}
 	return sdk.New(name, sdk.Func[spec](func(ctx context.Context, req *sdk.Request[spec]) (sdk.Result, error) {
 		return req.RunAction(ctx, "ci_runs", map[string]any{"size": req.Spec.Size})
-	})).WithActions(reg).WithConditions(sdk.ConditionActionSucceeded)
+	})).WithActions(reg).WithConditions(action.ConditionSucceeded)
 }
 
 func TestRunAction(t *testing.T) {
@@ -58,8 +60,8 @@ func TestRunAction(t *testing.T) {
 		if got := e.OwnedFinalizers(); fmt.Sprint(got) != "[ci_runs]" {
 			t.Fatalf("owned finalizers %v", got)
 		}
-		rep := e.Reconcile(ctx, &sdk.Attempt{Resource: res, Client: rec, LeaseEpoch: 9})
-		if rep.Outcome != sdk.OutcomeRequeue || rep.RequeueAfter != 5*time.Second {
+		rep := e.Reconcile(ctx, &wire.Attempt{Resource: res, Client: rec, LeaseEpoch: 9})
+		if rep.Outcome != lifecycle.OutcomeRequeue || rep.RequeueAfter != 5*time.Second {
 			t.Fatalf("outcome %v after %v (%v)", rep.Outcome, rep.RequeueAfter, rep.Err)
 		}
 		if fmt.Sprint(calls) != "[finalizers +[ci_runs] -[] complete requeue]" {
@@ -74,7 +76,7 @@ func TestRunAction(t *testing.T) {
 		if _, ok := out["stale"]; ok || out["kept"] != float64(1) || out["run"] == nil {
 			t.Fatalf("outputs %v", out)
 		}
-		c, _ := conditions.Find(rec.completed[0].Conditions, sdk.ConditionActionSucceeded)
+		c, _ := conditions.Find(rec.completed[0].Conditions, action.ConditionSucceeded)
 		if c.Status != conditions.False || c.Reason != "InProgress" || c.Message != "run 1" {
 			t.Fatalf("condition %+v", c)
 		}
@@ -84,8 +86,8 @@ func TestRunAction(t *testing.T) {
 		rec := &recorder{calls: &calls}
 		res := resource()
 		res.Finalizers = append(res.Finalizers, "ci_runs")
-		rep := actionEngine(t, &scripted{status: action.Status{Done: true}}).Reconcile(ctx, &sdk.Attempt{Resource: res, Client: rec})
-		if rep.Outcome != sdk.OutcomeSuccess || fmt.Sprint(calls) != "[complete success]" || rec.completed[0].Phase != "Ready" {
+		rep := actionEngine(t, &scripted{status: action.Status{Done: true}}).Reconcile(ctx, &wire.Attempt{Resource: res, Client: rec})
+		if rep.Outcome != lifecycle.OutcomeSuccess || fmt.Sprint(calls) != "[complete success]" || rec.completed[0].Phase != "Ready" {
 			t.Fatalf("%v %v %v", rep.Outcome, calls, rep.Err)
 		}
 	})
@@ -100,15 +102,15 @@ func TestRunAction(t *testing.T) {
 			res := resource()
 			res.Finalizers = append(res.Finalizers, "ci_runs")
 			p := &scripted{status: action.Status{Reason: "RunFailed", Outputs: map[string]any{"run": "x"}}, err: err}
-			rep := actionEngine(t, p).Reconcile(ctx, &sdk.Attempt{Resource: res, Client: rec})
-			want := sdk.OutcomeError
+			rep := actionEngine(t, p).Reconcile(ctx, &wire.Attempt{Resource: res, Client: rec})
+			want := lifecycle.OutcomeError
 			if terminal {
-				want = sdk.OutcomeTerminal
+				want = lifecycle.OutcomeTerminal
 			}
 			if rep.Outcome != want || !strings.Contains(rep.Err.Error(), "run concluded failure") || rec.completed[0].Outputs == nil {
 				t.Fatalf("terminal %v: %v %v outputs %s", terminal, rep.Outcome, rep.Err, rec.completed[0].Outputs)
 			}
-			c, _ := conditions.Find(rec.completed[0].Conditions, sdk.ConditionActionSucceeded)
+			c, _ := conditions.Find(rec.completed[0].Conditions, action.ConditionSucceeded)
 			if c.Reason != "RunFailed" {
 				t.Fatalf("condition %+v", c)
 			}
@@ -121,7 +123,7 @@ func TestRunAction(t *testing.T) {
 			res := deleting(resource())
 			res.Finalizers = append(res.Finalizers, "ci_runs")
 			p := &scripted{status: action.Status{Done: done, RequeueAfter: time.Second}}
-			actionEngine(t, p).Reconcile(ctx, &sdk.Attempt{Resource: res, Client: rec})
+			actionEngine(t, p).Reconcile(ctx, &wire.Attempt{Resource: res, Client: rec})
 			got := rec.completed[0].RemoveFinalizers
 			if p.ops[0] != "destroy" || done != slices.Contains(got, "ci_runs") || done != slices.Contains(got, fin) {
 				t.Fatalf("done %v: ops %v, removed %v", done, p.ops, got)
@@ -132,8 +134,8 @@ func TestRunAction(t *testing.T) {
 		var calls []string
 		rec := &recorder{calls: &calls}
 		p := &scripted{}
-		rep := actionEngine(t, p).Reconcile(ctx, &sdk.Attempt{Resource: deleting(resource()), Client: rec})
-		if len(p.ops) != 0 || rep.Outcome != sdk.OutcomeSuccess {
+		rep := actionEngine(t, p).Reconcile(ctx, &wire.Attempt{Resource: deleting(resource()), Client: rec})
+		if len(p.ops) != 0 || rep.Outcome != lifecycle.OutcomeSuccess {
 			t.Fatalf("ops %v, outcome %v", p.ops, rep.Outcome)
 		}
 	})
@@ -143,8 +145,8 @@ func TestRunAction(t *testing.T) {
 		e := sdk.New(name, sdk.Func[spec](func(ctx context.Context, req *sdk.Request[spec]) (sdk.Result, error) {
 			return req.RunAction(ctx, "gitlab_pipelines", nil)
 		}))
-		rep := e.Reconcile(ctx, &sdk.Attempt{Resource: resource(), Client: rec})
-		if rep.Outcome != sdk.OutcomeTerminal || !errors.Is(rep.Err, action.ErrUnknown) {
+		rep := e.Reconcile(ctx, &wire.Attempt{Resource: resource(), Client: rec})
+		if rep.Outcome != lifecycle.OutcomeTerminal || !errors.Is(rep.Err, action.ErrUnknown) {
 			t.Fatalf("%v %v", rep.Outcome, rep.Err)
 		}
 	})

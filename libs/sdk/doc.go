@@ -10,7 +10,8 @@
 //
 // For each attempt the engine builds a Request (the fresh resource, its
 // decoded spec, a Scratch map shared by the steps, a logger carrying the
-// reconcile id, a client for other resources, the secret resolver), then:
+// reconcile id, the store connection Client for other resources and its own
+// finalizers, the secret resolver), then:
 //
 //   - skips the resource when it carries no8s.io/operation: ignore;
 //   - sets Request.Force when it carries no8s.io/operation: reconcile, and
@@ -39,8 +40,26 @@
 // success) and the phase (Ready only when every condition is True) always
 // agree.
 //
+// This package is what a reconciler is written against, and only that: the
+// engine (New, Engine), steps (Step, Cleaner, Poster, StepFuncs, Func), the
+// request (Request, NewRequest, Lookup), results (Result, RequeueAfter),
+// errors (Terminal, Degraded and their f and Is forms), the resource a step
+// reads (Resource, TypeRef, Type, Event) and the store connection of
+// Request.Client (Client, ListOptions, ErrNotFound). How the worker runtime
+// drives the engine (an attempt's input and outcome, the store's protobuf
+// forms, its refusals) is internal to the SDK.
+//
+// The vocabulary has one home each: Event types, the operation annotation
+// and a reconciler's finalizer are in libs/api's names (names.EventWarning,
+// names.OperationAnnotation, names.ReconcilerFinalizer), outcomes and
+// phases in libs/api's lifecycle, lifecycle statuses in libs/client
+// (client.StatusReady), the reasons the engine writes on Ready in package
+// conditions (conditions.ReasonReconcileError), and the condition RunAction
+// keeps in package action (action.ConditionSucceeded).
+//
 // Packages: conditions (condition lists), secret (secret references),
-// client (gRPC clients of the store), registry (live reconcilers),
-// worker (the runtime), and the separate module testkit (a real control
-// plane in-process for tests).
+// action (action plugins), worker (the runtime), client (gRPC clients of
+// the store), registry (live reconcilers), and the separate module testkit
+// (a real control plane in-process for tests, and Reconcile: one attempt in
+// memory).
 package sdk

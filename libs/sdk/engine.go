@@ -10,79 +10,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/sdk/action"
 	"github.com/no8s/no8s/libs/sdk/conditions"
-	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 )
-
-// Reconciler is what the worker runtime runs for each work item, once it
-// holds the resource's reconcile lease. Engine implements it; implement it
-// yourself only to replace the engine.
-type Reconciler interface {
-	// Name is the reconciler's registered name; its finalizer is
-	// reconciler.no8s.io/<name>.
-	Name() string
-	// Reconcile runs one attempt on att.Resource and saves its outcome with
-	// att.Client.Status() exactly once (unless the resource is ignored).
-	Reconcile(ctx context.Context, att *Attempt) Report
-}
-
-// FinalizerOwner is a Reconciler that owns finalizers beyond its own
-// reconciler.no8s.io/<name>: an Engine with action plugins owns theirs
-// (github_actions). The worker declares them in its registration; admission
-// then adds them to every new resource of the reconciler's types, and the
-// store's worker door lets this reconciler, and no other, remove them.
-type FinalizerOwner interface {
-	OwnedFinalizers() []string
-}
-
-// Attempt is the input of one reconcile.
-type Attempt struct {
-	// ID is the reconcile id that every log line of the attempt carries.
-	ID string
-	// Resource is the fresh resource, already marked reconciling.
-	Resource *Resource
-	// Reason is why it was dispatched.
-	Reason string
-	// LeaseEpoch is the epoch of the attempt's reconcile lease: it grows by
-	// one with every attempt on the resource.
-	LeaseEpoch int64
-	// Client reads, writes finalizers and (Status) saves the outcome.
-	Client Client
-	// Secrets resolves secret references (Local when nil).
-	Secrets secret.Resolver
-	// Log is the base logger (discarded when nil).
-	Log *slog.Logger
-	// StartStep, when set, is called as each step's Do, Cleanup or Post
-	// begins (stage "do", "cleanup", "post"): the step runs with the
-	// context it returns, and end is called with the step's error when it
-	// returns. The worker runtime's step metrics and spans.
-	StartStep func(ctx context.Context, step, stage string) (_ context.Context, end func(error))
-	// StartAction, when set, is called likewise around each action plugin
-	// call that RunAction makes (operation "apply" or "destroy"): the
-	// worker runtime's action spans.
-	StartAction func(ctx context.Context, plugin, operation string) (_ context.Context, end func(error))
-}
-
-// Report is how an attempt ended, for the runtime to map onto the broker.
-type Report struct {
-	Outcome Outcome
-	// RequeueAfter is set for OutcomeRequeue.
-	RequeueAfter time.Duration
-	// Err is the error of a failed attempt (OutcomeError or
-	// OutcomeTerminal).
-	Err error
-	// Skipped is true when the resource carries no8s.io/operation: ignore:
-	// no step ran and nothing was saved.
-	Skipped bool
-	// Completion is what was saved (or was to be saved).
-	Completion *Completion
-	// Completed is the store's answer; nil when the save failed.
-	Completed *Completed
-	// SaveErr is the error of the save (ErrStaleEpoch when the lease was
-	// lost to a newer attempt).
-	SaveErr error
-}
 
 // Engine runs Steps on a resource (okofw's reconcile request handler): it
 // decodes the spec, ensures its finalizer before the first Do, runs Do or
@@ -99,22 +32,12 @@ type Engine[S any] struct {
 	actions         *action.Registry
 }
 
-// Engine defaults.
-const (
-	// DefaultNotReadyRequeue is how soon an attempt whose steps are all done
-	// while some condition is not True comes back.
-	DefaultNotReadyRequeue = 30 * time.Second
-	// DefaultSaveTimeout bounds the final save (which runs even after the
-	// attempt's context ended).
-	DefaultSaveTimeout = 15 * time.Second
-)
-
 // New returns an engine called name (the reconciler's registered name)
 // running steps in order.
 func New[S any](name string, steps ...Step[S]) *Engine[S] {
 	return &Engine[S]{
 		name: name, steps: slices.Clone(steps),
-		notReadyRequeue: DefaultNotReadyRequeue, saveTimeout: DefaultSaveTimeout, now: time.Now,
+		notReadyRequeue: wire.DefaultNotReadyRequeue, saveTimeout: wire.DefaultSaveTimeout, now: time.Now,
 	}
 }
 
@@ -126,7 +49,7 @@ func (e *Engine[S]) WithConditions(types ...string) *Engine[S] {
 }
 
 // WithNotReadyRequeue sets how soon an attempt comes back when every step
-// is done but some condition is not True (default DefaultNotReadyRequeue).
+// is done but some condition is not True (default 30 seconds).
 func (e *Engine[S]) WithNotReadyRequeue(d time.Duration) *Engine[S] {
 	if d > 0 {
 		e.notReadyRequeue = d
@@ -134,7 +57,8 @@ func (e *Engine[S]) WithNotReadyRequeue(d time.Duration) *Engine[S] {
 	return e
 }
 
-// WithSaveTimeout bounds the final save (default DefaultSaveTimeout).
+// WithSaveTimeout bounds the final save, which runs even after the
+// attempt's context ended (default 15 seconds).
 func (e *Engine[S]) WithSaveTimeout(d time.Duration) *Engine[S] {
 	if d > 0 {
 		e.saveTimeout = d
@@ -158,33 +82,22 @@ func (e *Engine[S]) WithActions(reg *action.Registry) *Engine[S] {
 	return e
 }
 
-// OwnedFinalizers implements FinalizerOwner: the names of the engine's
+// OwnedFinalizers are the finalizers the reconciler owns beyond its own
+// (the worker declares them when it registers): the names of the engine's
 // action plugins.
 func (e *Engine[S]) OwnedFinalizers() []string { return e.actions.Names() }
 
-// Name implements Reconciler.
+// Name is the reconciler's registered name.
 func (e *Engine[S]) Name() string { return e.name }
 
 // Finalizer is the engine's own finalizer, reconciler.no8s.io/<name>.
-func (e *Engine[S]) Finalizer() string { return Finalizer(e.name) }
+func (e *Engine[S]) Finalizer() string { return names.ReconcilerFinalizer(e.name) }
 
-// Condition reasons the engine writes on Ready.
-const (
-	ReasonReconciled     = "Reconciled"
-	ReasonReconcileError = "ReconcileError"
-	ReasonTerminalError  = "TerminalError"
-	ReasonRequeued       = "Requeued"
-	ReasonDeleting       = "Deleting"
-	ReasonInterrupted    = "Interrupted"
-	ReasonDegraded       = "Degraded"
-	// ReasonStoreUnavailable: a call to the store failed because it could
-	// not reach its database; the attempt comes back at once rather than
-	// counting as a failure (no failure backoff for an outage).
-	ReasonStoreUnavailable = "StoreUnavailable"
-)
-
-// Reconcile implements Reconciler.
-func (e *Engine[S]) Reconcile(ctx context.Context, att *Attempt) Report {
+// Reconcile runs one attempt: the worker runtime calls it once per work
+// item, holding the resource's reconcile lease (it implements the runtime's
+// Reconciler). Test a reconciler with the test kit, and single steps on a
+// Request from NewRequest.
+func (e *Engine[S]) Reconcile(ctx context.Context, att *wire.Attempt) wire.Report {
 	start := e.now()
 	res := att.Resource
 	log := att.Log
@@ -193,12 +106,12 @@ func (e *Engine[S]) Reconcile(ctx context.Context, att *Attempt) Report {
 	}
 	log = log.With("reconcile_id", att.ID, "resource_id", res.ID, "type", res.Type.String(), "namespace", res.Namespace, "name", res.Name, "generation", res.Generation)
 
-	if res.Operation() == OperationIgnore {
-		log.Info("skipping resource: " + OperationAnnotation + ": " + OperationIgnore)
-		return Report{Skipped: true, Err: ErrIgnored}
+	if res.Operation() == names.OperationIgnore {
+		log.Info("skipping resource: " + names.OperationAnnotation + ": " + names.OperationIgnore)
+		return wire.Report{Skipped: true, Err: wire.ErrIgnored}
 	}
 
-	var rw ReadWriter
+	var rw Client
 	if att.Client != nil {
 		rw = att.Client
 	}
@@ -209,10 +122,10 @@ func (e *Engine[S]) Reconcile(ctx context.Context, att *Attempt) Report {
 	req.conds = conditions.Initialize(req.conds, res.Generation, start, e.initConditions...)
 	deleting := res.Deleting()
 	fin := e.Finalizer()
-	comp := &Completion{ResourceID: res.ID, Generation: res.Generation, StartedAt: start}
+	comp := &wire.Completion{ResourceID: res.ID, Generation: res.Generation, StartedAt: start}
 	if req.Force {
-		comp.RemoveAnnotations = []string{OperationAnnotation}
-		log.Info("forced reconcile (" + OperationAnnotation + ": " + OperationReconcile + ")")
+		comp.RemoveAnnotations = []string{names.OperationAnnotation}
+		log.Info("forced reconcile (" + names.OperationAnnotation + ": " + names.OperationReconcile + ")")
 	}
 
 	var result Result
@@ -268,7 +181,7 @@ func (e *Engine[S]) Reconcile(ctx context.Context, att *Attempt) Report {
 
 	logAttempt(log, rep)
 	if att.Client == nil {
-		rep.SaveErr = ErrNoClient
+		rep.SaveErr = wire.ErrNoClient
 		return rep
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.saveTimeout)
@@ -281,48 +194,48 @@ func (e *Engine[S]) Reconcile(ctx context.Context, att *Attempt) Report {
 }
 
 // conclude decides the outcome, Ready and the phase.
-func (e *Engine[S]) conclude(req *Request[S], comp *Completion, deleting bool, result Result, err error) Report {
+func (e *Engine[S]) conclude(req *Request[S], comp *wire.Completion, deleting bool, result Result, err error) wire.Report {
 	gen := req.Resource.Generation
 	now := e.now()
-	rep := Report{Err: err}
+	rep := wire.Report{Err: err}
 	var ready conditions.Condition
 	switch {
-	case err != nil && errors.Is(err, ErrInterrupted):
+	case err != nil && errors.Is(err, wire.ErrInterrupted):
 		// The worker is stopping: not a failure, come back at once.
-		rep.Outcome, rep.RequeueAfter = OutcomeRequeue, DefaultRequeueDelay
-		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: ReasonInterrupted, Message: err.Error()}
-	case err != nil && errors.Is(err, ErrUnavailable) && !IsTerminal(err):
+		rep.Outcome, rep.RequeueAfter = lifecycle.OutcomeRequeue, wire.DefaultRequeueDelay
+		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: conditions.ReasonInterrupted, Message: err.Error()}
+	case err != nil && errors.Is(err, wire.ErrUnavailable) && !IsTerminal(err):
 		// The store (its database) was unreachable: not the resource's
 		// failure; come back once the store answers again.
-		rep.Outcome, rep.RequeueAfter = OutcomeRequeue, DefaultRequeueDelay
-		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: ReasonStoreUnavailable, Message: err.Error()}
+		rep.Outcome, rep.RequeueAfter = lifecycle.OutcomeRequeue, wire.DefaultRequeueDelay
+		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: conditions.ReasonStoreUnavailable, Message: err.Error()}
 	case err != nil && IsTerminal(err):
-		rep.Outcome = OutcomeTerminal
-		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: ReasonTerminalError, Message: err.Error()}
+		rep.Outcome = lifecycle.OutcomeTerminal
+		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: conditions.ReasonTerminalError, Message: err.Error()}
 	case err != nil:
-		rep.Outcome = OutcomeError
-		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: ReasonReconcileError, Message: err.Error()}
+		rep.Outcome = lifecycle.OutcomeError
+		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: conditions.ReasonReconcileError, Message: err.Error()}
 		if IsDegraded(err) {
-			ready.Reason = ReasonDegraded
+			ready.Reason = conditions.ReasonDegraded
 		}
 	case !result.IsZero():
-		rep.Outcome, rep.RequeueAfter = OutcomeRequeue, result.Delay()
+		rep.Outcome, rep.RequeueAfter = lifecycle.OutcomeRequeue, result.Delay()
 		ready = conditions.DeriveReady(req.conds, gen)
 		if ready.IsTrue() {
-			ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: ReasonRequeued,
+			ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: conditions.ReasonRequeued,
 				Message: fmt.Sprintf("not done yet; next attempt in %s", rep.RequeueAfter)}
 		}
 	case deleting:
-		rep.Outcome = OutcomeSuccess
-		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: ReasonDeleting, Message: "the resource is being deleted"}
+		rep.Outcome = lifecycle.OutcomeSuccess
+		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: conditions.ReasonDeleting, Message: "the resource is being deleted"}
 	default:
 		ready = conditions.DeriveReady(req.conds, gen)
-		rep.Outcome = OutcomeSuccess
+		rep.Outcome = lifecycle.OutcomeSuccess
 		if !ready.IsTrue() {
 			// Every step is done but the conditions say "not yet": the
 			// lifecycle status must not say ready while the phase says
 			// Progressing, so this is a requeue.
-			rep.Outcome, rep.RequeueAfter = OutcomeRequeue, e.notReadyRequeue
+			rep.Outcome, rep.RequeueAfter = lifecycle.OutcomeRequeue, e.notReadyRequeue
 		}
 	}
 	ready.ObservedGeneration = gen
@@ -332,21 +245,21 @@ func (e *Engine[S]) conclude(req *Request[S], comp *Completion, deleting bool, r
 	comp.Conditions = req.Conditions()
 	// Every attempt that ran to an end observed its generation, failed or
 	// not; the failure is in the conditions.
-	comp.Observed = rep.Outcome != OutcomeRequeue
-	comp.Degraded = err != nil && IsDegraded(err) && !deleting && rep.Outcome != OutcomeRequeue
+	comp.Observed = rep.Outcome != lifecycle.OutcomeRequeue
+	comp.Degraded = err != nil && IsDegraded(err) && !deleting && rep.Outcome != lifecycle.OutcomeRequeue
 	comp.Phase = conditions.PhaseOf(conditions.PhaseFacts{
-		Deleting: deleting, Degraded: comp.Degraded, Succeeded: rep.Outcome == OutcomeSuccess, Statuses: conditions.Statuses(req.conds),
+		Deleting: deleting, Degraded: comp.Degraded, Succeeded: rep.Outcome == lifecycle.OutcomeSuccess, Statuses: conditions.Statuses(req.conds),
 	})
 	if err != nil {
 		comp.Error = err.Error()
 	}
 	switch rep.Outcome {
-	case OutcomeSuccess:
+	case lifecycle.OutcomeSuccess:
 		comp.Message = "reconciled"
 		if deleting {
 			comp.Message = "cleanup finished"
 		}
-	case OutcomeRequeue:
+	case lifecycle.OutcomeRequeue:
 		comp.Message = ready.Message
 	default:
 		comp.Message = comp.Error
@@ -356,7 +269,7 @@ func (e *Engine[S]) conclude(req *Request[S], comp *Completion, deleting bool, r
 
 func (e *Engine[S]) ensureFinalizer(ctx context.Context, req *Request[S], fin string) error {
 	if req.Client == nil {
-		return fmt.Errorf("add finalizer %s: %w", fin, ErrNoClient)
+		return fmt.Errorf("add finalizer %s: %w", fin, wire.ErrNoClient)
 	}
 	if _, err := req.Client.UpdateFinalizers(ctx, req.Resource.ID, []string{fin}, nil); err != nil {
 		return fmt.Errorf("add finalizer %s before the first step: %w", fin, err)
@@ -433,27 +346,27 @@ func (r *Request[S]) guard(ctx context.Context, step, stage string, f func(conte
 	return res, err
 }
 
-// guard runs f, turning a panic into a *PanicError.
+// guard runs f, turning a panic into a *panicError.
 func guard(log *slog.Logger, step string, f func() (Result, error)) (res Result, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
 			log.Error("step panicked", "step", step, "panic", fmt.Sprint(v), "stack", string(stack))
-			res, err = Result{}, &PanicError{Step: step, Value: v, Stack: stack}
+			res, err = Result{}, &panicError{Step: step, Value: v, Stack: stack}
 		}
 	}()
 	return f()
 }
 
-func logAttempt(log *slog.Logger, rep Report) {
+func logAttempt(log *slog.Logger, rep wire.Report) {
 	c := rep.Completion
 	attrs := []any{"outcome", rep.Outcome.String(), "phase", c.Phase, "duration", c.Duration}
 	switch rep.Outcome {
-	case OutcomeSuccess:
+	case lifecycle.OutcomeSuccess:
 		// Debug: one line per successful attempt is the worker's busiest
 		// log; failures and requeues stay visible.
 		log.Debug("reconciled", attrs...)
-	case OutcomeRequeue:
+	case lifecycle.OutcomeRequeue:
 		log.Info("requeued", append(attrs, "requeue_after", rep.RequeueAfter, "message", c.Message)...)
 	default:
 		log.Warn("reconcile failed", append(attrs, "error", rep.Err)...)

@@ -11,17 +11,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
+	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/conditions"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 )
 
-// recorder is an in-memory sdk.Client that records the calls the engine
+// recorder is an in-memory wire.Client that records the calls the engine
 // makes, so that the engine's pure logic is tested without a store. (The
 // runtime and the test kit test against the real store.)
 type recorder struct {
 	mu        sync.Mutex
 	calls     *[]string
-	completed []*sdk.Completion
+	completed []*wire.Completion
 	finErr    error
 	saveErr   error
 }
@@ -32,19 +36,19 @@ func (r *recorder) log(s string) {
 	*r.calls = append(*r.calls, s)
 }
 
-func (r *recorder) Get(context.Context, int64) (*sdk.Resource, error) { return nil, sdk.ErrNotFound }
+func (r *recorder) Get(context.Context, int64) (*sdk.Resource, error) { return nil, wire.ErrNotFound }
 func (r *recorder) GetByName(context.Context, sdk.TypeRef, string, string) (*sdk.Resource, error) {
-	return nil, sdk.ErrNotFound
+	return nil, wire.ErrNotFound
 }
-func (r *recorder) List(context.Context, sdk.ListOptions) (*sdk.ResourceList, error) {
-	return &sdk.ResourceList{}, nil
+func (r *recorder) List(context.Context, wire.ListOptions) (*wire.ResourceList, error) {
+	return &wire.ResourceList{}, nil
 }
 func (r *recorder) UpdateFinalizers(_ context.Context, id int64, add, remove []string) (*sdk.Resource, error) {
 	r.log(fmt.Sprintf("finalizers +%v -%v", add, remove))
 	return nil, r.finErr
 }
-func (r *recorder) Status() sdk.StatusWriter { return r }
-func (r *recorder) Complete(_ context.Context, c *sdk.Completion) (*sdk.Completed, error) {
+func (r *recorder) Status() wire.StatusWriter { return r }
+func (r *recorder) Complete(_ context.Context, c *wire.Completion) (*wire.Completed, error) {
 	r.log("complete " + c.Outcome.String())
 	r.mu.Lock()
 	r.completed = append(r.completed, c)
@@ -52,7 +56,7 @@ func (r *recorder) Complete(_ context.Context, c *sdk.Completion) (*sdk.Complete
 	if r.saveErr != nil {
 		return nil, r.saveErr
 	}
-	return &sdk.Completed{}, nil
+	return &wire.Completed{}, nil
 }
 
 type spec struct {
@@ -94,18 +98,18 @@ func (s *step) Post(context.Context, *sdk.Request[spec]) error {
 
 const name = "widgets"
 
-var fin = sdk.Finalizer(name)
+var fin = names.ReconcilerFinalizer(name)
 
 func resource() *sdk.Resource {
 	return &sdk.Resource{
 		ID: 7, Name: "w1", Type: sdk.Type("Widget", "v1"), Generation: 3, Spec: json.RawMessage(`{"size":2}`),
-		Status: sdk.StatusReconciling, Finalizers: []string{fin},
+		Status: client.StatusReconciling, Finalizers: []string{fin},
 	}
 }
 
 func deleting(r *sdk.Resource) *sdk.Resource {
 	r.DeletedAt = time.Now()
-	r.Status = sdk.StatusDeleting
+	r.Status = client.StatusDeleting
 	return r
 }
 
@@ -124,17 +128,17 @@ func newFixture(n int) *fixture {
 	return f
 }
 
-func (f *fixture) run(t *testing.T, res *sdk.Resource) sdk.Report {
+func (f *fixture) run(t *testing.T, res *sdk.Resource) wire.Report {
 	t.Helper()
 	steps := make([]sdk.Step[spec], len(f.steps))
 	for i, s := range f.steps {
 		steps[i] = s
 	}
 	e := sdk.New(name, steps...)
-	return e.Reconcile(context.Background(), &sdk.Attempt{ID: "r1", Resource: res, Client: f.rec})
+	return e.Reconcile(context.Background(), &wire.Attempt{ID: "r1", Resource: res, Client: f.rec})
 }
 
-func (f *fixture) saved(t *testing.T) *sdk.Completion {
+func (f *fixture) saved(t *testing.T) *wire.Completion {
 	t.Helper()
 	if len(f.rec.completed) != 1 {
 		t.Fatalf("want exactly one save, got %d (calls %v)", len(f.rec.completed), f.calls)
@@ -154,7 +158,7 @@ func TestDoInOrderThenPostThenOneSave(t *testing.T) {
 	rep := f.run(t, resource())
 	wantCalls(t, f.calls, "do s1", "do s2", "do s3", "post s1", "post s2", "post s3", "complete success")
 	c := f.saved(t)
-	if rep.Outcome != sdk.OutcomeSuccess || rep.Err != nil || rep.SaveErr != nil {
+	if rep.Outcome != lifecycle.OutcomeSuccess || rep.Err != nil || rep.SaveErr != nil {
 		t.Fatalf("report %+v", rep)
 	}
 	if c.Phase != conditions.PhaseReady || c.Generation != 3 || c.ResourceID != 7 || c.Message != "reconciled" {
@@ -174,14 +178,14 @@ func TestFailureStopsDoButPostAlwaysRuns(t *testing.T) {
 	rep := f.run(t, resource())
 	wantCalls(t, f.calls, "do s1", "do s2", "post s1", "post s2", "post s3", "complete error")
 	c := f.saved(t)
-	if rep.Outcome != sdk.OutcomeError || c.Outcome != sdk.OutcomeError || c.Phase != conditions.PhaseProgressing {
+	if rep.Outcome != lifecycle.OutcomeError || c.Outcome != lifecycle.OutcomeError || c.Phase != conditions.PhaseProgressing {
 		t.Fatalf("report %+v completion %+v", rep, c)
 	}
 	if !strings.Contains(c.Error, "step s2: disk full") || c.Message != c.Error {
 		t.Fatalf("error %q message %q", c.Error, c.Message)
 	}
 	r, _ := conditions.Find(c.Conditions, conditions.Ready)
-	if r.Status != conditions.False || r.Reason != sdk.ReasonReconcileError {
+	if r.Status != conditions.False || r.Reason != conditions.ReasonReconcileError {
 		t.Fatalf("Ready %+v", r)
 	}
 }
@@ -194,10 +198,10 @@ func TestDegradedError(t *testing.T) {
 	rep := f.run(t, resource())
 	wantCalls(t, f.calls, "do s1", "post s1", "post s2", "complete error")
 	c := f.saved(t)
-	if rep.Outcome != sdk.OutcomeError || !sdk.IsDegraded(rep.Err) || !c.Degraded || !c.Observed || c.Phase != conditions.PhaseDegraded {
+	if rep.Outcome != lifecycle.OutcomeError || !sdk.IsDegraded(rep.Err) || !c.Degraded || !c.Observed || c.Phase != conditions.PhaseDegraded {
 		t.Fatalf("report %+v completion %+v", rep, c)
 	}
-	if r, _ := conditions.Find(c.Conditions, conditions.Ready); r.Status != conditions.False || r.Reason != sdk.ReasonDegraded {
+	if r, _ := conditions.Find(c.Conditions, conditions.Ready); r.Status != conditions.False || r.Reason != conditions.ReasonDegraded {
 		t.Fatalf("Ready %+v", r)
 	}
 	// While deleting, a partial failure of the cleanup is Terminating.
@@ -236,10 +240,10 @@ func TestTerminalError(t *testing.T) {
 	f.steps[0].doErr = fmt.Errorf("validate: %w", sdk.Terminalf("size %d is too large", 2))
 	rep := f.run(t, resource())
 	wantCalls(t, f.calls, "do s1", "post s1", "post s2", "complete terminal")
-	if rep.Outcome != sdk.OutcomeTerminal || !sdk.IsTerminal(rep.Err) {
+	if rep.Outcome != lifecycle.OutcomeTerminal || !sdk.IsTerminal(rep.Err) {
 		t.Fatalf("report %+v", rep)
 	}
-	if r, _ := conditions.Find(f.saved(t).Conditions, conditions.Ready); r.Reason != sdk.ReasonTerminalError {
+	if r, _ := conditions.Find(f.saved(t).Conditions, conditions.Ready); r.Reason != conditions.ReasonTerminalError {
 		t.Fatalf("Ready %+v", r)
 	}
 }
@@ -249,7 +253,7 @@ func TestRequeue(t *testing.T) {
 		res  sdk.Result
 		want time.Duration
 	}{
-		{sdk.Result{Requeue: true}, sdk.DefaultRequeueDelay},
+		{sdk.Result{Requeue: true}, wire.DefaultRequeueDelay},
 		{sdk.RequeueAfter(45 * time.Second), 45 * time.Second},
 	} {
 		f := newFixture(2)
@@ -257,10 +261,10 @@ func TestRequeue(t *testing.T) {
 		rep := f.run(t, resource())
 		wantCalls(t, f.calls, "do s1", "post s1", "post s2", "complete requeue")
 		c := f.saved(t)
-		if rep.Outcome != sdk.OutcomeRequeue || rep.RequeueAfter != tc.want || c.RequeueAfter != tc.want || c.Phase != conditions.PhaseProgressing {
+		if rep.Outcome != lifecycle.OutcomeRequeue || rep.RequeueAfter != tc.want || c.RequeueAfter != tc.want || c.Phase != conditions.PhaseProgressing {
 			t.Fatalf("report %+v completion %+v", rep, c)
 		}
-		if r, _ := conditions.Find(c.Conditions, conditions.Ready); r.Status != conditions.False || r.Reason != sdk.ReasonRequeued {
+		if r, _ := conditions.Find(c.Conditions, conditions.Ready); r.Status != conditions.False || r.Reason != conditions.ReasonRequeued {
 			t.Fatalf("Ready %+v", r)
 		}
 	}
@@ -273,9 +277,9 @@ func TestDoneWithConditionNotTrueIsARequeue(t *testing.T) {
 		return sdk.Result{}, nil
 	}}}
 	rep := sdk.New(name, steps...).WithNotReadyRequeue(time.Minute).
-		Reconcile(context.Background(), &sdk.Attempt{Resource: resource(), Client: f.rec})
+		Reconcile(context.Background(), &wire.Attempt{Resource: resource(), Client: f.rec})
 	c := f.saved(t)
-	if rep.Outcome != sdk.OutcomeRequeue || rep.RequeueAfter != time.Minute || c.Phase != conditions.PhaseProgressing {
+	if rep.Outcome != lifecycle.OutcomeRequeue || rep.RequeueAfter != time.Minute || c.Phase != conditions.PhaseProgressing {
 		t.Fatalf("report %+v completion %+v", rep, c)
 	}
 	r, _ := conditions.Find(c.Conditions, conditions.Ready)
@@ -287,9 +291,9 @@ func TestDoneWithConditionNotTrueIsARequeue(t *testing.T) {
 func TestInitializedConditionsKeepReadyFalse(t *testing.T) {
 	f := newFixture(0)
 	rep := sdk.New[spec](name).WithConditions("DatabaseExists").
-		Reconcile(context.Background(), &sdk.Attempt{Resource: resource(), Client: f.rec})
+		Reconcile(context.Background(), &wire.Attempt{Resource: resource(), Client: f.rec})
 	c := f.saved(t)
-	if rep.Outcome != sdk.OutcomeRequeue {
+	if rep.Outcome != lifecycle.OutcomeRequeue {
 		t.Fatalf("outcome %s", rep.Outcome)
 	}
 	if d, ok := conditions.Find(c.Conditions, "DatabaseExists"); !ok || d.Status != conditions.Unknown {
@@ -309,12 +313,12 @@ func TestConditionsKeepTransitionTimeAcrossAttempts(t *testing.T) {
 		}})).WithClock(now)
 	}
 	f := newFixture(0)
-	mk().Reconcile(context.Background(), &sdk.Attempt{Resource: res, Client: f.rec})
+	mk().Reconcile(context.Background(), &wire.Attempt{Resource: res, Client: f.rec})
 	first := f.rec.completed[0]
 	// The next attempt starts from what was saved, a generation later.
 	res.Conditions, res.Generation = first.Conditions, 4
 	clock = t0.Add(time.Hour)
-	mk().Reconcile(context.Background(), &sdk.Attempt{Resource: res, Client: f.rec})
+	mk().Reconcile(context.Background(), &wire.Attempt{Resource: res, Client: f.rec})
 	second := f.rec.completed[1]
 	for _, typ := range []string{"DatabaseExists", conditions.Ready} {
 		c, _ := conditions.Find(second.Conditions, typ)
@@ -346,7 +350,7 @@ func TestFinalizerFailureRunsNoStep(t *testing.T) {
 	res.Finalizers = nil
 	rep := f.run(t, res)
 	wantCalls(t, f.calls, "finalizers +["+fin+"] -[]", "post s1", "post s2", "complete error")
-	if rep.Outcome != sdk.OutcomeError || !errors.Is(rep.Err, denied) {
+	if rep.Outcome != lifecycle.OutcomeError || !errors.Is(rep.Err, denied) {
 		t.Fatalf("report %+v", rep)
 	}
 }
@@ -356,16 +360,16 @@ func TestFinalizerFailureRunsNoStep(t *testing.T) {
 // requeue in a second, not an error with the failure backoff.
 func TestStoreUnavailableIsARequeue(t *testing.T) {
 	f := newFixture(2)
-	f.rec.finErr = fmt.Errorf("update finalizers: %w", sdk.ErrUnavailable)
+	f.rec.finErr = fmt.Errorf("update finalizers: %w", wire.ErrUnavailable)
 	res := resource()
 	res.Finalizers = nil
 	rep := f.run(t, res)
 	wantCalls(t, f.calls, "finalizers +["+fin+"] -[]", "post s1", "post s2", "complete requeue")
-	if rep.Outcome != sdk.OutcomeRequeue || rep.RequeueAfter != sdk.DefaultRequeueDelay || !errors.Is(rep.Err, sdk.ErrUnavailable) {
+	if rep.Outcome != lifecycle.OutcomeRequeue || rep.RequeueAfter != wire.DefaultRequeueDelay || !errors.Is(rep.Err, wire.ErrUnavailable) {
 		t.Fatalf("report %+v", rep)
 	}
 	c := f.saved(t)
-	if c.Observed || len(c.Conditions) == 0 || c.Conditions[0].Reason != sdk.ReasonStoreUnavailable {
+	if c.Observed || len(c.Conditions) == 0 || c.Conditions[0].Reason != conditions.ReasonStoreUnavailable {
 		t.Fatalf("completion %+v", c)
 	}
 }
@@ -375,10 +379,10 @@ func TestCleanupInReverseThenFinalizerRemoved(t *testing.T) {
 	rep := f.run(t, deleting(resource()))
 	wantCalls(t, f.calls, "cleanup s3", "cleanup s2", "cleanup s1", "post s1", "post s2", "post s3", "complete success")
 	c := f.saved(t)
-	if rep.Outcome != sdk.OutcomeSuccess || !slices.Equal(c.RemoveFinalizers, []string{fin}) || c.Phase != conditions.PhaseTerminating {
+	if rep.Outcome != lifecycle.OutcomeSuccess || !slices.Equal(c.RemoveFinalizers, []string{fin}) || c.Phase != conditions.PhaseTerminating {
 		t.Fatalf("report %+v completion %+v", rep, c)
 	}
-	if r, _ := conditions.Find(c.Conditions, conditions.Ready); r.Reason != sdk.ReasonDeleting || r.IsTrue() {
+	if r, _ := conditions.Find(c.Conditions, conditions.Ready); r.Reason != conditions.ReasonDeleting || r.IsTrue() {
 		t.Fatalf("Ready %+v", r)
 	}
 }
@@ -389,13 +393,13 @@ func TestCleanupFailureKeepsFinalizer(t *testing.T) {
 	rep := f.run(t, deleting(resource()))
 	wantCalls(t, f.calls, "cleanup s3", "cleanup s2", "post s1", "post s2", "post s3", "complete error")
 	c := f.saved(t)
-	if rep.Outcome != sdk.OutcomeError || c.RemoveFinalizers != nil || c.Phase != conditions.PhaseTerminating {
+	if rep.Outcome != lifecycle.OutcomeError || c.RemoveFinalizers != nil || c.Phase != conditions.PhaseTerminating {
 		t.Fatalf("report %+v completion %+v", rep, c)
 	}
 	f = newFixture(2)
 	f.steps[0].cleanRes = sdk.RequeueAfter(5 * time.Second)
 	rep = f.run(t, deleting(resource()))
-	if rep.Outcome != sdk.OutcomeRequeue || f.saved(t).RemoveFinalizers != nil {
+	if rep.Outcome != lifecycle.OutcomeRequeue || f.saved(t).RemoveFinalizers != nil {
 		t.Fatalf("requeued cleanup: %+v", rep)
 	}
 }
@@ -406,7 +410,7 @@ func TestDeletingWithoutOwnFinalizerRunsNoCleanup(t *testing.T) {
 	res.Finalizers = []string{"example.com/external"}
 	rep := f.run(t, res)
 	wantCalls(t, f.calls, "post s1", "post s2", "complete success")
-	if rep.Outcome != sdk.OutcomeSuccess || f.saved(t).RemoveFinalizers != nil {
+	if rep.Outcome != lifecycle.OutcomeSuccess || f.saved(t).RemoveFinalizers != nil {
 		t.Fatalf("report %+v", rep)
 	}
 }
@@ -416,8 +420,7 @@ func TestPanicIsRecovered(t *testing.T) {
 	f.steps[0].panicDo = true
 	rep := f.run(t, resource())
 	wantCalls(t, f.calls, "do s1", "post s1", "post s2", "complete error")
-	var pe *sdk.PanicError
-	if rep.Outcome != sdk.OutcomeError || !errors.As(rep.Err, &pe) || pe.Value != "boom" || len(pe.Stack) == 0 {
+	if rep.Outcome != lifecycle.OutcomeError || !strings.Contains(rep.Err.Error(), "step s1 panicked: boom") {
 		t.Fatalf("report %+v", rep)
 	}
 }
@@ -426,7 +429,7 @@ func TestPostErrorFailsASuccess(t *testing.T) {
 	f := newFixture(2)
 	f.steps[1].postErr = errors.New("metrics")
 	rep := f.run(t, resource())
-	if rep.Outcome != sdk.OutcomeError || !strings.Contains(rep.Err.Error(), "post: step s2: metrics") {
+	if rep.Outcome != lifecycle.OutcomeError || !strings.Contains(rep.Err.Error(), "post: step s2: metrics") {
 		t.Fatalf("report %+v", rep)
 	}
 }
@@ -434,10 +437,10 @@ func TestPostErrorFailsASuccess(t *testing.T) {
 func TestIgnoreAnnotationSkips(t *testing.T) {
 	f := newFixture(2)
 	res := resource()
-	res.Annotations = map[string]string{sdk.OperationAnnotation: sdk.OperationIgnore}
+	res.Annotations = map[string]string{names.OperationAnnotation: names.OperationIgnore}
 	rep := f.run(t, res)
 	wantCalls(t, f.calls)
-	if !rep.Skipped || !errors.Is(rep.Err, sdk.ErrIgnored) || len(f.rec.completed) != 0 {
+	if !rep.Skipped || !errors.Is(rep.Err, wire.ErrIgnored) || len(f.rec.completed) != 0 {
 		t.Fatalf("report %+v", rep)
 	}
 }
@@ -450,15 +453,15 @@ func TestReconcileAnnotationForcesAndIsRemoved(t *testing.T) {
 		return sdk.Result{}, nil
 	}}))
 	res := resource()
-	res.Annotations = map[string]string{sdk.OperationAnnotation: sdk.OperationReconcile, "keep": "me"}
-	e.Reconcile(context.Background(), &sdk.Attempt{Resource: res, Client: f.rec})
-	if c := f.saved(t); !forced || !slices.Equal(c.RemoveAnnotations, []string{sdk.OperationAnnotation}) {
+	res.Annotations = map[string]string{names.OperationAnnotation: names.OperationReconcile, "keep": "me"}
+	e.Reconcile(context.Background(), &wire.Attempt{Resource: res, Client: f.rec})
+	if c := f.saved(t); !forced || !slices.Equal(c.RemoveAnnotations, []string{names.OperationAnnotation}) {
 		t.Fatalf("forced %v completion %+v", forced, c)
 	}
 	// Without the annotation: no force, nothing removed.
 	f = newFixture(0)
 	forced = true
-	e.Reconcile(context.Background(), &sdk.Attempt{Resource: resource(), Client: f.rec})
+	e.Reconcile(context.Background(), &wire.Attempt{Resource: resource(), Client: f.rec})
 	if c := f.saved(t); forced || c.RemoveAnnotations != nil {
 		t.Fatalf("forced %v completion %+v", forced, c)
 	}
@@ -484,9 +487,9 @@ func TestOutputsScratchAndChanges(t *testing.T) {
 			return sdk.Result{}, nil
 		}}),
 	)
-	rep := e.Reconcile(context.Background(), &sdk.Attempt{Resource: res, Client: f.rec})
+	rep := e.Reconcile(context.Background(), &wire.Attempt{Resource: res, Client: f.rec})
 	c := f.saved(t)
-	if rep.Outcome != sdk.OutcomeSuccess || string(c.Outputs) != `{"host":"conn-1"}` || c.Changes.Created != 1 {
+	if rep.Outcome != lifecycle.OutcomeSuccess || string(c.Outputs) != `{"host":"conn-1"}` || c.Changes.Created != 1 {
 		t.Fatalf("report %+v completion %+v outputs %s", rep, c, c.Outputs)
 	}
 }
@@ -497,7 +500,7 @@ func TestUndecodableSpecIsTerminal(t *testing.T) {
 	res.Spec = json.RawMessage(`{"size":"big"}`)
 	rep := f.run(t, res)
 	wantCalls(t, f.calls, "post s1", "complete terminal")
-	if rep.Outcome != sdk.OutcomeTerminal {
+	if rep.Outcome != lifecycle.OutcomeTerminal {
 		t.Fatalf("report %+v", rep)
 	}
 }
@@ -507,7 +510,7 @@ func TestCanceledContextStopsSteps(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	steps := []sdk.Step[spec]{f.steps[0], f.steps[1]}
-	rep := sdk.New(name, steps...).Reconcile(ctx, &sdk.Attempt{Resource: resource(), Client: f.rec})
+	rep := sdk.New(name, steps...).Reconcile(ctx, &wire.Attempt{Resource: resource(), Client: f.rec})
 	wantCalls(t, f.calls, "post s1", "post s2", "complete error")
 	if !errors.Is(rep.Err, context.Canceled) || rep.SaveErr != nil {
 		t.Fatalf("report %+v (the save must still happen after cancellation)", rep)
@@ -516,9 +519,9 @@ func TestCanceledContextStopsSteps(t *testing.T) {
 
 func TestSaveErrorIsReported(t *testing.T) {
 	f := newFixture(1)
-	f.rec.saveErr = fmt.Errorf("complete: %w", sdk.ErrStaleEpoch)
+	f.rec.saveErr = fmt.Errorf("complete: %w", wire.ErrStaleEpoch)
 	rep := f.run(t, resource())
-	if rep.Outcome != sdk.OutcomeSuccess || !errors.Is(rep.SaveErr, sdk.ErrStaleEpoch) || rep.Completed != nil {
+	if rep.Outcome != lifecycle.OutcomeSuccess || !errors.Is(rep.SaveErr, wire.ErrStaleEpoch) || rep.Completed != nil {
 		t.Fatalf("report %+v", rep)
 	}
 }
@@ -530,8 +533,8 @@ func TestFuncAdapter(t *testing.T) {
 		seen = append(seen, req.Deleting())
 		return sdk.Result{}, nil
 	})))
-	e.Reconcile(context.Background(), &sdk.Attempt{Resource: resource(), Client: f.rec})
-	e.Reconcile(context.Background(), &sdk.Attempt{Resource: deleting(resource()), Client: f.rec})
+	e.Reconcile(context.Background(), &wire.Attempt{Resource: resource(), Client: f.rec})
+	e.Reconcile(context.Background(), &wire.Attempt{Resource: deleting(resource()), Client: f.rec})
 	if !slices.Equal(seen, []bool{false, true}) || !slices.Equal(f.rec.completed[1].RemoveFinalizers, []string{fin}) {
 		t.Fatalf("seen %v completions %+v", seen, f.rec.completed)
 	}
@@ -541,15 +544,15 @@ func TestInterruptedAttemptIsARequeue(t *testing.T) {
 	f := newFixture(2)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	steps := []sdk.Step[spec]{sdk.StepFuncs[spec]{StepName: "slow", DoFunc: func(ctx context.Context, _ *sdk.Request[spec]) (sdk.Result, error) {
-		cancel(sdk.ErrInterrupted)
+		cancel(wire.ErrInterrupted)
 		<-ctx.Done()
 		return sdk.Result{}, ctx.Err()
 	}}}
-	rep := sdk.New(name, steps...).Reconcile(ctx, &sdk.Attempt{Resource: resource(), Client: f.rec})
-	if rep.Outcome != sdk.OutcomeRequeue || rep.RequeueAfter != sdk.DefaultRequeueDelay || !errors.Is(rep.Err, sdk.ErrInterrupted) {
+	rep := sdk.New(name, steps...).Reconcile(ctx, &wire.Attempt{Resource: resource(), Client: f.rec})
+	if rep.Outcome != lifecycle.OutcomeRequeue || rep.RequeueAfter != wire.DefaultRequeueDelay || !errors.Is(rep.Err, wire.ErrInterrupted) {
 		t.Fatalf("report %+v", rep)
 	}
-	if c := f.saved(t); c.Outcome != sdk.OutcomeRequeue {
+	if c := f.saved(t); c.Outcome != lifecycle.OutcomeRequeue {
 		t.Fatalf("completion %+v", c)
 	}
 }
@@ -562,15 +565,15 @@ func TestTimeoutCauseIsInTheError(t *testing.T) {
 		<-ctx.Done()
 		return sdk.Result{}, ctx.Err()
 	}}}
-	rep := sdk.New(name, steps...).Reconcile(ctx, &sdk.Attempt{Resource: resource(), Client: f.rec})
-	if rep.Outcome != sdk.OutcomeError || !errors.Is(rep.Err, context.DeadlineExceeded) || !strings.Contains(rep.Err.Error(), "reconcile timeout of 1ms exceeded") {
+	rep := sdk.New(name, steps...).Reconcile(ctx, &wire.Attempt{Resource: resource(), Client: f.rec})
+	if rep.Outcome != lifecycle.OutcomeError || !errors.Is(rep.Err, context.DeadlineExceeded) || !strings.Contains(rep.Err.Error(), "reconcile timeout of 1ms exceeded") {
 		t.Fatalf("report %+v", rep)
 	}
 }
 
 func TestNewRequestForStepTests(t *testing.T) {
 	res := resource()
-	res.Annotations = map[string]string{sdk.OperationAnnotation: sdk.OperationReconcile}
+	res.Annotations = map[string]string{names.OperationAnnotation: names.OperationReconcile}
 	req, err := sdk.NewRequest[spec](res)
 	if err != nil || req.Spec.Size != 2 || !req.Force {
 		t.Fatalf("%+v %v", req, err)

@@ -7,21 +7,30 @@ import (
 	"strings"
 	"time"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 	"github.com/no8s/no8s/libs/sdk/secret"
 )
 
-// printClient stands in for the store in these examples: it prints what the
-// engine saves. Real reconcilers get their client from the worker runtime,
-// and are tested against a real control plane with the test kit
+// reconcile runs one attempt of engine on res, as the worker runtime does
+// for each work item, and prints what the engine saves. In a reconciler's
+// own tests, testkit.Reconcile runs an attempt in memory likewise, and
+// testkit.Start a real control plane
 // (github.com/no8s/no8s/libs/sdk/testkit).
-type printClient struct{ sdk.ReadWriter }
+func reconcile[S any](engine *sdk.Engine[S], res *sdk.Resource, secrets secret.Resolver) wire.Report {
+	return engine.Reconcile(context.Background(), &wire.Attempt{Resource: res, Client: printClient{}, Secrets: secrets})
+}
 
-func (printClient) Status() sdk.StatusWriter { return printStatus{} }
+// printClient stands in for the store in these examples: it prints what the
+// engine saves.
+type printClient struct{ wire.ReadWriter }
+
+func (printClient) Status() wire.StatusWriter { return printStatus{} }
 
 type printStatus struct{}
 
-func (printStatus) Complete(_ context.Context, c *sdk.Completion) (*sdk.Completed, error) {
+func (printStatus) Complete(_ context.Context, c *wire.Completion) (*wire.Completed, error) {
 	fmt.Printf("saved: outcome=%s phase=%s message=%q\n", c.Outcome, c.Phase, c.Message)
 	for _, cond := range c.Conditions {
 		fmt.Printf("  condition %s=%s (%s, generation %d)\n", cond.Type, cond.Status, cond.Reason, cond.ObservedGeneration)
@@ -32,7 +41,7 @@ func (printStatus) Complete(_ context.Context, c *sdk.Completion) (*sdk.Complete
 	if len(c.RemoveFinalizers) > 0 {
 		fmt.Printf("  remove finalizers %v\n", c.RemoveFinalizers)
 	}
-	return &sdk.Completed{}, nil
+	return &wire.Completed{}, nil
 }
 
 // BucketSpec is the spec of an imaginary Bucket type.
@@ -75,7 +84,7 @@ func bucket(deleting bool) *sdk.Resource {
 	r := &sdk.Resource{
 		ID: 1, Name: "photos", Type: sdk.Type("Bucket", "v1"), Generation: 1,
 		Spec:       []byte(`{"region":"eu","token":{"env":"BUCKET_TOKEN"}}`),
-		Finalizers: []string{sdk.Finalizer("buckets")},
+		Finalizers: []string{names.ReconcilerFinalizer("buckets")},
 	}
 	if deleting {
 		r.DeletedAt = time.Now()
@@ -83,19 +92,19 @@ func bucket(deleting bool) *sdk.Resource {
 	return r
 }
 
-// A reconciler is an Engine with Steps. The worker runtime calls Reconcile
-// once per work item; here it is called directly.
+// A reconciler is an Engine with Steps. The worker runtime runs one attempt
+// per work item; here reconcile does.
 func Example() {
 	engine := sdk.New[BucketSpec]("buckets", ensureBucket{exists: map[string]bool{}}).WithConditions("BucketExists")
 	env := secret.Local{LookupEnv: func(string) (string, bool) { return "t0ken", true }}
 
-	rep := engine.Reconcile(context.Background(), &sdk.Attempt{Resource: bucket(false), Client: printClient{}, Secrets: env})
+	rep := reconcile(engine, bucket(false), env)
 	fmt.Println("outcome:", rep.Outcome)
 
 	// Deleted later: the next attempt starts from what was saved.
 	gone := bucket(true)
 	gone.Conditions = rep.Completion.Conditions
-	rep = engine.Reconcile(context.Background(), &sdk.Attempt{Resource: gone, Client: printClient{}, Secrets: env})
+	rep = reconcile(engine, gone, env)
 	fmt.Println("outcome:", rep.Outcome)
 	// Output:
 	// saved: outcome=success phase=Ready message="reconciled"
@@ -115,7 +124,7 @@ func Example() {
 func Example_missingSecret() {
 	engine := sdk.New[BucketSpec]("buckets", ensureBucket{exists: map[string]bool{}}).WithConditions("BucketExists")
 	env := secret.Local{LookupEnv: func(string) (string, bool) { return "", false }}
-	rep := engine.Reconcile(context.Background(), &sdk.Attempt{Resource: bucket(false), Client: printClient{}, Secrets: env})
+	rep := reconcile(engine, bucket(false), env)
 	fmt.Println(rep.Outcome, errors.Is(rep.Err, secret.ErrNotFound))
 	// Output:
 	// saved: outcome=error phase=Progressing message="step ensure-bucket: secret reference env \"BUCKET_TOKEN\": secret: not found: environment variable BUCKET_TOKEN is not set in the worker"
@@ -141,8 +150,8 @@ func ExampleFunc() {
 		return sdk.Result{}, nil
 	}))
 	res := &sdk.Resource{ID: 2, Name: "hi", Type: sdk.Type("Greeting", "v1"), Generation: 3,
-		Spec: []byte(`{"greeting":""}`), Finalizers: []string{sdk.Finalizer("greeter")}}
-	rep := engine.Reconcile(context.Background(), &sdk.Attempt{Resource: res, Client: printClient{}})
+		Spec: []byte(`{"greeting":""}`), Finalizers: []string{names.ReconcilerFinalizer("greeter")}}
+	rep := reconcile(engine, res, nil)
 	fmt.Println(rep.Outcome, sdk.IsTerminal(rep.Err))
 	// Output:
 	// saved: outcome=terminal phase=Progressing message="step reconcile: terminal: spec.greeting is empty"
@@ -159,8 +168,8 @@ func ExampleRequeueAfter() {
 			return sdk.RequeueAfter(10 * time.Second), nil
 		},
 	})
-	res := &sdk.Resource{ID: 3, Name: "site", Type: sdk.Type("Site", "v1"), Generation: 1, Finalizers: []string{sdk.Finalizer("waiter")}}
-	rep := engine.Reconcile(context.Background(), &sdk.Attempt{Resource: res, Client: printClient{}})
+	res := &sdk.Resource{ID: 3, Name: "site", Type: sdk.Type("Site", "v1"), Generation: 1, Finalizers: []string{names.ReconcilerFinalizer("waiter")}}
+	rep := reconcile(engine, res, nil)
 	fmt.Println(rep.Outcome, rep.RequeueAfter)
 	// Output:
 	// saved: outcome=requeue phase=Progressing message="not True: DNSReady (DNSReady: record not visible yet)"

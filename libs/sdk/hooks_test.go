@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/action"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 )
 
 type hookKey struct{}
@@ -38,8 +40,8 @@ func TestAttemptHooksWrapStepsAndActions(t *testing.T) {
 			return context.WithValue(ctx, hookKey{}, label), func(err error) { seen = append(seen, fmt.Sprintf("end %s: %v", label, err)) }
 		}
 	}
-	rep := e.Reconcile(t.Context(), &sdk.Attempt{Resource: res, Client: rec, StartStep: hook("step"), StartAction: hook("action")})
-	if rep.Outcome != sdk.OutcomeError {
+	rep := e.Reconcile(t.Context(), &wire.Attempt{Resource: res, Client: rec, StartStep: hook("step"), StartAction: hook("action")})
+	if rep.Outcome != lifecycle.OutcomeError {
 		t.Fatalf("outcome %v (%v)", rep.Outcome, rep.Err)
 	}
 	want := []string{

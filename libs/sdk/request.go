@@ -11,6 +11,7 @@ import (
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/sdk/action"
 	"github.com/no8s/no8s/libs/sdk/conditions"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 	"github.com/no8s/no8s/libs/sdk/secret"
 )
 
@@ -38,20 +39,21 @@ type Request[S any] struct {
 	LeaseEpoch int64
 	// Log carries the reconcile id and the resource's identity.
 	Log *slog.Logger
-	// Client reads other resources and changes finalizers.
-	Client ReadWriter
+	// Client is the store connection: it reads other resources and changes
+	// the reconciler's own finalizers.
+	Client Client
 	// Scratch is shared by the steps of this attempt: an earlier step
 	// leaves what a later one needs (a connection, a computed name). Read
 	// it with Lookup.
 	Scratch map[string]any
 	// Changes counts what the attempt created, updated and deleted outside
 	// the control plane; it is saved in the history row.
-	Changes Changes
+	Changes wire.Changes
 
 	secrets secret.Resolver
 	actions *action.Registry
-	// startStep and startAction are the attempt's (Attempt.StartStep,
-	// StartAction).
+	// startStep and startAction are the attempt's (wire.Attempt's
+	// StartStep, StartAction).
 	startStep   func(ctx context.Context, step, stage string) (context.Context, func(error))
 	startAction func(ctx context.Context, plugin, operation string) (context.Context, func(error))
 	// removeFinalizers are saved with the result (RunAction's, once its
@@ -79,7 +81,7 @@ func NewRequest[S any](res *Resource) (*Request[S], error) {
 
 func newRequest[S any](res *Resource, now func() time.Time) *Request[S] {
 	return &Request[S]{
-		Resource: res, Force: res.Operation() == OperationReconcile,
+		Resource: res, Force: res.Operation() == names.OperationReconcile,
 		Log: slog.New(slog.DiscardHandler), Scratch: map[string]any{},
 		conds: conditions.Normalize(res.Conditions), outputs: decodeOutputs(res.Outputs), now: now,
 	}
@@ -170,14 +172,14 @@ func (r *Request[S]) Secret(ctx context.Context, ref secret.Ref) (secret.Value, 
 }
 
 // Event records an Event (the Kubernetes kind) on the resource: typ is
-// EventNormal or EventWarning, reason a CamelCase word (BackupFailed),
+// names.EventNormal or names.EventWarning (libs/api), reason a CamelCase word (BackupFailed),
 // message what happened (cut to names.MaxEventMessageBytes). Events are
 // saved with the attempt's result through the workers' door, in the same
 // store transaction; a repeat of (type, reason, message) within the store's
 // dedup window raises the count of one record instead of adding one. At
-// most MaxEvents per attempt are kept (the first ones).
+// most 32 per attempt are kept (the first ones).
 func (r *Request[S]) Event(typ, reason, message string) {
-	if len(r.events) >= MaxEvents {
+	if len(r.events) >= wire.MaxEvents {
 		return
 	}
 	r.events = append(r.events, Event{Type: typ, Reason: reason, Message: names.TruncateEventMessage(message)})

@@ -1,48 +1,8 @@
 package sdk
 
 import (
-	"encoding/json"
-	"fmt"
-	"maps"
-	"slices"
-	"time"
-
-	"google.golang.org/protobuf/types/known/timestamppb"
-
-	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/client"
-	"github.com/no8s/no8s/libs/sdk/conditions"
-	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
-)
-
-// Operation annotations (as in the openMCP controller guidelines).
-const (
-	// OperationAnnotation is the annotation key.
-	OperationAnnotation = "no8s.io/operation"
-	// OperationReconcile forces one run with every "nothing to do" shortcut
-	// disabled (Request.Force); the engine removes the annotation afterwards.
-	OperationReconcile = "reconcile"
-	// OperationIgnore pauses the resource: no attempt is made.
-	OperationIgnore = "ignore"
-)
-
-// FinalizerPrefix prefixes a reconciler's own finalizer
-// (names.ReconcilerFinalizerPrefix in libs/api).
-const FinalizerPrefix = names.ReconcilerFinalizerPrefix
-
-// Finalizer returns the finalizer of the reconciler called name:
-// reconciler.no8s.io/<name>.
-func Finalizer(name string) string { return names.ReconcilerFinalizer(name) }
-
-// Lifecycle statuses of a resource (the original Operator Controller's): pending → reconciling →
-// ready | failed, and deleting. The store sets them; the engine's phase
-// always agrees with them.
-const (
-	StatusPending     = client.StatusPending
-	StatusReconciling = client.StatusReconciling
-	StatusReady       = client.StatusReady
-	StatusFailed      = client.StatusFailed
-	StatusDeleting    = client.StatusDeleting
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 )
 
 // TypeRef names a resource type and version, such as PostgresDatabase/v1
@@ -52,164 +12,35 @@ type TypeRef = client.TypeRef
 // Type returns the TypeRef name/version.
 func Type(name, version string) TypeRef { return TypeRef{Name: name, Version: version} }
 
-// OwnerReference points at the resource that owns another.
-type OwnerReference struct {
-	UID                string
-	Type               TypeRef
-	Name               string
-	Controller         bool
-	BlockOwnerDeletion bool
-}
+// Resource is a declared object as the store holds it, as a step reads it
+// in Request.Resource: identity (ID, UID, Namespace, Name, Type), Labels,
+// Annotations, OwnerReferences, Spec and Outputs (JSON objects), the
+// lifecycle Status (pending, reconciling, ready, failed, deleting: the
+// client.Status* constants of libs/client), Generation, ObservedGeneration,
+// ResourceVersion, Conditions, Phase, Finalizers and timestamps (DeletedAt
+// is set once deletion was requested). Its methods: Deleting,
+// HasFinalizer, Operation (the no8s.io/operation annotation), Condition,
+// DecodeSpec, String and Clone.
+//
+// Record results with Request.SetCondition and Request.SetOutput, not by
+// changing the Resource: the engine saves what the request holds.
+type Resource = wire.Resource
 
-// Resource is a declared object as the store holds it. Spec and Outputs
-// are JSON objects.
-type Resource struct {
-	ID  int64
-	UID string
-	// Namespace is the resource's namespace ("default" unless its creator
-	// named another); it never changes.
-	Namespace          string
-	Name               string
-	Type               TypeRef
-	Labels             map[string]string
-	Annotations        map[string]string
-	OwnerReferences    []OwnerReference
-	Spec               json.RawMessage
-	Status             string
-	StatusMessage      string
-	Generation         int64
-	ObservedGeneration int64
-	ResourceVersion    int64
-	Conditions         []conditions.Condition
-	Phase              string
-	Outputs            json.RawMessage
-	Finalizers         []string
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
-	// DeletedAt is set (non-zero) once deletion was requested.
-	DeletedAt         time.Time
-	LastReconcileTime time.Time
-}
+// Client is the store connection a step gets in Request.Client: reads of
+// resources (Get, GetByName, List with ListOptions) and the reconciler's own
+// finalizers on the resource under reconcile (UpdateFinalizers). The status
+// of that resource belongs to the engine, which saves it once.
+type Client = wire.ReadWriter
 
-// Deleting reports whether deletion was requested.
-func (r *Resource) Deleting() bool { return !r.DeletedAt.IsZero() || r.Status == StatusDeleting }
+// ListOptions filters and pages Client.List: Namespace ("": every
+// namespace), Type, Status, LabelSelector (the Kubernetes syntax), Limit and
+// Continue (the token of the previous page).
+type ListOptions = wire.ListOptions
 
-// HasFinalizer reports whether r carries finalizer f.
-func (r *Resource) HasFinalizer(f string) bool { return slices.Contains(r.Finalizers, f) }
+// ErrNotFound is what Client's Get and GetByName return, matchable with
+// errors.Is, when the resource does not exist (or was purged).
+var ErrNotFound = wire.ErrNotFound
 
-// Operation returns the value of the no8s.io/operation annotation.
-func (r *Resource) Operation() string { return r.Annotations[OperationAnnotation] }
-
-// Condition returns the condition of type typ.
-func (r *Resource) Condition(typ string) (conditions.Condition, bool) {
-	return conditions.Find(r.Conditions, typ)
-}
-
-// DecodeSpec unmarshals the spec into v.
-func (r *Resource) DecodeSpec(v any) error {
-	spec := r.Spec
-	if len(spec) == 0 {
-		spec = json.RawMessage("{}")
-	}
-	if err := json.Unmarshal(spec, v); err != nil {
-		return fmt.Errorf("decode spec of %s %q: %w", r.Type, r.Name, err)
-	}
-	return nil
-}
-
-// String identifies the resource in logs: "Type/version namespace/name
-// (id N)".
-func (r *Resource) String() string {
-	return fmt.Sprintf("%s %s/%s (id %d)", r.Type, r.Namespace, r.Name, r.ID)
-}
-
-// Clone returns a deep copy.
-func (r *Resource) Clone() *Resource {
-	if r == nil {
-		return nil
-	}
-	c := *r
-	c.Labels = maps.Clone(r.Labels)
-	c.Annotations = maps.Clone(r.Annotations)
-	c.OwnerReferences = slices.Clone(r.OwnerReferences)
-	c.Spec = slices.Clone(r.Spec)
-	c.Conditions = slices.Clone(r.Conditions)
-	c.Outputs = slices.Clone(r.Outputs)
-	c.Finalizers = slices.Clone(r.Finalizers)
-	return &c
-}
-
-// ResourceFromProto converts the store's protobuf form.
-func ResourceFromProto(p *storev1.Resource) *Resource {
-	if p == nil {
-		return nil
-	}
-	r := &Resource{
-		ID:                 p.GetId(),
-		UID:                p.GetUid(),
-		Namespace:          names.OrDefault(p.GetNamespace()),
-		Name:               p.GetName(),
-		Type:               TypeRef{Name: p.GetResourceTypeName(), Version: p.GetResourceTypeVersion()},
-		Labels:             maps.Clone(p.GetLabels()),
-		Annotations:        maps.Clone(p.GetAnnotations()),
-		Spec:               slices.Clone(p.GetSpec()),
-		Status:             p.GetStatus(),
-		StatusMessage:      p.GetStatusMessage(),
-		Generation:         p.GetGeneration(),
-		ObservedGeneration: p.GetObservedGeneration(),
-		ResourceVersion:    p.GetResourceVersion(),
-		Phase:              p.GetPhase(),
-		Outputs:            slices.Clone(p.GetOutputs()),
-		Finalizers:         slices.Clone(p.GetFinalizers()),
-		CreatedAt:          asTime(p.GetCreatedAt()),
-		UpdatedAt:          asTime(p.GetUpdatedAt()),
-		DeletedAt:          asTime(p.GetDeletedAt()),
-		LastReconcileTime:  asTime(p.GetLastReconcileTime()),
-	}
-	for _, o := range p.GetOwnerReferences() {
-		r.OwnerReferences = append(r.OwnerReferences, OwnerReference{
-			UID: o.GetUid(), Type: TypeRef{Name: o.GetResourceTypeName(), Version: o.GetResourceTypeVersion()},
-			Name: o.GetName(), Controller: o.GetController(), BlockOwnerDeletion: o.GetBlockOwnerDeletion(),
-		})
-	}
-	r.Conditions = ConditionsFromProto(p.GetConditions())
-	return r
-}
-
-// ConditionsFromProto converts protobuf conditions.
-func ConditionsFromProto(list []*storev1.Condition) []conditions.Condition {
-	if len(list) == 0 {
-		return nil
-	}
-	out := make([]conditions.Condition, 0, len(list))
-	for _, c := range list {
-		out = append(out, conditions.Condition{
-			Type: c.GetType(), Status: conditions.Status(c.GetStatus()), Reason: c.GetReason(), Message: c.GetMessage(),
-			ObservedGeneration: c.GetObservedGeneration(), LastTransitionTime: asTime(c.GetLastTransitionTime()),
-		})
-	}
-	return out
-}
-
-// ConditionsToProto converts conditions to protobuf.
-func ConditionsToProto(list []conditions.Condition) []*storev1.Condition {
-	out := make([]*storev1.Condition, 0, len(list))
-	for _, c := range list {
-		pc := &storev1.Condition{
-			Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message,
-			ObservedGeneration: c.ObservedGeneration,
-		}
-		if !c.LastTransitionTime.IsZero() {
-			pc.LastTransitionTime = timestamppb.New(c.LastTransitionTime)
-		}
-		out = append(out, pc)
-	}
-	return out
-}
-
-func asTime(ts *timestamppb.Timestamp) time.Time {
-	if ts == nil {
-		return time.Time{}
-	}
-	return ts.AsTime()
-}
+// Event is an Event (the Kubernetes kind) recorded with Request.Event: Type
+// (names.EventNormal or names.EventWarning of libs/api), Reason and Message.
+type Event = wire.Event

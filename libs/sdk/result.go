@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/no8s/no8s/libs/api/lifecycle"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 )
 
 // Result says when to come back; together with the error a step returns it
@@ -23,7 +23,7 @@ import (
 // do not run in this attempt, their Post still does. When both are
 // returned, the error wins.
 type Result struct {
-	// Requeue asks for another attempt soon (after DefaultRequeueDelay).
+	// Requeue asks for another attempt soon (after a second).
 	Requeue bool
 	// RequeueAfter asks for another attempt after this long (rounded up to
 	// whole seconds). No failure is counted: the scheduler's backoff is for
@@ -31,20 +31,17 @@ type Result struct {
 	RequeueAfter time.Duration
 }
 
-// DefaultRequeueDelay is the delay of Result{Requeue: true}.
-const DefaultRequeueDelay = time.Second
-
 // IsZero reports whether r means "done".
 func (r Result) IsZero() bool { return !r.Requeue && r.RequeueAfter <= 0 }
 
-// Delay is when to come back: RequeueAfter, or DefaultRequeueDelay for a
-// plain Requeue, or zero for done.
+// Delay is when to come back: RequeueAfter, or a second for a plain
+// Requeue, or zero for done.
 func (r Result) Delay() time.Duration {
 	switch {
 	case r.RequeueAfter > 0:
 		return r.RequeueAfter
 	case r.Requeue:
-		return DefaultRequeueDelay
+		return wire.DefaultRequeueDelay
 	}
 	return 0
 }
@@ -57,89 +54,78 @@ func RequeueAfter(d time.Duration) Result {
 	return Result{RequeueAfter: d}
 }
 
-// TerminalError wraps an error that retrying cannot fix (a spec that cannot
+// terminalError wraps an error that retrying cannot fix (a spec that cannot
 // work, a permission that is missing). The attempt fails, and the scheduler
 // does not retry it until the spec changes (a new generation) or a manual
 // trigger (POST .../reconcile or the reconcile annotation).
-type TerminalError struct{ Err error }
+type terminalError struct{ Err error }
 
-func (e *TerminalError) Error() string { return "terminal: " + e.Err.Error() }
+func (e *terminalError) Error() string { return "terminal: " + e.Err.Error() }
 
 // Unwrap returns the wrapped error.
-func (e *TerminalError) Unwrap() error { return e.Err }
+func (e *terminalError) Unwrap() error { return e.Err }
 
-// Terminal wraps err as a TerminalError (nil becomes a generic one).
+// Terminal wraps err as an error that retrying cannot fix (a spec that
+// cannot work, a permission that is missing): the attempt fails, and the
+// scheduler does not retry it until the spec changes (a new generation) or
+// a manual trigger (POST .../reconcile or the reconcile annotation). A nil
+// err becomes a generic one. errors.Is and errors.As see err through it.
 func Terminal(err error) error {
 	if err == nil {
 		err = errors.New("terminal error")
 	}
-	return &TerminalError{Err: err}
+	return &terminalError{Err: err}
 }
 
-// Terminalf formats a TerminalError.
+// Terminalf is Terminal of a formatted error.
 func Terminalf(format string, args ...any) error { return Terminal(fmt.Errorf(format, args...)) }
 
-// IsTerminal reports whether err is or wraps a TerminalError.
+// IsTerminal reports whether err is or wraps an error made by Terminal.
 func IsTerminal(err error) bool {
-	var te *TerminalError
+	var te *terminalError
 	return errors.As(err, &te)
 }
 
-// DegradedError wraps the error of a partial failure while the resource
+// degradedError wraps the error of a partial failure while the resource
 // still serves (some replicas or some relays work, others not).
 // The attempt fails and is retried with backoff like any error (or not,
 // when it is also Terminal), Ready is False with reason Degraded, and the
 // phase is Degraded instead of Progressing until the next attempt ends.
-type DegradedError struct{ Err error }
+type degradedError struct{ Err error }
 
-func (e *DegradedError) Error() string { return "degraded: " + e.Err.Error() }
+func (e *degradedError) Error() string { return "degraded: " + e.Err.Error() }
 
 // Unwrap returns the wrapped error.
-func (e *DegradedError) Unwrap() error { return e.Err }
+func (e *degradedError) Unwrap() error { return e.Err }
 
-// Degraded wraps err as a DegradedError (nil becomes a generic one).
+// Degraded wraps the error of a partial failure while the resource still
+// serves (some replicas or some relays work, others not): the attempt fails
+// and is retried with backoff like any error (or not, when it is also
+// Terminal), Ready is False with reason Degraded, and the phase is Degraded
+// instead of Progressing until the next attempt ends. A nil err becomes a
+// generic one.
 func Degraded(err error) error {
 	if err == nil {
 		err = errors.New("partial failure")
 	}
-	return &DegradedError{Err: err}
+	return &degradedError{Err: err}
 }
 
-// Degradedf formats a DegradedError.
+// Degradedf is Degraded of a formatted error.
 func Degradedf(format string, args ...any) error { return Degraded(fmt.Errorf(format, args...)) }
 
-// IsDegraded reports whether err is or wraps a DegradedError.
+// IsDegraded reports whether err is or wraps an error made by Degraded.
 func IsDegraded(err error) bool {
-	var de *DegradedError
+	var de *degradedError
 	return errors.As(err, &de)
 }
 
-// PanicError is a panic in a step, recovered by the engine. It is an
+// panicError is a panic in a step, recovered by the engine. It is an
 // ordinary (retried) error.
-type PanicError struct {
+type panicError struct {
 	Step  string
 	Value any
 	Stack []byte
 }
 
-func (e *PanicError) Error() string { return fmt.Sprintf("step %s panicked: %v", e.Step, e.Value) }
-
-// Outcome is how an attempt ended: libs/api's lifecycle.Outcome, which maps
-// onto no8s.reconcile.v1.Outcome by name.
-type Outcome = lifecycle.Outcome
-
-// Outcomes.
-const (
-	OutcomeUnspecified = lifecycle.OutcomeUnspecified
-	// OutcomeSuccess: every step done; the resource is ready (or, when
-	// deleting, its cleanup finished).
-	OutcomeSuccess = lifecycle.OutcomeSuccess
-	// OutcomeRequeue: not done yet, come back after Report.RequeueAfter;
-	// no failure counted.
-	OutcomeRequeue = lifecycle.OutcomeRequeue
-	// OutcomeError: failed; the scheduler retries with exponential backoff.
-	OutcomeError = lifecycle.OutcomeError
-	// OutcomeTerminal: failed; not retried until the spec changes or a
-	// manual trigger.
-	OutcomeTerminal = lifecycle.OutcomeTerminal
-)
+func (e *panicError) Error() string { return fmt.Sprintf("step %s panicked: %v", e.Step, e.Value) }

@@ -29,7 +29,7 @@ import (
 // storeAddr, until the test ends; it waits until the reconciler is
 // registered. With identities on it holds the credentials of
 // reconciler/<rec's name> claiming types.
-func (c *cluster) runWorker(rec sdk.Reconciler, storeAddr string, types ...sdk.TypeRef) *worker.Worker {
+func (c *cluster) runWorker(rec worker.Reconciler, storeAddr string, types ...sdk.TypeRef) *worker.Worker {
 	c.t.Helper()
 	_, nc := c.jetstream()
 	claimed := make([]string, len(types))

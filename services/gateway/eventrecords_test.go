@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/no8s/no8s/libs/api/fence"
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/sdk"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 )
@@ -22,7 +23,7 @@ import (
 func TestEventRecords(t *testing.T) {
 	createTypeUnserved(t, "Noisy", "v1", `{"type":"object"}`)
 	rec := sdk.New[map[string]any]("engine-noisy", sdk.Func[map[string]any](func(_ context.Context, req *sdk.Request[map[string]any]) (sdk.Result, error) {
-		req.Event(sdk.EventWarning, "BackendDown", "the backend did not answer")
+		req.Event(names.EventWarning, "BackendDown", "the backend did not answer")
 		return sdk.Result{}, fmt.Errorf("backend down")
 	}))
 	startWorker(t, "Noisy", "v1", rec)

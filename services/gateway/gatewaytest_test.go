@@ -247,7 +247,7 @@ func serveType(t testing.TB, name, version string) {
 
 // startWorker runs rec as the reconciler of name/version for the rest of the
 // package and waits until it is registered. The caller holds env.mu.
-func startWorker(t testing.TB, name, version string, rec sdk.Reconciler) {
+func startWorker(t testing.TB, name, version string, rec worker.Reconciler) {
 	t.Helper()
 	key := name + "/" + version
 	rname := rec.Name()

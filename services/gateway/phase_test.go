@@ -58,7 +58,7 @@ func TestObservedGenerationOnFailure(t *testing.T) {
 			ready = &got.Conditions[i]
 		}
 	}
-	if ready == nil || ready.Status != "False" || ready.Reason != sdk.ReasonReconcileError || ready.ObservedGeneration != got.Generation {
+	if ready == nil || ready.Status != "False" || ready.Reason != conditions.ReasonReconcileError || ready.ObservedGeneration != got.Generation {
 		t.Fatalf("Ready condition %+v", ready)
 	}
 	// A spec change is a new generation to observe.
@@ -90,7 +90,7 @@ func TestDegradedPhase(t *testing.T) {
 		t.Fatalf("after a partial failure: phase %s, observed_generation %d/%d, message %q", got.Phase, got.ObservedGeneration, got.Generation, got.StatusMessage)
 	}
 	for _, c := range got.Conditions {
-		if c.Type == "Ready" && (c.Status != "False" || c.Reason != sdk.ReasonDegraded) {
+		if c.Type == "Ready" && (c.Status != "False" || c.Reason != conditions.ReasonDegraded) {
 			t.Fatalf("Ready condition %+v", c)
 		}
 	}

@@ -426,9 +426,9 @@ func countManaged(res *srcResult, current map[string]*sdk.Resource, desired map[
 			continue
 		}
 		switch c.Status {
-		case sdk.StatusReady:
+		case apiclient.StatusReady:
 			res.Ready++
-		case sdk.StatusFailed:
+		case apiclient.StatusFailed:
 			res.Failed++
 		}
 	}

@@ -372,9 +372,9 @@ func (s *syncer) countStatus(res *result, current map[string]currentTenant, desi
 			continue
 		}
 		switch c.res.Status {
-		case sdk.StatusReady:
+		case apiclient.StatusReady:
 			res.Ready++
-		case sdk.StatusFailed:
+		case apiclient.StatusFailed:
 			res.Failed++
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/identity"
@@ -115,7 +116,7 @@ func (h *workerHandler) checkOwned(ctx context.Context, id, epoch int64, finaliz
 		}
 		return problem.New(problem.Forbidden, problem.CodeNotOwned,
 			"lease holder %q may change only its own finalizer %s and those its registration declares for %s (%s), not %q",
-			st.LeaseHolder, sdk.Finalizer(name), typ, declared(claim, name), f)
+			st.LeaseHolder, names.ReconcilerFinalizer(name), typ, declared(claim, name), f)
 	}
 	return nil
 }

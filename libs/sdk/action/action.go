@@ -15,6 +15,13 @@ import (
 	"github.com/no8s/no8s/libs/sdk/secret"
 )
 
+// ConditionSucceeded is the condition the SDK's Request.RunAction keeps:
+// True once the plugin's work for the resource's generation succeeded, False
+// with the plugin's reason (Dispatched, InProgress, RateLimited, Failed, ...)
+// while it runs or after it failed. Declare it with the engine's
+// WithConditions so that Ready waits for it.
+const ConditionSucceeded = "ActionSucceeded"
+
 // Plugin runs the work that makes the world match a resource (Apply) and
 // undoes it when the resource is deleted (Destroy).
 //

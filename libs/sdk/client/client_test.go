@@ -13,9 +13,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/api/lifecycle"
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/sdk/client"
 	"github.com/no8s/no8s/libs/sdk/conditions"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 )
 
@@ -37,13 +39,13 @@ func TestWrap(t *testing.T) {
 		reason string
 		want   error
 	}{
-		{codes.Aborted, "stale_epoch", sdk.ErrStaleEpoch},
-		{codes.Aborted, "lease_held", sdk.ErrLeaseHeld},
-		{codes.FailedPrecondition, "stale_dispatch", sdk.ErrStaleDispatch},
-		{codes.NotFound, "not_found", sdk.ErrNotFound},
-		{codes.Aborted, "conflict", sdk.ErrConflict},
-		{codes.Unavailable, "", sdk.ErrUnavailable},
-		{codes.DeadlineExceeded, "", sdk.ErrUnavailable},
+		{codes.Aborted, "stale_epoch", wire.ErrStaleEpoch},
+		{codes.Aborted, "lease_held", wire.ErrLeaseHeld},
+		{codes.FailedPrecondition, "stale_dispatch", wire.ErrStaleDispatch},
+		{codes.NotFound, "not_found", wire.ErrNotFound},
+		{codes.Aborted, "conflict", wire.ErrConflict},
+		{codes.Unavailable, "", wire.ErrUnavailable},
+		{codes.DeadlineExceeded, "", wire.ErrUnavailable},
 	} {
 		err := client.Wrap("op", storeErr(t, tc.code, tc.reason))
 		if !errors.Is(err, tc.want) {
@@ -68,15 +70,15 @@ func TestWrap(t *testing.T) {
 func TestCompleteRequest(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	lease := &client.Lease{ResourceID: 9, Epoch: 4, Holder: "widgets/r1", Reason: reconcilev1.Reason_REASON_RETRY}
-	req := client.CompleteRequest(&sdk.Completion{
-		ResourceID: 9, Generation: 2, Outcome: sdk.OutcomeRequeue, RequeueAfter: 1500 * time.Millisecond,
+	req := client.CompleteRequest(&wire.Completion{
+		ResourceID: 9, Generation: 2, Outcome: lifecycle.OutcomeRequeue, RequeueAfter: 1500 * time.Millisecond,
 		Message: "waiting", Conditions: []conditions.Condition{{Type: "Ready", Status: conditions.False}},
-		Changes: sdk.Changes{Created: 1}, StartedAt: start, Duration: 42 * time.Millisecond,
-		RemoveAnnotations: []string{sdk.OperationAnnotation},
+		Changes: wire.Changes{Created: 1}, StartedAt: start, Duration: 42 * time.Millisecond,
+		RemoveAnnotations: []string{names.OperationAnnotation},
 	}, lease)
 	h := req.GetHistory()
 	if req.GetLeaseEpoch() != 4 || req.GetOutcome() != reconcilev1.Outcome_OUTCOME_REQUEUE || req.GetRequeueAfterSeconds() != 2 ||
-		req.GetGeneration() != 2 || len(req.GetConditions()) != 1 || req.GetRemoveAnnotations()[0] != sdk.OperationAnnotation {
+		req.GetGeneration() != 2 || len(req.GetConditions()) != 1 || req.GetRemoveAnnotations()[0] != names.OperationAnnotation {
 		t.Fatalf("request %v", req)
 	}
 	if h.GetSuccess() || h.GetDurationMs() != 42 || h.GetResourcesCreated() != 1 || h.GetHolder() != "widgets/r1" ||
@@ -86,7 +88,7 @@ func TestCompleteRequest(t *testing.T) {
 	if req.GetDegraded() || req.GetObserved() {
 		t.Fatalf("a requeue sent degraded %v observed %v", req.GetDegraded(), req.GetObserved())
 	}
-	failed := client.CompleteRequest(&sdk.Completion{ResourceID: 9, Generation: 2, Outcome: sdk.OutcomeError, Degraded: true, Observed: true}, lease)
+	failed := client.CompleteRequest(&wire.Completion{ResourceID: 9, Generation: 2, Outcome: lifecycle.OutcomeError, Degraded: true, Observed: true}, lease)
 	if !failed.GetDegraded() || !failed.GetObserved() {
 		t.Fatalf("degraded and observed not sent: %v", failed)
 	}

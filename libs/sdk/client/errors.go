@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 )
 
 // Reasons the store puts in a google.rpc.ErrorInfo.
@@ -75,19 +75,19 @@ func Wrap(op string, err error) error {
 	}
 	switch {
 	case e.Reason == ReasonStaleEpoch:
-		e.kind = sdk.ErrStaleEpoch
+		e.kind = wire.ErrStaleEpoch
 	case e.Reason == ReasonLeaseHeld:
-		e.kind = sdk.ErrLeaseHeld
+		e.kind = wire.ErrLeaseHeld
 	case e.Reason == ReasonStaleDispatch:
-		e.kind = sdk.ErrStaleDispatch
+		e.kind = wire.ErrStaleDispatch
 	case e.Reason == ReasonIgnored:
-		e.kind = sdk.ErrIgnored
+		e.kind = wire.ErrIgnored
 	case e.Code == codes.NotFound:
-		e.kind = sdk.ErrNotFound
+		e.kind = wire.ErrNotFound
 	case e.Code == codes.Aborted:
-		e.kind = sdk.ErrConflict
+		e.kind = wire.ErrConflict
 	case e.Code == codes.Unavailable, e.Code == codes.DeadlineExceeded, e.Code == codes.ResourceExhausted:
-		e.kind = sdk.ErrUnavailable
+		e.kind = wire.ErrUnavailable
 	case e.Code == codes.Canceled:
 		return fmt.Errorf("%s: %w", op, context.Canceled)
 	case e.Code == codes.Unimplemented:

@@ -10,7 +10,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 )
@@ -84,7 +86,7 @@ func (l *Leases) Acquire(ctx context.Context, item *reconcilev1.WorkItem, holder
 	return &Lease{
 		ResourceID: item.GetResourceId(), Epoch: resp.GetLeaseEpoch(), Holder: holder,
 		ExpiresAt: resp.GetExpiresAt().AsTime(), Reason: item.GetReason(),
-		Resource: sdk.ResourceFromProto(resp.GetResource()), Policy: PolicyFromProto(resp.GetPolicy()),
+		Resource: wire.ResourceFromProto(resp.GetResource()), Policy: PolicyFromProto(resp.GetPolicy()),
 	}, nil
 }
 
@@ -98,33 +100,35 @@ func (l *Leases) Renew(ctx context.Context, lease *Lease, d time.Duration) error
 	return nil
 }
 
-// StatusWriter returns the sdk.StatusWriter of an attempt under lease: its
+// StatusWriter returns the wire.StatusWriter of an attempt under lease: its
 // Complete presents the lease epoch.
-func (l *Leases) StatusWriter(lease *Lease) sdk.StatusWriter { return statusWriter{l: l, lease: lease} }
+func (l *Leases) StatusWriter(lease *Lease) wire.StatusWriter {
+	return statusWriter{l: l, lease: lease}
+}
 
 type statusWriter struct {
 	l     *Leases
 	lease *Lease
 }
 
-func (w statusWriter) Complete(ctx context.Context, c *sdk.Completion) (*sdk.Completed, error) {
+func (w statusWriter) Complete(ctx context.Context, c *wire.Completion) (*wire.Completed, error) {
 	req := CompleteRequest(c, w.lease)
 	resp, err := w.l.rc.CompleteReconcile(ctx, req)
 	if err != nil {
 		return nil, Wrap("complete reconcile", err)
 	}
-	return &sdk.Completed{Resource: sdk.ResourceFromProto(resp.GetResource()), Purged: resp.GetPurged()}, nil
+	return &wire.Completed{Resource: wire.ResourceFromProto(resp.GetResource()), Purged: resp.GetPurged()}, nil
 }
 
 // CompleteRequest builds the CompleteReconcile call of a completion.
-func CompleteRequest(c *sdk.Completion, lease *Lease) *reconcilev1.CompleteReconcileRequest {
+func CompleteRequest(c *wire.Completion, lease *Lease) *reconcilev1.CompleteReconcileRequest {
 	req := &reconcilev1.CompleteReconcileRequest{
 		ResourceId: c.ResourceID, LeaseEpoch: lease.Epoch, Outcome: enumpb.Outcome(c.Outcome),
-		StatusMessage: c.Message, Conditions: sdk.ConditionsToProto(c.Conditions), Outputs: c.Outputs,
+		StatusMessage: c.Message, Conditions: wire.ConditionsToProto(c.Conditions), Outputs: c.Outputs,
 		Generation: c.Generation, RemoveFinalizers: c.RemoveFinalizers, AddFinalizers: c.AddFinalizers,
 		RemoveAnnotations: c.RemoveAnnotations, Degraded: c.Degraded, Observed: c.Observed,
 		History: &reconcilev1.HistoryEntry{
-			ResourceId: c.ResourceID, Generation: c.Generation, Success: c.Outcome == sdk.OutcomeSuccess,
+			ResourceId: c.ResourceID, Generation: c.Generation, Success: c.Outcome == lifecycle.OutcomeSuccess,
 			ErrorMessage: c.Error, ResourcesCreated: int32(c.Changes.Created), ResourcesUpdated: int32(c.Changes.Updated),
 			ResourcesDeleted: int32(c.Changes.Deleted), DurationMs: c.Duration.Milliseconds(),
 			LeaseEpoch: lease.Epoch, Holder: lease.Holder, Reason: lease.Reason,
@@ -136,7 +140,7 @@ func CompleteRequest(c *sdk.Completion, lease *Lease) *reconcilev1.CompleteRecon
 	for _, e := range c.Events {
 		req.Events = append(req.Events, &storev1.EventInput{Type: e.Type, Reason: e.Reason, Message: e.Message})
 	}
-	if c.Outcome == sdk.OutcomeRequeue {
+	if c.Outcome == lifecycle.OutcomeRequeue {
 		req.RequeueAfterSeconds = max(seconds(c.RequeueAfter), 1)
 	}
 	return req
@@ -151,11 +155,11 @@ func seconds(d time.Duration) int32 {
 }
 
 // ForAttempt combines a ReadWriter with an attempt's StatusWriter.
-func ForAttempt(rw sdk.ReadWriter, sw sdk.StatusWriter) sdk.Client { return attemptClient{rw, sw} }
+func ForAttempt(rw wire.ReadWriter, sw wire.StatusWriter) wire.Client { return attemptClient{rw, sw} }
 
 type attemptClient struct {
-	sdk.ReadWriter
-	sw sdk.StatusWriter
+	wire.ReadWriter
+	sw wire.StatusWriter
 }
 
-func (c attemptClient) Status() sdk.StatusWriter { return c.sw }
+func (c attemptClient) Status() wire.StatusWriter { return c.sw }

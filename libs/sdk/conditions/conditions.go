@@ -28,6 +28,28 @@ func StatusOf(ok bool) Status { return lifecycle.StatusOf(ok) }
 // condition is True and the last reconcile succeeded.
 const Ready = lifecycle.ConditionReady
 
+// Reasons the SDK's engine writes on Ready.
+const (
+	// ReasonReconciled: every condition is True and the attempt succeeded.
+	ReasonReconciled = "Reconciled"
+	// ReasonReconcileError: the attempt failed; it is retried with backoff.
+	ReasonReconcileError = "ReconcileError"
+	// ReasonTerminalError: the attempt failed for good (sdk.Terminal).
+	ReasonTerminalError = "TerminalError"
+	// ReasonRequeued: every step that ran was fine but one is not done yet.
+	ReasonRequeued = "Requeued"
+	// ReasonDeleting: the resource is being deleted.
+	ReasonDeleting = "Deleting"
+	// ReasonInterrupted: the worker stopped the attempt while shutting down.
+	ReasonInterrupted = "Interrupted"
+	// ReasonDegraded: a partial failure while still serving (sdk.Degraded).
+	ReasonDegraded = "Degraded"
+	// ReasonStoreUnavailable: a call to the store failed because it could
+	// not reach its database; the attempt comes back at once rather than
+	// counting as a failure (no failure backoff for an outage).
+	ReasonStoreUnavailable = "StoreUnavailable"
+)
+
 // Phases aggregate a resource's state into one word; PhaseOf is the rule.
 const (
 	PhaseTerminating = lifecycle.PhaseTerminating
@@ -135,7 +157,7 @@ func NotTrue(list []Condition) []string {
 func DeriveReady(list []Condition, generation int64) Condition {
 	bad := NotTrue(list)
 	if len(bad) == 0 {
-		return Condition{Type: Ready, Status: True, Reason: "Reconciled", Message: "all conditions are True", ObservedGeneration: generation}
+		return Condition{Type: Ready, Status: True, Reason: ReasonReconciled, Message: "all conditions are True", ObservedGeneration: generation}
 	}
 	first, _ := Find(list, bad[0])
 	msg := "not True: " + strings.Join(bad, ", ")

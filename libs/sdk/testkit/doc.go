@@ -21,6 +21,10 @@
 // and connects the worker to the store with it; ReconcilerIdentity and
 // DialWorkers give a test such credentials or connections.
 //
+// Reconcile runs one attempt of a reconciler in memory instead, with no
+// control plane: a unit test of the whole engine (steps, conditions, Ready,
+// phase, finalizers) that returns what the attempt would have saved.
+//
 // Everything is torn down when the test ends (t.Cleanup). The binary is
 // $NO8S_BIN, else no8s on PATH (`make build` writes bin/no8s).
 // WithDatabaseURL runs the store on PostgreSQL instead of the embedded

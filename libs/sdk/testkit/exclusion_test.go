@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/client/interceptor"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 	"github.com/no8s/no8s/libs/sdk/testkit"
 	"github.com/no8s/no8s/libs/sdk/worker"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
@@ -38,7 +40,7 @@ func TestStalledAttemptLateWriteIsRefused(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	after, _ := env.Get(t, w)
-	if len(env.History(t, w)) != 1 || after.Status != sdk.StatusReady || after.ResourceVersion != w.ResourceVersion {
+	if len(env.History(t, w)) != 1 || after.Status != client.StatusReady || after.ResourceVersion != w.ResourceVersion {
 		t.Fatalf("the stale attempt wrote: status %s, history %v", after.Status, env.History(t, w))
 	}
 	settled(t, env, "widgets")
@@ -82,7 +84,7 @@ func TestShutdownInterruptsAndSavesRequeue(t *testing.T) {
 	}
 	w = env.WaitFor(t, w, testkit.Match("attempt saved", func(r *sdk.Resource) bool { return !r.LastReconcileTime.IsZero() }), wait)
 	h := env.History(t, w)
-	if w.Status != sdk.StatusReconciling || len(h) != 1 || h[0].GetSuccess() || !strings.Contains(h[0].GetErrorMessage(), "interrupted") {
+	if w.Status != client.StatusReconciling || len(h) != 1 || h[0].GetSuccess() || !strings.Contains(h[0].GetErrorMessage(), "interrupted") {
 		t.Fatalf("status %s history %v", w.Status, h)
 	}
 	if s := run.Worker.Stats(); s.Requeued.Load() != 1 || s.Acked.Load() != 1 {
@@ -120,11 +122,11 @@ func TestShutdownNaksWhatCannotFinish(t *testing.T) {
 func TestFailedSaveIsRetried(t *testing.T) {
 	env, p := start(t)
 	var failed atomic.Bool
-	wrap := func(c sdk.Client) sdk.Client {
+	wrap := func(c wire.Client) wire.Client {
 		return interceptor.New(c, interceptor.Funcs{
-			Complete: func(ctx context.Context, next sdk.StatusWriter, c *sdk.Completion) (*sdk.Completed, error) {
+			Complete: func(ctx context.Context, next wire.StatusWriter, c *wire.Completion) (*wire.Completed, error) {
 				if failed.CompareAndSwap(false, true) {
-					return nil, fmt.Errorf("injected: %w", sdk.ErrUnavailable)
+					return nil, fmt.Errorf("injected: %w", wire.ErrUnavailable)
 				}
 				return next.Complete(ctx, c)
 			},

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/testkit"
 )
@@ -64,7 +65,7 @@ func TestNamespaces(t *testing.T) {
 	if !cleaned {
 		t.Fatalf("the reconciler never cleaned up team-a/same: %v", seen)
 	}
-	if got, ok := env.Get(t, d); !ok || got.Status != sdk.StatusReady || got.Deleting() {
+	if got, ok := env.Get(t, d); !ok || got.Status != client.StatusReady || got.Deleting() {
 		t.Fatalf("the default namespace's resource: %v", got)
 	}
 }

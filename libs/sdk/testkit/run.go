@@ -40,14 +40,14 @@ func (r *Running) Err() error {
 // RunReconciler runs rec with the real worker runtime in this process,
 // serving types, and waits until it is registered (so that resources of its
 // types can be created). It stops when the test ends.
-func (e *Env) RunReconciler(t testing.TB, rec sdk.Reconciler, types ...sdk.TypeRef) *Running {
+func (e *Env) RunReconciler(t testing.TB, rec worker.Reconciler, types ...sdk.TypeRef) *Running {
 	t.Helper()
 	return e.RunWorker(t, rec, types)
 }
 
 // RunWorker is RunReconciler with worker options (after the test kit's
 // defaults: the Env's lease, 2 s shutdown grace, the Env's logger).
-func (e *Env) RunWorker(t testing.TB, rec sdk.Reconciler, types []sdk.TypeRef, opts ...worker.Option) *Running {
+func (e *Env) RunWorker(t testing.TB, rec worker.Reconciler, types []sdk.TypeRef, opts ...worker.Option) *Running {
 	t.Helper()
 	r, err := e.StartWorker(rec, types, opts...)
 	if err != nil {
@@ -59,7 +59,7 @@ func (e *Env) RunWorker(t testing.TB, rec sdk.Reconciler, types []sdk.TypeRef, o
 
 // StartWorker starts a worker and waits until it is ready or has failed; the
 // caller stops it.
-func (e *Env) StartWorker(rec sdk.Reconciler, types []sdk.TypeRef, opts ...worker.Option) (*Running, error) {
+func (e *Env) StartWorker(rec worker.Reconciler, types []sdk.TypeRef, opts ...worker.Option) (*Running, error) {
 	all := append([]worker.Option{
 		worker.WithLease(e.opts.lease), worker.WithShutdownGrace(2*time.Second, 2*time.Second),
 		worker.WithLogger(e.Log.With("reconciler", rec.Name())),

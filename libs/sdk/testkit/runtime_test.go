@@ -14,6 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/conditions"
 	"github.com/no8s/no8s/libs/sdk/identity"
@@ -44,7 +46,7 @@ func TestLifecycle(t *testing.T) {
 
 	env.Dispatch(t, w, reconcilev1.Reason_REASON_PENDING)
 	w = env.WaitFor(t, w, testkit.All(testkit.Ready(), testkit.ObservedGeneration(1)), wait)
-	if !w.HasFinalizer(sdk.Finalizer("widgets")) {
+	if !w.HasFinalizer(names.ReconcilerFinalizer("widgets")) {
 		t.Fatalf("own finalizer missing: %v", w.Finalizers)
 	}
 	if ready, _ := w.Condition(conditions.Ready); !ready.IsTrue() || ready.ObservedGeneration != 1 {
@@ -93,9 +95,9 @@ func TestExternalFinalizerKeepsDeleting(t *testing.T) {
 	env.Delete(t, w)
 	env.Dispatch(t, w, reconcilev1.Reason_REASON_DELETION)
 	w = env.WaitFor(t, w, testkit.Match("own finalizer removed", func(r *sdk.Resource) bool {
-		return !r.HasFinalizer(sdk.Finalizer("widgets"))
+		return !r.HasFinalizer(names.ReconcilerFinalizer("widgets"))
 	}), wait)
-	if w.Status != sdk.StatusDeleting || w.Phase != conditions.PhaseTerminating {
+	if w.Status != client.StatusDeleting || w.Phase != conditions.PhaseTerminating {
 		t.Fatalf("status %s phase %s", w.Status, w.Phase)
 	}
 	env.UpdateFinalizers(t, w, nil, []string{"example.com/hold"})
@@ -109,13 +111,13 @@ func TestOutcomes(t *testing.T) {
 		mode, message string
 		reason        string
 	}{
-		{"fail", "step a: boom", sdk.ReasonReconcileError},
-		{"terminal", "terminal: size 0 can never work", sdk.ReasonTerminalError},
-		{"panic", "step a panicked: probe panicked", sdk.ReasonReconcileError},
+		{"fail", "step a: boom", conditions.ReasonReconcileError},
+		{"terminal", "terminal: size 0 can never work", conditions.ReasonTerminalError},
+		{"panic", "step a panicked: probe panicked", conditions.ReasonReconcileError},
 	} {
 		w := env.CreateResource(t, widget, tc.mode, map[string]any{"mode": tc.mode})
 		env.Dispatch(t, w, reconcilev1.Reason_REASON_PENDING)
-		w = env.WaitFor(t, w, testkit.Status(sdk.StatusFailed), wait)
+		w = env.WaitFor(t, w, testkit.Status(client.StatusFailed), wait)
 		// A failed attempt observed its generation; the failure is
 		// in Ready and the status.
 		ready, _ := w.Condition(conditions.Ready)
@@ -134,7 +136,7 @@ func TestOutcomes(t *testing.T) {
 	w := env.CreateResource(t, widget, "requeue", map[string]any{"mode": "requeue"})
 	env.Dispatch(t, w, reconcilev1.Reason_REASON_PENDING)
 	w = env.WaitFor(t, w, testkit.Match("requeue saved", func(r *sdk.Resource) bool { return !r.LastReconcileTime.IsZero() }), wait)
-	if w.Status != sdk.StatusReconciling || w.Phase != conditions.PhaseProgressing {
+	if w.Status != client.StatusReconciling || w.Phase != conditions.PhaseProgressing {
 		t.Fatalf("requeue: status %s phase %s", w.Status, w.Phase)
 	}
 	settled(t, env, "widgets")
@@ -149,10 +151,10 @@ func TestOperationAnnotations(t *testing.T) {
 	env.RunReconciler(t, p.engine("widgets"), widget)
 
 	// reconcile: one forced attempt, and the annotation is removed.
-	w := env.CreateResource(t, widget, "forced", map[string]any{}, testkit.WithAnnotations(map[string]string{sdk.OperationAnnotation: sdk.OperationReconcile, "keep": "me"}))
+	w := env.CreateResource(t, widget, "forced", map[string]any{}, testkit.WithAnnotations(map[string]string{names.OperationAnnotation: names.OperationReconcile, "keep": "me"}))
 	env.Dispatch(t, w, reconcilev1.Reason_REASON_ANNOTATION)
 	w = env.WaitFor(t, w, testkit.Ready(), wait)
-	if _, ok := w.Annotations[sdk.OperationAnnotation]; ok || w.Annotations["keep"] != "me" {
+	if _, ok := w.Annotations[names.OperationAnnotation]; ok || w.Annotations["keep"] != "me" {
 		t.Fatalf("annotations %v", w.Annotations)
 	}
 	p.mu.Lock()
@@ -163,14 +165,14 @@ func TestOperationAnnotations(t *testing.T) {
 	}
 
 	// ignore: no step runs.
-	w = env.CreateResource(t, widget, "ignored", map[string]any{}, testkit.WithAnnotations(map[string]string{sdk.OperationAnnotation: sdk.OperationIgnore}))
+	w = env.CreateResource(t, widget, "ignored", map[string]any{}, testkit.WithAnnotations(map[string]string{names.OperationAnnotation: names.OperationIgnore}))
 	env.Dispatch(t, w, reconcilev1.Reason_REASON_PENDING)
 	settled(t, env, "widgets")
 	if calls := p.callsFor("ignored"); len(calls) != 0 {
 		t.Fatalf("steps ran on an ignored resource: %v", calls)
 	}
 	w, _ = env.Get(t, w)
-	if w.Annotations[sdk.OperationAnnotation] != sdk.OperationIgnore || w.ObservedGeneration != 0 {
+	if w.Annotations[names.OperationAnnotation] != names.OperationIgnore || w.ObservedGeneration != 0 {
 		t.Fatalf("ignored resource changed: %+v", w)
 	}
 }
@@ -191,7 +193,7 @@ func TestSecretReference(t *testing.T) {
 	}
 	missing := env.CreateResource(t, typ, "missing", map[string]any{"mode": "secret", "token": map[string]string{"file": "/nonexistent/token"}})
 	env.Dispatch(t, missing, reconcilev1.Reason_REASON_PENDING)
-	missing = env.WaitFor(t, missing, testkit.Status(sdk.StatusFailed), wait)
+	missing = env.WaitFor(t, missing, testkit.Status(client.StatusFailed), wait)
 	if !strings.Contains(missing.StatusMessage, `secret reference file "/nonexistent/token"`) {
 		t.Fatalf("message %q", missing.StatusMessage)
 	}

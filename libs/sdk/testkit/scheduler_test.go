@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/conditions"
 	"github.com/no8s/no8s/libs/sdk/testkit"
@@ -27,7 +29,7 @@ func startScheduled(t *testing.T, policy testkit.Policy) (*testkit.Env, *probe) 
 func TestScheduledLifecycle(t *testing.T) {
 	env, p := startScheduled(t, testkit.Policy{})
 	w := env.CreateResource(t, widget, "w1", map[string]any{"size": 1})
-	if !w.HasFinalizer(sdk.Finalizer("widgets")) {
+	if !w.HasFinalizer(names.ReconcilerFinalizer("widgets")) {
 		t.Fatalf("a new resource must carry its reconciler's finalizer from creation: %v", w.Finalizers)
 	}
 	env.WaitFor(t, w, testkit.All(testkit.Ready(), testkit.ObservedGeneration(1)), wait)
@@ -97,7 +99,7 @@ func TestBackoffGrowsBetweenFailures(t *testing.T) {
 func TestTerminalErrorIsNotRetried(t *testing.T) {
 	env, p := startScheduled(t, testkit.Policy{BackoffBaseSeconds: 1})
 	w := env.CreateResource(t, widget, "doomed", map[string]any{"mode": "terminal"})
-	env.WaitFor(t, w, testkit.Status(sdk.StatusFailed), wait)
+	env.WaitFor(t, w, testkit.Status(client.StatusFailed), wait)
 	time.Sleep(3 * time.Second)
 	if n := len(env.History(t, w)); n != 1 {
 		t.Fatalf("%d attempts after a terminal error", n)
@@ -110,7 +112,7 @@ func TestTerminalErrorIsNotRetried(t *testing.T) {
 
 func TestScheduledOperationAnnotations(t *testing.T) {
 	env, p := startScheduled(t, testkit.Policy{})
-	ignored := env.CreateResource(t, widget, "ignored", map[string]any{}, testkit.WithAnnotations(map[string]string{sdk.OperationAnnotation: sdk.OperationIgnore}))
+	ignored := env.CreateResource(t, widget, "ignored", map[string]any{}, testkit.WithAnnotations(map[string]string{names.OperationAnnotation: names.OperationIgnore}))
 	w := env.CreateResource(t, widget, "w", map[string]any{})
 	w = env.WaitFor(t, w, testkit.Ready(), wait)
 	time.Sleep(time.Second)
@@ -118,9 +120,9 @@ func TestScheduledOperationAnnotations(t *testing.T) {
 		t.Fatalf("ignored resource attempted %d times", n)
 	}
 	before := len(env.History(t, w))
-	env.Annotate(t, w, map[string]string{sdk.OperationAnnotation: sdk.OperationReconcile})
+	env.Annotate(t, w, map[string]string{names.OperationAnnotation: names.OperationReconcile})
 	w = env.WaitFor(t, w, testkit.Match("annotation removed", func(r *sdk.Resource) bool {
-		_, ok := r.Annotations[sdk.OperationAnnotation]
+		_, ok := r.Annotations[names.OperationAnnotation]
 		return !ok
 	}), wait)
 	time.Sleep(500 * time.Millisecond)

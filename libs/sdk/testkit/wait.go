@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/conditions"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 )
 
 // Predicate is a condition on a resource that WaitFor waits for. gone is
@@ -22,7 +24,7 @@ type Predicate struct {
 // Ready: status ready and phase Ready.
 func Ready() Predicate {
 	return Predicate{"ready", func(r *sdk.Resource, gone bool) bool {
-		return !gone && r.Status == sdk.StatusReady && r.Phase == conditions.PhaseReady
+		return !gone && r.Status == client.StatusReady && r.Phase == conditions.PhaseReady
 	}}
 }
 
@@ -116,7 +118,7 @@ func (e *Env) Await(id int64, p Predicate, timeout time.Duration) (*sdk.Resource
 	}
 }
 
-func isNotFound(err error) bool { return err != nil && errors.Is(err, sdk.ErrNotFound) }
+func isNotFound(err error) bool { return err != nil && errors.Is(err, wire.ErrNotFound) }
 
 func describe(r *sdk.Resource, gone bool) string {
 	if gone {

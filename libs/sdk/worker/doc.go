@@ -40,7 +40,7 @@
 //
 // Cancelling Run's context (SIGTERM) stops fetching, lets in-flight attempts
 // finish within the shutdown grace, then interrupts them (cause
-// sdk.ErrInterrupted: they save a requeue, not a failure) and naks whatever
+// ErrInterrupted of the SDK's runtime contract: they save a requeue, not a failure) and naks whatever
 // still has not finished.
 //
 // Worker.Handler serves /healthz and /readyz for the binary to mount; Main

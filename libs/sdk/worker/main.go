@@ -88,7 +88,7 @@ func listenProbes(addr, def string, log *slog.Logger) (net.Listener, error) {
 // SIGTERM or SIGINT, and exits: a reconciler binary's whole main is
 //
 //	func main() { worker.Main(engine, sdk.Type("Widget", "v1")) }
-func Main(rec sdk.Reconciler, types ...sdk.TypeRef) {
+func Main(rec Reconciler, types ...sdk.TypeRef) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := RunMain(ctx, rec, types, os.Getenv); err != nil {
@@ -105,7 +105,7 @@ func Main(rec sdk.Reconciler, types ...sdk.TypeRef) {
 // registry to record on and serve (build it with metrics.NewRegistry, for
 // the runtime collectors), else RunMain builds one; WithTracing among them
 // (otlp.Start) traces the attempts and their calls to the store.
-func RunMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, getenv func(string) string, opts ...Option) error {
+func RunMain(ctx context.Context, rec Reconciler, types []sdk.TypeRef, getenv func(string) string, opts ...Option) error {
 	env := func(k, def string) string {
 		if v := getenv(k); v != "" {
 			return v

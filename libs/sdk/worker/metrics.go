@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 	"github.com/no8s/no8s/libs/sdk/metrics"
 )
 
@@ -106,7 +107,7 @@ func (c *itemsCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // attempt records one finished attempt.
-func (m *workerMetrics) attempt(typ sdk.TypeRef, rep sdk.Report, d time.Duration) {
+func (m *workerMetrics) attempt(typ sdk.TypeRef, rep wire.Report, d time.Duration) {
 	if m == nil {
 		return
 	}

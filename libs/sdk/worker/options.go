@@ -12,6 +12,7 @@ import (
 
 	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 	"github.com/no8s/no8s/libs/sdk/registry"
 	"github.com/no8s/no8s/libs/sdk/secret"
 	"github.com/no8s/no8s/libs/sdk/tracing"
@@ -55,7 +56,7 @@ type Config struct {
 	Store grpc.ClientConnInterface
 }
 
-func (c Config) validate(rec sdk.Reconciler) error {
+func (c Config) validate(rec Reconciler) error {
 	if rec == nil {
 		return fmt.Errorf("%w: no reconciler", ErrInvalidConfig)
 	}
@@ -88,9 +89,9 @@ func (c Config) validate(rec sdk.Reconciler) error {
 }
 
 // ownedFinalizers are the finalizers rec owns beyond its own
-// (sdk.FinalizerOwner), declared in its registration.
-func ownedFinalizers(rec sdk.Reconciler) []string {
-	if o, ok := rec.(sdk.FinalizerOwner); ok {
+// (wire.FinalizerOwner), declared in its registration.
+func ownedFinalizers(rec Reconciler) []string {
+	if o, ok := rec.(wire.FinalizerOwner); ok {
 		return o.OwnedFinalizers()
 	}
 	return nil
@@ -114,7 +115,7 @@ type options struct {
 	createStream   bool
 	log            *slog.Logger
 	secrets        secret.Resolver
-	wrapClient     func(sdk.Client) sdk.Client
+	wrapClient     func(wire.Client) wire.Client
 	metrics        prometheus.Registerer
 	tracing        *tracing.Tracing
 }
@@ -294,7 +295,7 @@ func WithSecretResolver(r secret.Resolver) Option {
 // WithClientWrapper wraps the client each attempt gets (reads, finalizers
 // and the fenced save), for tests that inject faults into a real client
 // (package client/interceptor) rather than fake it.
-func WithClientWrapper(wrap func(sdk.Client) sdk.Client) Option {
+func WithClientWrapper(wrap func(wire.Client) wire.Client) Option {
 	return func(o *options) error {
 		if wrap == nil {
 			return invalid("nil client wrapper")

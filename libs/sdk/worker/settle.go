@@ -6,7 +6,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/api/lifecycle"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 )
 
 // stage is how far an item got.
@@ -28,8 +29,8 @@ const (
 // outcome is what happened to one item, the input of settle.
 type outcome struct {
 	stage  stage
-	err    error      // stageDecode, stageAcquire
-	report sdk.Report // stageRun
+	err    error       // stageDecode, stageAcquire
+	report wire.Report // stageRun
 	// deliveries is the message's delivery count (1 on the first).
 	deliveries uint64
 }
@@ -85,33 +86,33 @@ func settle(o outcome, lease time.Duration) action {
 		return action{verb: nak, why: "worker stopped before the attempt finished"}
 	case stageAcquire:
 		switch {
-		case errors.Is(o.err, sdk.ErrLeaseHeld):
+		case errors.Is(o.err, wire.ErrLeaseHeld):
 			// Another attempt is running: come back once it can be over.
 			return action{verb: nak, delay: backoff(o.deliveries, 2*time.Second, lease), why: "lease held by another worker"}
-		case errors.Is(o.err, sdk.ErrStaleDispatch):
+		case errors.Is(o.err, wire.ErrStaleDispatch):
 			return action{verb: term, why: "stale dispatch"}
-		case errors.Is(o.err, sdk.ErrNotFound):
+		case errors.Is(o.err, wire.ErrNotFound):
 			return action{verb: term, why: "resource gone"}
-		case errors.Is(o.err, sdk.ErrIgnored):
+		case errors.Is(o.err, wire.ErrIgnored):
 			return action{verb: term, why: "resource ignored"}
-		case errors.Is(o.err, sdk.ErrUnavailable):
+		case errors.Is(o.err, wire.ErrUnavailable):
 			return action{verb: nak, delay: backoff(o.deliveries, minRetryDelay, maxUnavailableDelay), why: "store unavailable"}
 		}
 		return action{verb: nak, delay: backoff(o.deliveries, minRetryDelay, maxRetryDelay), why: "acquire failed"}
 	case stageRun:
 		r := o.report
 		switch {
-		case r.SaveErr == nil && r.Outcome == sdk.OutcomeTerminal:
+		case r.SaveErr == nil && r.Outcome == lifecycle.OutcomeTerminal:
 			return action{verb: term, why: "terminal error"}
 		case r.SaveErr == nil:
 			// Success, requeue-after and error all ack: the store recorded
 			// requeue_at or the failure, and the scheduler re-dispatches.
 			return action{verb: ack, why: r.Outcome.String()}
-		case errors.Is(r.SaveErr, sdk.ErrStaleEpoch):
+		case errors.Is(r.SaveErr, wire.ErrStaleEpoch):
 			return action{verb: term, why: "result refused: stale lease epoch"}
-		case errors.Is(r.SaveErr, sdk.ErrNotFound):
+		case errors.Is(r.SaveErr, wire.ErrNotFound):
 			return action{verb: term, why: "resource gone"}
-		case errors.Is(r.SaveErr, sdk.ErrUnavailable):
+		case errors.Is(r.SaveErr, wire.ErrUnavailable):
 			return action{verb: nak, delay: backoff(o.deliveries, minRetryDelay, maxUnavailableDelay), why: "saving the result failed: store unavailable"}
 		}
 		return action{verb: nak, delay: backoff(o.deliveries, minRetryDelay, maxRetryDelay), why: "saving the result failed"}

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 )
 
 func TestSettle(t *testing.T) {
@@ -18,23 +20,23 @@ func TestSettle(t *testing.T) {
 		verb  verb
 		delay time.Duration
 	}{
-		{"success", outcome{stage: stageRun, report: sdk.Report{Outcome: sdk.OutcomeSuccess}}, ack, 0},
-		{"requeue-after", outcome{stage: stageRun, report: sdk.Report{Outcome: sdk.OutcomeRequeue, RequeueAfter: time.Minute}}, ack, 0},
-		{"error", outcome{stage: stageRun, report: sdk.Report{Outcome: sdk.OutcomeError, Err: errors.New("x")}}, ack, 0},
-		{"terminal", outcome{stage: stageRun, report: sdk.Report{Outcome: sdk.OutcomeTerminal, Err: sdk.Terminal(nil)}}, term, 0},
-		{"skipped and released", outcome{stage: stageRun, report: sdk.Report{Outcome: sdk.OutcomeRequeue, Skipped: true}}, ack, 0},
-		{"stale epoch on save", outcome{stage: stageRun, report: sdk.Report{Outcome: sdk.OutcomeSuccess, SaveErr: wrap(sdk.ErrStaleEpoch)}}, term, 0},
-		{"purged before save", outcome{stage: stageRun, report: sdk.Report{Outcome: sdk.OutcomeSuccess, SaveErr: wrap(sdk.ErrNotFound)}}, term, 0},
-		{"save unavailable", outcome{stage: stageRun, deliveries: 1, report: sdk.Report{Outcome: sdk.OutcomeTerminal, SaveErr: wrap(sdk.ErrUnavailable)}}, nak, time.Second},
-		{"save unavailable, capped short", outcome{stage: stageRun, deliveries: 10, report: sdk.Report{SaveErr: wrap(sdk.ErrUnavailable)}}, nak, maxUnavailableDelay},
-		{"save unavailable, 4th delivery", outcome{stage: stageRun, deliveries: 4, report: sdk.Report{SaveErr: errors.New("eof")}}, nak, 8 * time.Second},
-		{"lease held", outcome{stage: stageAcquire, deliveries: 1, err: wrap(sdk.ErrLeaseHeld)}, nak, 2 * time.Second},
-		{"lease held, capped at the lease", outcome{stage: stageAcquire, deliveries: 10, err: wrap(sdk.ErrLeaseHeld)}, nak, lease},
-		{"stale dispatch", outcome{stage: stageAcquire, err: wrap(sdk.ErrStaleDispatch)}, term, 0},
-		{"resource gone", outcome{stage: stageAcquire, err: wrap(sdk.ErrNotFound)}, term, 0},
-		{"ignored", outcome{stage: stageAcquire, err: wrap(sdk.ErrIgnored)}, term, 0},
-		{"store unavailable", outcome{stage: stageAcquire, deliveries: 2, err: wrap(sdk.ErrUnavailable)}, nak, 2 * time.Second},
-		{"store unavailable, capped short", outcome{stage: stageAcquire, deliveries: 50, err: wrap(sdk.ErrUnavailable)}, nak, maxUnavailableDelay},
+		{"success", outcome{stage: stageRun, report: wire.Report{Outcome: lifecycle.OutcomeSuccess}}, ack, 0},
+		{"requeue-after", outcome{stage: stageRun, report: wire.Report{Outcome: lifecycle.OutcomeRequeue, RequeueAfter: time.Minute}}, ack, 0},
+		{"error", outcome{stage: stageRun, report: wire.Report{Outcome: lifecycle.OutcomeError, Err: errors.New("x")}}, ack, 0},
+		{"terminal", outcome{stage: stageRun, report: wire.Report{Outcome: lifecycle.OutcomeTerminal, Err: sdk.Terminal(nil)}}, term, 0},
+		{"skipped and released", outcome{stage: stageRun, report: wire.Report{Outcome: lifecycle.OutcomeRequeue, Skipped: true}}, ack, 0},
+		{"stale epoch on save", outcome{stage: stageRun, report: wire.Report{Outcome: lifecycle.OutcomeSuccess, SaveErr: wrap(wire.ErrStaleEpoch)}}, term, 0},
+		{"purged before save", outcome{stage: stageRun, report: wire.Report{Outcome: lifecycle.OutcomeSuccess, SaveErr: wrap(wire.ErrNotFound)}}, term, 0},
+		{"save unavailable", outcome{stage: stageRun, deliveries: 1, report: wire.Report{Outcome: lifecycle.OutcomeTerminal, SaveErr: wrap(wire.ErrUnavailable)}}, nak, time.Second},
+		{"save unavailable, capped short", outcome{stage: stageRun, deliveries: 10, report: wire.Report{SaveErr: wrap(wire.ErrUnavailable)}}, nak, maxUnavailableDelay},
+		{"save unavailable, 4th delivery", outcome{stage: stageRun, deliveries: 4, report: wire.Report{SaveErr: errors.New("eof")}}, nak, 8 * time.Second},
+		{"lease held", outcome{stage: stageAcquire, deliveries: 1, err: wrap(wire.ErrLeaseHeld)}, nak, 2 * time.Second},
+		{"lease held, capped at the lease", outcome{stage: stageAcquire, deliveries: 10, err: wrap(wire.ErrLeaseHeld)}, nak, lease},
+		{"stale dispatch", outcome{stage: stageAcquire, err: wrap(wire.ErrStaleDispatch)}, term, 0},
+		{"resource gone", outcome{stage: stageAcquire, err: wrap(wire.ErrNotFound)}, term, 0},
+		{"ignored", outcome{stage: stageAcquire, err: wrap(wire.ErrIgnored)}, term, 0},
+		{"store unavailable", outcome{stage: stageAcquire, deliveries: 2, err: wrap(wire.ErrUnavailable)}, nak, 2 * time.Second},
+		{"store unavailable, capped short", outcome{stage: stageAcquire, deliveries: 50, err: wrap(wire.ErrUnavailable)}, nak, maxUnavailableDelay},
 		{"undecodable", outcome{stage: stageDecode, err: errors.New("bad")}, term, 0},
 		{"not started at shutdown", outcome{stage: stageNotStarted}, nak, 0},
 		{"abandoned at shutdown", outcome{stage: stageAbandoned}, nak, 0},
@@ -52,7 +54,7 @@ func TestConfigValidation(t *testing.T) {
 	rec := sdk.New[map[string]any]("widgets")
 	for _, tc := range []struct {
 		name string
-		rec  sdk.Reconciler
+		rec  Reconciler
 		cfg  Config
 	}{
 		{"no reconciler", nil, Config{}},

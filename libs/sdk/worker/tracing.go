@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 	"github.com/no8s/no8s/libs/sdk/tracing"
 	"github.com/no8s/no8s/proto/enumpb"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
@@ -41,7 +41,7 @@ func (w *Worker) startAttempt(ctx context.Context, msg jetstream.Msg, wi *reconc
 }
 
 // endAttempt records how the attempt ended on its span and ends it.
-func endAttempt(span trace.Span, rep sdk.Report) {
+func endAttempt(span trace.Span, rep wire.Report) {
 	if !span.IsRecording() {
 		return
 	}

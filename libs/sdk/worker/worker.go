@@ -22,9 +22,11 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/api/subjects"
-	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/client"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 	"github.com/no8s/no8s/libs/sdk/registry"
 	"github.com/no8s/no8s/libs/sdk/tracing"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
@@ -33,9 +35,15 @@ import (
 // errLeaseLost cancels an attempt whose lease was taken over.
 var errLeaseLost = errors.New("worker: reconcile lease lost to a newer attempt")
 
+// Reconciler is what a worker runs for each work item, once it holds the
+// resource's reconcile lease: an engine made with sdk.New. Its Reconcile
+// runs one attempt and saves its outcome; the attempt's input and outcome
+// are the runtime's own business.
+type Reconciler = wire.Reconciler
+
 // Worker runs one reconciler. Create it with New, run it with Run.
 type Worker struct {
-	rec     sdk.Reconciler
+	rec     Reconciler
 	cfg     Config
 	o       options
 	name    string
@@ -76,7 +84,7 @@ type item struct {
 }
 
 // New validates the configuration and options and returns a worker for rec.
-func New(rec sdk.Reconciler, cfg Config, opts ...Option) (*Worker, error) {
+func New(rec Reconciler, cfg Config, opts ...Option) (*Worker, error) {
 	if err := cfg.validate(rec); err != nil {
 		return nil, err
 	}
@@ -615,7 +623,7 @@ func (w *Worker) drain(interrupt context.CancelCauseFunc) {
 	case <-time.After(w.o.shutdownGrace):
 	}
 	w.log.Warn("shutdown grace over: interrupting in-flight attempts")
-	interrupt(sdk.ErrInterrupted)
+	interrupt(wire.ErrInterrupted)
 	select {
 	case <-done:
 		return
@@ -651,7 +659,7 @@ func (w *Worker) process(workCtx context.Context, it *item) {
 	cancel()
 	if err != nil {
 		log.DebugContext(ctx, "lease not acquired", "error", err)
-		endAttempt(span, sdk.Report{Outcome: sdk.OutcomeRequeue, Err: err})
+		endAttempt(span, wire.Report{Outcome: lifecycle.OutcomeRequeue, Err: err})
 		w.finish(it, outcome{stage: stageAcquire, err: err})
 		return
 	}
@@ -681,7 +689,7 @@ func (w *Worker) process(workCtx context.Context, it *item) {
 	if w.o.wrapClient != nil {
 		cl = w.o.wrapClient(cl)
 	}
-	att := &sdk.Attempt{
+	att := &wire.Attempt{
 		ID: id, Resource: lease.Resource, Reason: enumpb.ReasonName(wi.GetReason()), LeaseEpoch: lease.Epoch,
 		Client:  cl,
 		Secrets: w.o.secrets, Log: tracing.WithSpan(ctx, w.log.With("holder", w.holder, "lease_epoch", lease.Epoch, "reason", enumpb.ReasonName(wi.GetReason()))),
@@ -697,13 +705,13 @@ func (w *Worker) process(workCtx context.Context, it *item) {
 	<-kaDone
 	w.metrics.attempt(lease.Resource.Type, rep, time.Since(started))
 	switch rep.Outcome {
-	case sdk.OutcomeSuccess:
+	case lifecycle.OutcomeSuccess:
 		w.stats.Succeeded.Add(1)
-	case sdk.OutcomeRequeue:
+	case lifecycle.OutcomeRequeue:
 		w.stats.Requeued.Add(1)
-	case sdk.OutcomeError:
+	case lifecycle.OutcomeError:
 		w.stats.Failed.Add(1)
-	case sdk.OutcomeTerminal:
+	case lifecycle.OutcomeTerminal:
 		w.stats.Terminal.Add(1)
 	}
 	endAttempt(span, rep)
@@ -712,11 +720,11 @@ func (w *Worker) process(workCtx context.Context, it *item) {
 
 // reconcile calls the reconciler, turning a panic outside the engine's steps
 // into an error report.
-func (w *Worker) reconcile(ctx context.Context, att *sdk.Attempt) (rep sdk.Report) {
+func (w *Worker) reconcile(ctx context.Context, att *wire.Attempt) (rep wire.Report) {
 	defer func() {
 		if v := recover(); v != nil {
 			w.log.Error("reconciler panicked", "panic", fmt.Sprint(v))
-			rep = sdk.Report{Outcome: sdk.OutcomeError, Err: fmt.Errorf("reconciler panicked: %v", v),
+			rep = wire.Report{Outcome: lifecycle.OutcomeError, Err: fmt.Errorf("reconciler panicked: %v", v),
 				SaveErr: errors.New("nothing saved: the reconciler panicked")}
 		}
 	}()
@@ -734,13 +742,13 @@ const saveRetryDelay = time.Second
 // save refused (a stale epoch: the lease was taken over) or accepted ends
 // it; so does the worker stopping. The store fences every save by the
 // lease epoch, so saving again is safe.
-func (w *Worker) saveAgain(ctx context.Context, att *sdk.Attempt, rep sdk.Report, log *slog.Logger) sdk.Report {
-	if rep.Completion == nil || att.Client == nil || !errors.Is(rep.SaveErr, sdk.ErrUnavailable) {
+func (w *Worker) saveAgain(ctx context.Context, att *wire.Attempt, rep wire.Report, log *slog.Logger) wire.Report {
+	if rep.Completion == nil || att.Client == nil || !errors.Is(rep.SaveErr, wire.ErrUnavailable) {
 		return rep
 	}
 	deadline := time.Now().Add(w.o.lease)
 	tries := 0
-	for errors.Is(rep.SaveErr, sdk.ErrUnavailable) && time.Now().Before(deadline) {
+	for errors.Is(rep.SaveErr, wire.ErrUnavailable) && time.Now().Before(deadline) {
 		t := time.NewTimer(saveRetryDelay)
 		select {
 		case <-ctx.Done():
@@ -749,7 +757,7 @@ func (w *Worker) saveAgain(ctx context.Context, att *sdk.Attempt, rep sdk.Report
 		case <-t.C:
 		}
 		tries++
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sdk.DefaultSaveTimeout)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wire.DefaultSaveTimeout)
 		rep.Completed, rep.SaveErr = att.Client.Status().Complete(sctx, rep.Completion)
 		cancel()
 	}
@@ -763,15 +771,15 @@ func (w *Worker) saveAgain(ctx context.Context, att *sdk.Attempt, rep sdk.Report
 
 // release ends the attempt on an ignored resource: nothing ran; the lease is
 // given back with a requeue that leaves the conditions as they are.
-func (w *Worker) release(ctx context.Context, lease *client.Lease) sdk.Report {
-	comp := &sdk.Completion{
-		ResourceID: lease.ResourceID, Generation: lease.Resource.Generation, Outcome: sdk.OutcomeRequeue,
-		RequeueAfter: time.Second, Message: "skipped: " + sdk.OperationAnnotation + ": " + sdk.OperationIgnore, StartedAt: time.Now(),
+func (w *Worker) release(ctx context.Context, lease *client.Lease) wire.Report {
+	comp := &wire.Completion{
+		ResourceID: lease.ResourceID, Generation: lease.Resource.Generation, Outcome: lifecycle.OutcomeRequeue,
+		RequeueAfter: time.Second, Message: "skipped: " + names.OperationAnnotation + ": " + names.OperationIgnore, StartedAt: time.Now(),
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sdk.DefaultSaveTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wire.DefaultSaveTimeout)
 	defer cancel()
 	done, err := w.leases.StatusWriter(lease).Complete(sctx, comp)
-	return sdk.Report{Outcome: sdk.OutcomeRequeue, Skipped: true, Err: sdk.ErrIgnored, Completion: comp, Completed: done, SaveErr: err}
+	return wire.Report{Outcome: lifecycle.OutcomeRequeue, Skipped: true, Err: wire.ErrIgnored, Completion: comp, Completed: done, SaveErr: err}
 }
 
 // keepalive tells the broker the item is in progress and renews the lease
@@ -797,7 +805,7 @@ func (w *Worker) keepalive(ctx context.Context, stop <-chan struct{}, msg jetstr
 		w.metrics.renewed(err)
 		switch {
 		case err == nil:
-		case errors.Is(err, sdk.ErrStaleEpoch), errors.Is(err, sdk.ErrNotFound):
+		case errors.Is(err, wire.ErrStaleEpoch), errors.Is(err, wire.ErrNotFound):
 			log.Warn("lease lost; cancelling the attempt", "error", err)
 			w.metrics.leaseLost()
 			cancel(errLeaseLost)

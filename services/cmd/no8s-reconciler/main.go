@@ -119,7 +119,7 @@ func commonFlags(fs *pflag.FlagSet) *common {
 
 // runMain runs rec serving types on the worker runtime, with credentials
 // issued from --identity-ca when it is set.
-func (c *common) runMain(ctx context.Context, rec sdk.Reconciler, types []sdk.TypeRef, opts ...worker.Option) error {
+func (c *common) runMain(ctx context.Context, rec worker.Reconciler, types []sdk.TypeRef, opts ...worker.Option) error {
 	if c.identityCA != "" {
 		dir, err := issueSelf(c.identityCA, rec.Name(), types, os.Getenv, time.Now())
 		if err != nil {
@@ -223,7 +223,7 @@ func runNoop(ctx context.Context, c *common, types, name, delay string, stallFra
 	if err != nil {
 		return err
 	}
-	var rec sdk.Reconciler = noop.New(name)
+	var rec worker.Reconciler = noop.New(name)
 	if hi > 0 || (stallFraction > 0 && stall > 0) {
 		rec = noop.NewWithWork(name, func(ctx context.Context) {
 			if stallFraction > 0 && rand.Float64() < stallFraction {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/no8s/no8s/libs/api/lifecycle"
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/services/internal/problem"
 )
@@ -55,15 +56,15 @@ func ValidatePolicy(p ReconcilePolicy, path string) []problem.FieldError {
 	return errs
 }
 
-// Operation annotations (seed 004).
+// Operation annotations (libs/api/names holds them).
 const (
 	// AnnotationOperation asks for an operation on a resource.
-	AnnotationOperation = "no8s.io/operation"
+	AnnotationOperation = names.OperationAnnotation
 	// OperationReconcile triggers one reconcile that skips every "nothing to
 	// do" shortcut; the reconciler removes the annotation afterwards.
-	OperationReconcile = "reconcile"
+	OperationReconcile = names.OperationReconcile
 	// OperationIgnore pauses reconciliation of the resource.
-	OperationIgnore = "ignore"
+	OperationIgnore = names.OperationIgnore
 )
 
 // Condition statuses.

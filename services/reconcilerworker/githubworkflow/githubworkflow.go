@@ -73,7 +73,7 @@ func New(reg *action.Registry) *sdk.Engine[Spec] {
 		return req.RunAction(ctx, github.Name, github.Params{
 			Repository: s.Repository, Workflow: s.Workflow, Ref: s.Ref, Inputs: s.Inputs, DestroyWorkflow: s.DestroyWorkflow,
 		})
-	})).WithActions(reg).WithConditions(sdk.ConditionActionSucceeded)
+	})).WithActions(reg).WithConditions(action.ConditionSucceeded)
 }
 
 // RegisterType creates the GitHubWorkflow/v1 type through the public API at

@@ -1,12 +1,15 @@
 package noop
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
+	"github.com/no8s/no8s/libs/api/lifecycle"
+	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/conditions"
+	"github.com/no8s/no8s/libs/sdk/testkit"
 )
 
 func TestParseTypes(t *testing.T) {
@@ -21,27 +24,17 @@ func TestParseTypes(t *testing.T) {
 	}
 }
 
-type saved struct{ sdk.ReadWriter }
-
-func (saved) Status() sdk.StatusWriter { return status{} }
-
-type status struct{}
-
-func (status) Complete(_ context.Context, c *sdk.Completion) (*sdk.Completed, error) {
-	return &sdk.Completed{}, nil
-}
-
 // Every resource is ready at once; deletion needs no cleanup.
 func TestNoop(t *testing.T) {
 	r := &sdk.Resource{ID: 1, Name: "a", Type: sdk.Type("Widget", "v1"), Generation: 2,
-		Spec: json.RawMessage(`{"anything":true}`), Finalizers: []string{sdk.Finalizer(DefaultName)}}
-	rep := New("").Reconcile(context.Background(), &sdk.Attempt{Resource: r, Client: saved{}})
-	if rep.Outcome != sdk.OutcomeSuccess || rep.Completion.Phase != conditions.PhaseReady || !conditions.IsTrue(rep.Completion.Conditions, conditions.Ready) {
-		t.Fatalf("%+v", rep.Completion)
+		Spec: json.RawMessage(`{"anything":true}`), Finalizers: []string{names.ReconcilerFinalizer(DefaultName)}}
+	got := testkit.Reconcile(t.Context(), New(""), r)
+	if got.Outcome != lifecycle.OutcomeSuccess || got.Phase != conditions.PhaseReady || !conditions.IsTrue(got.Conditions, conditions.Ready) {
+		t.Fatalf("%+v", got)
 	}
-	r.Status = sdk.StatusDeleting
-	rep = New("").Reconcile(context.Background(), &sdk.Attempt{Resource: r, Client: saved{}})
-	if rep.Outcome != sdk.OutcomeSuccess || len(rep.Completion.RemoveFinalizers) != 1 {
-		t.Fatalf("deleting: %+v", rep.Completion)
+	r.Status = client.StatusDeleting
+	got = testkit.Reconcile(t.Context(), New(""), r)
+	if got.Outcome != lifecycle.OutcomeSuccess || len(got.RemoveFinalizers) != 1 {
+		t.Fatalf("deleting: %+v", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/conditions"
@@ -185,14 +186,14 @@ func (r *reconciler) do(ctx context.Context, req *sdk.Request[tenancy.TenantSpec
 	setStatus(req, len(rs), pr.children)
 	if len(pr.failed) > 0 {
 		msg := strings.Join(pr.failed, "; ")
-		req.Event(sdk.EventWarning, EventDegraded, msg)
+		req.Event(names.EventWarning, EventDegraded, msg)
 		return sdk.Result{}, sdk.Degraded(errors.New(msg))
 	}
 	if pr.waiting {
 		return sdk.RequeueAfter(r.cfg.ReadyPoll), nil
 	}
 	if was, ok := res.Condition(conditions.Ready); !ok || !was.IsTrue() {
-		req.Event(sdk.EventNormal, EventReady, fmt.Sprintf("all %d resources are ready", len(rs)))
+		req.Event(names.EventNormal, EventReady, fmt.Sprintf("all %d resources are ready", len(rs)))
 	}
 	return sdk.Result{}, nil
 }
@@ -218,7 +219,7 @@ func plan(req *sdk.Request[tenancy.TenantSpec], prev map[string]child) ([]tenanc
 	rs, err := decodeResources(req.Spec)
 	if err != nil {
 		setStatus(req, len(req.Spec.Resources), keep(prev))
-		req.Event(sdk.EventWarning, EventDegraded, err.Error())
+		req.Event(names.EventWarning, EventDegraded, err.Error())
 		return nil, nil, sdk.Degraded(err)
 	}
 	order, err := tenancy.Order(rs)
@@ -229,7 +230,7 @@ func plan(req *sdk.Request[tenancy.TenantSpec], prev map[string]child) ([]tenanc
 		if errors.As(err, &ce) {
 			reason = EventDependencyCycle
 		}
-		req.Event(sdk.EventWarning, reason, err.Error())
+		req.Event(names.EventWarning, reason, err.Error())
 		return nil, nil, sdk.Degraded(err)
 	}
 	return rs, order, nil
@@ -261,7 +262,7 @@ func (r *reconciler) renderAll(ctx context.Context, req *sdk.Request[tenancy.Ten
 		children := keep(prev)
 		setStatus(req, len(rs), children)
 		req.SetOutput(OutputFailed, len(renderErrs))
-		req.Event(sdk.EventWarning, EventDegraded, msg)
+		req.Event(names.EventWarning, EventDegraded, msg)
 		return nil, sdk.Degraded(errors.New(msg))
 	}
 	return rendered, nil
@@ -365,11 +366,11 @@ func (r *reconciler) sync(ctx context.Context, req *sdk.Request[tenancy.TenantSp
 		r.m.applied(c.TypeName, "conflict", tr.ConflictPolicy)
 		c.State = StateFailed
 		c.Message = fmt.Sprintf("%s exists with %s: conflictPolicy Stuck leaves it alone", desc, ownersOf(cur.owners))
-		req.Event(sdk.EventWarning, EventApplyConflict, c.Message)
+		req.Event(names.EventWarning, EventApplyConflict, c.Message)
 		return nil
 	case actKeep, actNone:
 	case actTakeOver:
-		req.Event(sdk.EventNormal, EventApplyConflict, fmt.Sprintf("%s exists with %s: conflictPolicy Force takes it over", desc, ownersOf(cur.owners)))
+		req.Event(names.EventNormal, EventApplyConflict, fmt.Sprintf("%s exists with %s: conflictPolicy Force takes it over", desc, ownersOf(cur.owners)))
 		fallthrough
 	case actCreate, actUpdate:
 		next, err := r.write(ctx, req, tr, want, owner, cur)
@@ -425,7 +426,7 @@ func ownersOf(owners []resource.OwnerReference) string {
 // not exist.
 func (r *reconciler) get(ctx context.Context, req *sdk.Request[tenancy.TenantSpec], t sdk.TypeRef, name string) (*view, error) {
 	if req.Client == nil {
-		return nil, sdk.ErrNoClient
+		return nil, fmt.Errorf("read %s %q: the request has no store client", t, name)
 	}
 	got, err := req.Client.GetByName(ctx, t, req.Namespace(), name)
 	if errors.Is(err, sdk.ErrNotFound) {

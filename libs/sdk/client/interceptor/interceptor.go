@@ -4,22 +4,23 @@ import (
 	"context"
 
 	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/internal/wire"
 )
 
 // Funcs replaces methods of the wrapped client.
 type Funcs struct {
-	Get              func(ctx context.Context, next sdk.Client, id int64) (*sdk.Resource, error)
-	GetByName        func(ctx context.Context, next sdk.Client, t sdk.TypeRef, namespace, name string) (*sdk.Resource, error)
-	List             func(ctx context.Context, next sdk.Client, opts sdk.ListOptions) (*sdk.ResourceList, error)
-	UpdateFinalizers func(ctx context.Context, next sdk.Client, id int64, add, remove []string) (*sdk.Resource, error)
-	Complete         func(ctx context.Context, next sdk.StatusWriter, c *sdk.Completion) (*sdk.Completed, error)
+	Get              func(ctx context.Context, next wire.Client, id int64) (*sdk.Resource, error)
+	GetByName        func(ctx context.Context, next wire.Client, t sdk.TypeRef, namespace, name string) (*sdk.Resource, error)
+	List             func(ctx context.Context, next wire.Client, opts wire.ListOptions) (*wire.ResourceList, error)
+	UpdateFinalizers func(ctx context.Context, next wire.Client, id int64, add, remove []string) (*sdk.Resource, error)
+	Complete         func(ctx context.Context, next wire.StatusWriter, c *wire.Completion) (*wire.Completed, error)
 }
 
 // New wraps c.
-func New(c sdk.Client, f Funcs) sdk.Client { return &client{next: c, f: f} }
+func New(c wire.Client, f Funcs) wire.Client { return &client{next: c, f: f} }
 
 type client struct {
-	next sdk.Client
+	next wire.Client
 	f    Funcs
 }
 
@@ -37,7 +38,7 @@ func (c *client) GetByName(ctx context.Context, t sdk.TypeRef, namespace, name s
 	return c.next.GetByName(ctx, t, namespace, name)
 }
 
-func (c *client) List(ctx context.Context, opts sdk.ListOptions) (*sdk.ResourceList, error) {
+func (c *client) List(ctx context.Context, opts wire.ListOptions) (*wire.ResourceList, error) {
 	if c.f.List != nil {
 		return c.f.List(ctx, c.next, opts)
 	}
@@ -51,11 +52,11 @@ func (c *client) UpdateFinalizers(ctx context.Context, id int64, add, remove []s
 	return c.next.UpdateFinalizers(ctx, id, add, remove)
 }
 
-func (c *client) Status() sdk.StatusWriter { return status{c} }
+func (c *client) Status() wire.StatusWriter { return status{c} }
 
 type status struct{ c *client }
 
-func (s status) Complete(ctx context.Context, comp *sdk.Completion) (*sdk.Completed, error) {
+func (s status) Complete(ctx context.Context, comp *wire.Completion) (*wire.Completed, error) {
 	if s.c.f.Complete != nil {
 		return s.c.f.Complete(ctx, s.c.next.Status(), comp)
 	}

@@ -1,9 +1,9 @@
-package sdk
+package wire
 
 import "errors"
 
-// Sentinel errors, matchable with errors.Is. The clients in package client
-// wrap the store's refusals in errors that match these.
+// Sentinel errors, matchable with errors.Is. The store clients (package
+// client) wrap the store's refusals in errors that match these.
 var (
 	// ErrNotFound: the resource does not exist (or was purged).
 	ErrNotFound = errors.New("no8s: not found")

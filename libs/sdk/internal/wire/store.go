@@ -1,11 +1,12 @@
-package sdk
+package wire
 
 import (
 	"context"
 	"encoding/json"
 	"time"
 
-	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/api/lifecycle"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk/conditions"
 )
 
@@ -16,7 +17,7 @@ type Reader interface {
 	// GetByName returns the resource called name of type t in namespace
 	// ("": the default namespace). A reconciler reads its resource's
 	// siblings in req.Namespace().
-	GetByName(ctx context.Context, t TypeRef, namespace, name string) (*Resource, error)
+	GetByName(ctx context.Context, t client.TypeRef, namespace, name string) (*Resource, error)
 	// List returns one page of resources.
 	List(ctx context.Context, opts ListOptions) (*ResourceList, error)
 }
@@ -26,7 +27,7 @@ type ListOptions struct {
 	// Namespace restricts the list to one namespace ("": every namespace).
 	Namespace string
 	// Type restricts the list to one type (Version optional).
-	Type TypeRef
+	Type client.TypeRef
 	// Status restricts it to one lifecycle status.
 	Status string
 	// LabelSelector uses the Kubernetes syntax: a=b,c!=d,e,!f,g in (x,y).
@@ -53,8 +54,8 @@ type ResourceList struct {
 // public API, as a client does, so that admission applies.
 type Writer interface {
 	// UpdateFinalizers adds and removes finalizers of the resource under
-	// reconcile. Only the reconciler's own finalizers (Finalizer(name), and
-	// those it declared: FinalizerOwner) are accepted, and only under the
+	// reconcile. Only the reconciler's own finalizers (reconciler.no8s.io/<name>,
+	// and those it declared: FinalizerOwner) are accepted, and only under the
 	// attempt's lease; anything else is refused (a gRPC PermissionDenied,
 	// reason not_owned). Removing the
 	// last finalizer of a deleting resource purges it.
@@ -102,8 +103,8 @@ type Completion struct {
 	// Degraded reports a partial failure while the resource still serves
 	// (an sdk.Degraded error): the phase becomes Degraded.
 	Degraded bool
-	Outcome  Outcome
-	// RequeueAfter is set for OutcomeRequeue.
+	Outcome  lifecycle.Outcome
+	// RequeueAfter is set for lifecycle.OutcomeRequeue.
 	RequeueAfter time.Duration
 	// Message is the status message.
 	Message string
@@ -129,21 +130,13 @@ type Completion struct {
 	Duration  time.Duration
 }
 
-// Event types.
-const (
-	// EventNormal reports progress.
-	EventNormal = names.EventNormal
-	// EventWarning reports a problem.
-	EventWarning = names.EventWarning
-)
-
 // MaxEvents bounds the events one attempt records.
 const MaxEvents = 32
 
 // Event is an Event (the Kubernetes kind) an attempt records on its
 // resource.
 type Event struct {
-	// Type is EventNormal or EventWarning.
+	// Type is names.EventNormal or names.EventWarning.
 	Type    string
 	Reason  string
 	Message string
