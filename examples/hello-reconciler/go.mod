@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/no8s/no8s/libs/api v0.0.0 // indirect
-	github.com/no8s/no8s/libs/client v0.0.0 // indirect
+	github.com/no8s/no8s/libs/client v0.0.0
 	github.com/no8s/no8s/libs/sdk v0.0.0
 	github.com/no8s/no8s/libs/sdk/testkit v0.0.0
 )

@@ -55,3 +55,32 @@ func TestGreetingLifecycle(t *testing.T) {
 	env.Delete(t, g)
 	env.WaitFor(t, g, testkit.Gone(), 20*time.Second)
 }
+
+// A Greeting that asks for a reply gets a child Greeting, written through
+// the request's API client as the reconciler, owned by it, and gone with it.
+func TestGreetingReply(t *testing.T) {
+	env := testkit.Start(t)
+	env.CreateType(t, Type.Name, Type.Version, Schema)
+	env.RunReconciler(t, New(), Type)
+
+	g := env.CreateResource(t, Type, "hi", map[string]any{"name": "world", "reply": true})
+	g = env.WaitFor(t, g, testkit.Ready(), 20*time.Second)
+	if string(g.Outputs) != `{"message":"Hello, world!","reply":"hi-reply"}` {
+		t.Fatalf("outputs %s", g.Outputs)
+	}
+	child, err := env.API.GetResource(t.Context(), Type.Name, Type.Version, g.Namespace, ReplyName("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(child.OwnerReferences) != 1 || child.OwnerReferences[0].UID != g.UID || !child.OwnerReferences[0].Controller {
+		t.Fatalf("owner references %+v", child.OwnerReferences)
+	}
+	c := env.WaitFor(t, &sdk.Resource{ID: child.ID}, testkit.Ready(), 20*time.Second)
+	if string(c.Outputs) != `{"message":"Hello, hi!"}` {
+		t.Fatalf("the reply's outputs %s", c.Outputs)
+	}
+
+	env.Delete(t, g)
+	env.WaitFor(t, g, testkit.Gone(), 20*time.Second)
+	env.WaitFor(t, c, testkit.Gone(), 20*time.Second)
+}

@@ -117,7 +117,7 @@ func (e *Engine[S]) Reconcile(ctx context.Context, att *wire.Attempt) wire.Repor
 	}
 	req := newRequest[S](res, e.now)
 	req.ID, req.Reason, req.LeaseEpoch, req.Log, req.Client, req.secrets = att.ID, att.Reason, att.LeaseEpoch, log, rw, att.Secrets
-	req.actions = e.actions
+	req.actions, req.api = e.actions, att.API
 	req.startStep, req.startAction = att.StartStep, att.StartAction
 	req.conds = conditions.Initialize(req.conds, res.Generation, start, e.initConditions...)
 	deleting := res.Deleting()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk/action"
 	"github.com/no8s/no8s/libs/sdk/conditions"
 	"github.com/no8s/no8s/libs/sdk/internal/wire"
@@ -52,6 +53,7 @@ type Request[S any] struct {
 
 	secrets secret.Resolver
 	actions *action.Registry
+	api     *client.Client
 	// startStep and startAction are the attempt's (wire.Attempt's
 	// StartStep, StartAction).
 	startStep   func(ctx context.Context, step, stage string) (context.Context, func(error))
@@ -93,6 +95,28 @@ func (r *Request[S]) WithActions(reg *action.Registry) *Request[S] {
 	r.actions = reg
 	return r
 }
+
+// WithAPI sets the client API returns (for tests of single steps).
+func (r *Request[S]) WithAPI(c *client.Client) *Request[S] {
+	r.api = c
+	return r
+}
+
+// API is the client of the control plane's REST API (libs/client) for the
+// resources the reconciler manages beside the one under reconcile: its
+// children are created, changed and deleted through it, as any client's
+// writes, so that admission applies (give them an owner reference to the
+// resource under reconcile, and they go when it goes). It is not the store
+// connection (Client), which reads and changes only the reconciler's own
+// finalizers.
+//
+// The worker configures it from NO8S_API_URL (default
+// http://127.0.0.1:8000) and authenticates it as the reconciler: with
+// NO8S_IDENTITY_DIR and an https URL (the gateway's service listener) it
+// presents the reconciler's certificate, else it sends NO8S_TOKEN when set.
+// The test kit's workers get one likewise. Nil when the runtime gave none
+// (a Request from NewRequest without WithAPI).
+func (r *Request[S]) API() *client.Client { return r.api }
 
 // WithSecrets sets the resolver Secret uses (for tests of single steps).
 func (r *Request[S]) WithSecrets(res secret.Resolver) *Request[S] {

@@ -168,6 +168,12 @@ type SchedulerTuning struct {
 type Ready struct {
 	// APIURL is the REST API's base URL.
 	APIURL string `json:"api_url"`
+	// ServiceURL is the gateway's service listener (https, identities on;
+	// "" with identities off): the same API for callers that present a
+	// certificate of the stack's CA and act as that identity, as
+	// registry-sync and reconcilers writing their children do
+	// (NO8S_API_URL with NO8S_IDENTITY_DIR).
+	ServiceURL string `json:"service_url,omitempty"`
 	// NATSURL is the embedded NATS server's client URL.
 	NATSURL string `json:"nats_url"`
 	// StoreAddr is the store's main gRPC address; WorkerAddr the workers'
@@ -854,7 +860,7 @@ func (s *stack) ready() Ready {
 		DataDir: cfg.DataDir, Store: redact(cfg.StoreURL()),
 	}
 	if cfg.Identities {
-		ready.CADir, ready.IdentityDir = cfg.CADir(), cfg.IdentityDir()
+		ready.CADir, ready.IdentityDir, ready.ServiceURL = cfg.CADir(), cfg.IdentityDir(), s.writerURL
 		ready.NATSPublisherCreds, ready.NATSReaderCreds = cfg.NATSCreds(identity.Publisher), cfg.NATSCreds(identity.Reader)
 	}
 	if cfg.TLS {

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -169,6 +170,23 @@ func (c *Credentials) ServerTLS() *tls.Config {
 			}, nil
 		},
 	}
+}
+
+// GatewayTLS is the TLS configuration of a client holding c that calls the
+// gateway's REST API at apiURL (registry-sync, the garbage collector, a
+// reconciler writing its children): with c and an https URL, the gateway's
+// service listener, the client presents c's certificate and checks that the
+// server is service/gateway; the gateway then knows the caller, and the REST
+// rules give it its rights. Otherwise (identities off: c is nil, or an http
+// URL) it is nil, and the client is plain: anonymous, or with a token.
+func (c *Credentials) GatewayTLS(apiURL string) *tls.Config {
+	if c == nil {
+		return nil
+	}
+	if u, err := url.Parse(apiURL); err != nil || u.Scheme != "https" {
+		return nil
+	}
+	return c.ClientTLS(ServiceID(Gateway))
 }
 
 // ClientTLS is the TLS configuration of a connection to a no8s service:

@@ -19,7 +19,10 @@
 // issues each worker it runs the credential of its reconciler, with exactly
 // the types it serves, by running the same binary (`no8s identity issue`),
 // and connects the worker to the store with it; ReconcilerIdentity and
-// DialWorkers give a test such credentials or connections.
+// DialWorkers give a test such credentials or connections. The API client
+// the worker gives its attempts (Request.API) calls the gateway's service
+// listener as that reconciler, as a deployed worker's does with
+// NO8S_IDENTITY_DIR.
 //
 // Reconcile runs one attempt of a reconciler in memory instead, with no
 // control plane: a unit test of the whole engine (steps, conditions, Ready,

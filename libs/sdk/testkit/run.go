@@ -2,10 +2,13 @@ package testkit
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	apiclient "github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk"
+	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/worker"
 )
 
@@ -57,6 +60,26 @@ func (e *Env) RunWorker(t testing.TB, rec worker.Reconciler, types []sdk.TypeRef
 	return r
 }
 
+// reconcilerAPI is the REST API client of the attempts of the reconciler
+// called name (Request.API), built as a deployed worker builds it
+// (worker.NewAPIClient): on the gateway's service listener as that
+// reconciler, with its credentials in dir; with identities off, on the API
+// with the administrator's token.
+func (e *Env) reconcilerAPI(name, dir string) (*apiclient.Client, error) {
+	if dir == "" || e.serviceURL == "" {
+		return e.API, nil
+	}
+	creds, err := identity.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reconciler %s: %w", name, err)
+	}
+	api, err := worker.NewAPIClient(e.serviceURL, "", creds, name)
+	if err != nil {
+		return nil, fmt.Errorf("reconciler %s: %w", name, err)
+	}
+	return api, nil
+}
+
 // StartWorker starts a worker and waits until it is ready or has failed; the
 // caller stops it.
 func (e *Env) StartWorker(rec worker.Reconciler, types []sdk.TypeRef, opts ...worker.Option) (*Running, error) {
@@ -70,6 +93,11 @@ func (e *Env) StartWorker(rec worker.Reconciler, types []sdk.TypeRef, opts ...wo
 	if err != nil {
 		return nil, err
 	}
+	api, err := e.reconcilerAPI(rec.Name(), dir)
+	if err != nil {
+		return nil, err
+	}
+	all = append([]worker.Option{worker.WithAPI(api)}, all...)
 	conn, err := DialAs(e.workerAddr, dir)
 	if err != nil {
 		return nil, err

@@ -76,6 +76,8 @@ type Env struct {
 
 	opts       options
 	workerAddr string
+	// serviceURL is the gateway's service listener ("" without one).
+	serviceURL string
 	// issuer issues credentials from the control plane's CA (nil with
 	// identities off); under mu.
 	issuer *issuer
@@ -187,6 +189,9 @@ type ready struct {
 	// CADir is the control plane's CA directory ("" with identities off,
 	// or from a no8s binary older than identities in no8s dev).
 	CADir string `json:"ca_dir"`
+	// ServiceURL is the gateway's service listener, where workers write as
+	// their reconciler ("" with identities off, or from an older binary).
+	ServiceURL string `json:"service_url"`
 	// TokenFile holds the administrator's API token ("" with
 	// authentication off).
 	TokenFile string `json:"token_file"`
@@ -276,7 +281,7 @@ func (e *Env) start() error {
 	if e.API, err = apiclient.New(r.APIURL, apiclient.WithHTTPClient(e.HTTP), apiclient.WithUserAgent("no8s-testkit")); err != nil {
 		return fmt.Errorf("api client: %w", err)
 	}
-	e.workerAddr, e.CADir = r.WorkerAddr, r.CADir
+	e.workerAddr, e.serviceURL, e.CADir = r.WorkerAddr, r.ServiceURL, r.CADir
 	// The kit's own connections, each with the identity the call policy
 	// gives what the kit calls there (see StoreConn and WorkerConn); on
 	// NATS, which takes only the CA's users, a NATS admin's: a test may

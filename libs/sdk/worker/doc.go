@@ -43,6 +43,11 @@
 // ErrInterrupted of the SDK's runtime contract: they save a requeue, not a failure) and naks whatever
 // still has not finished.
 //
+// Each attempt's steps get the control plane's REST API client
+// (Request.API, WithAPI) for the resources the reconciler manages: Main
+// builds it from EnvAPIURL, as the reconciler with identity.EnvDir and an
+// https URL, else with EnvToken (NewAPIClient).
+//
 // Worker.Handler serves /healthz and /readyz for the binary to mount; Main
 // wires everything from environment variables for a one-line main, and
 // serves the worker's Prometheus metrics (WithMetrics) at /metrics beside

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	apiclient "github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/health"
 	"github.com/no8s/no8s/libs/sdk/identity"
@@ -36,6 +38,14 @@ const (
 	// EnvStoreAddr is the store's worker address: its worker listener, on
 	// which only WorkerService is served (default 127.0.0.1:7003).
 	EnvStoreAddr = "NO8S_STORE_ADDR"
+	// EnvAPIURL is the control plane's REST API, where a reconciler writes
+	// the resources it manages (Request.API; default DefaultAPIURL). With
+	// identity.EnvDir, the gateway's service listener (https://…): the
+	// worker then calls it as its reconciler.
+	EnvAPIURL = "NO8S_API_URL"
+	// EnvToken is the bearer token the API client sends when it does not
+	// call as the reconciler (no identity, or an http EnvAPIURL).
+	EnvToken = "NO8S_TOKEN"
 	// EnvHealthListen is the probe address ("off" disables). Unset, it is
 	// DefaultHealthListen, or a free port when that is taken (a second
 	// reconciler on one machine); set, it must be free.
@@ -54,6 +64,10 @@ const (
 // DefaultStoreAddr is the store's worker address when EnvStoreAddr is unset
 // (no8s-store --worker-listen, and no8s dev).
 const DefaultStoreAddr = "127.0.0.1:7003"
+
+// DefaultAPIURL is the REST API when EnvAPIURL is unset (the gateway's
+// default listener).
+const DefaultAPIURL = "http://127.0.0.1:8000"
 
 // DefaultHealthListen is the probe address when EnvHealthListen is unset.
 const DefaultHealthListen = ":8081"
@@ -180,6 +194,11 @@ func RunMain(ctx context.Context, rec Reconciler, types []sdk.TypeRef, getenv fu
 		return fmt.Errorf("connect to nats at %s: %w", natsURL, identity.ExplainNATSError(err))
 	}
 	defer nc.Close()
+	api, err := NewAPIClient(env(EnvAPIURL, DefaultAPIURL), getenv(EnvToken), creds, rec.Name())
+	if err != nil {
+		return err
+	}
+	all = append([]Option{WithAPI(api)}, all...)
 	storeAddr := env(EnvStoreAddr, DefaultStoreAddr)
 	dialOpts := append(metrics.NewGRPCClient(o.metrics).DialOptions(), o.tracing.GRPCDialOptions()...)
 	conn, err := grpc.NewClient(storeAddr, append(dialOpts, grpc.WithTransportCredentials(transport),
@@ -208,6 +227,28 @@ func RunMain(ctx context.Context, rec Reconciler, types []sdk.TypeRef, getenv fu
 	}
 	defer stopProbes()
 	return w.Run(ctx)
+}
+
+// NewAPIClient is the REST API client of the attempts of the reconciler
+// called name (Request.API, WithAPI): on an https apiURL with creds (the
+// gateway's service listener), it presents creds' certificate and checks
+// that the server is service/gateway (identity.Credentials.GatewayTLS), so
+// that it calls as the reconciler; otherwise it sends token when set. Its
+// requests carry the attempt's trace. RunMain builds it from EnvAPIURL,
+// EnvToken and identity.EnvDir.
+func NewAPIClient(apiURL, token string, creds *identity.Credentials, name string) (*apiclient.Client, error) {
+	tlsConf := creds.GatewayTLS(apiURL)
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, TLSClientConfig: tlsConf}
+	opts := []apiclient.Option{apiclient.WithHTTPClient(&http.Client{Transport: tracing.Propagating(tr)}),
+		apiclient.WithUserAgent("no8s-reconciler-" + name), apiclient.WithTimeout(30 * time.Second)}
+	if tlsConf == nil && token != "" {
+		opts = append(opts, apiclient.WithToken(token))
+	}
+	c, err := apiclient.New(apiURL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, EnvAPIURL, err)
+	}
+	return c, nil
 }
 
 // workerIdentity reads the credentials in dir (identity.EnvDir), which must

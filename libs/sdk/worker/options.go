@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/no8s/no8s/libs/api/subjects"
+	apiclient "github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/internal/wire"
 	"github.com/no8s/no8s/libs/sdk/registry"
@@ -115,6 +116,7 @@ type options struct {
 	createStream   bool
 	log            *slog.Logger
 	secrets        secret.Resolver
+	api            *apiclient.Client
 	wrapClient     func(wire.Client) wire.Client
 	metrics        prometheus.Registerer
 	tracing        *tracing.Tracing
@@ -288,6 +290,19 @@ func WithSecretResolver(r secret.Resolver) Option {
 			return invalid("nil secret resolver")
 		}
 		o.secrets = r
+		return nil
+	}
+}
+
+// WithAPI sets the REST API client each attempt's steps get (Request.API):
+// a client of the control plane's gateway, authenticated as the
+// reconciler. RunMain sets one from the environment (EnvAPIURL).
+func WithAPI(c *apiclient.Client) Option {
+	return func(o *options) error {
+		if c == nil {
+			return invalid("nil API client")
+		}
+		o.api = c
 		return nil
 	}
 }

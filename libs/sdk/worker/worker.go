@@ -691,7 +691,7 @@ func (w *Worker) process(workCtx context.Context, it *item) {
 	}
 	att := &wire.Attempt{
 		ID: id, Resource: lease.Resource, Reason: enumpb.ReasonName(wi.GetReason()), LeaseEpoch: lease.Epoch,
-		Client:  cl,
+		Client: cl, API: w.o.api,
 		Secrets: w.o.secrets, Log: tracing.WithSpan(ctx, w.log.With("holder", w.holder, "lease_epoch", lease.Epoch, "reason", enumpb.ReasonName(wi.GetReason()))),
 		StartStep: w.stepHook(), StartAction: w.actionHook(),
 	}

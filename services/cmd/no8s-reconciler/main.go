@@ -357,7 +357,10 @@ func runTenant(ctx context.Context, c *common, apiURL string, poll time.Duration
 		return err
 	}
 	reg := metrics.NewRegistry()
-	return c.runMain(ctx, tenant.New(tenant.Config{API: api, ReadyPoll: poll, Metrics: reg}), []sdk.TypeRef{tenant.Type}, worker.WithMetrics(reg))
+	// One API client, --api-url's, for the tenant's writes and its
+	// attempts' req.API().
+	return c.runMain(ctx, tenant.New(tenant.Config{API: api, ReadyPoll: poll, Metrics: reg}), []sdk.TypeRef{tenant.Type},
+		worker.WithMetrics(reg), worker.WithAPI(api))
 }
 
 // parseRange reads "d" or "min-max".

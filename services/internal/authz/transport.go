@@ -3,7 +3,6 @@ package authz
 import (
 	"log/slog"
 	"net/http"
-	"net/url"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -38,14 +37,12 @@ func DialOptions(creds *identity.Credentials, server string) []grpc.DialOption {
 // writes through the gateway's REST API at apiURL (registry-sync, the
 // tenant reconciler). With creds and an https URL (the gateway's service
 // listener), TLS presents creds' certificate and checks that the server is
-// service/gateway: the gateway then knows the caller, and the REST rules
-// give it its rights. Otherwise (identities off, or an http URL) the
-// client is plain and the gateway takes its requests as anonymous.
+// service/gateway (the rule is identity.Credentials.GatewayTLS, which SDK
+// workers use too): the gateway then knows the caller, and the REST rules
+// give it its rights. Otherwise (identities off, or an http URL) the client
+// is plain and the gateway takes its requests as anonymous.
 func GatewayHTTPClient(creds *identity.Credentials, apiURL string) *http.Client {
-	tr := &http.Transport{MaxIdleConnsPerHost: 64}
-	if u, err := url.Parse(apiURL); err == nil && u.Scheme == "https" && creds != nil {
-		tr.TLSClientConfig = creds.ClientTLS(identity.ServiceID(identity.Gateway))
-	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, TLSClientConfig: creds.GatewayTLS(apiURL)}
 	// A call made inside a span (a reconcile attempt's, a sync's) carries
 	// its trace: the gateway's request span joins it.
 	return &http.Client{Transport: tracing.Propagating(tr)}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/no8s/no8s/libs/api/lifecycle"
+	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/sdk/secret"
 )
 
@@ -42,6 +43,9 @@ type Attempt struct {
 	LeaseEpoch int64
 	// Client reads, writes finalizers and (Status) saves the outcome.
 	Client Client
+	// API is the control plane's REST API client the attempt's steps write
+	// other resources with (Request.API); nil when the runtime has none.
+	API *client.Client
 	// Secrets resolves secret references (Local when nil).
 	Secrets secret.Resolver
 	// Log is the base logger (discarded when nil).
