@@ -230,22 +230,12 @@ func TestGarbageCollectionInDev(t *testing.T) {
 	base := addrs.APIURL
 	create := func(name string, owners ...map[string]any) map[string]any {
 		t.Helper()
-		b := map[string]any{"name": name, "resource_type_name": "Widget", "resource_type_version": "v1", "spec": map[string]any{}}
-		if owners != nil {
-			b["owner_references"] = owners
-		}
-		r := do(t, "POST", base+"/api/v1/resources", b)
-		if r.status != 201 {
-			t.Fatalf("create %s: %d %s", name, r.status, r.body)
-		}
-		return r.json(t)
+		return createOwnedWidget(t, base, name, owners...)
 	}
 	ref := func(o map[string]any) map[string]any {
 		return map[string]any{"uid": o["uid"], "resource_type_name": "Widget", "resource_type_version": "v1", "name": o["name"]}
 	}
-	path := func(r map[string]any) string {
-		return fmt.Sprintf("%s/api/v1/resources/%d", base, int64(r["id"].(float64)))
-	}
+	path := func(r map[string]any) string { return widgetPath(base, r) }
 	owner, other := create("owner"), create("other")
 	child := create("child", ref(owner))
 	shared := create("shared", ref(owner), ref(other))
@@ -340,19 +330,9 @@ func TestGarbageCollectorCatchesUpAfterACrash(t *testing.T) {
 	}
 	create := func(name string, owners ...map[string]any) map[string]any {
 		t.Helper()
-		b := map[string]any{"name": name, "resource_type_name": "Widget", "resource_type_version": "v1", "spec": map[string]any{}}
-		if owners != nil {
-			b["owner_references"] = owners
-		}
-		r := do(t, "POST", base+"/api/v1/resources", b)
-		if r.status != 201 {
-			t.Fatalf("create %s: %d %s", name, r.status, r.body)
-		}
-		return r.json(t)
+		return createOwnedWidget(t, base, name, owners...)
 	}
-	path := func(r map[string]any) string {
-		return fmt.Sprintf("%s/api/v1/resources/%d", base, int64(r["id"].(float64)))
-	}
+	path := func(r map[string]any) string { return widgetPath(base, r) }
 	owner := create("owner")
 	child := create("child", map[string]any{"uid": owner["uid"], "resource_type_name": "Widget", "resource_type_version": "v1", "name": "owner"})
 
@@ -457,19 +437,9 @@ func TestGarbageCollectorAsksWebhooks(t *testing.T) {
 
 	create := func(name string, owners ...map[string]any) map[string]any {
 		t.Helper()
-		b := map[string]any{"name": name, "resource_type_name": "Widget", "resource_type_version": "v1", "spec": map[string]any{}}
-		if owners != nil {
-			b["owner_references"] = owners
-		}
-		r := do(t, "POST", base+"/api/v1/resources", b)
-		if r.status != 201 {
-			t.Fatalf("create %s: %d %s", name, r.status, r.body)
-		}
-		return r.json(t)
+		return createOwnedWidget(t, base, name, owners...)
 	}
-	path := func(r map[string]any) string {
-		return fmt.Sprintf("%s/api/v1/resources/%d", base, int64(r["id"].(float64)))
-	}
+	path := func(r map[string]any) string { return widgetPath(base, r) }
 	owner := create("owner")
 	ref := map[string]any{"uid": owner["uid"], "resource_type_name": "Widget", "resource_type_version": "v1", "name": "owner"}
 	plain, guarded := create("plain", ref), create("guarded", ref)
@@ -512,4 +482,24 @@ func TestGarbageCollectorAsksWebhooks(t *testing.T) {
 		return nil
 	})
 	t.Logf("the webhook was asked about the guarded dependent %d times", len(asked("guarded")))
+}
+
+// createOwnedWidget creates the Widget/v1 called name at base, with owners as
+// its owner references, and returns its document.
+func createOwnedWidget(t *testing.T, base, name string, owners ...map[string]any) map[string]any {
+	t.Helper()
+	b := map[string]any{"name": name, "resource_type_name": "Widget", "resource_type_version": "v1", "spec": map[string]any{}}
+	if owners != nil {
+		b["owner_references"] = owners
+	}
+	r := do(t, "POST", base+"/api/v1/resources", b)
+	if r.status != 201 {
+		t.Fatalf("create %s: %d %s", name, r.status, r.body)
+	}
+	return r.json(t)
+}
+
+// widgetPath is the URL of the resource whose document is r.
+func widgetPath(base string, r map[string]any) string {
+	return fmt.Sprintf("%s/api/v1/resources/%d", base, int64(r["id"].(float64)))
 }
