@@ -51,15 +51,7 @@ func gcFlow(t *testing.T, c *cluster) {
 	}
 	create := func(name string, owners ...map[string]any) res {
 		t.Helper()
-		b := map[string]any{"name": name, "resource_type_name": "Widget", "resource_type_version": "v1", "spec": map[string]any{}}
-		if owners != nil {
-			b["owner_references"] = owners
-		}
-		r := do(t, "POST", base+"/api/v1/resources", b)
-		if r.status != 201 {
-			t.Fatalf("create %s: %d %s", name, r.status, r.body)
-		}
-		m := r.json(t)
+		m := createOwnedWidget(t, base, name, owners...)
 		return res{id: int64(m["id"].(float64)), uid: m["uid"].(string), name: name}
 	}
 	ref := func(o res, block bool) map[string]any {
