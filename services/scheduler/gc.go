@@ -272,8 +272,9 @@ func (g grpcOwners) Dangling(ctx context.Context, after int64, limit int) ([]col
 // restWriter is the collector's Writer: the public API, as a client, each
 // write fenced by the term's epoch. A write the gateway refuses for a
 // stale epoch ends the term (leader.ErrStale); one that finds the resource
-// changed or gone is skipped (collector.ErrSkip); one a webhook denies (or
-// fails) is refused (collector.ErrDenied).
+// gone is skipped (collector.ErrSkip), one that finds it changed is judged
+// again (collector.ErrConflict); one a webhook denies (or fails) is refused
+// (collector.ErrDenied).
 type restWriter struct {
 	api  *apiclient.Client
 	term *leader.Term
@@ -290,8 +291,10 @@ func (w *restWriter) fenced(op func(opts ...apiclient.CallOption) error) error {
 		return nil
 	case e != nil && e.Code == apiclient.CodeStaleEpoch:
 		return fmt.Errorf("garbage collector deposed: %s: %w", e.Detail, leader.ErrStale)
-	case apiclient.IsNotFound(err) || apiclient.IsConflict(err):
+	case apiclient.IsNotFound(err):
 		return fmt.Errorf("%w: %w", collector.ErrSkip, err)
+	case apiclient.IsConflict(err):
+		return fmt.Errorf("%w: %w", collector.ErrConflict, err)
 	case e != nil && (e.Code == apiclient.CodeDenied || e.Code == apiclient.CodeWebhookFailed):
 		return fmt.Errorf("%w: %s", collector.ErrDenied, e.Detail)
 	}

@@ -52,6 +52,14 @@ const (
 	DeniedBackoffMax = 5 * time.Minute
 )
 
+// The wait before a resource whose write met a conflict is judged again:
+// doubling from ConflictRetry up to ConflictRetryMax while it keeps
+// changing under the collector.
+const (
+	ConflictRetry    = 250 * time.Millisecond
+	ConflictRetryMax = 30 * time.Second
+)
+
 // Dangling is a dependent with the owner references of it that dangle.
 type Dangling struct {
 	Resource *resource.Resource
@@ -86,9 +94,16 @@ type Writer interface {
 	Warn(ctx context.Context, r *resource.Resource, reason, message string) error
 }
 
-// ErrSkip marks a write the collector passes over: the resource changed or
-// went meanwhile. Writers wrap it.
-var ErrSkip = errors.New("skipped: the resource changed or is gone")
+// ErrSkip marks a write the collector passes over: the resource went
+// meanwhile. Writers wrap it.
+var ErrSkip = errors.New("skipped: the resource is gone")
+
+// ErrConflict marks a write whose resource changed since the collector read
+// it (a reconciler's status, a user's edit): the write is not made, and a
+// pass judges the resource again on a fresh read soon after (ConflictRetry,
+// doubling up to ConflictRetryMax while it keeps changing). Writers wrap
+// it.
+var ErrConflict = errors.New("the resource changed since it was read")
 
 // ErrDenied marks a write admission refused: a validating webhook denied
 // it or failed. The collector leaves the resource, records EventDenied on
@@ -105,12 +120,14 @@ type Collector struct {
 	page  int
 	now   func() time.Time
 	// denied holds, by resource uid, the writes admission refused and
-	// when to try them again.
-	denied map[string]denial
+	// when to try them again; changed, the writes that met a conflict and
+	// when to judge their resource again.
+	denied, changed map[string]retry
 }
 
-// denial is a resource's run of refused writes.
-type denial struct {
+// retry is a resource's run of writes that did not go through, and when to
+// try again.
+type retry struct {
 	failures int
 	until    time.Time
 }
@@ -124,7 +141,7 @@ func New(r Reader, w Writer, page int, log *slog.Logger) *Collector {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Collector{read: r, write: w, log: log, page: page, now: time.Now, denied: map[string]denial{}}
+	return &Collector{read: r, write: w, log: log, page: page, now: time.Now, denied: map[string]retry{}, changed: map[string]retry{}}
 }
 
 // WithClock makes the collector read the time from now (tests).
@@ -133,18 +150,24 @@ func (c *Collector) WithClock(now func() time.Time) *Collector {
 	return c
 }
 
-// NextRetry is when the earliest write admission refused is due again;
-// ok is false when none waits. A refusal whose backoff ran out long ago
-// (its resource went meanwhile, or needs nothing any more) is forgotten.
+// NextRetry is when the earliest write admission refused, or the earliest
+// resource whose write met a conflict, is due again; ok is false when none
+// waits. One whose wait ran out long ago (its resource went meanwhile, or
+// needs nothing any more) is forgotten.
 func (c *Collector) NextRetry() (at time.Time, ok bool) {
 	now := c.now()
-	for uid, d := range c.denied {
-		switch {
-		case d.until.Before(now.Add(-DeniedBackoffMax)):
-			delete(c.denied, uid)
-		case !d.until.After(now):
-		case !ok || d.until.Before(at):
-			at, ok = d.until, true
+	for _, m := range []struct {
+		retries map[string]retry
+		max     time.Duration
+	}{{c.denied, DeniedBackoffMax}, {c.changed, ConflictRetryMax}} {
+		for uid, d := range m.retries {
+			switch {
+			case d.until.Before(now.Add(-m.max)):
+				delete(m.retries, uid)
+			case !d.until.After(now):
+			case !ok || d.until.Before(at):
+				at, ok = d.until, true
+			}
 		}
 	}
 	return at, ok
@@ -154,9 +177,13 @@ func (c *Collector) NextRetry() (at time.Time, ok bool) {
 type Stats struct {
 	Deleted, RefsRemoved, FinalizersRemoved, Skipped int
 	// Denied counts writes admission refused; Deferred, writes not tried
-	// because an earlier refusal's backoff has not run out.
-	Denied, Deferred int
+	// because an earlier refusal's backoff has not run out; Conflicts,
+	// writes whose resource had changed since it was read.
+	Denied, Deferred, Conflicts int
 }
+
+// undone counts the writes of s that did not go through.
+func (s Stats) undone() int { return s.Skipped + s.Denied + s.Deferred + s.Conflicts }
 
 func (s *Stats) add(o Stats) {
 	s.Deleted += o.Deleted
@@ -165,6 +192,7 @@ func (s *Stats) add(o Stats) {
 	s.Skipped += o.Skipped
 	s.Denied += o.Denied
 	s.Deferred += o.Deferred
+	s.Conflicts += o.Conflicts
 }
 
 // waiting reports whether r's writes wait for a refusal's backoff.
@@ -277,7 +305,7 @@ func (c *Collector) orphan(ctx context.Context, owner *resource.Resource) (Stats
 		s, err := c.do(ctx, func() error { return c.write.SetOwnerReferences(ctx, r, keep) }, Stats{RefsRemoved: len(removed)},
 			"orphaned a dependent: removed its reference to an owner deleted with propagation Orphan", r, removed, ReasonOrphan)
 		st.add(s)
-		if s.Skipped+s.Denied+s.Deferred > 0 {
+		if s.undone() > 0 {
 			left++
 		}
 		return err
@@ -353,9 +381,10 @@ func (c *Collector) eachDependent(ctx context.Context, uid string, fn func(*reso
 }
 
 // do runs one write and logs it as a collection (dependent, references,
-// reason); a skipped write is counted and logged at debug level. A write
-// admission refuses is counted, recorded on r as a Warning Event and held
-// back until its backoff runs out (deferred until then).
+// reason); a skipped write is counted and logged at debug level, and so is
+// one that met a conflict, whose resource is judged again at a pass soon
+// after. A write admission refuses is counted, recorded on r as a Warning
+// Event and held back until its backoff runs out (deferred until then).
 func (c *Collector) do(ctx context.Context, write func() error, done Stats, msg string, r *resource.Resource, refs []resource.OwnerReference, reason string) (Stats, error) {
 	attrs := []any{"resource_id", r.ID, "namespace", r.Namespace, "type", r.ResourceTypeName + "/" + r.ResourceTypeVersion,
 		"name", r.Name, "reason", reason}
@@ -369,13 +398,18 @@ func (c *Collector) do(ctx context.Context, write func() error, done Stats, msg 
 	switch {
 	case errors.Is(err, ErrSkip):
 		c.log.Debug("garbage collection skipped: "+err.Error(), attrs...)
+		c.forget(r)
 		return Stats{Skipped: 1}, nil
+	case errors.Is(err, ErrConflict):
+		d := c.again(c.changed, r, ConflictRetry, ConflictRetryMax)
+		c.log.Debug("garbage collection met a conflict; judging the resource again soon", append(attrs, "error", err, "retry_in", d)...)
+		return Stats{Conflicts: 1}, nil
 	case errors.Is(err, ErrDenied):
 		return c.refused(ctx, r, err, attrs), nil
 	case err != nil:
 		return Stats{}, fmt.Errorf("%s %s/%s %q: %w", reason, r.ResourceTypeName, r.ResourceTypeVersion, r.Name, err)
 	}
-	delete(c.denied, r.UID)
+	c.forget(r)
 	c.log.Info("garbage collection: "+msg, attrs...)
 	return done, nil
 }
@@ -383,19 +417,34 @@ func (c *Collector) do(ctx context.Context, write func() error, done Stats, msg 
 // refused holds r's writes back for the next backoff step and records why
 // on it. The Event is best effort: a failure to record it is logged.
 func (c *Collector) refused(ctx context.Context, r *resource.Resource, err error, attrs []any) Stats {
-	d := c.denied[r.UID]
-	d.failures++
-	h := fnv.New64a()
-	h.Write([]byte(r.UID))
-	wait := backoff.Delay(DeniedBackoff, DeniedBackoffMax, d.failures, backoff.DefaultJitter, backoff.Seed(int64(h.Sum64()), int64(d.failures)))
-	d.until = c.now().Add(wait)
-	c.denied[r.UID] = d
-	c.log.Warn("garbage collection refused by admission; trying again after a backoff", append(attrs, "error", err, "retry_in", wait, "refusals", d.failures)...)
+	wait := c.again(c.denied, r, DeniedBackoff, DeniedBackoffMax)
+	c.log.Warn("garbage collection refused by admission; trying again after a backoff", append(attrs, "error", err, "retry_in", wait, "refusals", c.denied[r.UID].failures)...)
 	msg := fmt.Sprintf("the garbage collector tries again in %s: %v", wait.Round(time.Second), err)
 	if werr := c.write.Warn(ctx, r, EventDenied, msg); werr != nil {
 		c.log.Warn("garbage collection: could not record the refusal as an Event", append(attrs, "error", werr)...)
 	}
 	return Stats{Denied: 1}
+}
+
+// again records one more write to r that did not go through in retries
+// and returns the wait before the next: doubling from base up to max, with
+// jitter seeded by r's uid.
+func (c *Collector) again(retries map[string]retry, r *resource.Resource, base, max time.Duration) time.Duration {
+	d := retries[r.UID]
+	d.failures++
+	h := fnv.New64a()
+	h.Write([]byte(r.UID))
+	wait := backoff.Delay(base, max, d.failures, backoff.DefaultJitter, backoff.Seed(int64(h.Sum64()), int64(d.failures)))
+	d.until = c.now().Add(wait)
+	retries[r.UID] = d
+	return wait
+}
+
+// forget drops what the collector held about r's writes that did not go
+// through.
+func (c *Collector) forget(r *resource.Resource) {
+	delete(c.denied, r.UID)
+	delete(c.changed, r.UID)
 }
 
 // refsTo are r's owner references to owner: its uid, type, version and

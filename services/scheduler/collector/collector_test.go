@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,13 +45,18 @@ func (r storeReader) Dangling(ctx context.Context, after int64, limit int) ([]co
 }
 
 // storeWriter writes to the store; deny, when set, stands for a
-// validating webhook: a write to a resource it names is refused.
+// validating webhook: a write to a resource it names is refused; before,
+// when set, runs before every write (another writer racing the collector).
 type storeWriter struct {
-	s    storage.Store
-	deny func(r *resource.Resource) bool
+	s      storage.Store
+	deny   func(r *resource.Resource) bool
+	before func(r *resource.Resource)
 }
 
 func (w storeWriter) refuse(r *resource.Resource) error {
+	if w.before != nil {
+		w.before(r)
+	}
 	if w.deny != nil && w.deny(r) {
 		return fmt.Errorf("%w: admission webhook \"guard\" denied the request: %s is protected", collector.ErrDenied, r.Name)
 	}
@@ -58,7 +64,10 @@ func (w storeWriter) refuse(r *resource.Resource) error {
 }
 
 func skip(err error) error {
-	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound) {
+	switch {
+	case errors.Is(err, storage.ErrConflict):
+		return errors.Join(collector.ErrConflict, err)
+	case errors.Is(err, storage.ErrNotFound):
 		return errors.Join(collector.ErrSkip, err)
 	}
 	return err
@@ -81,6 +90,9 @@ func (w storeWriter) SetOwnerReferences(ctx context.Context, r *resource.Resourc
 }
 
 func (w storeWriter) RemoveFinalizer(ctx context.Context, r *resource.Resource, f string) error {
+	if w.before != nil {
+		w.before(r)
+	}
 	_, err := w.s.UpdateFinalizers(ctx, storage.UpdateFinalizersRequest{ID: r.ID, Remove: []string{f}})
 	return skip(err)
 }
@@ -372,6 +384,62 @@ func TestDeniedWritesBackOff(t *testing.T) {
 	}
 	if f.get(guarded) != nil {
 		t.Fatal("the dependent was not collected once the webhook allowed it")
+	}
+	if at, ok := f.c.NextRetry(); ok {
+		t.Fatalf("a collected dependent still waits for a retry at %v", at)
+	}
+}
+
+// A write that meets a conflict (a reconciler wrote the dependent's status
+// between the collector's read and its delete) is not a skip for good: the
+// collector asks for a pass soon, and that pass, reading the dependent
+// afresh, collects it. One that keeps changing waits twice as long each
+// time.
+func TestConflictsAreJudgedAgainSoon(t *testing.T) {
+	f := newFixture(t)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	races := 2
+	f.c = collector.New(storeReader{f.s}, storeWriter{s: f.s, before: func(r *resource.Resource) {
+		if races == 0 {
+			return
+		}
+		races--
+		if _, err := f.s.UpdateResource(t.Context(), storage.UpdateResourceRequest{ID: r.ID, SetLabels: true, Labels: map[string]string{"race": strconv.Itoa(races)}}); err != nil {
+			t.Fatal(err)
+		}
+	}}, 2, nil).WithClock(func() time.Time { return now })
+	never := resource.OwnerReference{UID: uuid.NewString(), ResourceTypeName: "Widget", ResourceTypeVersion: "v1", Name: "never"}
+	busy := f.create("busy", []resource.OwnerReference{never})
+	sweep := func() collector.Stats {
+		t.Helper()
+		st, err := f.c.Sweep(t.Context())
+		if err != nil {
+			t.Fatalf("a conflict is not the pass's error: %v", err)
+		}
+		return st
+	}
+
+	if st := sweep(); st.Conflicts != 1 || st.Deleted != 0 {
+		t.Fatalf("first sweep: %+v", st)
+	}
+	first, ok := f.c.NextRetry()
+	if wait := first.Sub(now); !ok || wait < collector.ConflictRetry*9/10 || wait > collector.ConflictRetry*11/10 {
+		t.Fatalf("first retry in %v (%v), want about %v", wait, ok, collector.ConflictRetry)
+	}
+	now = first
+	if st := sweep(); st.Conflicts != 1 {
+		t.Fatalf("second sweep: %+v", st)
+	}
+	second, _ := f.c.NextRetry()
+	if wait := second.Sub(now); wait < 2*collector.ConflictRetry*9/10 || wait > 2*collector.ConflictRetry*11/10 {
+		t.Fatalf("second retry in %v, want about %v", wait, 2*collector.ConflictRetry)
+	}
+	now = second
+	if st := sweep(); st.Deleted != 1 || st.Conflicts != 0 {
+		t.Fatalf("once it holds still: %+v", st)
+	}
+	if f.get(busy) != nil {
+		t.Fatal("the dependent was not collected once it held still")
 	}
 	if at, ok := f.c.NextRetry(); ok {
 		t.Fatalf("a collected dependent still waits for a retry at %v", at)
