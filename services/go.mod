@@ -75,10 +75,11 @@ require (
 	github.com/nats-io/nkeys v0.4.16
 	github.com/no8s/no8s/libs/api v0.0.0
 	github.com/no8s/no8s/libs/client v0.0.0
+	github.com/no8s/no8s/libs/platform v0.0.0
+	github.com/no8s/no8s/libs/platform/tracing/otlp v0.0.0
 	github.com/no8s/no8s/libs/sdk v0.0.0
 	github.com/no8s/no8s/libs/sdk/action/github v0.0.0
 	github.com/no8s/no8s/libs/sdk/testkit v0.0.0
-	github.com/no8s/no8s/libs/sdk/tracing/otlp v0.0.0
 	github.com/no8s/no8s/migrations v0.0.0
 	github.com/no8s/no8s/proto v0.0.0
 	github.com/pressly/goose/v3 v3.29.0
@@ -107,10 +108,11 @@ require (
 replace (
 	github.com/no8s/no8s/libs/api => ../libs/api
 	github.com/no8s/no8s/libs/client => ../libs/client
+	github.com/no8s/no8s/libs/platform => ../libs/platform
+	github.com/no8s/no8s/libs/platform/tracing/otlp => ../libs/platform/tracing/otlp
 	github.com/no8s/no8s/libs/sdk => ../libs/sdk
 	github.com/no8s/no8s/libs/sdk/action/github => ../libs/sdk/action/github
 	github.com/no8s/no8s/libs/sdk/testkit => ../libs/sdk/testkit
-	github.com/no8s/no8s/libs/sdk/tracing/otlp => ../libs/sdk/tracing/otlp
 	github.com/no8s/no8s/migrations => ../migrations
 	github.com/no8s/no8s/proto => ../proto
 )

@@ -3,8 +3,9 @@ module example.com/hello-reconciler
 go 1.26.0
 
 require (
-	github.com/no8s/no8s/libs/api v0.0.0 // indirect
+	github.com/no8s/no8s/libs/api v0.0.0
 	github.com/no8s/no8s/libs/client v0.0.0
+	github.com/no8s/no8s/libs/platform v0.0.0 // indirect
 	github.com/no8s/no8s/libs/sdk v0.0.0
 	github.com/no8s/no8s/libs/sdk/testkit v0.0.0
 )
@@ -52,6 +53,7 @@ require (
 replace (
 	github.com/no8s/no8s/libs/api => ../../libs/api
 	github.com/no8s/no8s/libs/client => ../../libs/client
+	github.com/no8s/no8s/libs/platform => ../../libs/platform
 	github.com/no8s/no8s/libs/sdk => ../../libs/sdk
 	github.com/no8s/no8s/libs/sdk/testkit => ../../libs/sdk/testkit
 	github.com/no8s/no8s/proto => ../../proto

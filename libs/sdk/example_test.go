@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/no8s/no8s/libs/api/names"
+	"github.com/no8s/no8s/libs/platform/secret"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/internal/wire"
-	"github.com/no8s/no8s/libs/sdk/secret"
 )
 
 // reconcile runs one attempt of engine on res, as the worker runtime does

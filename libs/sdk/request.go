@@ -10,10 +10,10 @@ import (
 
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/client"
+	"github.com/no8s/no8s/libs/platform/secret"
 	"github.com/no8s/no8s/libs/sdk/action"
 	"github.com/no8s/no8s/libs/sdk/conditions"
 	"github.com/no8s/no8s/libs/sdk/internal/wire"
-	"github.com/no8s/no8s/libs/sdk/secret"
 )
 
 // Request is one reconcile of one resource: a new Request is made for every

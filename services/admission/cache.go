@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/no8s/no8s/libs/sdk/metrics"
+	"github.com/no8s/no8s/libs/platform/metrics"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission/schema"
 	"github.com/no8s/no8s/services/internal/problem"

@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/no8s/no8s/libs/sdk/outbound"
+	"github.com/no8s/no8s/libs/platform/outbound"
 	"github.com/no8s/no8s/services/admission/webhook"
 	"github.com/no8s/no8s/services/internal/grants"
 )

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/no8s/no8s/libs/api/names"
-	"github.com/no8s/no8s/libs/sdk/outbound"
+	"github.com/no8s/no8s/libs/platform/outbound"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission/schema"

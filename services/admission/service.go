@@ -16,8 +16,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/no8s/no8s/libs/sdk/metrics"
-	"github.com/no8s/no8s/libs/sdk/outbound"
+	"github.com/no8s/no8s/libs/platform/metrics"
+	"github.com/no8s/no8s/libs/platform/outbound"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/admission/webhook"

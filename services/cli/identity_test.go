@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 )
 
 func TestIdentityCommands(t *testing.T) {

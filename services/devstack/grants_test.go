@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/libs/platform/secret"
 	"github.com/no8s/no8s/services/internal/grants"
 )
 

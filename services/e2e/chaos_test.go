@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/store/outbox/outboxtest"
 )

@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-	"github.com/no8s/no8s/libs/sdk/tracing"
-	"github.com/no8s/no8s/libs/sdk/tracing/otlp/tracingtest"
+	"github.com/no8s/no8s/libs/platform/tracing"
+	"github.com/no8s/no8s/libs/platform/tracing/otlp/tracingtest"
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/failpoint"
 )

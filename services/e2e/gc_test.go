@@ -16,7 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/no8s/no8s/libs/api/fence"
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/libs/platform/secret"
 	"github.com/no8s/no8s/services/internal/grants"
 )
 

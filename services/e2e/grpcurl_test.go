@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 )
 
 // grpcurlBinary finds grpcurl: $NO8S_GRPCURL, the repo's bin/ (make

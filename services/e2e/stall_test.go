@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/no8s/no8s/libs/client"
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 	"github.com/no8s/no8s/services/internal/resource"
 )
 

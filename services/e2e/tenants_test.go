@@ -15,7 +15,7 @@ import (
 	_ "github.com/go-sql-driver/mysql" // the MariaDB datasource's setup
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/tenancy"
 	"github.com/no8s/no8s/services/internal/testenv"

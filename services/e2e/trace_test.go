@@ -23,9 +23,9 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/no8s/no8s/libs/api/subjects"
-	"github.com/no8s/no8s/libs/sdk/tracing"
-	"github.com/no8s/no8s/libs/sdk/tracing/otlp"
-	"github.com/no8s/no8s/libs/sdk/tracing/otlp/tracingtest"
+	"github.com/no8s/no8s/libs/platform/tracing"
+	"github.com/no8s/no8s/libs/platform/tracing/otlp"
+	"github.com/no8s/no8s/libs/platform/tracing/otlp/tracingtest"
 	"github.com/no8s/no8s/services/internal/eventstream"
 )
 

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/platform/health"
 	"github.com/no8s/no8s/services/internal/authn"
 )
 

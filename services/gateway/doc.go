@@ -18,7 +18,7 @@
 // them. Then the limits per caller (handler_limits.go): requests per second
 // and open watches per identity, bodies read at once per source address;
 // over one, 429 rate_limited with Retry-After. Webhook URLs are checked against the outbound address rule
-// (Config.Outbound, package libs/sdk/outbound) at registration.
+// (Config.Outbound, package libs/platform/outbound) at registration.
 //
 // Every error is a JSON document
 //

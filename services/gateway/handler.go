@@ -17,7 +17,7 @@ import (
 
 	"github.com/no8s/no8s/libs/api/fence"
 	"github.com/no8s/no8s/libs/client"
-	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/platform/health"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
 	"github.com/no8s/no8s/services/internal/rbac"

@@ -15,7 +15,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/platform/health"
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/problem"
 )

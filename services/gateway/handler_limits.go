@@ -16,7 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/no8s/no8s/libs/client"
-	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/platform/health"
 	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/authz"
 )

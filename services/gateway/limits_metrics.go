@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/no8s/no8s/libs/sdk/metrics"
+	"github.com/no8s/no8s/libs/platform/metrics"
 )
 
 // limitKind is one of the limits per caller, as the metrics name it.

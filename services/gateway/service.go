@@ -13,7 +13,7 @@ import (
 	"github.com/labstack/echo/v5"
 	"google.golang.org/grpc"
 
-	"github.com/no8s/no8s/libs/sdk/metrics"
+	"github.com/no8s/no8s/libs/platform/metrics"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"

@@ -14,7 +14,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/no8s/no8s/libs/api/fence"
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 	"github.com/no8s/no8s/services/gateway/queueinput"
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/authz/authztest"

@@ -18,7 +18,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/platform/health"
 	admissionv1 "github.com/no8s/no8s/proto/gen/no8s/admission/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/grpcserver"

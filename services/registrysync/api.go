@@ -7,7 +7,7 @@ import (
 
 	"github.com/no8s/no8s/libs/api/fence"
 	apiclient "github.com/no8s/no8s/libs/client"
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/leader"
 	"github.com/no8s/no8s/services/registrysync/setsync"

@@ -1,12 +1,12 @@
 package registrysync
 
 import (
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 	"github.com/prometheus/client_golang/prometheus"
 	"time"
 
-	"github.com/no8s/no8s/libs/sdk/outbound"
-	"github.com/no8s/no8s/libs/sdk/tracing"
+	"github.com/no8s/no8s/libs/platform/outbound"
+	"github.com/no8s/no8s/libs/platform/tracing"
 	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/registrysync/datasource"
 	"github.com/no8s/no8s/services/registrysync/httppoll"

@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/no8s/no8s/libs/sdk/identity"
-	"github.com/no8s/no8s/libs/sdk/tracing"
+	"github.com/no8s/no8s/libs/platform/identity"
+	"github.com/no8s/no8s/libs/platform/tracing"
 	"github.com/no8s/no8s/services/scheduler/dispatch"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/api/subjects"
+	"github.com/no8s/no8s/libs/platform/identity"
 	"github.com/no8s/no8s/libs/sdk"
-	"github.com/no8s/no8s/libs/sdk/identity"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 	"github.com/no8s/no8s/services/internal/authz"

@@ -22,9 +22,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/no8s/no8s/libs/api/subjects"
+	platformhealth "github.com/no8s/no8s/libs/platform/health"
+	"github.com/no8s/no8s/libs/platform/metrics"
 	"github.com/no8s/no8s/libs/sdk"
-	sdkhealth "github.com/no8s/no8s/libs/sdk/health"
-	"github.com/no8s/no8s/libs/sdk/metrics"
 	"github.com/no8s/no8s/libs/sdk/registry"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
@@ -87,10 +87,10 @@ func (s *Service) Store() storage.Store { return s.db.Store }
 // Probes returns the store's probes (package health): ready while the
 // database and NATS answer. Both answers carry "degraded" with the relay's
 // reason while it has one (outbox.Relay.Degraded): the store still serves.
-func (s *Service) Probes() sdkhealth.Config {
-	return sdkhealth.Config{Ready: []sdkhealth.Check{
+func (s *Service) Probes() platformhealth.Config {
+	return platformhealth.Config{Ready: []platformhealth.Check{
 		{Name: s.db.Name, Func: s.db.Store.Ping},
-		sdkhealth.NATS(s.nc),
+		platformhealth.NATS(s.nc),
 	}, Info: s.probeInfo}
 }
 
@@ -191,7 +191,7 @@ func (s *Service) watchDatabase(ctx context.Context, servers ...*health.Server) 
 			return
 		case <-t.C:
 		}
-		pctx, cancel := context.WithTimeout(ctx, sdkhealth.DefaultTimeout)
+		pctx, cancel := context.WithTimeout(ctx, platformhealth.DefaultTimeout)
 		err := s.db.Store.Ping(pctx)
 		cancel()
 		if ctx.Err() != nil {

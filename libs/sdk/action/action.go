@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/no8s/no8s/libs/api/names"
-	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/libs/platform/secret"
 )
 
 // ConditionSucceeded is the condition the SDK's Request.RunAction keeps:

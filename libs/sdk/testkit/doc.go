@@ -36,6 +36,6 @@
 // The test kit is its own module, and neither it nor the SDK depends on the
 // control plane's code: a reconciler module that uses it with GOWORK=off
 // needs replace directives only for the no8s library modules (libs/sdk,
-// libs/sdk/testkit, libs/api, proto), since replace directives of
-// dependencies do not apply.
+// libs/sdk/testkit, libs/api, libs/client, libs/platform, proto), since
+// replace directives of dependencies do not apply.
 package testkit

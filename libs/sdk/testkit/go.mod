@@ -6,6 +6,7 @@ require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/no8s/no8s/libs/api v0.0.0
 	github.com/no8s/no8s/libs/client v0.0.0
+	github.com/no8s/no8s/libs/platform v0.0.0
 	github.com/no8s/no8s/libs/sdk v0.0.0
 	github.com/no8s/no8s/proto v0.0.0
 	google.golang.org/grpc v1.85.0
@@ -46,6 +47,7 @@ require (
 replace (
 	github.com/no8s/no8s/libs/api => ../../api
 	github.com/no8s/no8s/libs/client => ../../client
+	github.com/no8s/no8s/libs/platform => ../../platform
 	github.com/no8s/no8s/libs/sdk => ../
 	github.com/no8s/no8s/proto => ../../../proto
 )

@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/no8s/no8s/libs/platform/identity"
 	"github.com/no8s/no8s/libs/sdk"
-	"github.com/no8s/no8s/libs/sdk/identity"
 )
 
 // The control plane runs with identities on (no8s dev's default): every

@@ -11,8 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/platform/secret"
 	"github.com/no8s/no8s/libs/sdk"
-	"github.com/no8s/no8s/libs/sdk/secret"
 	"github.com/no8s/no8s/libs/sdk/testkit"
 	"github.com/no8s/no8s/libs/sdk/worker"
 )

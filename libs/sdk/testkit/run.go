@@ -7,8 +7,8 @@ import (
 	"time"
 
 	apiclient "github.com/no8s/no8s/libs/client"
+	"github.com/no8s/no8s/libs/platform/identity"
 	"github.com/no8s/no8s/libs/sdk"
-	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/libs/sdk/worker"
 )
 

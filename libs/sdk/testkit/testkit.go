@@ -24,8 +24,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	apiclient "github.com/no8s/no8s/libs/client"
+	"github.com/no8s/no8s/libs/platform/identity"
 	"github.com/no8s/no8s/libs/sdk/client"
-	"github.com/no8s/no8s/libs/sdk/identity"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	storev1 "github.com/no8s/no8s/proto/gen/no8s/store/v1"
 )

@@ -57,6 +57,6 @@
 // the work item's traceparent header names (the scheduler's dispatch), a
 // span per step and per action plugin call, and the attempt's store calls
 // inside it. Build the Tracing with otlp.Start (module
-// github.com/no8s/no8s/libs/sdk/tracing/otlp) from the OTEL_* environment
+// github.com/no8s/no8s/libs/platform/tracing/otlp) from the OTEL_* environment
 // and pass it to RunMain; Main, which takes no options, traces nothing.
 package worker

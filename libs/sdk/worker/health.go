@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/platform/health"
 )
 
 // Handler serves the worker's probes (package health) for the binary to

@@ -15,7 +15,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/platform/health"
 )
 
 // DefaultLinkCheck is how often a worker checks that it reaches the store's

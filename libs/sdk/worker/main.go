@@ -22,13 +22,13 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	apiclient "github.com/no8s/no8s/libs/client"
+	"github.com/no8s/no8s/libs/platform/health"
+	"github.com/no8s/no8s/libs/platform/identity"
+	"github.com/no8s/no8s/libs/platform/logging"
+	"github.com/no8s/no8s/libs/platform/metrics"
+	"github.com/no8s/no8s/libs/platform/profiling"
+	"github.com/no8s/no8s/libs/platform/tracing"
 	"github.com/no8s/no8s/libs/sdk"
-	"github.com/no8s/no8s/libs/sdk/health"
-	"github.com/no8s/no8s/libs/sdk/identity"
-	"github.com/no8s/no8s/libs/sdk/logging"
-	"github.com/no8s/no8s/libs/sdk/metrics"
-	"github.com/no8s/no8s/libs/sdk/profiling"
-	"github.com/no8s/no8s/libs/sdk/tracing"
 )
 
 // Environment variables read by Main and RunMain.

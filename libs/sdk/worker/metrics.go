@@ -6,9 +6,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/no8s/no8s/libs/platform/metrics"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/internal/wire"
-	"github.com/no8s/no8s/libs/sdk/metrics"
 )
 
 // workerMetrics are the worker's series (WithMetrics). Labels are the

@@ -12,11 +12,11 @@ import (
 
 	"github.com/no8s/no8s/libs/api/subjects"
 	apiclient "github.com/no8s/no8s/libs/client"
+	"github.com/no8s/no8s/libs/platform/secret"
+	"github.com/no8s/no8s/libs/platform/tracing"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/internal/wire"
 	"github.com/no8s/no8s/libs/sdk/registry"
-	"github.com/no8s/no8s/libs/sdk/secret"
-	"github.com/no8s/no8s/libs/sdk/tracing"
 )
 
 // Sentinel errors, matchable with errors.Is.

@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/no8s/no8s/libs/platform/tracing"
 	"github.com/no8s/no8s/libs/sdk/internal/wire"
-	"github.com/no8s/no8s/libs/sdk/tracing"
 	"github.com/no8s/no8s/proto/enumpb"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 )

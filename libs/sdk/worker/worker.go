@@ -25,10 +25,10 @@ import (
 	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/libs/api/subjects"
+	"github.com/no8s/no8s/libs/platform/tracing"
 	"github.com/no8s/no8s/libs/sdk/client"
 	"github.com/no8s/no8s/libs/sdk/internal/wire"
 	"github.com/no8s/no8s/libs/sdk/registry"
-	"github.com/no8s/no8s/libs/sdk/tracing"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/no8s/no8s/libs/sdk/outbound"
+	"github.com/no8s/no8s/libs/platform/outbound"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/internal/webhookconf"

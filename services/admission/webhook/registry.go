@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/no8s/no8s/libs/sdk/outbound"
+	"github.com/no8s/no8s/libs/platform/outbound"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/webhookconf"
 )

@@ -48,7 +48,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/no8s/no8s/libs/client"
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/testenv"

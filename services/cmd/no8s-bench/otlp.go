@@ -4,8 +4,8 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/no8s/no8s/libs/sdk/tracing"
-	"github.com/no8s/no8s/libs/sdk/tracing/otlp/tracingtest"
+	"github.com/no8s/no8s/libs/platform/tracing"
+	"github.com/no8s/no8s/libs/platform/tracing/otlp/tracingtest"
 )
 
 var otlpFlag = flag.Bool("otlp", false, "tracing on: every no8s process samples every trace and exports its spans by OTLP/HTTP to a receiver in this process")

@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/no8s/no8s/libs/api/subjects"
-	"github.com/no8s/no8s/libs/sdk/health"
-	"github.com/no8s/no8s/libs/sdk/identity"
-	"github.com/no8s/no8s/libs/sdk/metrics"
+	"github.com/no8s/no8s/libs/platform/health"
+	"github.com/no8s/no8s/libs/platform/identity"
+	"github.com/no8s/no8s/libs/platform/metrics"
 	"github.com/no8s/no8s/services/gateway"
 	"github.com/no8s/no8s/services/internal/audit"
 	"github.com/no8s/no8s/services/internal/authn"

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/no8s/no8s/libs/platform/identity"
 	"github.com/no8s/no8s/libs/sdk"
-	"github.com/no8s/no8s/libs/sdk/identity"
 	"github.com/no8s/no8s/services/internal/identityca"
 )
 

@@ -20,11 +20,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/no8s/no8s/libs/sdk/health"
-	"github.com/no8s/no8s/libs/sdk/identity"
-	"github.com/no8s/no8s/libs/sdk/metrics"
-	"github.com/no8s/no8s/libs/sdk/profiling"
-	"github.com/no8s/no8s/libs/sdk/tracing/otlp"
+	"github.com/no8s/no8s/libs/platform/health"
+	"github.com/no8s/no8s/libs/platform/identity"
+	"github.com/no8s/no8s/libs/platform/metrics"
+	"github.com/no8s/no8s/libs/platform/profiling"
+	"github.com/no8s/no8s/libs/platform/tracing/otlp"
 	"github.com/no8s/no8s/services/internal/authz"
 	"github.com/no8s/no8s/services/internal/failpoint"
 	"github.com/no8s/no8s/services/internal/flagenv"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/no8s/no8s/libs/sdk/profiling"
+	"github.com/no8s/no8s/libs/platform/profiling"
 	"github.com/no8s/no8s/services/cli"
 	"github.com/no8s/no8s/services/devstack"
 	"github.com/no8s/no8s/services/internal/authz"

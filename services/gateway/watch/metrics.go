@@ -3,7 +3,7 @@ package watch
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/no8s/no8s/libs/sdk/metrics"
+	"github.com/no8s/no8s/libs/platform/metrics"
 )
 
 // RegisterMetrics exposes the hub's counters (Stats) on reg, read at each

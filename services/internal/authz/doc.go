@@ -7,7 +7,7 @@ import (
 
 	"github.com/no8s/no8s/libs/api/fence"
 	"github.com/no8s/no8s/libs/api/subjects"
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 )
 
 // Table markers: the security guide holds the generated tables between

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/no8s/no8s/libs/api/subjects"
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 )
 
 // NATSPermissions are what one NATS user may publish and subscribe to: the

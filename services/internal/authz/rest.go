@@ -12,7 +12,7 @@ import (
 	"github.com/no8s/no8s/libs/api/fence"
 	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/libs/api/names"
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 	"github.com/no8s/no8s/services/internal/httpsource"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/tenancy"

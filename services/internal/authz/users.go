@@ -2,7 +2,7 @@ package authz
 
 import (
 	"github.com/no8s/no8s/libs/api/fence"
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 )
 
 // The users service identities' writes are admitted as: what a validating

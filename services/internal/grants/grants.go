@@ -22,7 +22,7 @@ import (
 	"strings"
 
 	"github.com/no8s/no8s/libs/api/names"
-	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/libs/platform/secret"
 	"github.com/no8s/no8s/services/internal/authn"
 	"github.com/no8s/no8s/services/internal/rbac"
 )

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 )
 
 // ClaimsFile is the CA directory's record of the types each reconciler

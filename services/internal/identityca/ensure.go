@@ -11,7 +11,7 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 )
 
 // DefaultRenewBefore is how close to its expiry Ensure issues a credential

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 	"github.com/no8s/no8s/services/internal/identityca"
 )
 

@@ -1,5 +1,5 @@
 // Package identityca is an installation's certificate authority: it creates
-// the CA, issues the identities of libs/sdk/identity, writes them as
+// the CA, issues the identities of libs/platform/identity, writes them as
 // credentials directories, and rotates the CA with an overlap.
 //
 // Revocation is by short lifetimes: a certificate lives 30 days unless asked
@@ -35,7 +35,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 )
 
 // The files of a CA directory.

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/no8s/no8s/libs/platform/secret"
 	"github.com/no8s/no8s/libs/sdk/action"
 	"github.com/no8s/no8s/libs/sdk/action/github"
-	"github.com/no8s/no8s/libs/sdk/secret"
 	"github.com/no8s/no8s/services/internal/githubfake"
 )
 

@@ -36,9 +36,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/no8s/no8s/libs/platform/secret"
 	"github.com/no8s/no8s/libs/sdk"
 	"github.com/no8s/no8s/libs/sdk/conditions"
-	"github.com/no8s/no8s/libs/sdk/secret"
 )
 
 // Name is the reconciler's registered name; its finalizer is

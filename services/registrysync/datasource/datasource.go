@@ -1,9 +1,9 @@
 // Package datasource reads a TenantRegistry's rows from its external
 // database (MySQL/MariaDB through go-sql-driver/mysql, PostgreSQL through
 // pgx), treating it as untrusted input: the connection goes through the
-// outbound address rule (libs/sdk/outbound) that webhooks follow, the
+// outbound address rule (libs/platform/outbound) that webhooks follow, the
 // credentials are secret references resolved only under the configured
-// prefix (libs/sdk/secret), and the table or query runs as it is written in
+// prefix (libs/platform/secret), and the table or query runs as it is written in
 // a READ ONLY transaction with a statement timeout, reading at most a row
 // limit (more is an error: a partial read must never look complete).
 //
@@ -24,8 +24,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/no8s/no8s/libs/sdk/outbound"
-	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/libs/platform/outbound"
+	"github.com/no8s/no8s/libs/platform/secret"
 	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/tenancy"
 )

@@ -11,8 +11,8 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/no8s/no8s/libs/sdk/outbound"
-	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/libs/platform/outbound"
+	"github.com/no8s/no8s/libs/platform/secret"
 	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/tenancy"
 	"github.com/no8s/no8s/services/internal/testenv"

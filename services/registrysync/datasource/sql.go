@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/no8s/no8s/libs/sdk/outbound"
-	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/libs/platform/outbound"
+	"github.com/no8s/no8s/libs/platform/secret"
 	"github.com/no8s/no8s/services/internal/tenancy"
 )
 

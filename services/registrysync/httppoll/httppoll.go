@@ -3,7 +3,7 @@
 // every poll, so a rotated secret is picked up), If-None-Match with the
 // ETag of the last complete read (304: not modified), a per-request timeout
 // that covers the body, and a body size limit. The client it is given dials
-// through the outbound address rule (libs/sdk/outbound, the webhooks' and
+// through the outbound address rule (libs/platform/outbound, the webhooks' and
 // datasources' dialer) and follows no redirects. Every failure is an *Error
 // with the reason the source's Synced condition shows; it summarises the
 // peer's answer (outbound.Summary: status, content type, size, a short
@@ -21,8 +21,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/no8s/no8s/libs/sdk/outbound"
-	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/libs/platform/outbound"
+	"github.com/no8s/no8s/libs/platform/secret"
 	"github.com/no8s/no8s/services/internal/grants"
 	"github.com/no8s/no8s/services/internal/httpsource"
 )

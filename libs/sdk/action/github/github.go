@@ -13,9 +13,9 @@ import (
 	gh "github.com/google/go-github/v93/github"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/no8s/no8s/libs/platform/metrics"
+	"github.com/no8s/no8s/libs/platform/secret"
 	"github.com/no8s/no8s/libs/sdk/action"
-	"github.com/no8s/no8s/libs/sdk/metrics"
-	"github.com/no8s/no8s/libs/sdk/secret"
 )
 
 // Name is the plugin's name and the finalizer resources handled through it

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/google/go-github/v93 v93.0.0
+	github.com/no8s/no8s/libs/platform v0.0.0
 	github.com/no8s/no8s/libs/sdk v0.0.0
 	github.com/prometheus/client_golang v1.25.0
 )
@@ -29,6 +30,7 @@ require (
 replace (
 	github.com/no8s/no8s/libs/api => ../../../api
 	github.com/no8s/no8s/libs/client => ../../../client
+	github.com/no8s/no8s/libs/platform => ../../../platform
 	github.com/no8s/no8s/libs/sdk => ../..
 	github.com/no8s/no8s/proto => ../../../../proto
 )

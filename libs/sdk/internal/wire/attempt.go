@@ -7,7 +7,7 @@ import (
 
 	"github.com/no8s/no8s/libs/api/lifecycle"
 	"github.com/no8s/no8s/libs/client"
-	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/libs/platform/secret"
 )
 
 // Reconciler is what the worker runtime runs for each work item, once it

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/no8s/no8s/libs/sdk/tracing"
+	"github.com/no8s/no8s/libs/platform/tracing"
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/store/outbox"

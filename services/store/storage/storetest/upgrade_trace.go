@@ -21,7 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/no8s/no8s/libs/api/names"
-	"github.com/no8s/no8s/libs/sdk/tracing"
+	"github.com/no8s/no8s/libs/platform/tracing"
 	"github.com/no8s/no8s/services/internal/eventstream"
 	"github.com/no8s/no8s/services/internal/eventstream/envelope"
 	"github.com/no8s/no8s/services/internal/resource"

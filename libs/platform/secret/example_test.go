@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/libs/platform/secret"
 )
 
 func ExampleRef() {

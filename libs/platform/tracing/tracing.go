@@ -9,8 +9,9 @@
 // span ids on every log line written inside a span.
 //
 // The OTLP exporters live in package otlp, a module of its own (their
-// OTLP collector types pull in grpc-gateway, which the SDK's own module
-// keeps out): otlp.Start builds a Tracing from the environment:
+// OTLP collector types pull in grpc-gateway, which this module, and so the
+// SDK that requires it, keeps out): otlp.Start builds a Tracing from the
+// environment:
 //
 //	OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
 //	    where to send; tracing is off when neither is set

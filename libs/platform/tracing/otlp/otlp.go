@@ -1,10 +1,10 @@
 // Package otlp starts a process's traces as the standard OTEL_* environment
 // says (tracing.FromEnv), exporting spans by OTLP over http/protobuf or
 // gRPC with the OpenTelemetry exporters. It is a module of its own: the
-// exporters' OTLP collector types pull in grpc-gateway, which the SDK's
-// module keeps out of every reconciler's build. The services start their
-// traces here; a reconciler built on the SDK passes the result to its
-// worker:
+// exporters' OTLP collector types pull in grpc-gateway, which the platform
+// module, and so the SDK, keeps out of every reconciler's build. The
+// services start their traces here; a reconciler built on the SDK passes
+// the result to its worker:
 //
 //	tr, err := otlp.Start(ctx, "my-reconciler", log)
 //	...
@@ -25,7 +25,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.39.0"
 
-	"github.com/no8s/no8s/libs/sdk/tracing"
+	"github.com/no8s/no8s/libs/platform/tracing"
 )
 
 // Start sets up tracing for the process named service (the default of

@@ -1,9 +1,9 @@
-module github.com/no8s/no8s/libs/sdk/tracing/otlp
+module github.com/no8s/no8s/libs/platform/tracing/otlp
 
 go 1.26.0
 
 require (
-	github.com/no8s/no8s/libs/sdk v0.0.0
+	github.com/no8s/no8s/libs/platform v0.0.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0
@@ -42,7 +42,5 @@ require (
 
 replace (
 	github.com/no8s/no8s/libs/api => ../../../api
-	github.com/no8s/no8s/libs/client => ../../../client
-	github.com/no8s/no8s/libs/sdk => ../..
-	github.com/no8s/no8s/proto => ../../../../proto
+	github.com/no8s/no8s/libs/platform => ../..
 )

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/no8s/no8s/libs/sdk/health"
-	"github.com/no8s/no8s/libs/sdk/metrics"
+	"github.com/no8s/no8s/libs/platform/health"
+	"github.com/no8s/no8s/libs/platform/metrics"
 )
 
 // A process builds one registry in main, hands it to what records

@@ -12,9 +12,9 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/no8s/no8s/libs/sdk/tracing"
-	"github.com/no8s/no8s/libs/sdk/tracing/otlp"
-	"github.com/no8s/no8s/libs/sdk/tracing/otlp/tracingtest"
+	"github.com/no8s/no8s/libs/platform/tracing"
+	"github.com/no8s/no8s/libs/platform/tracing/otlp"
+	"github.com/no8s/no8s/libs/platform/tracing/otlp/tracingtest"
 )
 
 // A gRPC call made inside a span is, on the server, a server span that is

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/no8s/no8s/libs/sdk/profiling"
+	"github.com/no8s/no8s/libs/platform/profiling"
 )
 
 func TestOnlyLoopback(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/libs/platform/secret"
 )
 
 func TestRedact(t *testing.T) {

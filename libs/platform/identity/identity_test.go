@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/no8s/no8s/libs/sdk/identity"
+	"github.com/no8s/no8s/libs/platform/identity"
 )
 
 func cert(cn string, ous []string, uris ...string) *x509.Certificate {

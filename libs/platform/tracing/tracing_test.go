@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/no8s/no8s/libs/sdk/tracing"
+	"github.com/no8s/no8s/libs/platform/tracing"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/platform/health"
 )
 
 func TestProbes(t *testing.T) {

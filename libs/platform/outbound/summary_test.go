@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/no8s/no8s/libs/sdk/outbound"
+	"github.com/no8s/no8s/libs/platform/outbound"
 )
 
 func TestSummary(t *testing.T) {

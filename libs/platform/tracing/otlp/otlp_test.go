@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/no8s/no8s/libs/sdk/tracing"
-	"github.com/no8s/no8s/libs/sdk/tracing/otlp"
-	"github.com/no8s/no8s/libs/sdk/tracing/otlp/tracingtest"
+	"github.com/no8s/no8s/libs/platform/tracing"
+	"github.com/no8s/no8s/libs/platform/tracing/otlp"
+	"github.com/no8s/no8s/libs/platform/tracing/otlp/tracingtest"
 )
 
 // Off, nothing is installed: no server or client options, handlers and

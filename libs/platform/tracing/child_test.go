@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/no8s/no8s/libs/sdk/tracing"
+	"github.com/no8s/no8s/libs/platform/tracing"
 )
 
 func TestStartChild(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/no8s/no8s/libs/sdk/secret"
+	"github.com/no8s/no8s/libs/platform/secret"
 )
 
 func TestRefJSON(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"net/http/pprof"
 	"strings"
 
-	"github.com/no8s/no8s/libs/sdk/health"
+	"github.com/no8s/no8s/libs/platform/health"
 )
 
 // Off is the address that serves nothing (the default).
