@@ -41,7 +41,10 @@ const ConditionGreeted = "Greeted"
 // publishes it as the output "message", and one that writes the reply
 // asked for.
 func New() *sdk.Engine[Spec] {
-	return sdk.New[Spec]("hello", greet{}, reply{}).WithConditions(ConditionGreeted)
+	return sdk.New[Spec]("hello", greet{}, reply{}).WithConditions(ConditionGreeted).
+		// It owns its replies: when one changes or goes, the Greeting
+		// that wrote it is reconciled (and writes it again).
+		Owns(Type)
 }
 
 // ReplyName is the name of the reply to the Greeting called name.

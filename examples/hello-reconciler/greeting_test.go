@@ -57,7 +57,8 @@ func TestGreetingLifecycle(t *testing.T) {
 }
 
 // A Greeting that asks for a reply gets a child Greeting, written through
-// the request's API client as the reconciler, owned by it, and gone with it.
+// the request's API client as the reconciler, owned by it (written again
+// when deleted by hand: the reconciler Owns it), and gone with it.
 func TestGreetingReply(t *testing.T) {
 	env := testkit.Start(t)
 	env.CreateType(t, Type.Name, Type.Version, Schema)
@@ -78,6 +79,24 @@ func TestGreetingReply(t *testing.T) {
 	c := env.WaitFor(t, &sdk.Resource{ID: child.ID}, testkit.Ready(), 20*time.Second)
 	if string(c.Outputs) != `{"message":"Hello, hi!"}` {
 		t.Fatalf("the reply's outputs %s", c.Outputs)
+	}
+
+	// The Greeting owns its reply: one deleted by hand is written again at
+	// once, with no resync and no trigger.
+	if _, err := env.API.DeleteResource(t.Context(), child.ID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		again, err := env.API.GetResource(t.Context(), Type.Name, Type.Version, g.Namespace, ReplyName("hi"))
+		if err == nil && again.UID != child.UID {
+			c = env.WaitFor(t, &sdk.Resource{ID: again.ID}, testkit.Ready(), 20*time.Second)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reply deleted by hand was not written again: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 
 	env.Delete(t, g)

@@ -30,6 +30,8 @@ type Engine[S any] struct {
 	saveTimeout     time.Duration
 	now             func() time.Time
 	actions         *action.Registry
+	owns            []TypeRef
+	ownsAny         bool
 }
 
 // New returns an engine called name (the reconciler's registered name)
@@ -81,6 +83,32 @@ func (e *Engine[S]) WithActions(reg *action.Registry) *Engine[S] {
 	e.actions = reg
 	return e
 }
+
+// Owns declares types the reconciler owns: when a resource of one of them
+// whose controller owner reference names a resource of the reconciler's
+// types is created, changes (spec, status, deletion) or goes, the scheduler
+// reconciles that owner, as controller-runtime's Owns does. Changes
+// coalesce: one pending reconcile per owner however many children
+// changed. The reconciler need not poll for its children's readiness.
+func (e *Engine[S]) Owns(types ...TypeRef) *Engine[S] {
+	for _, t := range types {
+		if !slices.Contains(e.owns, t) {
+			e.owns = append(e.owns, t)
+		}
+	}
+	return e
+}
+
+// OwnsAnyType is Owns for every type: for a reconciler whose children's
+// types are data (a template's), not code.
+func (e *Engine[S]) OwnsAnyType() *Engine[S] {
+	e.ownsAny = true
+	return e
+}
+
+// OwnedTypes are the types declared by Owns, and whether OwnsAnyType was
+// (the worker declares them when it registers).
+func (e *Engine[S]) OwnedTypes() (types []TypeRef, any bool) { return slices.Clone(e.owns), e.ownsAny }
 
 // OwnedFinalizers are the finalizers the reconciler owns beyond its own
 // (the worker declares them when it registers): the names of the engine's

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,8 +86,14 @@ func isReady(r *resource.Resource) bool {
 // every child is.
 func (c *tenantCluster) waitTenantReady(name string, children int) *resource.Resource {
 	c.t.Helper()
+	return c.waitTenantReadyWithin(90*time.Second, name, children)
+}
+
+// waitTenantReadyWithin is waitTenantReady with a deadline of d.
+func (c *tenantCluster) waitTenantReadyWithin(d time.Duration, name string, children int) *resource.Resource {
+	c.t.Helper()
 	var got *resource.Resource
-	waitFor(c.t, 90*time.Second, "Tenant "+name+" ready", func() error {
+	waitFor(c.t, d, "Tenant "+name+" ready", func() error {
 		got = c.get("Tenant", name)
 		if got == nil || !isReady(got) {
 			return fmt.Errorf("Tenant %s: %+v", name, got)
@@ -383,5 +390,77 @@ func TestTenantChildrenNeverReady(t *testing.T) {
 	decode(t, tn.Outputs, &out)
 	if out["desiredResources"] != float64(2) || out["readyResources"] != float64(0) || out["failedResources"] != float64(1) {
 		t.Fatalf("outputs %v", out)
+	}
+}
+
+// TestTenantOwnsItsChildren: the tenant reconciler owns its children, so
+// nothing polls. A Tenant whose only child stays not Ready for 20 s (its
+// reconciler's attempt takes that long) has no attempt between its first
+// and the child's Ready, and is reconciled, for a dependency, as soon as
+// the child is Ready; a child edited by hand is restored and one deleted by
+// hand comes back, with no resync (an hour away for the child's type, five
+// minutes for the Tenant's) and no trigger.
+func TestTenantOwnsItsChildren(t *testing.T) {
+	mostlyWaits(t)
+	c := newChildCluster(t)
+	if r := do(t, "POST", c.base+"/api/v1/resource-types", map[string]any{"name": "TLate", "version": "v1",
+		"reconcile_policy": map[string]any{"resync_seconds": 3600},
+		"schema":           map[string]any{"type": "object", "properties": map[string]any{"value": map[string]any{"type": "string"}}}}); r.status != 201 {
+		t.Fatalf("create TLate: %d %s", r.status, r.body)
+	}
+	late := c.startReconcilerArgs("late", c.storeAddrs[0], nil, "noop", "--name", "late", "--types", "TLate/v1", "--delay", "20s")
+	ds := newMariaDB(t)
+	ds.insert("acme", "https://acme.example.com", "1")
+	c.create(registryBody("customers", ds.source()))
+	entry := childEntry("late", "TLate", "{{ .uid }}-late", map[string]any{"value": "{{ .host }}"})
+	entry["timeoutSeconds"] = 120
+	c.template("web", "customers", entry)
+
+	tn := c.waitTenantReadyWithin(60*time.Second, "acme-web", 1)
+	child := c.get("TLate", "acme-late")
+	childRuns := history(t, c.base, child.ID)
+	h := history(t, c.base, tn.ID)
+	if len(childRuns) == 0 || len(h) < 2 {
+		t.Fatalf("child history %+v, Tenant history %+v", childRuns, h)
+	}
+	if took := childRuns[0].ReconcileTime.Sub(h[0].StartedAt); took < 19*time.Second {
+		t.Fatalf("the child was ready %s after the Tenant's first attempt, want 20 s", took)
+	}
+	for _, e := range h[1:] {
+		if e.ReconcileTime.Before(childRuns[0].ReconcileTime) {
+			t.Fatalf("a Tenant attempt at %s (%s) before its child was ready at %s: %+v", e.StartedAt, e.Reason, childRuns[0].ReconcileTime, h)
+		}
+	}
+	if got := h[1].Reason; got != "dependency" {
+		t.Fatalf("the Tenant's attempt after its child's Ready has reason %q, want dependency", got)
+	}
+
+	// By hand: an edit is reverted, a deletion undone (the child's
+	// reconciler quick now).
+	late.stop(syscall.SIGTERM, 10*time.Second)
+	c.startReconcilerArgs("quick", c.storeAddrs[0], nil, "noop", "--name", "late", "--types", "TLate/v1")
+	n := len(history(t, c.base, tn.ID))
+	if r := do(t, "PATCH", fmt.Sprintf("%s/api/v1/resources/%d", c.base, child.ID), map[string]any{"spec": map[string]any{"value": "edited-by-hand"}}); r.status != 200 {
+		t.Fatalf("edit acme-late: %d %s", r.status, r.body)
+	}
+	waitFor(t, 30*time.Second, "acme-late's edit reverted", func() error {
+		if cur := c.get("TLate", "acme-late"); !strings.Contains(string(cur.Spec), "acme.example.com") {
+			return fmt.Errorf("spec %s", cur.Spec)
+		}
+		return nil
+	})
+	if r := do(t, "DELETE", fmt.Sprintf("%s/api/v1/resources/%d", c.base, child.ID), nil); r.status != 202 {
+		t.Fatalf("delete acme-late: %d %s", r.status, r.body)
+	}
+	waitFor(t, 30*time.Second, "acme-late recreated", func() error {
+		if cur := c.get("TLate", "acme-late"); cur == nil || cur.UID == child.UID || !isReady(cur) {
+			return fmt.Errorf("acme-late %+v", cur)
+		}
+		return nil
+	})
+	for _, e := range history(t, c.base, tn.ID)[n:] {
+		if e.Reason != "dependency" {
+			t.Fatalf("the Tenant's attempts after the hand edits: %+v, want only reason dependency", history(t, c.base, tn.ID)[n:])
+		}
 	}
 }

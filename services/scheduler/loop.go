@@ -57,6 +57,11 @@ type loop struct {
 	// live is the set of types a live reconciler serves; nil until the
 	// registry has been read once.
 	live map[reconcilers.TypeRef]bool
+	// owns is what the reconciler of each type owns (registry; kept while
+	// it is away), and byUID every resource's id by uid: they find the
+	// owner to reconcile when a resource it owns changes (owns.go).
+	owns  map[reconcilers.TypeRef]reconcilers.Owned
+	byUID map[string]int64
 	// seen remembers, from every read of the registry in this term, which
 	// reconciler served each type and its replicas with their last
 	// heartbeat, also once they are gone: what a ReconcilerNotResponding
@@ -99,6 +104,9 @@ type entry struct {
 	// warned: condition ReconcilerNotResponding was set for the current
 	// wait (the flight in progress, or waitSince).
 	warned bool
+	// depSeq counts the changes of resources it owns; depDone is depSeq
+	// as of its last dispatch. They differ while a change waits for one.
+	depSeq, depDone uint64
 }
 
 // flight is the one outstanding dispatch of a resource.
@@ -116,6 +124,9 @@ type flight struct {
 	sent      bool
 	// checking: the scheduler is asking whether the item is still queued.
 	checking bool
+	// depFrom is the entry's depDone before this dispatch, given back
+	// when the item never reaches a worker.
+	depFrom uint64
 }
 
 type jobKind int
@@ -156,6 +167,10 @@ type event struct {
 	// trace context its headers carry (with tracing on).
 	typ   string
 	trace string
+	// controller is the uid of the resource's controller owner, and
+	// resType its type (owns.go).
+	controller string
+	resType    reconcilers.TypeRef
 }
 
 func newLoop(s *Service, t *leader.Term, stream jetstream.Stream) *loop {
@@ -163,6 +178,8 @@ func newLoop(s *Service, t *leader.Term, stream jetstream.Stream) *loop {
 		s: s, term: t, stream: stream,
 		log:      s.log.With("epoch", t.Epoch),
 		entries:  map[int64]*entry{},
+		byUID:    map[string]int64{},
+		owns:     map[reconcilers.TypeRef]reconcilers.Owned{},
 		delay:    queue.New(),
 		fetch:    map[int64]struct{}{},
 		fetchReq: make(chan []int64),
@@ -211,6 +228,7 @@ func (l *loop) run(ctx context.Context) error {
 	first := l.readLive(ctx)
 	l.live = first.live
 	l.seen.update(first.reg)
+	l.noteOwns(first)
 	wg.Go(func() { l.pollLive(ctx, liveCh) })
 
 	start := time.Now()
@@ -453,7 +471,8 @@ func (l *loop) follow(ctx context.Context, cons jetstream.Consumer, ids *eventst
 		}
 		after = ev.Revision
 		select {
-		case out <- event{id: ev.ResourceID, purged: ev.Type == eventstream.Purged, typ: ev.Type, trace: l.eventTrace(msg.Headers())}:
+		case out <- event{id: ev.ResourceID, purged: ev.Type == eventstream.Purged, typ: ev.Type, trace: l.eventTrace(msg.Headers()),
+			controller: ev.ControllerUID, resType: reconcilers.TypeRef{Name: ev.ResourceTypeName, Version: ev.ResourceTypeVersion}}:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -567,11 +586,16 @@ func (l *loop) upsert(p *reconcilev1.ReconcileState) *entry {
 		l.entries[st.ID] = e
 	}
 	e.st = st
+	e.st.DependencyChanged = e.depSeq != e.depDone
+	l.byUID[st.UID] = st.ID
 	l.noteGeneration(st.ID, st.Generation)
 	return e
 }
 
 func (l *loop) remove(id int64) {
+	if e := l.entries[id]; e != nil {
+		delete(l.byUID, e.st.UID)
+	}
 	delete(l.entries, id)
 	delete(l.traces, id)
 	delete(l.fetch, id)
@@ -631,18 +655,30 @@ func (l *loop) onFetched(f fetchResult) {
 	}
 	seen := make(map[int64]bool, len(f.states))
 	now := time.Now()
+	owners := ownersToWake{}
 	for _, p := range f.states {
 		if neverReconciled(p) {
 			continue
 		}
 		seen[p.GetResourceId()] = true
-		l.evaluate(l.upsert(p), now)
+		var old *trigger.State
+		if e := l.entries[p.GetResourceId()]; e != nil {
+			prev := e.st
+			old = &prev
+		}
+		e := l.upsert(p)
+		l.noteChild(owners, old, &e.st)
+		l.evaluate(e, now)
 	}
 	for _, id := range f.ids {
 		if !seen[id] {
+			if e := l.entries[id]; e != nil {
+				l.noteChild(owners, &e.st, nil)
+			}
 			l.remove(id)
 		}
 	}
+	l.wakeOwners(owners, now)
 }
 
 // headJobs returns the jobs to hand one dispatcher next: the dispatches at
@@ -661,8 +697,18 @@ func (l *loop) headJobs() []job {
 
 func (l *loop) onEvent(ev event) {
 	if ev.purged {
+		if e := l.entries[ev.id]; e != nil {
+			owners := ownersToWake{}
+			l.noteChild(owners, &e.st, nil)
+			l.remove(ev.id)
+			l.wakeOwners(owners, time.Now())
+			return
+		}
 		l.remove(ev.id)
 		return
+	}
+	if ev.typ == eventstream.Created {
+		l.noteCreated(ev)
 	}
 	l.noteEvent(ev)
 	l.fetch[ev.id] = struct{}{}
@@ -689,6 +735,7 @@ func (l *loop) onLive(r liveRead) {
 	live := r.live
 	prev := l.live
 	l.live = live
+	l.noteOwns(r)
 	changed := map[reconcilers.TypeRef]bool{}
 	for t := range live {
 		if prev == nil || !prev[t] {
@@ -759,8 +806,11 @@ func (l *loop) evaluate(e *entry, now time.Time) {
 		}
 		return
 	}
-	f := &flight{id: uuid.NewString(), at: now, dispatched: now, reason: d.Reason, baseEpoch: st.LeaseEpoch}
+	f := &flight{id: uuid.NewString(), at: now, dispatched: now, reason: d.Reason, baseEpoch: st.LeaseEpoch, depFrom: e.depDone}
 	e.flight = f
+	// The attempt reads what it owns afresh: the changes so far are
+	// answered by it.
+	e.depDone, st.DependencyChanged = e.depSeq, false
 	if d.Reason == trigger.Retry && !st.LastReconcile.IsZero() {
 		l.s.metrics.backoff.Observe(max(now.Sub(st.LastReconcile).Seconds(), 0))
 	}
@@ -1003,7 +1053,7 @@ func (l *loop) onResult(r result) error {
 			return nil
 		}
 		if r.err != nil {
-			e.flight = nil
+			l.dropFlight(e)
 			if !errors.Is(r.err, errLeaseLost) {
 				l.log.Warn("dispatch failed; retrying", "resource", r.id, "error", r.err)
 				l.delay.Schedule(r.id, now.Add(l.s.cfg.RetryDelay))
@@ -1039,7 +1089,7 @@ func (l *loop) onResult(r result) error {
 			return nil
 		}
 		l.log.Info("work item was not started within the item lease; dispatching again", "resource", r.id, "dispatch_id", f.id)
-		e.flight = nil
+		l.dropFlight(e)
 		l.evaluate(e, now)
 	}
 	return nil

@@ -35,6 +35,7 @@ func stateFromProto(p *reconcilev1.ReconcileState) trigger.State {
 		LeaseEpoch:            p.GetLeaseEpoch(),
 		RequeueAt:             asTime(p.GetRequeueAt()),
 		ReconcilerUnavailable: p.GetReconcilerUnavailable(),
+		ControllerUID:         p.GetControllerUid(),
 		Policy: trigger.Policy{
 			Resync:      seconds(pol.GetResyncSeconds(), resource.DefaultResyncSeconds),
 			BackoffBase: seconds(pol.GetBackoffBaseSeconds(), resource.DefaultBackoffBaseSeconds),

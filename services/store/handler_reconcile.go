@@ -80,6 +80,7 @@ func (h *reconcileHandler) ListReconcileState(ctx context.Context, req *reconcil
 			Status:                st.Status,
 			Deleting:              st.Deleting,
 			CleanupDone:           st.CleanupDone,
+			ControllerUid:         st.ControllerUID,
 			Failures:              st.Failures,
 			TerminalGeneration:    st.TerminalGeneration,
 			LastReconcileTime:     tsPtr(st.LastReconcileTime),

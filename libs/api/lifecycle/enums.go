@@ -64,9 +64,11 @@ const (
 	ReasonRetry
 	ReasonPending
 	ReasonRequeue
+	// ReasonDependency: a resource it owns was created, changed or went.
+	ReasonDependency
 )
 
-var reasonNames = [...]string{"none", "generation", "deletion", "manual", "annotation", "resync", "retry", "pending", "requeue"}
+var reasonNames = [...]string{"none", "generation", "deletion", "manual", "annotation", "resync", "retry", "pending", "requeue", "dependency"}
 
 // String is the reason's lower-case name (generation, deletion, ...), as
 // history records it; "unknown" for a value out of range.

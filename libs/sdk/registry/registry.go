@@ -78,8 +78,14 @@ type Replica struct {
 	// reconciler.no8s.io/<name> (its action plugins'): every type claim
 	// carries them, admission adds them to new resources, and the store
 	// lets this reconciler, and no other, remove them.
-	Finalizers []string  `json:"finalizers,omitempty"`
-	StartedAt  time.Time `json:"started_at"`
+	Finalizers []string `json:"finalizers,omitempty"`
+	// Owns are the types the reconciler owns (an Engine's Owns), and
+	// OwnsAny whether it owns every type (OwnsAnyType): the scheduler
+	// reconciles a resource of the reconciler's types when one it controls
+	// (its controller owner reference) of an owned type changes.
+	Owns      []sdk.TypeRef `json:"owns,omitempty"`
+	OwnsAny   bool          `json:"owns_any,omitempty"`
+	StartedAt time.Time     `json:"started_at"`
 	// LastHeartbeat is when the replica key was last written (its
 	// heartbeat), as Live reads it; not part of the stored value.
 	LastHeartbeat time.Time `json:"-"`
@@ -184,6 +190,11 @@ func register(ctx context.Context, kv jetstream.KeyValue, r Replica, ensure func
 	}
 	if err := ValidFinalizers(r.Finalizers); err != nil {
 		return nil, err
+	}
+	for _, t := range r.Owns {
+		if err := ValidType(t); err != nil {
+			return nil, fmt.Errorf("owned type: %w", err)
+		}
 	}
 	if r.StartedAt.IsZero() {
 		r.StartedAt = time.Now().UTC()

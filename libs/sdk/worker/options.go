@@ -80,6 +80,12 @@ func (c Config) validate(rec Reconciler) error {
 	if err := registry.ValidFinalizers(ownedFinalizers(rec)); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	owns, _ := ownedTypes(rec)
+	for _, t := range owns {
+		if err := registry.ValidType(t); err != nil {
+			return fmt.Errorf("%w: owned type: %w", ErrInvalidConfig, err)
+		}
+	}
 	if c.NATS == nil {
 		return fmt.Errorf("%w: NATS connection is nil", ErrInvalidConfig)
 	}
@@ -96,6 +102,15 @@ func ownedFinalizers(rec Reconciler) []string {
 		return o.OwnedFinalizers()
 	}
 	return nil
+}
+
+// ownedTypes are the types rec owns (wire.TypeOwner), declared in its
+// registration.
+func ownedTypes(rec Reconciler) ([]sdk.TypeRef, bool) {
+	if o, ok := rec.(wire.TypeOwner); ok {
+		return o.OwnedTypes()
+	}
+	return nil, false
 }
 
 // Option tunes the worker's behaviour; each validates its value.

@@ -62,6 +62,7 @@ func TestConfigValidation(t *testing.T) {
 		{"no types", rec, Config{}},
 		{"bad type", rec, Config{Types: []sdk.TypeRef{sdk.Type("widget", "1")}}},
 		{"duplicate type", rec, Config{Types: []sdk.TypeRef{sdk.Type("Widget", "v1"), sdk.Type("Widget", "v1")}}},
+		{"bad owned type", sdk.New[map[string]any]("widgets").Owns(sdk.Type("gadget", "one")), Config{Types: []sdk.TypeRef{sdk.Type("Widget", "v1")}}},
 		{"no connections", rec, Config{Types: []sdk.TypeRef{sdk.Type("Widget", "v1")}}},
 	} {
 		if _, err := New(tc.rec, tc.cfg); !errors.Is(err, ErrInvalidConfig) {

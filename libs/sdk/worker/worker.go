@@ -173,8 +173,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.link.waitUsable(ctx); err != nil {
 		return nil // stopped before the store answered: nothing to drain
 	}
+	owns, ownsAny := ownedTypes(w.rec)
 	replica := registry.Replica{
-		Name: w.name, ID: w.replica, Types: w.cfg.Types, Finalizers: ownedFinalizers(w.rec), StartedAt: w.startedAt.UTC(),
+		Name: w.name, ID: w.replica, Types: w.cfg.Types, Finalizers: ownedFinalizers(w.rec),
+		Owns: owns, OwnsAny: ownsAny, StartedAt: w.startedAt.UTC(),
 	}
 	reg, err := w.register(ctx, js, replica)
 	if err != nil {

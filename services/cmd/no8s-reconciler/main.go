@@ -336,7 +336,7 @@ func newTenantCommand(c *common) *cobra.Command {
 	})
 	fs := cmd.Flags()
 	apiURL = fs.String("api-url", "http://127.0.0.1:8000", "the api-gateway's URL, through which every child resource is written; with $"+identity.EnvDir+", its service listener (https://…)")
-	poll = fs.Duration("ready-poll", tenant.DefaultReadyPoll, "how soon a Tenant is reconciled again while it waits for a child to be ready or gone, whole seconds")
+	poll = fs.Duration("ready-poll", tenant.DefaultReadyPoll, "at the latest, how soon a Tenant is reconciled again while a child it removes or re-creates is not gone yet (its children's changes reconcile it at once), whole seconds")
 	flagenv.Alias(fs, "ready-poll", "NO8S_TENANT_READY_POLL")
 	return cmd
 }

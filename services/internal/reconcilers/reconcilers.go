@@ -37,13 +37,26 @@ type Registry struct {
 	// Live are the same reconcilers as the registry lists them: their
 	// replicas with each one's last heartbeat.
 	Live []registry.Reconciler
+	// Owns maps each claimed type whose reconciler owns other types (its
+	// replicas' Owns and OwnsAny, together) to what it owns.
+	Owns map[TypeRef]Owned
 }
+
+// Owned is what the reconciler of a type owns.
+type Owned struct {
+	Types map[TypeRef]bool
+	// Any: it owns every type.
+	Any bool
+}
+
+// Has reports whether t is owned.
+func (o Owned) Has(t TypeRef) bool { return o.Any || o.Types[t] }
 
 // Read returns the current registry, as the SDK's registry.Live reads the
 // bucket. A missing bucket is an empty registry (no reconciler has ever
 // started).
 func Read(ctx context.Context, js jetstream.KeyValueManager) (*Registry, error) {
-	reg := &Registry{Owners: map[TypeRef]string{}}
+	reg := &Registry{Owners: map[TypeRef]string{}, Owns: map[TypeRef]Owned{}}
 	kv, err := js.KeyValue(ctx, subjects.RegistryBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return reg, nil
@@ -68,9 +81,19 @@ func Read(ctx context.Context, js jetstream.KeyValueManager) (*Registry, error) 
 			reg.Owners[t] = l.Name
 			add(t)
 		}
+		owned := Owned{Types: map[TypeRef]bool{}}
 		for _, rep := range l.Replicas {
 			for _, t := range rep.Types {
 				add(t)
+			}
+			for _, t := range rep.Owns {
+				owned.Types[t] = true
+			}
+			owned.Any = owned.Any || rep.OwnsAny
+		}
+		if owned.Any || len(owned.Types) > 0 {
+			for _, t := range l.Types {
+				reg.Owns[t] = owned
 			}
 		}
 		slices.SortFunc(r.Types, func(a, b TypeRef) int { return strings.Compare(a.String(), b.String()) })

@@ -46,6 +46,17 @@ type (
 	Namespace = client.Namespace
 )
 
+// ControllerUID is the uid of the controller among refs (the reference
+// with controller true; at most one is allowed), empty when there is none.
+func ControllerUID(refs []OwnerReference) string {
+	for _, o := range refs {
+		if o.Controller {
+			return o.UID
+		}
+	}
+	return ""
+}
+
 // Namespace statuses: active, then terminating from the moment its deletion
 // is requested until its last resource is gone.
 const (

@@ -44,16 +44,21 @@ const (
 	OutputChildren = "children"
 )
 
-// DefaultReadyPoll is how soon an attempt comes back while a child is not
-// ready yet or is being deleted.
-const DefaultReadyPoll = time.Second
+// DefaultReadyPoll is how soon, at the latest, an attempt comes back while
+// a child it applies again once gone, or removes, is not gone yet. It is a
+// safety net: the reconciler owns its children (Engine.OwnsAnyType), so a
+// child's change, readiness or purge reconciles the Tenant at once.
+const DefaultReadyPoll = 30 * time.Second
 
 // Config configures the reconciler.
 type Config struct {
 	// API is the public REST API, through which every child is written.
 	API *client.Client
-	// ReadyPoll is how soon an attempt comes back while it waits for a
-	// child (default DefaultReadyPoll; whole seconds).
+	// ReadyPoll is how soon, at the latest, an attempt comes back while it
+	// waits for a child to be gone (default DefaultReadyPoll; whole
+	// seconds). A child not ready yet is waited for without polling: its
+	// changes reconcile the Tenant, and one requeue comes at the end of its
+	// timeoutSeconds.
 	ReadyPoll time.Duration
 	// Metrics is where the reconciler records its own series
 	// (no8s_tenant_reconcile_duration_seconds, no8s_apply_attempts_total);
@@ -67,7 +72,8 @@ func New(cfg Config) *sdk.Engine[tenancy.TenantSpec] {
 		cfg.ReadyPoll = DefaultReadyPoll
 	}
 	r := &reconciler{cfg: cfg, renderer: tenancy.NewRenderer(), m: newTenantMetrics(cfg.Metrics)}
-	return sdk.New(Name, sdk.StepFuncs[tenancy.TenantSpec]{StepName: "children", DoFunc: r.timedDo, CleanupFunc: r.cleanup})
+	return sdk.New(Name, sdk.StepFuncs[tenancy.TenantSpec]{StepName: "children", DoFunc: r.timedDo, CleanupFunc: r.cleanup}).
+		OwnsAnyType()
 }
 
 type reconciler struct {
@@ -190,7 +196,7 @@ func (r *reconciler) do(ctx context.Context, req *sdk.Request[tenancy.TenantSpec
 		return sdk.Result{}, sdk.Degraded(errors.New(msg))
 	}
 	if pr.waiting {
-		return sdk.RequeueAfter(r.cfg.ReadyPoll), nil
+		return sdk.RequeueAfter(r.recheck(req.Now(), &pr)), nil
 	}
 	if was, ok := res.Condition(conditions.Ready); !ok || !was.IsTrue() {
 		req.Event(names.EventNormal, EventReady, fmt.Sprintf("all %d resources are ready", len(rs)))
@@ -210,6 +216,26 @@ type progress struct {
 	failed []string
 	// waiting: a child is neither ready nor failed yet.
 	waiting bool
+	// deadline is the earliest end of a waiting child's timeoutSeconds;
+	// gone, whether a child is waited for to be gone (no deadline).
+	deadline time.Time
+	gone     bool
+}
+
+// recheck is how soon an attempt that waits comes back: just after the
+// earliest timeout ends, or ReadyPoll while a child is waited for to be
+// gone, whichever is first. Until then the children's changes reconcile
+// the Tenant (it owns them), so nothing polls.
+func (r *reconciler) recheck(now time.Time, pr *progress) time.Duration {
+	wait := time.Duration(0)
+	if !pr.deadline.IsZero() {
+		// The timeout is exceeded strictly after it ends; whole seconds.
+		wait = pr.deadline.Sub(now).Truncate(time.Second) + time.Second
+	}
+	if pr.gone && (wait == 0 || r.cfg.ReadyPoll < wait) {
+		wait = r.cfg.ReadyPoll
+	}
+	return max(wait, time.Second)
 }
 
 // plan decodes the Tenant's resources and orders them by their
@@ -295,8 +321,13 @@ func (r *reconciler) applyChildren(ctx context.Context, req *sdk.Request[tenancy
 			pr.ready[tr.ID] = true
 		case StateFailed:
 			pr.failed = append(pr.failed, c.Message)
-		default:
+		case StateWaiting:
 			pr.waiting = true
+			if end := c.WaitingSince.Add(tr.Timeout()); pr.deadline.IsZero() || end.Before(pr.deadline) {
+				pr.deadline = end
+			}
+		default:
+			pr.waiting, pr.gone = true, true
 		}
 		pr.children[i] = c
 	}
@@ -330,7 +361,7 @@ func (r *reconciler) removeDropped(ctx context.Context, req *sdk.Request[tenancy
 		if !gone {
 			p.State, p.Message = StateDeleting, "no longer in the template: being removed ("+policyName(p.DeletionPolicy)+")"
 			pr.children = append(pr.children, p)
-			pr.waiting = true
+			pr.waiting, pr.gone = true, true
 		}
 	}
 	return nil

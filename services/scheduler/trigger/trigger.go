@@ -27,6 +27,7 @@ const (
 	Retry      = lifecycle.ReasonRetry
 	Pending    = lifecycle.ReasonPending
 	Requeue    = lifecycle.ReasonRequeue
+	Dependency = lifecycle.ReasonDependency
 )
 
 // Policy is a type's scheduling policy.
@@ -63,6 +64,13 @@ type State struct {
 	Policy              Policy
 	// ReconcilerUnavailable: condition ReconcilerAvailable is not True.
 	ReconcilerUnavailable bool
+	// ControllerUID is the uid of the resource's controller owner; empty
+	// when it has none.
+	ControllerUID string
+	// DependencyChanged: a resource it owns was created, changed or went
+	// since its last dispatch (the scheduler's own record, not the
+	// store's).
+	DependencyChanged bool
 }
 
 // LeaseActive reports whether a worker holds an unexpired lease at now.
@@ -102,12 +110,14 @@ func (d Decision) Due(now time.Time) bool { return d.Reason != None && !d.At.Aft
 //   - a running attempt (unexpired lease) → look again when the lease ends;
 //   - a manual trigger → now, even when failing or terminal;
 //   - deleting → now, or at requeue_at when the cleanup asked to come back
-//     later, or after the backoff once cleanup failed (never when
-//     terminal);
+//     later (now when a resource it owns changed since), or after the
+//     backoff once cleanup failed (never when terminal);
 //   - no8s.io/operation: reconcile → now, or after the backoff when the last
 //     attempt failed (so that a reconciler that forgets to remove it cannot
 //     spin);
 //   - pending → now;
+//   - a resource it owns changed → now, or after the backoff when the
+//     last attempt failed (never when terminal);
 //   - a requeue → at requeue_at;
 //   - generation > observed_generation → now, or after the backoff when the
 //     last attempt (of this generation: a spec change resets failures)
@@ -139,10 +149,11 @@ func Evaluate(s State, now time.Time) Decision {
 		if failed {
 			return retry(Deletion)
 		}
-		if !s.RequeueAt.IsZero() {
+		if !s.RequeueAt.IsZero() && !s.DependencyChanged {
 			// The cleanup asked to come back later (an action's teardown
-			// still running); a deletion request clears the live
-			// resource's requeue, so this one is the cleanup's.
+			// still running, a child not gone yet); a deletion request
+			// clears the live resource's requeue, so this one is the
+			// cleanup's. A change of a resource it owns brings it now.
 			return Decision{Reason: Deletion, At: s.RequeueAt}
 		}
 		return Decision{Reason: Deletion, At: now}
@@ -153,6 +164,11 @@ func Evaluate(s State, now time.Time) Decision {
 		return Decision{Reason: Annotation, At: now}
 	case s.Status == resource.StatusPending:
 		return Decision{Reason: Pending, At: now}
+	case s.DependencyChanged && !s.Terminal():
+		if failed {
+			return Decision{Reason: Dependency, At: s.RetryAt()}
+		}
+		return Decision{Reason: Dependency, At: now}
 	case !s.RequeueAt.IsZero():
 		return Decision{Reason: Requeue, At: s.RequeueAt}
 	case s.Generation > s.ObservedGeneration:

@@ -52,8 +52,24 @@ func TestEvaluate(t *testing.T) {
 		{"deleting, the cleanup requeued: at requeue_at", func(s *State) {
 			s.Deleting, s.Status, s.RequeueAt = true, resource.StatusDeleting, now.Add(3*time.Second)
 		}, Deletion, func(d Decision) bool { return d.At.Equal(now.Add(3 * time.Second)) }},
+		{"deleting, the cleanup requeued, an owned resource changed: now", func(s *State) {
+			s.Deleting, s.Status, s.RequeueAt, s.DependencyChanged = true, resource.StatusDeleting, now.Add(3*time.Second), true
+		}, Deletion, func(d Decision) bool { return d.At.Equal(now) }},
 		{"deleting after failed cleanup: backoff", func(s *State) { s.Deleting, s.Status, s.Failures = true, resource.StatusDeleting, 1 }, Deletion,
 			func(d Decision) bool { return near(d, last.Add(4*time.Second)) }},
+		{"an owned resource changed: now", func(s *State) { s.DependencyChanged = true }, Dependency, nil},
+		{"an owned resource changed, before a requeue: now", func(s *State) {
+			s.DependencyChanged, s.RequeueAt = true, now.Add(time.Minute)
+		}, Dependency, nil},
+		{"an owned resource changed while failing: backoff", func(s *State) {
+			s.DependencyChanged, s.Failures, s.Status = true, 1, resource.StatusFailed
+		}, Dependency, func(d Decision) bool { return near(d, last.Add(4*time.Second)) }},
+		{"an owned resource changed, terminal: never", func(s *State) {
+			s.DependencyChanged, s.Failures, s.Status, s.TerminalGeneration = true, 1, resource.StatusFailed, 2
+		}, None, nil},
+		{"an owned resource changed while deleting: the deletion", func(s *State) {
+			s.DependencyChanged, s.Deleting, s.Status = true, true, resource.StatusDeleting
+		}, Deletion, nil},
 		{"reconcile annotation: now", func(s *State) { s.AnnotationReconcile = true }, Annotation, nil},
 		{"reconcile annotation while failing: backoff", func(s *State) { s.AnnotationReconcile, s.Failures = true, 1 }, Annotation,
 			func(d Decision) bool { return near(d, last.Add(4*time.Second)) }},

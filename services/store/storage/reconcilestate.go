@@ -48,6 +48,9 @@ type ReconcileState struct {
 	ReconcilerUnavailable bool
 	// CleanupDone: deleting, and no reconciler finalizer remains.
 	CleanupDone bool
+	// ControllerUID is the uid of the resource's controller owner (its
+	// owner reference with controller true), empty when it has none.
+	ControllerUID string
 }
 
 // ListReconcileStateRequest pages through reconcile states by id.
@@ -109,6 +112,7 @@ func StateOf(r *resource.Resource, l *LeaseState, dispatchedAt, requeueAt *time.
 		ReconcileRequestedAt: l.RequestedAt, LeaseExpiresAt: l.ExpiresAt, DispatchedAt: dispatchedAt, RequeueAt: requeueAt,
 		ResourceVersion: r.ResourceVersion, LeaseEpoch: l.Epoch, LeaseHolder: l.Holder, DispatchID: l.DispatchID,
 	}
+	st.ControllerUID = resource.ControllerUID(r.OwnerReferences)
 	for _, c := range r.Conditions {
 		if c.Type == resource.ConditionReconcilerAvailable && c.Status != resource.ConditionTrue {
 			st.ReconcilerUnavailable = true

@@ -30,6 +30,14 @@ type FinalizerOwner interface {
 	OwnedFinalizers() []string
 }
 
+// TypeOwner is a Reconciler that declares the types it owns (an Engine's
+// Owns, OwnsAnyType). The worker declares them in its registration; the
+// scheduler then reconciles an owner when a resource of such a type whose
+// controller owner reference names it is created, changes or goes.
+type TypeOwner interface {
+	OwnedTypes() (types []client.TypeRef, any bool)
+}
+
 // Attempt is the input of one reconcile.
 type Attempt struct {
 	// ID is the reconcile id that every log line of the attempt carries.

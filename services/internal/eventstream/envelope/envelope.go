@@ -83,6 +83,7 @@ func Encode(ev Event) ([]byte, error) {
 		Resource:            doc,
 		Timestamp:           timestamppb.New(ev.Timestamp),
 		Labels:              r.Labels,
+		ControllerUid:       resource.ControllerUID(r.OwnerReferences),
 	})
 }
 
@@ -99,6 +100,9 @@ type Decoded struct {
 	ResourceTypeName    string
 	ResourceTypeVersion string
 	Labels              map[string]string
+	// ControllerUID is the uid of the resource's controller owner, empty
+	// when it has none.
+	ControllerUID string
 	// ResourceJSON is the resource's canonical document after the change.
 	ResourceJSON []byte
 	Timestamp    time.Time
@@ -129,6 +133,7 @@ func Decode(data []byte) (*Decoded, error) {
 		ResourceTypeName:    pe.GetResourceTypeName(),
 		ResourceTypeVersion: pe.GetResourceTypeVersion(),
 		Labels:              pe.GetLabels(),
+		ControllerUID:       pe.GetControllerUid(),
 		ResourceJSON:        pe.GetResource(),
 		Timestamp:           pe.GetTimestamp().AsTime(),
 	}, nil

@@ -58,3 +58,29 @@ func FuzzPeekName(f *testing.F) {
 		}
 	})
 }
+
+// An event carries its resource's controller uid: the controller
+// reference's, not another owner's; none without one.
+func TestControllerUID(t *testing.T) {
+	owner := func(uid string, controller bool) resource.OwnerReference {
+		return resource.OwnerReference{UID: uid, ResourceTypeName: "Parent", ResourceTypeVersion: "v1", Name: uid, Controller: controller}
+	}
+	for _, tc := range []struct {
+		refs []resource.OwnerReference
+		want string
+	}{
+		{nil, ""},
+		{[]resource.OwnerReference{owner("a", false)}, ""},
+		{[]resource.OwnerReference{owner("a", false), owner("b", true)}, "b"},
+	} {
+		r := &resource.Resource{ID: 7, UID: "u", Name: "c", ResourceTypeName: "Child", ResourceTypeVersion: "v1", OwnerReferences: tc.refs}
+		b, err := Encode(Event{Revision: 1, Type: Created, Resource: r, Timestamp: time.Unix(1, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := Decode(b)
+		if err != nil || d.ControllerUID != tc.want {
+			t.Fatalf("owners %+v: controller %q (%v), want %q", tc.refs, d.ControllerUID, err, tc.want)
+		}
+	}
+}

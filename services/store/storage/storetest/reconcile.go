@@ -656,6 +656,15 @@ func testReconcileStateFields(t *testing.T, open Opener) {
 		Annotations: map[string]string{resource.AnnotationOperation: resource.OperationReconcile}}); err != nil {
 		t.Fatal(err)
 	}
+	// annotated is controlled by plain (its second reference); cleaning has
+	// an owner that is not its controller.
+	refTo := func(o *resource.Resource, controller bool) resource.OwnerReference {
+		return resource.OwnerReference{UID: o.UID, ResourceTypeName: o.ResourceTypeName, ResourceTypeVersion: o.ResourceTypeVersion, Name: o.Name, Controller: controller}
+	}
+	if _, err := s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: ann.ID, SetOwnerReferences: true,
+		OwnerReferences: []resource.OwnerReference{refTo(ann, false), refTo(plain, true)}}); err != nil {
+		t.Fatal(err)
+	}
 	ignored := mustCreate(t, s, "ignored")
 	if _, err := s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: ignored.ID, SetAnnotations: true,
 		Annotations: map[string]string{resource.AnnotationOperation: resource.OperationIgnore}}); err != nil {
@@ -663,6 +672,10 @@ func testReconcileStateFields(t *testing.T, open Opener) {
 	}
 	cleaning := mustCreate(t, s, "cleaning", own, "example.com/ext")
 	cleaned := mustCreate(t, s, "cleaned", "example.com/ext")
+	if _, err := s.UpdateResource(ctx, storage.UpdateResourceRequest{ID: cleaning.ID, SetOwnerReferences: true,
+		OwnerReferences: []resource.OwnerReference{refTo(plain, false)}}); err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range []*resource.Resource{cleaning, cleaned} {
 		if _, err := s.DeleteResource(ctx, storage.DeleteResourceRequest{ID: r.ID}); err != nil {
 			t.Fatal(err)
@@ -720,6 +733,11 @@ func testReconcileStateFields(t *testing.T, open Opener) {
 	}
 	if c := by["cleaned"]; !c.Deleting || !c.CleanupDone {
 		t.Errorf("cleaned: %+v", c)
+	}
+	for name, want := range map[string]string{"annotated": plain.UID, "plain": "", "cleaning": "", "cleaned": ""} {
+		if got := by[name].ControllerUID; got != want {
+			t.Errorf("%s: controller uid %q, want %q", name, got, want)
+		}
 	}
 
 	page, err := s.ListReconcileState(ctx, storage.ListReconcileStateRequest{AfterID: plain.ID, Limit: 2})

@@ -102,7 +102,11 @@ type Event struct {
 	Labels map[string]string `protobuf:"bytes,10,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// namespace of the resource. Empty in events published before namespaces
 	// existed: those resources were all in "default".
-	Namespace     string `protobuf:"bytes,11,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Namespace string `protobuf:"bytes,11,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// controller_uid is the uid of the resource's controller owner (its owner
+	// reference with controller true), empty when it has none: the scheduler
+	// finds the owner to reconcile without decoding the resource.
+	ControllerUid string `protobuf:"bytes,12,opt,name=controller_uid,json=controllerUid,proto3" json:"controller_uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -214,11 +218,18 @@ func (x *Event) GetNamespace() string {
 	return ""
 }
 
+func (x *Event) GetControllerUid() string {
+	if x != nil {
+		return x.ControllerUid
+	}
+	return ""
+}
+
 var File_no8s_events_v1_event_proto protoreflect.FileDescriptor
 
 const file_no8s_events_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x1ano8s/events/v1/event.proto\x12\x0eno8s.events.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x92\x04\n" +
+	"\x1ano8s/events/v1/event.proto\x12\x0eno8s.events.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb9\x04\n" +
 	"\x05Event\x12\x1a\n" +
 	"\brevision\x18\x01 \x01(\x03R\brevision\x128\n" +
 	"\n" +
@@ -233,7 +244,8 @@ const file_no8s_events_v1_event_proto_rawDesc = "" +
 	"\ttimestamp\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\x129\n" +
 	"\x06labels\x18\n" +
 	" \x03(\v2!.no8s.events.v1.Event.LabelsEntryR\x06labels\x12\x1c\n" +
-	"\tnamespace\x18\v \x01(\tR\tnamespace\x1a9\n" +
+	"\tnamespace\x18\v \x01(\tR\tnamespace\x12%\n" +
+	"\x0econtroller_uid\x18\f \x01(\tR\rcontrollerUid\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*\xa2\x01\n" +

@@ -37,6 +37,10 @@ const (
 	Reason_REASON_PENDING     Reason = 7
 	// REASON_REQUEUE: the previous attempt asked to come back (requeue_at).
 	Reason_REASON_REQUEUE Reason = 8
+	// REASON_DEPENDENCY: a resource it owns (a child whose controller owner
+	// reference names it, of a type its reconciler declares it owns) was
+	// created, changed or went since its last dispatch.
+	Reason_REASON_DEPENDENCY Reason = 9
 )
 
 // Enum value maps for Reason.
@@ -51,6 +55,7 @@ var (
 		6: "REASON_RETRY",
 		7: "REASON_PENDING",
 		8: "REASON_REQUEUE",
+		9: "REASON_DEPENDENCY",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED": 0,
@@ -62,6 +67,7 @@ var (
 		"REASON_RETRY":       6,
 		"REASON_PENDING":     7,
 		"REASON_REQUEUE":     8,
+		"REASON_DEPENDENCY":  9,
 	}
 )
 
@@ -1535,7 +1541,12 @@ type ReconcileState struct {
 	// (reconciler.no8s.io/...) remains: every reconciler's cleanup finished,
 	// and only other finalizers keep the resource. Nothing is dispatched for
 	// it then, except a manual trigger.
-	CleanupDone   bool `protobuf:"varint,25,opt,name=cleanup_done,json=cleanupDone,proto3" json:"cleanup_done,omitempty"`
+	CleanupDone bool `protobuf:"varint,25,opt,name=cleanup_done,json=cleanupDone,proto3" json:"cleanup_done,omitempty"`
+	// controller_uid is the uid of the resource's controller owner (its owner
+	// reference with controller true), empty when it has none: the scheduler
+	// reconciles that owner when this resource changes and the owner's
+	// reconciler owns its type.
+	ControllerUid string `protobuf:"bytes,26,opt,name=controller_uid,json=controllerUid,proto3" json:"controller_uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1743,6 +1754,13 @@ func (x *ReconcileState) GetCleanupDone() bool {
 		return x.CleanupDone
 	}
 	return false
+}
+
+func (x *ReconcileState) GetControllerUid() string {
+	if x != nil {
+		return x.ControllerUid
+	}
+	return ""
 }
 
 type ListReconcileStateRequest struct {
@@ -2671,7 +2689,7 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"dispatches\x18\x02 \x03(\v2\x1b.no8s.reconcile.v1.DispatchR\n" +
 	"dispatches\"4\n" +
 	"\x18RecordDispatchesResponse\x12\x18\n" +
-	"\amissing\x18\x01 \x03(\x03R\amissing\"\x82\t\n" +
+	"\amissing\x18\x01 \x03(\x03R\amissing\"\xa9\t\n" +
 	"\x0eReconcileState\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\x03R\n" +
 	"resourceId\x12!\n" +
@@ -2704,7 +2722,8 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"dispatchId\x125\n" +
 	"\x16reconciler_unavailable\x18\x17 \x01(\bR\x15reconcilerUnavailable\x12\x12\n" +
 	"\x04name\x18\x18 \x01(\tR\x04name\x12!\n" +
-	"\fcleanup_done\x18\x19 \x01(\bR\vcleanupDone\"\x90\x01\n" +
+	"\fcleanup_done\x18\x19 \x01(\bR\vcleanupDone\x12%\n" +
+	"\x0econtroller_uid\x18\x1a \x01(\tR\rcontrollerUid\"\x90\x01\n" +
 	"\x19ListReconcileStateRequest\x12\x19\n" +
 	"\bafter_id\x18\x01 \x01(\x03R\aafterId\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x1f\n" +
@@ -2752,7 +2771,7 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\bafter_id\x18\x01 \x01(\x03R\aafterId\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"P\n" +
 	"\x17ListPropagatingResponse\x125\n" +
-	"\tresources\x18\x01 \x03(\v2\x17.no8s.store.v1.ResourceR\tresources*\xc3\x01\n" +
+	"\tresources\x18\x01 \x03(\v2\x17.no8s.store.v1.ResourceR\tresources*\xda\x01\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11REASON_GENERATION\x10\x01\x12\x13\n" +
@@ -2762,7 +2781,8 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\rREASON_RESYNC\x10\x05\x12\x10\n" +
 	"\fREASON_RETRY\x10\x06\x12\x12\n" +
 	"\x0eREASON_PENDING\x10\a\x12\x12\n" +
-	"\x0eREASON_REQUEUE\x10\b*u\n" +
+	"\x0eREASON_REQUEUE\x10\b\x12\x15\n" +
+	"\x11REASON_DEPENDENCY\x10\t*u\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fOUTCOME_SUCCESS\x10\x01\x12\x13\n" +

@@ -1,0 +1,123 @@
+package scheduler
+
+// Owns: a reconciler declares the types it owns (the SDK's Engine.Owns,
+// in its registration); when a resource of such a type whose controller
+// owner reference names a resource of the reconciler's types is created,
+// changes or goes, the owner is reconciled (reason dependency). The owner
+// is found through the loop's uid index, from the controller uid each
+// resource's state carries: no read, no listing. Changes coalesce: an
+// owner has at most one dispatch in flight, and the changes made while it
+// runs ask for one more (docs/design/relationships.md).
+
+import (
+	"time"
+
+	"github.com/no8s/no8s/services/internal/reconcilers"
+	"github.com/no8s/no8s/services/internal/resource"
+	"github.com/no8s/no8s/services/scheduler/trigger"
+)
+
+// noteOwns takes what the live reconcilers own from a read of the
+// registry. What a type's reconciler owned is kept while none serves it,
+// so that the changes made meanwhile reach the owner once one is back.
+func (l *loop) noteOwns(r liveRead) {
+	if r.reg == nil {
+		return
+	}
+	for t := range r.live {
+		if o, ok := r.reg.Owns[t]; ok {
+			l.owns[t] = o
+		} else {
+			delete(l.owns, t)
+		}
+	}
+}
+
+// ownersToWake gathers the owners to evaluate once a batch of changes has
+// been taken, so that a batch asks for one dispatch per owner.
+type ownersToWake map[int64]*entry
+
+// noteCreated records the creation of a resource, as its CREATED event
+// tells it, on its controller owner when the owner's reconciler owns its
+// type, unless the owner's own attempt is running: a child created then is
+// the attempt's own write, which it knows of (controller-runtime would
+// reconcile the owner once more for it).
+func (l *loop) noteCreated(ev event) {
+	owner := l.ownerOf(ev.controller, ev.id, ev.resType)
+	if owner == nil || owner.flight != nil || owner.st.LeaseActive(time.Now()) {
+		return
+	}
+	owner.depSeq++
+	owner.st.DependencyChanged = true
+	l.evaluate(owner, time.Now())
+}
+
+// noteChild records a change of a resource (cur nil: gone) on its
+// controller owner when the owner's reconciler owns the resource's type,
+// and adds the owner to owners. A resource seen for the first time (old
+// nil) counts once it has a status past pending and reconciling: its
+// creation is noteCreated's.
+func (l *loop) noteChild(owners ownersToWake, old, cur *trigger.State) {
+	child := cur
+	if child == nil {
+		child = old
+	}
+	if child.ControllerUID == "" || (cur != nil && !ownerSees(old, cur)) {
+		return
+	}
+	owner := l.ownerOf(child.ControllerUID, child.ID, reconcilers.TypeRef{Name: child.TypeName, Version: child.TypeVersion})
+	if owner == nil {
+		return
+	}
+	owner.depSeq++
+	owner.st.DependencyChanged = true
+	owners[owner.st.ID] = owner
+}
+
+// ownerOf returns the entry of the controller owner uid of resource id,
+// of type t, when its reconciler owns t; nil otherwise.
+func (l *loop) ownerOf(uid string, id int64, t reconcilers.TypeRef) *entry {
+	if uid == "" {
+		return nil
+	}
+	oid, ok := l.byUID[uid]
+	if !ok || oid == id {
+		return nil
+	}
+	owner := l.entries[oid]
+	if owner == nil || !l.owns[reconcilers.TypeRef{Name: owner.st.TypeName, Version: owner.st.TypeVersion}].Has(t) {
+		return nil
+	}
+	return owner
+}
+
+// ownerSees reports whether a change from old (nil: first seen) to cur is
+// one an owner reconciles on: a spec change, a deletion, an attempt that
+// caught up with a new spec (observed generation), or a new lifecycle
+// status other than reconciling (an attempt starting tells the owner
+// nothing; its end does). A resync that changes nothing does not count.
+func ownerSees(old, cur *trigger.State) bool {
+	if old == nil {
+		return cur.Deleting || (cur.Status != resource.StatusPending && cur.Status != resource.StatusReconciling)
+	}
+	return cur.Generation != old.Generation || cur.Deleting != old.Deleting || cur.ObservedGeneration != old.ObservedGeneration ||
+		(cur.Status != old.Status && cur.Status != resource.StatusReconciling)
+}
+
+// wakeOwners evaluates the owners a batch of changes noted.
+func (l *loop) wakeOwners(owners ownersToWake, now time.Time) {
+	for _, e := range owners {
+		l.evaluate(e, now)
+	}
+}
+
+// dropFlight forgets e's dispatch, which never reached a worker (its
+// publish failed, or it was not started within the item lease): the
+// changes of resources it owns that it was to answer wait again.
+func (l *loop) dropFlight(e *entry) {
+	if f := e.flight; f != nil {
+		e.depDone = min(e.depDone, f.depFrom)
+		e.st.DependencyChanged = e.depSeq != e.depDone
+	}
+	e.flight = nil
+}
