@@ -107,6 +107,9 @@ type entry struct {
 	// depSeq counts the changes of resources it owns; depDone is depSeq
 	// as of its last dispatch. They differ while a change waits for one.
 	depSeq, depDone uint64
+	// settled is its last lifecycle status other than reconciling: what
+	// its owner saw last (owns.go).
+	settled string
 }
 
 // flight is the one outstanding dispatch of a resource.
@@ -558,13 +561,23 @@ func (l *loop) list(ctx context.Context) error {
 			}
 		}
 		now := time.Now()
+		owners := ownersToWake{}
 		for _, p := range resp.GetStates() {
 			after = p.GetResourceId()
 			if neverReconciled(p) {
 				continue
 			}
-			l.evaluate(l.upsert(p), now)
+			// A change found by a relist, or by the polls that stand in
+			// for a lost event stream, reaches the owner too; the
+			// rebuild at a term's start (nothing known yet) does not.
+			old, settled, known := l.previous(p.GetResourceId())
+			e := l.upsert(p)
+			if known {
+				l.noteChild(owners, old, settled, &e.st)
+			}
+			l.evaluate(e, now)
 		}
+		l.wakeOwners(owners, now)
 		if len(resp.GetStates()) < l.s.cfg.StatePage {
 			return nil
 		}
@@ -587,6 +600,9 @@ func (l *loop) upsert(p *reconcilev1.ReconcileState) *entry {
 	}
 	e.st = st
 	e.st.DependencyChanged = e.depSeq != e.depDone
+	if st.Status != resource.StatusReconciling {
+		e.settled = st.Status
+	}
 	l.byUID[st.UID] = st.ID
 	l.noteGeneration(st.ID, st.Generation)
 	return e
@@ -661,21 +677,14 @@ func (l *loop) onFetched(f fetchResult) {
 			continue
 		}
 		seen[p.GetResourceId()] = true
-		var old *trigger.State
-		if e := l.entries[p.GetResourceId()]; e != nil {
-			prev := e.st
-			old = &prev
-		}
+		old, settled, _ := l.previous(p.GetResourceId())
 		e := l.upsert(p)
-		l.noteChild(owners, old, &e.st)
+		l.noteChild(owners, old, settled, &e.st)
 		l.evaluate(e, now)
 	}
 	for _, id := range f.ids {
 		if !seen[id] {
-			if e := l.entries[id]; e != nil {
-				l.noteChild(owners, &e.st, nil)
-			}
-			l.remove(id)
+			l.gone(owners, id)
 		}
 	}
 	l.wakeOwners(owners, now)
@@ -697,14 +706,9 @@ func (l *loop) headJobs() []job {
 
 func (l *loop) onEvent(ev event) {
 	if ev.purged {
-		if e := l.entries[ev.id]; e != nil {
-			owners := ownersToWake{}
-			l.noteChild(owners, &e.st, nil)
-			l.remove(ev.id)
-			l.wakeOwners(owners, time.Now())
-			return
-		}
-		l.remove(ev.id)
+		owners := ownersToWake{}
+		l.gone(owners, ev.id)
+		l.wakeOwners(owners, time.Now())
 		return
 	}
 	if ev.typ == eventstream.Created {
@@ -1030,7 +1034,9 @@ func (l *loop) onResult(r result) error {
 	}
 	now := time.Now()
 	if problem.KindOf(r.err) == problem.NotFound {
-		l.remove(r.id)
+		owners := ownersToWake{}
+		l.gone(owners, r.id)
+		l.wakeOwners(owners, now)
 		return nil
 	}
 	switch r.kind {

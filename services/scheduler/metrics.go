@@ -27,7 +27,7 @@ func snapshotInterval(n int) time.Duration { return snapshotEvery * time.Duratio
 
 // schedMetrics are the scheduler's series.
 type schedMetrics struct {
-	dispatches [lifecycle.ReasonRequeue + 1]prometheus.Counter
+	dispatches [lifecycle.LastReason + 1]prometheus.Counter
 	backoff    prometheus.Observer
 	// snap is the leader's latest walk; nil on a standby.
 	snap atomic.Pointer[snapshot]
@@ -46,9 +46,9 @@ type snapshot struct {
 func newSchedMetrics(reg prometheus.Registerer, s *Service) *schedMetrics {
 	m := &schedMetrics{}
 	dv := metrics.MustVec(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metrics.Namespace, Subsystem: "scheduler",
-		Name: "dispatches_total", Help: "Work items published, by reason (generation, deletion, manual, annotation, resync, retry, pending, requeue)."},
+		Name: "dispatches_total", Help: "Work items published, by reason (generation, deletion, manual, annotation, resync, retry, pending, requeue, dependency)."},
 		[]string{"reason"}))
-	for r := lifecycle.ReasonGeneration; r <= lifecycle.ReasonRequeue; r++ {
+	for r := lifecycle.ReasonGeneration; r <= lifecycle.LastReason; r++ {
 		m.dispatches[r] = dv.WithLabelValues(r.String())
 	}
 	m.backoff = metrics.MustVec(reg, prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: metrics.Namespace, Subsystem: "scheduler",

@@ -52,26 +52,54 @@ func (l *loop) noteCreated(ev event) {
 	l.evaluate(owner, time.Now())
 }
 
-// noteChild records a change of a resource (cur nil: gone) on its
-// controller owner when the owner's reconciler owns the resource's type,
-// and adds the owner to owners. A resource seen for the first time (old
-// nil) counts once it has a status past pending and reconciling: its
-// creation is noteCreated's.
-func (l *loop) noteChild(owners ownersToWake, old, cur *trigger.State) {
+// noteChild records a change of a resource (old nil: first seen; cur nil:
+// gone) on its controller owner when the owner's reconciler owns the
+// resource's type, and adds the owner to owners; settled is the resource's
+// last status other than reconciling before the change. A change of
+// controller is told to the old owner and the new one. A resource seen
+// for the first time counts once it has a status past pending and
+// reconciling: its creation is noteCreated's.
+func (l *loop) noteChild(owners ownersToWake, old *trigger.State, settled string, cur *trigger.State) {
 	child := cur
 	if child == nil {
 		child = old
 	}
-	if child.ControllerUID == "" || (cur != nil && !ownerSees(old, cur)) {
+	if cur != nil && !ownerSees(old, settled, cur) && (old == nil || old.ControllerUID == cur.ControllerUID) {
 		return
 	}
-	owner := l.ownerOf(child.ControllerUID, child.ID, reconcilers.TypeRef{Name: child.TypeName, Version: child.TypeVersion})
-	if owner == nil {
-		return
+	t := reconcilers.TypeRef{Name: child.TypeName, Version: child.TypeVersion}
+	note := func(uid string) {
+		if owner := l.ownerOf(uid, child.ID, t); owner != nil {
+			owner.depSeq++
+			owner.st.DependencyChanged = true
+			owners[owner.st.ID] = owner
+		}
 	}
-	owner.depSeq++
-	owner.st.DependencyChanged = true
-	owners[owner.st.ID] = owner
+	note(child.ControllerUID)
+	if old != nil && cur != nil && old.ControllerUID != cur.ControllerUID {
+		note(old.ControllerUID)
+	}
+}
+
+// previous returns what the loop knows of resource id before a new read:
+// a copy of its state and its settled status; known is false for a
+// resource it has not seen.
+func (l *loop) previous(id int64) (old *trigger.State, settled string, known bool) {
+	e := l.entries[id]
+	if e == nil {
+		return nil, "", false
+	}
+	st := e.st
+	return &st, e.settled, true
+}
+
+// gone forgets resource id, which no longer exists, telling its
+// controller owner (added to owners).
+func (l *loop) gone(owners ownersToWake, id int64) {
+	if e := l.entries[id]; e != nil {
+		l.noteChild(owners, &e.st, e.settled, nil)
+	}
+	l.remove(id)
 }
 
 // ownerOf returns the entry of the controller owner uid of resource id,
@@ -93,21 +121,25 @@ func (l *loop) ownerOf(uid string, id int64, t reconcilers.TypeRef) *entry {
 
 // ownerSees reports whether a change from old (nil: first seen) to cur is
 // one an owner reconciles on: a spec change, a deletion, an attempt that
-// caught up with a new spec (observed generation), or a new lifecycle
-// status other than reconciling (an attempt starting tells the owner
-// nothing; its end does). A resync that changes nothing does not count.
-func ownerSees(old, cur *trigger.State) bool {
+// caught up with a new spec (observed generation), or a lifecycle status
+// other than reconciling that differs from the last one the owner saw
+// (settled): an attempt starting tells the owner nothing, and a resync or
+// a retry that ends as the last attempt did changes nothing for it.
+func ownerSees(old *trigger.State, settled string, cur *trigger.State) bool {
 	if old == nil {
 		return cur.Deleting || (cur.Status != resource.StatusPending && cur.Status != resource.StatusReconciling)
 	}
 	return cur.Generation != old.Generation || cur.Deleting != old.Deleting || cur.ObservedGeneration != old.ObservedGeneration ||
-		(cur.Status != old.Status && cur.Status != resource.StatusReconciling)
+		(cur.Status != resource.StatusReconciling && cur.Status != settled)
 }
 
-// wakeOwners evaluates the owners a batch of changes noted.
+// wakeOwners evaluates the owners a batch of changes noted (those still
+// known: one may have gone in the same batch).
 func (l *loop) wakeOwners(owners ownersToWake, now time.Time) {
-	for _, e := range owners {
-		l.evaluate(e, now)
+	for id, e := range owners {
+		if l.entries[id] == e {
+			l.evaluate(e, now)
+		}
 	}
 }
 

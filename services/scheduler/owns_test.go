@@ -64,8 +64,9 @@ func dependencyAttempts(w *worker, id int64) int {
 
 // A reconciler that owns Child is dispatched (reason dependency) when a
 // Child it controls is created, changes spec or finishes a reconcile, or
-// goes, with resync an hour away; a Child it owns without being its
-// controller, and a change of a Child of a type it does not own, do not.
+// goes, or stops naming it as controller, with resync an hour away; a Child
+// it owns without being its controller, and a change of a Child of a type
+// it does not own, do not.
 // With its reconciler gone while 100 children change, the owner is
 // reconciled at most twice once the reconciler is back (coalesced).
 func TestOwnsReconcilesTheOwner(t *testing.T) {
@@ -112,6 +113,17 @@ func TestOwnsReconcilesTheOwner(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "the loose children ready", func() bool { return e.ready(loose.ID, 1)() && e.ready(other.ID, 1)() })
 	quiet(t, time.Second, "the parent was reconciled for a child it does not control or own", func() bool { return len(w.attempts(p.ID)) > n })
+
+	// Released: a child whose controller reference is dropped tells the
+	// owner it no longer controls it.
+	freed := e.child(p, "freed", true)
+	waitFor(t, 5*time.Second, "the child to free ready", e.ready(freed.ID, 1))
+	n = settle()
+	if _, err := e.store.UpdateResource(t.Context(), storage.UpdateResourceRequest{ID: freed.ID, SetOwnerReferences: true,
+		OwnerReferences: []resource.OwnerReference{}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the parent reconciled for a child it no longer controls", func() bool { return len(w.attempts(p.ID)) > n })
 
 	// Deleted: the child's cleanup and purge reach the parent.
 	if _, err := e.store.DeleteResource(t.Context(), storage.DeleteResourceRequest{ID: c.ID}); err != nil {

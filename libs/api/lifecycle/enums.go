@@ -66,6 +66,10 @@ const (
 	ReasonRequeue
 	// ReasonDependency: a resource it owns was created, changed or went.
 	ReasonDependency
+
+	// LastReason is the highest reason: loops over every reason (from
+	// ReasonGeneration) end at it.
+	LastReason = ReasonDependency
 )
 
 var reasonNames = [...]string{"none", "generation", "deletion", "manual", "annotation", "resync", "retry", "pending", "requeue", "dependency"}

@@ -20,7 +20,7 @@ func TestReasonNames(t *testing.T) {
 	if ReasonNone.ProtoName() != "REASON_UNSPECIFIED" || ReasonRequeue.ProtoName() != "REASON_REQUEUE" || Reason(42).String() != "unknown" {
 		t.Error("reason names")
 	}
-	for r := ReasonGeneration; r <= ReasonDependency; r++ {
+	for r := ReasonGeneration; r <= LastReason; r++ {
 		if got, ok := ReasonFromProto(r.ProtoName()); !ok || got != r {
 			t.Errorf("ReasonFromProto(%s) = %v %v", r.ProtoName(), got, ok)
 		}

@@ -227,13 +227,13 @@ type progress struct {
 // gone, whichever is first. Until then the children's changes reconcile
 // the Tenant (it owns them), so nothing polls.
 func (r *reconciler) recheck(now time.Time, pr *progress) time.Duration {
-	wait := time.Duration(0)
+	wait := r.cfg.ReadyPoll
 	if !pr.deadline.IsZero() {
 		// The timeout is exceeded strictly after it ends; whole seconds.
-		wait = pr.deadline.Sub(now).Truncate(time.Second) + time.Second
-	}
-	if pr.gone && (wait == 0 || r.cfg.ReadyPoll < wait) {
-		wait = r.cfg.ReadyPoll
+		untilTimeout := pr.deadline.Sub(now).Truncate(time.Second) + time.Second
+		if !pr.gone || untilTimeout < wait {
+			wait = untilTimeout
+		}
 	}
 	return max(wait, time.Second)
 }

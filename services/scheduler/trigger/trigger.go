@@ -116,8 +116,8 @@ func (d Decision) Due(now time.Time) bool { return d.Reason != None && !d.At.Aft
 //     attempt failed (so that a reconciler that forgets to remove it cannot
 //     spin);
 //   - pending → now;
-//   - a resource it owns changed → now, or after the backoff when the
-//     last attempt failed (never when terminal);
+//   - a resource it owns changed → now, or after the backoff when its
+//     last attempt failed (status failed; never when terminal);
 //   - a requeue → at requeue_at;
 //   - generation > observed_generation → now, or after the backoff when the
 //     last attempt (of this generation: a spec change resets failures)
@@ -165,7 +165,9 @@ func Evaluate(s State, now time.Time) Decision {
 	case s.Status == resource.StatusPending:
 		return Decision{Reason: Pending, At: now}
 	case s.DependencyChanged && !s.Terminal():
-		if failed {
+		if s.Status == resource.StatusFailed {
+			// Its last attempt failed: the backoff holds. (A requeue
+			// after earlier failures keeps the count, not the wait.)
 			return Decision{Reason: Dependency, At: s.RetryAt()}
 		}
 		return Decision{Reason: Dependency, At: now}

@@ -61,6 +61,9 @@ func TestEvaluate(t *testing.T) {
 		{"an owned resource changed, before a requeue: now", func(s *State) {
 			s.DependencyChanged, s.RequeueAt = true, now.Add(time.Minute)
 		}, Dependency, nil},
+		{"an owned resource changed, a requeue after earlier failures: now", func(s *State) {
+			s.DependencyChanged, s.RequeueAt, s.Failures, s.Status = true, now.Add(time.Minute), 3, resource.StatusReconciling
+		}, Dependency, func(d Decision) bool { return d.At.Equal(now) }},
 		{"an owned resource changed while failing: backoff", func(s *State) {
 			s.DependencyChanged, s.Failures, s.Status = true, 1, resource.StatusFailed
 		}, Dependency, func(d Decision) bool { return near(d, last.Add(4*time.Second)) }},
