@@ -20,8 +20,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/no8s/no8s/libs/api/subjects"
-	"github.com/no8s/no8s/libs/sdk"
-	"github.com/no8s/no8s/libs/sdk/registry"
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/internal/problem"
 	"github.com/no8s/no8s/services/internal/problem/grpcstatus"
@@ -617,23 +615,7 @@ func TestReconcilerNotResponding(t *testing.T) {
 	if _, err := e.store.CreateType(t.Context(), storage.CreateTypeRequest{Name: "Silent", Version: "v1", Schema: []byte(`{"type":"object"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := registry.Register(t.Context(), e.kv, registry.Replica{Name: "quiet", ID: "replica-1", Types: []sdk.TypeRef{{Name: "Silent", Version: "v1"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	go func() { // heartbeat
-		tk := time.NewTicker(time.Second)
-		defer tk.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-				_ = reg.Refresh(ctx)
-			}
-		}
-	}()
+	e.register(t.Context(), "quiet", "Silent")
 	e.scheduler(testConfig("sched"), nil)
 	r := e.create("Silent", "unheard")
 	waitFor(t, 10*time.Second, "ReconcilerNotResponding", func() bool {
