@@ -464,3 +464,80 @@ func TestTenantOwnsItsChildren(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantOwnsCoalesced: with the tenant reconciler stopped while 100
+// resources its Tenant controls are created and then edited (by hand),
+// the Tenant is reconciled at most twice once the reconciler is back: the
+// changes coalesce.
+func TestTenantOwnsCoalesced(t *testing.T) {
+	mostlyWaits(t)
+	c := newCluster(t)
+	base := c.startAll()
+	c.startScheduler(c.storeAddrs[0], "sched", 2*time.Second)
+	c.startReconciler(c.storeAddrs[0], "TConfig/v1")
+	tenant := c.startReconcilerArgs("tenant", c.storeAddrs[0], nil, "tenant")
+	if r := do(t, "POST", base+"/api/v1/resource-types", map[string]any{"name": "TConfig", "version": "v1",
+		"schema": map[string]any{"type": "object", "properties": map[string]any{"value": map[string]any{"type": "string"}}}}); r.status != 201 {
+		t.Fatalf("create TConfig: %d %s", r.status, r.body)
+	}
+	tc := &tenantCluster{cluster: c, base: base, ns: "default"}
+	tc.startSync("a")
+	tc.waitSyncLeads()
+	ds := newMariaDB(t)
+	ds.insert("acme", "https://acme.example.com", "1")
+	tc.create(registryBody("customers", ds.source()))
+	tc.template("web", "customers", childEntry("cfg", "TConfig", "{{ .uid }}-cfg", map[string]any{"value": "{{ .host }}"}))
+	tn := tc.waitTenantReady("acme-web", 1)
+
+	tenant.stop(syscall.SIGTERM, 10*time.Second)
+	waitFor(t, 30*time.Second, "the tenant reconciler gone from the registry", func() error {
+		for _, r := range do(t, "GET", base+"/api/v1/reconcilers", nil).list(t) {
+			if r["name"] == "tenant" {
+				return fmt.Errorf("still registered: %v", r)
+			}
+		}
+		return nil
+	})
+	n := len(history(t, base, tn.ID))
+	owner := map[string]any{"uid": tn.UID, "resource_type_name": "Tenant", "resource_type_version": "v1", "name": tn.Name, "controller": true}
+	var ids []int64
+	for i := range 100 {
+		r := tc.create(map[string]any{"name": fmt.Sprintf("acme-extra-%d", i), "resource_type_name": "TConfig", "resource_type_version": "v1",
+			"spec": map[string]any{"value": "a"}, "owner_references": []any{owner}})
+		ids = append(ids, int64(r["id"].(float64)))
+	}
+	for _, id := range ids {
+		if r := do(t, "PATCH", fmt.Sprintf("%s/api/v1/resources/%d", base, id), map[string]any{"spec": map[string]any{"value": "b"}}); r.status != 200 {
+			t.Fatalf("edit %d: %d %s", id, r.status, r.body)
+		}
+	}
+	waitFor(t, 60*time.Second, "the 100 children ready at generation 2", func() error {
+		for _, id := range ids {
+			r := do(t, "GET", fmt.Sprintf("%s/api/v1/resources/%d", base, id), nil).json(t)
+			if r["status"] != "ready" || r["observed_generation"] != float64(2) {
+				return fmt.Errorf("resource %d: %v %v", id, r["status"], r["observed_generation"])
+			}
+		}
+		return nil
+	})
+	if got := len(history(t, base, tn.ID)); got != n {
+		t.Fatalf("the Tenant was reconciled %d times with no tenant reconciler", got-n)
+	}
+	c.startReconcilerArgs("tenant-again", c.storeAddrs[0], nil, "tenant")
+	waitFor(t, 30*time.Second, "the Tenant reconciled once its reconciler is back", func() error {
+		if len(history(t, base, tn.ID)) == n {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second)
+	h := history(t, base, tn.ID)[n:]
+	var reasons []string
+	for _, e := range h {
+		reasons = append(reasons, e.Reason)
+	}
+	t.Logf("the Tenant was reconciled %d times for 200 changes of 100 children: %v", len(h), reasons)
+	if len(h) > 2 {
+		t.Fatalf("the Tenant was reconciled %d times for its children's changes, want at most 2: %+v", len(h), h)
+	}
+}
