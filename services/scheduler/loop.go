@@ -599,7 +599,6 @@ func (l *loop) upsert(p *reconcilev1.ReconcileState) *entry {
 		l.entries[st.ID] = e
 	}
 	e.st = st
-	e.st.DependencyChanged = e.depSeq != e.depDone
 	if st.Status != resource.StatusReconciling {
 		e.settled = st.Status
 	}
@@ -766,6 +765,7 @@ func (l *loop) onLive(r liveRead) {
 // evaluate decides what to do about one resource now.
 func (l *loop) evaluate(e *entry, now time.Time) {
 	st := &e.st
+	st.DependencyChanged = e.depSeq != e.depDone
 	if f := e.flight; f != nil {
 		active := st.LeaseActive(now)
 		switch {
@@ -814,7 +814,7 @@ func (l *loop) evaluate(e *entry, now time.Time) {
 	e.flight = f
 	// The attempt reads what it owns afresh: the changes so far are
 	// answered by it.
-	e.depDone, st.DependencyChanged = e.depSeq, false
+	e.depDone = e.depSeq
 	if d.Reason == trigger.Retry && !st.LastReconcile.IsZero() {
 		l.s.metrics.backoff.Observe(max(now.Sub(st.LastReconcile).Seconds(), 0))
 	}

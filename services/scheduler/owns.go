@@ -48,7 +48,6 @@ func (l *loop) noteCreated(ev event) {
 		return
 	}
 	owner.depSeq++
-	owner.st.DependencyChanged = true
 	l.evaluate(owner, time.Now())
 }
 
@@ -71,7 +70,6 @@ func (l *loop) noteChild(owners ownersToWake, old *trigger.State, settled string
 	note := func(uid string) {
 		if owner := l.ownerOf(uid, child.ID, t); owner != nil {
 			owner.depSeq++
-			owner.st.DependencyChanged = true
 			owners[owner.st.ID] = owner
 		}
 	}
@@ -149,7 +147,6 @@ func (l *loop) wakeOwners(owners ownersToWake, now time.Time) {
 func (l *loop) dropFlight(e *entry) {
 	if f := e.flight; f != nil {
 		e.depDone = min(e.depDone, f.depFrom)
-		e.st.DependencyChanged = e.depSeq != e.depDone
 	}
 	e.flight = nil
 }

@@ -89,10 +89,18 @@ func TestOwnsReconcilesTheOwner(t *testing.T) {
 	c := e.child(p, "c", true)
 	waitFor(t, 5*time.Second, "the child ready", e.ready(c.ID, 1))
 	waitFor(t, 5*time.Second, "the parent reconciled for its new child", func() bool { return dependencyAttempts(w, p.ID) >= 1 })
+	// settle waits until the parent's attempts stop coming (none for
+	// 300 ms) and returns their number.
 	settle := func() int {
 		t.Helper()
-		time.Sleep(500 * time.Millisecond)
-		return len(w.attempts(p.ID))
+		n, since := len(w.attempts(p.ID)), time.Now()
+		waitFor(t, 5*time.Second, "the parent's attempts to stop", func() bool {
+			if now := len(w.attempts(p.ID)); now != n {
+				n, since = now, time.Now()
+			}
+			return time.Since(since) >= 300*time.Millisecond
+		})
+		return n
 	}
 	n := settle()
 	e.setSpec(c.ID, 2)
@@ -138,7 +146,9 @@ func TestOwnsReconcilesTheOwner(t *testing.T) {
 	if err := reg.Deregister(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // the scheduler reads the registry every 100 ms
+	waitFor(t, 5*time.Second, "the scheduler to see no live reconciler for Parent", func() bool {
+		return e.reconcilerAvailable(p.ID).Status == resource.ConditionFalse
+	})
 	n = len(w.attempts(p.ID))
 	var kids []*resource.Resource
 	for i := range 100 {
@@ -157,7 +167,7 @@ func TestOwnsReconcilesTheOwner(t *testing.T) {
 	}
 	e.register(t.Context(), "parents", "Parent", sdk.Type("Child", "v1"))
 	waitFor(t, 5*time.Second, "the parent reconciled once its reconciler is back", func() bool { return len(w.attempts(p.ID)) > n })
-	time.Sleep(time.Second)
+	quiet(t, time.Second, "the parent was reconciled more than twice for 100 children's changes", func() bool { return len(w.attempts(p.ID))-n > 2 })
 	got := len(w.attempts(p.ID)) - n
 	t.Logf("the parent was reconciled %d times for 100 children's changes", got)
 	if got > 2 {
