@@ -32,6 +32,7 @@ type Engine[S any] struct {
 	actions         *action.Registry
 	owns            []TypeRef
 	ownsAny         bool
+	watches         []watch[S]
 }
 
 // New returns an engine called name (the reconciler's registered name)
@@ -197,6 +198,7 @@ func (e *Engine[S]) Reconcile(ctx context.Context, att *wire.Attempt) wire.Repor
 	comp.RemoveFinalizers = append(comp.RemoveFinalizers, req.removeFinalizers...)
 	comp.Changes = req.Changes
 	comp.Events = req.Events()
+	comp.Dependencies = e.dependencies(req, log, err)
 	if req.outputsChanged {
 		if b, merr := json.Marshal(req.outputs); merr == nil {
 			comp.Outputs = b
@@ -240,6 +242,9 @@ func (e *Engine[S]) conclude(req *Request[S], comp *wire.Completion, deleting bo
 	case err != nil && IsTerminal(err):
 		rep.Outcome = lifecycle.OutcomeTerminal
 		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: conditions.ReasonTerminalError, Message: err.Error()}
+		if we := waitOf(err); we != nil {
+			ready.Reason = we.reason
+		}
 	case err != nil:
 		rep.Outcome = lifecycle.OutcomeError
 		ready = conditions.Condition{Type: conditions.Ready, Status: conditions.False, Reason: conditions.ReasonReconcileError, Message: err.Error()}

@@ -61,11 +61,13 @@ type Request[S any] struct {
 	// removeFinalizers are saved with the result (RunAction's, once its
 	// plugin's Destroy succeeded).
 	removeFinalizers []string
-	events           []Event
-	conds            []conditions.Condition
-	outputs          map[string]any
-	outputsChanged   bool
-	now              func() time.Time
+	// waits are what WaitFor was called for.
+	waits          []wire.Dependency
+	events         []Event
+	conds          []conditions.Condition
+	outputs        map[string]any
+	outputsChanged bool
+	now            func() time.Time
 }
 
 // NewRequest builds the Request the engine would build for res (spec

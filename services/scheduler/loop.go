@@ -62,6 +62,15 @@ type loop struct {
 	// owner to reconcile when a resource it owns changes (owns.go).
 	owns  map[reconcilers.TypeRef]reconcilers.Owned
 	byUID map[string]int64
+	// dependents indexes what each resource's last attempt depends on
+	// (Watches, WaitFor): the resources to reconcile when the one named
+	// is created, changes or goes (depends.go).
+	dependents map[trigger.Ref]map[int64]struct{}
+	// byRef finds a resource's id by its name, and changes counts the
+	// changes noted for dependents (each entry keeps the count at its
+	// last, each flight the count at its dispatch).
+	byRef   map[trigger.Ref]int64
+	changes uint64
 	// seen remembers, from every read of the registry in this term, which
 	// reconciler served each type and its replicas with their last
 	// heartbeat, also once they are gone: what a ReconcilerNotResponding
@@ -104,12 +113,14 @@ type entry struct {
 	// warned: condition ReconcilerNotResponding was set for the current
 	// wait (the flight in progress, or waitSince).
 	warned bool
-	// depSeq counts the changes of resources it owns; depDone is depSeq
+	// depSeq counts the changes of resources it owns or depends on; depDone is depSeq
 	// as of its last dispatch. They differ while a change waits for one.
 	depSeq, depDone uint64
 	// settled is its last lifecycle status other than reconciling: what
 	// its owner saw last (owns.go).
 	settled string
+	// changed is the loop's count of changes at its last one (depends.go).
+	changed uint64
 }
 
 // flight is the one outstanding dispatch of a resource.
@@ -128,8 +139,9 @@ type flight struct {
 	// checking: the scheduler is asking whether the item is still queued.
 	checking bool
 	// depFrom is the entry's depDone before this dispatch, given back
-	// when the item never reaches a worker.
-	depFrom uint64
+	// when the item never reaches a worker; changes is the loop's count
+	// of changes at the dispatch (depends.go).
+	depFrom, changes uint64
 }
 
 type jobKind int
@@ -179,17 +191,19 @@ type event struct {
 func newLoop(s *Service, t *leader.Term, stream jetstream.Stream) *loop {
 	return &loop{
 		s: s, term: t, stream: stream,
-		log:      s.log.With("epoch", t.Epoch),
-		entries:  map[int64]*entry{},
-		byUID:    map[string]int64{},
-		owns:     map[reconcilers.TypeRef]reconcilers.Owned{},
-		delay:    queue.New(),
-		fetch:    map[int64]struct{}{},
-		fetchReq: make(chan []int64),
-		fetched:  make(chan fetchResult, 1),
-		jobs:     make(chan []job),
-		results:  make(chan result, s.cfg.Dispatchers*maxDispatchBatch),
-		traces:   map[int64]traced{},
+		log:        s.log.With("epoch", t.Epoch),
+		entries:    map[int64]*entry{},
+		byUID:      map[string]int64{},
+		dependents: map[trigger.Ref]map[int64]struct{}{},
+		byRef:      map[trigger.Ref]int64{},
+		owns:       map[reconcilers.TypeRef]reconcilers.Owned{},
+		delay:      queue.New(),
+		fetch:      map[int64]struct{}{},
+		fetchReq:   make(chan []int64),
+		fetched:    make(chan fetchResult, 1),
+		jobs:       make(chan []job),
+		results:    make(chan result, s.cfg.Dispatchers*maxDispatchBatch),
+		traces:     map[int64]traced{},
 	}
 }
 
@@ -561,7 +575,7 @@ func (l *loop) list(ctx context.Context) error {
 			}
 		}
 		now := time.Now()
-		owners := ownersToWake{}
+		owners := toWake{}
 		for _, p := range resp.GetStates() {
 			after = p.GetResourceId()
 			if neverReconciled(p) {
@@ -573,11 +587,15 @@ func (l *loop) list(ctx context.Context) error {
 			old, settled, known := l.previous(p.GetResourceId())
 			e := l.upsert(p)
 			if known {
-				l.noteChild(owners, old, settled, &e.st)
+				l.noteChange(owners, old, settled, &e.st)
+			} else if e.st.Waiting && e.st.Terminal() {
+				// What it waits for may have come while no scheduler
+				// led: one attempt finds out.
+				e.depSeq++
 			}
 			l.evaluate(e, now)
 		}
-		l.wakeOwners(owners, now)
+		l.wake(owners, now)
 		if len(resp.GetStates()) < l.s.cfg.StatePage {
 			return nil
 		}
@@ -598,11 +616,13 @@ func (l *loop) upsert(p *reconcilev1.ReconcileState) *entry {
 		e = &entry{}
 		l.entries[st.ID] = e
 	}
+	l.reindex(e, &st)
 	e.st = st
 	if st.Status != resource.StatusReconciling {
 		e.settled = st.Status
 	}
 	l.byUID[st.UID] = st.ID
+	l.byRef[st.Ref()] = st.ID
 	l.noteGeneration(st.ID, st.Generation)
 	return e
 }
@@ -610,6 +630,10 @@ func (l *loop) upsert(p *reconcilev1.ReconcileState) *entry {
 func (l *loop) remove(id int64) {
 	if e := l.entries[id]; e != nil {
 		delete(l.byUID, e.st.UID)
+		if l.byRef[e.st.Ref()] == id {
+			delete(l.byRef, e.st.Ref()) // not a newer resource of the same name
+		}
+		l.reindex(e, &trigger.State{ID: id})
 	}
 	delete(l.entries, id)
 	delete(l.traces, id)
@@ -670,7 +694,7 @@ func (l *loop) onFetched(f fetchResult) {
 	}
 	seen := make(map[int64]bool, len(f.states))
 	now := time.Now()
-	owners := ownersToWake{}
+	owners := toWake{}
 	for _, p := range f.states {
 		if neverReconciled(p) {
 			continue
@@ -678,7 +702,7 @@ func (l *loop) onFetched(f fetchResult) {
 		seen[p.GetResourceId()] = true
 		old, settled, _ := l.previous(p.GetResourceId())
 		e := l.upsert(p)
-		l.noteChild(owners, old, settled, &e.st)
+		l.noteChange(owners, old, settled, &e.st)
 		l.evaluate(e, now)
 	}
 	for _, id := range f.ids {
@@ -686,7 +710,7 @@ func (l *loop) onFetched(f fetchResult) {
 			l.gone(owners, id)
 		}
 	}
-	l.wakeOwners(owners, now)
+	l.wake(owners, now)
 }
 
 // headJobs returns the jobs to hand one dispatcher next: the dispatches at
@@ -705,9 +729,9 @@ func (l *loop) headJobs() []job {
 
 func (l *loop) onEvent(ev event) {
 	if ev.purged {
-		owners := ownersToWake{}
+		owners := toWake{}
 		l.gone(owners, ev.id)
-		l.wakeOwners(owners, time.Now())
+		l.wake(owners, time.Now())
 		return
 	}
 	if ev.typ == eventstream.Created {
@@ -810,7 +834,7 @@ func (l *loop) evaluate(e *entry, now time.Time) {
 		}
 		return
 	}
-	f := &flight{id: uuid.NewString(), at: now, dispatched: now, reason: d.Reason, baseEpoch: st.LeaseEpoch, depFrom: e.depDone}
+	f := &flight{id: uuid.NewString(), at: now, dispatched: now, reason: d.Reason, baseEpoch: st.LeaseEpoch, depFrom: e.depDone, changes: l.changes}
 	e.flight = f
 	// The attempt reads what it owns afresh: the changes so far are
 	// answered by it.
@@ -1034,9 +1058,9 @@ func (l *loop) onResult(r result) error {
 	}
 	now := time.Now()
 	if problem.KindOf(r.err) == problem.NotFound {
-		owners := ownersToWake{}
+		owners := toWake{}
 		l.gone(owners, r.id)
-		l.wakeOwners(owners, now)
+		l.wake(owners, now)
 		return nil
 	}
 	switch r.kind {

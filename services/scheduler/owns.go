@@ -33,9 +33,9 @@ func (l *loop) noteOwns(r liveRead) {
 	}
 }
 
-// ownersToWake gathers the owners to evaluate once a batch of changes has
-// been taken, so that a batch asks for one dispatch per owner.
-type ownersToWake map[int64]*entry
+// toWake gathers the owners and referrers to evaluate once a batch of
+// changes has been taken, so that a batch asks for one dispatch of each.
+type toWake map[int64]*entry
 
 // noteCreated records the creation of a resource, as its CREATED event
 // tells it, on its controller owner when the owner's reconciler owns its
@@ -58,7 +58,7 @@ func (l *loop) noteCreated(ev event) {
 // controller is told to the old owner and the new one. A resource seen
 // for the first time counts once it has a status past pending and
 // reconciling: its creation is noteCreated's.
-func (l *loop) noteChild(owners ownersToWake, old *trigger.State, settled string, cur *trigger.State) {
+func (l *loop) noteChild(owners toWake, old *trigger.State, settled string, cur *trigger.State) {
 	child := cur
 	if child == nil {
 		child = old
@@ -91,11 +91,19 @@ func (l *loop) previous(id int64) (old *trigger.State, settled string, known boo
 	return &st, e.settled, true
 }
 
+// noteChange records a change of a resource (old nil: first seen; cur
+// nil: gone) on its controller owner (noteChild) and on the resources that
+// depend on it (noteReferenced), adding them to owners.
+func (l *loop) noteChange(owners toWake, old *trigger.State, settled string, cur *trigger.State) {
+	l.noteChild(owners, old, settled, cur)
+	l.noteReferenced(owners, old, settled, cur)
+}
+
 // gone forgets resource id, which no longer exists, telling its
-// controller owner (added to owners).
-func (l *loop) gone(owners ownersToWake, id int64) {
+// controller owner and the resources that depend on it (added to owners).
+func (l *loop) gone(owners toWake, id int64) {
 	if e := l.entries[id]; e != nil {
-		l.noteChild(owners, &e.st, e.settled, nil)
+		l.noteChange(owners, &e.st, e.settled, nil)
 	}
 	l.remove(id)
 }
@@ -131,9 +139,9 @@ func ownerSees(old *trigger.State, settled string, cur *trigger.State) bool {
 		(cur.Status != resource.StatusReconciling && cur.Status != settled)
 }
 
-// wakeOwners evaluates the owners a batch of changes noted (those still
+// wake evaluates the owners a batch of changes noted (those still
 // known: one may have gone in the same batch).
-func (l *loop) wakeOwners(owners ownersToWake, now time.Time) {
+func (l *loop) wake(owners toWake, now time.Time) {
 	for id, e := range owners {
 		if l.entries[id] == e {
 			l.evaluate(e, now)

@@ -234,6 +234,8 @@ type outcome struct {
 	message string
 	requeue time.Duration
 	sleep   time.Duration
+	// deps are the dependencies the completion reports.
+	deps []*reconcilev1.Dependency
 }
 
 // worker is a test reconciler: it consumes work items the way the SDK's
@@ -313,7 +315,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	req := &reconcilev1.CompleteReconcileRequest{ResourceId: it.GetResourceId(), LeaseEpoch: l.GetLeaseEpoch(), Outcome: o.result,
 		StatusMessage: o.message, Generation: l.GetResource().GetGeneration(), RequeueAfterSeconds: int32(o.requeue / time.Second),
-		History: &reconcilev1.HistoryEntry{Reason: it.GetReason(), ErrorMessage: o.message}}
+		History: &reconcilev1.HistoryEntry{Reason: it.GetReason(), ErrorMessage: o.message}, Dependencies: o.deps}
 	if l.GetResource().GetAnnotations()[resource.AnnotationOperation] == resource.OperationReconcile {
 		req.RemoveAnnotations = []string{resource.AnnotationOperation}
 	}

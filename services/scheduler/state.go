@@ -13,7 +13,7 @@ import (
 // stateFromProto maps the store's ReconcileState onto the scheduler's own.
 func stateFromProto(p *reconcilev1.ReconcileState) trigger.State {
 	pol := p.GetPolicy()
-	return trigger.State{
+	st := trigger.State{
 		ID:                    p.GetResourceId(),
 		UID:                   p.GetResourceUid(),
 		Name:                  p.GetName(),
@@ -41,7 +41,14 @@ func stateFromProto(p *reconcilev1.ReconcileState) trigger.State {
 			BackoffBase: seconds(pol.GetBackoffBaseSeconds(), resource.DefaultBackoffBaseSeconds),
 			BackoffMax:  seconds(pol.GetBackoffMaxSeconds(), resource.DefaultBackoffMaxSeconds),
 		},
+		Namespace: p.GetNamespace(),
 	}
+	for _, d := range p.GetDependencies() {
+		st.Dependencies = append(st.Dependencies, trigger.Ref{TypeName: d.GetTypeName(), TypeVersion: d.GetTypeVersion(),
+			Namespace: d.GetNamespace(), Name: d.GetName()})
+		st.Waiting = st.Waiting || d.GetWait()
+	}
+	return st
 }
 
 func seconds(n, def int32) time.Duration {

@@ -97,6 +97,8 @@ func (h *reconcileHandler) ListReconcileState(ctx context.Context, req *reconcil
 			DispatchId:            st.DispatchID,
 			ReconcilerUnavailable: st.ReconcilerUnavailable,
 			Name:                  st.Name,
+			Namespace:             st.Namespace,
+			Dependencies:          dependenciesToProto(st.Dependencies),
 		})
 	}
 	return out, nil
@@ -158,4 +160,17 @@ func tsPtr(t *time.Time) *timestamppb.Timestamp {
 		return nil
 	}
 	return timestamppb.New(*t)
+}
+
+// dependenciesToProto converts a resource's dependencies.
+func dependenciesToProto(in []storage.Dependency) []*reconcilev1.Dependency {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*reconcilev1.Dependency, 0, len(in))
+	for _, d := range in {
+		out = append(out, &reconcilev1.Dependency{TypeName: d.TypeName, TypeVersion: d.TypeVersion,
+			Namespace: d.Namespace, Name: d.Name, Wait: d.Wait})
+	}
+	return out
 }

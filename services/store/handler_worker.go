@@ -292,6 +292,7 @@ func (h *workerHandler) CompleteReconcile(ctx context.Context, req *reconcilev1.
 		Degraded:          req.GetDegraded(),
 		Observed:          req.GetObserved(),
 		Events:            eventsFromProto(req.GetEvents()),
+		Dependencies:      dependenciesFromProto(req.GetDependencies()),
 	}
 	if len(req.GetOutputs()) > 0 {
 		in.Outputs = req.GetOutputs()
@@ -375,4 +376,15 @@ func (h *workerHandler) CampaignLeader(ctx context.Context, req *reconcilev1.Cam
 		return nil, toStatus(err)
 	}
 	return &reconcilev1.CampaignLeaderResponse{Leader: l.Leader, Epoch: l.Epoch, ExpiresAt: timestamppb.New(l.ExpiresAt), CurrentHolder: l.Holder}, nil
+}
+
+// dependenciesFromProto converts a completion's dependencies (the store
+// validates them).
+func dependenciesFromProto(in []*reconcilev1.Dependency) []storage.Dependency {
+	out := make([]storage.Dependency, 0, len(in))
+	for _, d := range in {
+		out = append(out, storage.Dependency{TypeName: d.GetTypeName(), TypeVersion: d.GetTypeVersion(),
+			Namespace: d.GetNamespace(), Name: d.GetName(), Wait: d.GetWait()})
+	}
+	return out
 }

@@ -64,7 +64,8 @@ const (
 	ReasonRetry
 	ReasonPending
 	ReasonRequeue
-	// ReasonDependency: a resource it owns was created, changed or went.
+	// ReasonDependency: a resource it owns or depends on (Watches, WaitFor)
+	// was created, changed or went.
 	ReasonDependency
 
 	// LastReason is the highest reason: loops over every reason (from

@@ -140,6 +140,10 @@ func CompleteRequest(c *wire.Completion, lease *Lease) *reconcilev1.CompleteReco
 	for _, e := range c.Events {
 		req.Events = append(req.Events, &storev1.EventInput{Type: e.Type, Reason: e.Reason, Message: e.Message})
 	}
+	for _, d := range c.Dependencies {
+		req.Dependencies = append(req.Dependencies, &reconcilev1.Dependency{
+			TypeName: d.Type.Name, TypeVersion: d.Type.Version, Namespace: d.Namespace, Name: d.Name, Wait: d.Wait})
+	}
 	if c.Outcome == lifecycle.OutcomeRequeue {
 		req.RequeueAfterSeconds = max(seconds(c.RequeueAfter), 1)
 	}

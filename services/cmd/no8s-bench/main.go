@@ -57,6 +57,7 @@ func run() error {
 		{"api-roles", benchAPIRoles, false},             // issue 32: creates/s decided against 50 roles and 200 bindings vs none
 		{"tenants", benchTenants, false},                // issue 14: a no-change registry sync of 10,000 rows: under 1 s, revision unchanged
 		{"tenant-children", benchTenantChildren, false}, // issue 15: 10,000 rows × 3 children all Ready: under 2 min (3.5-6 min on 2 cores; -tenant-chain for a chain)
+		{"relationships", benchRelationships, false},    // issue 39: Owns edit→restore and WaitFor creation→Ready p50/p99 over 100, owner reconciles per 100 child changes (no targets)
 		{"cloudevents", benchCloudEvents, false},        // issue 18: the relay publish rate with CloudEvents headers vs without
 		{"gc", benchGC, false},                          // issue 38: 100 owners deleted → their 10,000 dependents purged (no target)
 		{"scale", benchScale, true},                     // issue 13: cost at 10k, 100k, 1M stored resources (make bench-scale)

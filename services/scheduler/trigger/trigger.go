@@ -67,10 +67,39 @@ type State struct {
 	// ControllerUID is the uid of the resource's controller owner; empty
 	// when it has none.
 	ControllerUID string
-	// DependencyChanged: a resource it owns was created, changed or went
-	// since its last dispatch (the scheduler's own record, not the
-	// store's).
+	// DependencyChanged: a resource it owns or depends on was created,
+	// changed or went since its last dispatch (the scheduler's own record,
+	// not the store's).
 	DependencyChanged bool
+	// Namespace is the resource's namespace.
+	Namespace string
+	// Dependencies are the resources its last attempt depends on beyond its
+	// children (Watches, WaitFor), and Waiting whether that attempt ended
+	// waiting for one of them (WaitFor): terminal, yet reconciled again
+	// when one of them changes.
+	Dependencies []Ref
+	Waiting      bool
+}
+
+// Ref names a resource by type, namespace and name; it need not exist.
+type Ref struct {
+	TypeName, TypeVersion, Namespace, Name string
+}
+
+// Ref is the resource's own name as a Ref.
+func (s *State) Ref() Ref {
+	return Ref{TypeName: s.TypeName, TypeVersion: s.TypeVersion, Namespace: s.Namespace, Name: s.Name}
+}
+
+// dependency decides about a changed dependency: after the backoff when
+// the last attempt failed (a requeue after earlier failures keeps the
+// count, not the wait), except when it failed waiting for one (WaitFor),
+// which is answered now; otherwise now.
+func (s *State) dependency(now time.Time) Decision {
+	if s.Status == resource.StatusFailed && !s.Terminal() {
+		return Decision{Reason: Dependency, At: s.RetryAt()}
+	}
+	return Decision{Reason: Dependency, At: now}
 }
 
 // LeaseActive reports whether a worker holds an unexpired lease at now.
@@ -164,13 +193,8 @@ func Evaluate(s State, now time.Time) Decision {
 		return Decision{Reason: Annotation, At: now}
 	case s.Status == resource.StatusPending:
 		return Decision{Reason: Pending, At: now}
-	case s.DependencyChanged && !s.Terminal():
-		if s.Status == resource.StatusFailed {
-			// Its last attempt failed: the backoff holds. (A requeue
-			// after earlier failures keeps the count, not the wait.)
-			return Decision{Reason: Dependency, At: s.RetryAt()}
-		}
-		return Decision{Reason: Dependency, At: now}
+	case s.DependencyChanged && (!s.Terminal() || s.Waiting):
+		return s.dependency(now)
 	case !s.RequeueAt.IsZero():
 		return Decision{Reason: Requeue, At: s.RequeueAt}
 	case s.Generation > s.ObservedGeneration:

@@ -70,6 +70,15 @@ func TestEvaluate(t *testing.T) {
 		{"an owned resource changed, terminal: never", func(s *State) {
 			s.DependencyChanged, s.Failures, s.Status, s.TerminalGeneration = true, 1, resource.StatusFailed, 2
 		}, None, nil},
+		{"waiting for a resource (WaitFor), terminal: never", func(s *State) {
+			s.Waiting, s.Failures, s.Status, s.TerminalGeneration = true, 1, resource.StatusFailed, 2
+		}, None, nil},
+		{"waiting for a resource that changed: now, no backoff", func(s *State) {
+			s.Waiting, s.DependencyChanged, s.Failures, s.Status, s.TerminalGeneration = true, true, 3, resource.StatusFailed, 2
+		}, Dependency, func(d Decision) bool { return d.At.Equal(now) }},
+		{"waiting for a resource, for an older generation: the spec change's retry", func(s *State) {
+			s.Waiting, s.DependencyChanged, s.Failures, s.Status, s.TerminalGeneration, s.Generation = true, true, 1, resource.StatusFailed, 1, 2
+		}, Dependency, func(d Decision) bool { return near(d, last.Add(4*time.Second)) }},
 		{"an owned resource changed while deleting: the deletion", func(s *State) {
 			s.DependencyChanged, s.Deleting, s.Status = true, true, resource.StatusDeleting
 		}, Deletion, nil},

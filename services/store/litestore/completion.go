@@ -47,10 +47,10 @@ func (s *Store) CompleteReconcile(ctx context.Context, req storage.CompleteRecon
 			now := micros(tx.now)
 			if _, err := tx.ExecContext(ctx, `UPDATE resources SET status = ?, status_message = ?, observed_generation = ?, conditions = ?, phase = ?,
 				outputs = ?, finalizers = ?, annotations = ?, resource_version = ?, updated_at = ?, last_reconcile_time = ?,
-				failures = ?, terminal_generation = ?, requeue_at = ?, lease_holder = '', lease_expires_at = NULL
-				WHERE id = ?`,
+				failures = ?, terminal_generation = ?, requeue_at = ?, lease_holder = '', lease_expires_at = NULL,
+				dependencies = ? WHERE id = ?`,
 				r.Status, r.StatusMessage, r.ObservedGeneration, v[0], r.Phase, string(r.Outputs), v[1], v[2], r.ResourceVersion, now, now,
-				c.Failures, c.TerminalGeneration, microsOrNil(c.RequeueAt), r.ID); err != nil {
+				c.Failures, c.TerminalGeneration, microsOrNil(c.RequeueAt), string(storage.EncodeDependencies(req.Dependencies)), r.ID); err != nil {
 				return err
 			}
 			h := c.History

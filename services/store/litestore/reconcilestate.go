@@ -19,7 +19,7 @@ func (s *Store) ListReconcileState(ctx context.Context, req storage.ListReconcil
 	if err != nil {
 		return nil, err
 	}
-	query := `SELECT ` + prefixed("r.", resourceColumns) + `, ` + prefixed("r.", reconcileColumns) + `, t.reconcile_policy
+	query := `SELECT ` + prefixed("r.", resourceColumns) + `, ` + prefixed("r.", reconcileColumns) + `, t.reconcile_policy, r.dependencies
 		FROM resources r LEFT JOIN resource_types t ON t.id = r.resource_type_id WHERE r.id > ?`
 	args := []any{req.AfterID}
 	if len(req.IDs) > 0 {
@@ -45,12 +45,15 @@ func (s *Store) ListReconcileState(ctx context.Context, req storage.ListReconcil
 		for rows.Next() {
 			var lr leaseRow
 			var policy sql.NullString
-			r, err := scanResource(rows, append(lr.dest(), &policy)...)
+			var deps string
+			r, err := scanResource(rows, append(lr.dest(), &policy, &deps)...)
 			if err != nil {
 				return err
 			}
 			l := lr.finish(clock())
-			out.States = append(out.States, storage.StateOf(r, l, timeOrNil(lr.dispatched), timeOrNil(lr.requeue), policyBytes(policy)))
+			st := storage.StateOf(r, l, timeOrNil(lr.dispatched), timeOrNil(lr.requeue), policyBytes(policy))
+			st.Dependencies = storage.DecodeDependencies([]byte(deps))
+			out.States = append(out.States, st)
 		}
 		return rows.Err()
 	})

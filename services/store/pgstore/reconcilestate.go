@@ -37,7 +37,8 @@ func (s *Store) ListReconcileState(ctx context.Context, req storage.ListReconcil
 			EXISTS (SELECT 1 FROM jsonb_array_elements(r.conditions) c WHERE c ->> 'type' = $5 AND c ->> 'status' <> 'True'),
 			r.deleted_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(r.finalizers) f WHERE starts_with(f, $6)),
 			t.reconcile_policy,
-			coalesce(jsonb_path_query_first(r.owner_references, '$[*] ? (@.controller == true).uid') #>> '{}', '')
+			coalesce(jsonb_path_query_first(r.owner_references, '$[*] ? (@.controller == true).uid') #>> '{}', ''),
+			r.namespace, r.dependencies
 		FROM resources r LEFT JOIN resource_types t ON t.id = r.resource_type_id
 		WHERE r.id > $1 AND (cardinality($2::bigint[]) = 0 OR r.id = ANY($2)) ORDER BY r.id LIMIT $3) p ON true
 		WHERE rs.id = 1 ORDER BY p.id`,
@@ -55,11 +56,12 @@ func (s *Store) ListReconcileState(ctx context.Context, req storage.ListReconcil
 		var deleting, unavailable, cleanupDone *bool
 		var failures *int32
 		var policy []byte
-		var controller *string
+		var controller, namespace *string
+		var deps []byte
 		if err := rows.Scan(&out.ResourceVersion, &id, &uid, &name, &typeName, &typeVersion, &generation,
 			&observed, &status, &deleting, &failures, &terminal, &st.LastReconcileTime,
 			&st.ReconcileRequestedAt, &op, &st.LeaseExpiresAt, &st.DispatchedAt, &st.RequeueAt,
-			&rv, &leaseEpoch, &holder, &dispatchID, &unavailable, &cleanupDone, &policy, &controller); err != nil {
+			&rv, &leaseEpoch, &holder, &dispatchID, &unavailable, &cleanupDone, &policy, &controller, &namespace, &deps); err != nil {
 			return nil, translate(err)
 		}
 		if id == nil {
@@ -69,6 +71,7 @@ func (s *Store) ListReconcileState(ctx context.Context, req storage.ListReconcil
 		st.Generation, st.ObservedGeneration, st.Status, st.Deleting, st.Failures = *generation, *observed, *status, *deleting, *failures
 		st.TerminalGeneration, st.ResourceVersion, st.LeaseEpoch, st.LeaseHolder, st.DispatchID = *terminal, *rv, *leaseEpoch, *holder, *dispatchID
 		st.ReconcilerUnavailable, st.CleanupDone, st.ControllerUID = *unavailable, *cleanupDone, *controller
+		st.Namespace, st.Dependencies = *namespace, storage.DecodeDependencies(deps)
 		st.Finish(*op, policy)
 		out.States = append(out.States, st)
 	}

@@ -7,6 +7,7 @@ package storage
 // history.
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -86,6 +87,64 @@ type CompleteReconcileRequest struct {
 	// Events are recorded on the resource in the completing transaction
 	// (RecordEvent's rules), with the lease holder's reconciler as source.
 	Events []EventInput
+	// Dependencies replace the resource's: what the attempt depends on
+	// beyond its children (at most MaxDependencies).
+	Dependencies []Dependency
+}
+
+// MaxDependencies bounds the dependencies of one completion.
+const MaxDependencies = 64
+
+// Dependency names a resource an attempt depends on, which need not exist:
+// the scheduler reconciles the resource again when that one is created,
+// changes or goes (docs/design/relationships.md, "Watches and WaitFor").
+type Dependency struct {
+	TypeName    string `json:"type_name"`
+	TypeVersion string `json:"type_version"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	// Wait: the attempt ended waiting for it (a terminal failure that is
+	// retried when it changes).
+	Wait bool `json:"wait,omitempty"`
+}
+
+// EncodeDependencies is the column value of deps (a JSON array).
+func EncodeDependencies(deps []Dependency) []byte {
+	if len(deps) == 0 {
+		return []byte("[]")
+	}
+	b, err := json.Marshal(deps)
+	if err != nil {
+		panic(fmt.Sprintf("storage: encoding dependencies: %v", err)) // strings and a bool always encode
+	}
+	return b
+}
+
+// DecodeDependencies reads a dependencies column; a value that is not a
+// JSON array of dependencies reads as none.
+func DecodeDependencies(b []byte) []Dependency {
+	var deps []Dependency
+	if len(b) > 0 && json.Unmarshal(b, &deps) != nil {
+		return nil
+	}
+	return deps
+}
+
+func validateDependencies(path string, deps []Dependency) []FieldError {
+	if len(deps) > MaxDependencies {
+		return []FieldError{{Path: path, Message: fmt.Sprintf("more than %d dependencies", MaxDependencies)}}
+	}
+	var errs []FieldError
+	for i, d := range deps {
+		p := fmt.Sprintf("%s/%d", path, i)
+		for _, fe := range []*names.FieldError{
+			names.TypeName(p+"/type_name", d.TypeName), names.TypeVersion(p+"/type_version", d.TypeVersion),
+			names.Namespace(p+"/namespace", d.Namespace), names.Name(p+"/name", d.Name),
+		} {
+			errs = append(errs, fieldOf(fe)...)
+		}
+	}
+	return errs
 }
 
 // CompleteResult is the resource after a completion.
@@ -186,6 +245,7 @@ func (req *CompleteReconcileRequest) Validate() ([]byte, error) {
 			errs = append(errs, fieldOf(fe)...)
 		}
 	}
+	errs = append(errs, validateDependencies("/dependencies", req.Dependencies)...)
 	if req.RequeueAfter < 0 {
 		errs = append(errs, FieldError{Path: "/requeue_after_seconds", Message: "must not be negative"})
 	}

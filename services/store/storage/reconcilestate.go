@@ -51,6 +51,9 @@ type ReconcileState struct {
 	// ControllerUID is the uid of the resource's controller owner (its
 	// owner reference with controller true), empty when it has none.
 	ControllerUID string
+	Namespace     string
+	// Dependencies are what its last attempt depends on (its completion's).
+	Dependencies []Dependency
 }
 
 // ListReconcileStateRequest pages through reconcile states by id.
@@ -106,7 +109,7 @@ func (st *ReconcileState) Finish(op string, policy []byte) {
 // computes the flags in SQL.
 func StateOf(r *resource.Resource, l *LeaseState, dispatchedAt, requeueAt *time.Time, policy []byte) ReconcileState {
 	st := ReconcileState{
-		ResourceID: r.ID, UID: r.UID, Name: r.Name, ResourceTypeName: r.ResourceTypeName, ResourceTypeVersion: r.ResourceTypeVersion,
+		ResourceID: r.ID, UID: r.UID, Name: r.Name, Namespace: r.Namespace, ResourceTypeName: r.ResourceTypeName, ResourceTypeVersion: r.ResourceTypeVersion,
 		Generation: r.Generation, ObservedGeneration: r.ObservedGeneration, Status: r.Status, Deleting: r.DeletedAt != nil,
 		Failures: l.Failures, TerminalGeneration: l.TerminalGeneration, LastReconcileTime: r.LastReconcileTime,
 		ReconcileRequestedAt: l.RequestedAt, LeaseExpiresAt: l.ExpiresAt, DispatchedAt: dispatchedAt, RequeueAt: requeueAt,

@@ -125,9 +125,27 @@ type Completion struct {
 	RemoveAnnotations []string
 	Changes           Changes
 	// Events are recorded on the resource with the result (Request.Event).
-	Events    []Event
-	StartedAt time.Time
-	Duration  time.Duration
+	Events []Event
+	// Dependencies are the resources the attempt depends on beyond its
+	// children (Engine.Watches, Request.WaitFor), at most MaxDependencies;
+	// they replace the last attempt's.
+	Dependencies []Dependency
+	StartedAt    time.Time
+	Duration     time.Duration
+}
+
+// MaxDependencies bounds the dependencies one attempt reports.
+const MaxDependencies = 64
+
+// Dependency names a resource an attempt depends on (it need not exist):
+// the scheduler reconciles the resource again when that one is created,
+// changes or goes.
+type Dependency struct {
+	Type      client.TypeRef
+	Namespace string
+	Name      string
+	// Wait: the attempt ended waiting for it (Request.WaitFor).
+	Wait bool
 }
 
 // MaxEvents bounds the events one attempt records.

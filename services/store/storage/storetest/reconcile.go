@@ -3,6 +3,8 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -635,6 +637,60 @@ func testCompletionTextRefused(t *testing.T, open Opener) {
 		}
 	}
 	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: lifecycle.OutcomeSuccess})
+}
+
+// testCompletionDependencies: the dependencies a completion reports come
+// back with the resource's reconcile state (with its namespace), the next
+// completion replaces them, and invalid ones are refused with their path,
+// writing nothing.
+func testCompletionDependencies(t *testing.T, open Opener) {
+	s, _ := newStore(t, open)
+	mustType(t, s, "Widget", "v1")
+	r := mustCreate(t, s, "referrer")
+	if st := reconcileState(t, s, r.ID); st.Namespace != r.Namespace || len(st.Dependencies) != 0 {
+		t.Fatalf("before any completion: namespace %q dependencies %+v", st.Namespace, st.Dependencies)
+	}
+	deps := []storage.Dependency{
+		{TypeName: "Secret", TypeVersion: "v1", Namespace: r.Namespace, Name: "db-password", Wait: true},
+		{TypeName: "Widget", TypeVersion: "v1", Namespace: "other", Name: "peer"},
+	}
+	a := acquire(t, s, r.ID, "worker-a")
+	bad := storage.MaxDependencies + 1
+	for _, d := range [][]storage.Dependency{
+		{{TypeName: "", TypeVersion: "v1", Namespace: "default", Name: "x"}},
+		{{TypeName: "Secret", TypeVersion: "one", Namespace: "default", Name: "x"}},
+		{{TypeName: "Secret", TypeVersion: "v1", Namespace: "Not_A_Label", Name: "x"}},
+		{{TypeName: "Secret", TypeVersion: "v1", Namespace: "default", Name: "a\x00b"}},
+		make([]storage.Dependency, bad),
+	} {
+		for i := range d {
+			if d[i].TypeName == "" && len(d) == bad {
+				d[i] = storage.Dependency{TypeName: "Secret", TypeVersion: "v1", Namespace: "default", Name: fmt.Sprintf("s-%d", i)}
+			}
+		}
+		_, err := s.CompleteReconcile(t.Context(), storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch,
+			Outcome: lifecycle.OutcomeSuccess, Dependencies: d})
+		if pe := storeErr(err); pe == nil || !errors.Is(err, storage.ErrInvalid) || len(pe.Fields) == 0 {
+			t.Errorf("%d dependencies, the first %+v: error %v", len(d), d[0], err)
+		}
+	}
+	if st := reconcileState(t, s, r.ID); len(st.Dependencies) != 0 || st.LeaseHolder != "worker-a" {
+		t.Fatalf("a refused completion wrote: dependencies %+v, lease holder %q", st.Dependencies, st.LeaseHolder)
+	}
+	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: lifecycle.OutcomeTerminal, Dependencies: deps})
+	if st := reconcileState(t, s, r.ID); !slices.Equal(st.Dependencies, deps) || st.Namespace != r.Namespace {
+		t.Fatalf("dependencies %+v in %q, want %+v", st.Dependencies, st.Namespace, deps)
+	}
+	b := acquire(t, s, r.ID, "worker-a")
+	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: lifecycle.OutcomeSuccess, Dependencies: deps[1:]})
+	if st := reconcileState(t, s, r.ID); !slices.Equal(st.Dependencies, deps[1:]) {
+		t.Fatalf("replaced: %+v, want %+v", st.Dependencies, deps[1:])
+	}
+	c := acquire(t, s, r.ID, "worker-a")
+	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: c.Epoch, Outcome: lifecycle.OutcomeSuccess})
+	if st := reconcileState(t, s, r.ID); len(st.Dependencies) != 0 {
+		t.Fatalf("an attempt that names none: %+v", st.Dependencies)
+	}
 }
 
 // testReconcileStateFields: the scheduler's view of each resource carries

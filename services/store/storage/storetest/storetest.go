@@ -66,6 +66,7 @@ func Run(t *testing.T, open Opener) {
 		{"ReconcileStateFields", testReconcileStateFields},
 		{"CompletionObservedAndDegraded", testCompletionObservedAndDegraded},
 		{"CompletionTextRefused", testCompletionTextRefused},
+		{"CompletionDependencies", testCompletionDependencies},
 		{"OutboxExactlyOnceInOrder", testOutboxExactlyOnceInOrder},
 		{"RelayLockAndEpochFencing", testRelayLockAndEpochFencing},
 		{"RelayPublishesExactlyTheCommittedChanges", testRelayPublishesExactlyTheCommittedChanges},

@@ -38,8 +38,9 @@ const (
 	// REASON_REQUEUE: the previous attempt asked to come back (requeue_at).
 	Reason_REASON_REQUEUE Reason = 8
 	// REASON_DEPENDENCY: a resource it owns (a child whose controller owner
-	// reference names it, of a type its reconciler declares it owns) was
-	// created, changed or went since its last dispatch.
+	// reference names it, of a type its reconciler declares it owns), or one
+	// its last attempt named as a dependency (Watches, WaitFor), was created,
+	// changed or went since its last dispatch.
 	Reason_REASON_DEPENDENCY Reason = 9
 )
 
@@ -767,7 +768,12 @@ type CompleteReconcileRequest struct {
 	// events are recorded on the resource in the same transaction (Events
 	// in the Kubernetes sense; the store sets their source to the lease
 	// holder's reconciler), at most 32.
-	Events        []*v1.EventInput `protobuf:"bytes,15,rep,name=events,proto3" json:"events,omitempty"`
+	Events []*v1.EventInput `protobuf:"bytes,15,rep,name=events,proto3" json:"events,omitempty"`
+	// dependencies are the resources the attempt depends on beyond its own
+	// children (at most 64; they replace the ones the last attempt named):
+	// the scheduler reconciles the resource again when one of them is
+	// created, changes or goes (Watches, WaitFor; docs/design/relationships.md).
+	Dependencies  []*Dependency `protobuf:"bytes,16,rep,name=dependencies,proto3" json:"dependencies,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -907,6 +913,93 @@ func (x *CompleteReconcileRequest) GetEvents() []*v1.EventInput {
 	return nil
 }
 
+func (x *CompleteReconcileRequest) GetDependencies() []*Dependency {
+	if x != nil {
+		return x.Dependencies
+	}
+	return nil
+}
+
+// Dependency names a resource an attempt depends on, by type, namespace and
+// name (it need not exist).
+type Dependency struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	TypeName    string                 `protobuf:"bytes,1,opt,name=type_name,json=typeName,proto3" json:"type_name,omitempty"`
+	TypeVersion string                 `protobuf:"bytes,2,opt,name=type_version,json=typeVersion,proto3" json:"type_version,omitempty"`
+	Namespace   string                 `protobuf:"bytes,3,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name        string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	// wait: the attempt waits for it (a terminal failure, retried when it is
+	// created or changes, not on backoff); otherwise the attempt watches it.
+	Wait          bool `protobuf:"varint,5,opt,name=wait,proto3" json:"wait,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Dependency) Reset() {
+	*x = Dependency{}
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Dependency) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Dependency) ProtoMessage() {}
+
+func (x *Dependency) ProtoReflect() protoreflect.Message {
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Dependency.ProtoReflect.Descriptor instead.
+func (*Dependency) Descriptor() ([]byte, []int) {
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Dependency) GetTypeName() string {
+	if x != nil {
+		return x.TypeName
+	}
+	return ""
+}
+
+func (x *Dependency) GetTypeVersion() string {
+	if x != nil {
+		return x.TypeVersion
+	}
+	return ""
+}
+
+func (x *Dependency) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *Dependency) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Dependency) GetWait() bool {
+	if x != nil {
+		return x.Wait
+	}
+	return false
+}
+
 type CompleteReconcileResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Resource      *v1.Resource           `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
@@ -917,7 +1010,7 @@ type CompleteReconcileResponse struct {
 
 func (x *CompleteReconcileResponse) Reset() {
 	*x = CompleteReconcileResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[8]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -929,7 +1022,7 @@ func (x *CompleteReconcileResponse) String() string {
 func (*CompleteReconcileResponse) ProtoMessage() {}
 
 func (x *CompleteReconcileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[8]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -942,7 +1035,7 @@ func (x *CompleteReconcileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteReconcileResponse.ProtoReflect.Descriptor instead.
 func (*CompleteReconcileResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{8}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CompleteReconcileResponse) GetResource() *v1.Resource {
@@ -975,7 +1068,7 @@ type BecomeSchedulerRequest struct {
 
 func (x *BecomeSchedulerRequest) Reset() {
 	*x = BecomeSchedulerRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[9]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -987,7 +1080,7 @@ func (x *BecomeSchedulerRequest) String() string {
 func (*BecomeSchedulerRequest) ProtoMessage() {}
 
 func (x *BecomeSchedulerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[9]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1000,7 +1093,7 @@ func (x *BecomeSchedulerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BecomeSchedulerRequest.ProtoReflect.Descriptor instead.
 func (*BecomeSchedulerRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{9}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *BecomeSchedulerRequest) GetHolder() string {
@@ -1043,7 +1136,7 @@ type BecomeSchedulerResponse struct {
 
 func (x *BecomeSchedulerResponse) Reset() {
 	*x = BecomeSchedulerResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[10]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1055,7 +1148,7 @@ func (x *BecomeSchedulerResponse) String() string {
 func (*BecomeSchedulerResponse) ProtoMessage() {}
 
 func (x *BecomeSchedulerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[10]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1068,7 +1161,7 @@ func (x *BecomeSchedulerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BecomeSchedulerResponse.ProtoReflect.Descriptor instead.
 func (*BecomeSchedulerResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{10}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *BecomeSchedulerResponse) GetLeader() bool {
@@ -1115,7 +1208,7 @@ type CampaignCollectorRequest struct {
 
 func (x *CampaignCollectorRequest) Reset() {
 	*x = CampaignCollectorRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[11]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1127,7 +1220,7 @@ func (x *CampaignCollectorRequest) String() string {
 func (*CampaignCollectorRequest) ProtoMessage() {}
 
 func (x *CampaignCollectorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[11]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1140,7 +1233,7 @@ func (x *CampaignCollectorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignCollectorRequest.ProtoReflect.Descriptor instead.
 func (*CampaignCollectorRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{11}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CampaignCollectorRequest) GetHolder() string {
@@ -1183,7 +1276,7 @@ type CampaignCollectorResponse struct {
 
 func (x *CampaignCollectorResponse) Reset() {
 	*x = CampaignCollectorResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[12]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1195,7 +1288,7 @@ func (x *CampaignCollectorResponse) String() string {
 func (*CampaignCollectorResponse) ProtoMessage() {}
 
 func (x *CampaignCollectorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[12]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1208,7 +1301,7 @@ func (x *CampaignCollectorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CampaignCollectorResponse.ProtoReflect.Descriptor instead.
 func (*CampaignCollectorResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{12}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CampaignCollectorResponse) GetLeader() bool {
@@ -1251,7 +1344,7 @@ type RecordDispatchRequest struct {
 
 func (x *RecordDispatchRequest) Reset() {
 	*x = RecordDispatchRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[13]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1263,7 +1356,7 @@ func (x *RecordDispatchRequest) String() string {
 func (*RecordDispatchRequest) ProtoMessage() {}
 
 func (x *RecordDispatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[13]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1276,7 +1369,7 @@ func (x *RecordDispatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDispatchRequest.ProtoReflect.Descriptor instead.
 func (*RecordDispatchRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{13}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RecordDispatchRequest) GetSchedulerEpoch() int64 {
@@ -1315,7 +1408,7 @@ type RecordDispatchResponse struct {
 
 func (x *RecordDispatchResponse) Reset() {
 	*x = RecordDispatchResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[14]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1420,7 @@ func (x *RecordDispatchResponse) String() string {
 func (*RecordDispatchResponse) ProtoMessage() {}
 
 func (x *RecordDispatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[14]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1433,7 @@ func (x *RecordDispatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDispatchResponse.ProtoReflect.Descriptor instead.
 func (*RecordDispatchResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{14}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{15}
 }
 
 // Dispatch is one dispatched work item: its resource and dispatch id.
@@ -1355,7 +1448,7 @@ type Dispatch struct {
 
 func (x *Dispatch) Reset() {
 	*x = Dispatch{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[15]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1367,7 +1460,7 @@ func (x *Dispatch) String() string {
 func (*Dispatch) ProtoMessage() {}
 
 func (x *Dispatch) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[15]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1380,7 +1473,7 @@ func (x *Dispatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dispatch.ProtoReflect.Descriptor instead.
 func (*Dispatch) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{15}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Dispatch) GetResourceId() int64 {
@@ -1415,7 +1508,7 @@ type RecordDispatchesRequest struct {
 
 func (x *RecordDispatchesRequest) Reset() {
 	*x = RecordDispatchesRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[16]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1520,7 @@ func (x *RecordDispatchesRequest) String() string {
 func (*RecordDispatchesRequest) ProtoMessage() {}
 
 func (x *RecordDispatchesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[16]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1533,7 @@ func (x *RecordDispatchesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDispatchesRequest.ProtoReflect.Descriptor instead.
 func (*RecordDispatchesRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{16}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RecordDispatchesRequest) GetSchedulerEpoch() int64 {
@@ -1468,7 +1561,7 @@ type RecordDispatchesResponse struct {
 
 func (x *RecordDispatchesResponse) Reset() {
 	*x = RecordDispatchesResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[17]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1573,7 @@ func (x *RecordDispatchesResponse) String() string {
 func (*RecordDispatchesResponse) ProtoMessage() {}
 
 func (x *RecordDispatchesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[17]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1586,7 @@ func (x *RecordDispatchesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDispatchesResponse.ProtoReflect.Descriptor instead.
 func (*RecordDispatchesResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{17}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RecordDispatchesResponse) GetMissing() []int64 {
@@ -1547,13 +1640,18 @@ type ReconcileState struct {
 	// reconciles that owner when this resource changes and the owner's
 	// reconciler owns its type.
 	ControllerUid string `protobuf:"bytes,26,opt,name=controller_uid,json=controllerUid,proto3" json:"controller_uid,omitempty"`
+	Namespace     string `protobuf:"bytes,27,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// dependencies are what the resource's last attempt depends on (its
+	// CompleteReconcileRequest.dependencies): the scheduler reconciles it when
+	// one of them is created, changes or goes.
+	Dependencies  []*Dependency `protobuf:"bytes,28,rep,name=dependencies,proto3" json:"dependencies,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReconcileState) Reset() {
 	*x = ReconcileState{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[18]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1565,7 +1663,7 @@ func (x *ReconcileState) String() string {
 func (*ReconcileState) ProtoMessage() {}
 
 func (x *ReconcileState) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[18]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1578,7 +1676,7 @@ func (x *ReconcileState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileState.ProtoReflect.Descriptor instead.
 func (*ReconcileState) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{18}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReconcileState) GetResourceId() int64 {
@@ -1763,6 +1861,20 @@ func (x *ReconcileState) GetControllerUid() string {
 	return ""
 }
 
+func (x *ReconcileState) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ReconcileState) GetDependencies() []*Dependency {
+	if x != nil {
+		return x.Dependencies
+	}
+	return nil
+}
+
 type ListReconcileStateRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	AfterId int64                  `protobuf:"varint,1,opt,name=after_id,json=afterId,proto3" json:"after_id,omitempty"`
@@ -1780,7 +1892,7 @@ type ListReconcileStateRequest struct {
 
 func (x *ListReconcileStateRequest) Reset() {
 	*x = ListReconcileStateRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[19]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1792,7 +1904,7 @@ func (x *ListReconcileStateRequest) String() string {
 func (*ListReconcileStateRequest) ProtoMessage() {}
 
 func (x *ListReconcileStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[19]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1805,7 +1917,7 @@ func (x *ListReconcileStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReconcileStateRequest.ProtoReflect.Descriptor instead.
 func (*ListReconcileStateRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{19}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListReconcileStateRequest) GetAfterId() int64 {
@@ -1847,7 +1959,7 @@ type ListReconcileStateResponse struct {
 
 func (x *ListReconcileStateResponse) Reset() {
 	*x = ListReconcileStateResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[20]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +1971,7 @@ func (x *ListReconcileStateResponse) String() string {
 func (*ListReconcileStateResponse) ProtoMessage() {}
 
 func (x *ListReconcileStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[20]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +1984,7 @@ func (x *ListReconcileStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReconcileStateResponse.ProtoReflect.Descriptor instead.
 func (*ListReconcileStateResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{20}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListReconcileStateResponse) GetStates() []*ReconcileState {
@@ -1905,7 +2017,7 @@ type SetConditionRequest struct {
 
 func (x *SetConditionRequest) Reset() {
 	*x = SetConditionRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[21]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1917,7 +2029,7 @@ func (x *SetConditionRequest) String() string {
 func (*SetConditionRequest) ProtoMessage() {}
 
 func (x *SetConditionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[21]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1930,7 +2042,7 @@ func (x *SetConditionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConditionRequest.ProtoReflect.Descriptor instead.
 func (*SetConditionRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{21}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetConditionRequest) GetSchedulerEpoch() int64 {
@@ -1969,7 +2081,7 @@ type SetConditionResponse struct {
 
 func (x *SetConditionResponse) Reset() {
 	*x = SetConditionResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[22]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1981,7 +2093,7 @@ func (x *SetConditionResponse) String() string {
 func (*SetConditionResponse) ProtoMessage() {}
 
 func (x *SetConditionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[22]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1994,7 +2106,7 @@ func (x *SetConditionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConditionResponse.ProtoReflect.Descriptor instead.
 func (*SetConditionResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{22}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{23}
 }
 
 type RequestReconcileRequest struct {
@@ -2006,7 +2118,7 @@ type RequestReconcileRequest struct {
 
 func (x *RequestReconcileRequest) Reset() {
 	*x = RequestReconcileRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[23]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2018,7 +2130,7 @@ func (x *RequestReconcileRequest) String() string {
 func (*RequestReconcileRequest) ProtoMessage() {}
 
 func (x *RequestReconcileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[23]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2031,7 +2143,7 @@ func (x *RequestReconcileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestReconcileRequest.ProtoReflect.Descriptor instead.
 func (*RequestReconcileRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{23}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RequestReconcileRequest) GetResourceId() int64 {
@@ -2050,7 +2162,7 @@ type RequestReconcileResponse struct {
 
 func (x *RequestReconcileResponse) Reset() {
 	*x = RequestReconcileResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[24]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2062,7 +2174,7 @@ func (x *RequestReconcileResponse) String() string {
 func (*RequestReconcileResponse) ProtoMessage() {}
 
 func (x *RequestReconcileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[24]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2075,7 +2187,7 @@ func (x *RequestReconcileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestReconcileResponse.ProtoReflect.Descriptor instead.
 func (*RequestReconcileResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{24}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RequestReconcileResponse) GetResource() *v1.Resource {
@@ -2097,7 +2209,7 @@ type ListHistoryRequest struct {
 
 func (x *ListHistoryRequest) Reset() {
 	*x = ListHistoryRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[25]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2221,7 @@ func (x *ListHistoryRequest) String() string {
 func (*ListHistoryRequest) ProtoMessage() {}
 
 func (x *ListHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[25]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2234,7 @@ func (x *ListHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListHistoryRequest.ProtoReflect.Descriptor instead.
 func (*ListHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{25}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListHistoryRequest) GetResourceId() int64 {
@@ -2155,7 +2267,7 @@ type ListHistoryResponse struct {
 
 func (x *ListHistoryResponse) Reset() {
 	*x = ListHistoryResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[26]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2167,7 +2279,7 @@ func (x *ListHistoryResponse) String() string {
 func (*ListHistoryResponse) ProtoMessage() {}
 
 func (x *ListHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[26]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2180,7 +2292,7 @@ func (x *ListHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListHistoryResponse.ProtoReflect.Descriptor instead.
 func (*ListHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{26}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListHistoryResponse) GetEntries() []*HistoryEntry {
@@ -2202,7 +2314,7 @@ type ListDependentsRequest struct {
 
 func (x *ListDependentsRequest) Reset() {
 	*x = ListDependentsRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[27]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2214,7 +2326,7 @@ func (x *ListDependentsRequest) String() string {
 func (*ListDependentsRequest) ProtoMessage() {}
 
 func (x *ListDependentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[27]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2227,7 +2339,7 @@ func (x *ListDependentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDependentsRequest.ProtoReflect.Descriptor instead.
 func (*ListDependentsRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{27}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListDependentsRequest) GetOwnerUid() string {
@@ -2260,7 +2372,7 @@ type ListDependentsResponse struct {
 
 func (x *ListDependentsResponse) Reset() {
 	*x = ListDependentsResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[28]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2272,7 +2384,7 @@ func (x *ListDependentsResponse) String() string {
 func (*ListDependentsResponse) ProtoMessage() {}
 
 func (x *ListDependentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[28]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2285,7 +2397,7 @@ func (x *ListDependentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDependentsResponse.ProtoReflect.Descriptor instead.
 func (*ListDependentsResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{28}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListDependentsResponse) GetResources() []*v1.Resource {
@@ -2307,7 +2419,7 @@ type ListDanglingRequest struct {
 
 func (x *ListDanglingRequest) Reset() {
 	*x = ListDanglingRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[29]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2319,7 +2431,7 @@ func (x *ListDanglingRequest) String() string {
 func (*ListDanglingRequest) ProtoMessage() {}
 
 func (x *ListDanglingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[29]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2332,7 +2444,7 @@ func (x *ListDanglingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDanglingRequest.ProtoReflect.Descriptor instead.
 func (*ListDanglingRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{29}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListDanglingRequest) GetAfterId() int64 {
@@ -2362,7 +2474,7 @@ type DanglingDependent struct {
 
 func (x *DanglingDependent) Reset() {
 	*x = DanglingDependent{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[30]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2374,7 +2486,7 @@ func (x *DanglingDependent) String() string {
 func (*DanglingDependent) ProtoMessage() {}
 
 func (x *DanglingDependent) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[30]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2387,7 +2499,7 @@ func (x *DanglingDependent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DanglingDependent.ProtoReflect.Descriptor instead.
 func (*DanglingDependent) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{30}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DanglingDependent) GetResource() *v1.Resource {
@@ -2415,7 +2527,7 @@ type ListDanglingResponse struct {
 
 func (x *ListDanglingResponse) Reset() {
 	*x = ListDanglingResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[31]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2427,7 +2539,7 @@ func (x *ListDanglingResponse) String() string {
 func (*ListDanglingResponse) ProtoMessage() {}
 
 func (x *ListDanglingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[31]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2440,7 +2552,7 @@ func (x *ListDanglingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDanglingResponse.ProtoReflect.Descriptor instead.
 func (*ListDanglingResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{31}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListDanglingResponse) GetItems() []*DanglingDependent {
@@ -2467,7 +2579,7 @@ type ListPropagatingRequest struct {
 
 func (x *ListPropagatingRequest) Reset() {
 	*x = ListPropagatingRequest{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[32]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2479,7 +2591,7 @@ func (x *ListPropagatingRequest) String() string {
 func (*ListPropagatingRequest) ProtoMessage() {}
 
 func (x *ListPropagatingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[32]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2492,7 +2604,7 @@ func (x *ListPropagatingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPropagatingRequest.ProtoReflect.Descriptor instead.
 func (*ListPropagatingRequest) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{32}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListPropagatingRequest) GetAfterId() int64 {
@@ -2518,7 +2630,7 @@ type ListPropagatingResponse struct {
 
 func (x *ListPropagatingResponse) Reset() {
 	*x = ListPropagatingResponse{}
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[33]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2530,7 +2642,7 @@ func (x *ListPropagatingResponse) String() string {
 func (*ListPropagatingResponse) ProtoMessage() {}
 
 func (x *ListPropagatingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[33]
+	mi := &file_no8s_reconcile_v1_reconcile_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2543,7 +2655,7 @@ func (x *ListPropagatingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPropagatingResponse.ProtoReflect.Descriptor instead.
 func (*ListPropagatingResponse) Descriptor() ([]byte, []int) {
-	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{33}
+	return file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListPropagatingResponse) GetResources() []*v1.Resource {
@@ -2620,7 +2732,7 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\vlease_epoch\x18\r \x01(\x03R\n" +
 	"leaseEpoch\x12\x16\n" +
 	"\x06holder\x18\x0e \x01(\tR\x06holder\x121\n" +
-	"\x06reason\x18\x0f \x01(\x0e2\x19.no8s.reconcile.v1.ReasonR\x06reason\"\x8a\x05\n" +
+	"\x06reason\x18\x0f \x01(\x0e2\x19.no8s.reconcile.v1.ReasonR\x06reason\"\xcd\x05\n" +
 	"\x18CompleteReconcileRequest\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\x03R\n" +
 	"resourceId\x12\x1f\n" +
@@ -2643,7 +2755,15 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\x15requeue_after_seconds\x18\f \x01(\x05R\x13requeueAfterSeconds\x12\x1a\n" +
 	"\bdegraded\x18\r \x01(\bR\bdegraded\x12\x1a\n" +
 	"\bobserved\x18\x0e \x01(\bR\bobserved\x121\n" +
-	"\x06events\x18\x0f \x03(\v2\x19.no8s.store.v1.EventInputR\x06events\"h\n" +
+	"\x06events\x18\x0f \x03(\v2\x19.no8s.store.v1.EventInputR\x06events\x12A\n" +
+	"\fdependencies\x18\x10 \x03(\v2\x1d.no8s.reconcile.v1.DependencyR\fdependencies\"\x92\x01\n" +
+	"\n" +
+	"Dependency\x12\x1b\n" +
+	"\ttype_name\x18\x01 \x01(\tR\btypeName\x12!\n" +
+	"\ftype_version\x18\x02 \x01(\tR\vtypeVersion\x12\x1c\n" +
+	"\tnamespace\x18\x03 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12\x12\n" +
+	"\x04wait\x18\x05 \x01(\bR\x04wait\"h\n" +
 	"\x19CompleteReconcileResponse\x123\n" +
 	"\bresource\x18\x01 \x01(\v2\x17.no8s.store.v1.ResourceR\bresource\x12\x16\n" +
 	"\x06purged\x18\x02 \x01(\bR\x06purged\"\x85\x01\n" +
@@ -2689,7 +2809,8 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"dispatches\x18\x02 \x03(\v2\x1b.no8s.reconcile.v1.DispatchR\n" +
 	"dispatches\"4\n" +
 	"\x18RecordDispatchesResponse\x12\x18\n" +
-	"\amissing\x18\x01 \x03(\x03R\amissing\"\xa9\t\n" +
+	"\amissing\x18\x01 \x03(\x03R\amissing\"\x8a\n" +
+	"\n" +
 	"\x0eReconcileState\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\x03R\n" +
 	"resourceId\x12!\n" +
@@ -2723,7 +2844,9 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\x16reconciler_unavailable\x18\x17 \x01(\bR\x15reconcilerUnavailable\x12\x12\n" +
 	"\x04name\x18\x18 \x01(\tR\x04name\x12!\n" +
 	"\fcleanup_done\x18\x19 \x01(\bR\vcleanupDone\x12%\n" +
-	"\x0econtroller_uid\x18\x1a \x01(\tR\rcontrollerUid\"\x90\x01\n" +
+	"\x0econtroller_uid\x18\x1a \x01(\tR\rcontrollerUid\x12\x1c\n" +
+	"\tnamespace\x18\x1b \x01(\tR\tnamespace\x12A\n" +
+	"\fdependencies\x18\x1c \x03(\v2\x1d.no8s.reconcile.v1.DependencyR\fdependencies\"\x90\x01\n" +
 	"\x19ListReconcileStateRequest\x12\x19\n" +
 	"\bafter_id\x18\x01 \x01(\x03R\aafterId\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x1f\n" +
@@ -2816,7 +2939,7 @@ func file_no8s_reconcile_v1_reconcile_proto_rawDescGZIP() []byte {
 }
 
 var file_no8s_reconcile_v1_reconcile_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_no8s_reconcile_v1_reconcile_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_no8s_reconcile_v1_reconcile_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_no8s_reconcile_v1_reconcile_proto_goTypes = []any{
 	(Reason)(0),                        // 0: no8s.reconcile.v1.Reason
 	(Outcome)(0),                       // 1: no8s.reconcile.v1.Outcome
@@ -2828,101 +2951,104 @@ var file_no8s_reconcile_v1_reconcile_proto_goTypes = []any{
 	(*RenewLeaseResponse)(nil),         // 7: no8s.reconcile.v1.RenewLeaseResponse
 	(*HistoryEntry)(nil),               // 8: no8s.reconcile.v1.HistoryEntry
 	(*CompleteReconcileRequest)(nil),   // 9: no8s.reconcile.v1.CompleteReconcileRequest
-	(*CompleteReconcileResponse)(nil),  // 10: no8s.reconcile.v1.CompleteReconcileResponse
-	(*BecomeSchedulerRequest)(nil),     // 11: no8s.reconcile.v1.BecomeSchedulerRequest
-	(*BecomeSchedulerResponse)(nil),    // 12: no8s.reconcile.v1.BecomeSchedulerResponse
-	(*CampaignCollectorRequest)(nil),   // 13: no8s.reconcile.v1.CampaignCollectorRequest
-	(*CampaignCollectorResponse)(nil),  // 14: no8s.reconcile.v1.CampaignCollectorResponse
-	(*RecordDispatchRequest)(nil),      // 15: no8s.reconcile.v1.RecordDispatchRequest
-	(*RecordDispatchResponse)(nil),     // 16: no8s.reconcile.v1.RecordDispatchResponse
-	(*Dispatch)(nil),                   // 17: no8s.reconcile.v1.Dispatch
-	(*RecordDispatchesRequest)(nil),    // 18: no8s.reconcile.v1.RecordDispatchesRequest
-	(*RecordDispatchesResponse)(nil),   // 19: no8s.reconcile.v1.RecordDispatchesResponse
-	(*ReconcileState)(nil),             // 20: no8s.reconcile.v1.ReconcileState
-	(*ListReconcileStateRequest)(nil),  // 21: no8s.reconcile.v1.ListReconcileStateRequest
-	(*ListReconcileStateResponse)(nil), // 22: no8s.reconcile.v1.ListReconcileStateResponse
-	(*SetConditionRequest)(nil),        // 23: no8s.reconcile.v1.SetConditionRequest
-	(*SetConditionResponse)(nil),       // 24: no8s.reconcile.v1.SetConditionResponse
-	(*RequestReconcileRequest)(nil),    // 25: no8s.reconcile.v1.RequestReconcileRequest
-	(*RequestReconcileResponse)(nil),   // 26: no8s.reconcile.v1.RequestReconcileResponse
-	(*ListHistoryRequest)(nil),         // 27: no8s.reconcile.v1.ListHistoryRequest
-	(*ListHistoryResponse)(nil),        // 28: no8s.reconcile.v1.ListHistoryResponse
-	(*ListDependentsRequest)(nil),      // 29: no8s.reconcile.v1.ListDependentsRequest
-	(*ListDependentsResponse)(nil),     // 30: no8s.reconcile.v1.ListDependentsResponse
-	(*ListDanglingRequest)(nil),        // 31: no8s.reconcile.v1.ListDanglingRequest
-	(*DanglingDependent)(nil),          // 32: no8s.reconcile.v1.DanglingDependent
-	(*ListDanglingResponse)(nil),       // 33: no8s.reconcile.v1.ListDanglingResponse
-	(*ListPropagatingRequest)(nil),     // 34: no8s.reconcile.v1.ListPropagatingRequest
-	(*ListPropagatingResponse)(nil),    // 35: no8s.reconcile.v1.ListPropagatingResponse
-	(*timestamppb.Timestamp)(nil),      // 36: google.protobuf.Timestamp
-	(*v1.Resource)(nil),                // 37: no8s.store.v1.Resource
-	(*v1.Condition)(nil),               // 38: no8s.store.v1.Condition
-	(*v1.EventInput)(nil),              // 39: no8s.store.v1.EventInput
-	(*v1.OwnerReference)(nil),          // 40: no8s.store.v1.OwnerReference
+	(*Dependency)(nil),                 // 10: no8s.reconcile.v1.Dependency
+	(*CompleteReconcileResponse)(nil),  // 11: no8s.reconcile.v1.CompleteReconcileResponse
+	(*BecomeSchedulerRequest)(nil),     // 12: no8s.reconcile.v1.BecomeSchedulerRequest
+	(*BecomeSchedulerResponse)(nil),    // 13: no8s.reconcile.v1.BecomeSchedulerResponse
+	(*CampaignCollectorRequest)(nil),   // 14: no8s.reconcile.v1.CampaignCollectorRequest
+	(*CampaignCollectorResponse)(nil),  // 15: no8s.reconcile.v1.CampaignCollectorResponse
+	(*RecordDispatchRequest)(nil),      // 16: no8s.reconcile.v1.RecordDispatchRequest
+	(*RecordDispatchResponse)(nil),     // 17: no8s.reconcile.v1.RecordDispatchResponse
+	(*Dispatch)(nil),                   // 18: no8s.reconcile.v1.Dispatch
+	(*RecordDispatchesRequest)(nil),    // 19: no8s.reconcile.v1.RecordDispatchesRequest
+	(*RecordDispatchesResponse)(nil),   // 20: no8s.reconcile.v1.RecordDispatchesResponse
+	(*ReconcileState)(nil),             // 21: no8s.reconcile.v1.ReconcileState
+	(*ListReconcileStateRequest)(nil),  // 22: no8s.reconcile.v1.ListReconcileStateRequest
+	(*ListReconcileStateResponse)(nil), // 23: no8s.reconcile.v1.ListReconcileStateResponse
+	(*SetConditionRequest)(nil),        // 24: no8s.reconcile.v1.SetConditionRequest
+	(*SetConditionResponse)(nil),       // 25: no8s.reconcile.v1.SetConditionResponse
+	(*RequestReconcileRequest)(nil),    // 26: no8s.reconcile.v1.RequestReconcileRequest
+	(*RequestReconcileResponse)(nil),   // 27: no8s.reconcile.v1.RequestReconcileResponse
+	(*ListHistoryRequest)(nil),         // 28: no8s.reconcile.v1.ListHistoryRequest
+	(*ListHistoryResponse)(nil),        // 29: no8s.reconcile.v1.ListHistoryResponse
+	(*ListDependentsRequest)(nil),      // 30: no8s.reconcile.v1.ListDependentsRequest
+	(*ListDependentsResponse)(nil),     // 31: no8s.reconcile.v1.ListDependentsResponse
+	(*ListDanglingRequest)(nil),        // 32: no8s.reconcile.v1.ListDanglingRequest
+	(*DanglingDependent)(nil),          // 33: no8s.reconcile.v1.DanglingDependent
+	(*ListDanglingResponse)(nil),       // 34: no8s.reconcile.v1.ListDanglingResponse
+	(*ListPropagatingRequest)(nil),     // 35: no8s.reconcile.v1.ListPropagatingRequest
+	(*ListPropagatingResponse)(nil),    // 36: no8s.reconcile.v1.ListPropagatingResponse
+	(*timestamppb.Timestamp)(nil),      // 37: google.protobuf.Timestamp
+	(*v1.Resource)(nil),                // 38: no8s.store.v1.Resource
+	(*v1.Condition)(nil),               // 39: no8s.store.v1.Condition
+	(*v1.EventInput)(nil),              // 40: no8s.store.v1.EventInput
+	(*v1.OwnerReference)(nil),          // 41: no8s.store.v1.OwnerReference
 }
 var file_no8s_reconcile_v1_reconcile_proto_depIdxs = []int32{
 	0,  // 0: no8s.reconcile.v1.WorkItem.reason:type_name -> no8s.reconcile.v1.Reason
-	36, // 1: no8s.reconcile.v1.WorkItem.dispatched_at:type_name -> google.protobuf.Timestamp
-	36, // 2: no8s.reconcile.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
-	37, // 3: no8s.reconcile.v1.AcquireLeaseResponse.resource:type_name -> no8s.store.v1.Resource
+	37, // 1: no8s.reconcile.v1.WorkItem.dispatched_at:type_name -> google.protobuf.Timestamp
+	37, // 2: no8s.reconcile.v1.AcquireLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
+	38, // 3: no8s.reconcile.v1.AcquireLeaseResponse.resource:type_name -> no8s.store.v1.Resource
 	3,  // 4: no8s.reconcile.v1.AcquireLeaseResponse.policy:type_name -> no8s.reconcile.v1.ReconcilePolicy
-	36, // 5: no8s.reconcile.v1.RenewLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
-	36, // 6: no8s.reconcile.v1.HistoryEntry.started_at:type_name -> google.protobuf.Timestamp
-	36, // 7: no8s.reconcile.v1.HistoryEntry.reconcile_time:type_name -> google.protobuf.Timestamp
+	37, // 5: no8s.reconcile.v1.RenewLeaseResponse.expires_at:type_name -> google.protobuf.Timestamp
+	37, // 6: no8s.reconcile.v1.HistoryEntry.started_at:type_name -> google.protobuf.Timestamp
+	37, // 7: no8s.reconcile.v1.HistoryEntry.reconcile_time:type_name -> google.protobuf.Timestamp
 	0,  // 8: no8s.reconcile.v1.HistoryEntry.reason:type_name -> no8s.reconcile.v1.Reason
 	1,  // 9: no8s.reconcile.v1.CompleteReconcileRequest.outcome:type_name -> no8s.reconcile.v1.Outcome
-	38, // 10: no8s.reconcile.v1.CompleteReconcileRequest.conditions:type_name -> no8s.store.v1.Condition
+	39, // 10: no8s.reconcile.v1.CompleteReconcileRequest.conditions:type_name -> no8s.store.v1.Condition
 	8,  // 11: no8s.reconcile.v1.CompleteReconcileRequest.history:type_name -> no8s.reconcile.v1.HistoryEntry
-	39, // 12: no8s.reconcile.v1.CompleteReconcileRequest.events:type_name -> no8s.store.v1.EventInput
-	37, // 13: no8s.reconcile.v1.CompleteReconcileResponse.resource:type_name -> no8s.store.v1.Resource
-	36, // 14: no8s.reconcile.v1.BecomeSchedulerResponse.expires_at:type_name -> google.protobuf.Timestamp
-	36, // 15: no8s.reconcile.v1.CampaignCollectorResponse.expires_at:type_name -> google.protobuf.Timestamp
-	0,  // 16: no8s.reconcile.v1.RecordDispatchRequest.reason:type_name -> no8s.reconcile.v1.Reason
-	0,  // 17: no8s.reconcile.v1.Dispatch.reason:type_name -> no8s.reconcile.v1.Reason
-	17, // 18: no8s.reconcile.v1.RecordDispatchesRequest.dispatches:type_name -> no8s.reconcile.v1.Dispatch
-	36, // 19: no8s.reconcile.v1.ReconcileState.last_reconcile_time:type_name -> google.protobuf.Timestamp
-	36, // 20: no8s.reconcile.v1.ReconcileState.reconcile_requested_at:type_name -> google.protobuf.Timestamp
-	36, // 21: no8s.reconcile.v1.ReconcileState.lease_expires_at:type_name -> google.protobuf.Timestamp
-	36, // 22: no8s.reconcile.v1.ReconcileState.dispatched_at:type_name -> google.protobuf.Timestamp
-	3,  // 23: no8s.reconcile.v1.ReconcileState.policy:type_name -> no8s.reconcile.v1.ReconcilePolicy
-	36, // 24: no8s.reconcile.v1.ReconcileState.requeue_at:type_name -> google.protobuf.Timestamp
-	20, // 25: no8s.reconcile.v1.ListReconcileStateResponse.states:type_name -> no8s.reconcile.v1.ReconcileState
-	38, // 26: no8s.reconcile.v1.SetConditionRequest.condition:type_name -> no8s.store.v1.Condition
-	39, // 27: no8s.reconcile.v1.SetConditionRequest.events:type_name -> no8s.store.v1.EventInput
-	37, // 28: no8s.reconcile.v1.RequestReconcileResponse.resource:type_name -> no8s.store.v1.Resource
-	8,  // 29: no8s.reconcile.v1.ListHistoryResponse.entries:type_name -> no8s.reconcile.v1.HistoryEntry
-	37, // 30: no8s.reconcile.v1.ListDependentsResponse.resources:type_name -> no8s.store.v1.Resource
-	37, // 31: no8s.reconcile.v1.DanglingDependent.resource:type_name -> no8s.store.v1.Resource
-	40, // 32: no8s.reconcile.v1.DanglingDependent.refs:type_name -> no8s.store.v1.OwnerReference
-	32, // 33: no8s.reconcile.v1.ListDanglingResponse.items:type_name -> no8s.reconcile.v1.DanglingDependent
-	37, // 34: no8s.reconcile.v1.ListPropagatingResponse.resources:type_name -> no8s.store.v1.Resource
-	11, // 35: no8s.reconcile.v1.ReconcileService.BecomeScheduler:input_type -> no8s.reconcile.v1.BecomeSchedulerRequest
-	15, // 36: no8s.reconcile.v1.ReconcileService.RecordDispatch:input_type -> no8s.reconcile.v1.RecordDispatchRequest
-	18, // 37: no8s.reconcile.v1.ReconcileService.RecordDispatches:input_type -> no8s.reconcile.v1.RecordDispatchesRequest
-	21, // 38: no8s.reconcile.v1.ReconcileService.ListReconcileState:input_type -> no8s.reconcile.v1.ListReconcileStateRequest
-	23, // 39: no8s.reconcile.v1.ReconcileService.SetCondition:input_type -> no8s.reconcile.v1.SetConditionRequest
-	25, // 40: no8s.reconcile.v1.ReconcileService.RequestReconcile:input_type -> no8s.reconcile.v1.RequestReconcileRequest
-	27, // 41: no8s.reconcile.v1.ReconcileService.ListHistory:input_type -> no8s.reconcile.v1.ListHistoryRequest
-	29, // 42: no8s.reconcile.v1.ReconcileService.ListDependents:input_type -> no8s.reconcile.v1.ListDependentsRequest
-	31, // 43: no8s.reconcile.v1.ReconcileService.ListDangling:input_type -> no8s.reconcile.v1.ListDanglingRequest
-	34, // 44: no8s.reconcile.v1.ReconcileService.ListPropagating:input_type -> no8s.reconcile.v1.ListPropagatingRequest
-	13, // 45: no8s.reconcile.v1.ReconcileService.CampaignCollector:input_type -> no8s.reconcile.v1.CampaignCollectorRequest
-	12, // 46: no8s.reconcile.v1.ReconcileService.BecomeScheduler:output_type -> no8s.reconcile.v1.BecomeSchedulerResponse
-	16, // 47: no8s.reconcile.v1.ReconcileService.RecordDispatch:output_type -> no8s.reconcile.v1.RecordDispatchResponse
-	19, // 48: no8s.reconcile.v1.ReconcileService.RecordDispatches:output_type -> no8s.reconcile.v1.RecordDispatchesResponse
-	22, // 49: no8s.reconcile.v1.ReconcileService.ListReconcileState:output_type -> no8s.reconcile.v1.ListReconcileStateResponse
-	24, // 50: no8s.reconcile.v1.ReconcileService.SetCondition:output_type -> no8s.reconcile.v1.SetConditionResponse
-	26, // 51: no8s.reconcile.v1.ReconcileService.RequestReconcile:output_type -> no8s.reconcile.v1.RequestReconcileResponse
-	28, // 52: no8s.reconcile.v1.ReconcileService.ListHistory:output_type -> no8s.reconcile.v1.ListHistoryResponse
-	30, // 53: no8s.reconcile.v1.ReconcileService.ListDependents:output_type -> no8s.reconcile.v1.ListDependentsResponse
-	33, // 54: no8s.reconcile.v1.ReconcileService.ListDangling:output_type -> no8s.reconcile.v1.ListDanglingResponse
-	35, // 55: no8s.reconcile.v1.ReconcileService.ListPropagating:output_type -> no8s.reconcile.v1.ListPropagatingResponse
-	14, // 56: no8s.reconcile.v1.ReconcileService.CampaignCollector:output_type -> no8s.reconcile.v1.CampaignCollectorResponse
-	46, // [46:57] is the sub-list for method output_type
-	35, // [35:46] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	40, // 12: no8s.reconcile.v1.CompleteReconcileRequest.events:type_name -> no8s.store.v1.EventInput
+	10, // 13: no8s.reconcile.v1.CompleteReconcileRequest.dependencies:type_name -> no8s.reconcile.v1.Dependency
+	38, // 14: no8s.reconcile.v1.CompleteReconcileResponse.resource:type_name -> no8s.store.v1.Resource
+	37, // 15: no8s.reconcile.v1.BecomeSchedulerResponse.expires_at:type_name -> google.protobuf.Timestamp
+	37, // 16: no8s.reconcile.v1.CampaignCollectorResponse.expires_at:type_name -> google.protobuf.Timestamp
+	0,  // 17: no8s.reconcile.v1.RecordDispatchRequest.reason:type_name -> no8s.reconcile.v1.Reason
+	0,  // 18: no8s.reconcile.v1.Dispatch.reason:type_name -> no8s.reconcile.v1.Reason
+	18, // 19: no8s.reconcile.v1.RecordDispatchesRequest.dispatches:type_name -> no8s.reconcile.v1.Dispatch
+	37, // 20: no8s.reconcile.v1.ReconcileState.last_reconcile_time:type_name -> google.protobuf.Timestamp
+	37, // 21: no8s.reconcile.v1.ReconcileState.reconcile_requested_at:type_name -> google.protobuf.Timestamp
+	37, // 22: no8s.reconcile.v1.ReconcileState.lease_expires_at:type_name -> google.protobuf.Timestamp
+	37, // 23: no8s.reconcile.v1.ReconcileState.dispatched_at:type_name -> google.protobuf.Timestamp
+	3,  // 24: no8s.reconcile.v1.ReconcileState.policy:type_name -> no8s.reconcile.v1.ReconcilePolicy
+	37, // 25: no8s.reconcile.v1.ReconcileState.requeue_at:type_name -> google.protobuf.Timestamp
+	10, // 26: no8s.reconcile.v1.ReconcileState.dependencies:type_name -> no8s.reconcile.v1.Dependency
+	21, // 27: no8s.reconcile.v1.ListReconcileStateResponse.states:type_name -> no8s.reconcile.v1.ReconcileState
+	39, // 28: no8s.reconcile.v1.SetConditionRequest.condition:type_name -> no8s.store.v1.Condition
+	40, // 29: no8s.reconcile.v1.SetConditionRequest.events:type_name -> no8s.store.v1.EventInput
+	38, // 30: no8s.reconcile.v1.RequestReconcileResponse.resource:type_name -> no8s.store.v1.Resource
+	8,  // 31: no8s.reconcile.v1.ListHistoryResponse.entries:type_name -> no8s.reconcile.v1.HistoryEntry
+	38, // 32: no8s.reconcile.v1.ListDependentsResponse.resources:type_name -> no8s.store.v1.Resource
+	38, // 33: no8s.reconcile.v1.DanglingDependent.resource:type_name -> no8s.store.v1.Resource
+	41, // 34: no8s.reconcile.v1.DanglingDependent.refs:type_name -> no8s.store.v1.OwnerReference
+	33, // 35: no8s.reconcile.v1.ListDanglingResponse.items:type_name -> no8s.reconcile.v1.DanglingDependent
+	38, // 36: no8s.reconcile.v1.ListPropagatingResponse.resources:type_name -> no8s.store.v1.Resource
+	12, // 37: no8s.reconcile.v1.ReconcileService.BecomeScheduler:input_type -> no8s.reconcile.v1.BecomeSchedulerRequest
+	16, // 38: no8s.reconcile.v1.ReconcileService.RecordDispatch:input_type -> no8s.reconcile.v1.RecordDispatchRequest
+	19, // 39: no8s.reconcile.v1.ReconcileService.RecordDispatches:input_type -> no8s.reconcile.v1.RecordDispatchesRequest
+	22, // 40: no8s.reconcile.v1.ReconcileService.ListReconcileState:input_type -> no8s.reconcile.v1.ListReconcileStateRequest
+	24, // 41: no8s.reconcile.v1.ReconcileService.SetCondition:input_type -> no8s.reconcile.v1.SetConditionRequest
+	26, // 42: no8s.reconcile.v1.ReconcileService.RequestReconcile:input_type -> no8s.reconcile.v1.RequestReconcileRequest
+	28, // 43: no8s.reconcile.v1.ReconcileService.ListHistory:input_type -> no8s.reconcile.v1.ListHistoryRequest
+	30, // 44: no8s.reconcile.v1.ReconcileService.ListDependents:input_type -> no8s.reconcile.v1.ListDependentsRequest
+	32, // 45: no8s.reconcile.v1.ReconcileService.ListDangling:input_type -> no8s.reconcile.v1.ListDanglingRequest
+	35, // 46: no8s.reconcile.v1.ReconcileService.ListPropagating:input_type -> no8s.reconcile.v1.ListPropagatingRequest
+	14, // 47: no8s.reconcile.v1.ReconcileService.CampaignCollector:input_type -> no8s.reconcile.v1.CampaignCollectorRequest
+	13, // 48: no8s.reconcile.v1.ReconcileService.BecomeScheduler:output_type -> no8s.reconcile.v1.BecomeSchedulerResponse
+	17, // 49: no8s.reconcile.v1.ReconcileService.RecordDispatch:output_type -> no8s.reconcile.v1.RecordDispatchResponse
+	20, // 50: no8s.reconcile.v1.ReconcileService.RecordDispatches:output_type -> no8s.reconcile.v1.RecordDispatchesResponse
+	23, // 51: no8s.reconcile.v1.ReconcileService.ListReconcileState:output_type -> no8s.reconcile.v1.ListReconcileStateResponse
+	25, // 52: no8s.reconcile.v1.ReconcileService.SetCondition:output_type -> no8s.reconcile.v1.SetConditionResponse
+	27, // 53: no8s.reconcile.v1.ReconcileService.RequestReconcile:output_type -> no8s.reconcile.v1.RequestReconcileResponse
+	29, // 54: no8s.reconcile.v1.ReconcileService.ListHistory:output_type -> no8s.reconcile.v1.ListHistoryResponse
+	31, // 55: no8s.reconcile.v1.ReconcileService.ListDependents:output_type -> no8s.reconcile.v1.ListDependentsResponse
+	34, // 56: no8s.reconcile.v1.ReconcileService.ListDangling:output_type -> no8s.reconcile.v1.ListDanglingResponse
+	36, // 57: no8s.reconcile.v1.ReconcileService.ListPropagating:output_type -> no8s.reconcile.v1.ListPropagatingResponse
+	15, // 58: no8s.reconcile.v1.ReconcileService.CampaignCollector:output_type -> no8s.reconcile.v1.CampaignCollectorResponse
+	48, // [48:59] is the sub-list for method output_type
+	37, // [37:48] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_no8s_reconcile_v1_reconcile_proto_init() }
@@ -2936,7 +3062,7 @@ func file_no8s_reconcile_v1_reconcile_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_no8s_reconcile_v1_reconcile_proto_rawDesc), len(file_no8s_reconcile_v1_reconcile_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   34,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
