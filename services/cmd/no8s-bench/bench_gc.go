@@ -28,7 +28,7 @@ func benchGC(ctx context.Context, env *benchEnv) error {
 	if env.pool == nil {
 		return fmt.Errorf("the gc scenario needs the PostgreSQL backend")
 	}
-	apiURL, err := env.collectorAPI(ctx)
+	apiURL, err := env.serviceAPI(ctx)
 	if err != nil {
 		return err
 	}
@@ -128,22 +128,4 @@ func benchGC(ctx context.Context, env *benchEnv) error {
 	fmt.Printf("%d owners deleted (Background) → their %d dependents purged: %s (%.0f dependents/s); no target\n",
 		gcOwners, gcDependents, took.Round(100*time.Millisecond), gcDependents/took.Seconds())
 	return nil
-}
-
-// collectorAPI starts the gateway the garbage collector writes to and
-// returns its URL: with identities on, a gateway with a service listener
-// (the collector presents the scheduler's certificate); off, a gateway
-// without authentication, as the collector then has no credential.
-func (e *benchEnv) collectorAPI(ctx context.Context) (string, error) {
-	if !*identitiesFlag {
-		return e.startGateway(ctx, "gateway-gc", "--auth", "none")
-	}
-	addr, err := freeAddr()
-	if err != nil {
-		return "", err
-	}
-	if _, err := e.startGateway(ctx, "gateway-gc", "--service-listen", addr); err != nil {
-		return "", err
-	}
-	return "https://" + addr, nil
 }

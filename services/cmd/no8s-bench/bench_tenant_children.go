@@ -46,7 +46,11 @@ func benchTenantChildren(ctx context.Context, env *benchEnv) error {
 	if err != nil {
 		return err
 	}
-	tp, err := env.startProcEnv("reconciler-tenant", filepath.Join(env.binDir, "no8s-reconciler"), tenv, "tenant", "--api-url", env.gatewayURL,
+	apiURL, err := env.serviceAPI(ctx)
+	if err != nil {
+		return err
+	}
+	tp, err := env.startProcEnv("reconciler-tenant", filepath.Join(env.binDir, "no8s-reconciler"), tenv, "tenant", "--api-url", apiURL,
 		"--nats-url", env.natsURL, "--store-addr", env.workerAddr, "--replica-id", "tenant-1", "--concurrency", "64", "--health-listen", "off")
 	if err != nil {
 		return err
@@ -113,13 +117,52 @@ func benchTenantChildren(ctx context.Context, env *benchEnv) error {
 		return err
 	}
 	reconciles := history - historyBefore
+	lag, err := childReadyToTenant(ctx, env, kinds)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("stack: %s, registry-sync, the tenant reconciler (64 at once), noop serving the children (32 at once)\n", describeServices(env))
 	fmt.Printf("MariaDB table of %d rows × 1 template × %d children (%s) = %d resources; load average at the start %s, at the end %s\n",
 		childRows, len(kinds), shape, want, load, loadAverage())
 	fmt.Printf("registry created → all %d Ready: %s; %d reconciles (history rows) = %.0f reconciles/s\n",
 		want, took.Round(100*time.Millisecond), reconciles, float64(reconciles)/took.Seconds())
+	fmt.Printf("a child Ready → its Tenant's next attempt, over %d children: p50 %s, p99 %s\n",
+		len(lag), fmtMS(percentile(lag, 50)), fmtMS(percentile(lag, 99)))
 	printTargets(targetResult{"10,000 rows × 3 children all Ready", took < childTarget, fmt.Sprintf("%s (target < %s)", fmtDur(took), childTarget)})
+	env.figure("all Ready s", took.Seconds())
+	env.figure("reconciles", float64(reconciles))
+	env.figure("child Ready→Tenant attempt p50 ms", ms(percentile(lag, 50)))
+	env.figure("child Ready→Tenant attempt p99 ms", ms(percentile(lag, 99)))
 	return nil
+}
+
+// childReadyToTenant is, for each child of the kinds, the time from its
+// first successful attempt (when it became Ready) to the start of its
+// controller Tenant's next attempt, read from the history: how soon a
+// Tenant hears that a child is Ready (a poll's period without Owns).
+func childReadyToTenant(ctx context.Context, env *benchEnv, kinds []string) ([]time.Duration, error) {
+	rows, err := env.pool.Query(ctx, `WITH child AS (
+		SELECT jsonb_path_query_first(r.owner_references, '$[*] ? (@.controller == true).uid') #>> '{}' AS owner,
+			(SELECT min(h.reconcile_time) FROM reconciliation_history h WHERE h.resource_id = r.id AND h.success) AS ready_at
+		FROM resources r WHERE r.resource_type_name = ANY($1))
+		SELECT extract(epoch FROM (SELECT min(h.started_at) FROM reconciliation_history h
+			WHERE h.resource_id = t.id AND h.started_at >= c.ready_at) - c.ready_at)::float8
+		FROM child c JOIN resources t ON t.uid::text = c.owner WHERE c.ready_at IS NOT NULL`, kinds)
+	if err != nil {
+		return nil, fmt.Errorf("child Ready → Tenant attempt: %w", err)
+	}
+	defer rows.Close()
+	var out []time.Duration
+	for rows.Next() {
+		var secs *float64
+		if err := rows.Scan(&secs); err != nil {
+			return nil, err
+		}
+		if secs != nil {
+			out = append(out, time.Duration(*secs*float64(time.Second)))
+		}
+	}
+	return out, rows.Err()
 }
 
 // loadAverage is the machine's 1, 5 and 15 minute load averages, as

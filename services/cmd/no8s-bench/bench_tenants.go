@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/no8s/no8s/libs/platform/identity"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -85,9 +86,17 @@ func setupTenants(ctx context.Context, env *benchEnv, rows int) (*tenantSetup, e
 // startSync starts registry-sync and waits until it serves the registry
 // types.
 func (ts *tenantSetup) startSync(ctx context.Context, env *benchEnv) error {
-	sp, err := env.startProcEnv("registry-sync", filepath.Join(env.binDir, "no8s-registry-sync"), []string{"NO8S_LOG_LEVEL=debug"}, "--api-url", env.gatewayURL,
+	apiURL, err := env.serviceAPI(ctx)
+	if err != nil {
+		return err
+	}
+	args, err := env.serviceArgs(identity.RegistrySync, []string{"--api-url", apiURL,
 		"--store-addr", env.workerAddr, "--nats-url", env.natsURL, "--replica-id", "bench", "--outbound-allow", "loopback,private",
-		"--writes", "16", "--health-listen", "off")
+		"--writes", "16", "--health-listen", "off"})
+	if err != nil {
+		return err
+	}
+	sp, err := env.startProcEnv("registry-sync", filepath.Join(env.binDir, "no8s-registry-sync"), []string{"NO8S_LOG_LEVEL=debug"}, args...)
 	if err != nil {
 		return err
 	}

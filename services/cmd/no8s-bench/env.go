@@ -116,6 +116,9 @@ type benchEnv struct {
 	dropDB  func()
 	// bootstrapToken is every gateway's bootstrap token (startGateway).
 	bootstrapToken string
+	// serviceURL is the gateway the stack's services write to (serviceAPI;
+	// "" until started).
+	serviceURL string
 	used           bool // Fresh was called once on this stack
 	keepLogs       bool
 }
@@ -916,7 +919,33 @@ func (e *benchEnv) bootstrapTokenFile() (string, error) {
 
 // stop ends every process (SIGTERM, then SIGKILL after a grace period, the
 // services before nats-server), closes the pool and drops the database.
+// serviceAPI returns the URL of the gateway that the stack's services
+// write to (the garbage collector, registry-sync, the tenant reconciler),
+// starting it on the first call of a stack: with identities on, a gateway
+// with a service listener, where each presents its own certificate; off, a
+// gateway without authentication, as they then have no credential.
+func (e *benchEnv) serviceAPI(ctx context.Context) (string, error) {
+	if e.serviceURL != "" {
+		return e.serviceURL, nil
+	}
+	if !*identitiesFlag {
+		u, err := e.startGateway(ctx, "gateway-services", "--auth", "none")
+		e.serviceURL = u
+		return u, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return "", err
+	}
+	if _, err := e.startGateway(ctx, "gateway-services", "--service-listen", addr); err != nil {
+		return "", err
+	}
+	e.serviceURL = "https://" + addr
+	return e.serviceURL, nil
+}
+
 func (e *benchEnv) stop() {
+	e.serviceURL = ""
 	if e.pool != nil {
 		e.pool.Close()
 		e.pool = nil
