@@ -9,6 +9,7 @@ package scheduler
 // no read, no listing on an event (docs/design/relationships.md).
 
 import (
+	"math"
 	"slices"
 
 	"github.com/no8s/no8s/services/scheduler/trigger"
@@ -41,7 +42,7 @@ func (l *loop) reindex(e *entry, cur *trigger.State) {
 		ids[cur.ID] = struct{}{}
 		if f := e.flight; f != nil && !slices.Contains(old, r) {
 			if d := l.entries[l.byRef[r]]; d != nil && d.changed > f.changes {
-				e.depSeq++
+				e.noteDep(math.MaxInt64)
 			}
 		}
 	}
@@ -66,7 +67,7 @@ func (l *loop) noteReferenced(owners toWake, old *trigger.State, settled string,
 	}
 	for id := range l.dependents[r.Ref()] {
 		if e := l.entries[id]; e != nil && id != r.ID {
-			e.depSeq++
+			e.noteDep(changeRevision(cur))
 			owners[id] = e
 		}
 	}

@@ -115,7 +115,11 @@ type entry struct {
 	warned bool
 	// depSeq counts the changes of resources it owns or depends on; depDone is depSeq
 	// as of its last dispatch. They differ while a change waits for one.
+	// depRV is the highest revision among the changes counted since that
+	// dispatch (unknown ones count as the highest): when its attempt began
+	// after all of them were published, it saw them (answered).
 	depSeq, depDone uint64
+	depRV           int64
 	// settled is its last lifecycle status other than reconciling: what
 	// its owner saw last (owns.go).
 	settled string
@@ -789,7 +793,6 @@ func (l *loop) onLive(r liveRead) {
 // evaluate decides what to do about one resource now.
 func (l *loop) evaluate(e *entry, now time.Time) {
 	st := &e.st
-	st.DependencyChanged = e.depSeq != e.depDone
 	if f := e.flight; f != nil {
 		active := st.LeaseActive(now)
 		switch {
@@ -797,6 +800,7 @@ func (l *loop) evaluate(e *entry, now time.Time) {
 			// The attempt we dispatched finished, or its worker died and
 			// its lease ran out: decide afresh.
 			e.flight, e.warned = nil, false
+			e.answered(f)
 		case active:
 			e.warned = false // a worker took it
 			l.delay.Schedule(st.ID, st.LeaseExpiresAt.Add(leaseGrace))
@@ -813,6 +817,7 @@ func (l *loop) evaluate(e *entry, now time.Time) {
 			return
 		}
 	}
+	st.DependencyChanged = e.depSeq != e.depDone
 	if st.AnnotationIgnore {
 		return
 	}
@@ -838,7 +843,7 @@ func (l *loop) evaluate(e *entry, now time.Time) {
 	e.flight = f
 	// The attempt reads what it owns afresh: the changes so far are
 	// answered by it.
-	e.depDone = e.depSeq
+	e.depDone, e.depRV = e.depSeq, 0
 	if d.Reason == trigger.Retry && !st.LastReconcile.IsZero() {
 		l.s.metrics.backoff.Observe(max(now.Sub(st.LastReconcile).Seconds(), 0))
 	}

@@ -10,6 +10,7 @@ package scheduler
 // runs ask for one more (docs/design/relationships.md).
 
 import (
+	"math"
 	"time"
 
 	"github.com/no8s/no8s/services/internal/reconcilers"
@@ -24,10 +25,16 @@ func (l *loop) noteOwns(r liveRead) {
 	if r.reg == nil {
 		return
 	}
+	replicas := map[string]int{}
+	for _, rec := range r.reg.Reconcilers {
+		replicas[rec.Name] = rec.Replicas
+	}
 	for t := range r.live {
 		if o, ok := r.reg.Owns[t]; ok {
 			l.owns[t] = o
-		} else {
+		} else if replicas[r.reg.Owners[t]] > 0 {
+			// A type whose replicas are all gone (a read between a
+			// deregistration's two deletes) says nothing of what it owns.
 			delete(l.owns, t)
 		}
 	}
@@ -47,7 +54,7 @@ func (l *loop) noteCreated(ev event) {
 	if owner == nil || owner.flight != nil || owner.st.LeaseActive(time.Now()) {
 		return
 	}
-	owner.depSeq++
+	owner.noteDep(math.MaxInt64)
 	l.evaluate(owner, time.Now())
 }
 
@@ -69,13 +76,42 @@ func (l *loop) noteChild(owners toWake, old *trigger.State, settled string, cur 
 	t := reconcilers.TypeRef{Name: child.TypeName, Version: child.TypeVersion}
 	note := func(uid string) {
 		if owner := l.ownerOf(uid, child.ID, t); owner != nil {
-			owner.depSeq++
+			owner.noteDep(changeRevision(cur))
 			owners[owner.st.ID] = owner
 		}
 	}
 	note(child.ControllerUID)
 	if old != nil && cur != nil && old.ControllerUID != cur.ControllerUID {
 		note(old.ControllerUID)
+	}
+}
+
+// noteDep counts a change of a resource e owns or depends on, made at
+// revision rv.
+func (e *entry) noteDep(rv int64) {
+	e.depSeq++
+	e.depRV = max(e.depRV, rv)
+}
+
+// changeRevision is the revision of a change whose new state is cur: the
+// highest one when it is not known (a resource gone).
+func changeRevision(cur *trigger.State) int64 {
+	if cur == nil || cur.ResourceVersion == 0 {
+		return math.MaxInt64
+	}
+	return cur.ResourceVersion
+}
+
+// answered marks the changes counted since e's dispatch f answered when
+// the attempt of f (the lease epoch after the one f was dispatched at)
+// began once all of them were published: it read them.
+// Changes published later, or of unknown revision, still ask for another
+// attempt. A dependency noted while the dispatch waits in the queue then
+// costs no attempt of its own, as a key already queued in
+// controller-runtime's work queue is not queued twice.
+func (e *entry) answered(f *flight) {
+	if e.st.LeaseEpoch == f.baseEpoch+1 && e.depRV <= e.st.LeaseRevision {
+		e.depDone = e.depSeq
 	}
 }
 

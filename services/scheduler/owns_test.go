@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -172,5 +173,76 @@ func TestOwnsReconcilesTheOwner(t *testing.T) {
 	t.Logf("the parent was reconciled %d times for 100 children's changes", got)
 	if got > 2 {
 		t.Fatalf("the parent was reconciled %d times for 100 children's changes, want at most 2", got)
+	}
+}
+
+// Changes of an owner's children published while its dispatch waits in the
+// queue (its worker takes 600 ms to start it) are read by that attempt and
+// ask for no other: three children edited then give the owner one attempt,
+// not two. A change published after the attempt began still asks for one.
+func TestChangesWhileQueuedAreAnswered(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	hour := resource.ReconcilePolicy{ResyncSeconds: 3600}
+	e.typ("Child", hour)
+	if _, err := e.store.CreateType(t.Context(), storage.CreateTypeRequest{Name: "Parent", Version: "v1", Schema: []byte(`{"type":"object"}`), ReconcilePolicy: hour}); err != nil {
+		t.Fatal(err)
+	}
+	e.register(t.Context(), "parents", "Parent", sdk.Type("Child", "v1"))
+	var p *resource.Resource
+	var late atomic.Int64 // a child to edit while the parent's next attempt runs
+	w := e.worker(func(_ *reconcilev1.AcquireLeaseResponse, it *reconcilev1.WorkItem) outcome {
+		if it.GetResourceId() != p.ID {
+			return outcome{}
+		}
+		if id := late.Swap(0); id != 0 {
+			e.setSpec(id, 9)
+			return outcome{sleep: 300 * time.Millisecond}
+		}
+		return outcome{}
+	})
+	w.delay = func(it *reconcilev1.WorkItem) time.Duration {
+		if it.GetReason() == reconcilev1.Reason_REASON_DEPENDENCY {
+			return 600 * time.Millisecond
+		}
+		return 0
+	}
+	e.scheduler(testConfig("sched"), nil)
+
+	p = e.create("Parent", "p")
+	var children []*resource.Resource
+	for i := range 3 {
+		children = append(children, e.child(p, fmt.Sprintf("c%d", i), true))
+	}
+	for _, c := range append(children, p) {
+		waitFor(t, 10*time.Second, "ready", e.ready(c.ID, 1))
+	}
+	settle := func() int {
+		t.Helper()
+		n, since := len(w.attempts(p.ID)), time.Now()
+		waitFor(t, 10*time.Second, "the parent's attempts to stop", func() bool {
+			if now := len(w.attempts(p.ID)); now != n {
+				n, since = now, time.Now()
+			}
+			return time.Since(since) >= time.Second
+		})
+		return n
+	}
+	n := settle()
+	for i, c := range children {
+		e.setSpec(c.ID, 2)
+		if i == 0 {
+			time.Sleep(100 * time.Millisecond) // the parent's dispatch is queued now
+		}
+	}
+	if got := settle(); got != n+1 {
+		t.Fatalf("the parent had %d attempts for three children edited while its dispatch was queued, want 1", got-n)
+	}
+	// One edited while the parent's attempt runs, after it began.
+	n = len(w.attempts(p.ID))
+	late.Store(children[0].ID)
+	e.setSpec(children[1].ID, 3)
+	if got := settle(); got != n+2 {
+		t.Fatalf("the parent had %d attempts for a change made while its attempt ran, want 2", got-n)
 	}
 }

@@ -244,8 +244,12 @@ type outcome struct {
 type worker struct {
 	e      *env
 	behave func(r *reconcilev1.AcquireLeaseResponse, it *reconcilev1.WorkItem) outcome
-	mu     sync.Mutex
-	seen   []attempt
+	// delay, when set, is how long the worker waits before acquiring an
+	// item's lease (an item that waits in the queue); set it before the
+	// first item arrives.
+	delay func(it *reconcilev1.WorkItem) time.Duration
+	mu    sync.Mutex
+	seen  []attempt
 }
 
 func (e *env) worker(behave func(*reconcilev1.AcquireLeaseResponse, *reconcilev1.WorkItem) outcome) *worker {
@@ -290,6 +294,9 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 		w.seen = append(w.seen, a)
 		w.mu.Unlock()
 	}()
+	if w.delay != nil {
+		time.Sleep(w.delay(it))
+	}
 	l, err := w.e.wc.AcquireLease(ctx, &reconcilev1.AcquireLeaseRequest{ResourceId: it.GetResourceId(), Holder: "test/worker",
 		LeaseSeconds: 5, SchedulerEpoch: it.GetSchedulerEpoch(), DispatchId: it.GetDispatchId()})
 	if err != nil {

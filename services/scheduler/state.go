@@ -41,7 +41,9 @@ func stateFromProto(p *reconcilev1.ReconcileState) trigger.State {
 			BackoffBase: seconds(pol.GetBackoffBaseSeconds(), resource.DefaultBackoffBaseSeconds),
 			BackoffMax:  seconds(pol.GetBackoffMaxSeconds(), resource.DefaultBackoffMaxSeconds),
 		},
-		Namespace: p.GetNamespace(),
+		Namespace:       p.GetNamespace(),
+		ResourceVersion: p.GetResourceVersion(),
+		LeaseRevision:   p.GetLeaseRevision(),
 	}
 	for _, d := range p.GetDependencies() {
 		st.Dependencies = append(st.Dependencies, trigger.Ref{TypeName: d.GetTypeName(), TypeVersion: d.GetTypeVersion(),

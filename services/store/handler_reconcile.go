@@ -99,6 +99,7 @@ func (h *reconcileHandler) ListReconcileState(ctx context.Context, req *reconcil
 			Name:                  st.Name,
 			Namespace:             st.Namespace,
 			Dependencies:          dependenciesToProto(st.Dependencies),
+			LeaseRevision:         st.LeaseRevision,
 		})
 	}
 	return out, nil

@@ -79,6 +79,11 @@ type State struct {
 	// when one of them changes.
 	Dependencies []Ref
 	Waiting      bool
+	// ResourceVersion is the revision of its last change, and
+	// LeaseRevision the relay's published revision when its lease was last
+	// acquired (lease epoch LeaseEpoch): the changes published by then were
+	// committed before that attempt began.
+	ResourceVersion, LeaseRevision int64
 }
 
 // Ref names a resource by type, namespace and name; it need not exist.

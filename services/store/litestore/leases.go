@@ -96,6 +96,7 @@ func (s *Store) AcquireLease(ctx context.Context, req storage.AcquireLeaseReques
 		}
 		now := micros(l.Now)
 		_, err = tx.ExecContext(ctx, `UPDATE resources SET lease_holder = ?, lease_epoch = ?, lease_expires_at = ?, lease_acquired_at = ?, requeue_at = NULL,
+			lease_revision = (SELECT published_revision FROM relay_state WHERE id = 1),
 			reconcile_requested_at = CASE WHEN reconcile_requested_at <= ? THEN NULL ELSE reconcile_requested_at END
 			WHERE id = ?`, req.Holder, lease.Epoch, micros(lease.ExpiresAt), now, now, r.ID)
 		out = lease

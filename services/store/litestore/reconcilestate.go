@@ -19,7 +19,7 @@ func (s *Store) ListReconcileState(ctx context.Context, req storage.ListReconcil
 	if err != nil {
 		return nil, err
 	}
-	query := `SELECT ` + prefixed("r.", resourceColumns) + `, ` + prefixed("r.", reconcileColumns) + `, t.reconcile_policy, r.dependencies
+	query := `SELECT ` + prefixed("r.", resourceColumns) + `, ` + prefixed("r.", reconcileColumns) + `, t.reconcile_policy, r.dependencies, r.lease_revision
 		FROM resources r LEFT JOIN resource_types t ON t.id = r.resource_type_id WHERE r.id > ?`
 	args := []any{req.AfterID}
 	if len(req.IDs) > 0 {
@@ -46,13 +46,14 @@ func (s *Store) ListReconcileState(ctx context.Context, req storage.ListReconcil
 			var lr leaseRow
 			var policy sql.NullString
 			var deps string
-			r, err := scanResource(rows, append(lr.dest(), &policy, &deps)...)
+			var leaseRev int64
+			r, err := scanResource(rows, append(lr.dest(), &policy, &deps, &leaseRev)...)
 			if err != nil {
 				return err
 			}
 			l := lr.finish(clock())
 			st := storage.StateOf(r, l, timeOrNil(lr.dispatched), timeOrNil(lr.requeue), policyBytes(policy))
-			st.Dependencies = storage.DecodeDependencies([]byte(deps))
+			st.Dependencies, st.LeaseRevision = storage.DecodeDependencies([]byte(deps)), leaseRev
 			out.States = append(out.States, st)
 		}
 		return rows.Err()

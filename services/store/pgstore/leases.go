@@ -59,11 +59,14 @@ const acquireSQL = `SELECT ` + resourceColumns + `, ` + reconcileColumns + `,
 	FROM resources WHERE id = $1 FOR UPDATE`
 
 // acquireLeaseSQL records a granted lease: holder, epoch, expiry and
-// acquisition time; it clears the requeue and consumes a manual trigger
-// requested at or before the acquisition. acquireLeaseDocSQL writes the
+// acquisition time, and the relay's published revision then (every change
+// published by then committed before the attempt began); it clears the
+// requeue and consumes a manual trigger requested at or before the
+// acquisition. acquireLeaseDocSQL writes the
 // changed document in the same statement.
 const (
 	leaseSet = `lease_holder = $2, lease_epoch = $3, lease_expires_at = $4, lease_acquired_at = $5, requeue_at = NULL,
+	lease_revision = (SELECT published_revision FROM relay_state WHERE id = 1),
 	reconcile_requested_at = CASE WHEN reconcile_requested_at <= $5 THEN NULL ELSE reconcile_requested_at END`
 	acquireLeaseSQL    = `UPDATE resources SET ` + leaseSet + ` WHERE id = $1`
 	acquireLeaseDocSQL = `UPDATE resources SET ` + leaseSet + `,

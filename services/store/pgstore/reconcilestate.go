@@ -38,7 +38,7 @@ func (s *Store) ListReconcileState(ctx context.Context, req storage.ListReconcil
 			r.deleted_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(r.finalizers) f WHERE starts_with(f, $6)),
 			t.reconcile_policy,
 			coalesce(jsonb_path_query_first(r.owner_references, '$[*] ? (@.controller == true).uid') #>> '{}', ''),
-			r.namespace, r.dependencies
+			r.namespace, r.dependencies, r.lease_revision
 		FROM resources r LEFT JOIN resource_types t ON t.id = r.resource_type_id
 		WHERE r.id > $1 AND (cardinality($2::bigint[]) = 0 OR r.id = ANY($2)) ORDER BY r.id LIMIT $3) p ON true
 		WHERE rs.id = 1 ORDER BY p.id`,
@@ -52,7 +52,7 @@ func (s *Store) ListReconcileState(ctx context.Context, req storage.ListReconcil
 		var id *int64
 		var uid *uuid.UUID
 		var name, typeName, typeVersion, status, holder, dispatchID, op *string
-		var generation, observed, terminal, rv, leaseEpoch *int64
+		var generation, observed, terminal, rv, leaseEpoch, leaseRev *int64
 		var deleting, unavailable, cleanupDone *bool
 		var failures *int32
 		var policy []byte
@@ -61,7 +61,7 @@ func (s *Store) ListReconcileState(ctx context.Context, req storage.ListReconcil
 		if err := rows.Scan(&out.ResourceVersion, &id, &uid, &name, &typeName, &typeVersion, &generation,
 			&observed, &status, &deleting, &failures, &terminal, &st.LastReconcileTime,
 			&st.ReconcileRequestedAt, &op, &st.LeaseExpiresAt, &st.DispatchedAt, &st.RequeueAt,
-			&rv, &leaseEpoch, &holder, &dispatchID, &unavailable, &cleanupDone, &policy, &controller, &namespace, &deps); err != nil {
+			&rv, &leaseEpoch, &holder, &dispatchID, &unavailable, &cleanupDone, &policy, &controller, &namespace, &deps, &leaseRev); err != nil {
 			return nil, translate(err)
 		}
 		if id == nil {
@@ -71,7 +71,7 @@ func (s *Store) ListReconcileState(ctx context.Context, req storage.ListReconcil
 		st.Generation, st.ObservedGeneration, st.Status, st.Deleting, st.Failures = *generation, *observed, *status, *deleting, *failures
 		st.TerminalGeneration, st.ResourceVersion, st.LeaseEpoch, st.LeaseHolder, st.DispatchID = *terminal, *rv, *leaseEpoch, *holder, *dispatchID
 		st.ReconcilerUnavailable, st.CleanupDone, st.ControllerUID = *unavailable, *cleanupDone, *controller
-		st.Namespace, st.Dependencies = *namespace, storage.DecodeDependencies(deps)
+		st.Namespace, st.Dependencies, st.LeaseRevision = *namespace, storage.DecodeDependencies(deps), *leaseRev
 		st.Finish(*op, policy)
 		out.States = append(out.States, st)
 	}

@@ -54,6 +54,10 @@ type ReconcileState struct {
 	Namespace     string
 	// Dependencies are what its last attempt depends on (its completion's).
 	Dependencies []Dependency
+	// LeaseRevision is the relay's published revision when its lease was
+	// last acquired: every change published by then was committed before
+	// that attempt began.
+	LeaseRevision int64
 }
 
 // ListReconcileStateRequest pages through reconcile states by id.

@@ -693,6 +693,34 @@ func testCompletionDependencies(t *testing.T, open Opener) {
 	}
 }
 
+// testLeaseRevision: acquiring a lease records the relay's published
+// revision then, which the reconcile state returns until the next
+// acquisition.
+func testLeaseRevision(t *testing.T, open Opener) {
+	s, el := newStore(t, open)
+	mustType(t, s, "Widget", "v1")
+	r := mustCreate(t, s, "leased")
+	a := acquire(t, s, r.ID, "worker-a")
+	if st := reconcileState(t, s, r.ID); st.LeaseRevision != 0 || st.LeaseEpoch != a.Epoch {
+		t.Fatalf("nothing published yet: lease revision %d (epoch %d)", st.LeaseRevision, st.LeaseEpoch)
+	}
+	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: a.Epoch, Outcome: lifecycle.OutcomeSuccess})
+	other := mustCreate(t, s, "other")
+	lock, epoch, _ := leadRelay(t, el)
+	defer lock.Release()
+	if err := el.AdvanceCursor(t.Context(), epoch, other.ResourceVersion, other.ResourceVersion); err != nil {
+		t.Fatal(err)
+	}
+	b := acquire(t, s, r.ID, "worker-a")
+	if st := reconcileState(t, s, r.ID); st.LeaseRevision != other.ResourceVersion || st.LeaseEpoch != b.Epoch {
+		t.Fatalf("lease revision %d at epoch %d, want %d (published when acquired)", st.LeaseRevision, st.LeaseEpoch, other.ResourceVersion)
+	}
+	complete(t, s, storage.CompleteReconcileRequest{ResourceID: r.ID, LeaseEpoch: b.Epoch, Outcome: lifecycle.OutcomeSuccess})
+	if st := reconcileState(t, s, r.ID); st.LeaseRevision != other.ResourceVersion {
+		t.Fatalf("after the completion: lease revision %d, want %d kept", st.LeaseRevision, other.ResourceVersion)
+	}
+}
+
 // testReconcileStateFields: the scheduler's view of each resource carries
 // its generations, deletion, lease, dispatch, manual trigger, operation
 // annotation, ReconcilerAvailable condition, cleanup state and type

@@ -67,6 +67,7 @@ func Run(t *testing.T, open Opener) {
 		{"CompletionObservedAndDegraded", testCompletionObservedAndDegraded},
 		{"CompletionTextRefused", testCompletionTextRefused},
 		{"CompletionDependencies", testCompletionDependencies},
+		{"LeaseRevision", testLeaseRevision},
 		{"OutboxExactlyOnceInOrder", testOutboxExactlyOnceInOrder},
 		{"RelayLockAndEpochFencing", testRelayLockAndEpochFencing},
 		{"RelayPublishesExactlyTheCommittedChanges", testRelayPublishesExactlyTheCommittedChanges},

@@ -1644,7 +1644,12 @@ type ReconcileState struct {
 	// dependencies are what the resource's last attempt depends on (its
 	// CompleteReconcileRequest.dependencies): the scheduler reconciles it when
 	// one of them is created, changes or goes.
-	Dependencies  []*Dependency `protobuf:"bytes,28,rep,name=dependencies,proto3" json:"dependencies,omitempty"`
+	Dependencies []*Dependency `protobuf:"bytes,28,rep,name=dependencies,proto3" json:"dependencies,omitempty"`
+	// lease_revision is the relay's published revision when the resource's
+	// lease was last acquired (lease_epoch): every change published by then
+	// was committed before that attempt began, so a change of a resource it
+	// owns or depends on published by then needs no attempt after it.
+	LeaseRevision int64 `protobuf:"varint,29,opt,name=lease_revision,json=leaseRevision,proto3" json:"lease_revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1873,6 +1878,13 @@ func (x *ReconcileState) GetDependencies() []*Dependency {
 		return x.Dependencies
 	}
 	return nil
+}
+
+func (x *ReconcileState) GetLeaseRevision() int64 {
+	if x != nil {
+		return x.LeaseRevision
+	}
+	return 0
 }
 
 type ListReconcileStateRequest struct {
@@ -2809,7 +2821,7 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"dispatches\x18\x02 \x03(\v2\x1b.no8s.reconcile.v1.DispatchR\n" +
 	"dispatches\"4\n" +
 	"\x18RecordDispatchesResponse\x12\x18\n" +
-	"\amissing\x18\x01 \x03(\x03R\amissing\"\x8a\n" +
+	"\amissing\x18\x01 \x03(\x03R\amissing\"\xb1\n" +
 	"\n" +
 	"\x0eReconcileState\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\x03R\n" +
@@ -2846,7 +2858,8 @@ const file_no8s_reconcile_v1_reconcile_proto_rawDesc = "" +
 	"\fcleanup_done\x18\x19 \x01(\bR\vcleanupDone\x12%\n" +
 	"\x0econtroller_uid\x18\x1a \x01(\tR\rcontrollerUid\x12\x1c\n" +
 	"\tnamespace\x18\x1b \x01(\tR\tnamespace\x12A\n" +
-	"\fdependencies\x18\x1c \x03(\v2\x1d.no8s.reconcile.v1.DependencyR\fdependencies\"\x90\x01\n" +
+	"\fdependencies\x18\x1c \x03(\v2\x1d.no8s.reconcile.v1.DependencyR\fdependencies\x12%\n" +
+	"\x0elease_revision\x18\x1d \x01(\x03R\rleaseRevision\"\x90\x01\n" +
 	"\x19ListReconcileStateRequest\x12\x19\n" +
 	"\bafter_id\x18\x01 \x01(\x03R\aafterId\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x1f\n" +
