@@ -35,7 +35,6 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -159,13 +158,13 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 
 // GRPCServerOptions are a gRPC server's options for tracing: a span for
 // each call that carries a caller's trace, continuing it (a call from an
-// untraced caller starts none). None when off.
+// untraced caller starts none), with the call's service, method and status
+// code (server.go). None when off.
 func (t *Tracing) GRPCServerOptions() []grpc.ServerOption {
 	if !t.Enabled() {
 		return nil
 	}
-	return []grpc.ServerOption{grpc.StatsHandler(insideTrace{Handler: otelgrpc.NewServerHandler(
-		otelgrpc.WithTracerProvider(t.provider), otelgrpc.WithPropagators(t.propagator))})}
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(t.serverUnary), grpc.ChainStreamInterceptor(t.serverStream)}
 }
 
 // GRPCDialOptions are a gRPC client's options for tracing: a call made
@@ -184,19 +183,13 @@ func (t *Tracing) GRPCDialOptions() []grpc.DialOption {
 
 // HTTPHandler wraps h, the handler of the server named operation, with a
 // span for each request, continuing the trace of a request that carries
-// traceparent. h itself when off.
+// traceparent, with its method, path and status (server.go). h itself
+// when off.
 func (t *Tracing) HTTPHandler(h http.Handler, operation string) http.Handler {
 	if !t.Enabled() {
 		return h
 	}
-	return otelhttp.NewHandler(h, operation,
-		otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(t.propagator),
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
-			if r.Pattern != "" {
-				return r.Pattern
-			}
-			return r.Method
-		}))
+	return t.serveHTTP(h, operation)
 }
 
 // HTTPTransport wraps rt (http.DefaultTransport when nil), a client's
