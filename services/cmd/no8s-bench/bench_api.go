@@ -38,6 +38,8 @@ const (
 // apiConcurrencies are the create concurrencies measured, API and ceiling.
 var apiConcurrencies = []int{1, 32}
 
+var apiMeasureFlag = flag.Duration("api-measure", apiMeasure, "api scenarios: how long each concurrency's creates are measured (after a second's warm-up); longer for A/B runs whose creates/s must hold still")
+
 var apiCreatesOnlyFlag = flag.Bool("api-creates-only", false, "api scenarios: measure the API's creates only (no PostgreSQL ceiling, list or memory), for quick A/B runs of creates/s")
 
 // databaseClusterSchema is the seed README's DatabaseCluster schema
@@ -157,8 +159,8 @@ func benchAPIOn(ctx context.Context, env *benchEnv, embedded bool) error {
 	var disturbed float64 // the most cores other processes took in a phase
 	for _, c := range apiConcurrencies {
 		cpu0 := env.sampleCPU()
-		waitProfiles := env.startProfiles(ctx, fmt.Sprintf("api-%s-c%d", env.backendLabel(), c), apiWarmup+apiMeasure)
-		res, err := runLoad(ctx, loadSpec{Concurrency: c, Warmup: apiWarmup, Duration: apiMeasure}, true,
+		waitProfiles := env.startProfiles(ctx, fmt.Sprintf("api-%s-c%d", env.backendLabel(), c), apiWarmup+*apiMeasureFlag)
+		res, err := runLoad(ctx, loadSpec{Concurrency: c, Warmup: apiWarmup, Duration: *apiMeasureFlag}, true,
 			func(ctx context.Context, seq int64) error {
 				return apiCreate(ctx, env, "v1beta1", fmt.Sprintf("api-c%d-%07d", c, seq))
 			})
@@ -175,16 +177,16 @@ func benchAPIOn(ctx context.Context, env *benchEnv, embedded bool) error {
 	// 2. The ceiling: the same rows straight into PostgreSQL.
 	var ceil map[int]loadResult
 	if *apiCreatesOnlyFlag {
-		fmt.Printf("\ncreates, %s after %s warm-up each (-api-creates-only: no ceiling, list or memory)\n", apiMeasure, apiWarmup)
+		fmt.Printf("\ncreates, %s after %s warm-up each (-api-creates-only: no ceiling, list or memory)\n", *apiMeasureFlag, apiWarmup)
 	} else if embedded {
-		fmt.Printf("\ncreates, %s after %s warm-up each; no ceiling measured on the embedded backend\n", apiMeasure, apiWarmup)
+		fmt.Printf("\ncreates, %s after %s warm-up each; no ceiling measured on the embedded backend\n", *apiMeasureFlag, apiWarmup)
 	} else {
 		var syncCommit, rowBytes string
 		var err error
 		if ceil, syncCommit, rowBytes, err = apiCeiling(ctx, env, &cpuLines, &disturbed); err != nil {
 			return fmt.Errorf("ceiling: %w", err)
 		}
-		fmt.Printf("\ncreates, %s after %s warm-up each; synchronous_commit = %s; stored row %s\n", apiMeasure, apiWarmup, syncCommit, rowBytes)
+		fmt.Printf("\ncreates, %s after %s warm-up each; synchronous_commit = %s; stored row %s\n", *apiMeasureFlag, apiWarmup, syncCommit, rowBytes)
 	}
 	tw := newTable()
 	fmt.Fprintf(tw, "  \tconc\tcreates/s\tp50\tp99\tn\t\n")
@@ -381,7 +383,7 @@ func apiCeiling(ctx context.Context, env *benchEnv, cpuLines *[]string, disturbe
 	out := map[int]loadResult{}
 	for _, c := range apiConcurrencies {
 		cpu0 := env.sampleCPU()
-		res, err := runLoad(ctx, loadSpec{Concurrency: c, Warmup: apiWarmup, Duration: apiMeasure}, true,
+		res, err := runLoad(ctx, loadSpec{Concurrency: c, Warmup: apiWarmup, Duration: *apiMeasureFlag}, true,
 			func(ctx context.Context, seq int64) error {
 				rid := id.Add(1)
 				now := time.Now()

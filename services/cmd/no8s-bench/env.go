@@ -119,8 +119,8 @@ type benchEnv struct {
 	// serviceURL is the gateway the stack's services write to (serviceAPI;
 	// "" until started).
 	serviceURL string
-	used           bool // Fresh was called once on this stack
-	keepLogs       bool
+	used       bool // Fresh was called once on this stack
+	keepLogs   bool
 }
 
 // benchProc is one child process of the stack.
