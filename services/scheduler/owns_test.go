@@ -229,10 +229,13 @@ func TestChangesWhileQueuedAreAnswered(t *testing.T) {
 		return n
 	}
 	n := settle()
+	dispatched := e.dispatchID(p.ID)
 	for i, c := range children {
 		e.setSpec(c.ID, 2)
 		if i == 0 {
-			time.Sleep(100 * time.Millisecond) // the parent's dispatch is queued now
+			waitFor(t, 5*time.Second, "the parent's dispatch for the first change recorded (queued now)", func() bool {
+				return e.dispatchID(p.ID) != dispatched
+			})
 		}
 	}
 	if got := settle(); got != n+1 {
@@ -245,4 +248,14 @@ func TestChangesWhileQueuedAreAnswered(t *testing.T) {
 	if got := settle(); got != n+2 {
 		t.Fatalf("the parent had %d attempts for a change made while its attempt ran, want 2", got-n)
 	}
+}
+
+// dispatchID is the last dispatch the scheduler recorded for id.
+func (e *env) dispatchID(id int64) string {
+	e.t.Helper()
+	res, err := e.store.ListReconcileState(e.t.Context(), storage.ListReconcileStateRequest{IDs: []int64{id}})
+	if err != nil || len(res.States) != 1 {
+		e.t.Fatalf("reconcile state of %d: %v", id, err)
+	}
+	return res.States[0].DispatchID
 }
