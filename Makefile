@@ -41,7 +41,7 @@ IMAGE_DIR       := $(BIN)/image
 # timeout leaves room for a slower machine, it is not the budget).
 TEST_TIMEOUT ?= 22m
 
-.PHONY: help run build build-failpoint image image-check deploy-check upgrade-from test stress bench bench-scale lint check-large-files check-cyclo check-proto-breaking check-user-docs check-rules generate generate-check tools k8s-tools k8s-tools-dir nats-server grpcurl natscli github-openapi promtool clean $(BIN)/gocyclo
+.PHONY: help run build build-failpoint image image-check deploy-check upgrade-from test stress bench bench-scale bench-peer lint check-large-files check-cyclo check-proto-breaking check-user-docs check-rules generate generate-check tools k8s-tools k8s-tools-dir nats-server grpcurl natscli github-openapi promtool clean $(BIN)/gocyclo
 
 help:
 	@echo "make run             run the whole control plane (no8s dev) on 127.0.0.1:8000 (ARGS=... for more flags)"
@@ -54,6 +54,7 @@ help:
 	@echo "make stress          long soak versions of the outbox and concurrency tests"
 	@echo "make bench           the performance figures the issues ask for"
 	@echo "make bench-scale     how cost grows with the store: 10k, 100k, 1M resources (about 15 minutes)"
+	@echo "make bench-peer      the same load against no8s and its Kubernetes peer, back to back (about 35 minutes; ARGS=-smoke: 2)"
 	@echo "make check-rules     promtool check rules and promtool test rules on deploy/observability (make test runs it)"
 	@echo "make lint            gofmt, go vet, staticcheck, no tracked file over 1 MiB, check-cyclo, check-proto-breaking, check-user-docs"
 	@echo "make check-cyclo     no production Go function over cyclomatic complexity 25 (gocyclo; DIR=... for one directory)"
@@ -156,6 +157,14 @@ bench: build nats-server
 
 bench-scale: build nats-server
 	cd services && go run ./cmd/no8s-bench -run scale $(ARGS)
+
+# bench-peer: no8s (separate services on PostgreSQL, identities, NATS users and
+# API authentication on) against kube-apiserver + etcd + a controller-runtime
+# noop controller from make k8s-tools, the same scenarios back to back
+# (docs/design/performance.md, "The Kubernetes peer"). ARGS=-smoke checks the
+# harness in a couple of minutes, keeping no figures.
+bench-peer: build nats-server k8s-tools
+	cd services && go run ./cmd/no8s-bench -run '^peer$$' -identities -nats-auth -k8s-tools "$$(../tools/k8s/build.sh --dir)" $(ARGS)
 
 lint: $(BIN)/staticcheck check-large-files check-cyclo check-proto-breaking check-user-docs
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)

@@ -254,6 +254,29 @@ type rateResult struct {
 // reconcileSenders goroutines, which records the send time in watch and
 // sends it. Then it waits for the counted creates to become ready.
 func reconcileAtRate(ctx context.Context, env *benchEnv, watch *readyWatch, rate int, warmup, measure time.Duration) (rateResult, error) {
+	name := func(seq int) string { return fmt.Sprintf("rc%d-%06d", rate, seq) }
+	res, want, err := offerRate(ctx, env, watch, rate, warmup, measure, name, func(ctx context.Context, n string) error {
+		status, _, body, err := env.do(ctx, http.MethodPost, "/api/v1/resources", createBody(reconcileType, reconcileVersion, n))
+		if err == nil && status != http.StatusCreated {
+			err = fmt.Errorf("create %s: %d %s", n, status, truncateBytes(body, 300))
+		}
+		return err
+	})
+	if err != nil {
+		return res, err
+	}
+	if err := res.readStages(ctx, env, watch, fmt.Sprintf("rc%d-%%", rate), want); err != nil {
+		return res, err
+	}
+	return res, env.checkAlive()
+}
+
+// offerRate offers creates (create, of the objects name numbers) at rate
+// per second for warmup + measure, open loop, as reconcileAtRate
+// describes, and waits until watch has seen every created object ready. It
+// returns the figures and the names of the counted objects created.
+func offerRate(ctx context.Context, env *benchEnv, watch *readyWatch, rate int, warmup, measure time.Duration,
+	name func(seq int) string, create func(ctx context.Context, name string) error) (rateResult, []string, error) {
 	res := rateResult{rate: rate}
 	period := time.Second / time.Duration(rate)
 	total := int((warmup + measure) / period)
@@ -265,7 +288,6 @@ func reconcileAtRate(ctx context.Context, env *benchEnv, watch *readyWatch, rate
 	start := time.Now().Add(100 * time.Millisecond)
 	from, to := start.Add(warmup), start.Add(warmup+measure)
 	counted := func(due time.Time) bool { return !due.Before(from) && due.Before(to) }
-	name := func(seq int) string { return fmt.Sprintf("rc%d-%06d", rate, seq) }
 	created := make([]bool, total) // each index written by one sender, read after wg.Wait
 	var (
 		late, errs, maxLag atomic.Int64
@@ -291,11 +313,7 @@ func reconcileAtRate(ctx context.Context, env *benchEnv, watch *readyWatch, rate
 				}
 				n := name(j.seq)
 				watch.markSent(n, now)
-				status, _, body, err := env.do(ctx, http.MethodPost, "/api/v1/resources", createBody(reconcileType, reconcileVersion, n))
-				if err == nil && status != http.StatusCreated {
-					err = fmt.Errorf("create %s: %d %s", n, status, truncateBytes(body, 300))
-				}
-				if err != nil {
+				if err := create(ctx, n); err != nil {
 					errs.Add(1)
 					firstErr.CompareAndSwap(nil, err)
 					continue
@@ -331,7 +349,7 @@ func reconcileAtRate(ctx context.Context, env *benchEnv, watch *readyWatch, rate
 	wg.Wait()
 	<-cpuDone
 	if err := ctx.Err(); err != nil {
-		return res, err
+		return res, nil, err
 	}
 	res.cpu, res.other = cpu1.cores(cpu0), cpu1.other(cpu0)
 	res.late, res.maxLag, res.errs = int(late.Load()), time.Duration(maxLag.Load()), int(errs.Load())
@@ -358,13 +376,10 @@ func reconcileAtRate(ctx context.Context, env *benchEnv, watch *readyWatch, rate
 	}
 	res.answered = float64(answered) / measure.Seconds()
 	if err := watch.waitReady(ctx, env, every); err != nil {
-		return res, err
+		return res, nil, err
 	}
 	res.lat, _ = watch.latencies(want)
-	if err := res.readStages(ctx, env, watch, fmt.Sprintf("rc%d-%%", rate), want); err != nil {
-		return res, err
-	}
-	return res, env.checkAlive()
+	return res, want, nil
 }
 
 // stageNames name the parts of create→Ready, in order.
@@ -436,6 +451,7 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 // resource whose create was sent (markSent), when the first event showing
 // it ready arrived; and when the create was answered (markAnswered).
 type readyWatch struct {
+	minGen   int64 // the observed generation an object must reach to count as ready
 	mu       sync.Mutex
 	sent     map[string]time.Time // by resource name
 	answered map[string]time.Time // by resource name
@@ -446,20 +462,29 @@ type readyWatch struct {
 	done   chan struct{}
 }
 
-// startReadyWatch opens the watch and returns once it has started (its
-// first BOOKMARK).
+// startReadyWatch opens an SSE watch on the reconcile scenario's type and
+// returns once it has started (its first BOOKMARK).
 func startReadyWatch(ctx context.Context, env *benchEnv) (*readyWatch, error) {
-	wctx, cancel := context.WithCancel(ctx)
-	w := &readyWatch{sent: map[string]time.Time{}, answered: map[string]time.Time{}, ready: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
 	api, err := env.watchClient()
 	if err != nil {
-		cancel()
 		return nil, err
 	}
+	return newReadyWatch(ctx, 1, func(ctx context.Context, w *readyWatch, started func()) error {
+		return w.runSSE(ctx, api, client.ListOptions{TypeName: reconcileType}, started)
+	})
+}
+
+// newReadyWatch starts source, which reads a watch and hands each event to
+// w.seen, calling started once the watch is open, and returns once it has
+// started. An object counts as ready when its Ready state is true at an
+// observed generation of at least minGen.
+func newReadyWatch(ctx context.Context, minGen int64, source func(ctx context.Context, w *readyWatch, started func()) error) (*readyWatch, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	w := &readyWatch{minGen: minGen, sent: map[string]time.Time{}, answered: map[string]time.Time{}, ready: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
 	started := make(chan struct{})
 	go func() {
 		defer close(w.done)
-		err := w.run(wctx, api, client.ListOptions{TypeName: reconcileType}, sync.OnceFunc(func() { close(started) }))
+		err := source(wctx, w, sync.OnceFunc(func() { close(started) }))
 		if wctx.Err() == nil {
 			if err == nil {
 				err = errors.New("the watch ended")
@@ -478,6 +503,21 @@ func startReadyWatch(ctx context.Context, env *benchEnv) (*readyWatch, error) {
 		w.stop()
 		return nil, errors.New("the watch did not start within 30s")
 	}
+}
+
+// seen notes an event of name: the first one showing it ready at minGen
+// or later, of a name whose create was sent, is its ready time.
+func (w *readyWatch) seen(name string, ready bool, observedGen int64, at time.Time) {
+	if !ready || observedGen < w.minGen {
+		return
+	}
+	w.mu.Lock()
+	if _, sent := w.sent[name]; sent {
+		if _, seen := w.ready[name]; !seen {
+			w.ready[name] = at
+		}
+	}
+	w.mu.Unlock()
 }
 
 // stop ends the watch and waits for it.
@@ -560,6 +600,9 @@ func (w *readyWatch) describeMissing(ctx context.Context, env *benchEnv, names [
 		}
 	}
 	w.mu.Unlock()
+	if env.pool == nil {
+		return strings.Join(missing, ", ") + " (no store to look in)"
+	}
 	rows, err := env.pool.Query(ctx, `
 		SELECT r.name, r.status, r.generation, r.observed_generation, r.resource_version,
 		       r.lease_holder, r.lease_epoch, r.lease_expires_at, r.failures, r.dispatch_id,
@@ -607,10 +650,11 @@ func (w *readyWatch) latencies(names []string) ([]time.Duration, int) {
 	return out, len(names) - len(out)
 }
 
-// run reads the stream until ctx ends; started is called at its first
-// BOOKMARK. Frames are read raw (client.Stream) and decoded only as far as
-// the name and status: the load generator stays cheap.
-func (w *readyWatch) run(ctx context.Context, api *client.Client, o client.ListOptions, started func()) error {
+// runSSE reads a no8s event stream until ctx ends; started is called at
+// its first BOOKMARK. Frames are read raw (client.Stream) and decoded only
+// as far as the name, status and observed generation: the load generator
+// stays cheap.
+func (w *readyWatch) runSSE(ctx context.Context, api *client.Client, o client.ListOptions, started func()) error {
 	st, err := api.OpenStream(ctx, o, client.FromNow)
 	if err != nil {
 		return err
@@ -619,7 +663,8 @@ func (w *readyWatch) run(ctx context.Context, api *client.Client, o client.ListO
 	var ev struct {
 		Name string `json:"resource_name"`
 		Data struct {
-			Status string `json:"status"`
+			Status   string `json:"status"`
+			Observed int64  `json:"observed_generation"`
 		} `json:"resource_data"`
 	}
 	for {
@@ -638,20 +683,11 @@ func (w *readyWatch) run(ctx context.Context, api *client.Client, o client.ListO
 		case client.EventError:
 			return fmt.Errorf("ERROR event: %s", f.Data)
 		}
-		ev.Name, ev.Data.Status = "", ""
+		ev.Name, ev.Data.Status, ev.Data.Observed = "", "", 0
 		if err := json.Unmarshal(f.Data, &ev); err != nil {
 			return fmt.Errorf("event %s: %w", truncateBytes(f.Data, 200), err)
 		}
-		if ev.Data.Status != "ready" {
-			continue
-		}
-		w.mu.Lock()
-		if _, sent := w.sent[ev.Name]; sent {
-			if _, seen := w.ready[ev.Name]; !seen {
-				w.ready[ev.Name] = now
-			}
-		}
-		w.mu.Unlock()
+		w.seen(ev.Name, ev.Data.Status == "ready", ev.Data.Observed, now)
 	}
 }
 

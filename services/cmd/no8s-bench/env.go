@@ -291,8 +291,21 @@ type procMem struct {
 // serviceMemory returns the resident set size (and its peak) of each no8s
 // process, in the order of services.
 func (e *benchEnv) serviceMemory() ([]procMem, error) {
+	return e.procMemory(false)
+}
+
+// procMemory is serviceMemory, with nats-server's when withNATS is set.
+func (e *benchEnv) procMemory(withNATS bool) ([]procMem, error) {
+	procs := e.services()
+	if withNATS {
+		for _, p := range e.procs {
+			if p.name == "nats-server" {
+				procs = append(procs, procInfo{name: p.name, pid: p.cmd.Process.Pid})
+			}
+		}
+	}
 	var out []procMem
-	for _, p := range e.services() {
+	for _, p := range procs {
 		m := procMem{procInfo: p}
 		var err error
 		if m.rss, err = readProcKB(p.pid, "VmRSS"); err != nil {

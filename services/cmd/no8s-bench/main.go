@@ -7,6 +7,7 @@
 //	no8s-bench -run api        run the scenarios whose name contains "api"
 //	no8s-bench -run '^api$'    run the api scenario alone
 //	no8s-bench -run scale      the scale scenario (make bench-scale; never by default)
+//	no8s-bench -run peer       no8s against its Kubernetes peer (make bench-peer; never by default)
 //	no8s-bench -scrape 1s      scrape /metrics of every process each second meanwhile
 //	no8s-bench -run '^reconcile$' -ab-pairs 5 -ab-b '-identities -nats-auth'
 //	                           A/B: 5 pairs of runs, A B then B A, …, compared pair by pair
@@ -61,6 +62,7 @@ func run() error {
 		{"cloudevents", benchCloudEvents, false},        // issue 18: the relay publish rate with CloudEvents headers vs without
 		{"gc", benchGC, false},                          // issue 38: 100 owners deleted → their 10,000 dependents purged (no target)
 		{"scale", benchScale, true},                     // issue 13: cost at 10k, 100k, 1M stored resources (make bench-scale)
+		{"peer", benchPeer, true},                       // issue 40: the same load against no8s and its Kubernetes peer, back to back (make bench-peer)
 	}
 	ctx, cancel := proc.SignalContext()
 	defer cancel()

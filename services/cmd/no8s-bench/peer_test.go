@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReadK8sWatch feeds a Kubernetes watch stream as kube-apiserver
+// writes it (one JSON event after the other) to a readyWatch: only an
+// object whose create was sent, with its Ready condition True at the
+// watch's generation or later, counts, at its first such event; an ERROR
+// event ends the stream with its message.
+func TestReadK8sWatch(t *testing.T) {
+	ev := func(typ, name, ready string, gen int64) string {
+		obj := map[string]any{"metadata": map[string]any{"name": name, "generation": gen}}
+		if ready != "" {
+			obj["status"] = map[string]any{"conditions": []any{
+				map[string]any{"type": "Other", "status": "True", "observedGeneration": gen},
+				map[string]any{"type": "Ready", "status": ready, "observedGeneration": gen},
+			}}
+		}
+		b, err := json.Marshal(map[string]any{"type": typ, "object": obj})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b) + "\n"
+	}
+	stream := ev("ADDED", "a", "", 1) + // no status yet
+		ev("MODIFIED", "a", "False", 1) +
+		ev("BOOKMARK", "", "", 0) +
+		ev("MODIFIED", "b", "True", 1) + // at generation 1: not enough
+		ev("MODIFIED", "b", "True", 2) +
+		ev("MODIFIED", "b", "True", 2) + // a second event: the first one counts
+		ev("MODIFIED", "c", "True", 2) + // not sent: ignored
+		ev("MODIFIED", "a", "True", 3)
+	w := &readyWatch{minGen: 2, sent: map[string]time.Time{}, answered: map[string]time.Time{}, ready: map[string]time.Time{}}
+	w.markSent("a", time.Now())
+	w.markSent("b", time.Now())
+	if err := readK8sWatch(context.Background(), strings.NewReader(stream), w); err != nil {
+		t.Fatal(err)
+	}
+	if _, missing := w.readyTimes([]string{"a", "b"}); missing != 0 {
+		t.Fatalf("%d of a, b not seen ready: %v", missing, w.ready)
+	}
+	if _, ok := w.ready["c"]; ok {
+		t.Error("c, whose create was not sent, was counted")
+	}
+	if !w.ready["b"].Before(w.ready["a"]) {
+		t.Error("b's first ready event at generation 2 came before a's; the times say otherwise")
+	}
+
+	errStream := `{"type":"ERROR","object":{"kind":"Status","message":"too old resource version: 1 (42)"}}`
+	err := readK8sWatch(context.Background(), strings.NewReader(errStream), w)
+	if err == nil || !strings.Contains(err.Error(), "too old resource version") {
+		t.Fatalf("ERROR event: %v, want its message", err)
+	}
+	if err := readK8sWatch(context.Background(), strings.NewReader(`{"type":`), w); err == nil {
+		t.Fatal("a cut event was taken")
+	}
+}
+
+// TestPeerObjectMatchesNo8sBody checks that the peer's objects carry the
+// no8s create body's labels, annotations and spec, so both sides store the
+// same data.
+func TestPeerObjectMatchesNo8sBody(t *testing.T) {
+	var ours, peer map[string]any
+	if err := json.Unmarshal(createBody("ReconcileBench", "v1", "x-1"), &ours); err != nil {
+		t.Fatal(err)
+	}
+	raw := []byte(strings.ReplaceAll(strings.ReplaceAll(peerObjectTemplate, "%[1]s", peerReadyKind), "%[2]s", "x-1"))
+	if err := json.Unmarshal(raw, &peer); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	meta := peer["metadata"].(map[string]any)
+	for _, k := range []string{"labels", "annotations"} {
+		a, _ := json.Marshal(ours[k])
+		b, _ := json.Marshal(meta[k])
+		if string(a) != string(b) {
+			t.Errorf("%s: no8s %s, peer %s", k, a, b)
+		}
+	}
+	a, _ := json.Marshal(ours["spec"])
+	b, _ := json.Marshal(peer["spec"])
+	if string(a) != string(b) {
+		t.Errorf("spec: no8s %s, peer %s", a, b)
+	}
+	if meta["name"] != "x-1" || peer["kind"] != peerReadyKind || peer["apiVersion"] != peerGroup+"/"+peerVersion {
+		t.Errorf("peer object %s", raw)
+	}
+}
