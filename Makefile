@@ -164,7 +164,7 @@ bench-scale: build nats-server
 # (docs/design/performance.md, "The Kubernetes peer"). ARGS=-smoke checks the
 # harness in a couple of minutes, keeping no figures.
 bench-peer: build nats-server k8s-tools
-	cd services && go run ./cmd/no8s-bench -run '^peer$$' -identities -nats-auth -k8s-tools "$$(../tools/k8s/build.sh --dir)" $(ARGS)
+	cd services && go run ./cmd/no8s-bench -run '^peer$$' -identities -nats-auth -gateway-tls -k8s-tools "$$(../tools/k8s/build.sh --dir)" $(ARGS)
 
 lint: $(BIN)/staticcheck check-large-files check-cyclo check-proto-breaking check-user-docs
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)

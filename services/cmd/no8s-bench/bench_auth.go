@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"time"
@@ -64,7 +63,7 @@ func benchAPIAuth(ctx context.Context, env *benchEnv) error {
 		{name: "API token", url: env.gatewayURL, authorization: "Bearer " + tok.Value},
 		{name: "RS256 JWT", url: jwtURL, authorization: "Bearer " + jwt},
 	}
-	hc := armClient()
+	hc := armClient(env)
 	defer hc.CloseIdleConnections()
 	fmt.Printf("three gateways on one store and admission: --auth=none, API tokens, OIDC (a loopback issuer); c=32; %d rounds, each arm twice per round in mirrored order (A B C C B A: a throughput that drifts as the tables grow weighs on every arm alike), 8 s per slot after 1 s warmup\n", authRounds)
 	ratios, err := measureArms(ctx, hc, arms, "auth")
@@ -92,11 +91,8 @@ func createAuthBenchType(ctx context.Context, env *benchEnv) error {
 
 // armClient is a client of the arms' own, sending exactly each arm's
 // header.
-func armClient() *http.Client {
-	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
-		DialContext:  (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns: 512, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, DisableCompression: true,
-	}}
+func armClient(env *benchEnv) *http.Client {
+	return &http.Client{Timeout: 60 * time.Second, Transport: http1Transport(env.roots)}
 }
 
 // measureArms measures API creates/s through each arm in authRounds

@@ -38,6 +38,7 @@ import (
 
 var (
 	peerSmokeFlag = flag.Bool("smoke", false, "peer scenario: a few seconds per phase and small counts, no figures kept (checks the harness)")
+	peerOnlyFlag  = flag.Bool("peer-only", false, "peer scenario: run the Kubernetes peer alone (no no8s runs, no ratios): for looking into the peer's settings")
 	peerRatesFlag = flag.String("peer-rates", "100,150,200,300,400", "peer scenario: the offered create→Ready rates, per second")
 )
 
@@ -100,6 +101,8 @@ type peerSide interface {
 // peerResult is what one side measured.
 type peerResult struct {
 	label       string
+	ceiling     float64 // the PostgreSQL ceiling's creates/s at c=32 (no8s's runs)
+	restarts    int     // watches opened again after the server ended them
 	creates     map[int]loadResult
 	list        time.Duration // best of 3
 	listPages   int
@@ -143,8 +146,12 @@ func benchPeer(ctx context.Context, env *benchEnv) error {
 		workers = 2 * n
 	}
 	var results []peerResult
-	for i, which := range []string{"no8s", "Kubernetes", "no8s"} {
-		fmt.Printf("\n-- %s (run %d of 3)\n", which, i+1)
+	sides := []string{"no8s", "Kubernetes", "no8s"}
+	if *peerOnlyFlag {
+		sides = []string{"Kubernetes"}
+	}
+	for i, which := range sides {
+		fmt.Printf("\n-- %s (run %d of %d)\n", which, i+1, len(sides))
 		var side peerSide
 		if which == "no8s" {
 			if err := env.Fresh(ctx); err != nil {
@@ -172,6 +179,9 @@ func benchPeer(ctx context.Context, env *benchEnv) error {
 				return err
 			}
 		}
+	}
+	if *peerOnlyFlag {
+		return nil
 	}
 	printPeerTable(env, results, sizes)
 	fmt.Printf("\n(the three runs took %s)\n", time.Since(start).Round(time.Second))
@@ -212,6 +222,7 @@ func runPeerSide(ctx context.Context, env *benchEnv, side peerSide, sz peerSizes
 		fmt.Printf("  create→Ready at %d/s: p50 %s, p99 %s (%d counted, %d errors)\n", rate, fmtDur(percentile(r.lat, 50)), fmtDur(percentile(r.lat, 99)), r.counted, r.errs)
 	}
 	watch.stop()
+	res.restarts += watch.restarts
 
 	// 2. Reconciles/s at saturation.
 	if err := peerSaturation(ctx, env, side, sz, &res); err != nil {
@@ -219,6 +230,12 @@ func runPeerSide(ctx context.Context, env *benchEnv, side peerSide, sz peerSizes
 	}
 	fmt.Printf("  reconciles/s at saturation: %.0f over %s; store (%s) CPU per reconcile %s, every process's %s\n",
 		res.satRate, res.satWindow.Round(100*time.Millisecond), res.storeName, fmtDur(res.storeCPU), fmtDur(res.allCPU))
+
+	// The reconciler's memory now: it is stopped for what follows.
+	memSat, err := env.procMemory(true)
+	if err != nil {
+		return res, err
+	}
 
 	// 3. Creates at c=1 and c=32, nothing reconciling: the stored objects of
 	// the phases above stay, the reconciler is stopped so that no8s's
@@ -245,6 +262,18 @@ func runPeerSide(ctx context.Context, env *benchEnv, side peerSide, sz peerSizes
 		res.disturbed = max(res.disturbed, cpu1.other(cpu0))
 	}
 
+	// The machine's scale: the same-run PostgreSQL ceiling (no8s's side).
+	if c, ok := side.(interface {
+		ceiling(ctx context.Context) (float64, error)
+	}); ok {
+		rate, err := c.ceiling(ctx)
+		if err != nil {
+			return res, fmt.Errorf("ceiling: %w", err)
+		}
+		res.ceiling = rate
+		fmt.Printf("  PostgreSQL ceiling at c=32 (pgx, row + outbox row per transaction): %.0f/s\n", rate)
+	}
+
 	// 4. LIST of sz.list objects in pages of 1,000, best of 3.
 	if _, err := runLoad(ctx, loadSpec{Concurrency: apiBulkConcurrency, Count: sz.list}, true, func(ctx context.Context, seq int64) error {
 		return side.createList(ctx, fmt.Sprintf("list-%07d", seq))
@@ -267,10 +296,17 @@ func runPeerSide(ctx context.Context, env *benchEnv, side peerSide, sz peerSizes
 	}
 	fmt.Printf("  LIST %d in %d pages: best of 3 %s\n", sz.list, res.listPages, fmtDur(res.list))
 
-	// 5. Memory of every process, nats-server included.
+	// 5. Memory of every process, nats-server included; a process stopped
+	// since saturation (the scheduler, the controller) as it was then.
 	mem, err := env.procMemory(true)
 	if err != nil {
 		return res, err
+	}
+	for _, m := range memSat {
+		if !slices.ContainsFunc(mem, func(n procMem) bool { return n.name == m.name }) {
+			m.name += " (at the end of saturation)"
+			mem = append(mem, m)
+		}
 	}
 	res.mem = mem
 	res.settings = side.settings(ctx)
@@ -306,6 +342,7 @@ func peerSaturation(ctx context.Context, env *benchEnv, side peerSide, sz peerSi
 	}
 	err = created.waitReady(ctx, env, names)
 	created.stop()
+	res.restarts += created.restarts
 	if err != nil {
 		return fmt.Errorf("the created objects Ready: %w", err)
 	}
@@ -324,7 +361,10 @@ func peerSaturation(ctx context.Context, env *benchEnv, side peerSide, sz peerSi
 	if err != nil {
 		return err
 	}
-	defer watch.stop()
+	defer func() {
+		watch.stop()
+		res.restarts += watch.restarts
+	}()
 	for _, n := range names {
 		watch.markSent(n, time.Now())
 	}
@@ -345,18 +385,28 @@ func peerSaturation(ctx context.Context, env *benchEnv, side peerSide, sz peerSi
 			return err
 		}
 	}
+	// The CPU window closes with the measured window, or when the backlog
+	// has drained if that comes first (the idle time after it would count).
 	var cpu1 cpuSample
-	sampled := make(chan struct{})
+	sampled, drained := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(sampled)
-		if sleepUntil(ctx, cpu0.at.Add(sz.satMeasure)) == nil {
-			cpu1 = env.sampleCPU()
+		timer := time.NewTimer(time.Until(cpu0.at.Add(sz.satMeasure)))
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-drained:
 		}
+		cpu1 = env.sampleCPU()
 	}()
-	if err := watch.waitReady(ctx, env, names); err != nil {
+	err = watch.waitReady(ctx, env, names)
+	close(drained)
+	<-sampled
+	if err != nil {
 		return err
 	}
-	<-sampled
 	times, _ := watch.readyTimes(names)
 	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
 	first, last := times[0], times[len(times)-1]
@@ -493,8 +543,12 @@ func printPeerTable(env *benchEnv, rs []peerResult, sz peerSizes) {
 			parts = append(parts, fmt.Sprintf("%s %s", m.name, fmtMiB(m.rss)))
 		}
 		fmt.Printf("    RSS: %s\n", strings.Join(parts, ", "))
+		if r.restarts > 0 {
+			fmt.Printf("    the server ended a watch %d times: opened again from the last version seen (after a list when it was too old)\n", r.restarts)
+		}
 		disturbed = max(disturbed, r.disturbed)
 	}
+	printPeerReference(k8s, ours)
 	if disturbed > 0.3 {
 		fmt.Printf("\nNOTE: other processes on this machine used up to %.2f cores during a measurement: the figures are pessimistic; rerun on a quiet machine.\n", disturbed)
 	}
@@ -540,6 +594,18 @@ func (s *no8sPeerSide) types(ctx context.Context) error {
 		"reconcile_policy": map[string]any{"resync_seconds": reconcileResync},
 	})
 	return err
+}
+
+// ceiling measures the PostgreSQL ceiling as the api scenario does and
+// returns its rate at c=32.
+func (s *no8sPeerSide) ceiling(ctx context.Context) (float64, error) {
+	var lines []string
+	var disturbed float64
+	out, _, _, err := apiCeiling(ctx, s.env, &lines, &disturbed)
+	if err != nil {
+		return 0, err
+	}
+	return out[32].rate(), nil
 }
 
 func (s *no8sPeerSide) createList(ctx context.Context, name string) error {
@@ -629,7 +695,11 @@ func (s *no8sPeerSide) settings(ctx context.Context) []string {
 	for _, p := range s.env.procs {
 		out = append(out, p.name+": "+strings.Join(p.cmd.Args, " "))
 	}
-	return out
+	over := "plain HTTP (-gateway-tls not given)"
+	if s.env.roots != nil {
+		over = "TLS"
+	}
+	return append(out, "load generator: this process, HTTP/1.1 keep-alive over "+over+", the bootstrap token (the administrator); tracing off")
 }
 
 // ---- the Kubernetes side -----------------------------------------------------
@@ -713,4 +783,39 @@ func (w *readyWatch) readyTimes(names []string) ([]time.Time, int) {
 		}
 	}
 	return out, len(names) - len(out)
+}
+
+// The peer's figures measured on 2026-11-27 on a machine of this kind, and
+// the PostgreSQL ceiling of the machine the older constant came from: what
+// a run's own peer is compared with, scaled by the machines' speeds.
+const (
+	refPeerCreatesC32    = 286.0                 // creates/s at c=32, 2026-11-27
+	refPeerReadyP50      = 17 * time.Millisecond // create→Ready p50 at 100/s, 2026-11-27
+	refOldConstantLow    = 1040.0                // creates/s at c=32, the old constant (another machine)
+	refOldConstantHigh   = 1125.0
+	refOldMachineCeiling = 8372.0 // PostgreSQL ceiling at c=32 of that machine
+)
+
+// printPeerReference prints the peer's c=32 creates/s and its create→Ready
+// p50 at 100/s beside the reference figures, and the machine's scale: this
+// run's PostgreSQL ceiling against the old machine's.
+func printPeerReference(k8s peerResult, ours []peerResult) {
+	var ceil float64
+	for _, r := range ours {
+		ceil += r.ceiling / float64(len(ours))
+	}
+	fmt.Println("\nthe peer against the reference figures:")
+	c32 := k8s.creates[32].rate()
+	fmt.Printf("  creates/s at c=32: %.0f/s here; %.0f/s on 2026-11-27 (%+.0f%%); %.0f-%.0f/s in the old constant (%+.0f%% of its middle)\n",
+		c32, refPeerCreatesC32, 100*(c32/refPeerCreatesC32-1), refOldConstantLow, refOldConstantHigh, 100*(c32/((refOldConstantLow+refOldConstantHigh)/2)-1))
+	for _, r := range k8s.rates {
+		if r.rate == 100 {
+			p50 := percentile(r.lat, 50)
+			fmt.Printf("  create→Ready p50 at 100/s: %s here; %s on 2026-11-27\n", fmtDur(p50), fmtDur(refPeerReadyP50))
+		}
+	}
+	if ceil > 0 {
+		fmt.Printf("  the machine: PostgreSQL ceiling at c=32 %.0f/s in this run, %.0f/s on the old constant's machine: scale %.2f (the old constant scaled: %.0f-%.0f/s)\n",
+			ceil, refOldMachineCeiling, ceil/refOldMachineCeiling, refOldConstantLow*ceil/refOldMachineCeiling, refOldConstantHigh*ceil/refOldMachineCeiling)
+	}
 }

@@ -453,6 +453,7 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 type readyWatch struct {
 	minGen   int64 // the observed generation an object must reach to count as ready
 	mu       sync.Mutex
+	restarts int                  // times the watch was opened again after the server ended it
 	sent     map[string]time.Time // by resource name
 	answered map[string]time.Time // by resource name
 	ready    map[string]time.Time // the first ready event, by resource name

@@ -45,7 +45,7 @@ func benchAPIRoles(ctx context.Context, env *benchEnv) error {
 		{name: fmt.Sprintf("%d roles, %d bindings", benchRoles, benchBindings), url: env.gatewayURL, authorization: "Bearer " + tok.Value},
 		{name: "bootstrap token (no lookup, no role)", url: env.gatewayURL, authorization: "Bearer " + env.bootstrapToken},
 	}
-	hc := armClient()
+	hc := armClient(env)
 	defer hc.CloseIdleConnections()
 	fmt.Printf("one gateway: the administrator's API token (no role consulted) vs service account bench's, bound by one of %d bindings to one of %d Roles (the gateway reads them again every second while asked), and the bootstrap token for reference; c=32; %d rounds, each arm twice per round in mirrored order, 8 s per slot after 1 s warmup\n",
 		benchBindings, benchRoles, authRounds)

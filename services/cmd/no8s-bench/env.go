@@ -22,6 +22,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -59,6 +60,8 @@ var (
 	binDirFlag   = flag.String("bin-dir", "", "directory with no8s-store, no8s-admission, no8s-gateway, no8s-reconciler, no8s-scheduler ($NO8S_BIN_DIR; default <repo>/bin, built when missing or stale)")
 	buildFlag    = flag.Bool("build", false, "always build the service binaries into a temporary directory")
 	keepLogsFlag = flag.Bool("keep-logs", false, "keep the service logs directory even when every scenario passes")
+	// The peer scenario sets it (make bench-peer): its API server serves TLS.
+	gatewayTLSFlag = flag.Bool("gateway-tls", false, "the stack's gateway serves its API over TLS (a self-signed certificate the bench alone trusts), HTTP/1.1 as before")
 )
 
 // serviceNames are the no8s processes of a stack, in start order.
@@ -98,6 +101,11 @@ type benchEnv struct {
 	// client is an HTTP client tuned for load (keep-alive, many idle
 	// connections per host).
 	client *http.Client
+
+	// roots trusts the gateway's certificate alone and gatewayTLS are
+	// its TLS flags, with -gateway-tls (nil otherwise).
+	roots      *x509.CertPool
+	gatewayTLS []string
 
 	binDir   string          // the no8s binaries
 	figs     figureSet       // the run's headline figures (-figures)
@@ -155,18 +163,20 @@ func newBenchEnv(ctx context.Context) (*benchEnv, error) {
 		return nil, err
 	}
 	e := &benchEnv{workDir: work, keepLogs: *keepLogsFlag, bootstrapToken: bootstrap}
+	if *gatewayTLSFlag {
+		cert, certFile, keyFile, err := writeServingCert(work, "no8s-gateway (no8s-bench)")
+		if err != nil {
+			return nil, err
+		}
+		e.roots = x509.NewCertPool()
+		e.roots.AddCert(cert)
+		e.gatewayTLS = []string{"--tls-cert-file", certFile, "--tls-key-file", keyFile}
+	}
 	e.client = &http.Client{
 		Timeout: 60 * time.Second,
 		// Every request without an Authorization header of its own sends
 		// the bootstrap token: the bench is the stack's administrator.
-		Transport: client.BearerTransport(&http.Transport{
-			Proxy:               nil,
-			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			MaxIdleConns:        512,
-			MaxIdleConnsPerHost: 256,
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true,
-		}, bootstrap, ""),
+		Transport: client.BearerTransport(http1Transport(e.roots), bootstrap, ""),
 	}
 	if err := e.locateBinaries(ctx); err != nil {
 		e.keepLogs = true
@@ -507,11 +517,7 @@ func (e *benchEnv) do(ctx context.Context, method, path string, body any) (int, 
 // no overall timeout (a watch lasts the scenario) and no connection limit
 // (one connection per watcher).
 func (e *benchEnv) watchClient() (*client.Client, error) {
-	return client.New(e.gatewayURL, client.WithUserAgent("no8s-bench"), client.WithToken(e.bootstrapToken), client.WithHTTPClient(&http.Client{Transport: &http.Transport{
-		Proxy:              nil,
-		DialContext:        (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-		DisableCompression: true,
-	}}))
+	return client.New(e.gatewayURL, client.WithUserAgent("no8s-bench"), client.WithToken(e.bootstrapToken), client.WithHTTPClient(&http.Client{Transport: http1Transport(e.roots)}))
 }
 
 // postJSON POSTs body and fails unless the answer is 2xx.
@@ -840,7 +846,7 @@ func (e *benchEnv) start(ctx context.Context) error {
 
 	// gateway: authentication on, the bench the administrator with the
 	// bootstrap token (e.client sends it)
-	if e.gatewayURL, err = e.startGateway(ctx, "gateway"); err != nil {
+	if e.gatewayURL, err = e.startGateway(ctx, "gateway", e.gatewayTLS...); err != nil {
 		return err
 	}
 	if e.api, err = client.New(e.gatewayURL, client.WithHTTPClient(e.client), client.WithTimeout(0), client.WithRetries(0),
@@ -907,6 +913,9 @@ func (e *benchEnv) startGateway(ctx context.Context, name string, extra ...strin
 		return "", err
 	}
 	url := "http://" + gwAddr
+	if slices.Contains(extra, "--tls-cert-file") {
+		url = "https://" + gwAddr
+	}
 	return url, waitFor(ctx, 30*time.Second, name+" /health", gp, func() error {
 		resp, err := e.client.Get(url + "/health")
 		if err != nil {

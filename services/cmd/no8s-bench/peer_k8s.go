@@ -36,6 +36,8 @@ import (
 	"github.com/no8s/no8s/services/internal/authn"
 )
 
+var peerUserFlag = flag.String("peer-user", "admin", "peer scenario: who the bench is to the peer's API server: admin (system:masters, which API Priority and Fairness exempts, as the bench is no8s's administrator) or user (an ordinary user granted the bench's kinds by RBAC, whose requests APF queues at its global-default level)")
+
 var k8sToolsFlag = flag.String("k8s-tools", "", "peer scenario: the directory holding kube-apiserver, etcd and noop-controller (default: what tools/k8s/build.sh --dir prints; make k8s-tools builds them)")
 
 // The peer's API group and kinds: DatabaseCluster takes the creates and the
@@ -101,9 +103,12 @@ func startK8sPeer(ctx context.Context, env *benchEnv, tools string, workers int,
 	if err != nil {
 		return nil, err
 	}
-	benchToken, err := p.writeTokens()
+	benchToken, userToken, err := p.writeTokens()
 	if err != nil {
 		return nil, err
+	}
+	if *peerUserFlag != "admin" && *peerUserFlag != "user" {
+		return nil, fmt.Errorf("-peer-user %q: admin or user", *peerUserFlag)
 	}
 	clientAddr, err := freeAddr()
 	if err != nil {
@@ -145,23 +150,8 @@ func startK8sPeer(ctx context.Context, env *benchEnv, tools string, workers int,
 	p.url = "https://" + apiAddr
 	roots := x509.NewCertPool()
 	roots.AddCert(cert)
-	tlsConf := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
-	newTransport := func() *http.Transport {
-		return &http.Transport{
-			Proxy:               nil,
-			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			TLSClientConfig:     tlsConf,
-			MaxIdleConns:        512,
-			MaxIdleConnsPerHost: 256,
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true,
-			// HTTP/1.1 with a pool of kept-alive connections, as the bench
-			// speaks to the no8s gateway.
-			TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
-		}
-	}
-	p.load = &http.Client{Timeout: 60 * time.Second, Transport: client.BearerTransport(newTransport(), benchToken, "")}
-	p.watch = &http.Client{Transport: client.BearerTransport(newTransport(), benchToken, "")}
+	p.load = &http.Client{Timeout: 60 * time.Second, Transport: client.BearerTransport(http1Transport(roots), benchToken, "")}
+	p.watch = &http.Client{Transport: client.BearerTransport(http1Transport(roots), benchToken, "")}
 	if err := waitFor(ctx, 120*time.Second, "kube-apiserver ready", api, func() error {
 		status, body, err := p.do(ctx, http.MethodGet, "/readyz", "", nil)
 		if err != nil {
@@ -185,7 +175,35 @@ func startK8sPeer(ctx context.Context, env *benchEnv, tools string, workers int,
 			return nil, err
 		}
 	}
+	if *peerUserFlag == "user" {
+		if err := p.grantUser(ctx); err != nil {
+			return nil, err
+		}
+		p.load = &http.Client{Timeout: 60 * time.Second, Transport: client.BearerTransport(http1Transport(roots), userToken, "")}
+		p.watch = &http.Client{Transport: client.BearerTransport(http1Transport(roots), userToken, "")}
+	}
+	p.settings = append(p.settings, "the bench's user: "+*peerUserFlag)
 	return p, nil
+}
+
+// grantUser lets the user bench-user do anything with the bench's kinds
+// (a ClusterRole and its binding), and nothing else.
+func (p *k8sPeer) grantUser(ctx context.Context) error {
+	role := map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+		"metadata": map[string]any{"name": "no8s-bench"},
+		"rules":    []any{map[string]any{"apiGroups": []string{peerGroup}, "resources": []string{"*"}, "verbs": []string{"*"}}},
+	}
+	if err := p.expect(ctx, http.MethodPost, "/apis/rbac.authorization.k8s.io/v1/clusterroles", "", role, http.StatusCreated); err != nil {
+		return err
+	}
+	binding := map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+		"metadata": map[string]any{"name": "no8s-bench"},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "no8s-bench"},
+		"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bench-user"}},
+	}
+	return p.expect(ctx, http.MethodPost, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", "", binding, http.StatusCreated)
 }
 
 // sameDisk says whether dir is on the file system of PostgreSQL's data
@@ -208,17 +226,37 @@ func sameDisk(dir, pg string) string {
 // localhost (tls.crt, tls.key: the bench trusts it alone) and the service
 // account signing key (sa.key).
 func (p *k8sPeer) writeCerts() (*x509.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, certFile, _, err := writeServingCert(p.dir, "kube-apiserver (no8s-bench peer)")
 	if err != nil {
 		return nil, err
+	}
+	p.caFile = certFile
+	sa, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	saDER, err := x509.MarshalECPrivateKey(sa)
+	if err != nil {
+		return nil, err
+	}
+	return cert, os.WriteFile(filepath.Join(p.dir, "sa.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: saDER}), 0o600)
+}
+
+// writeServingCert writes a self-signed serving certificate for 127.0.0.1
+// and localhost, named name, to dir/tls.crt and its key to dir/tls.key,
+// and returns the certificate (a client trusts it alone) and both paths.
+func writeServingCert(dir, name string) (cert *x509.Certificate, certFile, keyFile string, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, "", "", err
 	}
 	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
 	if err != nil {
-		return nil, err
+		return nil, "", "", err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "kube-apiserver (no8s-bench peer)"},
+		Subject:               pkix.Name{CommonName: name},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(7 * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
@@ -230,55 +268,57 @@ func (p *k8sPeer) writeCerts() (*x509.Certificate, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return nil, err
+		return nil, "", "", err
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
+	if cert, err = x509.ParseCertificate(der); err != nil {
+		return nil, "", "", err
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return nil, err
+		return nil, "", "", err
 	}
-	sa, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return nil, "", "", err
 	}
-	saDER, err := x509.MarshalECPrivateKey(sa)
-	if err != nil {
-		return nil, err
+	return cert, certFile, keyFile, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+}
+
+// http1Transport is the bench's load transport: HTTP/1.1 with a pool of
+// kept-alive connections (both sides are spoken to alike), over TLS when
+// roots is not nil (trusting them alone).
+func http1Transport(roots *x509.CertPool) *http.Transport {
+	t := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        512,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
 	}
-	p.caFile = filepath.Join(p.dir, "tls.crt")
-	for path, block := range map[string]*pem.Block{
-		p.caFile:                        {Type: "CERTIFICATE", Bytes: der},
-		filepath.Join(p.dir, "tls.key"): {Type: "EC PRIVATE KEY", Bytes: keyDER},
-		filepath.Join(p.dir, "sa.key"):  {Type: "EC PRIVATE KEY", Bytes: saDER},
-	} {
-		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
-			return nil, err
-		}
+	if roots != nil {
+		t.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		t.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	}
-	return cert, nil
+	return t
 }
 
 // writeTokens writes the API server's token file (the bench and the
-// controller, both in system:masters) and the controller's token file, and
-// returns the bench's token.
-func (p *k8sPeer) writeTokens() (string, error) {
-	_, _, bench, err := authn.NewToken()
-	if err != nil {
-		return "", err
+// controller, both in system:masters, and bench-user, in no group) and the
+// controller's token file, and returns the bench's and bench-user's tokens.
+func (p *k8sPeer) writeTokens() (bench, user string, err error) {
+	var toks [3]string
+	for i := range toks {
+		if _, _, toks[i], err = authn.NewToken(); err != nil {
+			return "", "", err
+		}
 	}
-	_, _, ctrl, err := authn.NewToken()
-	if err != nil {
-		return "", err
-	}
-	csv := fmt.Sprintf("%s,bench,bench,\"system:masters\"\n%s,noop-controller,noop-controller,\"system:masters\"\n", bench, ctrl)
+	csv := fmt.Sprintf("%s,bench,bench,\"system:masters\"\n%s,noop-controller,noop-controller,\"system:masters\"\n%s,bench-user,bench-user\n", toks[0], toks[1], toks[2])
 	if err := os.WriteFile(filepath.Join(p.dir, "tokens.csv"), []byte(csv), 0o600); err != nil {
-		return "", err
+		return "", "", err
 	}
 	p.tokenFile = filepath.Join(p.dir, "controller.token")
-	return bench, os.WriteFile(p.tokenFile, []byte(ctrl), 0o600)
+	return toks[0], toks[2], os.WriteFile(p.tokenFile, []byte(toks[1]), 0o600)
 }
 
 // createCRD creates the CRD of kind (plural) with the DatabaseCluster
@@ -441,83 +481,161 @@ func (p *k8sPeer) patch(ctx context.Context, ns, plural, name string) error {
 	return p.expect(ctx, http.MethodPatch, p.path(ns, plural, name), "application/merge-patch+json", []byte(reconcilePatch), http.StatusOK)
 }
 
-// startWatch opens a watch on the objects of plural in ns from now (the
-// resourceVersion of a list) and returns once the API server answered it.
+// errWatchGone is a watch's resourceVersion too old for the API server
+// (410 Gone): the watcher lists again.
+var errWatchGone = errors.New("resourceVersion too old (410 Gone)")
+
+// startWatch watches the objects of plural in ns, as an informer does: a
+// list, then a watch from the list's resourceVersion, opened again from
+// the last version seen whenever the API server ends it (it does, under
+// load, with watchers that fall behind), and after a list again when that
+// version is too old. It returns once the first watch is open.
 func (p *k8sPeer) startWatch(ctx context.Context, ns, plural string, minGen int64) (*readyWatch, error) {
 	return newReadyWatch(ctx, minGen, func(ctx context.Context, w *readyWatch, started func()) error {
-		status, data, err := p.do(ctx, http.MethodGet, p.path(ns, plural, "")+"?limit=1", "", nil)
+		rv := ""
+		for {
+			if rv == "" {
+				var err error
+				if rv, err = p.relist(ctx, ns, plural, w); err != nil {
+					return err
+				}
+			}
+			next, err := p.watchFrom(ctx, ns, plural, rv, w, started)
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case errors.Is(err, errWatchGone):
+				rv = ""
+			case err != nil:
+				return err
+			default:
+				rv = next
+			}
+			w.mu.Lock()
+			w.restarts++
+			w.mu.Unlock()
+		}
+	})
+}
+
+// relist lists every object of plural in ns, hands each to w (what changed
+// while no watch ran) and returns the list's resourceVersion.
+func (p *k8sPeer) relist(ctx context.Context, ns, plural string, w *readyWatch) (string, error) {
+	cont := ""
+	for {
+		u := p.path(ns, plural, "") + "?limit=1000"
+		if cont != "" {
+			u += "&continue=" + url.QueryEscape(cont)
+		}
+		status, data, err := p.do(ctx, http.MethodGet, u, "", nil)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if status != http.StatusOK {
-			return fmt.Errorf("list: %d %s", status, truncateBytes(data, 300))
+			return "", fmt.Errorf("list: %d %s", status, truncateBytes(data, 300))
 		}
 		var list struct {
 			Metadata struct {
 				ResourceVersion string `json:"resourceVersion"`
+				Continue        string `json:"continue"`
 			} `json:"metadata"`
+			Items []k8sObject `json:"items"`
 		}
 		if err := json.Unmarshal(data, &list); err != nil {
-			return err
+			return "", err
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+p.path(ns, plural, "")+
-			"?watch=1&allowWatchBookmarks=true&resourceVersion="+url.QueryEscape(list.Metadata.ResourceVersion), nil)
-		if err != nil {
-			return err
+		now := time.Now()
+		for _, o := range list.Items {
+			o.handTo(w, now)
 		}
-		req.Header.Set("Accept", "application/json")
-		resp, err := p.watch.Do(req)
-		if err != nil {
-			return err
+		if cont = list.Metadata.Continue; cont == "" {
+			return list.Metadata.ResourceVersion, nil
 		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 500))
-			return fmt.Errorf("watch: %d %s", resp.StatusCode, b)
+	}
+}
+
+// watchFrom watches from rv until the API server ends the watch, and
+// returns the last resourceVersion seen.
+func (p *k8sPeer) watchFrom(ctx context.Context, ns, plural, rv string, w *readyWatch, started func()) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+p.path(ns, plural, "")+
+		"?watch=1&allowWatchBookmarks=true&resourceVersion="+url.QueryEscape(rv), nil)
+	if err != nil {
+		return rv, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := p.watch.Do(req)
+	if err != nil {
+		return rv, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusGone {
+		return rv, errWatchGone
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 500))
+		return rv, fmt.Errorf("watch: %d %s", resp.StatusCode, b)
+	}
+	started()
+	return readK8sWatch(ctx, resp.Body, rv, w)
+}
+
+// k8sObject is as much of a watched object as the bench reads: its name,
+// resourceVersion and conditions.
+type k8sObject struct {
+	Metadata struct {
+		Name            string `json:"name"`
+		ResourceVersion string `json:"resourceVersion"`
+	} `json:"metadata"`
+	Status struct {
+		Conditions []struct {
+			Type               string `json:"type"`
+			Status             string `json:"status"`
+			ObservedGeneration int64  `json:"observedGeneration"`
+		} `json:"conditions"`
+	} `json:"status"`
+	// Message and Code are an ERROR event's (a Status).
+	Message string `json:"message"`
+	Code    int    `json:"code"`
+}
+
+// handTo hands the object's Ready condition to w.
+func (o *k8sObject) handTo(w *readyWatch, at time.Time) {
+	for _, c := range o.Status.Conditions {
+		if c.Type == "Ready" {
+			w.seen(o.Metadata.Name, c.Status == "True", c.ObservedGeneration, at)
 		}
-		started()
-		return readK8sWatch(ctx, resp.Body, w)
-	})
+	}
 }
 
 // readK8sWatch decodes a Kubernetes watch stream (one JSON event after the
-// other) and hands each object's Ready condition to w.
-func readK8sWatch(ctx context.Context, body io.Reader, w *readyWatch) error {
+// other), hands each object's Ready condition to w, and returns the last
+// resourceVersion seen (rv before any) when the stream ends.
+func readK8sWatch(ctx context.Context, body io.Reader, rv string, w *readyWatch) (string, error) {
 	dec := json.NewDecoder(body)
 	var ev struct {
-		Type   string `json:"type"`
-		Object struct {
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-			Status struct {
-				Conditions []struct {
-					Type               string `json:"type"`
-					Status             string `json:"status"`
-					ObservedGeneration int64  `json:"observedGeneration"`
-				} `json:"conditions"`
-			} `json:"status"`
-			Message string `json:"message"`
-		} `json:"object"`
+		Type   string    `json:"type"`
+		Object k8sObject `json:"object"`
 	}
 	for {
-		ev.Type, ev.Object.Metadata.Name, ev.Object.Status.Conditions, ev.Object.Message = "", "", nil, ""
+		ev.Type, ev.Object = "", k8sObject{}
 		if err := dec.Decode(&ev); err != nil {
 			if ctx.Err() != nil || errors.Is(err, io.EOF) {
-				return nil
+				return rv, nil
 			}
-			return err
+			return rv, err
 		}
 		now := time.Now()
 		switch ev.Type {
 		case "ERROR":
-			return fmt.Errorf("ERROR event: %s", ev.Object.Message)
-		case "ADDED", "MODIFIED":
-			for _, c := range ev.Object.Status.Conditions {
-				if c.Type == "Ready" {
-					w.seen(ev.Object.Metadata.Name, c.Status == "True", c.ObservedGeneration, now)
-				}
+			if ev.Object.Code == http.StatusGone {
+				return rv, errWatchGone
 			}
+			return rv, fmt.Errorf("ERROR event: %s", ev.Object.Message)
+		case "ADDED", "MODIFIED":
+			ev.Object.handTo(w, now)
+		}
+		if v := ev.Object.Metadata.ResourceVersion; v != "" {
+			rv = v
 		}
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +16,10 @@ import (
 // watch's generation or later, counts, at its first such event; an ERROR
 // event ends the stream with its message.
 func TestReadK8sWatch(t *testing.T) {
+	version := 100
 	ev := func(typ, name, ready string, gen int64) string {
-		obj := map[string]any{"metadata": map[string]any{"name": name, "generation": gen}}
+		version++
+		obj := map[string]any{"metadata": map[string]any{"name": name, "generation": gen, "resourceVersion": strconv.Itoa(version)}}
 		if ready != "" {
 			obj["status"] = map[string]any{"conditions": []any{
 				map[string]any{"type": "Other", "status": "True", "observedGeneration": gen},
@@ -39,8 +43,12 @@ func TestReadK8sWatch(t *testing.T) {
 	w := &readyWatch{minGen: 2, sent: map[string]time.Time{}, answered: map[string]time.Time{}, ready: map[string]time.Time{}}
 	w.markSent("a", time.Now())
 	w.markSent("b", time.Now())
-	if err := readK8sWatch(context.Background(), strings.NewReader(stream), w); err != nil {
+	rv, err := readK8sWatch(context.Background(), strings.NewReader(stream), "1", w)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if rv != "108" {
+		t.Errorf("last resourceVersion %q, want 108 (the last event's)", rv)
 	}
 	if _, missing := w.readyTimes([]string{"a", "b"}); missing != 0 {
 		t.Fatalf("%d of a, b not seen ready: %v", missing, w.ready)
@@ -52,12 +60,15 @@ func TestReadK8sWatch(t *testing.T) {
 		t.Error("b's first ready event at generation 2 came before a's; the times say otherwise")
 	}
 
-	errStream := `{"type":"ERROR","object":{"kind":"Status","message":"too old resource version: 1 (42)"}}`
-	err := readK8sWatch(context.Background(), strings.NewReader(errStream), w)
-	if err == nil || !strings.Contains(err.Error(), "too old resource version") {
+	gone := `{"type":"ERROR","object":{"kind":"Status","code":410,"message":"too old resource version: 1 (42)"}}`
+	if _, err := readK8sWatch(context.Background(), strings.NewReader(gone), "1", w); !errors.Is(err, errWatchGone) {
+		t.Fatalf("410 ERROR event: %v, want errWatchGone (the watcher lists again)", err)
+	}
+	other := `{"type":"ERROR","object":{"kind":"Status","code":500,"message":"internal error"}}`
+	if _, err := readK8sWatch(context.Background(), strings.NewReader(other), "1", w); err == nil || !strings.Contains(err.Error(), "internal error") {
 		t.Fatalf("ERROR event: %v, want its message", err)
 	}
-	if err := readK8sWatch(context.Background(), strings.NewReader(`{"type":`), w); err == nil {
+	if _, err := readK8sWatch(context.Background(), strings.NewReader(`{"type":`), "1", w); err == nil {
 		t.Fatal("a cut event was taken")
 	}
 }

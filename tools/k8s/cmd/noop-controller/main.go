@@ -54,6 +54,7 @@ type options struct {
 	healthAddr    string
 	reason        string
 	printSettings bool
+	cachedReads   bool
 }
 
 func main() {
@@ -78,6 +79,7 @@ func main() {
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", "", `/healthz and /readyz listen address ("": off)`)
 	fs.StringVar(&o.reason, "reason", "Reconciled", "the Ready condition's reason")
 	fs.BoolVar(&o.printSettings, "print-settings", true, "print every setting at start")
+	fs.BoolVar(&o.cachedReads, "cached-reads", true, "read objects from the informer's cache (false: from the API server, controller-runtime's default for unstructured objects)")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: exits on a bad flag
 
 	ctrl.SetLogger(zap.New())
@@ -100,16 +102,16 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if o.printSettings {
-		fmt.Printf("noop-controller: server=%s group=%s api-version=%s kind=%s namespace=%q max-concurrent-reconciles=%d qps=%g burst=%d\n",
-			cfg.Host, o.group, o.version, o.kind, o.namespace, o.workers, cfg.QPS, cfg.Burst)
+		fmt.Printf("noop-controller: server=%s group=%s api-version=%s kind=%s namespace=%q max-concurrent-reconciles=%d qps=%g burst=%d cached-reads=%t\n",
+			cfg.Host, o.group, o.version, o.kind, o.namespace, o.workers, cfg.QPS, cfg.Burst, o.cachedReads)
 	}
 	mopts := ctrl.Options{
 		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress: o.healthAddr,
 		// Reads from the informer's cache, as a typed controller's do: by
 		// default controller-runtime reads unstructured objects from the
-		// API server, one GET more per reconcile.
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		// API server, one GET more per reconcile (--cached-reads=false).
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: o.cachedReads}},
 	}
 	if o.namespace != "" {
 		mopts.Cache.DefaultNamespaces = map[string]cache.Config{o.namespace: {}}
