@@ -917,16 +917,21 @@ func (e *benchEnv) startGateway(ctx context.Context, name string, extra ...strin
 		url = "https://" + gwAddr
 	}
 	return url, waitFor(ctx, 30*time.Second, name+" /health", gp, func() error {
-		resp, err := e.client.Get(url + "/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("health %d", resp.StatusCode)
-		}
-		return nil
+		return getOK(e.client, url+"/health")
 	})
+}
+
+// getOK fails unless a GET of url answers 200: a probe.
+func getOK(c *http.Client, url string) error {
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d", url, resp.StatusCode)
+	}
+	return nil
 }
 
 // bootstrapTokenFile writes the bench's bootstrap token to a file of the

@@ -445,6 +445,14 @@ func (p *k8sPeer) create(ctx context.Context, ns, kind, plural, name string) err
 // listAll lists the objects of plural in ns in pages of 1,000 and returns
 // how many there were and in how many pages.
 func (p *k8sPeer) listAll(ctx context.Context, ns, plural string) (items, pages int, err error) {
+	items, pages, _, err = p.listPages(ctx, ns, plural, nil)
+	return items, pages, err
+}
+
+// listPages lists the objects of plural in ns in pages of 1,000, handing
+// each to each (when not nil) undecoded, and returns how many there were,
+// in how many pages, and the list's resourceVersion.
+func (p *k8sPeer) listPages(ctx context.Context, ns, plural string, each func(json.RawMessage) error) (items, pages int, rv string, err error) {
 	cont := ""
 	for {
 		u := p.path(ns, plural, "") + "?limit=1000"
@@ -453,24 +461,32 @@ func (p *k8sPeer) listAll(ctx context.Context, ns, plural string) (items, pages 
 		}
 		status, data, err := p.do(ctx, http.MethodGet, u, "", nil)
 		if err != nil {
-			return items, pages, fmt.Errorf("GET %s: %w", u, err)
+			return items, pages, "", fmt.Errorf("GET %s: %w", u, err)
 		}
 		if status != http.StatusOK {
-			return items, pages, fmt.Errorf("GET %s: %d %s", u, status, truncateBytes(data, 500))
+			return items, pages, "", fmt.Errorf("GET %s: %d %s", u, status, truncateBytes(data, 500))
 		}
 		var page struct {
 			Metadata struct {
-				Continue string `json:"continue"`
+				ResourceVersion string `json:"resourceVersion"`
+				Continue        string `json:"continue"`
 			} `json:"metadata"`
 			Items []json.RawMessage `json:"items"`
 		}
 		if err := json.Unmarshal(data, &page); err != nil {
-			return items, pages, fmt.Errorf("GET %s: %w", u, err)
+			return items, pages, "", fmt.Errorf("GET %s: %w", u, err)
+		}
+		for _, it := range page.Items {
+			if each != nil {
+				if err := each(it); err != nil {
+					return items, pages, "", err
+				}
+			}
 		}
 		items += len(page.Items)
 		pages++
 		if cont = page.Metadata.Continue; cont == "" {
-			return items, pages, nil
+			return items, pages, page.Metadata.ResourceVersion, nil
 		}
 	}
 }
@@ -521,37 +537,16 @@ func (p *k8sPeer) startWatch(ctx context.Context, ns, plural string, minGen int6
 // relist lists every object of plural in ns, hands each to w (what changed
 // while no watch ran) and returns the list's resourceVersion.
 func (p *k8sPeer) relist(ctx context.Context, ns, plural string, w *readyWatch) (string, error) {
-	cont := ""
-	for {
-		u := p.path(ns, plural, "") + "?limit=1000"
-		if cont != "" {
-			u += "&continue=" + url.QueryEscape(cont)
+	now := time.Now()
+	_, _, rv, err := p.listPages(ctx, ns, plural, func(raw json.RawMessage) error {
+		var o k8sObject
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return err
 		}
-		status, data, err := p.do(ctx, http.MethodGet, u, "", nil)
-		if err != nil {
-			return "", err
-		}
-		if status != http.StatusOK {
-			return "", fmt.Errorf("list: %d %s", status, truncateBytes(data, 300))
-		}
-		var list struct {
-			Metadata struct {
-				ResourceVersion string `json:"resourceVersion"`
-				Continue        string `json:"continue"`
-			} `json:"metadata"`
-			Items []k8sObject `json:"items"`
-		}
-		if err := json.Unmarshal(data, &list); err != nil {
-			return "", err
-		}
-		now := time.Now()
-		for _, o := range list.Items {
-			o.handTo(w, now)
-		}
-		if cont = list.Metadata.Continue; cont == "" {
-			return list.Metadata.ResourceVersion, nil
-		}
-	}
+		o.handTo(w, now)
+		return nil
+	})
+	return rv, err
 }
 
 // watchFrom watches from rv until the API server ends the watch, and
@@ -660,15 +655,7 @@ func (p *k8sPeer) startController(ctx context.Context, ns string) error {
 	}
 	hc := &http.Client{Timeout: 2 * time.Second}
 	return waitFor(ctx, 60*time.Second, "noop-controller ready", ctrl, func() error {
-		resp, err := hc.Get("http://" + health + "/readyz")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz: %d", resp.StatusCode)
-		}
-		return nil
+		return getOK(hc, "http://"+health+"/readyz")
 	})
 }
 
