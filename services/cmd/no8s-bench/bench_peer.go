@@ -197,6 +197,7 @@ func runPeerSide(ctx context.Context, env *benchEnv, side peerSide, sz peerSizes
 	if err := side.startReconciler(ctx); err != nil {
 		return res, err
 	}
+	res.settings = side.settings(ctx) // with every process running
 	watch, err := side.watchReady(ctx)
 	if err != nil {
 		return res, err
@@ -309,7 +310,6 @@ func runPeerSide(ctx context.Context, env *benchEnv, side peerSide, sz peerSizes
 		}
 	}
 	res.mem = mem
-	res.settings = side.settings(ctx)
 	res.took = time.Since(t0)
 	return res, env.checkAlive()
 }
@@ -373,13 +373,19 @@ func peerSaturation(ctx context.Context, env *benchEnv, side peerSide, sz peerSi
 	}
 	// The window opens at the first object seen at its new generation.
 	var cpu0 cpuSample
-	for {
+	for restarted := time.Now(); ; {
 		if t, _ := watch.readyTimes(names); len(t) > 0 {
 			cpu0 = env.sampleCPU()
 			break
 		}
 		if err := watch.failed(); err != nil {
 			return err
+		}
+		if err := env.checkAlive(); err != nil {
+			return err
+		}
+		if time.Since(restarted) > reconcileStall {
+			return fmt.Errorf("no object seen at its new generation within %s of starting the reconciler again", reconcileStall)
 		}
 		if err := sleepUntil(ctx, time.Now().Add(10*time.Millisecond)); err != nil {
 			return err
@@ -693,7 +699,13 @@ func (s *no8sPeerSide) settings(ctx context.Context) []string {
 		out = append(out, fmt.Sprintf("PostgreSQL: synchronous_commit %s, fsync %s, shared_buffers %s", syncCommit, fsync, buffers))
 	}
 	for _, p := range s.env.procs {
-		out = append(out, p.name+": "+strings.Join(p.cmd.Args, " "))
+		line := p.name + ": " + strings.Join(p.cmd.Args, " ")
+		for _, kv := range p.cmd.Env {
+			if strings.HasPrefix(kv, "NO8S_") {
+				line += " (env " + kv + ")"
+			}
+		}
+		out = append(out, line)
 	}
 	over := "plain HTTP (-gateway-tls not given)"
 	if s.env.roots != nil {
@@ -767,7 +779,7 @@ func (s *k8sPeerSide) restartReconciler(ctx context.Context) error {
 }
 
 func (s *k8sPeerSide) settings(context.Context) []string {
-	return append(append([]string{}, s.p.settings...),
+	return append(append([]string{}, s.p.settings...), "noop-controller "+strings.Join(s.p.ctrlArgs, " "),
 		"load generator: this process, HTTP/1.1 keep-alive over TLS, bearer token (system:masters); API Priority and Fairness and in-flight limits at their defaults; etcd at its defaults (fsync on)")
 }
 

@@ -64,6 +64,7 @@ type k8sPeer struct {
 	workers   int // the controller's MaxConcurrentReconciles
 	settings  []string
 	ctrl      *benchProc
+	ctrlArgs  []string // the controller's flags, as last started
 }
 
 // k8sToolsDir returns -k8s-tools, or the cache directory tools/k8s/build.sh
@@ -650,9 +651,7 @@ func (p *k8sPeer) startController(ctx context.Context, ns string) error {
 		return err
 	}
 	p.ctrl = ctrl
-	if len(p.settings) < 4 {
-		p.settings = append(p.settings, "noop-controller "+strings.Join(args, " "))
-	}
+	p.ctrlArgs = args
 	hc := &http.Client{Timeout: 2 * time.Second}
 	return waitFor(ctx, 60*time.Second, "noop-controller ready", ctrl, func() error {
 		return getOK(hc, "http://"+health+"/readyz")
