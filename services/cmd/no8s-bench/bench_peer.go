@@ -568,16 +568,13 @@ type no8sPeerSide struct {
 	env    *benchEnv
 	satIDs []int64
 	sched  int  // schedulers started, to name the next
-	typed  bool // the types are made
+	typed  bool // the types are made (startReconciler, the first phase)
 }
 
 func (s *no8sPeerSide) label() string { return "no8s" }
 func (s *no8sPeerSide) store() string { return "postgres" }
 
 func (s *no8sPeerSide) createAPI(ctx context.Context, name string) error {
-	if err := s.types(ctx); err != nil {
-		return err
-	}
 	return apiCreate(ctx, s.env, "v1beta1", name)
 }
 
