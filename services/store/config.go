@@ -23,7 +23,12 @@ type Config struct {
 	// MaxConns is the pool size.
 	MaxConns int32
 	// Migrate applies pending migrations at start (under an advisory lock).
+	// Without it the store waits until another process (no8s-store
+	// migrate) has brought the schema to the newest version it knows.
 	Migrate bool
+	// SchemaPoll is how often a store without Migrate checks the schema
+	// while it waits for it (2 s when zero).
+	SchemaPoll time.Duration
 	// Relay tunes the outbox relay.
 	Relay outbox.Config
 	// Stream configures the NO8S_EVENTS stream.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -61,8 +62,46 @@ func openPostgres(ctx context.Context, cfg Config, opts storage.Options, log *sl
 			return storage.Backend{}, err
 		}
 		log.Info("database schema ready", "version", v)
+	} else if err := waitForSchema(ctx, pool, cfg.SchemaPoll, log); err != nil {
+		pool.Close()
+		return storage.Backend{}, err
 	}
 	return storage.Backend{Store: pgstore.New(pool, opts), Log: pgoutbox.New(pool), Name: "postgres", Close: pool.Close}, nil
+}
+
+// waitForSchema returns once the database's schema is at least the newest
+// this binary knows: without --migrate a store starts beside the migration
+// step (a Compose one-shot service, a Helm hook or Job) and must not serve
+// on an older schema. It says what it waits for when it starts waiting and
+// every 30 seconds after; a database newer than the binary is fine (an
+// upgrade migrates before the new stores roll out).
+func waitForSchema(ctx context.Context, pool *pgxpool.Pool, every time.Duration, log *slog.Logger) error {
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	var said time.Time
+	for {
+		cur, newest, err := migrate.Status(ctx, pool)
+		switch {
+		case err == nil && cur >= newest:
+			if !said.IsZero() {
+				log.Info("database schema ready", "version", cur)
+			}
+			return nil
+		case time.Since(said) >= 30*time.Second:
+			said = time.Now()
+			if err != nil {
+				log.Warn("waiting for the database schema: run no8s-store migrate (or start with --migrate)", "error", err)
+			} else {
+				log.Warn("waiting for the database schema: run no8s-store migrate (or start with --migrate)", "version", cur, "newest", newest)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the database schema (migrate it with no8s-store migrate): %w", ctx.Err())
+		case <-time.After(every):
+		}
+	}
 }
 
 // openSQLite opens the embedded backend's file (litestore): the

@@ -5,7 +5,10 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/no8s/no8s/services/internal/testenv"
+	"github.com/no8s/no8s/services/store/migrate"
 	"github.com/no8s/no8s/services/store/storage"
 )
 
@@ -54,5 +57,56 @@ func TestOpenSQLite(t *testing.T) {
 	}
 	if _, err := db.Store.CreateType(ctx, storage.CreateTypeRequest{Name: "Widget", Version: "v1", Schema: []byte(`{"type":"object"}`)}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenWithoutMigrateWaitsForTheSchema: a store started with
+// --migrate=false on an empty database waits, serving nothing, until the
+// migration step has run, then opens.
+func TestOpenWithoutMigrateWaitsForTheSchema(t *testing.T) {
+	ctx := t.Context()
+	url := testenv.Database(t)
+	cfg := DefaultConfig()
+	cfg.DatabaseURL = url
+	cfg.Migrate = false
+	cfg.SchemaPoll = 50 * time.Millisecond
+	logs := &testenv.LogBuffer{}
+	opened := make(chan error, 1)
+	go func() {
+		db, err := Open(ctx, cfg, storage.Options{}, slog.New(slog.NewTextHandler(logs, nil)))
+		if err == nil {
+			db.Close()
+		}
+		opened <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "waiting for the database schema") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no word of waiting for the schema; logs:\n%s", logs)
+		}
+		select {
+		case err := <-opened:
+			t.Fatalf("opened on an empty database (%v), want it to wait for the schema", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	pool, err := OpenPool(ctx, url, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := migrate.Up(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-opened:
+		if err != nil {
+			t.Fatalf("open after the migration: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting 10 s after the migration")
+	}
+	if !strings.Contains(logs.String(), "database schema ready") {
+		t.Errorf("no word of the schema being ready; logs:\n%s", logs)
 	}
 }
