@@ -141,14 +141,17 @@ func New(cfg Config) *Authenticator {
 }
 
 // ReadBootstrapToken reads a bootstrap token file: one line, at least 32
-// characters, in a file no one but its owner may read.
+// characters, in a file no one but its owner and its group may read and
+// only its owner may write. The group may read it because a Kubernetes
+// Secret volume with an fsGroup makes its files 0440 whatever defaultMode
+// says.
 func ReadBootstrapToken(path string) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return "", fmt.Errorf("bootstrap token file: %w", err)
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("bootstrap token file %s: mode %v lets others read it: chmod 600 it", path, fi.Mode().Perm())
+	if fi.Mode().Perm()&0o037 != 0 {
+		return "", fmt.Errorf("bootstrap token file %s: mode %v lets others read or change it: chmod 600 it (640 where a group must read it)", path, fi.Mode().Perm())
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
