@@ -200,7 +200,7 @@ deploy/nats/nats-server.conf includes it as no8s-auth.conf.`,
 func (a *app) identityEnsureCmd() *cobra.Command {
 	var (
 		caDir, out, natsConfig       string
-		bootstrapToken               string
+		bootstrapToken, helmValues   string
 		services, reconcilers, hosts []string
 		publishers, readers          []string
 		valid, renewBefore           time.Duration
@@ -223,7 +223,10 @@ service does) and again at any time:
     NATS users (as nats-config writes it), written when missing or written
     from other keys;
   - with --bootstrap-token, the gateways' bootstrap token (the first
-    administrator's), created when the file is missing.
+    administrator's), created when the file is missing;
+  - with --helm-values, the Helm chart's identity values (deploy/helm/no8s):
+    every credential above, the nats-server include and the bootstrap
+    token, written every time (mode 0600).
 
 Every control plane service is issued unless --services says otherwise.
 A reconciler's types are claimed in the CA directory as issue claims them:
@@ -256,7 +259,7 @@ a type another reconciler holds fails the command, naming it.`,
 					return usagef("%v", err)
 				}
 			}
-			_, res, err := identityca.Ensure(identityca.Deployment{CADir: caDir, CredentialsRoot: out, IDs: ids, Hosts: hosts,
+			ca, res, err := identityca.Ensure(identityca.Deployment{CADir: caDir, CredentialsRoot: out, IDs: ids, Hosts: hosts,
 				NATSConfig: natsConfig, Validity: valid, RenewBefore: renewBefore}, a.now())
 			if err != nil {
 				return err
@@ -296,6 +299,16 @@ a type another reconciler holds fails the command, naming it.`,
 				}
 				fmt.Fprintf(w, "%s %s: the nats-server include that takes only the CA's NATS users\n", verb, natsConfig)
 			}
+			if helmValues != "" {
+				auth, err := natsInclude(ca, natsConfig, a.now())
+				if err != nil {
+					return err
+				}
+				if err := writeHelmValues(helmValues, out, ids, auth, bootstrapToken); err != nil {
+					return err
+				}
+				fmt.Fprintf(w, "wrote %s: the Helm chart's identity values (private keys: keep it as secret as the CA), for helm install -f\n", helmValues)
+			}
 			return nil
 		},
 	}
@@ -308,6 +321,7 @@ a type another reconciler holds fails the command, naming it.`,
 	f.StringSliceVar(&readers, "nats-reader", nil, "a NATS reader (CloudEvents consumer) to issue a NATS user alone (repeatable)")
 	f.StringVar(&natsConfig, "nats-config", "", "write the nats-server include here (as nats-config does) when missing or stale")
 	f.StringVar(&bootstrapToken, "bootstrap-token", "", "create the gateways' bootstrap token in this file (mode 0600) when missing: their --bootstrap-token-file")
+	f.StringVar(&helmValues, "helm-values", "", "write the Helm chart's identity values (every credential, the NATS include, the bootstrap token) to this file, mode 0600")
 	f.StringSliceVar(&hosts, "host", nil, "a host name or IP address added to every certificate for tools that check host names (repeatable)")
 	f.DurationVar(&valid, "valid", identityca.DefaultLeafValidity, "how long what is issued is valid")
 	f.DurationVar(&renewBefore, "renew-before", identityca.DefaultRenewBefore, "issue again what expires within this")

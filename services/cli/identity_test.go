@@ -3,8 +3,11 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/no8s/no8s/libs/platform/identity"
 )
@@ -186,5 +189,57 @@ func TestIdentityEnsure(t *testing.T) {
 	}
 	if code, _, errOut := run(t, nil, "", "identity", "ensure", "--ca-dir", ca, "--out", out, "--reconciler", "tenant"); code != ExitUsage || !strings.Contains(errOut, "NAME=Type/v1") {
 		t.Fatalf("--reconciler without types: %d %q", code, errOut)
+	}
+}
+
+// TestIdentityEnsureHelmValues: --helm-values writes the chart's identity
+// values, mode 0600: every credentials directory's files by its name, the
+// NATS include ensure keeps and the bootstrap token.
+func TestIdentityEnsureHelmValues(t *testing.T) {
+	dir := t.TempDir()
+	out, conf, tok, values := filepath.Join(dir, "identity"), filepath.Join(dir, "no8s-auth.conf"), filepath.Join(dir, "bootstrap.token"), filepath.Join(dir, "identity.yaml")
+	code, stdout, errOut := run(t, nil, "", "identity", "ensure", "--ca-dir", filepath.Join(dir, "ca"), "--out", out, "--reconciler", "noop=DatabaseCluster/v1",
+		"--nats-reader", "events", "--nats-config", conf, "--bootstrap-token", tok, "--helm-values", values)
+	if code != ExitOK || !strings.Contains(stdout, "wrote "+values) {
+		t.Fatalf("ensure --helm-values: %d %q %q", code, stdout, errOut)
+	}
+	fi, err := os.Stat(values)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v %v; want mode 0600", values, fi, err)
+	}
+	body, err := os.ReadFile(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Identity helmIdentity `yaml:"identity"`
+	}
+	if err := yaml.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for name := range got.Identity.Credentials {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	want := []string{"reader-events", "reconciler-noop", "service-admission", "service-gateway", "service-registry-sync", "service-scheduler", "service-store"}
+	if !slices.Equal(names, want) {
+		t.Errorf("credentials %v, want %v", names, want)
+	}
+	for file, text := range got.Identity.Credentials["service-store"] {
+		onDisk, err := os.ReadFile(filepath.Join(out, "service-store", file))
+		if err != nil || string(onDisk) != text {
+			t.Errorf("service-store %s: differs from the file on disk (%v)", file, err)
+		}
+	}
+	if len(got.Identity.Credentials["service-store"]) != 4 || len(got.Identity.Credentials["reader-events"]) != 1 {
+		t.Errorf("files: service-store %d (want tls.crt, tls.key, ca.crt, nats.creds), reader-events %d (want nats.creds)",
+			len(got.Identity.Credentials["service-store"]), len(got.Identity.Credentials["reader-events"]))
+	}
+	if include, _ := os.ReadFile(conf); got.Identity.NATSAuth != string(include) || len(include) == 0 {
+		t.Errorf("natsAuth is not the include ensure wrote")
+	}
+	if token, _ := os.ReadFile(tok); got.Identity.BootstrapToken != strings.TrimSpace(string(token)) || got.Identity.BootstrapToken == "" {
+		t.Errorf("bootstrapToken %q is not the file's", got.Identity.BootstrapToken)
 	}
 }
