@@ -51,6 +51,7 @@ import (
 	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/platform/identity"
 	"github.com/no8s/no8s/services/internal/authn"
+	"github.com/no8s/no8s/services/internal/kubeapi"
 	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/testenv"
 	"github.com/no8s/no8s/services/reconcilerworker/noop"
@@ -164,7 +165,7 @@ func newBenchEnv(ctx context.Context) (*benchEnv, error) {
 	}
 	e := &benchEnv{workDir: work, keepLogs: *keepLogsFlag, bootstrapToken: bootstrap}
 	if *gatewayTLSFlag {
-		cert, certFile, keyFile, err := writeServingCert(work, "no8s-gateway (no8s-bench)")
+		cert, certFile, keyFile, err := kubeapi.WriteServingCert(work, "no8s-gateway (no8s-bench)")
 		if err != nil {
 			return nil, err
 		}

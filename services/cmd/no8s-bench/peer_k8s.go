@@ -8,19 +8,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/url"
@@ -34,6 +28,7 @@ import (
 
 	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/services/internal/authn"
+	"github.com/no8s/no8s/services/internal/kubeapi"
 )
 
 var peerUserFlag = flag.String("peer-user", "admin", "peer scenario: who the bench is to the peer's API server: admin (system:masters, which API Priority and Fairness exempts, as the bench is no8s's administrator) or user (an ordinary user granted the bench's kinds by RBAC, whose requests APF queues at its global-default level)")
@@ -227,62 +222,12 @@ func sameDisk(dir, pg string) string {
 // localhost (tls.crt, tls.key: the bench trusts it alone) and the service
 // account signing key (sa.key).
 func (p *k8sPeer) writeCerts() (*x509.Certificate, error) {
-	cert, certFile, _, err := writeServingCert(p.dir, "kube-apiserver (no8s-bench peer)")
+	cert, certFile, _, err := kubeapi.WriteServingCert(p.dir, "kube-apiserver (no8s-bench peer)")
 	if err != nil {
 		return nil, err
 	}
 	p.caFile = certFile
-	sa, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	saDER, err := x509.MarshalECPrivateKey(sa)
-	if err != nil {
-		return nil, err
-	}
-	return cert, os.WriteFile(filepath.Join(p.dir, "sa.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: saDER}), 0o600)
-}
-
-// writeServingCert writes a self-signed serving certificate for 127.0.0.1
-// and localhost, named name, to dir/tls.crt and its key to dir/tls.key,
-// and returns the certificate (a client trusts it alone) and both paths.
-func writeServingCert(dir, name string) (cert *x509.Certificate, certFile, keyFile string, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, "", "", err
-	}
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	if err != nil {
-		return nil, "", "", err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(7 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:              []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, "", "", err
-	}
-	if cert, err = x509.ParseCertificate(der); err != nil {
-		return nil, "", "", err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, "", "", err
-	}
-	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		return nil, "", "", err
-	}
-	return cert, certFile, keyFile, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+	return cert, kubeapi.WriteServiceAccountKey(filepath.Join(p.dir, "sa.key"))
 }
 
 // http1Transport is the bench's load transport: HTTP/1.1 with a pool of
