@@ -49,7 +49,7 @@ help:
 	@echo "make build-failpoint the store with failpoints compiled in (build tag failpoint), into bin/failpoint/, for tests only"
 	@echo "make image           the one image, FROM scratch, every service binary, linux/amd64 and linux/arm64 (podman)"
 	@echo "make image-check     list the image's files, run every amd64 binary's --version, check the arm64 ones' build info"
-	@echo "make deploy-check    run docker-compose.yml as written, each service in its own network namespace, and check it (root; docs/deploy.md)"
+	@echo "make deploy-check    run docker-compose.yml as written, each service in its own network namespace, and check it (root); check the Helm chart against a real kube-apiserver (docs/deploy.md)"
 	@echo "make test            run every module's tests (needs PostgreSQL; see README)"
 	@echo "make stress          long soak versions of the outbox and concurrency tests"
 	@echo "make bench           the performance figures the issues ask for"
@@ -139,10 +139,17 @@ $(UPGRADE_DIR)/bin/no8s-store:
 # the sweep and an interrupted run. Needs root (or CAP_NET_ADMIN and
 # CAP_SYS_ADMIN), docker-compose, Debian's PostgreSQL; fails otherwise.
 DEPLOY_CHECK_RUN ?= TestCompose|TestBrokenCompose|TestUpgrade|TestSweep|TestInterrupted|TestPreflightWithoutRoot|TestParse|TestRunID|TestPlan
-deploy-check: image-check nats-server upgrade-from
+#
+# Then the Helm chart (services/deploycheck/helmcheck): helm lint and helm
+# template of deploy/helm/no8s for the default values and ci/production.yaml,
+# every rendered object applied with a server-side dry run to a real
+# kube-apiserver (make k8s-tools) in a restricted namespace, any Warning
+# failing; the schema's refusals.
+deploy-check: image-check nats-server upgrade-from k8s-tools
 	cd services && NO8S_IMAGE_REF=$(IMAGE):$(VERSION)-$$(go env GOARCH) NO8S_IMAGE_BINARIES="$(IMAGE_BINARIES)" NO8S_NATS_SERVER=$(BIN)/nats-server \
 		NO8S_UPGRADE_FROM_BIN=$(UPGRADE_DIR)/bin NO8S_UPGRADE_FROM_DIR=$(UPGRADE_DIR) \
 		go test -count=1 -tags deploycheck -timeout 25m -run '$(DEPLOY_CHECK_RUN)' -v ./deploycheck/composerun/
+	cd services && NO8S_K8S_TOOLS="$$(../tools/k8s/build.sh --dir)" go test -count=1 -tags deploycheck -timeout 10m -v ./internal/kubeapi/ ./deploycheck/helmcheck/
 
 test: build build-failpoint nats-server grpcurl natscli github-openapi check-rules
 	NO8S_BIN=$(BIN)/no8s NO8S_BUILD_BIN=$(BIN) NO8S_FAILPOINT_BIN=$(FAILPOINT_BIN) go test -count=1 -timeout $(TEST_TIMEOUT) work
@@ -170,7 +177,7 @@ lint: $(BIN)/staticcheck check-large-files check-cyclo check-proto-breaking chec
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)
 	go vet work
 	staticcheck work
-	cd services && go vet -tags deploycheck ./deploycheck/... && $(BIN)/staticcheck -tags deploycheck ./deploycheck/...
+	cd services && go vet -tags deploycheck ./deploycheck/... ./internal/kubeapi/ && $(BIN)/staticcheck -tags deploycheck ./deploycheck/... ./internal/kubeapi/
 	cd services && go vet -tags failpoint ./internal/failpoint/ ./store/outbox/ ./cmd/no8s-store/ && $(BIN)/staticcheck -tags failpoint ./internal/failpoint/ ./store/outbox/ ./cmd/no8s-store/
 	cd examples/hello-reconciler && GOWORK=off go vet ./... && GOWORK=off $(BIN)/staticcheck ./...
 

@@ -1,0 +1,276 @@
+//go:build deploycheck
+
+package helmcheck
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/no8s/no8s/services/internal/kubeapi"
+	"github.com/no8s/no8s/services/internal/manifest"
+)
+
+// The chart, the API server and the identity values every test shares:
+// one kube-apiserver for the package, each check in a namespace of its own.
+var (
+	helm     Helm
+	api      *kubeapi.Server
+	identity string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	tools := os.Getenv("NO8S_K8S_TOOLS")
+	if tools == "" {
+		fmt.Fprintln(os.Stderr, "NO8S_K8S_TOOLS is not set: run `make k8s-tools` and set it to `make -s k8s-tools-dir` (make deploy-check does both)")
+		return 1
+	}
+	chart, err := filepath.Abs("../../../deploy/helm/no8s")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	helm = Helm{Bin: filepath.Join(tools, "helm"), Chart: chart}
+	dir, err := os.MkdirTemp("", "no8s-helmcheck-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if identity, err = IdentityValues(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	if err := os.Mkdir(filepath.Join(dir, "kube"), 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if api, err = kubeapi.Start(ctx, kubeapi.Options{ToolsDir: tools, Dir: filepath.Join(dir, "kube"), Log: io.Discard}); err != nil {
+		fmt.Fprintln(os.Stderr, "kube-apiserver:", err)
+		return 1
+	}
+	defer api.Close()
+	fmt.Printf("kube-apiserver and etcd ready in %s\n", time.Since(start).Round(time.Millisecond))
+	return m.Run()
+}
+
+// TestChartValuesFiles: helm lint, helm template and the server-side dry
+// run accept the default values and the production file in a restricted
+// namespace, with no Warning.
+func TestChartValuesFiles(t *testing.T) {
+	deployments := []string{"no8s-admission", "no8s-gateway", "no8s-reconciler-noop", "no8s-reconciler-tenant", "no8s-registry-sync", "no8s-scheduler", "no8s-store"}
+	for name, c := range map[string]struct {
+		values       []string
+		replicas     int
+		statefulSets []string
+		job          string // the migration Job
+		hook         bool   // a pre-install,pre-upgrade hook
+	}{
+		"default":    {[]string{identity}, 2, []string{"no8s-nats", "no8s-postgresql"}, "no8s-migrate-1", false},
+		"production": {[]string{identity, filepath.Join(helm.Chart, "ci", "production.yaml")}, 3, nil, "no8s-migrate", true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := Check(t.Context(), helm, api, "no8s-"+name, c.values...); err != nil {
+				t.Fatal(err)
+			}
+			manifests, err := helm.Template(t.Context(), "no8s", "no8s-"+name, c.values...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs := rendered(t, manifests)
+			if got := objs.names("Deployment"); !slices.Equal(got, deployments) {
+				t.Errorf("Deployments %v, want %v", got, deployments)
+			}
+			for _, d := range deployments {
+				if o := objs.get("Deployment", d); o != nil && o.Spec.Replicas != c.replicas {
+					r := o.Spec.Replicas
+					t.Errorf("Deployment %s: %d replicas, want %d", d, r, c.replicas)
+				}
+			}
+			if got := objs.names("StatefulSet"); !slices.Equal(got, c.statefulSets) {
+				t.Errorf("StatefulSets %v, want %v", got, c.statefulSets)
+			}
+			job := objs.get("Job", c.job)
+			if job == nil {
+				t.Fatalf("no Job %s among %v", c.job, objs.names("Job"))
+			}
+			if hook := job.Metadata.Annotations["helm.sh/hook"]; (hook == "pre-install,pre-upgrade") != c.hook {
+				t.Errorf("Job %s: helm.sh/hook %q, want a pre-install,pre-upgrade hook: %v", c.job, hook, c.hook)
+			}
+		})
+	}
+}
+
+// object is what the tests read of a rendered object.
+type object struct {
+	Kind     string `yaml:"kind"`
+	Metadata struct {
+		Name        string            `yaml:"name"`
+		Annotations map[string]string `yaml:"annotations"`
+	} `yaml:"metadata"`
+	Spec struct {
+		Replicas int `yaml:"replicas"`
+	} `yaml:"spec"`
+}
+
+type objects []*object
+
+// rendered parses helm template's output.
+func rendered(t *testing.T, manifests []byte) objects {
+	t.Helper()
+	var objs objects
+	for _, c := range manifest.Split(manifests) {
+		var o object
+		if err := yaml.Unmarshal(c.Data, &o); err != nil {
+			t.Fatalf("rendered document at line %d: %v", c.Line, err)
+		}
+		if o.Kind != "" {
+			objs = append(objs, &o)
+		}
+	}
+	return objs
+}
+
+// names lists the names of the objects of kind, sorted.
+func (objs objects) names(kind string) []string {
+	var names []string
+	for _, o := range objs {
+		if o.Kind == kind {
+			names = append(names, o.Metadata.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (objs objects) get(kind, name string) *object {
+	for _, o := range objs {
+		if o.Kind == kind && o.Metadata.Name == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// TestCheckFailsWithoutRunAsNonRoot: the same check of a copy of the chart
+// whose security context template lost runAsNonRoot fails with the API
+// server's PodSecurity warning.
+func TestCheckFailsWithoutRunAsNonRoot(t *testing.T) {
+	broken := copyChart(t, helm.Chart)
+	path := filepath.Join(broken, "templates", "_helpers.tpl")
+	edit(t, path, "runAsNonRoot: true\n", "")
+	err := Check(t.Context(), Helm{Bin: helm.Bin, Chart: broken}, api, "no8s-broken-nonroot", identity)
+	if err == nil || !strings.Contains(err.Error(), `violate PodSecurity "restricted`) || !strings.Contains(err.Error(), "runAsNonRoot") {
+		t.Fatalf("check of the chart without runAsNonRoot: %v; want the PodSecurity warning naming runAsNonRoot", err)
+	}
+}
+
+// TestValuesSchemaRefusals: values.schema.json makes helm lint and helm
+// template refuse bad values, each naming what is wrong.
+func TestValuesSchemaRefusals(t *testing.T) {
+	for name, c := range map[string]struct{ values, want string }{
+		"negative replicas":  {"store:\n  replicas: -1\n", "/store/replicas"},
+		"no database url":    {"postgresql:\n  enabled: false\n", "externalDatabase"},
+		"unknown key":        {"gatewy:\n  replicas: 2\n", "gatewy"},
+		"non-string tag":     {"image:\n  tag: 1.2\n", "/image/tag"},
+		"unknown reconciler": {"reconcilers:\n  - {name: x, command: frobnicate, replicas: 1}\n", "/reconcilers/0/command"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			bad := filepath.Join(t.TempDir(), "bad.yaml")
+			if err := os.WriteFile(bad, []byte(c.values), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err := helm.Lint(t.Context(), identity, bad)
+			if err == nil || !strings.Contains(err.Error(), "schema") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("helm lint with %q: %v; want a schema refusal naming %s", c.values, err, c.want)
+			}
+			_, err = helm.Template(t.Context(), "no8s", "default", identity, bad)
+			if err == nil || !strings.Contains(err.Error(), "schema") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("helm template with %q: %v; want a schema refusal naming %s", c.values, err, c.want)
+			}
+		})
+	}
+}
+
+// TestChartNeedsTheIdentityValues: without the identity values the chart
+// refuses to render, saying which command writes them.
+func TestChartNeedsTheIdentityValues(t *testing.T) {
+	_, err := helm.Template(t.Context(), "no8s", "default")
+	if err == nil || !strings.Contains(err.Error(), "no8s identity ensure") {
+		t.Fatalf("helm template without identity values: %v; want the command that writes them", err)
+	}
+}
+
+// copyChart copies the chart's directory (symbolic links as the files they
+// name) and returns the copy.
+func copyChart(t *testing.T, chart string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "no8s")
+	err := filepath.Walk(chart, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(chart, path)
+		target := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// edit replaces every old in the file with new, failing when there is none.
+func edit(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("%s holds no %q", path, old)
+	}
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(b), old, new)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestChartRefusesReconcilersItCannotRun: a reconciler whose credentials
+// the identity values lack, and a built-in reconciler under another name,
+// fail the rendering, each saying what to do.
+func TestChartRefusesReconcilersItCannotRun(t *testing.T) {
+	for values, want := range map[string]string{
+		"reconcilers:\n  - {name: extra, command: noop, types: [Extra/v1], replicas: 1}\n": `identity.credentials has no "reconciler-extra"`,
+		"reconcilers:\n  - {name: tenants, command: tenant, replicas: 1}\n":               `name it "tenant"`,
+	} {
+		bad := filepath.Join(t.TempDir(), "bad.yaml")
+		if err := os.WriteFile(bad, []byte(values), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := helm.Template(t.Context(), "no8s", "default", identity, bad); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("helm template with %q: %v; want %s", values, err, want)
+		}
+	}
+}
