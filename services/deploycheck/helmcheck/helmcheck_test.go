@@ -4,6 +4,7 @@ package helmcheck
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -263,7 +264,7 @@ func edit(t *testing.T, path, old, new string) {
 func TestChartRefusesReconcilersItCannotRun(t *testing.T) {
 	for values, want := range map[string]string{
 		"reconcilers:\n  - {name: extra, command: noop, types: [Extra/v1], replicas: 1}\n": `identity.credentials has no "reconciler-extra"`,
-		"reconcilers:\n  - {name: tenants, command: tenant, replicas: 1}\n":               `name it "tenant"`,
+		"reconcilers:\n  - {name: tenants, command: tenant, replicas: 1}\n":                `name it "tenant"`,
 	} {
 		bad := filepath.Join(t.TempDir(), "bad.yaml")
 		if err := os.WriteFile(bad, []byte(values), 0o600); err != nil {
@@ -272,5 +273,57 @@ func TestChartRefusesReconcilersItCannotRun(t *testing.T) {
 		if _, err := helm.Template(t.Context(), "no8s", "default", identity, bad); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("helm template with %q: %v; want %s", values, err, want)
 		}
+	}
+}
+
+// TestInstallAndUpgradeKeepThePostgresPassword: `helm install` and `helm
+// upgrade` for real against the API server (objects stored, no pod runs
+// without a kubelet, hence --no-hooks): the bundled PostgreSQL's random
+// password is chosen once, at install, and kept by the upgrade (the chart
+// looks it up), and the stores' database URL carries it both times.
+func TestInstallAndUpgradeKeepThePostgresPassword(t *testing.T) {
+	ctx := t.Context()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := api.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	const ns = "no8s-install"
+	if err := api.CreateNamespace(ctx, ns, RestrictedLabels); err != nil {
+		t.Fatal(err)
+	}
+	secrets := func() (password, url string) {
+		t.Helper()
+		read := func(name, key string) string {
+			status, body, _, err := api.Do(ctx, "GET", "/api/v1/namespaces/"+ns+"/secrets/"+name, "", nil)
+			if err != nil || status != 200 {
+				t.Fatalf("secret %s: %d %v %s", name, status, err, body)
+			}
+			var s struct {
+				Data map[string][]byte `json:"data"`
+			}
+			if err := json.Unmarshal(body, &s); err != nil {
+				t.Fatal(err)
+			}
+			return string(s.Data[key])
+		}
+		return read("no8s-postgresql", "password"), read("no8s-database", "url")
+	}
+	if _, err := helm.run(ctx, "install", "no8s", helm.Chart, "--kubeconfig", kubeconfig, "--namespace", ns, "--no-hooks", "-f", identity); err != nil {
+		t.Fatal(err)
+	}
+	pw, url := secrets()
+	if len(pw) < 24 || !strings.Contains(url, ":"+pw+"@no8s-postgresql:5432/") {
+		t.Fatalf("after install: password %q, database URL %q; want a random password in the URL", pw, url)
+	}
+	status, body, _, err := api.Do(ctx, "GET", "/apis/apps/v1/namespaces/"+ns+"/deployments", "", nil)
+	if err != nil || status != 200 || !strings.Contains(string(body), "no8s-gateway") {
+		t.Fatalf("the release's Deployments: %d %v", status, err)
+	}
+	if _, err := helm.run(ctx, "upgrade", "no8s", helm.Chart, "--kubeconfig", kubeconfig, "--namespace", ns, "--no-hooks", "-f", identity, "--set", "store.replicas=3"); err != nil {
+		t.Fatal(err)
+	}
+	pw2, url2 := secrets()
+	if pw2 != pw || url2 != url {
+		t.Fatalf("the upgrade changed the database password or URL: %q → %q", url, url2)
 	}
 }

@@ -406,3 +406,25 @@ func freeAddr() (string, error) {
 	defer l.Close()
 	return l.Addr().String(), nil
 }
+
+// WriteKubeconfig writes a kubeconfig for the API server's system:masters
+// user to path (mode 0600), for tools such as helm.
+func (s *Server) WriteKubeconfig(path string) error {
+	conf := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: loopback
+  cluster:
+    server: %s
+    certificate-authority: %s
+users:
+- name: admin
+  user:
+    token: %s
+contexts:
+- name: loopback
+  context: {cluster: loopback, user: admin}
+current-context: loopback
+`, s.URL, s.CAFile, s.Token)
+	return os.WriteFile(path, []byte(conf), 0o600)
+}
