@@ -2,7 +2,8 @@
 // outside `make test`: the image (imagecheck, `make image-check`), the
 // Compose topology run in network namespaces (composerun, `make deploy-check`)
 // and the Helm chart against a real kube-apiserver (helmcheck, `make
-// deploy-check`).
+// deploy-check`), its rendered objects read into pods and Services by
+// kuberun.
 // Their drivers are tests behind the build tag deploycheck, so that `go test
 // work` does not build images or need root. One plain test runs with `make
 // test`: the workspace's modules hold no module of Kubernetes, etcd,

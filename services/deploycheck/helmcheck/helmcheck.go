@@ -1,6 +1,7 @@
 // Package helmcheck checks the Helm chart (deploy/helm/no8s) as `make
-// deploy-check` does: `helm lint` and `helm template` of a values set, then
-// every rendered object applied with a server-side dry run to a real
+// deploy-check` does: `helm lint` and `helm template` of a values set, the
+// rendered objects' wiring (services/deploycheck/kuberun), then every
+// rendered object applied with a server-side dry run to a real
 // kube-apiserver (services/internal/kubeapi), in a namespace that enforces
 // and warns on the restricted Pod Security Standard. Any refusal and any
 // Warning the API server answers fail the check. The drivers are the tests
@@ -17,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/no8s/no8s/services/cli"
+	"github.com/no8s/no8s/services/deploycheck/kuberun"
 	"github.com/no8s/no8s/services/internal/kubeapi"
 )
 
@@ -70,10 +72,14 @@ var RestrictedLabels = map[string]string{
 	"pod-security.kubernetes.io/warn-version":    "latest",
 }
 
-// Check lints and renders the chart with the values files, creates the
-// namespace ns (restricted) on api and applies every rendered object there
-// with a server-side dry run. It fails on a lint or render error, on any
-// object the API server refuses and on any Warning it answers.
+// Check lints and renders the chart with the values files, reads the
+// rendered objects into the pods and Services they make (kuberun: every
+// Secret, ConfigMap and key a pod references exists, every Service picks
+// pods and forwards to their ports, every address a pod names is a
+// Service's port), creates the namespace ns (restricted) on api and
+// applies every rendered object there with a server-side dry run. It fails
+// on a lint or render error, on any of those and on any object the API
+// server refuses or Warning it answers.
 func Check(ctx context.Context, h Helm, api *kubeapi.Server, ns string, values ...string) error {
 	if err := h.Lint(ctx, values...); err != nil {
 		return err
@@ -81,6 +87,13 @@ func Check(ctx context.Context, h Helm, api *kubeapi.Server, ns string, values .
 	manifests, err := h.Template(ctx, "no8s", ns, values...)
 	if err != nil {
 		return err
+	}
+	top, err := kuberun.Read(manifests, ns)
+	if err != nil {
+		return fmt.Errorf("the chart with %s: %w", strings.Join(values, ", "), err)
+	}
+	if err := top.Wiring(); err != nil {
+		return fmt.Errorf("the chart with %s does not wire up: %w", strings.Join(values, ", "), err)
 	}
 	if err := api.CreateNamespace(ctx, ns, RestrictedLabels); err != nil {
 		return fmt.Errorf("namespace %s: %w", ns, err)

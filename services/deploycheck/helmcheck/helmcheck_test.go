@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/no8s/no8s/services/deploycheck/kuberun"
 	"github.com/no8s/no8s/services/internal/kubeapi"
 	"github.com/no8s/no8s/services/internal/manifest"
 )
@@ -105,6 +106,13 @@ func TestChartValuesFiles(t *testing.T) {
 			}
 			if got := objs.names("StatefulSet"); !slices.Equal(got, c.statefulSets) {
 				t.Errorf("StatefulSets %v, want %v", got, c.statefulSets)
+			}
+			top, err := kuberun.Read(manifests, "no8s-"+name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range top.Pods {
+				checkPodFiles(t, p)
 			}
 			job := objs.get("Job", c.job)
 			if job == nil {
@@ -325,5 +333,64 @@ func TestInstallAndUpgradeKeepThePostgresPassword(t *testing.T) {
 	pw2, url2 := secrets()
 	if pw2 != pw || url2 != url {
 		t.Fatalf("the upgrade changed the database password or URL: %q → %q", url, url2)
+	}
+}
+
+// TestCheckFailsOnBrokenWiring: copies of the chart with a Service port
+// its callers do not use, a Service selector that picks no pod, and an
+// environment variable referencing a Secret key that does not exist each
+// fail the check, naming what is broken.
+func TestCheckFailsOnBrokenWiring(t *testing.T) {
+	for name, c := range map[string]struct{ file, old, new, want string }{
+		"service port": {"services.yaml", `(dict "name" "grpc" "port" 7001)`, `(dict "name" "grpc" "port" 7011)`,
+			"env NO8S_STORE_ADDR: no8s-store:7001: Service no8s-store has no port 7001"},
+		"selector": {"_workload.tpl", "spec:\n  type: {{ .serviceType | default \"ClusterIP\" }}\n  selector:\n", "spec:\n  type: {{ .serviceType | default \"ClusterIP\" }}\n  selector:\n    tier: api\n",
+			"Service no8s-store: its selector"},
+		"env reference": {"services.yaml", "secretKeyRef: {name: %s, key: url}", "secretKeyRef: {name: %s, key: uri}",
+			`env NO8S_DATABASE_URL: Secret "no8s-database" has no key "uri"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			broken := copyChart(t, helm.Chart)
+			edit(t, filepath.Join(broken, "templates", c.file), c.old, c.new)
+			err := Check(t.Context(), Helm{Bin: helm.Bin, Chart: broken}, api, "no8s-broken-"+strings.ReplaceAll(name, " ", "-"), identity)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("check of the chart with a broken %s: %v\nwant an error containing %q", name, err, c.want)
+			}
+		})
+	}
+}
+
+// checkPodFiles: every no8s process mounts its own identity (a service's or
+// reconciler's four files), the gateways their bootstrap token, the
+// bundled NATS its configuration with the include beside it.
+func checkPodFiles(t *testing.T, p *kuberun.Pod) {
+	t.Helper()
+	files := map[string]kuberun.File{}
+	for _, m := range p.Mounts {
+		for _, f := range m.Files {
+			files[m.Path+"/"+f.Path] = f
+		}
+	}
+	switch {
+	case strings.Contains(p.Image, "/no8s:"):
+		if p.Job {
+			return
+		}
+		for _, f := range []string{"tls.crt", "tls.key", "ca.crt", "nats.creds"} {
+			if _, ok := files["/var/lib/no8s/identity/"+f]; !ok {
+				t.Errorf("pod %s: no %s in its identity mount", p.Name, f)
+			}
+		}
+		if strings.HasPrefix(p.Name, "no8s-gateway-") {
+			if f, ok := files["/var/lib/no8s/bootstrap/bootstrap.token"]; !ok || f.Mode != 0o440 || len(f.Data) < 32 {
+				t.Errorf("pod %s: bootstrap token %+v", p.Name, f)
+			}
+		}
+	case strings.HasPrefix(p.Image, "nats:"):
+		for _, f := range []string{"nats-server.conf", "no8s-auth.conf"} {
+			if _, ok := files["/etc/nats/"+f]; !ok {
+				t.Errorf("pod %s: no /etc/nats/%s", p.Name, f)
+			}
+		}
 	}
 }
