@@ -142,14 +142,19 @@ DEPLOY_CHECK_RUN ?= TestCompose|TestBrokenCompose|TestUpgrade|TestSweep|TestInte
 #
 # Then the Helm chart (services/deploycheck/helmcheck): helm lint and helm
 # template of deploy/helm/no8s for the default values and ci/production.yaml,
-# every rendered object applied with a server-side dry run to a real
-# kube-apiserver (make k8s-tools) in a restricted namespace, any Warning
-# failing; the schema's refusals.
+# the rendered objects' wiring, every rendered object applied with a
+# server-side dry run to a real kube-apiserver (make k8s-tools) in a
+# restricted namespace, any Warning failing; the schema's refusals. And the
+# rendered topology exercised (services/deploycheck/kuberun): every pod a
+# process in its own network namespace on the image's binaries, every
+# Service a virtual address forwarding to ready pods, the flow through the
+# gateway Service; broken copies of the chart failing.
 deploy-check: image-check nats-server upgrade-from k8s-tools
 	cd services && NO8S_IMAGE_REF=$(IMAGE):$(VERSION)-$$(go env GOARCH) NO8S_IMAGE_BINARIES="$(IMAGE_BINARIES)" NO8S_NATS_SERVER=$(BIN)/nats-server \
 		NO8S_UPGRADE_FROM_BIN=$(UPGRADE_DIR)/bin NO8S_UPGRADE_FROM_DIR=$(UPGRADE_DIR) \
 		go test -count=1 -tags deploycheck -timeout 25m -run '$(DEPLOY_CHECK_RUN)' -v ./deploycheck/composerun/
-	cd services && NO8S_K8S_TOOLS="$$(../tools/k8s/build.sh --dir)" go test -count=1 -tags deploycheck -timeout 10m -v ./internal/kubeapi/ ./deploycheck/helmcheck/
+	cd services && NO8S_K8S_TOOLS="$$(../tools/k8s/build.sh --dir)" NO8S_IMAGE_REF=$(IMAGE):$(VERSION)-$$(go env GOARCH) NO8S_IMAGE_BINARIES="$(IMAGE_BINARIES)" \
+		NO8S_NATS_SERVER=$(BIN)/nats-server go test -count=1 -p 1 -tags deploycheck -timeout 20m -v ./internal/kubeapi/ ./deploycheck/helmcheck/ ./deploycheck/kuberun/
 
 test: build build-failpoint nats-server grpcurl natscli github-openapi check-rules
 	NO8S_BIN=$(BIN)/no8s NO8S_BUILD_BIN=$(BIN) NO8S_FAILPOINT_BIN=$(FAILPOINT_BIN) go test -count=1 -timeout $(TEST_TIMEOUT) work

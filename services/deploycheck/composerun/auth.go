@@ -38,8 +38,8 @@ const (
 // listener presents service/store, refuses TLS without a client
 // certificate and answers a caller holding an issued certificate.
 func (f *Flow) authenticated(ctx context.Context) error {
-	natsAddr := net.JoinHostPort(f.Run.Addr(natsService), fmt.Sprint(natsPort))
-	creds := filepath.Join(f.Run.volumesDir(), identityVol)
+	natsAddr := net.JoinHostPort(f.Run.Addr(f.Targets.NATS), fmt.Sprint(natsPort))
+	creds := f.Targets.Credentials
 	dialer := &netnsDialer{r: f.Run, ctx: ctx}
 	opts := []nats.Option{nats.SetCustomDialer(dialer), nats.Timeout(10 * time.Second), nats.MaxReconnects(0), nats.NoReconnect()}
 	if nc, err := nats.Connect("nats://"+natsAddr, opts...); err == nil {
@@ -55,7 +55,7 @@ func (f *Flow) authenticated(ctx context.Context) error {
 	nc.Close()
 	f.logf("NATS refused a client without a user and took the issued reader")
 
-	storeAddr := net.JoinHostPort(f.Run.Addr(storeService), fmt.Sprint(storePort))
+	storeAddr := net.JoinHostPort(f.Run.Addr(f.Targets.Store), fmt.Sprint(storePort))
 	raw, err := f.Run.DialContext(ctx, "tcp", storeAddr)
 	if err != nil {
 		return err

@@ -42,6 +42,17 @@ type Healthcheck struct {
 	Retries     int      `yaml:"retries"`
 	StartPeriod string   `yaml:"start_period"`
 	Disable     bool     `yaml:"disable"`
+	// HTTPGet, when set, is the check instead of Test (no Compose file
+	// says it: the Kubernetes runner's httpGet probes).
+	HTTPGet *HTTPGet `yaml:"-"`
+}
+
+// HTTPGet is an HTTP health check: GET Path on Port of the service's own
+// address, from its namespace, over Scheme (HTTP, or HTTPS with the
+// certificate unchecked, as a kubelet does); 200 to 399 pass.
+type HTTPGet struct {
+	Path, Scheme string
+	Port         int
 }
 
 // Dependency is one depends_on entry.

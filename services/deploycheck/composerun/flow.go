@@ -35,12 +35,80 @@ const (
 // resource still reaches Ready and the children stay Ready. Each step's
 // error is a *StepError naming the services it needs.
 type Flow struct {
-	Run     *Run
+	Run *Run
+	// Targets are what the flow talks to and kills; ComposeTargets(Run)
+	// when empty.
+	Targets Targets
 	Log     func(format string, args ...any)
 	Timeout time.Duration // per wait; 2 min by default
 	client  *http.Client
 	api     *client.Client
 	feed    *feed
+}
+
+// Targets are what the flow talks to, reads and kills, by the run's host
+// names.
+type Targets struct {
+	// API is the gateway's base URL from the client namespace.
+	API string
+	// AdminTokenFile holds the gateways' bootstrap token (read at each
+	// request: it may appear once the run started).
+	AdminTokenFile string
+	// Credentials is the directory of the issued credentials
+	// (reader-events, service-gateway).
+	Credentials string
+	// NATS and Store are the hosts of NATS (port 4222) and of the store's
+	// main listener (port 7001).
+	NATS, Store string
+	// Postgres is the PostgreSQL the flow fills for a TenantRegistry and
+	// reads the scheduler's leader from.
+	Postgres PostgresTarget
+	// Failover names, for the scheduler leader's holder, the processes to
+	// SIGKILL (one replica of every stateless service and the leader) and
+	// the API URL to use after.
+	Failover func(holder string) (kill []string, api string, err error)
+}
+
+// PostgresTarget is a PostgreSQL of the run.
+type PostgresTarget struct {
+	// Host is the run's host; Name the name the services reach it by (a
+	// TenantRegistry's source host).
+	Host, Name     string
+	User, Password string
+}
+
+// ComposeTargets are docker-compose.yml's: the gateways' published ports
+// 8000 and 8001, the identity volume, the nats, store and postgres
+// services; the failover kills the leader's side (the replicas whose
+// store serves it) and goes on through the other gateway.
+func ComposeTargets(r *Run) Targets {
+	env := map[string]string{}
+	if s := r.File.Services["postgres"]; s != nil {
+		env = s.Environment
+	}
+	return Targets{
+		API:            fmt.Sprintf("http://127.0.0.1:%d", GatewayPort),
+		AdminTokenFile: filepath.Join(r.volumesDir(), identityVol, bootstrapTokenFile),
+		Credentials:    filepath.Join(r.volumesDir(), identityVol),
+		NATS:           natsService,
+		Store:          storeService,
+		Postgres:       PostgresTarget{Host: "postgres", Name: "postgres", User: env["POSTGRES_USER"], Password: env["POSTGRES_PASSWORD"]},
+		Failover: func(holder string) ([]string, string, error) {
+			side, port := "", Gateway2Port
+			switch holder {
+			case "scheduler":
+			case "scheduler-2":
+				side, port = "-2", GatewayPort
+			default:
+				return nil, "", fmt.Errorf("the scheduler leader is %q, not a scheduler of the file", holder)
+			}
+			var kill []string
+			for _, s := range []string{"store", "admission", "gateway", "scheduler", "registry-sync", "reconciler-tenant", "reconciler-noop"} {
+				kill = append(kill, s+side)
+			}
+			return kill, fmt.Sprintf("http://127.0.0.1:%d", port), nil
+		},
+	}
 }
 
 func (f *Flow) logf(format string, args ...any) {
@@ -59,10 +127,13 @@ func (f *Flow) init() {
 	if f.Timeout == 0 {
 		f.Timeout = 2 * time.Minute
 	}
+	if f.Targets.API == "" {
+		f.Targets = ComposeTargets(f.Run)
+	}
 	if f.client == nil {
 		f.client = f.Run.HTTPClient()
-		f.client.Transport = adminToken{base: f.client.Transport, path: filepath.Join(f.Run.volumesDir(), identityVol, bootstrapTokenFile)}
-		f.useGateway(GatewayPort)
+		f.client.Transport = adminToken{base: f.client.Transport, path: f.Targets.AdminTokenFile}
+		f.useAPI(f.Targets.API)
 	}
 }
 
@@ -124,11 +195,10 @@ func (a answer) object() map[string]any {
 	return m
 }
 
-// useGateway points the check's API client at the gateway published on
-// port.
-func (f *Flow) useGateway(port int) {
+// useAPI points the check's API client at the gateway's base URL.
+func (f *Flow) useAPI(url string) {
 	// The URL is well-formed: New cannot fail.
-	f.api, _ = client.New(fmt.Sprintf("http://127.0.0.1:%d", port), client.WithHTTPClient(f.client), client.WithRetries(0),
+	f.api, _ = client.New(url, client.WithHTTPClient(f.client), client.WithRetries(0),
 		client.WithUserAgent("no8s-deploy-check"))
 }
 
@@ -281,8 +351,8 @@ func (f *Flow) readme(ctx context.Context) error {
 // postgres connects, from the client namespace, to the file's PostgreSQL
 // as its POSTGRES_USER with POSTGRES_PASSWORD.
 func (f *Flow) postgres(ctx context.Context, db string) (*pgx.Conn, error) {
-	env := f.Run.File.Services["postgres"].Environment
-	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://%s:%s@%s:5432/%s?sslmode=disable", env["POSTGRES_USER"], env["POSTGRES_PASSWORD"], f.Run.Addr("postgres"), db))
+	pg := f.Targets.Postgres
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://%s:%s@%s:5432/%s?sslmode=disable", pg.User, pg.Password, f.Run.Addr(pg.Host), db))
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +448,7 @@ func (f *Flow) tenants(ctx context.Context) error {
 		return err
 	}
 	if _, err := f.createResource(ctx, map[string]any{"name": "customers", "resource_type_name": "TenantRegistry", "resource_type_version": "v1", "spec": map[string]any{
-		"source": map[string]any{"type": "postgres", "host": "postgres", "port": 5432, "database": "crm", "table": "tenants", "username": "postgres",
+		"source": map[string]any{"type": "postgres", "host": f.Targets.Postgres.Name, "port": 5432, "database": "crm", "table": "tenants", "username": f.Targets.Postgres.User,
 			"passwordRef": map[string]any{"env": "NO8S_REGISTRY_DATASOURCE_PASSWORD"}, "allowPrivilegedLogin": true},
 		"syncInterval":  "2s",
 		"valueMappings": map[string]any{"uid": "id", "hostOrUrl": "url", "activate": "active"},
@@ -478,24 +548,18 @@ func (f *Flow) failover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the scheduler leader: %w", err)
 	}
-	side, port := "", Gateway2Port
-	switch holder {
-	case "scheduler":
-	case "scheduler-2":
-		side, port = "-2", GatewayPort
-	default:
-		return fmt.Errorf("the scheduler leader is %q, not a scheduler of the file", holder)
+	kill, api, err := f.Targets.Failover(holder)
+	if err != nil {
+		return err
 	}
-	var killed []string
-	for _, s := range []string{"store", "admission", "gateway", "scheduler", "registry-sync", "reconciler-tenant", "reconciler-noop"} {
-		if err := f.Run.Kill(s+side, syscall.SIGKILL); err != nil {
+	for _, s := range kill {
+		if err := f.Run.Kill(s, syscall.SIGKILL); err != nil {
 			return err
 		}
-		killed = append(killed, s+side)
 	}
-	f.logf("SIGKILLed %v (the scheduler leader was %s); the client now uses published port %d", killed, holder, port)
+	f.logf("SIGKILLed %v (the scheduler leader was %s); the client now uses %s", kill, holder, api)
 	f.client.CloseIdleConnections()
-	f.useGateway(port)
+	f.useAPI(api)
 	id, err := f.createResource(ctx, map[string]any{"name": "after-failover", "resource_type_name": "DatabaseCluster", "resource_type_version": "v1",
 		"spec": map[string]any{"engine": "mysql", "storage_gb": 20}})
 	if err != nil {

@@ -180,6 +180,8 @@ type network struct {
 	bridge string
 	hosts  map[string]*host
 	order  []string
+	// aliases are more names of a host in every hosts file.
+	aliases map[string][]string
 }
 
 type host struct {
@@ -189,7 +191,7 @@ type host struct {
 }
 
 func newNetwork(run string) *network {
-	return &network{run: run, bridge: Prefix + run + "-bridge", hosts: map[string]*host{}}
+	return &network{run: run, bridge: Prefix + run + "-bridge", hosts: map[string]*host{}, aliases: map[string][]string{}}
 }
 
 func (n *network) nsName(h string) string { return Prefix + n.run + "-" + h }
@@ -237,12 +239,13 @@ func (n *network) create(ctx context.Context, names []string) error {
 }
 
 // writeHosts writes /etc/netns/<ns>/hosts for every host: localhost, the
-// host's own name, and every other host by its Compose service name.
+// host's own name, and every other host by its Compose service name and
+// its aliases.
 func (n *network) writeHosts() error {
 	var b strings.Builder
 	b.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost\n")
 	for _, name := range n.order {
-		fmt.Fprintf(&b, "%s\t%s\n", n.hosts[name].addr, name)
+		fmt.Fprintf(&b, "%s\t%s\n", n.hosts[name].addr, strings.Join(append([]string{name}, n.aliases[name]...), " "))
 	}
 	for _, name := range n.order {
 		dir := filepath.Join("/etc/netns", n.hosts[name].netns)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -48,9 +49,9 @@ func (r *Run) planAll(order []string) error {
 		var runs string
 		switch {
 		case s.Image == r.cfg.Image:
-			p.kind, runs = kindNo8s, "the image's own binaries (taken out of it), as its numeric user"
+			p.kind, runs = kindNo8s, "the image's own binaries (taken out of it), as "+asUser(s)
 			if r.cfg.ProcessBinaries != "" {
-				runs = "the binaries of " + r.cfg.ProcessBinaries + " (health checks: the image's), as the image's numeric user"
+				runs = "the binaries of " + r.cfg.ProcessBinaries + " (health checks: the image's), as " + asUser(s)
 			}
 		case postgresImage.MatchString(s.Image):
 			if r.cfg.PostgresBin == "" {
@@ -61,7 +62,7 @@ func (r *Run) planAll(order []string) error {
 			if _, err := os.Stat(r.cfg.NATSServer); err != nil {
 				return stepErr("images", fmt.Errorf("image %s stands for the pinned nats-server, which is missing (make nats-server): %w", s.Image, err), name)
 			}
-			p.kind, runs = kindNATS, "the pinned nats-server ("+r.cfg.NATSServer+") with the service's command"
+			p.kind, runs = kindNATS, "the pinned nats-server ("+r.cfg.NATSServer+") with the service's command, as "+asUser(s)
 		default:
 			return stepErr("images", fmt.Errorf("image %q is not in the substitution table (the no8s image %s, postgres:N, nats:N)", s.Image, r.cfg.Image), name)
 		}
@@ -74,6 +75,14 @@ func (r *Run) planAll(order []string) error {
 	}
 	r.logf("image substitution:\n%s", strings.Join(table, "\n"))
 	return nil
+}
+
+// asUser says who a no8s or NATS service runs as.
+func asUser(s *Service) string {
+	if s.User != "" {
+		return "user " + s.User
+	}
+	return "the no8s image's numeric user"
 }
 
 // hostPath maps a path inside the container to the host: a path at or
@@ -234,7 +243,9 @@ func (r *Run) resolve(ctx context.Context, p *plan) (argv, env []string, uid, gi
 	env = r.env(p)
 	switch p.kind {
 	case kindNo8s:
-		uid, gid = r.uid, r.gid
+		if uid, gid, err = r.user(p); err != nil {
+			return nil, nil, 0, 0, err
+		}
 		cmd := append(append([]string{}, p.svc.Entrypoint...), p.svc.Command...)
 		if len(cmd) == 0 {
 			return nil, nil, 0, 0, fmt.Errorf("service %s: no command (the image's default is no service)", p.svc.Name)
@@ -251,7 +262,9 @@ func (r *Run) resolve(ctx context.Context, p *plan) (argv, env []string, uid, gi
 			argv = append(argv, r.hostArg(p, a))
 		}
 	case kindNATS:
-		uid, gid = r.uid, r.gid
+		if uid, gid, err = r.user(p); err != nil {
+			return nil, nil, 0, 0, err
+		}
 		argv = []string{r.cfg.NATSServer}
 		for i := 0; i < len(p.svc.Command); i++ {
 			a := p.svc.Command[i]
@@ -296,7 +309,8 @@ func (r *Run) healthArgv(p *plan) (argv, env []string, uid, gid int, err error) 
 		if _, err := os.Stat(bin); err != nil {
 			return nil, nil, 0, 0, fmt.Errorf("service %s: health check %s is not a binary of the image", p.svc.Name, test[0])
 		}
-		return append([]string{bin}, test[1:]...), env, r.uid, r.gid, nil
+		uid, gid, err := r.user(p)
+		return append([]string{bin}, test[1:]...), env, uid, gid, err
 	case kindPostgres:
 		if test[0] != "pg_isready" {
 			return nil, nil, 0, 0, fmt.Errorf("service %s: health check %s: only pg_isready stands in for postgres:N", p.svc.Name, test[0])
@@ -309,6 +323,25 @@ func (r *Run) healthArgv(p *plan) (argv, env []string, uid, gid int, err error) 
 		return append([]string{filepath.Join(r.cfg.PostgresBin, "pg_isready")}, test[1:]...), env, uid, gid, nil
 	}
 	return nil, nil, 0, 0, fmt.Errorf("service %s: no health check stands in for image %s", p.svc.Name, p.svc.Image)
+}
+
+// user is the numeric user and group a no8s or NATS service runs as: its
+// `user` ("UID" or "UID:GID"), else the no8s image's.
+func (r *Run) user(p *plan) (uid, gid int, err error) {
+	if p.svc.User == "" {
+		return r.uid, r.gid, nil
+	}
+	u, g, hasGroup := strings.Cut(p.svc.User, ":")
+	if uid, err = strconv.Atoi(u); err != nil {
+		return 0, 0, fmt.Errorf("service %s: user %q: only numeric users run here", p.svc.Name, p.svc.User)
+	}
+	gid = uid
+	if hasGroup {
+		if gid, err = strconv.Atoi(g); err != nil {
+			return 0, 0, fmt.Errorf("service %s: user %q: only numeric groups run here", p.svc.Name, p.svc.User)
+		}
+	}
+	return uid, gid, nil
 }
 
 func (r *Run) pgSocket(p *plan) string { return filepath.Join(r.Dir, "pgsock-"+p.svc.Name) }

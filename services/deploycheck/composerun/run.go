@@ -34,6 +34,13 @@ type Config struct {
 	// ComposeFile is the Compose file, run as written; ProjectDir is the
 	// directory its relative paths start from (its own by default).
 	ComposeFile, ProjectDir string
+	// File, when set, is run instead of ComposeFile (no docker-compose):
+	// the services a caller made, such as the Kubernetes runner's pods,
+	// their bind mounts absolute paths.
+	File *File
+	// VIPs are hosts that run no process: each forwards its ports to the
+	// ready services behind it (a Kubernetes Service's virtual address).
+	VIPs []VIP
 	// Image is the no8s image whose binaries run the services whose image
 	// it is (docker-compose.yml's ${NO8S_IMAGE}); Binaries are the
 	// binaries taken out of it.
@@ -130,16 +137,18 @@ func Start(ctx context.Context, cfg Config) (_ *Run, err error) {
 	} else if len(deleted) > 0 {
 		r.logf("sweep removed leftovers older than %s: %v", SweepAge, deleted)
 	}
-	projectDir := cfg.ProjectDir
-	if projectDir == "" {
-		projectDir = filepath.Dir(cfg.ComposeFile)
-	}
-	data, err := Normalise(ctx, cfg.ComposeFile, projectDir, "NO8S_IMAGE="+cfg.Image)
-	if err != nil {
-		return nil, stepErr("validate", err)
-	}
-	if r.File, err = Parse(data); err != nil {
-		return nil, stepErr("validate", err)
+	if r.File = cfg.File; r.File == nil {
+		projectDir := cfg.ProjectDir
+		if projectDir == "" {
+			projectDir = filepath.Dir(cfg.ComposeFile)
+		}
+		data, err := Normalise(ctx, cfg.ComposeFile, projectDir, "NO8S_IMAGE="+cfg.Image)
+		if err != nil {
+			return nil, stepErr("validate", err)
+		}
+		if r.File, err = Parse(data); err != nil {
+			return nil, stepErr("validate", err)
+		}
 	}
 	order, err := r.File.Order()
 	if err != nil {
@@ -168,7 +177,12 @@ func Start(ctx context.Context, cfg Config) (_ *Run, err error) {
 		return nil, stepErr("image", err)
 	}
 	r.net = newNetwork(r.ID)
-	if err := r.net.create(ctx, append(append([]string{}, order...), ClientHost)); err != nil {
+	hosts := append([]string{}, order...)
+	for _, v := range cfg.VIPs {
+		hosts = append(hosts, v.Name)
+		r.net.aliases[v.Name] = v.Aliases
+	}
+	if err := r.net.create(ctx, append(hosts, ClientHost)); err != nil {
 		return nil, stepErr("network", err)
 	}
 	r.logf("network %s: bridge namespace %s, hosts %s", Subnet, r.net.bridge, r.hostTable())
@@ -184,6 +198,9 @@ func Start(ctx context.Context, cfg Config) (_ *Run, err error) {
 			defer r.wg.Done()
 			s.run()
 		}(r.procs[name])
+	}
+	if err := r.serveVIPs(); err != nil {
+		return nil, stepErr("vips", err)
 	}
 	if err := r.waitStarted(ctx); err != nil {
 		return nil, err
@@ -316,8 +333,15 @@ func inNetns(ns string, fn func() error) error {
 	return <-done
 }
 
-// DialContext connects from the client namespace.
+// DialContext connects from the client namespace; a host of the run (or
+// an alias of one) is dialled at its address, as the namespaces' hosts
+// files resolve it.
 func (r *Run) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		if a := r.lookup(host); a != "" {
+			addr = net.JoinHostPort(a, port)
+		}
+	}
 	var c net.Conn
 	err := inNetns(r.net.hosts[ClientHost].netns, func() error {
 		var err error
@@ -343,6 +367,22 @@ func (r *Run) Listen(port int) (net.Listener, error) {
 // HTTPClient is a client whose connections start in the client namespace.
 func (r *Run) HTTPClient() *http.Client {
 	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: r.DialContext, Proxy: nil}}
+}
+
+// lookup is the address of a host of the run by its name or an alias, ""
+// for another name.
+func (r *Run) lookup(name string) string {
+	if a := r.Addr(name); a != "" {
+		return a
+	}
+	for host, aliases := range r.net.aliases {
+		for _, a := range aliases {
+			if a == name {
+				return r.Addr(host)
+			}
+		}
+	}
+	return ""
 }
 
 // Addr is a service's address on the bridge.
@@ -390,21 +430,25 @@ func (r *Run) forward(l net.Listener, target string) {
 		if err != nil {
 			return
 		}
-		go func() {
-			defer c.Close()
-			up, err := r.DialContext(r.ctx, "tcp", target)
-			if err != nil {
-				return
-			}
-			defer up.Close()
-			done := make(chan struct{}, 2)
-			go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
-			go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
-			select {
-			case <-done:
-			case <-r.ctx.Done():
-			}
-		}()
+		go r.pipe(c, func() (net.Conn, error) { return r.DialContext(r.ctx, "tcp", target) })
+	}
+}
+
+// pipe copies between c and the connection dial makes until either side
+// ends or the run stops.
+func (r *Run) pipe(c net.Conn, dial func() (net.Conn, error)) {
+	defer c.Close()
+	up, err := dial()
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+	select {
+	case <-done:
+	case <-r.ctx.Done():
 	}
 }
 

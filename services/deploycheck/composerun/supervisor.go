@@ -46,6 +46,20 @@ func (s *supervisor) update(fn func()) {
 	s.mu.Unlock()
 }
 
+// ready reports whether the process runs and, when it has a health
+// check, passes it: what a VIP forwards to.
+func (s *supervisor) ready() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return false
+	}
+	if h := s.plan.svc.Healthcheck; h != nil && !h.Disable {
+		return s.healthy
+	}
+	return true
+}
+
 func (s *supervisor) startCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -187,10 +201,17 @@ func (s *supervisor) health(ctx context.Context) {
 	if retries == 0 {
 		retries = 3
 	}
-	argv, env, uid, gid, err := s.r.healthArgv(s.plan)
-	if err != nil {
-		s.update(func() { s.lastHC = err.Error() })
-		return
+	check := func(ctx context.Context) error { return s.r.httpCheck(ctx, s.plan.svc.Name, h.HTTPGet) }
+	if h.HTTPGet == nil {
+		argv, env, uid, gid, err := s.r.healthArgv(s.plan)
+		if err != nil {
+			s.update(func() { s.lastHC = err.Error() })
+			return
+		}
+		check = func(ctx context.Context) error {
+			_, err := s.r.runOnce(ctx, s.plan.svc.Name, uid, gid, env, argv...)
+			return err
+		}
 	}
 	fails := 0
 	t := time.NewTicker(interval)
@@ -201,7 +222,7 @@ func (s *supervisor) health(ctx context.Context) {
 		s.mu.Unlock()
 		if running {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
-			_, err := s.r.runOnce(cctx, s.plan.svc.Name, uid, gid, env, argv...)
+			err := check(cctx)
 			cancel()
 			s.update(func() {
 				if err == nil {

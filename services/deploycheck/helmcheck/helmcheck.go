@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -124,4 +125,40 @@ func IdentityValues(dir string) (string, error) {
 		return "", fmt.Errorf("no8s identity ensure: exit %d\n%s", code, out.String())
 	}
 	return values, nil
+}
+
+// CopyChart copies the chart's directory src to dst (symbolic links as the
+// files they name), for copies broken on purpose.
+func CopyChart(src, dst string) error {
+	return filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+}
+
+// Edit replaces every old in the file at path with new; a file holding no
+// old is an error.
+func Edit(path, old, new string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(b, []byte(old)) {
+		return fmt.Errorf("%s holds no %q", path, old)
+	}
+	return os.WriteFile(path, bytes.ReplaceAll(b, []byte(old), []byte(new)), 0o644)
 }

@@ -225,27 +225,11 @@ func TestChartNeedsTheIdentityValues(t *testing.T) {
 	}
 }
 
-// copyChart copies the chart's directory (symbolic links as the files they
-// name) and returns the copy.
+// copyChart copies the chart into a temporary directory.
 func copyChart(t *testing.T, chart string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "no8s")
-	err := filepath.Walk(chart, func(path string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(chart, path)
-		target := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, 0o644)
-	})
-	if err != nil {
+	if err := CopyChart(chart, dst); err != nil {
 		t.Fatal(err)
 	}
 	return dst
@@ -254,14 +238,7 @@ func copyChart(t *testing.T, chart string) string {
 // edit replaces every old in the file with new, failing when there is none.
 func edit(t *testing.T, path, old, new string) {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(b), old) {
-		t.Fatalf("%s holds no %q", path, old)
-	}
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(b), old, new)), 0o644); err != nil {
+	if err := Edit(path, old, new); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,7 +9,9 @@
 // would refuse (a reference to a missing Secret, ConfigMap or key, a probe
 // on a port the container does not name) is an error naming the pod.
 //
-// It is the first half of the runner that starts the rendered workloads in
-// network namespaces (composerun's machinery); nothing here starts a
-// process.
+// Start then runs them on composerun's machinery, without a cluster: every
+// pod a process in its own network namespace, every Service a virtual
+// address that forwards to its ready pods; Targets points composerun's
+// flow at them. The drivers are the tests behind the build tag
+// deploycheck (`make deploy-check`, as root).
 package kuberun
