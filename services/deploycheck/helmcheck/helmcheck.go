@@ -64,6 +64,12 @@ func (h Helm) Template(ctx context.Context, release, ns string, values ...string
 	return h.run(ctx, append([]string{"template", release, h.Chart, "--namespace", ns}, valueArgs(values)...)...)
 }
 
+// TemplateUpgrade renders the chart as `helm upgrade` would
+// (.Release.IsUpgrade).
+func (h Helm) TemplateUpgrade(ctx context.Context, release, ns string, values ...string) ([]byte, error) {
+	return h.run(ctx, append([]string{"template", release, h.Chart, "--namespace", ns, "--is-upgrade"}, valueArgs(values)...)...)
+}
+
 // RestrictedLabels are the labels of a namespace that enforces, and warns
 // on, the restricted Pod Security Standard.
 var RestrictedLabels = map[string]string{

@@ -26,6 +26,19 @@ type Config struct {
 	// Ingress would answer them: the gateway's public name when it
 	// answers only its allowed hosts.
 	DNS map[string]string
+	// ClaimsDir keeps the volume claims' directories (a StatefulSet's
+	// volumeClaimTemplates, a persistentVolumeClaim) across runs, by
+	// namespace, pod and volume: a later run on the same ClaimsDir finds
+	// the data an earlier one left, as an upgrade does. Empty: the run's
+	// own directory, removed at Close. Every user must be able to reach
+	// it (mode 0755 and its parents too).
+	ClaimsDir string
+	// Upgrade runs the objects of `helm template --is-upgrade` as an
+	// upgrade of a running release: the release's StatefulSets (its
+	// bundled database and NATS, which the previous revision left running
+	// on their claims) are not held until the pre-upgrade hooks complete;
+	// every other pod is.
+	Upgrade bool
 	// Existing are objects the cluster already runs before the release
 	// (an external database or NATS): started with the release's, but
 	// not after its hooks.
@@ -51,6 +64,7 @@ type Run struct {
 	*composerun.Run
 	Topology *Topology
 	dir      string
+	claims   string
 }
 
 // Start runs the rendered objects as a kubelet and kube-proxy would: the
@@ -93,6 +107,14 @@ func Start(ctx context.Context, cfg Config) (_ *Run, err error) {
 	for _, p := range existing.Pods {
 		before[p.Namespace+"/"+p.Name] = true
 	}
+	if cfg.Upgrade {
+		for _, p := range top.Pods {
+			if strings.HasPrefix(p.Owner, "StatefulSet/") {
+				before[p.Namespace+"/"+p.Name] = true
+			}
+		}
+	}
+	r.claims = cfg.ClaimsDir
 	for _, p := range top.Pods {
 		if _, dup := file.Services[p.Name]; dup {
 			return nil, fmt.Errorf("two pods named %s (in namespaces of their own): the runner names hosts by pod", p.Name)
@@ -172,10 +194,13 @@ func (r *Run) service(p *Pod, hooks []string) (*composerun.Service, error) {
 // volume writes one of the pod's volumes under the run's directory, as a
 // kubelet lays it out: a Secret's, ConfigMap's or projected volume's files
 // (owned by root and the pod's fsGroup, which may read them), an emptyDir
-// or a claim's empty directory anyone may write (a claim's kept by the
-// pod's fsGroup).
+// or a claim's directory anyone may write (a claim's under ClaimsDir when
+// set, kept with what it holds).
 func (r *Run) volume(p *Pod, m Mount) (string, error) {
 	dir := filepath.Join(r.dir, "pods", p.Name, m.Volume)
+	if m.Persistent && r.claims != "" {
+		dir = filepath.Join(r.claims, p.Namespace, p.Name, m.Volume)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}

@@ -3,6 +3,7 @@
 package kuberun_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -56,31 +57,75 @@ func TestRenderedTopology(t *testing.T) {
 				existing = []byte(c.extra(t))
 			}
 			cfg := s.config(t, s.helm, existing, 4*time.Minute, c.values...)
-			start := time.Now()
-			r, err := kuberun.Start(t.Context(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				if err := r.Close(); err != nil {
-					t.Error(err)
-				}
-			}()
-			t.Logf("every pod started in %s", time.Since(start).Round(time.Millisecond))
-			targets, err := r.Targets(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := &composerun.Flow{Run: r.Run, Targets: targets, Log: t.Logf}
-			err = f.Steps(t.Context())
-			f.Close()
-			if err != nil {
-				for _, p := range r.Topology.Pods {
-					t.Logf("%s log:\n%s", p.Name, r.LogTail(p.Name, 10))
-				}
-				t.Fatal(err)
-			}
+			runFlow(t, cfg, (*composerun.Flow).Steps)
 		})
+	}
+}
+
+// TestUpgradeRenderedTopology: a release installed from the default
+// values is filled with resources of every kind; then the same chart
+// rendered as an upgrade (helm template --is-upgrade) runs on the same
+// claims, as the previous revision's PostgreSQL and NATS would still run:
+// the migration, now a pre-upgrade hook Job, completes before any
+// Deployment's pod starts, and the earlier resources are read, updated and
+// reach Ready, the registry and the source still syncing.
+func TestUpgradeRenderedTopology(t *testing.T) {
+	s := newSetup(t)
+	values := []string{s.identity, writeFile(t, "overlay.yaml", bundledOverlay), s.image}
+	cfg := s.config(t, s.helm, nil, 4*time.Minute, values...)
+	// Not t.TempDir (0700): the database's and NATS's users must reach it.
+	claims, err := os.MkdirTemp("", "no8s-kuberun-claims-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(claims) })
+	if err := os.Chmod(claims, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg.ClaimsDir = claims
+	runFlow(t, cfg, (*composerun.Flow).Fill)
+	manifests, err := s.helm.TemplateUpgrade(t.Context(), "no8s", cfg.Namespace, values...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := kuberun.Read(manifests, cfg.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(top.Pods, func(p *kuberun.Pod) bool { return p.Hook && p.Name == "no8s-migrate" }) {
+		t.Fatal("the upgrade's rendering has no pre-upgrade hook Job no8s-migrate")
+	}
+	cfg.Manifests, cfg.Upgrade = manifests, true
+	runFlow(t, cfg, (*composerun.Flow).Upgraded)
+}
+
+// runFlow runs cfg's topology and, once every pod started, the flow's
+// steps through it; a failure prints every pod's log's end.
+func runFlow(t *testing.T, cfg kuberun.Config, steps func(*composerun.Flow, context.Context) error) {
+	t.Helper()
+	start := time.Now()
+	r, err := kuberun.Start(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	t.Logf("every pod started in %s", time.Since(start).Round(time.Millisecond))
+	targets, err := r.Targets(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &composerun.Flow{Run: r.Run, Targets: targets, Log: t.Logf}
+	err = steps(f, t.Context())
+	f.Close()
+	if err != nil {
+		for _, p := range r.Topology.Pods {
+			t.Logf("%s log:\n%s", p.Name, r.LogTail(p.Name, 10))
+		}
+		t.Fatal(err)
 	}
 }
 
