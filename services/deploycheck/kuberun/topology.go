@@ -227,7 +227,8 @@ type refs struct {
 	configMaps, secrets map[string]map[string][]byte
 }
 
-func (r refs) lookup(kind, ns, name, key string) ([]byte, error) {
+// object is the data of the Secret or ConfigMap (kind) ns/name.
+func (r refs) object(kind, ns, name string) (map[string][]byte, error) {
 	src := r.secrets
 	if kind == "ConfigMap" {
 		src = r.configMaps
@@ -235,6 +236,15 @@ func (r refs) lookup(kind, ns, name, key string) ([]byte, error) {
 	data, ok := src[ns+"/"+name]
 	if !ok {
 		return nil, fmt.Errorf("%s %q not found", kind, name)
+	}
+	return data, nil
+}
+
+// lookup is one key of the Secret or ConfigMap (kind) ns/name.
+func (r refs) lookup(kind, ns, name, key string) ([]byte, error) {
+	data, err := r.object(kind, ns, name)
+	if err != nil {
+		return nil, err
 	}
 	v, ok := data[key]
 	if !ok {
@@ -478,13 +488,9 @@ func (p *Pod) files(v volume, r refs) ([]File, error) {
 	}
 	var files []File
 	for _, s := range sources {
-		src := r.secrets
-		if s.kind == "ConfigMap" {
-			src = r.configMaps
-		}
-		data, ok := src[p.Namespace+"/"+s.name]
-		if !ok {
-			return nil, fmt.Errorf("%s %q not found", s.kind, s.name)
+		data, err := r.object(s.kind, p.Namespace, s.name)
+		if err != nil {
+			return nil, err
 		}
 		items := s.items
 		if len(items) == 0 {
