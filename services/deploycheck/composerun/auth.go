@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
@@ -103,6 +105,35 @@ func (f *Flow) authenticated(ctx context.Context) error {
 	if _, err := healthpb.NewHealthClient(conn).Check(cctx, &healthpb.HealthCheckRequest{}); err != nil {
 		return fmt.Errorf("store at %s refused the issued service/gateway: %w", storeAddr, err)
 	}
+	return f.plainHTTPRefused(ctx)
+}
+
+// plainHTTPRefused checks, when the API is served over TLS, that the same
+// address serves nothing over plain HTTP.
+func (f *Flow) plainHTTPRefused(ctx context.Context) error {
+	u, err := url.Parse(f.Targets.API)
+	if err != nil || u.Scheme != "https" {
+		return err
+	}
+	u.Scheme = "http"
+	u.Path = "/api/v1/resources"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	// Without the token: it is not for a plain connection.
+	plain := f.Run.HTTPClient()
+	defer plain.CloseIdleConnections()
+	resp, err := plain.Do(req)
+	if err != nil {
+		f.logf("the gateway at %s refused plain HTTP: %v", u.Host, firstLineOf(err.Error()))
+		return nil
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode < 300 {
+		return fmt.Errorf("the gateway at %s answered plain HTTP %d: it serves the API over TLS only", u.Host, resp.StatusCode)
+	}
+	f.logf("the gateway at %s answered plain HTTP %d", u.Host, resp.StatusCode)
 	return nil
 }
 

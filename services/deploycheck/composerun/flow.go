@@ -2,6 +2,8 @@ package composerun
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,8 +51,12 @@ type Flow struct {
 // Targets are what the flow talks to, reads and kills, by the run's host
 // names.
 type Targets struct {
-	// API is the gateway's base URL from the client namespace.
+	// API is the gateway's base URL from the client namespace; an https
+	// one is checked against RootCAs.
 	API string
+	// RootCAs are the PEM certificates the client trusts for an https
+	// API (the issuer of the gateways' TLS Secret); none: the system's.
+	RootCAs []byte
 	// AdminTokenFile holds the gateways' bootstrap token (read at each
 	// request: it may appear once the run started).
 	AdminTokenFile string
@@ -123,7 +129,7 @@ type step struct {
 	fn    func(context.Context) error
 }
 
-func (f *Flow) init() {
+func (f *Flow) init() error {
 	if f.Timeout == 0 {
 		f.Timeout = 2 * time.Minute
 	}
@@ -132,9 +138,17 @@ func (f *Flow) init() {
 	}
 	if f.client == nil {
 		f.client = f.Run.HTTPClient()
+		if len(f.Targets.RootCAs) > 0 {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(f.Targets.RootCAs) {
+				return errors.New("the flow's RootCAs hold no PEM certificate")
+			}
+			f.client.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		}
 		f.client.Transport = adminToken{base: f.client.Transport, path: f.Targets.AdminTokenFile}
 		f.useAPI(f.Targets.API)
 	}
+	return nil
 }
 
 // bootstrapTokenFile is the gateways' bootstrap token in the identity
@@ -169,7 +183,9 @@ func (f *Flow) run(ctx context.Context, s step) error {
 
 // Steps runs every step in order and returns the first failure.
 func (f *Flow) Steps(ctx context.Context) error {
-	f.init()
+	if err := f.init(); err != nil {
+		return err
+	}
 	for _, s := range []step{
 		{"authenticated", []string{"nats", "store", "identity"}, f.authenticated},
 		{"readme-flow", []string{"gateway (published port 8000)", "admission", "store", "scheduler", "reconciler-noop"}, f.readme},

@@ -11,7 +11,9 @@ import (
 // with its template, Tenants and WebApps, and an HttpSource with its
 // WebApps, every one ready.
 func (f *Flow) Fill(ctx context.Context) error {
-	f.init()
+	if err := f.init(); err != nil {
+		return err
+	}
 	for _, s := range []step{
 		{"fill: a resource", []string{"gateway (published port 8000)", "reconciler-noop"}, func(ctx context.Context) error {
 			if err := f.createType(ctx, databaseClusterType()); err != nil {
@@ -39,7 +41,9 @@ func (f *Flow) Fill(ctx context.Context) error {
 // is reconciled, the registry and the source still sync (a new row, a new
 // item), and a new resource reaches Ready.
 func (f *Flow) Upgraded(ctx context.Context) error {
-	f.init()
+	if err := f.init(); err != nil {
+		return err
+	}
 	return f.run(ctx, step{"upgraded", []string{"migrate", "store", "every service"}, func(ctx context.Context) error {
 		r, err := f.expect(ctx, http.StatusOK, http.MethodGet, "/api/v1/resources/by-name/DatabaseCluster/v1/before-upgrade", nil)
 		if err != nil {

@@ -16,10 +16,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/no8s/no8s/services/cli"
 	"github.com/no8s/no8s/services/deploycheck/kuberun"
+	"github.com/no8s/no8s/services/internal/identityca"
 	"github.com/no8s/no8s/services/internal/kubeapi"
 )
 
@@ -80,20 +85,24 @@ var RestrictedLabels = map[string]string{
 }
 
 // Check lints and renders the chart with the values files, reads the
-// rendered objects into the pods and Services they make (kuberun: every
-// Secret, ConfigMap and key a pod references exists, every Service picks
-// pods and forwards to their ports, every address a pod names is a
-// Service's port), creates the namespace ns (restricted) on api and
-// applies every rendered object there with a server-side dry run. It fails
-// on a lint or render error, on any of those and on any object the API
-// server refuses or Warning it answers.
-func Check(ctx context.Context, h Helm, api *kubeapi.Server, ns string, values ...string) error {
+// rendered objects, after the existing ones the release expects in the
+// cluster (a TLS Secret the values name), into the pods and Services they
+// make (kuberun: every Secret, ConfigMap and key a pod references exists,
+// every Service picks pods and forwards to their ports, every address a
+// pod names is a Service's port), creates the namespace ns (restricted) on
+// api and applies every existing and rendered object there with a
+// server-side dry run. It fails on a lint or render error, on any of those
+// and on any object the API server refuses or Warning it answers.
+func Check(ctx context.Context, h Helm, api *kubeapi.Server, ns string, existing []byte, values ...string) error {
 	if err := h.Lint(ctx, values...); err != nil {
 		return err
 	}
 	manifests, err := h.Template(ctx, "no8s", ns, values...)
 	if err != nil {
 		return err
+	}
+	if len(existing) > 0 {
+		manifests = slices.Concat(existing, []byte("\n---\n"), manifests)
 	}
 	top, err := kuberun.Read(manifests, ns)
 	if err != nil {
@@ -113,6 +122,29 @@ func Check(ctx context.Context, h Helm, api *kubeapi.Server, ns string, values .
 		return fmt.Errorf("the chart with %s, applied (server-side dry run) to namespace %s: %w", strings.Join(values, ", "), ns, err)
 	}
 	return nil
+}
+
+// TLSSecret is a kubernetes.io/tls Secret name in namespace ns holding a
+// server certificate for hosts, valid for a day, as cert-manager would
+// keep it for an Ingress's host, and the PEM certificate of the new CA
+// that issued it, which a client trusts.
+func TLSSecret(name, ns string, hosts ...string) (manifest, caPEM []byte, err error) {
+	now := time.Now()
+	ca, err := identityca.New(now, 24*time.Hour)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, key, err := ca.IssueServer(now, 24*time.Hour, hosts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	manifest, err = yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+		"metadata":   map[string]any{"name": name, "namespace": ns},
+		"stringData": map[string]string{"tls.crt": string(cert), "tls.key": string(key)}})
+	if err != nil {
+		return nil, nil, err
+	}
+	return manifest, ca.Bundle(), nil
 }
 
 // IdentityValues issues a deployment's credentials (a new CA, the

@@ -82,12 +82,18 @@ func TestChartValuesFiles(t *testing.T) {
 		statefulSets []string
 		job          string // the migration Job
 		hook         bool   // a pre-install,pre-upgrade hook
+		// The gateways' probe scheme: HTTPS with gateway.tlsSecret.
+		gatewayScheme string
 	}{
-		"default":    {[]string{identity}, 2, []string{"no8s-nats", "no8s-postgresql"}, "no8s-migrate-1", false},
-		"production": {[]string{identity, filepath.Join(helm.Chart, "ci", "production.yaml")}, 3, nil, "no8s-migrate", true},
+		"default":    {[]string{identity}, 2, []string{"no8s-nats", "no8s-postgresql"}, "no8s-migrate-1", false, "HTTP"},
+		"production": {[]string{identity, filepath.Join(helm.Chart, "ci", "production.yaml")}, 3, nil, "no8s-migrate", true, "HTTPS"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if err := Check(t.Context(), helm, api, "no8s-"+name, c.values...); err != nil {
+			var existing []byte
+			if name == "production" {
+				existing = gatewayTLSSecret(t, "no8s-"+name)
+			}
+			if err := Check(t.Context(), helm, api, "no8s-"+name, existing, c.values...); err != nil {
 				t.Fatal(err)
 			}
 			manifests, err := helm.Template(t.Context(), "no8s", "no8s-"+name, c.values...)
@@ -107,12 +113,17 @@ func TestChartValuesFiles(t *testing.T) {
 			if got := objs.names("StatefulSet"); !slices.Equal(got, c.statefulSets) {
 				t.Errorf("StatefulSets %v, want %v", got, c.statefulSets)
 			}
-			top, err := kuberun.Read(manifests, "no8s-"+name)
+			top, err := kuberun.Read(slices.Concat(existing, []byte("\n---\n"), manifests), "no8s-"+name)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, p := range top.Pods {
 				checkPodFiles(t, p)
+			}
+			for _, p := range top.Pods {
+				if strings.HasPrefix(p.Name, "no8s-gateway-") && p.Readiness.Scheme != c.gatewayScheme {
+					t.Errorf("pod %s: readiness probe over %q, want %q", p.Name, p.Readiness.Scheme, c.gatewayScheme)
+				}
 			}
 			job := objs.get("Job", c.job)
 			if job == nil {
@@ -122,6 +133,26 @@ func TestChartValuesFiles(t *testing.T) {
 				t.Errorf("Job %s: helm.sh/hook %q, want a pre-install,pre-upgrade hook: %v", c.job, hook, c.hook)
 			}
 		})
+	}
+}
+
+// gatewayTLSSecret is the kubernetes.io/tls Secret ci/production.yaml's
+// gateway.tlsSecret names, in namespace ns, as cert-manager would keep it.
+func gatewayTLSSecret(t *testing.T, ns string) []byte {
+	t.Helper()
+	secret, _, err := TLSSecret("no8s-gateway-tls", ns, "no8s.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret
+}
+
+// TestCheckNeedsTheGatewayTLSSecret: the production file without the TLS
+// Secret its gateway.tlsSecret names fails the check, naming it.
+func TestCheckNeedsTheGatewayTLSSecret(t *testing.T) {
+	err := Check(t.Context(), helm, api, "no8s-no-tls-secret", nil, identity, filepath.Join(helm.Chart, "ci", "production.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "no8s-gateway-tls") {
+		t.Fatalf("check of the production file without its TLS Secret: %v\nwant an error naming no8s-gateway-tls", err)
 	}
 }
 
@@ -183,7 +214,7 @@ func TestCheckFailsWithoutRunAsNonRoot(t *testing.T) {
 	broken := copyChart(t, helm.Chart)
 	path := filepath.Join(broken, "templates", "_helpers.tpl")
 	edit(t, path, "runAsNonRoot: true\n", "")
-	err := Check(t.Context(), Helm{Bin: helm.Bin, Chart: broken}, api, "no8s-broken-nonroot", identity)
+	err := Check(t.Context(), Helm{Bin: helm.Bin, Chart: broken}, api, "no8s-broken-nonroot", nil, identity)
 	if err == nil || !strings.Contains(err.Error(), `violate PodSecurity "restricted`) || !strings.Contains(err.Error(), "runAsNonRoot") {
 		t.Fatalf("check of the chart without runAsNonRoot: %v; want the PodSecurity warning naming runAsNonRoot", err)
 	}
@@ -329,7 +360,7 @@ func TestCheckFailsOnBrokenWiring(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			broken := copyChart(t, helm.Chart)
 			edit(t, filepath.Join(broken, "templates", c.file), c.old, c.new)
-			err := Check(t.Context(), Helm{Bin: helm.Bin, Chart: broken}, api, "no8s-broken-"+strings.ReplaceAll(name, " ", "-"), identity)
+			err := Check(t.Context(), Helm{Bin: helm.Bin, Chart: broken}, api, "no8s-broken-"+strings.ReplaceAll(name, " ", "-"), nil, identity)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("check of the chart with a broken %s: %v\nwant an error containing %q", name, err, c.want)
 			}
@@ -369,5 +400,29 @@ func checkPodFiles(t *testing.T, p *kuberun.Pod) {
 				t.Errorf("pod %s: no /etc/nats/%s", p.Name, f)
 			}
 		}
+	}
+}
+
+// TestNotesTellHowToReachTheAPI: the notes `helm install` prints name the
+// URL the gateways serve: a port-forward to localhost over HTTP by
+// default, the allowed host over HTTPS for the production file.
+func TestNotesTellHowToReachTheAPI(t *testing.T) {
+	for name, c := range map[string]struct {
+		values []string
+		want   string
+	}{
+		"default":    {[]string{identity}, "NO8S_SERVER=http://localhost:8000 "},
+		"production": {[]string{identity, filepath.Join(helm.Chart, "ci", "production.yaml")}, "NO8S_SERVER=https://no8s.example.com "},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, err := helm.run(t.Context(), append([]string{"install", "no8s", helm.Chart, "--dry-run=client"}, valueArgs(c.values)...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, notes, ok := strings.Cut(string(out), "\nNOTES:\n")
+			if !ok || !strings.Contains(notes, c.want) {
+				t.Fatalf("notes %q\nwant them to hold %q", notes, c.want)
+			}
+		})
 	}
 }

@@ -54,7 +54,10 @@ type Config struct {
 	// identity values from (the flow's NATS reader, gateway credential and
 	// bootstrap token).
 	Credentials string
-	Log         io.Writer
+	// GatewayCAs are the PEM certificates the flow trusts for the
+	// gateways' TLS (the issuer of gateway.tlsSecret's certificate).
+	GatewayCAs []byte
+	Log        io.Writer
 }
 
 // Run is the rendered topology running: every pod a process in a network
@@ -320,20 +323,11 @@ func (r *Run) Targets(cfg Config) (composerun.Targets, error) {
 	if err != nil {
 		return composerun.Targets{}, err
 	}
-	gw := r.Service(gateway, "")
-	// By its address, or by the first name the gateways answer to when
-	// they answer only some (NO8S_ALLOWED_HOSTS), which cfg.DNS must give.
-	api := fmt.Sprintf("http://%s:%d", r.Addr(gateway), gw.Ports[0].Port)
-	for _, e := range gw.Pods[0].Env {
-		if e.Name == "NO8S_ALLOWED_HOSTS" && e.Value != "" {
-			name, _, _ := strings.Cut(e.Value, ",")
-			if cfg.DNS[name] != gateway {
-				return composerun.Targets{}, fmt.Errorf("the gateways answer only %s: Config.DNS must name %s for %s", e.Value, name, gateway)
-			}
-			api = fmt.Sprintf("http://%s:%d", name, gw.Ports[0].Port)
-		}
+	api, err := r.apiURL(cfg, gateway)
+	if err != nil {
+		return composerun.Targets{}, err
 	}
-	t := composerun.Targets{API: api, AdminTokenFile: filepath.Join(cfg.Credentials, "bootstrap.token"), Credentials: cfg.Credentials}
+	t := composerun.Targets{API: api, RootCAs: cfg.GatewayCAs, AdminTokenFile: filepath.Join(cfg.Credentials, "bootstrap.token"), Credentials: cfg.Credentials}
 	if t.NATS, err = host(nats.Hostname()); err != nil {
 		return t, err
 	}
@@ -358,4 +352,29 @@ func (r *Run) Targets(cfg Config) (composerun.Targets, error) {
 		return kill, api, nil
 	}
 	return t, nil
+}
+
+// apiURL is the base URL of the gateway Service (NAME.NS): over TLS when
+// the gateways serve it (checked against cfg.GatewayCAs); by the
+// Service's address, or by the first name the gateways answer to when
+// they answer only some (NO8S_ALLOWED_HOSTS), which cfg.DNS must give.
+func (r *Run) apiURL(cfg Config, gateway string) (string, error) {
+	gw := r.Service(gateway, "")
+	scheme, apiHost := "http", r.Addr(gateway)
+	for _, e := range gw.Pods[0].Env {
+		switch {
+		case e.Name == "NO8S_TLS_CERT_FILE" && e.Value != "":
+			scheme = "https"
+		case e.Name == "NO8S_ALLOWED_HOSTS" && e.Value != "":
+			name, _, _ := strings.Cut(e.Value, ",")
+			if cfg.DNS[name] != gateway {
+				return "", fmt.Errorf("the gateways answer only %s: Config.DNS must name %s for %s", e.Value, name, gateway)
+			}
+			apiHost = name
+		}
+	}
+	if scheme == "https" && len(cfg.GatewayCAs) == 0 {
+		return "", errors.New("the gateways serve TLS: Config.GatewayCAs must hold their certificate's issuer")
+	}
+	return fmt.Sprintf("%s://%s:%d", scheme, apiHost, gw.Ports[0].Port), nil
 }

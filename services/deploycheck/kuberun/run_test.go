@@ -37,7 +37,8 @@ credentialGrants:
 
 // TestRenderedTopology runs the chart's rendered objects for the default
 // values and for ci/production.yaml (with a PostgreSQL and a NATS standing
-// for the external ones it names), each pod in its own network namespace,
+// for the external ones it names, and the TLS Secret its gateways serve
+// the API with: the flow checks their certificate), each pod in its own network namespace,
 // and the flow through the gateway Service only: the README's, a
 // TenantRegistry with children, an HttpSource, then SIGKILL of one replica
 // of each stateless service and of the scheduler leader, after which a new
@@ -45,18 +46,25 @@ credentialGrants:
 func TestRenderedTopology(t *testing.T) {
 	s := newSetup(t)
 	for name, c := range map[string]struct {
-		values []string
-		extra  func(t *testing.T) string
+		values     []string
+		production bool
 	}{
-		"default":    {[]string{s.identity, writeFile(t, "overlay.yaml", bundledOverlay), s.image}, nil},
-		"production": {[]string{s.identity, filepath.Join(s.helm.Chart, "ci", "production.yaml"), s.image}, func(t *testing.T) string { return externals(t, s.identity) }},
+		"default":    {[]string{s.identity, writeFile(t, "overlay.yaml", bundledOverlay), s.image}, false},
+		"production": {[]string{s.identity, filepath.Join(s.helm.Chart, "ci", "production.yaml"), s.image}, true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var existing []byte
-			if c.extra != nil {
-				existing = []byte(c.extra(t))
+			var existing, cas []byte
+			if c.production {
+				// The external PostgreSQL and NATS, and the gateways'
+				// TLS Secret for the name they answer to.
+				secret, ca, err := helmcheck.TLSSecret("no8s-gateway-tls", "no8s", "no8s.example.com")
+				if err != nil {
+					t.Fatal(err)
+				}
+				existing, cas = []byte(externals(t, s.identity)+"---\n"+string(secret)), ca
 			}
 			cfg := s.config(t, s.helm, existing, 4*time.Minute, c.values...)
+			cfg.GatewayCAs = cas
 			runFlow(t, cfg, (*composerun.Flow).Steps)
 		})
 	}
