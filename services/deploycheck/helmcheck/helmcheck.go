@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -101,9 +100,7 @@ func Check(ctx context.Context, h Helm, api *kubeapi.Server, ns string, existing
 	if err != nil {
 		return err
 	}
-	if len(existing) > 0 {
-		manifests = slices.Concat(existing, []byte("\n---\n"), manifests)
-	}
+	manifests = kuberun.Documents(existing, manifests)
 	top, err := kuberun.Read(manifests, ns)
 	if err != nil {
 		return fmt.Errorf("the chart with %s: %w", strings.Join(values, ", "), err)

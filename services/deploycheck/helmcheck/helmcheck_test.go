@@ -113,7 +113,7 @@ func TestChartValuesFiles(t *testing.T) {
 			if got := objs.names("StatefulSet"); !slices.Equal(got, c.statefulSets) {
 				t.Errorf("StatefulSets %v, want %v", got, c.statefulSets)
 			}
-			top, err := kuberun.Read(slices.Concat(existing, []byte("\n---\n"), manifests), "no8s-"+name)
+			top, err := kuberun.Read(kuberun.Documents(existing, manifests), "no8s-"+name)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -79,7 +79,7 @@ type Run struct {
 // a ready pod its selector picks. Images are substituted only by
 // composerun's table. The caller must Close the Run.
 func Start(ctx context.Context, cfg Config) (_ *Run, err error) {
-	top, err := Read(append(append(slices.Clone(cfg.Existing), "\n---\n"...), cfg.Manifests...), cfg.Namespace)
+	top, err := Read(Documents(cfg.Existing, cfg.Manifests), cfg.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("read the rendered objects: %w", err)
 	}

@@ -121,6 +121,23 @@ func (s *Service) TargetPort(sp ServicePort, p *Pod) int {
 	return sp.Port
 }
 
+// Documents joins YAML streams into one (each ends before the next's
+// separator), empty ones left out: the objects a cluster already has, then
+// a release's.
+func Documents(streams ...[]byte) []byte {
+	var out []byte
+	for _, s := range streams {
+		if len(s) == 0 {
+			continue
+		}
+		if len(out) > 0 {
+			out = append(out, "\n---\n"...)
+		}
+		out = append(out, s...)
+	}
+	return out
+}
+
 // Read reads a rendered stream (helm template's output) into its
 // topology; ns is the namespace of objects that name none (helm template
 // --namespace). Unknown kinds are refused; ServiceAccounts and
