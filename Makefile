@@ -41,7 +41,7 @@ IMAGE_DIR       := $(BIN)/image
 # timeout leaves room for a slower machine, it is not the budget).
 TEST_TIMEOUT ?= 22m
 
-.PHONY: help run build build-failpoint image image-check deploy-check upgrade-from test stress bench bench-scale bench-peer lint check-large-files check-cyclo check-proto-breaking check-user-docs check-rules generate generate-check tools k8s-tools k8s-tools-dir nats-server grpcurl natscli github-openapi promtool clean $(BIN)/gocyclo
+.PHONY: help run build build-failpoint image image-check deploy-check upgrade-from test stress bench bench-scale bench-peer lint check-large-files check-cyclo check-proto-breaking check-user-docs check-rules generate generate-check tools k8s-tools k8s-tools-dir k8s-tools-test nats-server grpcurl natscli github-openapi promtool clean $(BIN)/gocyclo
 
 help:
 	@echo "make run             run the whole control plane (no8s dev) on 127.0.0.1:8000 (ARGS=... for more flags)"
@@ -66,6 +66,7 @@ help:
 	@echo "make github-openapi  install GitHub's OpenAPI description (@octokit/openapi, npm) for the fake GitHub's tests"
 	@echo "make k8s-tools       kube-apiserver, etcd, helm and the noop controller (tools/k8s) into a cache outside the repo (cold: 15-30 min)"
 	@echo "make -s k8s-tools-dir  print that cache directory"
+	@echo "make k8s-tools-test  the noop controller's tests against that kube-apiserver and etcd"
 
 # Builds bin/no8s (incrementally: only the first build is slow), then becomes
 # it; no8s dev exits 0 on Ctrl-C, so make does too. It builds as make build
@@ -249,6 +250,12 @@ k8s-tools:
 
 k8s-tools-dir:
 	@tools/k8s/build.sh --dir
+
+# k8s-tools-test: the noop controller's tests (tools/k8s/cmd/noop-controller),
+# against the etcd and kube-apiserver of make k8s-tools (built as build.sh
+# builds it, so that its compiled packages are reused).
+k8s-tools-test: k8s-tools
+	cd tools/k8s && NO8S_K8S_TOOLS="$$(./build.sh --dir)" GOWORK=off CGO_ENABLED=0 GOFLAGS=-buildvcs=false go test -count=1 ./cmd/noop-controller/
 
 nats-server: $(BIN)/nats-server
 
