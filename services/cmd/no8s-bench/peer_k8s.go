@@ -33,6 +33,8 @@ import (
 
 var peerUserFlag = flag.String("peer-user", "admin", "peer scenario: who the bench is to the peer's API server: admin (system:masters, which API Priority and Fairness exempts, as the bench is no8s's administrator) or user (an ordinary user granted the bench's kinds by RBAC, whose requests APF queues at its global-default level)")
 
+var peerControllerArgsFlag = flag.String("peer-controller-args", "", "peer scenario: more flags for the noop controller, space-separated (e.g. \"--finalizer bench.no8s.io/noop\" or \"--cached-reads=false\"), for looking into the peer's settings")
+
 var k8sToolsFlag = flag.String("k8s-tools", "", "peer scenario: the directory holding kube-apiserver, etcd and noop-controller (default: what tools/k8s/build.sh --dir prints; make k8s-tools builds them)")
 
 // The peer's API group and kinds: DatabaseCluster takes the creates and the
@@ -591,6 +593,7 @@ func (p *k8sPeer) startController(ctx context.Context, ns string) error {
 	args := []string{"--server", p.url, "--token-file", p.tokenFile, "--certificate-authority", p.caFile,
 		"--group", peerGroup, "--api-version", peerVersion, "--kind", peerReadyKind, "--namespace", ns,
 		"--max-concurrent-reconciles", strconv.Itoa(p.workers), "--qps", "-1", "--health-probe-bind-address", health}
+	args = append(args, strings.Fields(*peerControllerArgsFlag)...)
 	ctrl, err := p.env.startProc("noop-controller", filepath.Join(p.tools, "noop-controller"), args...)
 	if err != nil {
 		return err
