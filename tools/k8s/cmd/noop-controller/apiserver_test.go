@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,13 +89,14 @@ func TestReconcileOnAnAPIServer(t *testing.T) {
 // testCRD is a namespaced custom resource of kind with a status
 // subresource, the shape of the bench's.
 func testCRD(kind string) *apiextensionsv1.CustomResourceDefinition {
-	plural := map[string]string{"Plain": "plains", "Held": "helds"}[kind]
+	singular := strings.ToLower(kind)
+	plural := singular + "s"
 	preserve := true
 	return &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + testGroup},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: testGroup,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: plural[:len(plural)-1]},
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: singular},
 			Scope: apiextensionsv1.NamespaceScoped,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
 				Name: "v1", Served: true, Storage: true,
