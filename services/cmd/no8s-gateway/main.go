@@ -61,7 +61,7 @@ func newCommand() *cobra.Command {
 	fs.DurationVar(&cfg.Watch.Heartbeat, "watch-heartbeat", 0, "interval of SSE heartbeat comments on idle watches (default 15s)")
 	fs.DurationVar(&cfg.Watch.Bookmark, "watch-bookmark", 0, "interval of BOOKMARK events on watches (default 30s)")
 	fs.DurationVar(&cfg.Watch.StallTimeout, "watch-stall-timeout", 0, "a watch whose client accepts no data for this long ends with a too_slow event (default 30s)")
-	fs.DurationVar(&cfg.Watch.FlushInterval, "watch-flush-interval", 0, "a live watch writes at most once per interval, coalescing bursts; negative: at once (default 20ms)")
+	fs.DurationVar(&cfg.Watch.FlushInterval, "watch-flush-interval", 0, "the longest rest a live watch takes after a write, coalescing bursts when many watches are live (live watches / 20,000 s, up to this; under 1 ms none); negative: never rests (default 20ms)")
 	fs.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "a request's headers must arrive within this")
 	fs.DurationVar(&cfg.BodyReadTimeout, "body-read-timeout", cfg.BodyReadTimeout, "a request's body must arrive within this (else 408); also the longest wait for a body-read slot (else 503)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "kept-alive connections idle this long are closed")

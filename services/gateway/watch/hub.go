@@ -29,8 +29,15 @@ const (
 	// published revision waits for the relay to catch up before it is
 	// refused.
 	DefaultTooNewWait = 10 * time.Second
-	// DefaultFlushInterval bounds how often a live watcher writes.
+	// DefaultFlushInterval is the longest rest a live watcher takes after
+	// a write (Config.FlushInterval).
 	DefaultFlushInterval = 20 * time.Millisecond
+	// DefaultWriteRate is how many writes a second the live watchers
+	// together aim at before they rest (Config.WriteRate).
+	DefaultWriteRate = 20000
+	// minRest is the shortest rest worth a timer: below it a watcher
+	// writes again at once.
+	minRest = time.Millisecond
 )
 
 // Config tunes watches. Zero fields take the defaults above.
@@ -54,11 +61,17 @@ type Config struct {
 	// CatchUpBatch is how many messages a catching-up watcher's consumer
 	// buffers.
 	CatchUpBatch int
-	// FlushInterval is the rest a live watcher takes after each write, so
-	// that the events of a burst go out together: an event waits at most
-	// this long, and an event after a quiet spell goes out at once.
-	// Negative turns it off.
+	// FlushInterval is the longest rest a live watcher takes after each
+	// write, so that the events of a burst go out together: an event waits
+	// at most this long, and an event after a quiet spell goes out at once.
+	// Negative turns resting off.
 	FlushInterval time.Duration
+	// WriteRate sizes the rest: a live watcher rests (live watchers) /
+	// WriteRate seconds after a write, up to FlushInterval, so that many
+	// watchers coalesce their writes (at 1,000 watchers, 20 ms) while a
+	// few write each event at once (below 20 watchers the rest is under a
+	// millisecond, and none is taken).
+	WriteRate int
 	// TooNewWait is how long a resume point ahead of the newest published
 	// revision may wait for the store's relay to catch up with it (a
 	// revision just committed, not yet published), as Kubernetes waits for
@@ -96,6 +109,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FlushInterval == 0 {
 		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.WriteRate <= 0 {
+		c.WriteRate = DefaultWriteRate
 	}
 	return c
 }
@@ -165,6 +181,9 @@ type counters struct {
 	gone      atomic.Int64
 	events    atomic.Int64
 	foreign   atomic.Int64
+	// live mirrors len(Hub.subs), for the watchers' rest (Hub.rest)
+	// without the hub's lock.
+	live atomic.Int64
 }
 
 // Stats is a snapshot of the hub's counters.
@@ -233,6 +252,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		h.mu.Lock()
 		h.closed = true
 		h.subs = map[*sub]struct{}{}
+		h.stats.live.Store(0)
 		h.mu.Unlock()
 		close(h.done)
 	}()
@@ -429,6 +449,7 @@ func (h *Hub) dispatch(ctx context.Context, msg jetstream.Msg) {
 		default:
 			// The watcher is behind: it catches up from the stream from here.
 			delete(h.subs, s)
+			h.stats.live.Add(-1)
 			s.resume = ev.seq
 			close(s.ch)
 			h.stats.overflows.Add(1)
@@ -488,6 +509,7 @@ func (h *Hub) bookmark() {
 func (h *Hub) endAllLocked(gone string) {
 	for s := range h.subs {
 		delete(h.subs, s)
+		h.stats.live.Add(-1)
 		s.gone = gone
 		s.resume = h.lastSeq + 1
 		close(s.ch)
@@ -524,13 +546,30 @@ func (h *Hub) subscribe(f Filter) (*sub, position, error) {
 	}
 	s := &sub{f: f, ch: make(chan *event, h.cfg.Buffer)}
 	h.subs[s] = struct{}{}
+	h.stats.live.Add(1)
 	return s, position{h.lastSeq, h.lastRev}, nil
 }
 
 func (h *Hub) unsubscribe(s *sub) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.subs, s)
+	if _, ok := h.subs[s]; ok {
+		delete(h.subs, s)
+		h.stats.live.Add(-1)
+	}
+}
+
+// rest is how long a live watcher rests after a write (Config.WriteRate):
+// zero when resting is off or the rest would be under a millisecond.
+func (h *Hub) rest() time.Duration {
+	if h.cfg.FlushInterval <= 0 {
+		return 0
+	}
+	d := time.Duration(h.stats.live.Load()) * time.Second / time.Duration(h.cfg.WriteRate)
+	if d < minRest {
+		return 0
+	}
+	return min(d, h.cfg.FlushInterval)
 }
 
 // lastRevision is the revision of the store's newest event in the stream,

@@ -154,18 +154,16 @@ func (wt *watcher) join(ctx context.Context) error {
 }
 
 // live serves events from the hub. It writes everything queued in one
-// batch and then rests FlushInterval before the next, so that a burst costs
-// one write (and one wake-up) per interval, not one per event, while an
-// event after a quiet spell goes out at once.
+// batch and then, when many watchers are live, rests before the next
+// (Hub.rest), so that a burst costs one write (and one wake-up) per rest,
+// not one per event, while an event after a quiet spell, or to one of a few
+// watchers, goes out at once.
 func (wt *watcher) live(ctx context.Context, s *sub) error {
 	hb := time.NewTimer(wt.h.cfg.Heartbeat)
 	defer hb.Stop()
-	var rest *time.Timer
-	if gap := wt.h.cfg.FlushInterval; gap > 0 {
-		rest = time.NewTimer(gap)
-		rest.Stop()
-		defer rest.Stop()
-	}
+	rest := time.NewTimer(time.Hour)
+	rest.Stop()
+	defer rest.Stop()
 	for {
 		select {
 		case ev, ok := <-s.ch:
@@ -196,8 +194,8 @@ func (wt *watcher) live(ctx context.Context, s *sub) error {
 				return err
 			}
 			hb.Reset(wt.h.cfg.Heartbeat)
-			if rest != nil {
-				rest.Reset(wt.h.cfg.FlushInterval)
+			if d := wt.h.rest(); d > 0 {
+				rest.Reset(d)
 				select {
 				case <-rest.C:
 				case <-ctx.Done():
