@@ -230,6 +230,9 @@ func benchWatch(ctx context.Context, env *benchEnv) error {
 	fmt.Fprintf(tw, "  commit to delivery\tn\tp50\tp99\tmax\t\n")
 	fmt.Fprintf(tw, "  after warm-up\t%d\t%s\t%s\t%s\t\n", len(all), fmtDur(p50), fmtDur(p99), fmtDur(pmax))
 	tw.Flush()
+	env.figure("fan-out commit to delivery p50, ms", ms(p50))
+	env.figure("fan-out commit to delivery p99, ms", ms(p99))
+	env.figure("gateway CPU under fan-out, cores", cpu1.groupCores(cpu0, "gateway"))
 	fmt.Printf("gateway RSS under load: %s\n", fmtMiB(rss2))
 	fmt.Printf("CPU used, in cores: %s\n", cpu1.cores(cpu0))
 	if other := cpu1.other(cpu0); other > 0.3 {

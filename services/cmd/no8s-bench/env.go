@@ -463,6 +463,16 @@ func (s cpuSample) other(prev cpuSample) float64 {
 	return max(0, (s.machine-prev.machine-ours).Seconds()/wall)
 }
 
+// groupCores is the cores group used between prev and s (0 when the
+// sample has no such group).
+func (s cpuSample) groupCores(prev cpuSample, group string) float64 {
+	wall := s.at.Sub(prev.at).Seconds()
+	if wall <= 0 {
+		return 0
+	}
+	return (s.used[group] - prev.used[group]).Seconds() / wall
+}
+
 // cores formats the CPU used between prev and s as cores per group, e.g.
 // "gateway 0.52  admission 0.20  ...  other 0.10  (machine 1.95 of 2)";
 // "other" is what the rest of the machine used meanwhile: other processes,
@@ -477,7 +487,7 @@ func (s cpuSample) cores(prev cpuSample) string {
 	var parts []string
 	var total float64
 	for _, g := range s.groups {
-		c := (s.used[g] - prev.used[g]).Seconds() / wall
+		c := s.groupCores(prev, g)
 		total += c
 		parts = append(parts, fmt.Sprintf("%s %.2f", g, c))
 	}
