@@ -124,6 +124,8 @@ func benchWebhook(ctx context.Context, env *benchEnv) error {
 		fmt.Fprintf(tw, "  %d\tone no-op webhook\t%d\t%s\t%s\t\n", c, len(s.hook), fmtDur(percentile(s.hook, 50)), fmtDur(percentile(s.hook, 99)))
 		fmt.Fprintf(tw, "  %d\tadded by the webhook\t\t%s\t%s\t\n", c,
 			fmtSigned(percentile(s.hook, 50)-percentile(s.none, 50)), fmtSigned(percentile(s.hook, 99)-percentile(s.none, 99)))
+		env.figure(fmt.Sprintf("webhook create p50 at c=%d, ms", c), ms(percentile(s.hook, 50)))
+		env.figure(fmt.Sprintf("webhook create p99 at c=%d, ms", c), ms(percentile(s.hook, 99)))
 	}
 	tw.Flush()
 	fmt.Println("CPU used while measuring, in cores (warm-up included):")
