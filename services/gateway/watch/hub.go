@@ -181,8 +181,9 @@ type counters struct {
 	gone      atomic.Int64
 	events    atomic.Int64
 	foreign   atomic.Int64
-	// live mirrors len(Hub.subs), for the watchers' rest (Hub.rest)
-	// without the hub's lock.
+	// live is len(Hub.subs), kept with every change of it under the hub's
+	// lock, so that the watchers' rest (Hub.rest) and Stats read it
+	// without the lock.
 	live atomic.Int64
 }
 
@@ -226,7 +227,7 @@ func (h *Hub) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return Stats{
-		Watchers: int(h.stats.watchers.Load()), Live: len(h.subs),
+		Watchers: int(h.stats.watchers.Load()), Live: int(h.stats.live.Load()),
 		Overflows: h.stats.overflows.Load(), CatchUps: h.stats.catchUps.Load(),
 		TooSlow: h.stats.tooSlow.Load(), Gone: h.stats.gone.Load(), Events: h.stats.events.Load(), Foreign: h.stats.foreign.Load(),
 		Seq: h.lastSeq, Revision: h.lastRev,
