@@ -190,6 +190,8 @@ type event struct {
 	// resType its type (owns.go).
 	controller string
 	resType    reconcilers.TypeRef
+	// rev is the revision of the change the event tells.
+	rev int64
 }
 
 func newLoop(s *Service, t *leader.Term, stream jetstream.Stream) *loop {
@@ -493,7 +495,7 @@ func (l *loop) follow(ctx context.Context, cons jetstream.Consumer, ids *eventst
 		after = ev.Revision
 		select {
 		case out <- event{id: ev.ResourceID, purged: ev.Type == eventstream.Purged, typ: ev.Type, trace: l.eventTrace(msg.Headers()),
-			controller: ev.ControllerUID, resType: reconcilers.TypeRef{Name: ev.ResourceTypeName, Version: ev.ResourceTypeVersion}}:
+			controller: ev.ControllerUID, resType: reconcilers.TypeRef{Name: ev.ResourceTypeName, Version: ev.ResourceTypeVersion}, rev: ev.Revision}:
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -46,16 +46,29 @@ type toWake map[int64]*entry
 
 // noteCreated records the creation of a resource, as its CREATED event
 // tells it, on its controller owner when the owner's reconciler owns its
-// type, unless the owner's own attempt is running: a child created then is
-// the attempt's own write, which it knows of (controller-runtime would
-// reconcile the owner once more for it).
+// type, unless the owner's own attempt knew of it: one running (a child
+// created then is the attempt's own write, which it knows of;
+// controller-runtime would reconcile the owner once more for it), or one
+// the loop has read as over at a later revision (knew).
 func (l *loop) noteCreated(ev event) {
 	owner := l.ownerOf(ev.controller, ev.id, ev.resType)
-	if owner == nil || owner.flight != nil || owner.st.LeaseActive(time.Now()) {
+	if owner == nil || owner.flight != nil || owner.st.LeaseActive(time.Now()) || owner.knew(ev.rev) {
 		return
 	}
 	owner.noteDep(math.MaxInt64)
 	l.evaluate(owner, time.Now())
+}
+
+// knew reports whether e's last attempt knew of a change made at revision
+// rv: e's state, as last read, shows that attempt over (its lease given
+// back) at a later revision, so the change was committed before it began
+// or made while it ran. A read runs ahead of the event stream: the CREATED
+// event of a child an attempt created can come after the attempt's end
+// was read. Should a later write of e's (a condition) hide a child
+// created after the attempt by another hand, the child's first settled
+// status still reaches e (noteChild).
+func (e *entry) knew(rv int64) bool {
+	return rv > 0 && e.st.LeaseEpoch > 0 && e.st.LeaseHolder == "" && rv < e.st.ResourceVersion
 }
 
 // noteChild records a change of a resource (old nil: first seen; cur nil:
