@@ -48,6 +48,8 @@ type syncer struct {
 	state   map[string]*regState
 	sources map[string]*srcState
 	pending map[string]map[string]pendingDelete
+	// memos are the registries' memos (memo.go).
+	memos map[string]*memo
 	// changed is closed (and replaced) whenever a result is recorded.
 	changed chan struct{}
 }
@@ -72,7 +74,7 @@ type trigState struct {
 
 func newSyncer(svc *Service, t *leader.Term) *syncer {
 	return &syncer{svc: svc, term: t, log: svc.log.With("epoch", t.Epoch), kick: make(chan struct{}, 1), slots: make(chan struct{}, max(svc.cfg.Syncs, 1)),
-		state: map[string]*regState{}, sources: map[string]*srcState{}, pending: map[string]map[string]pendingDelete{}, changed: make(chan struct{})}
+		state: map[string]*regState{}, sources: map[string]*srcState{}, pending: map[string]map[string]pendingDelete{}, memos: map[string]*memo{}, changed: make(chan struct{})}
 }
 
 // Kick asks for a round now.

@@ -2,6 +2,7 @@ package registrysync
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -117,11 +118,21 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 	complete := true
 	var readTook time.Duration
 	var problems []string
+	var inputs [sha256.Size]byte
 	if !res.Deleting {
-		var ok bool
-		if desired, problems, readTook, ok = s.readDesired(ctx, reg, spec, templates, res, current, log); !ok {
+		rows, took, ok := s.readRows(ctx, reg, spec, res, current, log)
+		if readTook = took; !ok {
 			return res
 		}
+		inputs = inputsDigest(reg, templates, rows)
+		if m := s.memoOf(key(reg)); m.holds(inputs, current) {
+			s.unchanged(ctx, reg, res, m, current)
+			log.Debug("sync", "created", 0, "updated", 0, "deleted", 0, "unchanged", res.Unchanged, "desired", res.Desired,
+				"duration_ms", float64(time.Since(start).Microseconds())/1000, "list_ms", listed.Milliseconds(), "read_ms", readTook.Milliseconds(),
+				"compared", false)
+			return res
+		}
+		desired, problems = s.desired(reg.Name, spec, rows, templates, res)
 		complete = len(problems) == 0
 	}
 	live, dropped := s.liveTenants(ctx, reg, current, desired)
@@ -134,6 +145,12 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 		res.Err, res.Reason, res.Message = out.Stopped, "Deposed", out.Stopped.Error()
 		return res
 	}
+	var m *memo
+	if !res.Deleting && complete && len(out.Failed) == 0 && out.Created+out.Updated+out.Deleted+out.DeletesSkipped == 0 && len(live) == len(current) {
+		// Every listed Tenant is desired, live and as desired.
+		m = newMemo(inputs, res.ActiveRows, current)
+	}
+	s.setMemo(key(reg), m)
 	for _, k := range slices.Sorted(maps.Keys(out.Failed)) {
 		problems = append(problems, fmt.Sprintf("Tenant %s: %v", k, out.Failed[k]))
 	}
@@ -141,7 +158,7 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 	s.syncOutcome(ctx, reg, res, problems, len(out.Failed) > 0)
 	log.Debug("sync", "created", out.Created, "updated", out.Updated, "deleted", out.Deleted, "unchanged", out.Unchanged,
 		"desired", res.Desired, "duration_ms", float64(time.Since(start).Microseconds())/1000,
-		"list_ms", listed.Milliseconds(), "read_ms", readTook.Milliseconds())
+		"list_ms", listed.Milliseconds(), "read_ms", readTook.Milliseconds(), "compared", true)
 	if out.Created+out.Updated+out.Deleted > 0 || len(problems) > 0 {
 		log.Info("synced", "created", out.Created, "updated", out.Updated, "deleted", out.Deleted, "unchanged", out.Unchanged,
 			"kept", out.DeletesSkipped, "problems", len(problems), "duration", time.Since(start))
@@ -149,11 +166,10 @@ func (s *syncer) sync(ctx context.Context, reg *sdk.Resource, templates []*sdk.R
 	return res
 }
 
-// readDesired reads the registry's rows and computes its desired Tenants,
-// with the problems of bad rows, and how long the read took. ok is false
-// when the read failed: res says why, and nothing is to be written.
-func (s *syncer) readDesired(ctx context.Context, reg *sdk.Resource, spec tenancy.RegistrySpec, templates []*sdk.Resource, res *result,
-	current map[string]currentTenant, log *slog.Logger) (desired map[string]desiredTenant, problems []string, readTook time.Duration, ok bool) {
+// readRows reads the registry's rows, and how long the read took. ok is
+// false when the read failed: res says why, and nothing is to be written.
+func (s *syncer) readRows(ctx context.Context, reg *sdk.Resource, spec tenancy.RegistrySpec, res *result,
+	current map[string]currentTenant, log *slog.Logger) (rows []datasource.Row, readTook time.Duration, ok bool) {
 	readStart := time.Now()
 	rows, err := s.svc.reader.Read(ctx, reg.Namespace, spec)
 	readTook = time.Since(readStart)
@@ -167,10 +183,40 @@ func (s *syncer) readDesired(ctx context.Context, reg *sdk.Resource, spec tenanc
 		s.countStatus(res, current, nil)
 		log.Warn("datasource read failed: nothing written", "reason", reason, "error", err)
 		s.event(ctx, reg, names.EventWarning, EventSyncFailed, fmt.Sprintf("%s: %v", reason, err))
-		return nil, nil, readTook, false
+		return nil, readTook, false
 	}
-	desired, problems = s.desired(reg.Name, spec, rows, templates, res)
-	return desired, problems, readTook, true
+	return rows, readTook, true
+}
+
+// unchanged completes res for a sync whose memo m holds: every listed
+// Tenant is desired, live and as desired, and nothing is written.
+func (s *syncer) unchanged(ctx context.Context, reg *sdk.Resource, res *result, m *memo, current map[string]currentTenant) {
+	desired := make(map[string]desiredTenant, len(current))
+	for name := range current {
+		desired[name] = desiredTenant{}
+	}
+	res.ActiveRows, res.Unchanged = m.activeRows, len(current)
+	s.noteGone(ctx, reg, current)
+	s.countStatus(res, current, desired)
+	s.syncOutcome(ctx, reg, res, nil, false)
+}
+
+// memoOf returns the memo of registry (nil: none).
+func (s *syncer) memoOf(registry string) *memo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.memos[registry]
+}
+
+// setMemo keeps m as registry's memo (nil forgets it).
+func (s *syncer) setMemo(registry string, m *memo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m == nil {
+		delete(s.memos, registry)
+		return
+	}
+	s.memos[registry] = m
 }
 
 // liveTenants are the Tenants of current that are not being deleted (the
