@@ -432,7 +432,7 @@ func testTenantLifecycle(t *testing.T, c *tenantCluster, ds *datasourceDB) {
 		}
 		return nil
 	})
-	uids = c.waitTenants(60*time.Second, all...)
+	c.waitTenants(60*time.Second, all...)
 
 	// Deactivate a row → its 2 Tenants go; add a row → 2 more.
 	ds.exec("UPDATE tenants SET active = 'off' WHERE id = 'globex'")
