@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -231,23 +232,15 @@ func benchAPIOn(ctx context.Context, env *benchEnv, embedded bool) error {
 	}
 	fmt.Printf("\n(stored %d more resources through the API at c=%d in %s)\n", apiListCount, apiBulkConcurrency, time.Since(bulkStart).Round(100*time.Millisecond))
 	listPath := "/api/v1/resources?resource_type=DatabaseCluster&resource_type_version=v1"
-	var best time.Duration
-	var times []string
 	cpu0 := env.sampleCPU()
-	for range 3 {
-		t0 := time.Now()
-		n, pages, err := env.listAll(ctx, listPath)
-		d := time.Since(t0)
-		if err != nil {
-			return err
-		}
-		if n != apiListCount {
-			return fmt.Errorf("listed %d resources in %d pages, want %d", n, pages, apiListCount)
-		}
+	lists, err := env.timeLists(ctx, listPath, apiListCount, 3)
+	if err != nil {
+		return err
+	}
+	best := slices.Min(lists)
+	var times []string
+	for _, d := range lists {
 		times = append(times, fmtDur(d))
-		if best == 0 || d < best {
-			best = d
-		}
 	}
 	fmt.Printf("list %d resources (one type, limit=1000, %d pages): best %s of 3 (%s)\n", apiListCount, apiListCount/1000, fmtDur(best), strings.Join(times, ", "))
 	cpu1 := env.sampleCPU()

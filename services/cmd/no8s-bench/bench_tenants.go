@@ -208,17 +208,9 @@ func benchTenants(ctx context.Context, env *benchEnv) error {
 	}
 	// The baseline, in the same run: one LIST of the same 10,000 Tenants
 	// through the API, pages of 1,000 (the api scenario's list), three times.
-	var lists []time.Duration
-	for range 3 {
-		t0 := time.Now()
-		n, _, err := env.listAll(ctx, "/api/v1/resources?resource_type=Tenant&resource_type_version=v1")
-		if err != nil {
-			return err
-		}
-		if n != tenantRows {
-			return fmt.Errorf("listed %d Tenants, want %d", n, tenantRows)
-		}
-		lists = append(lists, time.Since(t0))
+	lists, err := env.timeLists(ctx, "/api/v1/resources?resource_type=Tenant&resource_type_version=v1", tenantRows, 3)
+	if err != nil {
+		return err
 	}
 	syncMid, listMid := medianDur(durations[:3]), medianDur(lists)
 	compared := 0

@@ -577,6 +577,24 @@ func (e *benchEnv) listAll(ctx context.Context, path string) (items, pages int, 
 	}
 }
 
+// timeLists lists path (listAll) times times and returns how long each list
+// took; every one must find want items.
+func (e *benchEnv) timeLists(ctx context.Context, path string, want, times int) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, times)
+	for range times {
+		t0 := time.Now()
+		n, pages, err := e.listAll(ctx, path)
+		if err != nil {
+			return out, err
+		}
+		if n != want {
+			return out, fmt.Errorf("listed %d items in %d pages of %s, want %d", n, pages, path, want)
+		}
+		out = append(out, time.Since(t0))
+	}
+	return out, nil
+}
+
 func truncateBytes(b []byte, n int) string {
 	if len(b) > n {
 		return string(b[:n]) + "..."
