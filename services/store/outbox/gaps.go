@@ -86,9 +86,10 @@ func (r *Relay) checkGaps(ctx context.Context) error {
 		for i, x := range rows {
 			revs[i] = x.Revision
 		}
-		r.late.Add(int64(len(rows)))
+		// Logged before counted: whoever sees the count can read the line.
 		r.log.Error("outbox rows committed after the relay had passed their revisions: their events were not published (the changes are in the database; see the operations guide)",
 			"revisions", revs, "passed_at", g.at, "cursor", r.cursor.Load())
+		r.late.Add(int64(len(rows)))
 	}
 	return nil
 }
