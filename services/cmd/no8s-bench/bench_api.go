@@ -277,6 +277,7 @@ func benchAPIOn(ctx context.Context, env *benchEnv, embedded bool) error {
 	fmt.Printf("\nmemory with %s, after listing them all:\n", stock)
 	tw = newTable()
 	fmt.Fprintf(tw, "  process\tpid\tRSS\tpeak RSS (VmHWM)\t\n")
+	env.heapProfiles(ctx, "api-rss")
 	mem, err := env.serviceMemory()
 	if err != nil {
 		return err

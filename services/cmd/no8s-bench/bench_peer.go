@@ -233,6 +233,7 @@ func runPeerSide(ctx context.Context, env *benchEnv, side peerSide, sz peerSizes
 		res.satRate, res.satWindow.Round(100*time.Millisecond), res.storeName, fmtDur(res.storeCPU), fmtDur(res.allCPU))
 
 	// The reconciler's memory now: it is stopped for what follows.
+	env.heapProfiles(ctx, "peer-"+side.label()+"-sat")
 	memSat, err := env.procMemory(true)
 	if err != nil {
 		return res, err
@@ -299,6 +300,7 @@ func runPeerSide(ctx context.Context, env *benchEnv, side peerSide, sz peerSizes
 
 	// 5. Memory of every process, nats-server included; a process stopped
 	// since saturation (the scheduler, the controller) as it was then.
+	env.heapProfiles(ctx, "peer-"+side.label()+"-end")
 	mem, err := env.procMemory(true)
 	if err != nil {
 		return res, err

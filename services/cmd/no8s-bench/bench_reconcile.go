@@ -101,17 +101,10 @@ func benchReconcile(ctx context.Context, env *benchEnv) error {
 		return err
 	}
 	warmup, measure, nSat := *reconcileWarmupFlag, *reconcileDurationFlag, *reconcileResourcesFlag
-	if _, err := env.postJSON(ctx, "/api/v1/resource-types", map[string]any{
-		"name": reconcileType, "version": reconcileVersion, "description": "issue 13 benchmark",
-		"schema":           json.RawMessage(databaseClusterSchema),
-		"reconcile_policy": map[string]any{"resync_seconds": reconcileResync},
-	}); err != nil {
-		return err
-	}
 	if _, err := env.startScheduler(ctx, "bench-scheduler-1", reconcileSchedulerFlags()...); err != nil {
 		return err
 	}
-	if err := env.startNoopReplicas(ctx, reconcileReconciler, []string{reconcileType + "/" + reconcileVersion}, []string{"a", "b"}, reconcileWorkerFlags()...); err != nil {
+	if err := startNoopBench(ctx, env); err != nil {
 		return err
 	}
 	dispatchers := fmt.Sprintf("default %d", scheduler.DefaultConfig().Dispatchers)
@@ -694,6 +687,20 @@ func (w *readyWatch) runSSE(ctx context.Context, api *client.Client, o client.Li
 
 // ---- reconciles/s at saturation ------------------------------------------
 
+// startNoopBench registers the scenario's type (the DatabaseCluster schema,
+// no resync during a run) and starts the noop reconciler's two replicas
+// for it: what reconcileSaturation measures.
+func startNoopBench(ctx context.Context, env *benchEnv) error {
+	if _, err := env.postJSON(ctx, "/api/v1/resource-types", map[string]any{
+		"name": reconcileType, "version": reconcileVersion, "description": "the reconcile scenario's type",
+		"schema":           json.RawMessage(databaseClusterSchema),
+		"reconcile_policy": map[string]any{"resync_seconds": reconcileResync},
+	}); err != nil {
+		return err
+	}
+	return env.startNoopReplicas(ctx, reconcileReconciler, []string{reconcileType + "/" + reconcileVersion}, []string{"a", "b"}, reconcileWorkerFlags()...)
+}
+
 // satResult is what reconcileSaturation measured.
 type satResult struct {
 	window time.Duration // from the backlog's first reconcile
@@ -827,6 +834,7 @@ func reconcileSaturation(ctx context.Context, env *benchEnv, n int, measure time
 		return res, err
 	}
 	waitProfiles()
+	env.heapProfiles(ctx, "reconcile-sat-drained")
 	if last.Before(end) {
 		res.short = true
 		end = last
@@ -851,7 +859,33 @@ func reconcileSaturation(ctx context.Context, env *benchEnv, n int, measure time
 	fmt.Printf("  PostgreSQL transactions committed per reconcile, drain included: %.2f (%d commits, %d reconciles)\n",
 		float64(commits1-commits0)/float64(total), commits1-commits0, total)
 	fmt.Printf("  CPU in the window, in cores: %s\n", cpu1.cores(cpu0))
+	if err := printDrainedMemory(env); err != nil {
+		return res, err
+	}
 	return res, env.checkAlive()
+}
+
+// printDrainedMemory prints the RSS of every process, nats-server
+// included, once a saturation backlog has drained, and records the
+// scheduler's, nats-server's and the total as figures: what an A/B of a
+// memory change compares.
+func printDrainedMemory(env *benchEnv) error {
+	mem, err := env.procMemory(true)
+	if err != nil {
+		return err
+	}
+	var total int64
+	var parts []string
+	for _, m := range mem {
+		total += m.rss
+		parts = append(parts, fmt.Sprintf("%s %s (peak %s)", m.name, fmtMiB(m.rss), fmtMiB(m.peak)))
+		if m.name == "scheduler" || m.name == "nats-server" {
+			env.figure("RSS "+m.name+" MiB, drained", float64(m.rss)/(1<<20))
+		}
+	}
+	env.figure("RSS every process MiB, drained", float64(total)/(1<<20))
+	fmt.Printf("  RSS once drained: %s in all: %s\n", fmtMiB(total), strings.Join(parts, ", "))
+	return nil
 }
 
 // waitCount polls query (a count) every 250 ms until it reaches want,

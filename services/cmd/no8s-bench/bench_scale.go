@@ -115,6 +115,7 @@ func benchScale(ctx context.Context, env *benchEnv) error {
 			}
 			row.get = append(row.get, d)
 		}
+		env.heapProfiles(ctx, fmt.Sprintf("scale-%d", size))
 		mem, err := env.serviceMemory()
 		if err != nil {
 			return err

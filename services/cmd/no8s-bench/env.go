@@ -1182,6 +1182,13 @@ func waitTCP(ctx context.Context, addr string, p *benchProc) error {
 
 // waitFor polls f until it succeeds, p exits, or the timeout passes.
 func waitFor(ctx context.Context, timeout time.Duration, what string, p *benchProc, f func() error) error {
+	return pollFor(ctx, timeout, 25*time.Millisecond, what, p, f)
+}
+
+// pollFor is waitFor calling f every period: a wait measured over minutes
+// polls less often, so that its queries do not load the database it
+// measures.
+func pollFor(ctx context.Context, timeout, period time.Duration, what string, p *benchProc, f func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		select {
@@ -1199,7 +1206,7 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, p *benchPr
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(25 * time.Millisecond):
+		case <-time.After(period):
 		}
 	}
 }

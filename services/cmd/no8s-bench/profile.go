@@ -88,6 +88,42 @@ func (e *benchEnv) startProfiles(ctx context.Context, label string, d time.Durat
 	}
 }
 
+// heapProfiles takes a heap profile (what is live after a garbage
+// collection, and the allocations since the start) of every process
+// serving profiles, nats-server included, into the profile directory as
+// <label>-<process>.heap.pprof: where the memory is when the bench reads
+// the processes' RSS. Without -profile it does nothing.
+func (e *benchEnv) heapProfiles(ctx context.Context, label string) {
+	if !profiling() {
+		return
+	}
+	dir := *profileDirFlag
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Printf("  (heap profiles: %v)\n", err)
+		return
+	}
+	client := &http.Client{Timeout: time.Minute}
+	for _, p := range e.procs {
+		if p.pprofAddr == "" {
+			continue
+		}
+		path := filepath.Join(dir, fmt.Sprintf("%s-%s.heap.pprof", label, p.name))
+		for i := 2; fileExists(path); i++ { // a second run of the same phase (bench-peer runs no8s twice)
+			path = filepath.Join(dir, fmt.Sprintf("%s-%d-%s.heap.pprof", label, i, p.name))
+		}
+		if err := fetchProfile(ctx, client, fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", p.pprofAddr), path); err != nil {
+			fmt.Printf("  (heap profile failed: %s: %v)\n", p.name, err)
+		}
+	}
+	fmt.Printf("  (heap profiles in %s/%s-*.heap.pprof)\n", dir, label)
+}
+
+// fileExists reports whether path names an existing file.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 // fetchProfile writes the body of a pprof URL to path.
 func fetchProfile(ctx context.Context, client *http.Client, url, path string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
