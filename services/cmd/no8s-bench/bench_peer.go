@@ -440,13 +440,7 @@ func peerSaturation(ctx context.Context, env *benchEnv, side peerSide, sz peerSi
 	}
 	if inCPU > 0 {
 		res.storeCPU = (cpu1.used[side.store()] - cpu0.used[side.store()]) / time.Duration(inCPU)
-		var all time.Duration
-		for _, g := range cpu1.groups {
-			if g != "bench" {
-				all += cpu1.used[g] - cpu0.used[g]
-			}
-		}
-		res.allCPU = all / time.Duration(inCPU)
+		res.allCPU = cpu1.spent(cpu0, "bench") / time.Duration(inCPU)
 	}
 	res.satCPULine = cpu1.cores(cpu0)
 	res.disturbed = max(res.disturbed, cpu1.other(cpu0))

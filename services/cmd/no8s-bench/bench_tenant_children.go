@@ -143,12 +143,9 @@ func benchTenantChildren(ctx context.Context, env *benchEnv) error {
 	fmt.Printf("registry created → all %d Ready: %s; %d reconciles (history rows) = %.0f reconciles/s\n",
 		want, took.Round(100*time.Millisecond), reconciles, float64(reconciles)/took.Seconds())
 	fmt.Printf("CPU from the registry's creation to all Ready, in cores: %s\n", cpu1.cores(cpu0))
-	var used time.Duration
-	for _, g := range cpu1.groups {
-		used += cpu1.used[g] - cpu0.used[g]
-	}
-	fmt.Printf("CPU of the stack's processes (PostgreSQL and the bench included) per reconcile: %s\n", fmtDur(used/time.Duration(max(reconciles, 1))))
-	env.figure("stack CPU per reconcile ms", ms(used/time.Duration(max(reconciles, 1))))
+	perReconcile := cpu1.spent(cpu0, "bench") / time.Duration(max(reconciles, 1))
+	fmt.Printf("CPU of the stack's processes and PostgreSQL per reconcile: %s\n", fmtDur(perReconcile))
+	env.figure("stack CPU per reconcile ms", ms(perReconcile))
 	fmt.Printf("a child Ready → its Tenant's next attempt, over %d children: p50 %s, p99 %s\n",
 		len(lag), fmtMS(percentile(lag, 50)), fmtMS(percentile(lag, 99)))
 	rate := float64(reconciles) / took.Seconds()

@@ -456,11 +456,19 @@ func (s cpuSample) other(prev cpuSample) float64 {
 	if wall <= 0 {
 		return 0
 	}
-	var ours time.Duration
+	return max(0, (s.machine-prev.machine-s.spent(prev, "")).Seconds()/wall)
+}
+
+// spent is the CPU time every group used between prev and s, but the group
+// named except ("" for none; "bench" leaves out the load generator).
+func (s cpuSample) spent(prev cpuSample, except string) time.Duration {
+	var t time.Duration
 	for _, g := range s.groups {
-		ours += s.used[g] - prev.used[g]
+		if g != except {
+			t += s.used[g] - prev.used[g]
+		}
 	}
-	return max(0, (s.machine-prev.machine-ours).Seconds()/wall)
+	return t
 }
 
 // groupCores is the cores group used between prev and s (0 when the
