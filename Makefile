@@ -169,7 +169,7 @@ bench: build nats-server
 	cd services && go run ./cmd/no8s-bench
 
 bench-scale: build nats-server
-	cd services && go run ./cmd/no8s-bench -run scale $(ARGS)
+	cd services && go run ./cmd/no8s-bench -run scale -identities -nats-auth -gateway-tls $(ARGS)
 
 # bench-peer: no8s (separate services on PostgreSQL, identities, NATS users and
 # API authentication on) against kube-apiserver + etcd + a controller-runtime

@@ -205,7 +205,7 @@ func (s *Service) hintsOnce(ctx context.Context, h *hints) error {
 		if err != nil {
 			return err
 		}
-		ev, err := eventstream.Decode(msg.Data())
+		ev, err := eventstream.DecodeHead(msg.Data())
 		if err != nil || (ev.Type != eventstream.Purged && ev.Type != eventstream.Deleted) {
 			continue
 		}

@@ -482,12 +482,12 @@ func (l *loop) follow(ctx context.Context, cons jetstream.Consumer, ids *eventst
 			l.log.Warn("a message the store did not publish; dropped", "subject", msg.Subject(), "error", err)
 			continue
 		}
-		ev, err := eventstream.Decode(msg.Data())
+		ev, err := eventstream.DecodeHead(msg.Data())
 		if err != nil {
 			l.log.Warn("undecodable event skipped", "error", err)
 			continue
 		}
-		if err := eventstream.Check(msg.Headers(), storeID, ev, after); err != nil {
+		if err := eventstream.Check(msg.Headers(), storeID, ev.Revision, after); err != nil {
 			l.s.foreign.Add(1)
 			l.log.Warn("a message the store did not publish; dropped", "subject", msg.Subject(), "error", err)
 			continue

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"time"
+	"unique"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -17,11 +18,11 @@ func stateFromProto(p *reconcilev1.ReconcileState) trigger.State {
 		ID:                    p.GetResourceId(),
 		UID:                   p.GetResourceUid(),
 		Name:                  p.GetName(),
-		TypeName:              p.GetResourceTypeName(),
-		TypeVersion:           p.GetResourceTypeVersion(),
+		TypeName:              canon(p.GetResourceTypeName()),
+		TypeVersion:           canon(p.GetResourceTypeVersion()),
 		Generation:            p.GetGeneration(),
 		ObservedGeneration:    p.GetObservedGeneration(),
-		Status:                p.GetStatus(),
+		Status:                canon(p.GetStatus()),
 		Deleting:              p.GetDeleting(),
 		CleanupDone:           p.GetCleanupDone(),
 		Failures:              int(p.GetFailures()),
@@ -31,7 +32,7 @@ func stateFromProto(p *reconcilev1.ReconcileState) trigger.State {
 		AnnotationReconcile:   p.GetAnnotationReconcile(),
 		AnnotationIgnore:      p.GetAnnotationIgnore(),
 		LeaseExpiresAt:        asTime(p.GetLeaseExpiresAt()),
-		LeaseHolder:           p.GetLeaseHolder(),
+		LeaseHolder:           canon(p.GetLeaseHolder()),
 		LeaseEpoch:            p.GetLeaseEpoch(),
 		RequeueAt:             asTime(p.GetRequeueAt()),
 		ReconcilerUnavailable: p.GetReconcilerUnavailable(),
@@ -41,16 +42,26 @@ func stateFromProto(p *reconcilev1.ReconcileState) trigger.State {
 			BackoffBase: seconds(pol.GetBackoffBaseSeconds(), resource.DefaultBackoffBaseSeconds),
 			BackoffMax:  seconds(pol.GetBackoffMaxSeconds(), resource.DefaultBackoffMaxSeconds),
 		},
-		Namespace:       p.GetNamespace(),
+		Namespace:       canon(p.GetNamespace()),
 		ResourceVersion: p.GetResourceVersion(),
 		LeaseRevision:   p.GetLeaseRevision(),
 	}
 	for _, d := range p.GetDependencies() {
-		st.Dependencies = append(st.Dependencies, trigger.Ref{TypeName: d.GetTypeName(), TypeVersion: d.GetTypeVersion(),
-			Namespace: d.GetNamespace(), Name: d.GetName()})
+		st.Dependencies = append(st.Dependencies, trigger.Ref{TypeName: canon(d.GetTypeName()), TypeVersion: canon(d.GetTypeVersion()),
+			Namespace: canon(d.GetNamespace()), Name: d.GetName()})
 		st.Waiting = st.Waiting || d.GetWait()
 	}
 	return st
+}
+
+// canon is s as one shared copy: the scheduler keeps a state per resource,
+// and most of their strings (type, version, namespace, status, lease
+// holder) have few values. unique drops a copy once nothing refers to it.
+func canon(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
 }
 
 func seconds(n, def int32) time.Duration {

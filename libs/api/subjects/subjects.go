@@ -30,8 +30,12 @@ const (
 	// EventsMaxAge is how long events are kept: the watch resume horizon.
 	EventsMaxAge = 24 * time.Hour
 	// EventsDuplicates is the deduplication window for republished
-	// revisions (the Nats-Msg-Id is the revision).
-	EventsDuplicates = 10 * time.Minute
+	// revisions (the Nats-Msg-Id is the revision). It is a second guard:
+	// the relay chains every publish to the stream's last sequence and
+	// message id, and after a restart continues after the stream's newest
+	// event. The server keeps one id per event in the window, so a longer
+	// one costs memory (about 100 bytes per event) and guards nothing more.
+	EventsDuplicates = 2 * time.Minute
 )
 
 // StreamSettings are the settings of a stream that its creator chooses: the

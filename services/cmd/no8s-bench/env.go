@@ -48,6 +48,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/no8s/no8s/libs/api/subjects"
 	"github.com/no8s/no8s/libs/client"
 	"github.com/no8s/no8s/libs/platform/identity"
 	"github.com/no8s/no8s/services/internal/authn"
@@ -1366,6 +1367,61 @@ func (e *benchEnv) readRegistry(ctx context.Context) (*reconcilers.Registry, err
 		return nil, err
 	}
 	return reconcilers.Read(ctx, js)
+}
+
+// dispatchCount is what a no8s stack has dispatched and attempted so far:
+// the work queue's last sequence (every work item published takes one; an
+// item dropped as a duplicate takes none, and an acknowledged one leaves
+// the stream but not the count) and the newest reconciliation history row
+// (one per attempt).
+type dispatchCount struct {
+	items    uint64
+	attempts int64
+}
+
+// countDispatches reads the stack's dispatchCount.
+func (e *benchEnv) countDispatches(ctx context.Context) (dispatchCount, error) {
+	var c dispatchCount
+	if err := e.pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM reconciliation_history`).Scan(&c.attempts); err != nil {
+		return c, fmt.Errorf("count attempts: %w", err)
+	}
+	nc, err := e.connectNATS(nats.Timeout(time.Second))
+	if err != nil {
+		return c, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return c, err
+	}
+	st, err := js.Stream(ctx, subjects.ReconcileStream)
+	if err != nil {
+		return c, fmt.Errorf("count work items: %w", err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return c, fmt.Errorf("count work items: %w", err)
+	}
+	c.items = info.State.LastSeq
+	return c, nil
+}
+
+// since is the work items published and attempts made since prev.
+func (c dispatchCount) since(prev dispatchCount) dispatchCount {
+	return dispatchCount{items: c.items - prev.items, attempts: c.attempts - prev.attempts}
+}
+
+// perAttempt is work items per attempt (0 without attempts).
+func (c dispatchCount) perAttempt() float64 {
+	if c.attempts <= 0 {
+		return 0
+	}
+	return float64(c.items) / float64(c.attempts)
+}
+
+// String describes a count since an earlier one.
+func (c dispatchCount) String() string {
+	return fmt.Sprintf("%d work items published for %d attempts: %.2f per attempt", c.items, c.attempts, c.perAttempt())
 }
 
 // replicasRegistered reports whether the live reconciler registry shows at

@@ -140,7 +140,7 @@ func decode(msg jetstream.Msg, storeID string) (*event, error) {
 		ev.skip = true
 		return ev, fmt.Errorf("stream sequence %d: %w", ev.seq, err)
 	}
-	if err := eventstream.Check(msg.Headers(), storeID, d, 0); err != nil {
+	if err := eventstream.Check(msg.Headers(), storeID, d.Revision, 0); err != nil {
 		ev.skip, ev.foreign = true, true
 		return ev, fmt.Errorf("stream sequence %d (subject %s): %w", ev.seq, msg.Subject(), err)
 	}

@@ -53,6 +53,13 @@ type Decoded = envelope.Decoded
 // Decode parses an event's wire form.
 func Decode(data []byte) (*Decoded, error) { return envelope.Decode(data) }
 
+// Head is envelope.Head: an event without its document, labels and
+// timestamp.
+type Head = envelope.Head
+
+// DecodeHead is envelope.DecodeHead.
+func DecodeHead(data []byte) (Head, error) { return envelope.DecodeHead(data) }
+
 // MsgID is the Nats-Msg-Id of the event with the given revision: JetStream
 // drops a republished revision as a duplicate.
 func MsgID(revision int64) string {
@@ -63,7 +70,7 @@ func MsgID(revision int64) string {
 type StreamConfig = subjects.StreamSettings
 
 // DefaultStreamConfig is libs/api/subjects' event stream settings: a day of
-// history with a 10 minute dedup window.
+// history with a 2-minute dedup window.
 func DefaultStreamConfig() StreamConfig { return subjects.EventsSettings() }
 
 // Identity ties the stream to the database whose changes it carries. It is

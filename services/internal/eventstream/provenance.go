@@ -45,15 +45,16 @@ func Own(h nats.Header, storeID string) (int64, error) {
 }
 
 // Check is Own plus what a reader can check of a decoded event: the
-// envelope's revision must be the message's, and above after, the last
-// revision the reader accepted (revisions only grow along the stream).
-func Check(h nats.Header, storeID string, d *Decoded, after int64) error {
+// envelope's revision (the Revision of its Decoded or Head) must be the
+// message's, and above after, the last revision the reader accepted
+// (revisions only grow along the stream).
+func Check(h nats.Header, storeID string, envelopeRevision, after int64) error {
 	rev, err := Own(h, storeID)
 	if err != nil {
 		return err
 	}
-	if d.Revision != rev {
-		return fmt.Errorf("%w: envelope revision %d under %s %d", ErrForeign, d.Revision, jetstream.MsgIDHeader, rev)
+	if envelopeRevision != rev {
+		return fmt.Errorf("%w: envelope revision %d under %s %d", ErrForeign, envelopeRevision, jetstream.MsgIDHeader, rev)
 	}
 	if rev <= after {
 		return fmt.Errorf("%w: revision %d is not after %d, the stream's last event before it", ErrForeign, rev, after)

@@ -8,6 +8,7 @@ package envelope
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -114,12 +115,7 @@ func Decode(data []byte) (*Decoded, error) {
 	if err := proto.Unmarshal(data, &pe); err != nil {
 		return nil, fmt.Errorf("decode event: %w", err)
 	}
-	name := ""
-	for n, t := range toProto {
-		if t == pe.GetEventType() {
-			name = n
-		}
-	}
+	name := typeName(pe.GetEventType())
 	if name == "" {
 		return nil, fmt.Errorf("decode event: unknown event type %v", pe.GetEventType())
 	}
@@ -139,57 +135,138 @@ func Decode(data []byte) (*Decoded, error) {
 	}, nil
 }
 
+// typeName is the event type's name, empty for an unknown one.
+func typeName(t eventsv1.EventType) string {
+	for n, pt := range toProto {
+		if pt == t {
+			return n
+		}
+	}
+	return ""
+}
+
+// Head is an event without its resource document, labels and timestamp:
+// what a reader that keeps state per resource needs from every event (the
+// scheduler). DecodeHead reads it without copying the rest.
+type Head struct {
+	Revision    int64
+	Type        string
+	ResourceID  int64
+	ResourceUID string
+	// Namespace is as in Decoded: names.DefaultNamespace when the event
+	// carries none.
+	Namespace           string
+	ResourceName        string
+	ResourceTypeName    string
+	ResourceTypeVersion string
+	ControllerUID       string
+}
+
+// DecodeHead parses an event's wire form but for its document, labels and
+// timestamp, which it skips unread. On whatever Decode accepts it agrees
+// with Decode.
+func DecodeHead(data []byte) (Head, error) {
+	h, t, err := head(data)
+	if err != nil {
+		return Head{}, fmt.Errorf("decode event: %w", err)
+	}
+	if h.Type = typeName(t); h.Type == "" {
+		return Head{}, fmt.Errorf("decode event: unknown event type %v", t)
+	}
+	return h, nil
+}
+
+// Field numbers of no8s.events.v1.Event that head reads.
+const (
+	fieldRevision            = 1
+	fieldEventType           = 2
+	fieldResourceID          = 3
+	fieldResourceUID         = 4
+	fieldResourceName        = 5
+	fieldResourceTypeName    = 6
+	fieldResourceTypeVersion = 7
+	fieldNamespace           = 11
+	fieldControllerUID       = 12
+)
+
+// head walks an event's fields once, reading those of Head and skipping
+// the others; a field of the wrong wire type is skipped, as proto.Unmarshal
+// keeps it unknown, and a later occurrence of a field wins, as there. It
+// leaves Head.Type empty and returns the event type.
+func head(data []byte) (Head, eventsv1.EventType, error) {
+	var h Head
+	var t eventsv1.EventType
+	for len(data) > 0 {
+		num, typ, l := protowire.ConsumeTag(data)
+		if l < 0 {
+			return Head{}, 0, protowire.ParseError(l)
+		}
+		data = data[l:]
+		switch {
+		case typ == protowire.VarintType && (num == fieldRevision || num == fieldEventType || num == fieldResourceID):
+			v, l := protowire.ConsumeVarint(data)
+			if l < 0 {
+				return Head{}, 0, protowire.ParseError(l)
+			}
+			switch num {
+			case fieldRevision:
+				h.Revision = int64(v)
+			case fieldEventType:
+				t = eventsv1.EventType(int32(v))
+			case fieldResourceID:
+				h.ResourceID = int64(v)
+			}
+			data = data[l:]
+		case typ == protowire.BytesType && (num >= fieldResourceUID && num <= fieldResourceTypeVersion || num == fieldNamespace || num == fieldControllerUID):
+			v, l := protowire.ConsumeBytes(data)
+			if l < 0 {
+				return Head{}, 0, protowire.ParseError(l)
+			}
+			if !utf8.Valid(v) {
+				return Head{}, 0, fmt.Errorf("field %d: invalid UTF-8", num)
+			}
+			switch num {
+			case fieldResourceUID:
+				h.ResourceUID = string(v)
+			case fieldResourceName:
+				h.ResourceName = string(v)
+			case fieldResourceTypeName:
+				h.ResourceTypeName = string(v)
+			case fieldResourceTypeVersion:
+				h.ResourceTypeVersion = string(v)
+			case fieldNamespace:
+				h.Namespace = string(v)
+			case fieldControllerUID:
+				h.ControllerUID = string(v)
+			}
+			data = data[l:]
+		default:
+			l = protowire.ConsumeFieldValue(num, typ, data)
+			if l < 0 {
+				return Head{}, 0, protowire.ParseError(l)
+			}
+			data = data[l:]
+		}
+	}
+	h.Namespace = names.OrDefault(h.Namespace)
+	return h, t, nil
+}
+
 // Name is what identifies the resource an event is about.
 type Name struct {
 	TypeName, TypeVersion, Namespace, Name string
 }
 
-// Field numbers of no8s.events.v1.Event that PeekName reads.
-const (
-	fieldResourceName        = 5
-	fieldResourceTypeName    = 6
-	fieldResourceTypeVersion = 7
-	fieldNamespace           = 11
-)
-
 // PeekName reads the resource's type, version, namespace and name from an event's
 // wire form without decoding the rest (the resource document is skipped,
 // not copied): the outbox relay labels every event with it.
 func PeekName(data []byte) (Name, error) {
-	var n Name
-	for len(data) > 0 {
-		num, typ, l := protowire.ConsumeTag(data)
-		if l < 0 {
-			return Name{}, fmt.Errorf("peek event: %w", protowire.ParseError(l))
-		}
-		data = data[l:]
-		if typ == protowire.BytesType && (num >= fieldResourceName && num <= fieldResourceTypeVersion || num == fieldNamespace) {
-			v, l := protowire.ConsumeBytes(data)
-			if l < 0 {
-				return Name{}, fmt.Errorf("peek event: %w", protowire.ParseError(l))
-			}
-			switch num {
-			case fieldResourceName:
-				n.Name = string(v)
-			case fieldResourceTypeName:
-				n.TypeName = string(v)
-			case fieldResourceTypeVersion:
-				n.TypeVersion = string(v)
-			case fieldNamespace:
-				n.Namespace = string(v)
-			}
-			data = data[l:]
-			continue
-		}
-		l = protowire.ConsumeFieldValue(num, typ, data)
-		if l < 0 {
-			return Name{}, fmt.Errorf("peek event: %w", protowire.ParseError(l))
-		}
-		data = data[l:]
+	h, _, err := head(data)
+	if err != nil {
+		return Name{}, fmt.Errorf("peek event: %w", err)
 	}
-	if n.Name == "" || n.TypeName == "" || n.TypeVersion == "" {
+	if h.ResourceName == "" || h.ResourceTypeName == "" || h.ResourceTypeVersion == "" {
 		return Name{}, fmt.Errorf("peek event: no resource name")
 	}
-	n.Namespace = names.OrDefault(n.Namespace)
-	return n, nil
+	return Name{TypeName: h.ResourceTypeName, TypeVersion: h.ResourceTypeVersion, Namespace: h.Namespace, Name: h.ResourceName}, nil
 }

@@ -59,6 +59,83 @@ func FuzzPeekName(f *testing.F) {
 	})
 }
 
+// DecodeHead reads what Decode reads but the document, labels and
+// timestamp, and refuses what Decode refuses for the fields it reads.
+func TestDecodeHead(t *testing.T) {
+	r := &resource.Resource{ID: 7, UID: "u-1", Name: "c", ResourceTypeName: "Child", ResourceTypeVersion: "v1", Spec: []byte(`{"a":1}`),
+		Labels:          map[string]string{"a": "b"},
+		OwnerReferences: []resource.OwnerReference{{UID: "p-1", ResourceTypeName: "Parent", ResourceTypeVersion: "v1", Name: "p", Controller: true}}}
+	for _, typ := range []string{Created, Modified, Deleted, Reconciled, Purged} {
+		b, err := Encode(Event{Revision: 1 << 40, Type: typ, Resource: r, Timestamp: time.Unix(1, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := DecodeHead(b)
+		want := Head{Revision: 1 << 40, Type: typ, ResourceID: 7, ResourceUID: "u-1", Namespace: "default", ResourceName: "c",
+			ResourceTypeName: "Child", ResourceTypeVersion: "v1", ControllerUID: "p-1"}
+		if err != nil || h != want {
+			t.Fatalf("DecodeHead = %+v, %v\nwant %+v", h, err, want)
+		}
+	}
+	for _, bad := range [][]byte{
+		nil,                            // no event type
+		{0x10, 0x09},                   // event type 9: unknown
+		{0x10, 0x01, 0x22, 0x01, 0xff}, // a uid that is not UTF-8
+		{0xff},
+		{0x10, 0x01, 0x2a, 0x05, 'c'}, // a name longer than what is left
+	} {
+		if h, err := DecodeHead(bad); err == nil {
+			t.Fatalf("DecodeHead(%x) = %+v, want an error", bad, h)
+		}
+		if _, err := Decode(bad); err == nil {
+			t.Fatalf("Decode(%x) accepted what DecodeHead refused", bad)
+		}
+	}
+}
+
+func BenchmarkDecodeHead(b *testing.B) {
+	data := encoded(b, "routed-1", `{"engine":"postgres","storage_gb":500,"replicas":2}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeHead(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	data := encoded(b, "routed-1", `{"engine":"postgres","storage_gb":500,"replicas":2}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzDecodeHead: DecodeHead never panics, accepts whatever Decode
+// accepts, and agrees with it there.
+func FuzzDecodeHead(f *testing.F) {
+	f.Add(encoded(f, "routed-1", `{}`))
+	f.Add([]byte{0x10, 0x01, 0x08, 0x05})
+	f.Add([]byte{0x10, 0x01, 0x12, 0x00}) // the event type as bytes: unknown to both
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, err := DecodeHead(data)
+		d, derr := Decode(data)
+		if derr != nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("Decode accepted, DecodeHead refused: %v", err)
+		}
+		want := Head{Revision: d.Revision, Type: d.Type, ResourceID: d.ResourceID, ResourceUID: d.ResourceUID, Namespace: d.Namespace,
+			ResourceName: d.ResourceName, ResourceTypeName: d.ResourceTypeName, ResourceTypeVersion: d.ResourceTypeVersion, ControllerUID: d.ControllerUID}
+		if h != want {
+			t.Fatalf("DecodeHead %+v\nDecode     %+v", h, want)
+		}
+	})
+}
+
 // An event carries its resource's controller uid: the controller
 // reference's, not another owner's; none without one.
 func TestControllerUID(t *testing.T) {
