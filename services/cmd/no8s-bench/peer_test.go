@@ -102,3 +102,48 @@ func TestPeerObjectMatchesNo8sBody(t *testing.T) {
 		t.Errorf("peer object %s", raw)
 	}
 }
+
+// TestPeerTargets: each target is judged on the mean of no8s's runs over
+// the peer's figure, the dispatches on the worse no8s run.
+func TestPeerTargets(t *testing.T) {
+	lat := func(ms ...int) []time.Duration {
+		var out []time.Duration
+		for _, m := range ms {
+			out = append(out, time.Duration(m)*time.Millisecond)
+		}
+		return out
+	}
+	sz := peerSizes{rates: []int{100, 200}, list: 10000}
+	k8s := peerResult{label: "Kubernetes", rates: []rateResult{{rate: 100, lat: lat(10, 40)}, {rate: 200, lat: lat(900, 5000)}},
+		satRate: 400, list: 600 * time.Millisecond, creates: map[int]loadResult{}, mem: []procMem{{rss: 800 << 20}}}
+	run := func(p50 int, sat float64, items uint64) peerResult {
+		return peerResult{label: "no8s", rates: []rateResult{{rate: 100, lat: lat(p50, 15)}, {rate: 200, lat: lat(50, 90)}},
+			satRate: sat, storeCPU: time.Millisecond, list: 150 * time.Millisecond, creates: map[int]loadResult{},
+			mem: []procMem{{rss: 100 << 20}}, dispatched: dispatchCount{items: items, attempts: 1000}, counted: true}
+	}
+	ours := []peerResult{run(8, 900, 1000), run(12, 700, 1001)}
+	mean := func(f func(peerResult) float64) float64 { return (f(ours[0]) + f(ours[1])) / 2 }
+	got := map[string]bool{}
+	for _, tr := range peerTargets(k8s, ours, sz, mean) {
+		got[tr.name] = tr.ok
+	}
+	want := map[string]bool{
+		"create→Ready p50 at 100/s":                  true,  // mean 10 ms against 10
+		"create→Ready p99 at 100/s":                  true,  // 15 against 40: 0.375
+		"highest rate kept up":                       true,  // 200 against 100
+		"reconciles/s at saturation":                 true,  // 800 against 400
+		"dispatches per reconcile at saturation":     false, // the second run: 1,001 for 1,000
+		"PostgreSQL CPU per reconcile at saturation": true,  // 1 ms
+		"creates/s at c=32":                          false, // nothing measured
+		"LIST 10000 (time)":                          true,  // 150 against 600 ms: 0.25
+		"RSS of every process":                       true,  // 100 against 800 MiB
+	}
+	for name, ok := range want {
+		if g, found := got[name]; !found || g != ok {
+			t.Errorf("%s: got %v (found %v), want %v", name, g, found, ok)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("targets %v, want %d of them", got, len(want))
+	}
+}
