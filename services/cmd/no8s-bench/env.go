@@ -401,7 +401,7 @@ func (e *benchEnv) sampleCPU() cpuSample {
 				continue
 			}
 			if comm, err := os.ReadFile("/proc/" + d.Name() + "/comm"); err == nil && strings.TrimSpace(string(comm)) == "postgres" {
-				s.used["postgres"] += procCPU(d.Name())
+				s.used["postgres"] += procStatCPU(d.Name(), true)
 			}
 		}
 	}
@@ -431,7 +431,12 @@ func machineCPU() time.Duration {
 }
 
 // procCPU returns utime + stime of /proc/<pid>/stat (0 when unreadable).
-func procCPU(pid string) time.Duration {
+func procCPU(pid string) time.Duration { return procStatCPU(pid, false) }
+
+// procStatCPU is procCPU, with the children it has waited for (cutime +
+// cstime) when children is set: a PostgreSQL backend that exits in a
+// window keeps counting, in the postmaster's.
+func procStatCPU(pid string, children bool) time.Duration {
 	b, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
 		return 0
@@ -447,6 +452,11 @@ func procCPU(pid string) time.Duration {
 	}
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
+	if children && len(f) >= 15 {
+		cut, _ := strconv.ParseInt(f[13], 10, 64)
+		cst, _ := strconv.ParseInt(f[14], 10, 64)
+		ut += cut + cst
+	}
 	return time.Duration(ut+st) * time.Second / clockTicks
 }
 
