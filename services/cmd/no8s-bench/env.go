@@ -1366,17 +1366,26 @@ func repoRoot() (string, error) {
 
 // readRegistry reads the live reconciler registry over a connection of its
 // own.
-func (e *benchEnv) readRegistry(ctx context.Context) (*reconcilers.Registry, error) {
+func (e *benchEnv) readRegistry(ctx context.Context) (reg *reconcilers.Registry, err error) {
+	err = e.withJetStream(func(js jetstream.JetStream) error {
+		reg, err = reconcilers.Read(ctx, js)
+		return err
+	})
+	return reg, err
+}
+
+// withJetStream runs f on a JetStream context of a connection of its own.
+func (e *benchEnv) withJetStream(f func(jetstream.JetStream) error) error {
 	nc, err := e.connectNATS(nats.Timeout(time.Second))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return reconcilers.Read(ctx, js)
+	return f(js)
 }
 
 // dispatchCount is what a no8s stack has dispatched and attempted so far:
@@ -1395,24 +1404,21 @@ func (e *benchEnv) countDispatches(ctx context.Context) (dispatchCount, error) {
 	if err := e.pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM reconciliation_history`).Scan(&c.attempts); err != nil {
 		return c, fmt.Errorf("count attempts: %w", err)
 	}
-	nc, err := e.connectNATS(nats.Timeout(time.Second))
-	if err != nil {
-		return c, err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return c, err
-	}
-	st, err := js.Stream(ctx, subjects.ReconcileStream)
-	if err != nil {
-		return c, fmt.Errorf("count work items: %w", err)
-	}
-	info, err := st.Info(ctx)
+	err := e.withJetStream(func(js jetstream.JetStream) error {
+		st, err := js.Stream(ctx, subjects.ReconcileStream)
+		if err != nil {
+			return err
+		}
+		info, err := st.Info(ctx)
+		if err != nil {
+			return err
+		}
+		c.items = info.State.LastSeq
+		return nil
+	})
 	if err != nil {
 		return c, fmt.Errorf("count work items: %w", err)
 	}
-	c.items = info.State.LastSeq
 	return c, nil
 }
 

@@ -27,12 +27,12 @@ func TestFrameMatchesTheSeedsEventShape(t *testing.T) {
 	}
 	zone := time.FixedZone("X", -5*3600)
 	for _, d := range []*eventstream.Decoded{
-		{Revision: 7, Type: eventstream.Created, ResourceID: 3, Namespace: "team-a", ResourceName: "db-1", ResourceTypeName: "DatabaseCluster", ResourceTypeVersion: "v1",
+		{Head: eventstream.Head{Revision: 7, Type: eventstream.Created, ResourceID: 3, Namespace: "team-a", ResourceName: "db-1", ResourceTypeName: "DatabaseCluster", ResourceTypeVersion: "v1"},
 			ResourceJSON: []byte(`{"id":3,"spec":{"a":1}}`), Timestamp: time.Date(2026, 11, 25, 10, 0, 0, 123456789, time.UTC)},
-		{Revision: 8, Type: eventstream.Modified, ResourceID: 4, ResourceName: `we"ird<&>` + "\u2028", ResourceTypeName: "T", ResourceTypeVersion: "v2",
+		{Head: eventstream.Head{Revision: 8, Type: eventstream.Modified, ResourceID: 4, ResourceName: `we"ird<&>` + "\u2028", ResourceTypeName: "T", ResourceTypeVersion: "v2"},
 			ResourceJSON: []byte(" {\"id\" : 4,\n \"x\": [1, 2]} "), Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 0, zone)},
-		{Revision: 9, Type: eventstream.Deleted, ResourceID: 5, ResourceJSON: []byte(`{"broken":`), Timestamp: time.Unix(0, 0)},
-		{Revision: 10, Type: eventstream.Purged, ResourceID: 6, Timestamp: time.Unix(1, 5)},
+		{Head: eventstream.Head{Revision: 9, Type: eventstream.Deleted, ResourceID: 5}, ResourceJSON: []byte(`{"broken":`), Timestamp: time.Unix(0, 0)},
+		{Head: eventstream.Head{Revision: 10, Type: eventstream.Purged, ResourceID: 6}, Timestamp: time.Unix(1, 5)},
 	} {
 		doc := json.RawMessage(d.ResourceJSON)
 		if len(doc) == 0 || !json.Valid(doc) {

@@ -88,22 +88,11 @@ func Encode(ev Event) ([]byte, error) {
 	})
 }
 
-// Decoded is an event read back from the stream.
+// Decoded is an event read back from the stream: its Head, and what
+// DecodeHead skips.
 type Decoded struct {
-	Revision    int64
-	Type        string
-	ResourceID  int64
-	ResourceUID string
-	// Namespace is the resource's namespace (names.DefaultNamespace for
-	// events published before namespaces existed, which carry none).
-	Namespace           string
-	ResourceName        string
-	ResourceTypeName    string
-	ResourceTypeVersion string
-	Labels              map[string]string
-	// ControllerUID is the uid of the resource's controller owner, empty
-	// when it has none.
-	ControllerUID string
+	Head
+	Labels map[string]string
 	// ResourceJSON is the resource's canonical document after the change.
 	ResourceJSON []byte
 	Timestamp    time.Time
@@ -120,18 +109,20 @@ func Decode(data []byte) (*Decoded, error) {
 		return nil, fmt.Errorf("decode event: unknown event type %v", pe.GetEventType())
 	}
 	return &Decoded{
-		Revision:            pe.GetRevision(),
-		Type:                name,
-		ResourceID:          pe.GetResourceId(),
-		ResourceUID:         pe.GetResourceUid(),
-		Namespace:           names.OrDefault(pe.GetNamespace()),
-		ResourceName:        pe.GetResourceName(),
-		ResourceTypeName:    pe.GetResourceTypeName(),
-		ResourceTypeVersion: pe.GetResourceTypeVersion(),
-		Labels:              pe.GetLabels(),
-		ControllerUID:       pe.GetControllerUid(),
-		ResourceJSON:        pe.GetResource(),
-		Timestamp:           pe.GetTimestamp().AsTime(),
+		Head: Head{
+			Revision:            pe.GetRevision(),
+			Type:                name,
+			ResourceID:          pe.GetResourceId(),
+			ResourceUID:         pe.GetResourceUid(),
+			Namespace:           names.OrDefault(pe.GetNamespace()),
+			ResourceName:        pe.GetResourceName(),
+			ResourceTypeName:    pe.GetResourceTypeName(),
+			ResourceTypeVersion: pe.GetResourceTypeVersion(),
+			ControllerUID:       pe.GetControllerUid(),
+		},
+		Labels:       pe.GetLabels(),
+		ResourceJSON: pe.GetResource(),
+		Timestamp:    pe.GetTimestamp().AsTime(),
 	}, nil
 }
 
@@ -153,13 +144,15 @@ type Head struct {
 	Type        string
 	ResourceID  int64
 	ResourceUID string
-	// Namespace is as in Decoded: names.DefaultNamespace when the event
-	// carries none.
+	// Namespace is the resource's namespace (names.DefaultNamespace for
+	// events published before namespaces existed, which carry none).
 	Namespace           string
 	ResourceName        string
 	ResourceTypeName    string
 	ResourceTypeVersion string
-	ControllerUID       string
+	// ControllerUID is the uid of the resource's controller owner, empty
+	// when it has none.
+	ControllerUID string
 }
 
 // DecodeHead parses an event's wire form but for its document, labels and

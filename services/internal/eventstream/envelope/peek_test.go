@@ -128,10 +128,8 @@ func FuzzDecodeHead(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Decode accepted, DecodeHead refused: %v", err)
 		}
-		want := Head{Revision: d.Revision, Type: d.Type, ResourceID: d.ResourceID, ResourceUID: d.ResourceUID, Namespace: d.Namespace,
-			ResourceName: d.ResourceName, ResourceTypeName: d.ResourceTypeName, ResourceTypeVersion: d.ResourceTypeVersion, ControllerUID: d.ControllerUID}
-		if h != want {
-			t.Fatalf("DecodeHead %+v\nDecode     %+v", h, want)
+		if h != d.Head {
+			t.Fatalf("DecodeHead %+v\nDecode     %+v", h, d.Head)
 		}
 	})
 }
