@@ -126,15 +126,17 @@ func Decode(data []byte) (*Decoded, error) {
 	}, nil
 }
 
-// typeName is the event type's name, empty for an unknown one.
-func typeName(t eventsv1.EventType) string {
-	for n, pt := range toProto {
-		if pt == t {
-			return n
-		}
+// fromProto is toProto reversed.
+var fromProto = func() map[eventsv1.EventType]string {
+	m := make(map[eventsv1.EventType]string, len(toProto))
+	for n, t := range toProto {
+		m[t] = n
 	}
-	return ""
-}
+	return m
+}()
+
+// typeName is the event type's name, empty for an unknown one.
+func typeName(t eventsv1.EventType) string { return fromProto[t] }
 
 // Head is an event without its resource document, labels and timestamp:
 // what a reader that keeps state per resource needs from every event (the
@@ -159,7 +161,7 @@ type Head struct {
 // timestamp, which it skips unread. On whatever Decode accepts it agrees
 // with Decode.
 func DecodeHead(data []byte) (Head, error) {
-	h, t, err := head(data)
+	h, t, err := head(data, true)
 	if err != nil {
 		return Head{}, fmt.Errorf("decode event: %w", err)
 	}
@@ -185,8 +187,10 @@ const (
 // head walks an event's fields once, reading those of Head and skipping
 // the others; a field of the wrong wire type is skipped, as proto.Unmarshal
 // keeps it unknown, and a later occurrence of a field wins, as there. It
-// leaves Head.Type empty and returns the event type.
-func head(data []byte) (Head, eventsv1.EventType, error) {
+// leaves Head.Type empty and returns the event type. Without all it keeps
+// only the resource's name, type, version and namespace (PeekName: the
+// relay's, for every event), leaving the uids uncopied.
+func head(data []byte, all bool) (Head, eventsv1.EventType, error) {
 	var h Head
 	var t eventsv1.EventType
 	for len(data) > 0 {
@@ -201,14 +205,7 @@ func head(data []byte) (Head, eventsv1.EventType, error) {
 			if l < 0 {
 				return Head{}, 0, protowire.ParseError(l)
 			}
-			switch num {
-			case fieldRevision:
-				h.Revision = int64(v)
-			case fieldEventType:
-				t = eventsv1.EventType(int32(v))
-			case fieldResourceID:
-				h.ResourceID = int64(v)
-			}
+			h.setVarint(num, v, &t)
 			data = data[l:]
 		case typ == protowire.BytesType && (num >= fieldResourceUID && num <= fieldResourceTypeVersion || num == fieldNamespace || num == fieldControllerUID):
 			v, l := protowire.ConsumeBytes(data)
@@ -218,20 +215,7 @@ func head(data []byte) (Head, eventsv1.EventType, error) {
 			if !utf8.Valid(v) {
 				return Head{}, 0, fmt.Errorf("field %d: invalid UTF-8", num)
 			}
-			switch num {
-			case fieldResourceUID:
-				h.ResourceUID = string(v)
-			case fieldResourceName:
-				h.ResourceName = string(v)
-			case fieldResourceTypeName:
-				h.ResourceTypeName = string(v)
-			case fieldResourceTypeVersion:
-				h.ResourceTypeVersion = string(v)
-			case fieldNamespace:
-				h.Namespace = string(v)
-			case fieldControllerUID:
-				h.ControllerUID = string(v)
-			}
+			h.setString(num, v, all)
 			data = data[l:]
 		default:
 			l = protowire.ConsumeFieldValue(num, typ, data)
@@ -245,6 +229,40 @@ func head(data []byte) (Head, eventsv1.EventType, error) {
 	return h, t, nil
 }
 
+// setVarint sets the varint field num of Head, or the event type t.
+func (h *Head) setVarint(num protowire.Number, v uint64, t *eventsv1.EventType) {
+	switch num {
+	case fieldRevision:
+		h.Revision = int64(v)
+	case fieldEventType:
+		*t = eventsv1.EventType(int32(v))
+	case fieldResourceID:
+		h.ResourceID = int64(v)
+	}
+}
+
+// setString sets the string field num of Head; the uids only with all.
+func (h *Head) setString(num protowire.Number, v []byte, all bool) {
+	switch num {
+	case fieldResourceUID:
+		if all {
+			h.ResourceUID = string(v)
+		}
+	case fieldResourceName:
+		h.ResourceName = string(v)
+	case fieldResourceTypeName:
+		h.ResourceTypeName = string(v)
+	case fieldResourceTypeVersion:
+		h.ResourceTypeVersion = string(v)
+	case fieldNamespace:
+		h.Namespace = string(v)
+	case fieldControllerUID:
+		if all {
+			h.ControllerUID = string(v)
+		}
+	}
+}
+
 // Name is what identifies the resource an event is about.
 type Name struct {
 	TypeName, TypeVersion, Namespace, Name string
@@ -254,7 +272,7 @@ type Name struct {
 // wire form without decoding the rest (the resource document is skipped,
 // not copied): the outbox relay labels every event with it.
 func PeekName(data []byte) (Name, error) {
-	h, _, err := head(data)
+	h, _, err := head(data, false)
 	if err != nil {
 		return Name{}, fmt.Errorf("peek event: %w", err)
 	}

@@ -10,7 +10,7 @@ import (
 
 func encoded(t testing.TB, name string, spec string) []byte {
 	t.Helper()
-	r := &resource.Resource{ID: 7, UID: "u", Namespace: "team-a", Name: name, ResourceTypeName: "Routed", ResourceTypeVersion: "v1",
+	r := &resource.Resource{ID: 7, UID: "0b6c8d1e-3f4a-4b5c-8d9e-000000000007", Namespace: "team-a", Name: name, ResourceTypeName: "Routed", ResourceTypeVersion: "v1",
 		Labels: map[string]string{"a": "b"}, Spec: []byte(spec)}
 	b, err := Encode(Event{Revision: 42, Type: Modified, Resource: r, Timestamp: time.Unix(1, 0)})
 	if err != nil {
