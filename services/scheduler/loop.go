@@ -83,11 +83,16 @@ type loop struct {
 	// fetching: a read of states is in flight (one at a time); its answer
 	// comes on fetched.
 	fetching bool
-	fetchReq chan []int64
-	fetched  chan fetchResult
-	pending  []job
-	jobs     chan []job
-	results  chan result
+	// reads counts the reads of states begun in this term (a fetch, a
+	// page of a list); fetchRead is the number of the fetch in flight.
+	// A flight whose item was found gone waits for a read begun after
+	// that (absentAfter).
+	reads, fetchRead uint64
+	fetchReq         chan []int64
+	fetched          chan fetchResult
+	pending          []job
+	jobs             chan []job
+	results          chan result
 	// traces: what the loop remembers of each resource's traced changes
 	// (tracing on only).
 	traces map[int64]traced
@@ -142,6 +147,13 @@ type flight struct {
 	sent      bool
 	// checking: the scheduler is asking whether the item is still queued.
 	checking bool
+	// absent: the check found the item gone from the queue. A worker may
+	// have taken it and finished (its ack follows the completion's
+	// commit) before the loop heard of the new lease, so a read of the
+	// state begun after the check (one numbered above absentAfter)
+	// decides whether to dispatch again (settleAbsent).
+	absent      bool
+	absentAfter uint64
 	// depFrom is the entry's depDone before this dispatch, given back
 	// when the item never reaches a worker; changes is the loop's count
 	// of changes at the dispatch (depends.go).
@@ -343,6 +355,8 @@ func (l *loop) lead(ctx context.Context, wg *sync.WaitGroup, in *leadInputs) err
 			l.pending = l.pending[len(head):]
 		case fetchReq <- ids:
 			l.fetching = true
+			l.reads++
+			l.fetchRead = l.reads
 			ids = nil
 		case f := <-l.fetched:
 			l.onFetched(f)
@@ -568,6 +582,7 @@ func (l *loop) list(ctx context.Context) error {
 	for {
 		var resp *reconcilev1.ListReconcileStateResponse
 		for {
+			l.reads++
 			cctx, cancel := context.WithTimeout(ctx, l.s.cfg.CallTimeout)
 			var err error
 			resp, err = l.s.rc.ListReconcileState(cctx, &reconcilev1.ListReconcileStateRequest{AfterId: after, Limit: int32(l.s.cfg.StatePage)})
@@ -592,6 +607,7 @@ func (l *loop) list(ctx context.Context) error {
 			// rebuild at a term's start (nothing known yet) does not.
 			old, settled, known := l.previous(p.GetResourceId())
 			e := l.upsert(p)
+			l.settleAbsent(e, l.reads)
 			if known {
 				l.noteChange(owners, old, settled, &e.st)
 			} else if e.st.Waiting && e.st.Terminal() {
@@ -708,6 +724,7 @@ func (l *loop) onFetched(f fetchResult) {
 		seen[p.GetResourceId()] = true
 		old, settled, _ := l.previous(p.GetResourceId())
 		e := l.upsert(p)
+		l.settleAbsent(e, l.fetchRead)
 		l.noteChange(owners, old, settled, &e.st)
 		l.evaluate(e, now)
 	}
@@ -807,6 +824,8 @@ func (l *loop) evaluate(e *entry, now time.Time) {
 			e.warned = false // a worker took it
 			l.delay.Schedule(st.ID, st.LeaseExpiresAt.Add(leaseGrace))
 			return
+		case f.absent:
+			return // a read of its state decides (settleAbsent)
 		case !f.sent || f.checking:
 			return // a dispatcher will report back
 		case now.Before(f.at.Add(l.s.cfg.ItemLease)):
@@ -1125,9 +1144,24 @@ func (l *loop) onResult(r result) error {
 			l.delay.Schedule(r.id, now.Add(l.s.cfg.ItemLease))
 			return nil
 		}
-		l.log.Info("work item was not started within the item lease; dispatching again", "resource", r.id, "dispatch_id", f.id)
-		l.dropFlight(e)
-		l.evaluate(e, now)
+		// Gone: taken and settled, or dropped. Whether its attempt ran
+		// is told by a read of the state begun from now on.
+		f.absent, f.absentAfter = true, l.reads
+		l.fetch[r.id] = struct{}{}
 	}
 	return nil
+}
+
+// settleAbsent takes a state of e read in read number read: when e's
+// flight waits for such a read (its item was found gone before the read
+// began) and no attempt took the item, the item was lost or refused, and
+// the flight ends so that evaluate dispatches again. An attempt that did
+// take it shows as a higher lease epoch, and evaluate answers the flight.
+func (l *loop) settleAbsent(e *entry, read uint64) {
+	f := e.flight
+	if f == nil || !f.absent || read <= f.absentAfter || e.st.LeaseEpoch > f.baseEpoch {
+		return
+	}
+	l.log.Info("work item was not started within the item lease; dispatching again", "resource", e.st.ID, "dispatch_id", f.id)
+	l.dropFlight(e)
 }
