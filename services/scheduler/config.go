@@ -25,10 +25,11 @@ type Config struct {
 	Renew time.Duration
 	// ItemLease is how long a dispatched item may wait for a worker to start
 	// it before the scheduler looks whether it is still queued and, if it is
-	// gone, dispatches again (default 30 s). Still queued, the resource gets
-	// condition ReconcilerAvailable=False of reason ReconcilerNotResponding
-	// and a Warning Event; so does one whose work has waited that long for
-	// a type no live reconciler serves.
+	// gone and no attempt took it, dispatches again (default 30 s). Still
+	// queued while no item of its type was taken in that time either, the
+	// resource gets condition ReconcilerAvailable=False of reason
+	// ReconcilerNotResponding and a Warning Event; so does one whose work
+	// has waited that long for a type no live reconciler serves.
 	ItemLease time.Duration
 	// Dispatchers is how many dispatches run concurrently (default 8).
 	Dispatchers int

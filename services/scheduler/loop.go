@@ -71,6 +71,10 @@ type loop struct {
 	// last, each flight the count at its dispatch).
 	byRef   map[trigger.Ref]int64
 	changes uint64
+	// started is, for each type, when the loop last found one of its
+	// dispatched items taken by a worker: its workers make progress, even
+	// while items wait behind a backlog.
+	started map[reconcilers.TypeRef]time.Time
 	// seen remembers, from every read of the registry in this term, which
 	// reconciler served each type and its replicas with their last
 	// heartbeat, also once they are gone: what a ReconcilerNotResponding
@@ -217,6 +221,7 @@ func newLoop(s *Service, t *leader.Term, stream jetstream.Stream) *loop {
 		owns:       map[reconcilers.TypeRef]reconcilers.Owned{},
 		delay:      queue.New(),
 		fetch:      map[int64]struct{}{},
+		started:    map[reconcilers.TypeRef]time.Time{},
 		fetchReq:   make(chan []int64),
 		fetched:    make(chan fetchResult, 1),
 		jobs:       make(chan []job),
@@ -814,6 +819,9 @@ func (l *loop) evaluate(e *entry, now time.Time) {
 	st := &e.st
 	if f := e.flight; f != nil {
 		active := st.LeaseActive(now)
+		if st.LeaseEpoch > f.baseEpoch {
+			l.started[reconcilers.TypeRef{Name: st.TypeName, Version: st.TypeVersion}] = now
+		}
 		switch {
 		case st.LeaseEpoch > f.baseEpoch && !active:
 			// The attempt we dispatched finished, or its worker died and
@@ -1133,10 +1141,12 @@ func (l *loop) onResult(r result) error {
 		}
 		if r.present {
 			// Still queued (workers are behind, or none takes work) or
-			// being redelivered: say so once, and wait.
-			if !e.warned && !e.condBusy && r.err == nil {
+			// being redelivered: wait. When no item of its type was taken
+			// within the item lease either, no worker takes work: say so
+			// once. Workers merely behind a backlog are not reported.
+			t := reconcilers.TypeRef{Name: e.st.TypeName, Version: e.st.TypeVersion}
+			if !e.warned && !e.condBusy && r.err == nil && !now.Before(l.started[t].Add(l.s.cfg.ItemLease)) {
 				e.warned = true
-				t := reconcilers.TypeRef{Name: e.st.TypeName, Version: e.st.TypeVersion}
 				l.warnNotResponding(e, fmt.Sprintf("work (%s) dispatched %s ago has not been leased by a worker: %s; check that its replicas reach the store's worker address and NATS (their /readyz)",
 					f.reason, now.Sub(f.dispatched).Round(time.Second), l.seen.describe(t, now)))
 			}

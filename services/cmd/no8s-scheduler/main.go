@@ -51,7 +51,7 @@ func newCommand() *cobra.Command {
 	flagenv.Alias(fs, "holder", "NO8S_SCHEDULER_HOLDER")
 	fs.DurationVar(&o.cfg.Lease, "lease", o.cfg.Lease, "leadership lease, whole seconds; a standby takes over within lease + renew")
 	fs.DurationVar(&o.cfg.Renew, "renew", 0, "how often the leader renews and standbys campaign (default lease/3)")
-	fs.DurationVar(&o.cfg.ItemLease, "item-lease", o.cfg.ItemLease, "how long dispatched work may wait for a worker to lease it: then the resource is marked ReconcilerNotResponding (a Warning Event and a condition), and the item is looked up and dispatched again if it is gone")
+	fs.DurationVar(&o.cfg.ItemLease, "item-lease", o.cfg.ItemLease, "how long dispatched work may wait for a worker to lease it: then the item is looked up, dispatched again if it is gone and no attempt took it, and, while still queued with no work of its type leased in that time, the resource is marked ReconcilerNotResponding (a Warning Event and a condition)")
 	fs.IntVar(&o.cfg.Dispatchers, "dispatchers", o.cfg.Dispatchers, "concurrent dispatches")
 	fs.DurationVar(&o.cfg.LivenessPoll, "liveness-poll", o.cfg.LivenessPoll, "how often the live reconciler registry is read")
 	o.healthListen = proc.HealthListenFlag(fs, "127.0.0.1:7103")

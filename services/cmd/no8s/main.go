@@ -90,7 +90,7 @@ missing and migrated at start); PostgreSQL is the production store.`,
 	f.StringVar(&cfg.CredentialGrants, "credential-grants", "", "file of credential grants that admission and registry-sync enforce (none: the data directory's "+grants.DevFile+", created empty at first start: nothing granted)")
 	f.IntVar(&cfg.HistoryLimit, "history-limit", 0, "reconciliation history rows kept per resource (0: the store's default)")
 	f.DurationVar(&cfg.SchedulerTuning.Lease, "scheduler-lease", 0, "the scheduler's leadership lease (0: its default)")
-	f.DurationVar(&cfg.SchedulerTuning.ItemLease, "item-lease", 0, "how long dispatched work may wait for a worker to lease it before the resource is marked ReconcilerNotResponding (0: the scheduler's default, 30s)")
+	f.DurationVar(&cfg.SchedulerTuning.ItemLease, "item-lease", 0, "how long dispatched work may wait for a worker to lease it before the resource is marked ReconcilerNotResponding, when no work of its type was leased in that time either (0: the scheduler's default, 30s)")
 	f.DurationVar(&cfg.SchedulerTuning.LivenessPoll, "liveness-poll", 0, "how often the scheduler reads the reconciler registry (0: its default)")
 	f.DurationVar(&cfg.SchedulerTuning.RetryDelay, "retry-delay", 0, "the first retry after a failed attempt (0: the scheduler's default)")
 	f.DurationVar(&cfg.RelayDegradedHold, "relay-degraded-hold", 0, "how long the store reports itself degraded after a foreign message in the event stream (0: its default)")

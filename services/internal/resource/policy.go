@@ -89,8 +89,9 @@ const (
 	ReasonReconcilerLive = "ReconcilerLive"
 	// ReasonReconcilerNotResponding: work for the resource has waited
 	// longer than the scheduler's item lease (--item-lease, 30 s by
-	// default) without a worker leasing it, whether dispatched to a
-	// registered reconciler that does not take it or waiting for a type
+	// default) without a worker leasing it or any work of its type,
+	// whether dispatched to a registered reconciler that does not take
+	// work or waiting for a type
 	// whose reconciler disappeared. The scheduler sets the condition and
 	// records a Warning Event of this reason, naming the reconciler, its
 	// replicas and their last heartbeat.

@@ -2,11 +2,13 @@ package scheduler
 
 import (
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	reconcilev1 "github.com/no8s/no8s/proto/gen/no8s/reconcile/v1"
 	"github.com/no8s/no8s/services/internal/leader"
+	"github.com/no8s/no8s/services/internal/reconcilers"
 	"github.com/no8s/no8s/services/internal/resource"
 	"github.com/no8s/no8s/services/scheduler/dispatch"
 )
@@ -78,5 +80,62 @@ func TestItemFoundGone(t *testing.T) {
 				t.Fatalf("a lost item was not dispatched again: %+v", l.pending)
 			}
 		})
+	}
+}
+
+// An item still queued past the item lease is reported (condition
+// ReconcilerNotResponding) only when no item of its type was taken within
+// the item lease either: workers behind a backlog are not reported.
+func TestItemStillQueued(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// taken is how long ago an item of the type was last taken; 0:
+		// never in this term.
+		taken time.Duration
+		warn  bool
+	}{
+		{"workers behind a backlog", time.Second, false},
+		{"nothing taken within the item lease", 31 * time.Second, true},
+		{"nothing taken in this term", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, err := New(Config{Holder: "test", ItemLease: 30 * time.Second}, nil, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := newLoop(svc, &leader.Term{Epoch: 7}, nil)
+			e := l.upsert(&reconcilev1.ReconcileState{ResourceId: 1, ResourceUid: "u1", Name: "w", ResourceTypeName: "Widget", ResourceTypeVersion: "v1",
+				Generation: 2, ObservedGeneration: 1, Status: resource.StatusPending, LeaseEpoch: 3})
+			e.flight = &flight{id: "d1", sent: true, checking: true, baseEpoch: 3, seq: 5}
+			if tc.taken > 0 {
+				l.started[reconcilers.TypeRef{Name: "Widget", Version: "v1"}] = time.Now().Add(-tc.taken)
+			}
+			if err := l.onResult(result{job: job{kind: jobCheck, id: 1, seq: 5, item: dispatch.Item{DispatchID: "d1"}}, present: true}); err != nil {
+				t.Fatal(err)
+			}
+			warned := len(l.pending) == 1 && l.pending[0].kind == jobCondition &&
+				l.pending[0].cond.GetReason() == resource.ReasonReconcilerNotResponding
+			if warned != tc.warn || e.warned != tc.warn || (!tc.warn && len(l.pending) != 0) {
+				t.Fatalf("warned %v (entry %v, jobs %+v), want %v", warned, e.warned, l.pending, tc.warn)
+			}
+			if e.flight == nil || e.flight.id != "d1" || e.flight.checking {
+				t.Fatalf("the flight of a queued item changed: %+v", e.flight)
+			}
+		})
+	}
+
+	// An item found taken marks its type.
+	svc, err := New(Config{Holder: "test"}, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLoop(svc, &leader.Term{Epoch: 7}, nil)
+	e := l.upsert(&reconcilev1.ReconcileState{ResourceId: 1, ResourceUid: "u1", Name: "w", ResourceTypeName: "Widget", ResourceTypeVersion: "v1",
+		Generation: 2, ObservedGeneration: 1, Status: resource.StatusReconciling, LeaseEpoch: 4, LeaseHolder: "w/1",
+		LeaseExpiresAt: timestamppb.New(time.Now().Add(time.Minute))})
+	e.flight = &flight{id: "d1", sent: true, baseEpoch: 3, seq: 5}
+	l.evaluate(e, time.Now())
+	if l.started[reconcilers.TypeRef{Name: "Widget", Version: "v1"}].IsZero() {
+		t.Fatal("an item a worker took did not mark its type as making progress")
 	}
 }
