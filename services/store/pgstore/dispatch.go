@@ -30,11 +30,12 @@ func (s *Store) RecordDispatches(ctx context.Context, schedulerEpoch int64, ds [
 	for i, d := range ds {
 		ids[i], dispatchIDs[i] = d.ResourceID, d.DispatchID
 	}
-	// One statement, one round trip: the hot path of every dispatch.
+	// One statement, one round trip: the hot path of every dispatch. It is
+	// planned on each call (customPlan).
 	rows, err := s.pool.Query(ctx, `UPDATE resources r SET dispatched_at = now(), dispatch_id = d.dispatch_id
 		FROM unnest($2::bigint[], $3::text[]) AS d(id, dispatch_id)
 		WHERE r.id = d.id AND EXISTS (SELECT 1 FROM scheduler_state WHERE id = 1 AND epoch = $1 AND lease_expires_at > now())
-		RETURNING r.id`, schedulerEpoch, ids, dispatchIDs)
+		RETURNING r.id`, customPlan, schedulerEpoch, ids, dispatchIDs)
 	if err != nil {
 		return nil, translate(err)
 	}
