@@ -15,6 +15,19 @@ import (
 	"github.com/no8s/no8s/services/store/storage"
 )
 
+// customPlan, as a query's first argument, has PostgreSQL plan it for the
+// values of its arguments on every call (an unnamed statement) instead of
+// once per connection. A statement whose best plan depends on the number
+// of ids it is given and on the size of the table must not keep a plan
+// made while the table was small: RecordDispatches' join with its ids kept
+// a hash join over a sequential scan of resources, chosen at a few hundred
+// rows (30 ms a batch of 128 at 40,000 rows; every resource read at a
+// million). Planning it costs about half a millisecond, once per batch. The
+// state reads by id (statesByIDSQL) keep their cached plan: the primary
+// key's order serves their ORDER BY and LIMIT at any size, and planning
+// each read would cost more than the read.
+const customPlan = pgx.QueryExecModeExec
+
 // RecordDispatches records, in one statement, that the scheduler of the
 // given epoch dispatched work items. It is refused with stale_epoch unless
 // the epoch is current and its lease unexpired, and returns the resources

@@ -9,7 +9,6 @@ import (
 	"context"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/no8s/no8s/libs/api/names"
 	"github.com/no8s/no8s/services/internal/resource"
@@ -49,16 +48,6 @@ const (
 	statesByIDSQL  = statesSQL + ` AND r.id = ANY($6)` + statesSQLEnd
 )
 
-// customPlan, as a query's first argument, has PostgreSQL plan it for the
-// values of its arguments on every call (an unnamed statement) instead of
-// once per connection. A statement whose best plan depends on the number
-// of ids it is given and on the size of the table must not keep a plan
-// made while the table was small: RecordDispatches' join with its ids kept
-// a hash join over a sequential scan of resources, chosen at a few hundred
-// rows (30 ms a batch of 128 at 40,000 rows; every resource read at a
-// million). Planning it each time costs a fraction of a millisecond.
-const customPlan = pgx.QueryExecModeExec
-
 // ListReconcileState returns the reconcile state of resources by ascending
 // id, after AfterID, or of the resources named in IDs.
 func (s *Store) ListReconcileState(ctx context.Context, req storage.ListReconcileStateRequest) (*storage.ListReconcileStateResult, error) {
@@ -70,7 +59,7 @@ func (s *Store) ListReconcileState(ctx context.Context, req storage.ListReconcil
 	out := &storage.ListReconcileStateResult{States: []storage.ReconcileState{}}
 	// One statement, so one snapshot: the relay's published revision and
 	// the page agree without a transaction around them (one round trip).
-	args := []any{customPlan, resource.AnnotationOperation, resource.ConditionReconcilerAvailable, names.ReconcilerFinalizerPrefix, limit, req.AfterID}
+	args := []any{resource.AnnotationOperation, resource.ConditionReconcilerAvailable, names.ReconcilerFinalizerPrefix, limit, req.AfterID}
 	query := statesAfterSQL
 	if len(ids) > 0 {
 		query, args = statesByIDSQL, append(args, ids)
