@@ -771,9 +771,15 @@ func (s *no8sPeerSide) restartReconciler(ctx context.Context) error {
 
 func (s *no8sPeerSide) settings(ctx context.Context) []string {
 	var out []string
-	var syncCommit, fsync, buffers string
-	if s.env.pool != nil && s.env.pool.QueryRow(ctx, `SELECT current_setting('synchronous_commit'), current_setting('fsync'), current_setting('shared_buffers')`).Scan(&syncCommit, &fsync, &buffers) == nil {
-		out = append(out, fmt.Sprintf("PostgreSQL: synchronous_commit %s, fsync %s, shared_buffers %s", syncCommit, fsync, buffers))
+	var syncCommit, fsync, buffers, autovacuum string
+	if s.env.pool != nil && s.env.pool.QueryRow(ctx, `SELECT current_setting('synchronous_commit'), current_setting('fsync'), current_setting('shared_buffers'), current_setting('autovacuum')`).Scan(&syncCommit, &fsync, &buffers, &autovacuum) == nil {
+		line := fmt.Sprintf("PostgreSQL: synchronous_commit %s, fsync %s, shared_buffers %s, autovacuum %s", syncCommit, fsync, buffers, autovacuum)
+		if autovacuum != "on" {
+			// Nothing the run writes is vacuumed or analysed: dead row
+			// versions pile up and plans made on small tables stay.
+			line += " (as no production server runs: nothing is vacuumed or analysed during the run)"
+		}
+		out = append(out, line)
 	}
 	for _, p := range s.env.procs {
 		line := p.name + ": " + strings.Join(p.cmd.Args, " ")
