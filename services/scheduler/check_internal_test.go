@@ -31,11 +31,7 @@ func TestItemFoundGone(t *testing.T) {
 		{"lost or refused: no attempt took it", 3, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			svc, err := New(Config{Holder: "test"}, nil, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l := newLoop(svc, &leader.Term{Epoch: 7}, nil)
+			l := testLoop(t)
 			state := func(epoch, observed int64) *reconcilev1.ReconcileState {
 				status := resource.StatusReady
 				if observed < 2 {
@@ -99,11 +95,7 @@ func TestItemStillQueued(t *testing.T) {
 		{"nothing taken in this term", 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			svc, err := New(Config{Holder: "test", ItemLease: 30 * time.Second}, nil, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l := newLoop(svc, &leader.Term{Epoch: 7}, nil)
+			l := testLoop(t)
 			e := l.upsert(&reconcilev1.ReconcileState{ResourceId: 1, ResourceUid: "u1", Name: "w", ResourceTypeName: "Widget", ResourceTypeVersion: "v1",
 				Generation: 2, ObservedGeneration: 1, Status: resource.StatusPending, LeaseEpoch: 3})
 			e.flight = &flight{id: "d1", sent: true, checking: true, baseEpoch: 3, seq: 5}
@@ -125,11 +117,7 @@ func TestItemStillQueued(t *testing.T) {
 	}
 
 	// An item found taken marks its type.
-	svc, err := New(Config{Holder: "test"}, nil, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := newLoop(svc, &leader.Term{Epoch: 7}, nil)
+	l := testLoop(t)
 	e := l.upsert(&reconcilev1.ReconcileState{ResourceId: 1, ResourceUid: "u1", Name: "w", ResourceTypeName: "Widget", ResourceTypeVersion: "v1",
 		Generation: 2, ObservedGeneration: 1, Status: resource.StatusReconciling, LeaseEpoch: 4, LeaseHolder: "w/1",
 		LeaseExpiresAt: timestamppb.New(time.Now().Add(time.Minute))})
@@ -138,4 +126,16 @@ func TestItemStillQueued(t *testing.T) {
 	if l.started[reconcilers.TypeRef{Name: "Widget", Version: "v1"}].IsZero() {
 		t.Fatal("an item a worker took did not mark its type as making progress")
 	}
+}
+
+// testLoop is a leader's loop of epoch 7 with the default configuration
+// (an item lease of 30 s), its dispatchers not running: the jobs it asks
+// for stay in its pending list.
+func testLoop(t *testing.T) *loop {
+	t.Helper()
+	svc, err := New(Config{Holder: "test"}, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newLoop(svc, &leader.Term{Epoch: 7}, nil)
 }
