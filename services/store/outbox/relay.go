@@ -52,9 +52,14 @@ type Config struct {
 	PruneInterval time.Duration
 	// LeaderRetry is how often a standby tries to become the leader.
 	LeaderRetry time.Duration
-	// RoundGap is the pause after a round that published, so that a busy
-	// store's commits are published in batches rather than one round each.
+	// RoundGap is the longest pause after a round that published, so that
+	// a busy store's commits are published in batches rather than one
+	// round each (Pause).
 	RoundGap time.Duration
+	// BusyRound is the number of events in a round that earns the whole
+	// RoundGap; a round of fewer is followed by its share (Pause). 0 or 1:
+	// every round that published is followed by the whole gap.
+	BusyRound int
 	// GapCheckAfter is how long after passing revisions it did not find
 	// the relay reads them again, to report a row committed there (gaps.go).
 	GapCheckAfter time.Duration
@@ -80,8 +85,24 @@ const TracerName = "github.com/no8s/no8s/services/store/outbox"
 
 // DefaultConfig returns the production defaults.
 func DefaultConfig() Config {
-	return Config{BatchSize: 512, PollInterval: 500 * time.Millisecond, Retention: time.Hour, PruneInterval: time.Minute, LeaderRetry: time.Second, RoundGap: 5 * time.Millisecond,
+	return Config{BatchSize: 512, PollInterval: 500 * time.Millisecond, Retention: time.Hour, PruneInterval: time.Minute, LeaderRetry: time.Second, RoundGap: 5 * time.Millisecond, BusyRound: 8,
 		GapCheckAfter: 2 * time.Second, DegradedHold: 30 * time.Second}
+}
+
+// Pause is how long the relay waits after a round that published n events
+// before it looks for more: RoundGap × n / BusyRound, at most RoundGap. A
+// quiet store's event is published as soon as it commits (a round of one
+// event is followed by an eighth of the gap, by default); under load the
+// rounds grow, and with them the pause, until each is followed by the whole
+// gap and the events of many commits share a round.
+func (c Config) Pause(n int64) time.Duration {
+	if n <= 0 || c.RoundGap <= 0 {
+		return 0
+	}
+	if c.BusyRound <= 1 || n >= int64(c.BusyRound) {
+		return c.RoundGap
+	}
+	return c.RoundGap * time.Duration(n) / time.Duration(c.BusyRound)
 }
 
 // Relay publishes outbox rows to JetStream.
@@ -277,6 +298,7 @@ func (r *Relay) publishLoop(ctx context.Context, epoch, cursor int64) error {
 		if err != nil {
 			return err
 		}
+		before := r.published.Load()
 		for next > cursor {
 			moved, err := r.publishUpTo(ctx, epoch, cursor, next)
 			if wrongLastSequence(err) {
@@ -301,11 +323,14 @@ func (r *Relay) publishLoop(ctx context.Context, epoch, cursor int64) error {
 			return err
 		}
 		if next > 0 {
-			// More may have committed meanwhile: look again after a short gap.
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(r.cfg.RoundGap):
+			// More may have committed meanwhile: look again, after a pause
+			// as long as the round was busy.
+			if pause := r.cfg.Pause(r.published.Load() - before); pause > 0 {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(pause):
+				}
 			}
 			continue
 		}
