@@ -179,7 +179,7 @@ func (g *Log) SettledRevision(ctx context.Context, cursor int64) (int64, error) 
 	if last <= cursor {
 		return 0, nil
 	}
-	wait := 200 * time.Microsecond
+	wait, start := settleFirstWait, time.Now()
 	for {
 		var settled bool
 		if err := g.pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::xid8`, xid).Scan(&settled); err != nil {
@@ -193,9 +193,25 @@ func (g *Log) SettledRevision(ctx context.Context, cursor int64) (int64, error) 
 			return 0, ctx.Err()
 		case <-time.After(wait):
 		}
-		wait = min(wait*2, 20*time.Millisecond)
+		// Writers in flight commit within a few milliseconds: look often
+		// then, so that the wait ends close to their commit; a long
+		// transaction is waited for with fewer looks.
+		wait = min(wait*2, settleMaxWait)
+		if time.Since(start) < settleShortFor {
+			wait = min(wait, settleShortWait)
+		}
 	}
 }
+
+// The settled revision's wait for writers in flight (SettledRevision): the
+// first look after settleFirstWait, then doubling, at most settleShortWait
+// apart for the first settleShortFor and settleMaxWait apart after.
+const (
+	settleFirstWait = 200 * time.Microsecond
+	settleShortWait = 500 * time.Microsecond
+	settleShortFor  = 10 * time.Millisecond
+	settleMaxWait   = 20 * time.Millisecond
+)
 
 // ReadOutbox returns the outbox rows in (after, upTo], by revision.
 func (g *Log) ReadOutbox(ctx context.Context, after, upTo int64, limit int) ([]storage.OutboxRow, error) {
