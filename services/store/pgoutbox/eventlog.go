@@ -236,10 +236,19 @@ func (g *Log) ReadOutbox(ctx context.Context, after, upTo int64, limit int) ([]s
 	return out, nil
 }
 
-// AdvanceCursor moves the cursor forward, fenced by epoch.
+// AdvanceCursor moves the cursor forward, fenced by epoch. Its own
+// transaction commits asynchronously (synchronous_commit off for it alone):
+// the cursor is the relay's bookmark, not data, and a round per commit would
+// otherwise add a WAL flush per round that the writers' commits wait behind.
+// WAL is written in order, so the next synchronous commit of any writer
+// flushes it too; a database crash can lose only the newest cursor moves,
+// and the relay then finds its newest event in the stream past
+// last_event_revision and continues after it (align), as after a relay
+// that died between publishing and saving its cursor.
 func (g *Log) AdvanceCursor(ctx context.Context, epoch, cursor, lastEvent int64) error {
-	tag, err := g.pool.Exec(ctx, `UPDATE relay_state SET published_revision = $1, last_event_revision = greatest(last_event_revision, $3), updated_at = now()
-		WHERE id = 1 AND epoch = $2 AND published_revision < $1`, cursor, epoch, lastEvent)
+	tag, err := g.pool.Exec(ctx, `WITH async AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true))
+		UPDATE relay_state SET published_revision = $1, last_event_revision = greatest(last_event_revision, $3), updated_at = now()
+		FROM async WHERE id = 1 AND epoch = $2 AND published_revision < $1`, cursor, epoch, lastEvent)
 	if err != nil {
 		return fmt.Errorf("move relay cursor: %w", err)
 	}
