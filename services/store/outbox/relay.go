@@ -323,8 +323,10 @@ func (r *Relay) publishLoop(ctx context.Context, epoch, cursor int64) error {
 			return err
 		}
 		if next > 0 {
-			// More may have committed meanwhile: look again, after a pause
-			// as long as the round was busy.
+			// More may have committed meanwhile: pause as long as the round
+			// was busy, then look again if a commit's hint came since the
+			// round began (the wait below takes it at once); none came, the
+			// relay waits for one without a look that would find nothing.
 			if pause := r.cfg.Pause(r.published.Load() - before); pause > 0 {
 				select {
 				case <-ctx.Done():
@@ -332,7 +334,6 @@ func (r *Relay) publishLoop(ctx context.Context, epoch, cursor int64) error {
 				case <-time.After(pause):
 				}
 			}
-			continue
 		}
 		select {
 		case <-ctx.Done():
