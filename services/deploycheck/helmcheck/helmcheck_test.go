@@ -4,6 +4,8 @@ package helmcheck
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -424,5 +426,74 @@ func TestNotesTellHowToReachTheAPI(t *testing.T) {
 				t.Fatalf("notes %q\nwant them to hold %q", notes, c.want)
 			}
 		})
+	}
+}
+
+// TestChecksumOfDigitsIsAString: a pod template's checksum annotation
+// whose 16 hexadecimal digits happen to be decimal ones (about one
+// rendering in 1,850) is still a string to the API server. Unquoted, YAML
+// read it as a number and the server refused the Deployment. The NATS
+// authorization here is chosen (a comment appended) so that its checksum is
+// all digits; every checksum annotation of the chart is checked to quote
+// its value the same way.
+func TestChecksumOfDigitsIsAString(t *testing.T) {
+	raw, err := os.ReadFile(identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Identity struct {
+			NATSAuth string `yaml:"natsAuth"`
+		} `yaml:"identity"`
+	}
+	if err := yaml.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	auth := ""
+	for n := 0; n < 1_000_000 && auth == ""; n++ {
+		a := fmt.Sprintf("%s\n# %d\n", v.Identity.NATSAuth, n)
+		sum := sha256.Sum256([]byte(a))
+		if h := hex.EncodeToString(sum[:])[:16]; strings.Trim(h, "0123456789") == "" {
+			auth = a
+		}
+	}
+	if auth == "" {
+		t.Fatal("no NATS authorization with a checksum of digits found")
+	}
+	override, err := yaml.Marshal(map[string]any{"identity": map[string]any{"natsAuth": auth}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := filepath.Join(t.TempDir(), "digits.yaml")
+	if err := os.WriteFile(values, override, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const ns = "no8s-digits"
+	if err := Check(t.Context(), helm, api, ns, nil, identity, values); err != nil {
+		t.Fatal(err)
+	}
+
+	templates, err := filepath.Glob(filepath.Join(helm.Chart, "templates", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, f := range templates {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(body), "\n") {
+			if !strings.Contains(line, "checksum/") || !strings.Contains(line, "{{") {
+				continue
+			}
+			found++
+			if !strings.HasSuffix(strings.TrimSpace(line), "| quote }}") {
+				t.Errorf("%s:%d: a checksum annotation not quoted: %s", filepath.Base(f), i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+	if found == 0 {
+		t.Error("no checksum annotation found in the chart's templates")
 	}
 }

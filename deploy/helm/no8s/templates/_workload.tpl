@@ -50,8 +50,8 @@ spec:
       annotations:
         # A new credential or configuration rolls the pods (processes also
         # read their credentials again when the files change).
-        checksum/identity: {{ index $root.Values.identity.credentials .id | toJson | sha256sum | trunc 16 }}
-        checksum/config: {{ include (print $root.Template.BasePath "/config.yaml") $root | sha256sum | trunc 16 }}
+        checksum/identity: {{ index $root.Values.identity.credentials .id | toJson | sha256sum | trunc 16 | quote }}
+        checksum/config: {{ include (print $root.Template.BasePath "/config.yaml") $root | sha256sum | trunc 16 | quote }}
         {{- with $root.Values.podAnnotations }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
