@@ -162,6 +162,24 @@ func IdentityValues(dir string) (string, error) {
 	return values, nil
 }
 
+// NATSAuth is the NATS authorization (identity.natsAuth) in the identity
+// values file at path, as IdentityValues writes it.
+func NATSAuth(path string) (string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var v struct {
+		Identity struct {
+			NATSAuth string `yaml:"natsAuth"`
+		} `yaml:"identity"`
+	}
+	if err := yaml.Unmarshal(raw, &v); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return v.Identity.NATSAuth, nil
+}
+
 // CopyChart copies the chart's directory src to dst (symbolic links as the
 // files they name), for copies broken on purpose.
 func CopyChart(src, dst string) error {

@@ -232,16 +232,8 @@ func externals(t *testing.T, identityValues string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(identityValues)
+	natsAuth, err := helmcheck.NATSAuth(identityValues)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var v struct {
-		Identity struct {
-			NATSAuth string `yaml:"natsAuth"`
-		} `yaml:"identity"`
-	}
-	if err := yaml.Unmarshal(raw, &v); err != nil {
 		t.Fatal(err)
 	}
 	objs := []map[string]any{
@@ -256,7 +248,7 @@ func externals(t *testing.T, identityValues string) string {
 						"ports":          []any{map[string]any{"name": "postgres", "containerPort": 5432}},
 						"readinessProbe": map[string]any{"exec": map[string]any{"command": []string{"pg_isready", "-U", "no8s", "-d", "no8s"}}, "periodSeconds": 2}}}}}}},
 		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "nats", "namespace": "messaging"},
-			"data": map[string]any{"nats-server.conf": string(conf), "no8s-auth.conf": v.Identity.NATSAuth}},
+			"data": map[string]any{"nats-server.conf": string(conf), "no8s-auth.conf": natsAuth}},
 		{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "nats", "namespace": "messaging"},
 			"spec": map[string]any{"selector": map[string]any{"app": "nats"}, "ports": []any{map[string]any{"port": 4222, "targetPort": "client"}}}},
 		{"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": map[string]any{"name": "nats", "namespace": "messaging"},
