@@ -78,3 +78,42 @@ func TestChainReusesConnections(t *testing.T) {
 		t.Fatalf("%d connections for 20 sequential calls", n)
 	}
 }
+
+// TestChainRetriesAClosedKeptAliveConnection shows that a call on a
+// kept-alive connection the webhook closed without answering (as a server
+// whose idle timeout passed as the call arrived does) is sent again on a
+// new connection and succeeds, instead of failing the write.
+func TestChainRetriesAClosedKeptAliveConnection(t *testing.T) {
+	var calls, dropped atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if calls.Add(1)%2 == 0 {
+			// Every second request (the first one on a kept-alive
+			// connection): close the connection, no answer.
+			dropped.Add(1)
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_ = conn.Close()
+			return
+		}
+		_, _ = w.Write([]byte(`{"allowed":true}`))
+	}))
+	srv.Start()
+	defer srv.Close()
+	h := testHook("closing", srv.URL, webhookconf.PolicyFail, 5)
+	c := &Chain{}
+	for i := range 6 {
+		if _, err := c.Run(t.Context(), Matched{Validating: []*Hook{h}}, Admission{Operation: webhookconf.OpCreate, Resource: &resource.Resource{Name: "x"}}, nil); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if dropped.Load() == 0 {
+		t.Fatal("the server closed no connection: the test shows nothing")
+	}
+	if n := calls.Load(); n != 6+dropped.Load() {
+		t.Fatalf("%d requests reached the server for 6 calls with %d dropped", n, dropped.Load())
+	}
+}

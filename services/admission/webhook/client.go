@@ -142,6 +142,11 @@ func (h *Hook) exchange(ctx context.Context, body []byte) (*Response, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "no8s-admission")
+	// A review may be sent twice (as Kubernetes' webhooks may be called more
+	// than once): marked idempotent (the key is not sent), a request on a
+	// kept-alive connection that the webhook closed meanwhile is sent once
+	// more on a new one instead of failing the write (net/http retries it).
+	req.Header[idempotencyKey] = nil
 	tracing.InjectHTTP(ctx, req.Header)
 	resp, err := h.client.Do(req)
 	if err != nil {
@@ -165,6 +170,10 @@ func (h *Hook) exchange(ctx context.Context, body []byte) (*Response, error) {
 	}
 	return r, nil
 }
+
+// idempotencyKey, present with no value, makes net/http's Transport treat a
+// POST as replayable without sending the header.
+const idempotencyKey = "Idempotency-Key"
 
 // transportError classifies a failed exchange.
 func transportError(chain, call context.Context, err error) error {
