@@ -246,6 +246,9 @@ func benchAPIOn(ctx context.Context, env *benchEnv, embedded bool) error {
 	cpu1 := env.sampleCPU()
 	fmt.Printf("  CPU while listing, in cores: %s\n", cpu1.cores(cpu0))
 	disturbed = max(disturbed, cpu1.other(cpu0))
+	if err := apiProfileLists(ctx, env, listPath); err != nil {
+		return err
+	}
 
 	// 4. RSS with 50,000 resources stored, after listing them all once.
 	stored, _, err := env.listAll(ctx, "/api/v1/resources")
@@ -425,4 +428,27 @@ func apiCeiling(ctx context.Context, env *benchEnv, cpuLines *[]string, disturbe
 func formatUUID(b [16]byte) string {
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// apiListProfile is how long the list is profiled with -profile.
+const apiListProfile = 5 * time.Second
+
+// apiProfileLists, with -profile, lists path back to back for
+// apiListProfile while every process is profiled (the window "api-list"),
+// after the timed lists: where a list's time goes. Without -profile it
+// does nothing.
+func apiProfileLists(ctx context.Context, env *benchEnv, path string) error {
+	if !profiling() {
+		return nil
+	}
+	wait := env.startProfiles(ctx, "api-list", apiListProfile)
+	n := 0
+	for end := time.Now().Add(apiListProfile); time.Now().Before(end); n++ {
+		if _, _, err := env.listAll(ctx, path); err != nil {
+			return err
+		}
+	}
+	wait()
+	fmt.Printf("  (%d lists in the profiled window)\n", n)
+	return nil
 }
