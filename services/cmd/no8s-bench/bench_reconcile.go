@@ -371,6 +371,7 @@ func offerRate(ctx context.Context, env *benchEnv, watch *readyWatch, rate int, 
 	if err := watch.waitReady(ctx, env, every); err != nil {
 		return res, nil, err
 	}
+	env.markSpanWindow(fmt.Sprintf("%d/s", rate), from, to)
 	res.lat, _ = watch.latencies(want)
 	return res, want, nil
 }

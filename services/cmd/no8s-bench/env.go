@@ -114,6 +114,7 @@ type benchEnv struct {
 	scenario string          // the scenario running, which names its figures
 	otelEnv  []string        // -otlp: the OTEL_* environment of the no8s processes
 	stopOTLP func()          // -otlp: reports the spans received and stops the receiver
+	spanWins []spanWindow    // -otlp-stages: the measured windows it reports on
 	ids      benchIdentities // -identities: the stack's credentials
 	natsBin  string          // the nats-server binary
 	workDir  string          // temporary: logs/, nats data, built binaries
