@@ -142,10 +142,10 @@ func (h *Hook) exchange(ctx context.Context, body []byte) (*Response, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "no8s-admission")
-	// A review may be sent twice (as Kubernetes' webhooks may be called more
-	// than once): marked idempotent (the key is not sent), a request on a
-	// kept-alive connection that the webhook closed meanwhile is sent once
-	// more on a new one instead of failing the write (net/http retries it).
+	// A review may reach a webhook more than once (as Kubernetes' webhook
+	// calls may): marked idempotent (the key itself is not sent), a request
+	// on a kept-alive connection that the webhook closed meanwhile is sent
+	// again on another connection by net/http instead of failing the write.
 	req.Header[idempotencyKey] = nil
 	tracing.InjectHTTP(ctx, req.Header)
 	resp, err := h.client.Do(req)
