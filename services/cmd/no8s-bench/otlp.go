@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"slices"
@@ -48,8 +49,9 @@ func (e *benchEnv) startOTLP() (stop func(), err error) {
 		fmt.Printf("OTLP receiver: %d spans received\n", r.Len())
 		if *otlpStagesFlag {
 			spans := r.Spans()
+			traces := indexTraces(spans)
 			for _, w := range e.spanWins {
-				printStages(w, spans)
+				printStages(w, spans, traces)
 			}
 		}
 		closeReceiver()
@@ -63,34 +65,49 @@ func (e *benchEnv) markSpanWindow(label string, from, to time.Time) {
 	}
 }
 
+// traceInfo is what -otlp-stages needs of a trace: when its first span
+// starts, and whether it crosses processes.
+type traceInfo struct {
+	first    time.Time
+	services map[string]bool
+}
+
+// indexTraces reads, once for every window, each trace's first span start
+// and services.
+func indexTraces(spans []tracingtest.Span) map[string]*traceInfo {
+	traces := map[string]*traceInfo{}
+	for _, s := range spans {
+		t := traces[s.TraceID]
+		if t == nil {
+			t = &traceInfo{first: s.Start, services: map[string]bool{}}
+			traces[s.TraceID] = t
+		}
+		if s.Start.Before(t.first) {
+			t.first = s.Start
+		}
+		t.services[s.Service] = true
+	}
+	return traces
+}
+
 // printStages prints, for each span of the traces that begin in w and
 // cross processes, when it starts after its trace's first span and how
 // long it lasts, p50 and p99, in the order of the median start. An outbox
 // publish is told apart by its event's type.
-func printStages(w spanWindow, spans []tracingtest.Span) {
-	first := map[string]time.Time{}
-	services := map[string]map[string]bool{}
-	for _, s := range spans {
-		if t, ok := first[s.TraceID]; !ok || s.Start.Before(t) {
-			first[s.TraceID] = s.Start
-		}
-		if services[s.TraceID] == nil {
-			services[s.TraceID] = map[string]bool{}
-		}
-		services[s.TraceID][s.Service] = true
-	}
+func printStages(w spanWindow, spans []tracingtest.Span, traces map[string]*traceInfo) {
 	type stage struct {
 		key           string
 		starts, lasts []time.Duration
+		p50           time.Duration
 	}
 	byKey := map[string]*stage{}
-	traces := map[string]bool{}
+	in := map[string]bool{}
 	for _, s := range spans {
-		t0 := first[s.TraceID]
-		if len(services[s.TraceID]) < 2 || t0.Before(w.from) || !t0.Before(w.to) {
+		t := traces[s.TraceID]
+		if len(t.services) < 2 || t.first.Before(w.from) || !t.first.Before(w.to) {
 			continue
 		}
-		traces[s.TraceID] = true
+		in[s.TraceID] = true
 		key := s.Service + ": " + s.Name
 		if et := s.Attrs["no8s.event_type"]; et != "" {
 			key += " " + et
@@ -100,22 +117,21 @@ func printStages(w spanWindow, spans []tracingtest.Span) {
 			st = &stage{key: key}
 			byKey[key] = st
 		}
-		st.starts = append(st.starts, s.Start.Sub(t0))
+		st.starts = append(st.starts, s.Start.Sub(t.first))
 		st.lasts = append(st.lasts, s.End.Sub(s.Start))
 	}
 	stages := make([]*stage, 0, len(byKey))
 	for _, st := range byKey {
+		st.p50 = percentile(st.starts, 50) // sorts starts once
 		stages = append(stages, st)
 	}
-	slices.SortFunc(stages, func(a, b *stage) int {
-		return int(percentile(a.starts, 50) - percentile(b.starts, 50))
-	})
-	fmt.Printf("spans of the %d traces begun in the %s window (crossing processes): start after the trace's first span, and length, p50 / p99\n", len(traces), w.label)
+	slices.SortFunc(stages, func(a, b *stage) int { return cmp.Compare(a.p50, b.p50) })
+	fmt.Printf("spans of the %d traces begun in the %s window (crossing processes): start after the trace's first span, and length, p50 / p99\n", len(in), w.label)
 	tw := newTable()
 	fmt.Fprintf(tw, "  span\tcount\tstarts at\tlasts\n")
 	for _, st := range stages {
 		fmt.Fprintf(tw, "  %s\t%d\t%s / %s\t%s / %s\n", st.key, len(st.starts),
-			fmtDur(percentile(st.starts, 50)), fmtDur(percentile(st.starts, 99)),
+			fmtDur(st.p50), fmtDur(percentile(st.starts, 99)),
 			fmtDur(percentile(st.lasts, 50)), fmtDur(percentile(st.lasts, 99)))
 	}
 	tw.Flush()
