@@ -37,7 +37,7 @@
 // transaction that takes revision N commits (or rolls back, giving N back)
 // before the next one takes N+1: outbox rows become visible strictly in
 // revision order, and a reader that sees the counter at V sees every outbox
-// row up to V. The relay's settled bound (EventLog.ReadSettled) is
+// row up to V. The relay's settled bound (EventLog.SettledRevision) is
 // therefore simply the highest committed revision: there is no horizon to
 // wait for and there are no gaps to fill. This is the "single writer" way
 // through HARD-PARTS 1, with SQLite's write lock as the single writer.

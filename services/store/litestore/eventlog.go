@@ -87,24 +87,19 @@ func (l *heldRelayLock) BumpRevision(ctx context.Context, b int64) error {
 	return nil
 }
 
-// ReadSettled is the highest committed revision, when it is past cursor,
-// and the first rows up to it. Writers are serialized and take their
-// revisions inside their transaction, so a snapshot that sees the counter
-// at V sees every outbox row up to V, and no transaction can still add
-// one: nothing to wait for.
-func (g eventLog) ReadSettled(ctx context.Context, cursor int64, limit int) (int64, []storage.OutboxRow, error) {
+// SettledRevision is the highest committed revision, when it is past
+// cursor. Writers are serialized and take their revisions inside their
+// transaction, so a snapshot that sees the counter at V sees every outbox
+// row up to V, and no transaction can still add one: nothing to wait for.
+func (g eventLog) SettledRevision(ctx context.Context, cursor int64) (int64, error) {
 	var last int64
 	if err := g.s.r.QueryRowContext(ctx, `SELECT value FROM revision_counter WHERE id = 1`).Scan(&last); err != nil {
-		return 0, nil, fmt.Errorf("read revision counter: %w", translate(err))
+		return 0, fmt.Errorf("read revision counter: %w", translate(err))
 	}
 	if last <= cursor {
-		return 0, nil, nil
+		return 0, nil
 	}
-	rows, err := g.ReadOutbox(ctx, cursor, last, limit)
-	if err != nil {
-		return 0, nil, err
-	}
-	return last, rows, nil
+	return last, nil
 }
 
 // ReadOutbox returns the outbox rows in (after, upTo], by revision.

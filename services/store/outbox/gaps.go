@@ -3,7 +3,7 @@ package outbox
 // The relay moves its cursor past revisions it did not find in the outbox:
 // revisions taken by transactions that rolled back. That is safe only if
 // every transaction holding a revision up to the settled one had ended
-// (storage.EventLog.ReadSettled). Should that ever fail, the row commits
+// (storage.EventLog.SettledRevision). Should that ever fail, the row commits
 // below the cursor and its event is never published, silently. So the relay
 // remembers the revisions it passed as absent and reads them again a little
 // later: a row found there is a lost event, reported at ERROR with its

@@ -294,22 +294,13 @@ func (r *Relay) publishLoop(ctx context.Context, epoch, cursor int64) error {
 	poll := time.NewTicker(r.cfg.PollInterval)
 	defer poll.Stop()
 	for {
-		next, batch, err := r.events.ReadSettled(ctx, cursor, r.cfg.BatchSize)
+		next, err := r.events.SettledRevision(ctx, cursor)
 		if err != nil {
 			return err
 		}
 		before := r.published.Load()
-		// The first batch comes with the settled revision; the others, and
-		// a batch after a realignment, are read from the cursor.
-		read := true
 		for next > cursor {
-			if !read {
-				if batch, err = r.events.ReadOutbox(ctx, cursor, next, r.cfg.BatchSize); err != nil {
-					return err
-				}
-			}
-			read = false
-			moved, err := r.publishUpTo(ctx, epoch, cursor, next, batch)
+			moved, err := r.publishUpTo(ctx, epoch, cursor, next)
 			if wrongLastSequence(err) {
 				// Something else published to the stream since the relay's
 				// last message: find the relay's newest event again (part of
@@ -357,9 +348,13 @@ func (r *Relay) publishLoop(ctx context.Context, epoch, cursor int64) error {
 	}
 }
 
-// publishUpTo publishes batch, the first rows in (cursor, upTo] (at most
-// BatchSize), and returns the new cursor.
-func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64, batch []storage.OutboxRow) (int64, error) {
+// publishUpTo publishes one batch of rows in (cursor, upTo] and returns the
+// new cursor.
+func (r *Relay) publishUpTo(ctx context.Context, epoch, cursor, upTo int64) (int64, error) {
+	batch, err := r.events.ReadOutbox(ctx, cursor, upTo, r.cfg.BatchSize)
+	if err != nil {
+		return cursor, err
+	}
 	if len(batch) > 0 && r.cfg.Failpoints.Enabled(failpoint.RelayBeforePublish) {
 		return cursor, r.stopBeforePublish(ctx, batch)
 	}

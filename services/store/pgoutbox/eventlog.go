@@ -158,16 +158,14 @@ func (l *relayLock) BumpRevision(ctx context.Context, b int64) error {
 // them, and their events would never be published.
 const lastRevisionSQL = `coalesce(pg_sequence_last_value('revision_seq'), 0)`
 
-// ReadSettled reads the sequence's last value V and only then takes a
+// SettledRevision reads the sequence's last value V and only then takes a
 // transaction id X of its own: ids are handed out in increasing order, and
 // every writer takes its id before its revisions, so every transaction
 // holding a revision <= V has an id below X. Once the oldest running
 // transaction is past X, all of them have committed or rolled back. (A
 // snapshot's xmax is not enough: it is one past the last *completed* id,
-// and running transactions above it are not listed.) Each look at the
-// snapshot also reads the first rows when it finds them settled: the
-// statement's own snapshot is the one looked at, so it sees them all.
-func (g *Log) ReadSettled(ctx context.Context, cursor int64, limit int) (int64, []storage.OutboxRow, error) {
+// and running transactions above it are not listed.)
+func (g *Log) SettledRevision(ctx context.Context, cursor int64) (int64, error) {
 	var last int64
 	var xid string
 	// One round trip reads the sequence and takes a transaction id. The id
@@ -176,23 +174,23 @@ func (g *Log) ReadSettled(ctx context.Context, cursor int64, limit int) (int64, 
 	// up transaction ids (CASE evaluates the id lazily).
 	if err := g.pool.QueryRow(ctx, `WITH s AS MATERIALIZED (SELECT `+lastRevisionSQL+` AS last)
 		SELECT last, CASE WHEN last > $1 THEN pg_current_xact_id()::text ELSE '' END FROM s`, cursor).Scan(&last, &xid); err != nil {
-		return 0, nil, fmt.Errorf("read revision sequence: %w", err)
+		return 0, fmt.Errorf("read revision sequence: %w", err)
 	}
 	if last <= cursor {
-		return 0, nil, nil
+		return 0, nil
 	}
 	wait, start := settleFirstWait, time.Now()
 	for {
-		settled, rows, err := g.readIfSettled(ctx, xid, cursor, last, limit)
-		if err != nil {
-			return 0, nil, err
+		var settled bool
+		if err := g.pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::xid8`, xid).Scan(&settled); err != nil {
+			return 0, fmt.Errorf("read snapshot: %w", err)
 		}
 		if settled {
-			return last, rows, nil
+			return last, nil
 		}
 		select {
 		case <-ctx.Done():
-			return 0, nil, ctx.Err()
+			return 0, ctx.Err()
 		case <-time.After(wait):
 		}
 		// Writers in flight commit within a few milliseconds: look often
@@ -205,48 +203,7 @@ func (g *Log) ReadSettled(ctx context.Context, cursor int64, limit int) (int64, 
 	}
 }
 
-// readIfSettledSQL looks whether every transaction below the id $1 has
-// ended and, only then, reads the outbox rows in ($2, $3], at most $4: one
-// row with settled false, or settled true and the rows (one of NULLs when
-// there are none). pg_current_snapshot() is the statement's snapshot, the
-// one the outbox is read with.
-const readIfSettledSQL = `WITH s AS MATERIALIZED (SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::xid8 AS settled)
-	SELECT s.settled, o.revision, o.resource_id, coalesce(o.event_type, ''), coalesce(o.subject, ''), o.payload, o.created_at, coalesce(o.trace_context, '')
-	FROM s LEFT JOIN LATERAL (
-		SELECT revision, resource_id, event_type, subject, payload, created_at, trace_context FROM outbox
-		WHERE s.settled AND revision > $2 AND revision <= $3 ORDER BY revision LIMIT $4
-	) o ON true ORDER BY o.revision`
-
-// readIfSettled is one look of ReadSettled: whether the transactions below
-// xid have all ended, and then the first rows in (after, upTo].
-func (g *Log) readIfSettled(ctx context.Context, xid string, after, upTo int64, limit int) (bool, []storage.OutboxRow, error) {
-	rows, err := g.pool.Query(ctx, readIfSettledSQL, xid, after, upTo, limit)
-	if err != nil {
-		return false, nil, fmt.Errorf("read settled outbox: %w", err)
-	}
-	defer rows.Close()
-	var settled bool
-	var out []storage.OutboxRow
-	for rows.Next() {
-		var rev, resourceID *int64
-		var created *time.Time
-		var x storage.OutboxRow
-		if err := rows.Scan(&settled, &rev, &resourceID, &x.EventType, &x.Subject, &x.Payload, &created, &x.TraceContext); err != nil {
-			return false, nil, fmt.Errorf("read settled outbox: %w", err)
-		}
-		if rev == nil || resourceID == nil || created == nil {
-			continue
-		}
-		x.Revision, x.ResourceID, x.CreatedAt = *rev, *resourceID, created.UTC()
-		out = append(out, x)
-	}
-	if err := rows.Err(); err != nil {
-		return false, nil, fmt.Errorf("read settled outbox: %w", err)
-	}
-	return settled, out, nil
-}
-
-// The settled revision's wait for writers in flight (ReadSettled): the
+// The settled revision's wait for writers in flight (SettledRevision): the
 // first look after settleFirstWait, then doubling, at most settleShortWait
 // apart for the first settleShortFor and settleMaxWait apart after.
 const (

@@ -9,10 +9,9 @@ import (
 
 	"github.com/no8s/no8s/services/internal/testenv"
 	"github.com/no8s/no8s/services/store/pgoutbox"
-	"github.com/no8s/no8s/services/store/storage"
 )
 
-// TestSettledRevisionIsSettled: when ReadSettled returns V, every
+// TestSettledRevisionIsSettled: when SettledRevision returns V, every
 // revision up to V that will ever commit has committed (the relay publishes
 // up to V and moves its cursor there), and V is no later than the last
 // revision taken. Writers take revisions as every store write does (the
@@ -55,7 +54,7 @@ func TestSettledRevisionIsSettled(t *testing.T) {
 	for range readers {
 		wg.Go(func() {
 			for wctx.Err() == nil {
-				v, _, err := log.ReadSettled(ctx, 0, 0)
+				v, err := log.SettledRevision(ctx, 0)
 				if err != nil {
 					t.Error(err)
 					return
@@ -82,60 +81,4 @@ func TestSettledRevisionIsSettled(t *testing.T) {
 		t.Fatalf("only %d revisions taken and %d reads: the test exercised too little", taken.Load(), reads.Load())
 	}
 	t.Logf("%d revisions taken by %d writers, %d settled reads by %d readers; %d wrong", taken.Load(), writers, reads.Load(), readers, bad.Load())
-}
-
-// BenchmarkRelayRead: the relay's read of one committed outbox row, in
-// one statement per look (ReadSettled, as the relay reads) and, for
-// comparison, as the relay read before: the settled revision first, then
-// the rows (a statement more). One op is one write's row read; the write
-// itself is not timed.
-func BenchmarkRelayRead(b *testing.B) {
-	ctx := b.Context()
-	pool := testenv.MigratedPool(b)
-	log := pgoutbox.New(pool)
-	write := func() {
-		// As every store write does: the transaction id first, then the
-		// revision.
-		if _, err := pool.Exec(ctx, `WITH x AS MATERIALIZED (SELECT pg_current_xact_id())
-			INSERT INTO outbox (revision, resource_id, event_type, subject, payload, created_at)
-			SELECT nextval('revision_seq'), 1, 'MODIFIED', 'bench.relay', '\x00', now() FROM x`); err != nil {
-			b.Fatal(err)
-		}
-	}
-	reads := []struct {
-		name string
-		read func(cursor int64) (int64, []storage.OutboxRow, error)
-	}{
-		{"one-statement", func(cursor int64) (int64, []storage.OutboxRow, error) { return log.ReadSettled(ctx, cursor, 512) }},
-		{"settled-then-rows", func(cursor int64) (int64, []storage.OutboxRow, error) {
-			next, _, err := log.ReadSettled(ctx, cursor, 0)
-			if err != nil || next == 0 {
-				return next, nil, err
-			}
-			rows, err := log.ReadOutbox(ctx, cursor, next, 512)
-			return next, rows, err
-		}},
-	}
-	for _, r := range reads {
-		b.Run(r.name, func(b *testing.B) {
-			st, err := log.State(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			cursor := st.Revision
-			for range b.N {
-				b.StopTimer()
-				write()
-				b.StartTimer()
-				next, rows, err := r.read(cursor)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(rows) != 1 || rows[0].Revision != next {
-					b.Fatalf("read after %d: settled %d, rows %+v; want the one row written", cursor, next, rows)
-				}
-				cursor = next
-			}
-		})
-	}
 }

@@ -19,13 +19,11 @@ type EventLog interface {
 	// or stream rebuild holds at a time, or returns nil when another holds
 	// it.
 	LockRelay(ctx context.Context) (RelayLock, error)
-	// ReadSettled returns a revision V > cursor such that every
-	// transaction that could still record an outbox row <= V has ended,
-	// with the first outbox rows in (cursor, V], by revision, at most limit
-	// of them (ReadOutbox reads the rest); 0 and none when nothing was
-	// written after cursor. It waits for the transactions that hold
-	// revisions <= V to end.
-	ReadSettled(ctx context.Context, cursor int64, limit int) (int64, []OutboxRow, error)
+	// SettledRevision returns a revision V > cursor such that every
+	// transaction that could still record an outbox row <= V has ended, or
+	// 0 when nothing was written after cursor. It waits for the
+	// transactions that hold revisions <= V to end.
+	SettledRevision(ctx context.Context, cursor int64) (int64, error)
 	// ReadOutbox returns the outbox rows in (after, upTo], by revision, at
 	// most limit of them.
 	ReadOutbox(ctx context.Context, after, upTo int64, limit int) ([]OutboxRow, error)

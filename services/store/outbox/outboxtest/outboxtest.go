@@ -59,7 +59,7 @@ func WriteOnce(ctx context.Context, s storage.Store, name string, rng func(int) 
 func CheckStreamMatchesOutbox(t testing.TB, ctx context.Context, b storage.Backend, stream jetstream.Stream) {
 	t.Helper()
 	resources := AllResources(t, ctx, b.Store)
-	settled, _, err := b.Log.ReadSettled(ctx, 0, 0)
+	settled, err := b.Log.SettledRevision(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -402,39 +402,23 @@ func lateCounter(t *testing.T, reg *prometheus.Registry) float64 {
 }
 
 // hidingLog is an EventLog that leaves the row of revision hide out of the
-// first read (ReadSettled or ReadOutbox) that would return it.
+// first ReadOutbox that would return it.
 type hidingLog struct {
 	storage.EventLog
 	hide int64
 	hid  atomic.Bool
 }
 
-func (h *hidingLog) ReadSettled(ctx context.Context, cursor int64, limit int) (int64, []storage.OutboxRow, error) {
-	next, rows, err := h.EventLog.ReadSettled(ctx, cursor, limit)
-	if err != nil {
-		return next, rows, err
-	}
-	return next, h.filter(rows), nil
-}
-
 func (h *hidingLog) ReadOutbox(ctx context.Context, after, upTo int64, limit int) ([]storage.OutboxRow, error) {
 	rows, err := h.EventLog.ReadOutbox(ctx, after, upTo, limit)
-	if err != nil {
+	if err != nil || h.hid.Load() {
 		return rows, err
-	}
-	return h.filter(rows), nil
-}
-
-// filter leaves out the row of revision hide, the first time it comes.
-func (h *hidingLog) filter(rows []storage.OutboxRow) []storage.OutboxRow {
-	if h.hid.Load() {
-		return rows
 	}
 	for i, x := range rows {
 		if x.Revision == h.hide {
 			h.hid.Store(true)
-			return append(rows[:i:i], rows[i+1:]...)
+			return append(rows[:i:i], rows[i+1:]...), nil
 		}
 	}
-	return rows
+	return rows, nil
 }
