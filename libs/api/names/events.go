@@ -2,7 +2,6 @@ package names
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -32,8 +31,6 @@ const (
 // reconciler's (until identities make the source exact).
 const ReconcilerEventSourcePrefix = "reconciler/"
 
-var eventReasonRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,127}$`)
-
 // EventSource checks the source a client gives an Event: at most
 // MaxEventSourceBytes, and not of the reserved form reconciler/….
 func EventSource(path, s string) *FieldError {
@@ -57,7 +54,7 @@ func EventType(path, t string) *FieldError {
 // EventReason checks an Event's reason: a CamelCase word such as
 // TenantDeleted, at most 128 letters and digits.
 func EventReason(path, r string) *FieldError {
-	if !eventReasonRE.MatchString(r) {
+	if !matchEventReason(r) {
 		return &FieldError{Path: path, Message: fmt.Sprintf("%q is not an event reason: an upper-case letter, then letters and digits, at most %d (TenantDeleted)", truncate(r), MaxEventReasonLength)}
 	}
 	return nil

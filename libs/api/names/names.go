@@ -2,7 +2,6 @@ package names
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -13,40 +12,31 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
-var (
-	typeNameRE    = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
-	typeVersionRE = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
-	dns1123RE     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	qualifiedRE   = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
-	dnsSubdomRE   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	labelValueRE  = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
-)
-
 // TypeName checks a resource type name (PostgresDatabase): an upper-case
 // letter, then letters and digits, at most 63; safe as a NATS subject token
 // and a KV key part.
 func TypeName(path, name string) *FieldError {
-	if !typeNameRE.MatchString(name) {
-		return &FieldError{Path: path, Message: fmt.Sprintf("%q is not a valid type name: it must match %s", truncate(name), typeNameRE)}
+	if !matchTypeName(name) {
+		return &FieldError{Path: path, Message: fmt.Sprintf("%q is not a valid type name: it must match %s", truncate(name), typeNamePattern)}
 	}
 	return nil
 }
 
 // TypeVersion checks a resource type version such as v1 or v1beta1.
 func TypeVersion(path, version string) *FieldError {
-	if !typeVersionRE.MatchString(version) {
-		return &FieldError{Path: path, Message: fmt.Sprintf("%q is not a valid version: it must match %s (v1, v2beta1, ...)", truncate(version), typeVersionRE)}
+	if !matchTypeVersion(version) {
+		return &FieldError{Path: path, Message: fmt.Sprintf("%q is not a valid version: it must match %s (v1, v2beta1, ...)", truncate(version), typeVersionPattern)}
 	}
 	return nil
 }
 
 // IsDNSLabel reports whether s is a DNS-1123 label: at most 63 lower-case
 // letters, digits and '-', starting and ending with a letter or digit.
-func IsDNSLabel(s string) bool { return len(s) <= MaxNameLength && dns1123RE.MatchString(s) }
+func IsDNSLabel(s string) bool { return len(s) <= MaxNameLength && matchDNSLabel(s) }
 
 // IsDNSSubdomain reports whether s is a DNS subdomain: at most 253
 // characters, dot-separated DNS labels.
-func IsDNSSubdomain(s string) bool { return len(s) <= MaxSubdomainLength && dnsSubdomRE.MatchString(s) }
+func IsDNSSubdomain(s string) bool { return len(s) <= MaxSubdomainLength && matchDNSSubdomain(s) }
 
 // Name checks a resource's (or a reconciler's) name: a DNS-1123 label.
 func Name(path, name string) *FieldError {
@@ -109,7 +99,7 @@ func QualifiedKey(path, key string) *FieldError {
 	if hasPrefix && (prefix == "" || !IsDNSSubdomain(prefix)) {
 		return &FieldError{Path: path, Message: fmt.Sprintf("key %q has an invalid prefix: it must be a DNS subdomain", truncate(key))}
 	}
-	if name == "" || len(name) > MaxNameLength || !qualifiedRE.MatchString(name) {
+	if name == "" || len(name) > MaxNameLength || !matchQualified(name) {
 		return &FieldError{Path: path, Message: fmt.Sprintf("key %q is invalid: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, with an optional DNS subdomain prefix and '/'", truncate(key))}
 	}
 	return nil
@@ -118,7 +108,7 @@ func QualifiedKey(path, key string) *FieldError {
 // LabelValue checks a label's value: empty, or at most 63 letters, digits,
 // '-', '_' or '.', starting and ending with a letter or digit.
 func LabelValue(path, v string) *FieldError {
-	if len(v) > MaxNameLength || !labelValueRE.MatchString(v) {
+	if len(v) > MaxNameLength || !matchLabelValue(v) {
 		return &FieldError{Path: path, Message: fmt.Sprintf("value %q is invalid: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", truncate(v))}
 	}
 	return nil
