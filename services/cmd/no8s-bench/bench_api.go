@@ -243,6 +243,7 @@ func benchAPIOn(ctx context.Context, env *benchEnv, embedded bool) error {
 		times = append(times, fmtDur(d))
 	}
 	fmt.Printf("list %d resources (one type, limit=1000, %d pages): best %s of 3 (%s)\n", apiListCount, apiListCount/1000, fmtDur(best), strings.Join(times, ", "))
+	env.figure(fmt.Sprintf("API LIST %d best of 3, ms", apiListCount), ms(best))
 	cpu1 := env.sampleCPU()
 	fmt.Printf("  CPU while listing, in cores: %s\n", cpu1.cores(cpu0))
 	disturbed = max(disturbed, cpu1.other(cpu0))
