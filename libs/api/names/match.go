@@ -21,9 +21,9 @@ func isUpper(c byte) bool { return 'A' <= c && c <= 'Z' }
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 func isAlnum(c byte) bool { return isLower(c) || isUpper(c) || isDigit(c) }
 
-// camelWord matches ^[A-Z][A-Za-z0-9]{0,max-1}$.
-func camelWord(s string, max int) bool {
-	if s == "" || len(s) > max || !isUpper(s[0]) {
+// camelWord matches ^[A-Z][A-Za-z0-9]{0,limit-1}$.
+func camelWord(s string, limit int) bool {
+	if s == "" || len(s) > limit || !isUpper(s[0]) {
 		return false
 	}
 	for i := 1; i < len(s); i++ {
