@@ -10,8 +10,10 @@ package pgstore
 //     the transaction's clock;
 //  3. render the resource's document and encode the event
 //     (storage.RenderEvent, shared by every backend);
-//  4. queue the row's write, then the outbox row, into the batch that
-//     commits with them.
+//  4. queue the row's write, which stores the document in the row
+//     (document, with its resource_version as document_version: what
+//     lists serve), then the outbox row, into the batch that commits with
+//     them.
 //
 // takeRevisions or queueRevisions/scanRevisions do step 1; emit does steps
 // 2 to 4. No other code in this package names revision_seq or the outbox
@@ -118,10 +120,13 @@ type change struct {
 	// r is the resource after the change; emit sets its resource_version
 	// and updated_at.
 	r *resource.Resource
-	// write queues the row's write; it runs after r has its revision. Nil
+	// write queues the row's write; it runs after r has its revision,
+	// with r's document as its event carries it, which a write that keeps
+	// the row stores in the row (document, and r's resource_version as
+	// document_version: what lists serve). Nil
 	// when the event has no row write of its own (the DELETED event of a
 	// resource purged in the same transaction).
-	write func(b *pgx.Batch)
+	write func(b *pgx.Batch, doc []byte)
 	// unbounded skips the event size check: a deletion must always go
 	// through.
 	unbounded bool
@@ -141,7 +146,7 @@ func (rv *revisions) emit(b *pgx.Batch, c change) error {
 		return err
 	}
 	if c.write != nil {
-		c.write(b)
+		c.write(b, row.Document)
 	}
 	b.Queue(`INSERT INTO outbox (revision, resource_id, event_type, subject, payload, created_at, trace_context) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		row.Revision, row.ResourceID, row.EventType, row.Subject, row.Payload, row.CreatedAt, storage.NullIfEmpty(rv.trace))

@@ -56,7 +56,7 @@ func (s *Store) CompleteReconcile(ctx context.Context, req storage.CompleteRecon
 			for _, e := range req.Events {
 				s.queueEvent(b, r, e, now)
 			}
-			return rv.emit(b, change{event: c.Event, r: r, write: func(b *pgx.Batch) {
+			return rv.emit(b, change{event: c.Event, r: r, write: func(b *pgx.Batch, _ []byte) {
 				b.Queue(`DELETE FROM resources WHERE id = $1`, r.ID)
 			}})
 		}
@@ -65,14 +65,14 @@ func (s *Store) CompleteReconcile(ctx context.Context, req storage.CompleteRecon
 		if h.ErrorMessage != "" {
 			errMsg = &h.ErrorMessage
 		}
-		return rv.emit(b, change{event: c.Event, r: r, write: func(b *pgx.Batch) {
+		return rv.emit(b, change{event: c.Event, r: r, write: func(b *pgx.Batch, doc []byte) {
 			b.Queue(`UPDATE resources SET status = $2, status_message = $3, observed_generation = $4, conditions = $5, phase = $6,
 				outputs = $7, finalizers = $8, annotations = $9, resource_version = $10, updated_at = $11, last_reconcile_time = $11,
 				failures = $12, terminal_generation = $13, requeue_at = $14, lease_holder = '', lease_expires_at = NULL,
-				dependencies = $15 WHERE id = $1`,
+				dependencies = $15, document = $16, document_version = $10 WHERE id = $1`,
 				r.ID, r.Status, r.StatusMessage, r.ObservedGeneration, jsonConditions(r.Conditions), r.Phase,
 				[]byte(r.Outputs), resource.AppendStrings(nil, r.Finalizers), jsonMap(r.Annotations), r.ResourceVersion, now,
-				c.Failures, c.TerminalGeneration, c.RequeueAt, storage.EncodeDependencies(req.Dependencies))
+				c.Failures, c.TerminalGeneration, c.RequeueAt, storage.EncodeDependencies(req.Dependencies), doc)
 			b.Queue(`INSERT INTO reconciliation_history (resource_id, generation, success, phase, error_message, resources_created,
 				resources_updated, resources_deleted, started_at, duration_ms, reconcile_time, lease_epoch, holder, reason)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,

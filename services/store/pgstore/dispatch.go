@@ -111,9 +111,9 @@ func (s *Store) SetCondition(ctx context.Context, schedulerEpoch, resourceID int
 		if !storage.ApplyCondition(r, c, l.Now) {
 			return nil
 		}
-		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
-			b.Queue(`UPDATE resources SET conditions = $2, phase = $3, resource_version = $4, updated_at = $5 WHERE id = $1`,
-				r.ID, r.Conditions, r.Phase, r.ResourceVersion, r.UpdatedAt)
+		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch, doc []byte) {
+			b.Queue(`UPDATE resources SET conditions = $2, phase = $3, resource_version = $4, updated_at = $5, document = $6, document_version = $4 WHERE id = $1`,
+				r.ID, r.Conditions, r.Phase, r.ResourceVersion, r.UpdatedAt, doc)
 			for _, e := range events {
 				s.queueEvent(b, r, e, l.Now)
 			}
@@ -136,8 +136,9 @@ func (s *Store) RequestReconcile(ctx context.Context, resourceID int64) (*resour
 			return err
 		}
 		out = r
-		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
-			b.Queue(`UPDATE resources SET reconcile_requested_at = $2, resource_version = $3, updated_at = $2 WHERE id = $1`, r.ID, r.UpdatedAt, r.ResourceVersion)
+		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch, doc []byte) {
+			b.Queue(`UPDATE resources SET reconcile_requested_at = $2, resource_version = $3, updated_at = $2, document = $4, document_version = $3 WHERE id = $1`,
+				r.ID, r.UpdatedAt, r.ResourceVersion, doc)
 		}})
 	})
 	if err != nil {

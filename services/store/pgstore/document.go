@@ -1,6 +1,9 @@
 package pgstore
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -8,6 +11,55 @@ import (
 
 	"github.com/no8s/no8s/services/store/storage"
 )
+
+// documentColumns are what a page of documents reads of each row: its id
+// and its stored document while that is the one of its current
+// resource_version (migration 00015); NULL otherwise: a row no change has
+// touched since the column existed, or one a store of the previous release
+// changed during a rolling upgrade.
+const documentColumns = `id, CASE WHEN document_version = resource_version THEN document END`
+
+// scanStoredDocument reads one row of documentColumns: doc is nil for a row
+// without a current stored document.
+func scanStoredDocument(row pgx.Row) (doc []byte, id int64, err error) {
+	err = row.Scan(&id, &doc)
+	return doc, id, err
+}
+
+// renderDocuments renders, from their columns (scanDocument), the
+// documents of the rows without a current stored one (documentColumns):
+// unrendered maps each one's id to its place in docs, which it fills. It
+// reads in tx, the page's snapshot.
+func renderDocuments(ctx context.Context, tx pgx.Tx, docs [][]byte, unrendered map[int64]int) error {
+	if len(unrendered) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(unrendered))
+	for id := range unrendered {
+		ids = append(ids, id)
+	}
+	rows, err := tx.Query(ctx, `SELECT `+resourceColumns+` FROM resources WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		doc, id, err := scanDocument(rows)
+		if err != nil {
+			return err
+		}
+		docs[unrendered[id]] = doc
+		delete(unrendered, id)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(unrendered) > 0 {
+		// The page's snapshot held them a moment ago.
+		return fmt.Errorf("%d resources of the page vanished from its snapshot", len(unrendered))
+	}
+	return nil
+}
 
 // scanDocument reads one row of resourceColumns straight into the resource's
 // canonical JSON document (storage.DocumentFields), the same document

@@ -70,7 +70,7 @@ const (
 	reconcile_requested_at = CASE WHEN reconcile_requested_at <= $5 THEN NULL ELSE reconcile_requested_at END`
 	acquireLeaseSQL    = `UPDATE resources SET ` + leaseSet + ` WHERE id = $1`
 	acquireLeaseDocSQL = `UPDATE resources SET ` + leaseSet + `,
-	status = $6, phase = $7, conditions = $8, resource_version = $9, updated_at = $10 WHERE id = $1`
+	status = $6, phase = $7, conditions = $8, resource_version = $9, updated_at = $10, document = $11, document_version = $9 WHERE id = $1`
 )
 
 // AcquireLease grants the reconcile lease of a resource (storage.Acquire):
@@ -113,9 +113,9 @@ func (s *Store) AcquireLease(ctx context.Context, req storage.AcquireLeaseReques
 			b.Queue(acquireLeaseSQL, r.ID, req.Holder, out.Epoch, out.ExpiresAt, l.Now)
 			return nil
 		}
-		return rv.emit(b, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
+		return rv.emit(b, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch, doc []byte) {
 			b.Queue(acquireLeaseDocSQL,
-				r.ID, req.Holder, out.Epoch, out.ExpiresAt, l.Now, r.Status, r.Phase, jsonConditions(r.Conditions), r.ResourceVersion, r.UpdatedAt)
+				r.ID, req.Holder, out.Epoch, out.ExpiresAt, l.Now, r.Status, r.Phase, jsonConditions(r.Conditions), r.ResourceVersion, r.UpdatedAt, doc)
 		}})
 	})
 	if err != nil {

@@ -51,7 +51,12 @@ func (s *Store) ListResources(ctx context.Context, req storage.ListResourcesRequ
 		where += " AND id <= (SELECT max(id) FROM (SELECT id FROM resources WHERE " + walk.conds(req, nil) +
 			" ORDER BY id LIMIT " + walk.arg(probe) + ") w)"
 	}
-	walkSQL := `SELECT ` + resourceColumns + ` FROM resources WHERE ` + where + ` ORDER BY id LIMIT ` + walk.arg(q.Limit+1)
+	// A page of documents reads each row's stored document (documentColumns).
+	columns := resourceColumns
+	if req.Documents {
+		columns = documentColumns
+	}
+	walkSQL := `SELECT ` + columns + ` FROM resources WHERE ` + where + ` ORDER BY id LIMIT ` + walk.arg(q.Limit+1)
 
 	out := &storage.ListResourcesResult{Resources: make([]*resource.Resource, 0, min(q.Limit, 128)), ResourceVersion: q.Revision}
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
@@ -99,18 +104,31 @@ func (s *Store) ListResources(ctx context.Context, req storage.ListResourcesRequ
 					return false
 				}
 				rest := newListSQL(last)
-				restSQL := `SELECT ` + resourceColumns + ` FROM resources WHERE ` + rest.labelsOnly(req, q.Selector) + ` ORDER BY id LIMIT ` + rest.arg(q.Limit+1-got)
+				restSQL := `SELECT ` + columns + ` FROM resources WHERE ` + rest.labelsOnly(req, q.Selector) + ` ORDER BY id LIMIT ` + rest.arg(q.Limit+1-got)
 				if rows, qerr = tx.Query(ctx, restSQL, rest.args...); qerr != nil {
 					return false
 				}
 			}
 		}
-		err = q.Collect(out, next, func() ([]byte, int64, error) { return scanDocument(rows) },
-			func() (*resource.Resource, error) { return scanResource(rows) })
+		var unrendered map[int64]int // rows without a current stored document: id → place
+		err = q.Collect(out, next, func() ([]byte, int64, error) {
+			doc, id, err := scanStoredDocument(rows)
+			if err == nil && doc == nil {
+				if unrendered == nil {
+					unrendered = map[int64]int{}
+				}
+				unrendered[id] = len(out.Documents)
+			}
+			return doc, id, err
+		}, func() (*resource.Resource, error) { return scanResource(rows) })
 		if err != nil {
 			return err
 		}
-		return qerr
+		if qerr != nil {
+			return qerr
+		}
+		rows.Close()
+		return renderDocuments(ctx, tx, out.Documents, unrendered)
 	})
 	if err != nil {
 		return nil, translate(err)

@@ -102,13 +102,13 @@ func (s *Store) CreateResource(ctx context.Context, req storage.CreateResourceRe
 			return storage.SchemaChanged(r.ResourceTypeName, r.ResourceTypeVersion)
 		}
 		r.CreatedAt = rv.now
-		return rv.emit(b, change{event: envelope.Created, r: r, write: func(b *pgx.Batch) {
+		return rv.emit(b, change{event: envelope.Created, r: r, write: func(b *pgx.Batch, doc []byte) {
 			b.Queue(`INSERT INTO resources (id, uid, namespace, name, resource_type_id, resource_type_name, resource_type_version, labels, annotations,
-				owner_references, spec, status, generation, resource_version, phase, finalizers, created_at, updated_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+				owner_references, spec, status, generation, resource_version, phase, finalizers, created_at, updated_at, document, document_version)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $14)`,
 				r.ID, r.UID, r.Namespace, r.Name, typeID, r.ResourceTypeName, r.ResourceTypeVersion, jsonMap(r.Labels), jsonMap(r.Annotations),
 				resource.AppendOwnerReferences(nil, r.OwnerReferences), []byte(r.Spec), r.Status, r.Generation, r.ResourceVersion, r.Phase,
-				resource.AppendStrings(nil, r.Finalizers), r.CreatedAt, r.UpdatedAt)
+				resource.AppendStrings(nil, r.Finalizers), r.CreatedAt, r.UpdatedAt, doc)
 		}})
 	})
 	if err != nil {
@@ -187,12 +187,12 @@ func (s *Store) UpdateResource(ctx context.Context, req storage.UpdateResourceRe
 				return err
 			}
 		}
-		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
+		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch, doc []byte) {
 			// A spec change resets the reconcile backoff (docs/design/reconcile.md).
 			b.Queue(`UPDATE resources SET spec = $2, labels = $3, annotations = $4, owner_references = $9, generation = $5, resource_version = $6, updated_at = $7,
-				failures = CASE WHEN $8 THEN 0 ELSE failures END WHERE id = $1`,
+				failures = CASE WHEN $8 THEN 0 ELSE failures END, document = $10, document_version = $6 WHERE id = $1`,
 				r.ID, []byte(r.Spec), r.Labels, r.Annotations, r.Generation, r.ResourceVersion, r.UpdatedAt, specChanged,
-				resource.AppendOwnerReferences(nil, r.OwnerReferences))
+				resource.AppendOwnerReferences(nil, r.OwnerReferences), doc)
 		}})
 	})
 	if err != nil {
@@ -237,7 +237,7 @@ func (s *Store) DeleteResource(ctx context.Context, req storage.DeleteResourceRe
 				return err
 			}
 			purged := *r
-			err := rv.emit(b, change{event: envelope.Purged, r: &purged, unbounded: true, write: func(b *pgx.Batch) {
+			err := rv.emit(b, change{event: envelope.Purged, r: &purged, unbounded: true, write: func(b *pgx.Batch, _ []byte) {
 				b.Queue(`DELETE FROM resources WHERE id = $1 AND finalizers = '[]'::jsonb`, r.ID)
 			}})
 			if err != nil {
@@ -245,12 +245,12 @@ func (s *Store) DeleteResource(ctx context.Context, req storage.DeleteResourceRe
 			}
 			res.Resource, res.Purged = &purged, true
 		} else {
-			err := rv.emit(b, change{event: envelope.Deleted, r: r, unbounded: true, write: func(b *pgx.Batch) {
+			err := rv.emit(b, change{event: envelope.Deleted, r: r, unbounded: true, write: func(b *pgx.Batch, doc []byte) {
 				// Deletion is dispatched at once: earlier failures' backoff
 				// and a requeue the live resource asked for are reset.
 				b.Queue(`UPDATE resources SET status = $2, phase = $3, deleted_at = $4, updated_at = $4, resource_version = $5,
-					failures = 0, terminal_generation = 0, requeue_at = NULL, finalizers = $6 WHERE id = $1`,
-					r.ID, r.Status, r.Phase, now, r.ResourceVersion, r.Finalizers)
+					failures = 0, terminal_generation = 0, requeue_at = NULL, finalizers = $6, document = $7, document_version = $5 WHERE id = $1`,
+					r.ID, r.Status, r.Phase, now, r.ResourceVersion, r.Finalizers, doc)
 			}})
 			if err != nil {
 				return err
@@ -283,12 +283,13 @@ func (s *Store) UpdateFinalizers(ctx context.Context, req storage.UpdateFinalize
 		}
 		if purge {
 			res.Purged = true
-			return emitTx(ctx, tx, change{event: envelope.Purged, r: r, write: func(b *pgx.Batch) {
+			return emitTx(ctx, tx, change{event: envelope.Purged, r: r, write: func(b *pgx.Batch, _ []byte) {
 				b.Queue(`DELETE FROM resources WHERE id = $1`, r.ID)
 			}})
 		}
-		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch) {
-			b.Queue(`UPDATE resources SET finalizers = $2, resource_version = $3, updated_at = $4 WHERE id = $1`, r.ID, r.Finalizers, r.ResourceVersion, r.UpdatedAt)
+		return emitTx(ctx, tx, change{event: envelope.Modified, r: r, write: func(b *pgx.Batch, doc []byte) {
+			b.Queue(`UPDATE resources SET finalizers = $2, resource_version = $3, updated_at = $4, document = $5, document_version = $3 WHERE id = $1`,
+				r.ID, r.Finalizers, r.ResourceVersion, r.UpdatedAt, doc)
 		}})
 	})
 	if err != nil {

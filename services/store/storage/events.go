@@ -18,7 +18,10 @@ type OutboxRow struct {
 	EventType string
 	Subject   string
 	// Payload is the encoded event, published as it is.
-	Payload   []byte
+	Payload []byte
+	// Document is the resource's document as the event carries it: what
+	// a backend that keeps each resource's rendered document stores.
+	Document  []byte
 	CreatedAt time.Time
 	// TraceContext is the W3C trace context of the change (package
 	// tracing's Encode: traceparent, and tracestate after a newline), ""
@@ -48,7 +51,7 @@ func RenderEvent(event string, r *resource.Resource, rev int64, now time.Time, u
 		return OutboxRow{}, err
 	}
 	return OutboxRow{Revision: rev, ResourceID: r.ID, EventType: event, Subject: envelope.Subject(r.ResourceTypeName, r.ResourceTypeVersion),
-		Payload: payload, CreatedAt: now}, nil
+		Payload: payload, Document: doc, CreatedAt: now}, nil
 }
 
 // NullIfEmpty is s as a nullable text column's value: nil (NULL) when s

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -428,8 +429,56 @@ func testEveryWriteEmitsThroughTheCommitPath(t *testing.T, open Opener) {
 			t.Errorf("%s: read the row: %v", c.name, err)
 		case !purged && stored != last:
 			t.Errorf("%s: row at resource_version %d, want %d", c.name, stored, last)
+		case !purged:
+			// What a list serves is the row's document as this write
+			// left it (a backend may keep the one its event rendered).
+			want, err := resource.Marshal(cur)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := listedDocument(t, s, id); !SameJSON(got, want) {
+				t.Errorf("%s: a list shows\n%s\nwant the row's document\n%s", c.name, got, want)
+			}
 		}
 	}
+}
+
+// listedDocument is the document a list of documents shows for resource id
+// (nil when none does).
+func listedDocument(t *testing.T, s storage.Store, id int64) []byte {
+	t.Helper()
+	req := storage.ListResourcesRequest{Limit: storage.MaxListLimit, Documents: true}
+	for {
+		page, err := s.ListResources(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range page.Documents {
+			var head struct {
+				ID int64 `json:"id"`
+			}
+			if err := json.Unmarshal(d, &head); err != nil {
+				t.Fatalf("a listed document does not decode: %v: %s", err, d)
+			}
+			if head.ID == id {
+				return d
+			}
+		}
+		if page.Continue == "" {
+			return nil
+		}
+		req.Continue = page.Continue
+	}
+}
+
+// SameJSON reports whether a and b are the same JSON value (numbers
+// compared as written, not as floats).
+func SameJSON(a, b []byte) bool {
+	var x, y any
+	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
+	da.UseNumber()
+	db.UseNumber()
+	return da.Decode(&x) == nil && db.Decode(&y) == nil && reflect.DeepEqual(x, y)
 }
 
 func rvOf(r *resource.Resource) int64 {

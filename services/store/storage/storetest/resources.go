@@ -1,11 +1,9 @@
 package storetest
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"testing"
 
 	"github.com/no8s/no8s/libs/api/lifecycle"
@@ -319,12 +317,7 @@ func testListDocumentsMatchResources(t *testing.T, open Opener) {
 		if !json.Valid(docs.Documents[i]) {
 			t.Fatalf("document %d is not valid JSON: %s", i, docs.Documents[i])
 		}
-		var a, b any
-		da := json.NewDecoder(bytes.NewReader(want))
-		da.UseNumber()
-		db := json.NewDecoder(bytes.NewReader(docs.Documents[i]))
-		db.UseNumber()
-		if da.Decode(&a) != nil || db.Decode(&b) != nil || !reflect.DeepEqual(a, b) {
+		if !SameJSON(want, docs.Documents[i]) {
 			t.Fatalf("document %d differs:\n got %s\nwant %s", i, docs.Documents[i], want)
 		}
 	}
