@@ -82,9 +82,9 @@ func TestListsServeStoredDocuments(t *testing.T) {
 	check := func(what string) {
 		t.Helper()
 		for _, req := range []storage.ListResourcesRequest{{Limit: 5}, {Limit: 2, LabelSelector: "tier=db"}, {Limit: 1000}} {
-			typed := listAll(t, s, req)
+			typed := storetest.ListAll(t, s, req)
 			req.Documents = true
-			docs := listAll(t, s, req)
+			docs := storetest.ListAll(t, s, req)
 			if len(docs) != len(typed) {
 				t.Fatalf("%s: %+v: %d documents for %d resources", what, req, len(docs), len(typed))
 			}
@@ -125,34 +125,8 @@ func TestListsServeStoredDocuments(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE resources SET document = $2, document_version = resource_version WHERE id = $1`, ids[11], marker); err != nil {
 		t.Fatal(err)
 	}
-	docs := listAll(t, s, storage.ListResourcesRequest{Limit: 1000, Documents: true})
+	docs := storetest.ListAll(t, s, storage.ListResourcesRequest{Limit: 1000, Documents: true})
 	if !bytes.Equal(docs[len(docs)-1], marker) {
 		t.Fatalf("the list shows %s, not the stored document %s", docs[len(docs)-1], marker)
-	}
-}
-
-// listAll reads every page of req: its resources, or its documents when
-// req asks for them (as JSON of the resources for comparison).
-func listAll(t *testing.T, s *pgstore.Store, req storage.ListResourcesRequest) (out []json.RawMessage) {
-	t.Helper()
-	for {
-		page, err := s.ListResources(t.Context(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range page.Documents {
-			out = append(out, json.RawMessage(d))
-		}
-		for _, r := range page.Resources {
-			b, err := resource.Marshal(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, b)
-		}
-		if page.Continue == "" {
-			return out
-		}
-		req.Continue = page.Continue
 	}
 }

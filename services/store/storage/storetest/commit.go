@@ -447,25 +447,42 @@ func testEveryWriteEmitsThroughTheCommitPath(t *testing.T, open Opener) {
 // (nil when none does).
 func listedDocument(t *testing.T, s storage.Store, id int64) []byte {
 	t.Helper()
-	req := storage.ListResourcesRequest{Limit: storage.MaxListLimit, Documents: true}
+	for _, d := range ListAll(t, s, storage.ListResourcesRequest{Limit: storage.MaxListLimit, Documents: true}) {
+		var head struct {
+			ID int64 `json:"id"`
+		}
+		if err := json.Unmarshal(d, &head); err != nil {
+			t.Fatalf("a listed document does not decode: %v: %s", err, d)
+		}
+		if head.ID == id {
+			return d
+		}
+	}
+	return nil
+}
+
+// ListAll reads every page of req: its documents when req asks for them,
+// else its resources as their documents (resource.Marshal), so that the
+// two can be compared.
+func ListAll(t *testing.T, s storage.Store, req storage.ListResourcesRequest) (out []json.RawMessage) {
+	t.Helper()
 	for {
 		page, err := s.ListResources(t.Context(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range page.Documents {
-			var head struct {
-				ID int64 `json:"id"`
+			out = append(out, d)
+		}
+		for _, r := range page.Resources {
+			b, err := resource.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if err := json.Unmarshal(d, &head); err != nil {
-				t.Fatalf("a listed document does not decode: %v: %s", err, d)
-			}
-			if head.ID == id {
-				return d
-			}
+			out = append(out, b)
 		}
 		if page.Continue == "" {
-			return nil
+			return out
 		}
 		req.Continue = page.Continue
 	}
